@@ -1,0 +1,204 @@
+//! Harness of the end-to-end suite: a client for the cluster under test, a namespace per test,
+//! the local registry's test images, and waits that report what they last saw when they time out.
+//!
+//! The suite runs against `$KUBECONFIG` when it is set, else against the local cluster's
+//! `.cluster/kubeconfig` (see `hack/cluster.sh`). It never skips: a missing cluster is a failure.
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::{Namespace, Pod};
+use kube::api::{DeleteParams, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Api, Client, Config};
+use rand::Rng;
+
+/// Label put on every namespace the suite creates, so leftovers are easy to find and remove.
+pub const E2E_LABEL: &str = "kruise-rs.e2e/test";
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("no cluster to test against: {0} (run `make cluster-up` or set KUBECONFIG)")]
+    NoCluster(String),
+    #[error("kubernetes API: {0}")]
+    Kube(#[from] kube::Error),
+    #[error("timed out after {timeout:?} waiting for {what}; last seen: {last}")]
+    Timeout {
+        what: String,
+        timeout: Duration,
+        last: String,
+    },
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// The repository's root (the e2e crate lives one level below it).
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(PathBuf::from)
+        .unwrap_or_default()
+}
+
+/// The registry the test images live in; the local cluster serves one on 127.0.0.1:5000.
+pub fn registry() -> String {
+    std::env::var("KRUISE_E2E_REGISTRY").unwrap_or_else(|_| "127.0.0.1:5000".to_string())
+}
+
+/// A test image of the local registry, e.g. `image("testapp", "v1")`.
+/// testapp: HTTP on :8080, tags v1, v2, v3 (distinct image IDs) and v1-retag (same ID as v1).
+/// sidecar: an idler, tags v1 and v2.
+pub fn image(name: &str, tag: &str) -> String {
+    format!("{}/kruise-rs/{name}:{tag}", registry())
+}
+
+/// A client for the cluster under test.
+pub async fn client() -> Result<Client> {
+    let config = if std::env::var_os("KUBECONFIG").is_some() {
+        Config::infer()
+            .await
+            .map_err(|e| Error::NoCluster(e.to_string()))?
+    } else {
+        let path = repo_root().join(".cluster/kubeconfig");
+        let kubeconfig =
+            Kubeconfig::read_from(&path).map_err(|e| Error::NoCluster(format!("{path:?}: {e}")))?;
+        Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+            .await
+            .map_err(|e| Error::NoCluster(e.to_string()))?
+    };
+    Client::try_from(config).map_err(|e| Error::NoCluster(e.to_string()))
+}
+
+/// A namespace of one test, named `<prefix>-<random>`.
+pub struct TestNamespace {
+    pub name: String,
+    client: Client,
+}
+
+impl TestNamespace {
+    pub async fn create(client: &Client, prefix: &str) -> Result<Self> {
+        let suffix: u32 = rand::rng().random_range(0..0xff_ffff);
+        let name = format!("{prefix}-{suffix:06x}");
+        let ns: Namespace = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": name, "labels": {E2E_LABEL: prefix}}
+        }))
+        .map_err(|e| Error::NoCluster(e.to_string()))?;
+        Api::<Namespace>::all(client.clone())
+            .create(&PostParams::default(), &ns)
+            .await?;
+        // Pods need the namespace's default ServiceAccount, which a controller creates a moment later.
+        let sa: Api<k8s_openapi::api::core::v1::ServiceAccount> =
+            Api::namespaced(client.clone(), &name);
+        wait_for("the default ServiceAccount", Duration::from_secs(30), || async {
+            Ok(sa.get_opt("default").await?.map(|_| ()))
+        })
+        .await?;
+        Ok(Self {
+            name,
+            client: client.clone(),
+        })
+    }
+
+    pub fn api<K>(&self) -> Api<K>
+    where
+        K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope>,
+        <K as kube::Resource>::DynamicType: Default,
+    {
+        Api::namespaced(self.client.clone(), &self.name)
+    }
+
+    /// Deletes the namespace; a failed test leaves its namespace behind for inspection.
+    pub async fn delete(self) -> Result<()> {
+        Api::<Namespace>::all(self.client)
+            .delete(&self.name, &DeleteParams::background())
+            .await?;
+        Ok(())
+    }
+}
+
+/// Polls `check` every 250 ms until it yields `Some`, or fails after `timeout` with `what`.
+pub async fn wait_for<T, F, Fut>(what: &str, timeout: Duration, mut check: F) -> Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<Option<T>>>,
+{
+    let start = Instant::now();
+    let mut last = String::from("nothing yet");
+    loop {
+        match check().await {
+            Ok(Some(v)) => return Ok(v),
+            Ok(None) => {}
+            // A transient API error is worth retrying; the last one is reported on timeout.
+            Err(e) => last = e.to_string(),
+        }
+        if start.elapsed() >= timeout {
+            return Err(Error::Timeout {
+                what: what.to_string(),
+                timeout,
+                last,
+            });
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// Waits until `check` accepts the pod, reporting the pod's status on timeout.
+pub async fn wait_pod(
+    api: &Api<Pod>,
+    name: &str,
+    what: &str,
+    timeout: Duration,
+    check: impl Fn(&Pod) -> bool,
+) -> Result<Pod> {
+    let start = Instant::now();
+    loop {
+        let pod = api.get_opt(name).await?;
+        if let Some(p) = &pod
+            && check(p)
+        {
+            return Ok(p.clone());
+        }
+        if start.elapsed() >= timeout {
+            let last = pod
+                .and_then(|p| p.status)
+                .map(|s| serde_json::to_string(&s).unwrap_or_default())
+                .unwrap_or_else(|| "pod not found".to_string());
+            return Err(Error::Timeout {
+                what: format!("pod {name}: {what}"),
+                timeout,
+                last,
+            });
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// Whether the pod's Ready condition is True.
+pub fn pod_ready(pod: &Pod) -> bool {
+    pod_condition(pod, "Ready") == Some("True")
+}
+
+/// The status of one of the pod's conditions.
+pub fn pod_condition<'a>(pod: &'a Pod, type_: &str) -> Option<&'a str> {
+    pod.status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == type_)
+        .map(|c| c.status.as_str())
+}
+
+/// The status of the named container.
+pub fn container_status<'a>(
+    pod: &'a Pod,
+    container: &str,
+) -> Option<&'a k8s_openapi::api::core::v1::ContainerStatus> {
+    pod.status
+        .as_ref()?
+        .container_statuses
+        .as_ref()?
+        .iter()
+        .find(|c| c.name == container)
+}

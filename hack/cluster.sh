@@ -1,0 +1,419 @@
+#!/usr/bin/env bash
+# The local single-node Kubernetes cluster: upstream components built from their Go modules
+# (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubelet, kube-proxy), containerd
+# and runc and the CNI plugins from Debian, and a registry on 127.0.0.1:5000 with images built here.
+#
+#   hack/cluster.sh up      idempotent: builds what is missing, starts what is not running, waits
+#   hack/cluster.sh down    stops everything it started (by PID), removes mounts, netns and state
+#   hack/cluster.sh status  prints what runs
+#
+# State lives in .cluster/ (git-ignored): kubeconfig, bin/kubectl, logs/, pids/, pki/, data dirs.
+set -euo pipefail
+# shellcheck source=hack/lib.sh
+source "$(dirname "$0")/lib.sh"
+
+# Order matters: started left to right, stopped right to left.
+COMPONENTS=(registry containerd etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy)
+
+need_root() {
+  [ "$(id -u)" = 0 ] || { echo "the local cluster runs a kubelet and containerd and needs root (try: sudo make cluster-up)" >&2; exit 1; }
+}
+
+# ---------------------------------------------------------------------------------------------
+# Certificates: one CA signs every serving and client certificate of the cluster.
+
+cert() { # name CN O SANs(comma list or "") kind(server|client|both)
+  local name=$1 cn=$2 org=$3 sans=$4 kind=$5 ext="$KRS_PKI/$1.ext"
+  [ -f "$KRS_PKI/$name.crt" ] && return 0
+  {
+    echo "basicConstraints=CA:FALSE"
+    echo "keyUsage=critical,digitalSignature,keyEncipherment"
+    case $kind in
+      server) echo "extendedKeyUsage=serverAuth" ;;
+      client) echo "extendedKeyUsage=clientAuth" ;;
+      both) echo "extendedKeyUsage=serverAuth,clientAuth" ;;
+    esac
+    [ -n "$sans" ] && echo "subjectAltName=$sans"
+  } >"$ext"
+  local subj="/CN=$cn"
+  [ -n "$org" ] && subj="/O=$org$subj"
+  openssl ecparam -name prime256v1 -genkey -noout -out "$KRS_PKI/$name.key" 2>/dev/null
+  openssl req -new -key "$KRS_PKI/$name.key" -subj "$subj" -out "$KRS_PKI/$name.csr" 2>/dev/null
+  openssl x509 -req -in "$KRS_PKI/$name.csr" -CA "$KRS_PKI/ca.crt" -CAkey "$KRS_PKI/ca.key" \
+    -CAcreateserial -days 365 -extfile "$ext" -out "$KRS_PKI/$name.crt" 2>/dev/null
+  rm -f "$KRS_PKI/$name.csr" "$ext"
+}
+
+kubeconfig() { # file user-cert-name
+  local file=$1 user=$2
+  cat >"$file" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: kruise-local
+  cluster:
+    server: https://127.0.0.1:6443
+    certificate-authority-data: $(base64 -w0 <"$KRS_PKI/ca.crt")
+users:
+- name: $user
+  user:
+    client-certificate-data: $(base64 -w0 <"$KRS_PKI/$user.crt")
+    client-key-data: $(base64 -w0 <"$KRS_PKI/$user.key")
+contexts:
+- name: kruise-local
+  context:
+    cluster: kruise-local
+    user: $user
+current-context: kruise-local
+EOF
+  chmod 600 "$file"
+}
+
+make_pki() {
+  local ip=$1
+  mkdir -p "$KRS_PKI"
+  if [ ! -f "$KRS_PKI/ca.crt" ]; then
+    openssl ecparam -name prime256v1 -genkey -noout -out "$KRS_PKI/ca.key" 2>/dev/null
+    openssl req -x509 -new -key "$KRS_PKI/ca.key" -subj "/CN=kruise-local-ca" -days 3650 \
+      -out "$KRS_PKI/ca.crt" 2>/dev/null
+  fi
+  cert apiserver kube-apiserver "" \
+    "DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local,IP:127.0.0.1,IP:10.96.0.1,IP:$ip" server
+  cert apiserver-kubelet-client kube-apiserver-kubelet-client system:masters "" client
+  cert admin kubernetes-admin system:masters "" client
+  cert controller-manager system:kube-controller-manager "" "" client
+  cert scheduler system:kube-scheduler "" "" client
+  cert kube-proxy system:kube-proxy "" "" client
+  cert kubelet-client "system:node:$KRS_NODE" system:nodes "" client
+  cert kubelet "$KRS_NODE" "" "DNS:$KRS_NODE,DNS:localhost,IP:127.0.0.1,IP:$ip" server
+  if [ ! -f "$KRS_PKI/sa.key" ]; then
+    openssl genrsa -out "$KRS_PKI/sa.key" 2048 2>/dev/null
+    openssl rsa -in "$KRS_PKI/sa.key" -pubout -out "$KRS_PKI/sa.pub" 2>/dev/null
+  fi
+  for u in admin controller-manager scheduler kube-proxy kubelet-client; do
+    [ -f "$KRS_DIR/$u.kubeconfig" ] || kubeconfig "$KRS_DIR/$u.kubeconfig" "$u"
+  done
+  cp "$KRS_DIR/admin.kubeconfig" "$KRS_DIR/kubeconfig"
+}
+
+# ---------------------------------------------------------------------------------------------
+# Configuration files.
+
+write_configs() {
+  local ip=$1
+  mkdir -p "$KRS_DIR/cni/net.d" "$KRS_DIR/containerd/certs.d/$KRS_REGISTRY" "$KRS_DIR/registry"
+  cat >"$KRS_DIR/registry/config.yml" <<EOF
+version: 0.1
+log:
+  level: warn
+storage:
+  filesystem:
+    rootdirectory: $KRS_CACHE/registry
+  delete:
+    enabled: true
+http:
+  addr: $KRS_REGISTRY
+EOF
+  # Plain HTTP for the local registry only.
+  cat >"$KRS_DIR/containerd/certs.d/$KRS_REGISTRY/hosts.toml" <<EOF
+server = "http://$KRS_REGISTRY"
+
+[host."http://$KRS_REGISTRY"]
+  capabilities = ["pull", "resolve", "push"]
+EOF
+  cat >"$KRS_DIR/containerd/config.toml" <<EOF
+version = 2
+root = "$KRS_DIR/containerd/root"
+state = "$KRS_CONTAINERD_STATE"
+
+[grpc]
+  address = "$KRS_CONTAINERD_SOCK"
+
+[plugins."io.containerd.grpc.v1.cri"]
+  # Sandboxes like this one withhold CAP_SYS_RESOURCE, so lowering a process's OOM score is
+  # refused; clamp the kubelet's scores to containerd's own instead of failing every Pod.
+  restrict_oom_score_adj = true
+  sandbox_image = "$KRS_REGISTRY/kruise-rs/pause:3.10"
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = "$KRS_DIR/cni/net.d"
+  [plugins."io.containerd.grpc.v1.cri".registry]
+    config_path = "$KRS_DIR/containerd/certs.d"
+EOF
+  # Pods get addresses on a host-local bridge. No masquerading: Pods have no way out of this
+  # machine, and a FORWARD rule below drops anything that tries.
+  cat >"$KRS_DIR/cni/net.d/10-kruise.conflist" <<EOF
+{
+  "cniVersion": "1.0.0",
+  "name": "kruise-local",
+  "plugins": [
+    {
+      "type": "bridge",
+      "bridge": "cni0",
+      "isGateway": true,
+      "ipMasq": false,
+      "hairpinMode": true,
+      "ipam": {
+        "type": "host-local",
+        "ranges": [[{"subnet": "$KRS_POD_CIDR"}]],
+        "routes": [{"dst": "0.0.0.0/0"}],
+        "dataDir": "$KRS_DIR/cni/ipam"
+      }
+    },
+    {"type": "portmap", "capabilities": {"portMappings": true}}
+  ]
+}
+EOF
+  cat >"$KRS_DIR/kubelet.yaml" <<EOF
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+authentication:
+  anonymous:
+    enabled: false
+  webhook:
+    enabled: true
+  x509:
+    clientCAFile: $KRS_PKI/ca.crt
+authorization:
+  mode: Webhook
+tlsCertFile: $KRS_PKI/kubelet.crt
+tlsPrivateKeyFile: $KRS_PKI/kubelet.key
+containerRuntimeEndpoint: unix://$KRS_CONTAINERD_SOCK
+cgroupDriver: cgroupfs
+# These machines run cgroup v1; Kubernetes 1.34 still supports it when told to.
+failCgroupV1: false
+failSwapOn: false
+readOnlyPort: 0
+healthzBindAddress: 127.0.0.1
+healthzPort: 10248
+serializeImagePulls: false
+resolvConf: /etc/resolv.conf
+# A dev machine's disk is shared with builds: do not evict test Pods over disk usage.
+evictionHard:
+  memory.available: 100Mi
+  nodefs.available: 1%
+  nodefs.inodesFree: 1%
+  imagefs.available: 1%
+imageGCHighThresholdPercent: 99
+imageGCLowThresholdPercent: 98
+nodeStatusUpdateFrequency: 5s
+maxPods: 250
+EOF
+  cat >"$KRS_DIR/kube-proxy.yaml" <<EOF
+apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+clientConnection:
+  kubeconfig: $KRS_DIR/kube-proxy.kubeconfig
+mode: iptables
+clusterCIDR: $KRS_POD_CIDR
+hostnameOverride: $KRS_NODE
+bindAddress: 0.0.0.0
+healthzBindAddress: 127.0.0.1:10256
+metricsBindAddress: 127.0.0.1:10249
+conntrack:
+  maxPerCore: 0
+EOF
+}
+
+# ---------------------------------------------------------------------------------------------
+# Network plumbing of the host.
+
+host_network() {
+  sysctl -qw net.ipv4.ip_forward=1
+  modprobe br_netfilter 2>/dev/null || true
+  if [ -e /proc/sys/net/bridge/bridge-nf-call-iptables ]; then
+    sysctl -qw net.bridge.bridge-nf-call-iptables=1
+  fi
+  # Pods talk to each other, to the host and to Services, and to nothing beyond this machine.
+  iptables -C FORWARD -i cni0 ! -o cni0 -j DROP 2>/dev/null || iptables -I FORWARD -i cni0 ! -o cni0 -j DROP
+  # Service addresses are only ever rewritten by kube-proxy; never route them out of the machine.
+  ip route replace unreachable "$KRS_SERVICE_CIDR" 2>/dev/null || true
+}
+
+# ---------------------------------------------------------------------------------------------
+
+healthy_https() { # url [cert-name]
+  local args=(--silent --fail --max-time 3 --cacert "$KRS_PKI/ca.crt")
+  if [ -n "${2:-}" ]; then args+=(--cert "$KRS_PKI/$2.crt" --key "$KRS_PKI/$2.key"); fi
+  curl "${args[@]}" "$1"
+}
+
+node_ready() {
+  [ "$(kctl get node "$KRS_NODE" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ]
+}
+
+default_sa() { kctl get serviceaccount default -n default; }
+
+all_running() {
+  local c
+  for c in "${COMPONENTS[@]}"; do pid_alive "$c" || return 1; done
+}
+
+cmd_up() {
+  need_root
+  local bin="$KRS_BIN_DIR"
+  if all_running && healthy_https https://127.0.0.1:6443/readyz admin && node_ready; then
+    log "the local cluster is already up (KUBECONFIG=.cluster/kubeconfig)"
+    return 0
+  fi
+  # A half-started or killed cluster (a session that was stopped) leaves processes, mounts and
+  # network namespaces: clear them before starting afresh.
+  if [ -d "$KRS_PIDS" ] || [ -d "$KRS_CONTAINERD_STATE" ]; then
+    log "clearing what a previous run left behind"
+    cmd_down quiet
+  fi
+  "$KRS_ROOT/hack/install-deps.sh"
+  "$KRS_ROOT/hack/build-k8s.sh"
+  mkdir -p "$KRS_DIR/bin" "$KRS_LOGS" "$KRS_PIDS"
+  ln -sf "$bin/kubectl" "$KRS_DIR/bin/kubectl"
+  local ip
+  ip=$(host_ip)
+  [ -n "$ip" ] || die cluster "cannot find this machine's address (ip route get)"
+
+  log "certificates and configuration (node $KRS_NODE, address $ip)"
+  make_pki "$ip"
+  write_configs "$ip"
+  host_network
+
+  log "starting the image registry on $KRS_REGISTRY"
+  mkdir -p "$KRS_CACHE/registry"
+  start registry docker-registry serve "$KRS_DIR/registry/config.yml"
+  wait_for registry 30 curl -sf "http://$KRS_REGISTRY/v2/"
+  log "building and pushing the test images"
+  "$KRS_ROOT/hack/images.sh" >"$KRS_LOGS/images.log" 2>&1 || die images "building or pushing the test images failed"
+
+  log "starting containerd"
+  start containerd containerd --config "$KRS_DIR/containerd/config.toml"
+  wait_for containerd 30 ctr --address "$KRS_CONTAINERD_SOCK" version
+
+  log "starting etcd"
+  start etcd "$bin/etcd" --name kruise-local --data-dir "$KRS_DIR/etcd" \
+    --listen-client-urls http://127.0.0.1:2379 --advertise-client-urls http://127.0.0.1:2379 \
+    --listen-peer-urls http://127.0.0.1:2380 --initial-advertise-peer-urls http://127.0.0.1:2380 \
+    --initial-cluster kruise-local=http://127.0.0.1:2380 --listen-metrics-urls http://127.0.0.1:2381 \
+    --quota-backend-bytes 4294967296 --log-level warn
+  wait_for etcd 60 curl -sf http://127.0.0.1:2381/health
+
+  log "starting kube-apiserver"
+  start kube-apiserver "$bin/kube-apiserver" \
+    --advertise-address "$ip" --bind-address 0.0.0.0 --secure-port 6443 \
+    --etcd-servers http://127.0.0.1:2379 \
+    --client-ca-file "$KRS_PKI/ca.crt" \
+    --tls-cert-file "$KRS_PKI/apiserver.crt" --tls-private-key-file "$KRS_PKI/apiserver.key" \
+    --kubelet-client-certificate "$KRS_PKI/apiserver-kubelet-client.crt" \
+    --kubelet-client-key "$KRS_PKI/apiserver-kubelet-client.key" \
+    --kubelet-certificate-authority "$KRS_PKI/ca.crt" \
+    --service-account-key-file "$KRS_PKI/sa.pub" \
+    --service-account-signing-key-file "$KRS_PKI/sa.key" \
+    --service-account-issuer https://kubernetes.default.svc.cluster.local \
+    --service-cluster-ip-range "$KRS_SERVICE_CIDR" \
+    --kubelet-preferred-address-types InternalIP,Hostname \
+    --authorization-mode Node,RBAC --enable-admission-plugins NodeRestriction \
+    --allow-privileged=true --enable-aggregator-routing=true --profiling=false \
+    --event-ttl 2h
+  wait_for kube-apiserver 120 healthy_https https://127.0.0.1:6443/readyz admin
+
+  log "starting kube-controller-manager and kube-scheduler"
+  start kube-controller-manager "$bin/kube-controller-manager" \
+    --kubeconfig "$KRS_DIR/controller-manager.kubeconfig" \
+    --authentication-kubeconfig "$KRS_DIR/controller-manager.kubeconfig" \
+    --authorization-kubeconfig "$KRS_DIR/controller-manager.kubeconfig" \
+    --bind-address 127.0.0.1 --leader-elect=false \
+    --service-account-private-key-file "$KRS_PKI/sa.key" --root-ca-file "$KRS_PKI/ca.crt" \
+    --cluster-signing-cert-file "$KRS_PKI/ca.crt" --cluster-signing-key-file "$KRS_PKI/ca.key" \
+    --use-service-account-credentials=true --service-cluster-ip-range "$KRS_SERVICE_CIDR"
+  start kube-scheduler "$bin/kube-scheduler" \
+    --kubeconfig "$KRS_DIR/scheduler.kubeconfig" \
+    --authentication-kubeconfig "$KRS_DIR/scheduler.kubeconfig" \
+    --authorization-kubeconfig "$KRS_DIR/scheduler.kubeconfig" \
+    --bind-address 127.0.0.1 --leader-elect=false
+  wait_for kube-controller-manager 60 curl -skf https://127.0.0.1:10257/healthz
+  wait_for kube-scheduler 60 curl -skf https://127.0.0.1:10259/healthz
+
+  log "starting kubelet"
+  mkdir -p "$KRS_DIR/kubelet"
+  start kubelet "$bin/kubelet" --config "$KRS_DIR/kubelet.yaml" \
+    --kubeconfig "$KRS_DIR/kubelet-client.kubeconfig" \
+    --root-dir "$KRS_DIR/kubelet" --cert-dir "$KRS_DIR/kubelet/pki" \
+    --hostname-override "$KRS_NODE" --node-ip "$ip" --v 1
+  wait_for kubelet 60 curl -sf http://127.0.0.1:10248/healthz
+
+  log "starting kube-proxy"
+  start kube-proxy "$bin/kube-proxy" --config "$KRS_DIR/kube-proxy.yaml"
+  wait_for kube-proxy 60 curl -sf http://127.0.0.1:10256/healthz
+
+  log "waiting for node $KRS_NODE to be Ready"
+  wait_for kubelet 120 node_ready
+  wait_for kube-controller-manager 60 default_sa
+  log "the local cluster is up: export KUBECONFIG=$KRS_DIR/kubeconfig; kubectl is at .cluster/bin/kubectl"
+}
+
+# Every mount below a path, deepest first.
+mounts_under() {
+  awk -v p="$1" '$5 == p || index($5, p "/") == 1 {print $5}' /proc/self/mountinfo | sort -r
+}
+
+cmd_down() {
+  need_root
+  local quiet=${1:-}
+  [ -n "$quiet" ] || log "stopping the local cluster"
+  local i
+  # The kubelet first, so it does not restart the containers we are about to stop.
+  for ((i = ${#COMPONENTS[@]} - 1; i >= 0; i--)); do
+    case ${COMPONENTS[i]} in
+      containerd | registry) ;;
+      *) stop "${COMPONENTS[i]}" ;;
+    esac
+  done
+  # Pods: stop every task in containerd's Kubernetes namespace, then containerd and its shims.
+  if pid_alive containerd; then
+    local c
+    for c in $(ctr --address "$KRS_CONTAINERD_SOCK" -n k8s.io tasks list -q 2>/dev/null); do
+      ctr --address "$KRS_CONTAINERD_SOCK" -n k8s.io tasks kill -s KILL "$c" >/dev/null 2>&1 || true
+    done
+  fi
+  stop containerd
+  # Shims outlive containerd by design; ours are the ones serving containerd's state dir.
+  pkill -KILL -f "containerd-shim-runc-v2 -namespace k8s.io" 2>/dev/null || true
+  stop registry
+  sleep 0.5
+  local m
+  for dir in "$KRS_CONTAINERD_STATE" "$KRS_DIR" /run/netns; do
+    for m in $(mounts_under "$dir"); do
+      umount -l "$m" 2>/dev/null || true
+    done
+  done
+  for ns in $(ip netns list 2>/dev/null | awk '/^cni-/{print $1}'); do
+    ip netns delete "$ns" 2>/dev/null || true
+  done
+  ip link delete cni0 2>/dev/null || true
+  # kube-proxy's rules point at Pods that are gone.
+  if [ -x "$KRS_BIN_DIR/kube-proxy" ]; then
+    "$KRS_BIN_DIR/kube-proxy" --cleanup >/dev/null 2>&1 || true
+  fi
+  iptables -D FORWARD -i cni0 ! -o cni0 -j DROP 2>/dev/null || true
+  ip route del unreachable "$KRS_SERVICE_CIDR" 2>/dev/null || true
+  rm -rf "$KRS_CONTAINERD_STATE" "$KRS_DIR/etcd" "$KRS_DIR/kubelet" "$KRS_DIR/containerd/root" \
+    "$KRS_DIR/cni/ipam" "$KRS_PIDS"
+  [ -n "$quiet" ] || log "the local cluster is down"
+}
+
+cmd_status() {
+  local c
+  for c in "${COMPONENTS[@]}"; do
+    if pid_alive "$c"; then echo "$c running (pid $(cat "$KRS_PIDS/$c.pid"))"; else echo "$c stopped"; fi
+  done
+}
+
+case ${1:-} in
+  up) cmd_up ;;
+  down) cmd_down ;;
+  status) cmd_status ;;
+  *) echo "usage: $0 up|down|status" >&2; exit 2 ;;
+esac

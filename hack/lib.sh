@@ -1,0 +1,93 @@
+# Shared helpers of the hack/ scripts: paths of the local cluster, logging, background processes
+# tracked by PID file, and waits that name the component and show its log when they fail.
+# shellcheck shell=bash
+
+KRS_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=hack/versions.sh
+source "$KRS_ROOT/hack/versions.sh"
+KRS_DIR="$KRS_ROOT/.cluster"
+KRS_LOGS="$KRS_DIR/logs"
+KRS_PIDS="$KRS_DIR/pids"
+KRS_PKI="$KRS_DIR/pki"
+# Runtime state of containerd lives at the standard paths so that tools (and kruise-daemon's socket
+# discovery) find the socket where they expect it.
+KRS_CONTAINERD_SOCK=/run/containerd/containerd.sock
+KRS_CONTAINERD_STATE=/run/containerd
+KRS_REGISTRY=${KRS_REGISTRY:-127.0.0.1:5000}
+KRS_NODE=${KRS_NODE:-kruise-node}
+KRS_POD_CIDR=10.88.0.0/16
+KRS_SERVICE_CIDR=10.96.0.0/16
+export KRS_ROOT KRS_DIR KRS_LOGS KRS_PIDS KRS_PKI KRS_REGISTRY KRS_NODE KRS_CONTAINERD_SOCK KRS_CONTAINERD_STATE KRS_POD_CIDR KRS_SERVICE_CIDR
+
+_t0=$(date +%s)
+log() { printf '\033[1m==> [%4ss] %s\033[0m\n' "$(($(date +%s) - _t0))" "$*" >&2; }
+warn() { printf '!!  %s\n' "$*" >&2; }
+
+# The address Pods use to reach the API server: the host's address on its default route.
+host_ip() {
+  ip -4 route get 1.1.1.1 2>/dev/null | awk '{for (i = 1; i < NF; i++) if ($i == "src") {print $(i + 1); exit}}'
+}
+
+# die COMPONENT MESSAGE: says which component failed and shows the end of its log.
+die() {
+  local comp=$1
+  shift
+  printf '\n!!  %s: %s\n' "$comp" "$*" >&2
+  if [ -f "$KRS_LOGS/$comp.log" ]; then
+    printf '!!  last lines of %s:\n' ".cluster/logs/$comp.log" >&2
+    tail -n 30 "$KRS_LOGS/$comp.log" | sed 's/^/    /' >&2
+  fi
+  exit 1
+}
+
+pid_alive() { # name
+  local f="$KRS_PIDS/$1.pid"
+  [ -f "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null
+}
+
+# start NAME CMD...: runs CMD in the background in its own session, logging to .cluster/logs/NAME.log.
+start() {
+  local name=$1
+  shift
+  mkdir -p "$KRS_LOGS" "$KRS_PIDS"
+  if pid_alive "$name"; then
+    return 0
+  fi
+  setsid "$@" >>"$KRS_LOGS/$name.log" 2>&1 </dev/null &
+  echo $! >"$KRS_PIDS/$name.pid"
+}
+
+# stop NAME [SECONDS]: SIGTERM, then SIGKILL after SECONDS (default 10).
+stop() {
+  local name=$1 grace=${2:-10} f="$KRS_PIDS/$1.pid" pid
+  [ -f "$f" ] || return 0
+  pid=$(cat "$f")
+  if kill -0 "$pid" 2>/dev/null; then
+    kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq "$((grace * 10))"); do
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.1
+    done
+    kill -KILL "$pid" 2>/dev/null || true
+  fi
+  rm -f "$f"
+}
+
+# wait_for NAME SECONDS CMD...: polls CMD until it succeeds; on timeout (or if NAME's process
+# died) fails naming NAME and showing its log.
+wait_for() {
+  local name=$1 timeout=$2
+  shift 2
+  local deadline=$(($(date +%s) + timeout))
+  until "$@" >/dev/null 2>&1; do
+    if [ -f "$KRS_PIDS/$name.pid" ] && ! pid_alive "$name"; then
+      die "$name" "the process exited before becoming healthy"
+    fi
+    if [ "$(date +%s)" -ge "$deadline" ]; then
+      die "$name" "not healthy after ${timeout}s (check: $*)"
+    fi
+    sleep 0.5
+  done
+}
+
+kctl() { "$KRS_BIN_DIR/kubectl" --kubeconfig "$KRS_DIR/kubeconfig" "$@"; }

@@ -1,0 +1,7 @@
+# shellcheck shell=bash
+# Pinned versions of the local cluster, sourced by the hack/ scripts. Keep in step with tools/*/go.mod.
+K8S_VERSION=v1.34.4
+ETCD_VERSION=v3.6.16
+KRS_CACHE=${KRS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kruise-rs}
+KRS_BIN_DIR="$KRS_CACHE/k8s-${K8S_VERSION}-etcd-${ETCD_VERSION}/bin"
+export K8S_VERSION ETCD_VERSION KRS_CACHE KRS_BIN_DIR
