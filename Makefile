@@ -39,13 +39,47 @@ unit: ## unit and pure tests of every crate (no cluster)
 lint: ## rustfmt, clippy (warnings are errors) and shellcheck
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
-	shellcheck hack/*.sh .ci/run
+	shellcheck hack/*.sh kind/*.sh .ci/run
 
 .PHONY: e2e
-e2e: ## end-to-end suite against $$KUBECONFIG, or the local cluster (started and stopped here)
+e2e: ## end-to-end suite against KUBECONFIG, or the local cluster (started and stopped here)
 	hack/e2e.sh
 
+.PHONY: e2e-incluster
+e2e-incluster: ## install from deploy/ with images built here on the local cluster and run the in-cluster e2e subset
+	hack/e2e.sh --incluster
+
 .PHONY: test
-test: ## the full test suite: unit tests, then the e2e suite on a local cluster brought up and down
+test: ## the full test suite: unit tests, the e2e suite (dev mode, then in cluster) on local clusters
 	$(MAKE) unit
 	hack/e2e.sh --cycle
+	hack/e2e.sh --incluster
+
+.PHONY: dev-up
+dev-up: cluster-up ## run kruise-manager and kruise-daemon from this tree as host processes
+	hack/dev-up.sh
+
+.PHONY: dev-down
+dev-down: ## stop the host-process manager and daemon
+	hack/dev-up.sh down
+
+.PHONY: images
+images: ## build the manager and daemon images (no Docker) and push them to the local registry
+	hack/build-images.sh
+
+.PHONY: install
+install: ## install Kruise-rs from deploy/ on KUBECONFIG (default: the local cluster) and wait until ready
+	hack/install.sh
+
+.PHONY: uninstall
+uninstall: ## remove Kruise-rs and everything it created
+	hack/install.sh uninstall
+
+.PHONY: bench
+bench: cluster-up ## rollout benchmark (in-place vs recreate vs Deployment vs bare Pods); appends to BENCHMARKS.md
+	hack/dev-up.sh
+	$(CARGO) run -p kruise-e2e --bin kruise-bench -- --append BENCHMARKS.md
+
+.PHONY: demo
+demo: ## fresh machine to a live in-place rollout: cluster, Kruise-rs in cluster, demo CloneSet
+	hack/demo.sh

@@ -364,6 +364,9 @@ cmd_down() {
   local quiet=${1:-}
   [ -n "$quiet" ] || log "stopping the local cluster"
   local i
+  # Kruise-rs in dev mode (hack/dev-up.sh) runs against this cluster: it goes first.
+  stop kruise-manager
+  stop kruise-daemon
   # The kubelet first, so it does not restart the containers we are about to stop.
   for ((i = ${#COMPONENTS[@]} - 1; i >= 0; i--)); do
     case ${COMPONENTS[i]} in
@@ -396,6 +399,10 @@ cmd_down() {
   # kube-proxy's rules point at Pods that are gone.
   if [ -x "$KRS_BIN_DIR/kube-proxy" ]; then
     "$KRS_BIN_DIR/kube-proxy" --cleanup >/dev/null 2>&1 || true
+  fi
+  # What is left are the kubelet's own KUBE-* chains (firewall, canaries).
+  if iptables-save 2>/dev/null | grep -q KUBE-; then
+    iptables-save | grep -v KUBE- | iptables-restore 2>/dev/null || true
   fi
   iptables -D FORWARD -i cni0 ! -o cni0 -j DROP 2>/dev/null || true
   ip route del unreachable "$KRS_SERVICE_CIDR" 2>/dev/null || true

@@ -1,27 +1,45 @@
 #!/usr/bin/env bash
 # Runs the end-to-end suite (the kruise-e2e crate) against a real cluster.
-#   With KUBECONFIG set: against that cluster, which must already run Kruise-rs or allow dev mode.
-#   Without: brings up the local cluster, runs the suite, and brings it down again.
-#   --cycle: also proves that cluster-down then cluster-up works twice in a row (make test).
+#
+#   hack/e2e.sh              With KUBECONFIG set: against that cluster, which must already run
+#                            Kruise-rs (make install), or with KRUISE_E2E_DEV=1 gets the manager and
+#                            daemon as host processes. Without: brings up the local cluster, runs
+#                            Kruise-rs on it in dev mode (hack/dev-up.sh), runs the suite, and
+#                            brings it all down again.
+#   hack/e2e.sh --cycle      the same, then proves cluster-down + cluster-up works twice in a row.
+#   hack/e2e.sh --incluster  local cluster, Kruise-rs installed from deploy/ with images built here
+#                            (hack/install.sh); runs the in-cluster subset, then uninstalls.
 set -euo pipefail
 # shellcheck source=hack/lib.sh
 source "$(dirname "$0")/lib.sh"
 cd "$KRS_ROOT"
 
+mode=dev
 cycle=false
-[ "${1:-}" = --cycle ] && cycle=true
+case ${1:-} in
+  --cycle) cycle=true ;;
+  --incluster) mode=incluster ;;
+  "") ;;
+  *) echo "usage: $0 [--cycle|--incluster]" >&2; exit 2 ;;
+esac
 
-log "building the Kruise-rs binaries"
-cargo build --workspace --bins
+# The in-cluster subset: one scenario per component, run against the installed manager and daemon.
+INCLUSTER_TESTS=(--test cluster --test cloneset --test incluster)
+
+log "building the e2e suite"
 cargo test -p kruise-e2e --no-run
 
 run_suite() {
   log "running the e2e suite against $KUBECONFIG"
   # A few tests at a time: they share one small node.
-  cargo test -p kruise-e2e -- --test-threads "${E2E_THREADS:-3}"
+  cargo test -p kruise-e2e "$@" -- --test-threads "${E2E_THREADS:-3}"
 }
 
-if [ -n "${KUBECONFIG:-}" ]; then
+if [ -n "${KUBECONFIG:-}" ] && [ "$mode" = dev ]; then
+  if [ "${KRUISE_E2E_DEV:-}" = 1 ]; then
+    hack/dev-up.sh
+    trap 'hack/dev-up.sh down' EXIT
+  fi
   run_suite
   exit 0
 fi
@@ -34,6 +52,16 @@ trap cleanup EXIT
 hack/cluster.sh up
 local_up=true
 export KUBECONFIG="$KRS_DIR/kubeconfig"
+
+if [ "$mode" = incluster ]; then
+  hack/build-images.sh
+  hack/install.sh
+  KRUISE_E2E_INCLUSTER=1 run_suite "${INCLUSTER_TESTS[@]}"
+  hack/install.sh uninstall
+  exit 0
+fi
+
+hack/dev-up.sh
 run_suite
 
 if $cycle; then

@@ -21,6 +21,10 @@ pub const E2E_LABEL: &str = "kruise-rs.e2e/test";
 pub enum Error {
     #[error("no cluster to test against: {0} (run `make cluster-up` or set KUBECONFIG)")]
     NoCluster(String),
+    #[error("i/o: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("invalid test object: {0}")]
+    Json(#[from] serde_json::Error),
     #[error("kubernetes API: {0}")]
     Kube(#[from] kube::Error),
     #[error("timed out after {timeout:?} waiting for {what}; last seen: {last}")]
@@ -82,17 +86,18 @@ impl TestNamespace {
         let name = format!("{prefix}-{suffix:06x}");
         let ns: Namespace = serde_json::from_value(serde_json::json!({
             "metadata": {"name": name, "labels": {E2E_LABEL: prefix}}
-        }))
-        .map_err(|e| Error::NoCluster(e.to_string()))?;
+        }))?;
         Api::<Namespace>::all(client.clone())
             .create(&PostParams::default(), &ns)
             .await?;
         // Pods need the namespace's default ServiceAccount, which a controller creates a moment later.
         let sa: Api<k8s_openapi::api::core::v1::ServiceAccount> =
             Api::namespaced(client.clone(), &name);
-        wait_for("the default ServiceAccount", Duration::from_secs(30), || async {
-            Ok(sa.get_opt("default").await?.map(|_| ()))
-        })
+        wait_for(
+            "the default ServiceAccount",
+            Duration::from_secs(30),
+            || async { Ok(sa.get_opt("default").await?.map(|_| ())) },
+        )
         .await?;
         Ok(Self {
             name,
@@ -202,3 +207,6 @@ pub fn container_status<'a>(
         .iter()
         .find(|c| c.name == container)
 }
+
+pub mod cloneset;
+pub mod recorder;

@@ -5,11 +5,9 @@ use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::{Node, Pod};
+use kruise_e2e::{TestNamespace, client, container_status, image, pod_ready, wait_for, wait_pod};
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, ResourceExt};
-use kruise_e2e::{
-    TestNamespace, client, container_status, image, pod_ready, wait_for, wait_pod,
-};
 use serde_json::json;
 
 fn test_pod(name: &str, tag: &str) -> Pod {
@@ -115,7 +113,10 @@ async fn image_patch_restarts_container_in_place() {
     assert_eq!(after.uid(), before.uid(), "the Pod was not recreated");
     assert_eq!(new.restart_count, 1);
     assert_eq!(new.image, image("testapp", "v2"));
-    assert_ne!(new.image_id, old.image_id, "the new container runs another image");
+    assert_ne!(
+        new.image_id, old.image_id,
+        "the new container runs another image"
+    );
     ns.delete().await.expect("delete ns");
 }
 
@@ -146,10 +147,14 @@ async fn deleting_a_deployment_collects_its_replicaset_and_pods() {
         .await
         .expect("create deployment");
     let lp = ListParams::default().labels("app=web");
-    wait_for("2 pods of the deployment", Duration::from_secs(60), || async {
-        let n = pods.list(&lp).await?.items.len();
-        Ok((n == 2).then_some(()))
-    })
+    wait_for(
+        "2 pods of the deployment",
+        Duration::from_secs(60),
+        || async {
+            let n = pods.list(&lp).await?.items.len();
+            Ok((n == 2).then_some(()))
+        },
+    )
     .await
     .expect("pods created");
     assert_eq!(rs.list(&lp).await.expect("list rs").items.len(), 1);

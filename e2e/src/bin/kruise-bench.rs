@@ -1,0 +1,426 @@
+//! Rollout benchmark on a real cluster: the same image change on N Pods rolled out by
+//! (a) a CloneSet with InPlaceIfPossible, (b) a CloneSet with ReCreate, (c) a Deployment, and
+//! (d) the floor: N bare Pods whose image is patched directly, all at once. Runs are interleaved
+//! and the table reports medians and ratios measured in this one run, so machine drift cancels.
+//!
+//! Usage: kruise-bench [--pods N] [--runs R] [--append FILE]
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use futures::future::try_join_all;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::Pod;
+use kruise_e2e::{TestNamespace, client, cloneset, container_status, image, pod_ready, wait_for};
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::{Api, Client, ResourceExt};
+use serde_json::json;
+
+const TIMEOUT: Duration = Duration::from_secs(300);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Variant {
+    InPlace,
+    Recreate,
+    Deployment,
+    BarePods,
+}
+
+impl Variant {
+    const ALL: [Variant; 4] = [
+        Variant::InPlace,
+        Variant::Recreate,
+        Variant::Deployment,
+        Variant::BarePods,
+    ];
+    fn label(self) -> &'static str {
+        match self {
+            Variant::InPlace => "(a) CloneSet InPlaceIfPossible",
+            Variant::Recreate => "(b) CloneSet ReCreate",
+            Variant::Deployment => "(c) Deployment",
+            Variant::BarePods => "(d) bare Pods patched directly",
+        }
+    }
+}
+
+struct Args {
+    pods: i32,
+    runs: usize,
+    append: Option<String>,
+}
+
+fn parse_args() -> Result<Args, String> {
+    let mut args = Args {
+        pods: 10,
+        runs: 3,
+        append: None,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(a) = it.next() {
+        let mut value = || it.next().ok_or(format!("{a} needs a value"));
+        match a.as_str() {
+            "--pods" => args.pods = value()?.parse().map_err(|e| format!("--pods: {e}"))?,
+            "--runs" => args.runs = value()?.parse().map_err(|e| format!("--runs: {e}"))?,
+            "--append" => args.append = Some(value()?),
+            "-h" | "--help" => {
+                return Err("usage: kruise-bench [--pods N] [--runs R] [--append FILE]".into());
+            }
+            other => return Err(format!("unknown argument {other} (try --help)")),
+        }
+    }
+    if args.pods < 1 || args.runs < 1 {
+        return Err("--pods and --runs must be at least 1".into());
+    }
+    Ok(args)
+}
+
+fn pod_template(name: &str, tag: &str) -> serde_json::Value {
+    json!({
+        "metadata": {"labels": {"app": name}},
+        "spec": {
+            "terminationGracePeriodSeconds": 5,
+            "containers": [{
+                "name": "app",
+                "image": image("testapp", tag),
+                "readinessProbe": {"httpGet": {"path": "/", "port": 8080}, "periodSeconds": 1}
+            }]
+        }
+    })
+}
+
+/// All `n` live Pods labelled app=`name` are Ready and run image `tag`.
+async fn all_on(pods: &Api<Pod>, name: &str, n: usize, tag: &str) -> kruise_e2e::Result<bool> {
+    let want = image("testapp", tag);
+    let list = pods
+        .list(&ListParams::default().labels(&format!("app={name}")))
+        .await?;
+    let live: Vec<&Pod> = list
+        .items
+        .iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .collect();
+    Ok(live.len() == n
+        && live.iter().all(|p| {
+            pod_ready(p) && container_status(p, "app").is_some_and(|c| c.image == want && c.ready)
+        }))
+}
+
+async fn wait_all_on(pods: &Api<Pod>, name: &str, n: usize, tag: &str) -> kruise_e2e::Result<()> {
+    wait_for(
+        &format!("{n} Pods of {name} ready on {tag}"),
+        TIMEOUT,
+        || async { Ok(all_on(pods, name, n, tag).await?.then_some(())) },
+    )
+    .await
+}
+
+/// Creates the workload on v1 and waits until it is ready.
+async fn create(
+    client: &Client,
+    ns: &str,
+    v: Variant,
+    name: &str,
+    n: i32,
+) -> kruise_e2e::Result<()> {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    match v {
+        Variant::InPlace | Variant::Recreate => {
+            let policy = if v == Variant::InPlace {
+                "InPlaceIfPossible"
+            } else {
+                "ReCreate"
+            };
+            let mut cs = cloneset::new(
+                name,
+                n,
+                "v1",
+                json!({"type": "RollingUpdate", "rollingUpdate": {"podUpdatePolicy": policy, "maxUnavailable": "100%"}}),
+            )?;
+            cs.data["spec"]["template"] = pod_template(name, "v1");
+            cloneset::api(client, ns)
+                .create(&PostParams::default(), &cs)
+                .await?;
+        }
+        Variant::Deployment => {
+            let d: Deployment = serde_json::from_value(json!({
+                "metadata": {"name": name},
+                "spec": {
+                    "replicas": n,
+                    "selector": {"matchLabels": {"app": name}},
+                    "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "100%", "maxSurge": 0}},
+                    "template": pod_template(name, "v1")
+                }
+            }))?;
+            Api::<Deployment>::namespaced(client.clone(), ns)
+                .create(&PostParams::default(), &d)
+                .await?;
+        }
+        Variant::BarePods => {
+            let mut creates = Vec::new();
+            for i in 0..n {
+                let mut p = pod_template(name, "v1");
+                p["metadata"]["name"] = json!(format!("{name}-{i}"));
+                let pod: Pod = serde_json::from_value(p)?;
+                let pods = pods.clone();
+                creates.push(async move { pods.create(&PostParams::default(), &pod).await });
+            }
+            try_join_all(creates).await?;
+        }
+    }
+    wait_all_on(&pods, name, n as usize, "v1").await
+}
+
+/// Changes the image to v2 the way the variant does it.
+async fn update(client: &Client, ns: &str, v: Variant, name: &str) -> kruise_e2e::Result<()> {
+    let spec = json!({"template": {"spec": {"containers": [{"name": "app", "image": image("testapp", "v2")}]}}});
+    match v {
+        Variant::InPlace | Variant::Recreate => {
+            cloneset::set_image(&cloneset::api(client, ns), name, "v2").await?;
+        }
+        Variant::Deployment => {
+            Api::<Deployment>::namespaced(client.clone(), ns)
+                .patch(
+                    name,
+                    &PatchParams::default(),
+                    &Patch::Strategic(&json!({"spec": spec})),
+                )
+                .await?;
+        }
+        Variant::BarePods => {
+            let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+            let list = pods
+                .list(&ListParams::default().labels(&format!("app={name}")))
+                .await?;
+            let patch =
+                json!({"spec": {"containers": [{"name": "app", "image": image("testapp", "v2")}]}});
+            try_join_all(list.items.iter().map(|p| {
+                let pods = pods.clone();
+                let patch = patch.clone();
+                let n = p.name_any();
+                async move {
+                    pods.patch(&n, &PatchParams::default(), &Patch::Strategic(&patch))
+                        .await
+                }
+            }))
+            .await?;
+        }
+    }
+    Ok(())
+}
+
+/// Per-Pod latency from the Pod's spec showing the new image to the Pod being Ready again,
+/// taken from a watch of the rollout.
+fn per_pod_latencies(history: &[(Instant, Pod)]) -> Vec<Duration> {
+    let want = image("testapp", "v2");
+    let mut patched: BTreeMap<String, Instant> = BTreeMap::new();
+    let mut done: BTreeMap<String, Duration> = BTreeMap::new();
+    for (at, p) in history {
+        let uid = p.uid().unwrap_or_default();
+        let spec_new = p.spec.as_ref().is_some_and(|s| {
+            s.containers
+                .iter()
+                .any(|c| c.image.as_deref() == Some(want.as_str()))
+        });
+        if spec_new {
+            patched.entry(uid.clone()).or_insert(*at);
+        }
+        let running_new = container_status(p, "app").is_some_and(|c| c.image == want && c.ready);
+        if let Some(start) = patched.get(&uid)
+            && running_new
+            && pod_ready(p)
+        {
+            done.entry(uid).or_insert(at.duration_since(*start));
+        }
+    }
+    done.into_values().collect()
+}
+
+fn median(v: &mut [Duration]) -> Duration {
+    v.sort();
+    if v.is_empty() {
+        return Duration::ZERO;
+    }
+    v[v.len() / 2]
+}
+
+async fn one_run(
+    client: &Client,
+    v: Variant,
+    n: i32,
+    run: usize,
+) -> kruise_e2e::Result<(Duration, Vec<Duration>)> {
+    let ns = TestNamespace::create(client, "bench").await?;
+    let name = format!("bench-{run}");
+    create(client, &ns.name, v, &name, n).await?;
+    let pods: Api<Pod> = ns.api();
+    let watch = WatchLog::start(pods.clone(), &format!("app={name}"));
+    let start = Instant::now();
+    update(client, &ns.name, v, &name).await?;
+    wait_all_on(&pods, &name, n as usize, "v2").await?;
+    let took = start.elapsed();
+    let lat = per_pod_latencies(&watch.history());
+    drop(watch);
+    ns.delete().await?;
+    Ok((took, lat))
+}
+
+/// A watch that keeps every Pod it sees with the moment it saw it.
+struct WatchLog {
+    seen: std::sync::Arc<std::sync::Mutex<Vec<(Instant, Pod)>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl WatchLog {
+    fn start(api: Api<Pod>, selector: &str) -> Self {
+        use futures::StreamExt;
+        use kube::runtime::watcher::{self, Event};
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = seen.clone();
+        let cfg = watcher::Config::default().labels(selector);
+        let task = tokio::spawn(async move {
+            let mut s = watcher::watcher(api, cfg).boxed();
+            while let Some(ev) = s.next().await {
+                if let Ok(Event::Apply(p) | Event::InitApply(p)) = ev
+                    && let Ok(mut v) = sink.lock()
+                {
+                    v.push((Instant::now(), p));
+                }
+            }
+        });
+        Self { seen, task }
+    }
+    fn history(&self) -> Vec<(Instant, Pod)> {
+        self.seen.lock().map(|v| v.clone()).unwrap_or_default()
+    }
+}
+
+impl Drop for WatchLog {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Makes sure both images are on the node, so the registry is not what gets measured.
+async fn prepull(client: &Client) -> kruise_e2e::Result<()> {
+    let ns = TestNamespace::create(client, "bench-prepull").await?;
+    let pods: Api<Pod> = ns.api();
+    let pod: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "prepull"},
+        "spec": {
+            "terminationGracePeriodSeconds": 1,
+            "containers": ["v1", "v2"].iter().map(|t| json!({
+                "name": format!("img-{t}"),
+                "image": image("testapp", t),
+                "command": ["sleep", "3600"]
+            })).collect::<Vec<_>>()
+        }
+    }))?;
+    pods.create(&PostParams::default(), &pod).await?;
+    wait_for("pre-pull Pod running", TIMEOUT, || async {
+        let p = pods.get("prepull").await?;
+        Ok(p.status
+            .and_then(|s| s.container_statuses)
+            .is_some_and(|cs| cs.len() == 2 && cs.iter().all(|c| c.ready))
+            .then_some(()))
+    })
+    .await?;
+    pods.delete("prepull", &DeleteParams::default()).await?;
+    ns.delete().await
+}
+
+fn secs(d: Duration) -> String {
+    format!("{:.2}", d.as_secs_f64())
+}
+
+#[tokio::main]
+async fn main() {
+    let args = match parse_args() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("{e}");
+            std::process::exit(2);
+        }
+    };
+    if let Err(e) = run(args).await {
+        eprintln!("kruise-bench: {e}");
+        std::process::exit(1);
+    }
+}
+
+async fn run(args: Args) -> kruise_e2e::Result<()> {
+    let client = client().await?;
+    prepull(&client).await?;
+    let mut times: BTreeMap<Variant, Vec<Duration>> = BTreeMap::new();
+    let mut latencies: Vec<Duration> = Vec::new();
+    for run in 0..args.runs {
+        for v in Variant::ALL {
+            let (took, lat) = one_run(&client, v, args.pods, run).await?;
+            eprintln!("run {} {}: {}s", run + 1, v.label(), secs(took));
+            times.entry(v).or_default().push(took);
+            if v == Variant::InPlace {
+                latencies.extend(lat);
+            }
+        }
+    }
+    let med: BTreeMap<Variant, Duration> = times.iter_mut().map(|(v, t)| (*v, median(t))).collect();
+    let ratio = |a: Variant, b: Variant| med[&a].as_secs_f64() / med[&b].as_secs_f64().max(1e-9);
+    let mut out = String::new();
+    out.push_str(&format!(
+        "\n## Rollout of {} Pods, one image change ({} runs each, interleaved, medians)\n\n",
+        args.pods, args.runs
+    ));
+    out.push_str(&format!("Machine: {}\n\n", machine()));
+    out.push_str("| variant | median s | runs s |\n|---|---|---|\n");
+    for v in Variant::ALL {
+        let runs: Vec<String> = times[&v].iter().map(|d| secs(*d)).collect();
+        out.push_str(&format!(
+            "| {} | {} | {} |\n",
+            v.label(),
+            secs(med[&v]),
+            runs.join(", ")
+        ));
+    }
+    let mut lat = latencies.clone();
+    let p50 = median(&mut lat);
+    let max = lat.iter().max().copied().unwrap_or_default();
+    out.push_str(&format!(
+        "\n| ratio | value | target |\n|---|---|---|\n| (a)/(c) in-place vs Deployment | {:.2} | ≤ 0.3 |\n| (b)/(c) recreate vs Deployment | {:.2} | |\n| (a)/(d) in-place vs bare-Pod floor | {:.2} | ≤ 1.1 |\n\nPer-Pod latency of (a), spec patched → Ready: median {}s, max {}s over {} Pods.\n",
+        ratio(Variant::InPlace, Variant::Deployment),
+        ratio(Variant::Recreate, Variant::Deployment),
+        ratio(Variant::InPlace, Variant::BarePods),
+        secs(p50),
+        secs(max),
+        lat.len()
+    ));
+    print!("{out}");
+    if let Some(path) = args.append {
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)?;
+        f.write_all(out.as_bytes())?;
+    }
+    Ok(())
+}
+
+fn machine() -> String {
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(0);
+    let mem = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            m.lines()
+                .next()
+                .map(|l| l.split_whitespace().nth(1).unwrap_or("0").to_string())
+        })
+        .and_then(|kb| kb.parse::<u64>().ok())
+        .map(|kb| format!("{} GiB", kb / 1024 / 1024))
+        .unwrap_or_default();
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    format!(
+        "{cores} cores, {mem}, Linux {}, local cluster (Kubernetes v1.34.4, containerd)",
+        kernel.trim()
+    )
+}

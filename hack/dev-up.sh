@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Dev mode: installs the CRDs on the cluster in $KUBECONFIG (default: the local cluster) and runs
+# kruise-manager (with its webhook) and kruise-daemon as host processes built from this tree.
+#   hack/dev-up.sh         build, install CRDs, start both, wait until they answer
+#   hack/dev-up.sh down    stop both
+# Logs: .cluster/logs/kruise-{manager,daemon}.log. The webhook is reached by the API server at
+# https://127.0.0.1:9876, so dev mode needs an API server on this host (the local cluster).
+set -euo pipefail
+# shellcheck source=hack/lib.sh
+source "$(dirname "$0")/lib.sh"
+cd "$KRS_ROOT"
+
+if [ "${1:-}" = down ]; then
+  stop kruise-manager 15
+  stop kruise-daemon 15
+  exit 0
+fi
+
+export KUBECONFIG=${KUBECONFIG:-$KRS_DIR/kubeconfig}
+target=${CARGO_TARGET_DIR:-$KRS_ROOT/target}
+log "building kruise-manager and kruise-daemon"
+cargo build -p kruise-manager -p kruise-daemon --bins
+
+log "installing the CRDs"
+kctl() { "$KRS_BIN_DIR/kubectl" "$@"; }
+kctl apply --server-side --force-conflicts -f deploy/crds/ >/dev/null
+kctl wait --for condition=established --timeout 60s -f deploy/crds/ >/dev/null
+for ns in kruise-system kruise-daemon-config; do
+  kctl create namespace "$ns" --dry-run=client -o yaml | kctl apply -f - >/dev/null
+done
+
+log "starting kruise-manager (dev mode, webhook at https://127.0.0.1:9876)"
+POD_NAMESPACE=kruise-system RUST_LOG=${RUST_LOG:-info} \
+  start kruise-manager "$target/debug/kruise-manager" --kubeconfig "$KUBECONFIG" \
+  --webhook-host 127.0.0.1 --metrics-addr 127.0.0.1:8080 --health-addr 127.0.0.1:8000
+wait_for kruise-manager 180 curl -sf http://127.0.0.1:8000/readyz
+
+log "starting kruise-daemon for node $KRS_NODE"
+NODE_NAME=$KRS_NODE RUST_LOG=${RUST_LOG:-info} \
+  start kruise-daemon "$target/debug/kruise-daemon" --kubeconfig "$KUBECONFIG" \
+  --runtime-endpoint "unix://$KRS_CONTAINERD_SOCK" --addr 127.0.0.1:10221
+wait_for kruise-daemon 60 curl -sf http://127.0.0.1:10221/healthz
+log "Kruise-rs runs in dev mode (logs in .cluster/logs/kruise-*.log)"

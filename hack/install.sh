@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Installs Kruise-rs from deploy/ on the cluster in $KUBECONFIG (default: the local cluster), with
+# the images hack/build-images.sh pushed (pinned by digest), and waits until every component is
+# ready.  hack/install.sh uninstall removes it all and leaves the cluster as it was.
+set -euo pipefail
+# shellcheck source=hack/lib.sh
+source "$(dirname "$0")/lib.sh"
+cd "$KRS_ROOT"
+export KUBECONFIG=${KUBECONFIG:-$KRS_DIR/kubeconfig}
+k() { "$KRS_BIN_DIR/kubectl" "$@"; }
+
+if [ "${1:-}" = uninstall ]; then
+  log "removing Kruise-rs"
+  # Objects of the Kruise kinds go first, while the manager can still finalize them.
+  for kind in clonesets.apps.kruise.io containerrecreaterequests.apps.kruise.io \
+    imagelistpulljobs.apps.kruise.io imagepulljobs.apps.kruise.io nodeimages.apps.kruise.io; do
+    k delete "$kind" --all -A --ignore-not-found --wait=true --timeout=120s >/dev/null 2>&1 || true
+  done
+  k delete mutatingwebhookconfiguration kruise-mutating-webhook-configuration --ignore-not-found
+  k delete validatingwebhookconfiguration kruise-validating-webhook-configuration --ignore-not-found
+  k delete -k deploy/ --ignore-not-found --wait=true --timeout=180s
+  log "Kruise-rs removed"
+  exit 0
+fi
+
+[ -f "$KRS_DIR/images.env" ] || hack/build-images.sh
+# shellcheck disable=SC1091
+source "$KRS_DIR/images.env"
+mkdir -p "$KRS_DIR/install"
+cat >"$KRS_DIR/install/kustomization.yaml" <<YAML
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+  - ../../deploy
+images:
+  - name: kruise-rs/kruise-manager
+    newName: ${KRUISE_MANAGER_IMAGE%@*}
+    digest: ${KRUISE_MANAGER_IMAGE#*@}
+  - name: kruise-rs/kruise-daemon
+    newName: ${KRUISE_DAEMON_IMAGE%@*}
+    digest: ${KRUISE_DAEMON_IMAGE#*@}
+YAML
+log "applying deploy/ with $KRUISE_MANAGER_IMAGE and $KRUISE_DAEMON_IMAGE"
+k apply --server-side --force-conflicts -k "$KRS_DIR/install" >/dev/null
+log "waiting for the manager and the daemon"
+k -n kruise-system rollout status deployment/kruise-controller-manager --timeout=300s
+k -n kruise-system rollout status daemonset/kruise-daemon --timeout=300s
+k wait --for condition=established --timeout=60s -f deploy/crds/ >/dev/null
+log "Kruise-rs is installed"
