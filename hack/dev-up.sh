@@ -23,7 +23,11 @@ cargo build -p kruise-manager -p kruise-daemon --bins
 
 log "installing the CRDs"
 kctl() { "$KRS_BIN_DIR/kubectl" "$@"; }
-kctl apply --server-side --force-conflicts -f deploy/crds/ >/dev/null
+# Replaced whole, not merged: in dev mode the manager points CRD conversion at a URL on this host,
+# which an apply that sets the in-cluster Service would merge into an invalid config.
+for crd in deploy/crds/*.yaml; do
+  kctl replace -f "$crd" >/dev/null 2>&1 || kctl create -f "$crd" >/dev/null
+done
 kctl wait --for condition=established --timeout 60s -f deploy/crds/ >/dev/null
 for ns in kruise-system kruise-daemon-config; do
   kctl create namespace "$ns" --dry-run=client -o yaml | kctl apply -f - >/dev/null

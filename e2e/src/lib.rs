@@ -208,5 +208,6 @@ pub fn container_status<'a>(
         .find(|c| c.name == container)
 }
 
+pub mod cli;
 pub mod cloneset;
 pub mod recorder;

@@ -304,16 +304,13 @@ impl Drop for WatchLog {
 async fn prepull(client: &Client) -> kruise_e2e::Result<()> {
     let ns = TestNamespace::create(client, "bench-prepull").await?;
     let pods: Api<Pod> = ns.api();
+    let containers: Vec<serde_json::Value> = ["v1", "v2"]
+        .iter()
+        .map(|t| json!({"name": format!("img-{t}"), "image": image("testapp", t), "command": ["sleep", "3600"]}))
+        .collect();
     let pod: Pod = serde_json::from_value(json!({
         "metadata": {"name": "prepull"},
-        "spec": {
-            "terminationGracePeriodSeconds": 1,
-            "containers": ["v1", "v2"].iter().map(|t| json!({
-                "name": format!("img-{t}"),
-                "image": image("testapp", t),
-                "command": ["sleep", "3600"]
-            })).collect::<Vec<_>>()
-        }
+        "spec": {"terminationGracePeriodSeconds": 1, "containers": containers}
     }))?;
     pods.create(&PostParams::default(), &pod).await?;
     wait_for("pre-pull Pod running", TIMEOUT, || async {

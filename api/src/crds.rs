@@ -1,0 +1,135 @@
+//! Assembles the CustomResourceDefinitions of every kind, all versions merged, in a stable order.
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
+    CustomResourceConversion, CustomResourceDefinition, ServiceReference, WebhookClientConfig,
+    WebhookConversion,
+};
+use kube::CustomResourceExt;
+use kube::core::crd::merge_crds;
+
+use crate::apps::{v1alpha1, v1beta1};
+use crate::keys;
+
+/// Why the CRDs could not be assembled (a programming error in this crate).
+#[derive(Debug, thiserror::Error)]
+#[error("cannot merge the versions of {crd}: {source}")]
+pub struct CrdError {
+    crd: &'static str,
+    #[source]
+    source: kube::core::crd::MergeError,
+}
+
+/// How the apiserver converts between served versions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Conversion {
+    /// Schemas are JSON-compatible; the apiserver only rewrites apiVersion (upstream does the
+    /// same for ImagePullJob, ImageListPullJob and NodeImage).
+    None,
+    /// Through the manager's `/convert` endpoint; the manager patches in the caBundle.
+    Webhook,
+}
+
+fn merged(
+    name: &'static str,
+    versions: Vec<CustomResourceDefinition>,
+    conversion: Conversion,
+) -> Result<CustomResourceDefinition, CrdError> {
+    let mut crd = if versions.len() == 1 {
+        versions.into_iter().next().ok_or(CrdError {
+            crd: name,
+            source: kube::core::crd::MergeError::MissingCrds,
+        })?
+    } else {
+        merge_crds(versions, keys::VERSION_V1BETA1)
+            .map_err(|source| CrdError { crd: name, source })?
+    };
+    // merge_crds pops versions in reverse; sort so output is stable and reads like upstream.
+    crd.spec.versions.sort_by(|a, b| a.name.cmp(&b.name));
+    if conversion == Conversion::Webhook {
+        crd.spec.conversion = Some(webhook_conversion());
+    }
+    Ok(crd)
+}
+
+/// The conversion stanza of multi-version CRDs. caBundle is left out: the manager writes it
+/// at run time, once it has generated its CA.
+pub fn webhook_conversion() -> CustomResourceConversion {
+    CustomResourceConversion {
+        strategy: "Webhook".into(),
+        webhook: Some(WebhookConversion {
+            client_config: Some(WebhookClientConfig {
+                service: Some(ServiceReference {
+                    name: keys::WEBHOOK_SERVICE_NAME.into(),
+                    namespace: keys::KRUISE_NAMESPACE.into(),
+                    path: Some(keys::CONVERSION_WEBHOOK_PATH.into()),
+                    port: Some(keys::WEBHOOK_SERVICE_PORT),
+                }),
+                ..Default::default()
+            }),
+            conversion_review_versions: vec!["v1".into(), "v1beta1".into()],
+        }),
+    }
+}
+
+/// Every CRD this project installs, sorted by name.
+pub fn all() -> Result<Vec<CustomResourceDefinition>, CrdError> {
+    let mut crds = vec![
+        merged(
+            "clonesets.apps.kruise.io",
+            vec![v1alpha1::CloneSet::crd(), v1beta1::CloneSet::crd()],
+            Conversion::Webhook,
+        )?,
+        merged(
+            "containerrecreaterequests.apps.kruise.io",
+            vec![
+                v1alpha1::ContainerRecreateRequest::crd(),
+                v1beta1::ContainerRecreateRequest::crd(),
+            ],
+            Conversion::Webhook,
+        )?,
+        merged(
+            "imagepulljobs.apps.kruise.io",
+            vec![v1alpha1::ImagePullJob::crd(), v1beta1::ImagePullJob::crd()],
+            Conversion::None,
+        )?,
+        merged(
+            "imagelistpulljobs.apps.kruise.io",
+            vec![
+                v1alpha1::ImageListPullJob::crd(),
+                v1beta1::ImageListPullJob::crd(),
+            ],
+            Conversion::None,
+        )?,
+        merged(
+            "nodeimages.apps.kruise.io",
+            vec![v1alpha1::NodeImage::crd(), v1beta1::NodeImage::crd()],
+            Conversion::None,
+        )?,
+    ];
+    crds.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+    Ok(crds)
+}
+
+/// Why a CRD could not be rendered as YAML.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot render CRD {name} as YAML: {source}")]
+pub struct RenderError {
+    name: String,
+    #[source]
+    source: serde_saphyr::SerializeError,
+}
+
+/// File name of a CRD in `deploy/crds/`, as upstream names them: `{group}_{plural}.yaml`.
+pub fn file_name(crd: &CustomResourceDefinition) -> String {
+    format!("{}_{}.yaml", crd.spec.group, crd.spec.names.plural)
+}
+
+/// One CRD as a YAML document (starting with `---`), the exact text checked in under
+/// `deploy/crds/`.
+pub fn to_yaml(crd: &CustomResourceDefinition) -> Result<String, RenderError> {
+    let body = serde_saphyr::to_string(crd).map_err(|source| RenderError {
+        name: crd.metadata.name.clone().unwrap_or_default(),
+        source,
+    })?;
+    Ok(format!("---\n{body}"))
+}

@@ -1,0 +1,346 @@
+//! Every well-known name Kruise-rs shares with OpenKruise v1.9: API groups, annotation and label
+//! keys, condition types and reasons, finalizers, environment variables and the names of the
+//! objects the installation creates.
+//!
+//! Project rule: each of these strings is spelled exactly once, here. Other crates import the
+//! constant; a literal copy elsewhere is a bug waiting for a typo.
+
+// ---------------------------------------------------------------------------------------------
+// API groups and versions
+// ---------------------------------------------------------------------------------------------
+
+/// API group of the workload and job kinds.
+pub const APPS_GROUP: &str = "apps.kruise.io";
+/// API group of PodUnavailableBudget and deletion protection.
+pub const POLICY_GROUP: &str = "policy.kruise.io";
+/// The older served version of apps.kruise.io kinds.
+pub const VERSION_V1ALPHA1: &str = "v1alpha1";
+/// The storage version of apps.kruise.io kinds that have one.
+pub const VERSION_V1BETA1: &str = "v1beta1";
+/// `apiVersion` of apps.kruise.io v1alpha1 objects.
+pub const APPS_V1ALPHA1: &str = "apps.kruise.io/v1alpha1";
+/// `apiVersion` of apps.kruise.io v1beta1 objects.
+pub const APPS_V1BETA1: &str = "apps.kruise.io/v1beta1";
+/// `apiVersion` of policy.kruise.io v1alpha1 objects.
+pub const POLICY_V1ALPHA1: &str = "policy.kruise.io/v1alpha1";
+/// `apiVersion` of policy.kruise.io v1beta1 objects.
+pub const POLICY_V1BETA1: &str = "policy.kruise.io/v1beta1";
+
+// ---------------------------------------------------------------------------------------------
+// In-place update (pods)
+// ---------------------------------------------------------------------------------------------
+
+/// Pod annotation holding the JSON `InPlaceUpdateState` of the latest in-place update.
+pub const INPLACE_UPDATE_STATE_ANNOTATION: &str = "apps.kruise.io/inplace-update-state";
+/// Pre-1.0 spelling of the state annotation; upstream still reads it as a fallback.
+pub const INPLACE_UPDATE_STATE_ANNOTATION_OLD: &str = "inplace-update-state";
+/// Pod annotation holding the JSON `UpdateSpec` to apply once the grace period has ended.
+pub const INPLACE_UPDATE_GRACE_ANNOTATION: &str = "apps.kruise.io/inplace-update-grace";
+/// Pre-1.0 spelling of the grace annotation; read and removed together with the new one.
+pub const INPLACE_UPDATE_GRACE_ANNOTATION_OLD: &str = "inplace-update-grace";
+/// Pod annotation the daemon writes with the JSON `RuntimeContainerMetaSet` of the pod.
+pub const RUNTIME_CONTAINERS_META_ANNOTATION: &str = "apps.kruise.io/runtime-containers-meta";
+
+/// Pod condition and readiness gate type that is False while an in-place update runs.
+pub const INPLACE_UPDATE_READY: &str = "InPlaceUpdateReady";
+/// Reason set on `InPlaceUpdateReady=False` when an in-place update starts.
+pub const REASON_START_INPLACE_UPDATE: &str = "StartInPlaceUpdate";
+
+// ---------------------------------------------------------------------------------------------
+// Pod readiness (KruisePodReady)
+// ---------------------------------------------------------------------------------------------
+
+/// Pod condition and readiness gate type with many writers; True only when no writer holds a key.
+pub const KRUISE_POD_READY: &str = "KruisePodReady";
+/// `userAgent` of the not-ready keys written by lifecycle hooks (markPodNotReady).
+pub const READINESS_USER_AGENT_LIFECYCLE: &str = "Lifecycle";
+/// `userAgent` of the not-ready keys written by the ContainerRecreateRequest controller.
+pub const READINESS_USER_AGENT_CRR: &str = "ContainerRecreateRequest";
+/// Not-ready `key` the lifecycle writer uses while a pod is PreparingDelete.
+pub const READINESS_KEY_PRE_DELETE_HOOK: &str = "preDeleteHook";
+/// Not-ready `key` the lifecycle writer uses while a pod is PreparingUpdate.
+pub const READINESS_KEY_PRE_UPDATE_HOOK: &str = "preUpdateHook";
+
+// ---------------------------------------------------------------------------------------------
+// Lifecycle hooks
+// ---------------------------------------------------------------------------------------------
+
+/// Pod label holding the lifecycle state (PreparingNormal, Normal, PreparingUpdate, ...).
+pub const LIFECYCLE_STATE_LABEL: &str = "lifecycle.apps.kruise.io/state";
+/// Pod annotation with the RFC 3339 time the lifecycle state last changed.
+pub const LIFECYCLE_TIMESTAMP_ANNOTATION: &str = "lifecycle.apps.kruise.io/timestamp";
+
+// ---------------------------------------------------------------------------------------------
+// Revisions and workload pods
+// ---------------------------------------------------------------------------------------------
+
+/// Pod label with the full ControllerRevision name (`{workload}-{hash}`), as in apps/v1.
+pub const CONTROLLER_REVISION_HASH_LABEL: &str = "controller-revision-hash";
+/// Pod label with the short revision hash, as Deployments use it.
+pub const POD_TEMPLATE_HASH_LABEL: &str = "pod-template-hash";
+/// Kruise-prefixed revision label (UnitedDeployment subsets, SidecarSet revisions).
+pub const KRUISE_CONTROLLER_REVISION_HASH_LABEL: &str = "apps.kruise.io/controller-revision-hash";
+/// Label shared by a CloneSet pod and its PVCs: the 5-character instance id.
+pub const CLONESET_INSTANCE_ID_LABEL: &str = "apps.kruise.io/cloneset-instance-id";
+/// CloneSet label that turns on scaling that ignores pods in PreparingDelete, per object.
+pub const CLONESET_SCALING_EXCLUDE_PREPARING_DELETE_LABEL: &str =
+    "apps.kruise.io/cloneset-scaling-exclude-preparing-delete";
+/// Pod label asking the owning workload to delete (or recreate) this pod.
+pub const SPECIFIED_DELETE_LABEL: &str = "apps.kruise.io/specified-delete";
+/// PVC annotation with the hash of the volumeClaimTemplate the PVC was made from.
+pub const CLONESET_VOLUME_CLAIM_TEMPLATE_HASH_ANNOTATION: &str =
+    "kruise.io/cloneset-volumeclaimtemplate-hash";
+/// Label prefix: a pod with any label starting with it counts as unavailable.
+pub const UNAVAILABLE_POD_LABEL_PREFIX: &str = "unavailable-pod.kruise.io/";
+/// Pod label with the UnitedDeployment subset name.
+pub const SUBSET_NAME_LABEL: &str = "apps.kruise.io/subset-name";
+/// Pod label marking a UnitedDeployment reserved pod.
+pub const UNITED_DEPLOYMENT_RESERVED_POD_LABEL: &str =
+    "apps.kruise.io/united-deployment-reserved-pod";
+/// Annotation with the per-subset patch of a UnitedDeployment.
+pub const SUBSET_PATCH_ANNOTATION: &str = "apps.kruise.io/subset-patch";
+/// Pod annotation naming the WorkloadSpread subset the pod was matched to.
+pub const MATCHED_WORKLOADSPREAD_ANNOTATION: &str = "apps.kruise.io/matched-workloadspread";
+
+// ---------------------------------------------------------------------------------------------
+// Image pre-download (CloneSet / Advanced DaemonSet / Advanced StatefulSet)
+// ---------------------------------------------------------------------------------------------
+
+/// Workload annotation (v1alpha1 form of `inPlaceUpdateStrategy.imagePreDownloadParallelism`).
+pub const IMAGE_PREDOWNLOAD_PARALLELISM_ANNOTATION: &str =
+    "apps.kruise.io/image-predownload-parallelism";
+/// Workload annotation (v1alpha1 form of `imagePreDownloadTimeoutSeconds`).
+pub const IMAGE_PREDOWNLOAD_TIMEOUT_SECONDS_ANNOTATION: &str =
+    "apps.kruise.io/image-predownload-timeout-seconds";
+/// Workload annotation (v1alpha1 form of `imagePreDownloadMinUpdatedReadyPods`).
+pub const IMAGE_PREDOWNLOAD_MIN_UPDATED_READY_PODS_ANNOTATION: &str =
+    "apps.kruise.io/image-predownload-min-updated-ready-pods";
+/// ControllerRevision label: pre-download jobs were created for this revision.
+/// (Upstream really spells it `pre-predownload`.)
+pub const IMAGE_PREDOWNLOAD_CREATED_LABEL: &str = "apps.kruise.io/pre-predownload-created";
+/// ControllerRevision label: this revision was deliberately not pre-downloaded.
+pub const IMAGE_PREDOWNLOAD_IGNORED_LABEL: &str = "apps.kruise.io/image-predownload-ignored";
+/// Default pre-download pull timeout, seconds, when no annotation or field sets it.
+pub const DEFAULT_IMAGE_PREDOWNLOAD_TIMEOUT_SECONDS: i32 = 600;
+
+// ---------------------------------------------------------------------------------------------
+// Container launch priority
+// ---------------------------------------------------------------------------------------------
+
+/// Container env whose integer value is the container's launch priority.
+pub const ENV_CONTAINER_PRIORITY: &str = "KRUISE_CONTAINER_PRIORITY";
+/// Container env the webhook injects; a configMapKeyRef into the pod's barrier ConfigMap.
+pub const ENV_CONTAINER_BARRIER: &str = "KRUISE_CONTAINER_BARRIER";
+/// Pod annotation asking for containers to start in declaration order.
+pub const CONTAINER_LAUNCH_PRIORITY_ANNOTATION: &str = "apps.kruise.io/container-launch-priority";
+/// The only meaningful value of `CONTAINER_LAUNCH_PRIORITY_ANNOTATION`.
+pub const CONTAINER_LAUNCH_PRIORITY_ORDERED: &str = "Ordered";
+/// Pod annotation set to "true" once every priority key is in the barrier ConfigMap.
+pub const CONTAINER_LAUNCH_PRIORITY_COMPLETED_ANNOTATION: &str =
+    "apps.kruise.io/container-launch-priority-completed";
+/// Suffix of the barrier ConfigMap name: `{pod}-barrier`.
+pub const CONTAINER_LAUNCH_BARRIER_CONFIGMAP_SUFFIX: &str = "-barrier";
+/// Prefix of barrier ConfigMap keys: `p_{priority}`.
+pub const CONTAINER_LAUNCH_BARRIER_KEY_PREFIX: &str = "p_";
+
+// ---------------------------------------------------------------------------------------------
+// ContainerRecreateRequest
+// ---------------------------------------------------------------------------------------------
+
+/// CRR label (immutable) with the UID of the target pod.
+pub const CRR_POD_UID_LABEL: &str = "crr.apps.kruise.io/pod-uid";
+/// CRR label (immutable) with the node of the target pod; the daemon filters on it.
+pub const CRR_NODE_NAME_LABEL: &str = "crr.apps.kruise.io/node-name";
+/// CRR label present ("true") until the request completes; keeps the daemon's watch small.
+pub const CRR_ACTIVE_LABEL: &str = "crr.apps.kruise.io/active";
+/// CRR finalizer held while the controller waits out `unreadyGracePeriodSeconds`.
+pub const CRR_UNREADY_ACQUIRED_FINALIZER: &str = "crr.apps.kruise.io/unready-acquired";
+/// v1alpha1-era CRR annotation with container statuses; v1beta1 uses `status.containerStatusSnapshot`.
+pub const CRR_SYNC_CONTAINER_STATUSES_ANNOTATION: &str =
+    "crr.apps.kruise.io/sync-container-statuses";
+/// CRR status condition type written when the pod was forced not-ready before recreation.
+pub const CRR_CONDITION_PRE_RECREATE_GRACE: &str = "PreRecreateGrace";
+
+// ---------------------------------------------------------------------------------------------
+// CloneSet status conditions
+// ---------------------------------------------------------------------------------------------
+
+/// CloneSet condition type: creating or deleting pods/PVCs failed.
+pub const CLONESET_CONDITION_FAILED_SCALE: &str = "FailedScale";
+/// CloneSet condition type: updating pods failed.
+pub const CLONESET_CONDITION_FAILED_UPDATE: &str = "FailedUpdate";
+/// CloneSet condition type: rollout progress (with progressDeadlineSeconds).
+pub const CLONESET_CONDITION_PROGRESSING: &str = "Progressing";
+/// Progressing reason: no progress within progressDeadlineSeconds.
+pub const CLONESET_REASON_PROGRESS_DEADLINE_EXCEEDED: &str = "ProgressDeadlineExceeded";
+/// Progressing reason: the rollout is paused.
+pub const CLONESET_REASON_PAUSED: &str = "CloneSetPaused";
+/// Progressing reason: the spec changed and a rollout is under way.
+pub const CLONESET_REASON_UPDATED: &str = "CloneSetUpdated";
+/// Progressing reason: the rollout stopped at the partition with those pods available.
+pub const CLONESET_REASON_PROGRESS_PARTITION_AVAILABLE: &str = "ProgressPartitionAvailable";
+/// Progressing reason: every pod is updated and available.
+pub const CLONESET_REASON_AVAILABLE: &str = "CloneSetAvailable";
+/// CloneSet annotation (Kruise-rs only, no upstream equivalent) holding the fields of one
+/// version that the other cannot express, so v1alpha1 <-> v1beta1 conversion is lossless.
+pub const CLONESET_CONVERSION_ANNOTATION: &str = "apps.kruise.io/conversion-preserved";
+/// Default `rollingUpdate.maxUnavailable` of a CloneSet.
+pub const DEFAULT_CLONESET_MAX_UNAVAILABLE: &str = "20%";
+/// Default `revisionHistoryLimit` of a CloneSet.
+pub const DEFAULT_REVISION_HISTORY_LIMIT: i32 = 10;
+
+// ---------------------------------------------------------------------------------------------
+// Finalizers
+// ---------------------------------------------------------------------------------------------
+
+/// Finalizer ImagePullJob (and others) hold until their side objects are cleaned up.
+pub const DELETION_PROTECTION_FINALIZER: &str = "apps.kruise.io/deletion-protection";
+
+// ---------------------------------------------------------------------------------------------
+// Deletion protection (policy.kruise.io)
+// ---------------------------------------------------------------------------------------------
+
+/// Label on namespaces, CRDs and workloads asking the webhook to block their deletion.
+pub const DELETE_PROTECTION_LABEL: &str = "policy.kruise.io/delete-protection";
+/// Delete-protection value: never allow deletion.
+pub const DELETE_PROTECTION_ALWAYS: &str = "Always";
+/// Delete-protection value: allow deletion only when nothing is left underneath.
+pub const DELETE_PROTECTION_CASCADING: &str = "Cascading";
+
+// ---------------------------------------------------------------------------------------------
+// PodUnavailableBudget
+// ---------------------------------------------------------------------------------------------
+
+/// Pod annotation naming the PodUnavailableBudget that covers the pod.
+pub const PUB_RELATED_ANNOTATION: &str = "pub.kruise.io/related-pub";
+/// Deprecated spelling of `PUB_RELATED_ANNOTATION`.
+pub const PUB_RELATED_ANNOTATION_DEPRECATED: &str = "kruise.io/related-pub";
+/// Pod annotation exempting the pod from PodUnavailableBudget protection.
+pub const PUB_NO_PROTECT_ANNOTATION: &str = "pub.kruise.io/no-protect";
+/// PUB annotation listing the operations it protects (UPDATE, DELETE, EVICT, RESIZE).
+pub const PUB_PROTECT_OPERATIONS_ANNOTATION: &str = "kruise.io/pub-protect-operations";
+/// PUB annotation overriding the replica count used for percentages.
+pub const PUB_PROTECT_TOTAL_REPLICAS_ANNOTATION: &str = "pub.kruise.io/protect-total-replicas";
+
+// ---------------------------------------------------------------------------------------------
+// SidecarSet
+// ---------------------------------------------------------------------------------------------
+
+/// Pod annotation with the hashes of every injected SidecarSet.
+pub const SIDECARSET_HASH_ANNOTATION: &str = "kruise.io/sidecarset-hash";
+/// Pod annotation with the image-independent hashes of every injected SidecarSet.
+pub const SIDECARSET_HASH_WITHOUT_IMAGE_ANNOTATION: &str =
+    "kruise.io/sidecarset-hash-without-image";
+/// Pod annotation listing the injected SidecarSets.
+pub const SIDECARSET_INJECTED_LIST_ANNOTATION: &str = "kruise.io/sidecarset-injected-list";
+/// Pod annotation with the in-place update state of sidecar containers.
+pub const SIDECARSET_INPLACE_UPDATE_STATE_ANNOTATION: &str =
+    "kruise.io/sidecarset-inplace-update-state";
+/// Pod annotation naming the working container of a hot-upgrade pair.
+pub const SIDECARSET_WORKING_HOT_UPGRADE_CONTAINER_ANNOTATION: &str =
+    "kruise.io/sidecarset-working-hotupgrade-container";
+/// ControllerRevision label with a SidecarSet's user-chosen version.
+pub const SIDECARSET_CUSTOM_VERSION_LABEL: &str = "apps.kruise.io/sidecarset-custom-version";
+/// Env injected into sidecar containers so they know they were injected.
+pub const ENV_SIDECAR_IS_INJECTED: &str = "IS_INJECTED";
+/// Env with the version of a hot-upgrade sidecar.
+pub const ENV_SIDECARSET_VERSION: &str = "SIDECARSET_VERSION";
+/// Env with the version of the other container of a hot-upgrade pair.
+pub const ENV_SIDECARSET_VERSION_ALT: &str = "SIDECARSET_VERSION_ALT";
+/// Container env: "true" asks for the sidecar to be stopped (via a CRR) when the job's main containers exit.
+pub const ENV_TERMINATE_SIDECAR_WHEN_JOB_EXIT: &str = "KRUISE_TERMINATE_SIDECAR_WHEN_JOB_EXIT";
+/// Container env: image that replaces the sidecar's to stop it by in-place update instead of a CRR.
+pub const ENV_TERMINATE_SIDECAR_WHEN_JOB_EXIT_WITH_IMAGE: &str =
+    "KRUISE_TERMINATE_SIDECAR_WHEN_JOB_EXIT_WITH_IMAGE";
+/// Container env: ignore the sidecar's exit code when judging the job pod's result.
+pub const ENV_TERMINATE_SIDECAR_IGNORE_EXIT_CODE: &str =
+    "KRUISE_TERMINATE_SIDECAR_IGNORE_EXIT_CODE";
+
+// ---------------------------------------------------------------------------------------------
+// Probes, persistent pod state, image pulling (daemon)
+// ---------------------------------------------------------------------------------------------
+
+/// Pod annotation: the enhanced (daemon-run) liveness probe is on.
+pub const USING_ENHANCED_LIVENESS_ANNOTATION: &str = "apps.kruise.io/using-enhanced-liveness";
+/// Pod annotation backing up the native livenessProbe as JSON.
+pub const CONTAINER_PROBE_CONTEXT_ANNOTATION: &str = "apps.kruise.io/container-probe-context";
+/// Pod annotation with PodProbeMarker probe results.
+pub const POD_PROBE_MARKER_ANNOTATION: &str = "kruise.io/podprobe";
+/// Pod annotation listing the PodProbeMarkers that apply to the pod.
+pub const POD_PROBE_MARKER_LIST_ANNOTATION: &str = "kruise.io/podprobemarker-list";
+/// Annotation on the CRI sandbox the daemon creates to pull an image with a sandbox config.
+pub const PULLING_IMAGE_BY_ANNOTATION: &str = "apps.kruise.io/pulling-image-by";
+/// Secret annotation (kruise-daemon-config copies): how the copy is shared.
+pub const IMAGEPULLJOB_SECRET_MODE_ANNOTATION: &str = "imagepulljobs.kruise.io/mode";
+/// Secret annotation (kruise-daemon-config copies): the ImagePullJobs that use the copy.
+pub const IMAGEPULLJOB_SECRET_REFERENCES_ANNOTATION: &str = "imagepulljobs.kruise.io/references";
+/// Secret annotation (kruise-daemon-config copies): `namespace/name` of the source secret.
+pub const IMAGEPULLJOB_SECRET_SOURCE_KEY_ANNOTATION: &str = "imagepulljobs.kruise.io/source-key";
+/// Secret label (kruise-daemon-config copies): UID of the source secret.
+pub const IMAGEPULLJOB_SECRET_SOURCE_UID_LABEL: &str = "imagepulljobs.kruise.io/source-uid";
+
+// ---------------------------------------------------------------------------------------------
+// Installation: namespaces, webhook, services
+// ---------------------------------------------------------------------------------------------
+
+/// Namespace the manager and daemon run in (overridable by env `POD_NAMESPACE`).
+pub const KRUISE_NAMESPACE: &str = "kruise-system";
+/// Namespace holding copies of image pull secrets for the daemon (env `KRUISE_DAEMON_CONFIG_NS`).
+pub const KRUISE_DAEMON_CONFIG_NAMESPACE: &str = "kruise-daemon-config";
+/// Env overriding `KRUISE_NAMESPACE`.
+pub const ENV_POD_NAMESPACE: &str = "POD_NAMESPACE";
+/// Env overriding `KRUISE_DAEMON_CONFIG_NAMESPACE`.
+pub const ENV_DAEMON_CONFIG_NAMESPACE: &str = "KRUISE_DAEMON_CONFIG_NS";
+/// Secret holding the webhook CA and serving certificate (env `SECRET_NAME`).
+pub const WEBHOOK_SECRET_NAME: &str = "kruise-webhook-certs";
+/// Service in front of the webhook server (env `SERVICE_NAME`); also the CRD conversion target.
+pub const WEBHOOK_SERVICE_NAME: &str = "kruise-webhook-service";
+/// MutatingWebhookConfiguration whose caBundle the manager keeps current.
+pub const MUTATING_WEBHOOK_CONFIGURATION_NAME: &str = "kruise-mutating-webhook-configuration";
+/// ValidatingWebhookConfiguration whose caBundle the manager keeps current.
+pub const VALIDATING_WEBHOOK_CONFIGURATION_NAME: &str = "kruise-validating-webhook-configuration";
+/// Port the webhook server listens on (env `WEBHOOK_PORT`).
+pub const WEBHOOK_PORT: u16 = 9876;
+/// Port of `WEBHOOK_SERVICE_NAME` that CRD conversion and admission calls use.
+pub const WEBHOOK_SERVICE_PORT: i32 = 443;
+/// HTTP path of the CRD conversion webhook.
+pub const CONVERSION_WEBHOOK_PATH: &str = "/convert";
+/// HTTP path of the pod mutating webhook.
+pub const MUTATE_POD_PATH: &str = "/mutate-pod";
+/// HTTP path of the pod validating webhook.
+pub const VALIDATE_POD_PATH: &str = "/validate-pod";
+/// HTTP path of the webhook server's health check.
+pub const WEBHOOK_HEALTHZ_PATH: &str = "/healthz";
+/// Env overriding `WEBHOOK_SECRET_NAME`.
+pub const ENV_WEBHOOK_SECRET_NAME: &str = "SECRET_NAME";
+/// Env overriding `WEBHOOK_SERVICE_NAME`.
+pub const ENV_WEBHOOK_SERVICE_NAME: &str = "SERVICE_NAME";
+/// Env overriding `WEBHOOK_PORT`.
+pub const ENV_WEBHOOK_PORT: &str = "WEBHOOK_PORT";
+/// Env with a host to call instead of the Service (dev mode, manager outside the cluster).
+pub const ENV_WEBHOOK_HOST: &str = "WEBHOOK_HOST";
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    /// Two constants with one value would mean one name is spelled twice under two names.
+    #[test]
+    fn string_values_are_unique() {
+        let mut seen: BTreeMap<String, &str> = BTreeMap::new();
+        // rustfmt may wrap a long value onto the next line, so read up to the `;`.
+        for item in include_str!("keys.rs").split("\npub const ").skip(1) {
+            let Some((decl, _)) = item.split_once(';') else {
+                continue;
+            };
+            let Some((name, value)) = decl.split_once(": &str =") else {
+                continue;
+            };
+            let value = value.trim().to_owned();
+            if let Some(other) = seen.insert(value.clone(), name) {
+                panic!("{name} and {other} both hold {value}");
+            }
+        }
+        assert!(seen.len() > 50, "parsed {} constants", seen.len());
+    }
+}

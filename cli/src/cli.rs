@@ -1,0 +1,347 @@
+//! Command-line definition (clap derive).
+
+use crate::ctx::ConnectArgs;
+use crate::math::IntOrPercent;
+use crate::target::Target;
+use clap::{ArgAction, Parser, Subcommand, ValueEnum};
+use std::time::Duration;
+
+const EXIT_CODES: &str = "\
+Exit codes:
+  0  success (rollout complete, or paused with --success-on-pause)
+  1  rollout failed (FailedUpdate, ProgressDeadlineExceeded, failed CRR or ImagePullJob) or other error
+  2  usage error
+  3  rollout paused (rollout status without --success-on-pause)
+  4  timed out (--timeout)
+  5  still progressing (rollout status --watch=false)
+  6  object, kind or CRD not found
+  7  forbidden or unauthorized
+  8  cluster unreachable or kubeconfig unusable";
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "kubectl-kruise",
+    bin_name = "kubectl-kruise",
+    version,
+    about = "Drive OpenKruise / Kruise-rs rollouts: status, partitions, in-place restarts, a live view",
+    after_help = EXIT_CODES
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+    /// Log verbosity: -v debug, -vv trace (logs go to stderr; RUST_LOG overrides).
+    #[arg(short = 'v', long = "verbose", global = true, action = ArgAction::Count)]
+    pub verbose: u8,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Manage the rollout of a CloneSet or Deployment.
+    #[command(subcommand)]
+    Rollout(Rollout),
+    /// Set fields of a workload.
+    #[command(subcommand)]
+    Set(SetCmd),
+    /// Restart containers of a Pod in place through a ContainerRecreateRequest.
+    RecreateContainer(RecreateArgs),
+    /// Pre-pull images on nodes through ImagePullJobs.
+    #[command(subcommand)]
+    Image(ImageCmd),
+    /// Print a shell completion script.
+    Completion {
+        #[arg(value_enum)]
+        shell: Shell,
+    },
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum Shell {
+    Bash,
+    Zsh,
+    Fish,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum Output {
+    #[default]
+    Text,
+    Json,
+    Yaml,
+}
+
+// Keeps the typed error so `main` can tell an unknown kind (exit 6) from other usage errors.
+fn parse_target(s: &str) -> Result<Target, crate::target::TargetError> {
+    s.parse()
+}
+
+fn parse_partition(s: &str) -> Result<IntOrPercent, String> {
+    s.parse()
+        .map_err(|e: crate::math::BadIntOrPercent| e.to_string())
+}
+
+/// Parses `90s`, `5m`, `1h30m`, `2h` or a bare number of seconds; `0` means no limit.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let bad = || format!("{s:?} is not a duration like 30s, 5m or 1h30m");
+    if let Ok(secs) = s.parse::<u64>() {
+        return Ok(Duration::from_secs(secs));
+    }
+    let mut total = 0u64;
+    let mut num = String::new();
+    for ch in s.chars() {
+        if ch.is_ascii_digit() {
+            num.push(ch);
+            continue;
+        }
+        let n: u64 = num.parse().map_err(|_| bad())?;
+        num.clear();
+        total += match ch {
+            'h' => n * 3600,
+            'm' => n * 60,
+            's' => n,
+            _ => return Err(bad()),
+        };
+    }
+    if !num.is_empty() || s.is_empty() {
+        return Err(bad());
+    }
+    Ok(Duration::from_secs(total))
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Rollout {
+    /// Watch a rollout until it is really done (updated, ready, no in-place update pending).
+    #[command(after_help = EXIT_CODES)]
+    Status(StatusArgs),
+    /// Pause the rollout (spec.updateStrategy paused / spec.paused).
+    Pause {
+        #[arg(value_parser = parse_target, required = true)]
+        targets: Vec<Target>,
+    },
+    /// Resume a paused rollout.
+    Resume {
+        #[arg(value_parser = parse_target, required = true)]
+        targets: Vec<Target>,
+    },
+    /// List revisions of a workload.
+    History {
+        #[arg(value_parser = parse_target)]
+        target: Target,
+        /// Show the pod template of one revision.
+        #[arg(long)]
+        revision: Option<i64>,
+        #[arg(short = 'o', long, value_enum, default_value_t)]
+        output: Output,
+    },
+    /// Roll back to the previous (or a given) revision.
+    Undo {
+        #[arg(value_parser = parse_target)]
+        target: Target,
+        /// Revision to roll back to (default: the one before the current).
+        #[arg(long = "to-revision")]
+        to_revision: Option<i64>,
+        /// Print what would change without changing it.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Restart every Pod's containers (in place for CloneSets).
+    ///
+    /// CloneSets restart containers IN PLACE through ContainerRecreateRequests, maxUnavailable
+    /// pods per batch (not-ready pods first), waiting for each batch to finish; Deployments get a
+    /// restartedAt annotation (a normal rolling replacement).
+    Restart(RestartArgs),
+    /// Set the partition: the number (or percentage) of pods kept at the old revision.
+    Partition {
+        #[arg(value_parser = parse_target)]
+        target: Target,
+        /// An integer or a percentage such as 30%.
+        #[arg(value_parser = parse_partition)]
+        value: IntOrPercent,
+    },
+    /// Lower the partition by one batch (or to 0 with --full) and resume if paused.
+    ///
+    /// A batch is --step pods (an integer or a percentage of replicas); without --step it is the
+    /// CloneSet's maxUnavailable, i.e. as many pods as the controller updates at once.
+    Promote {
+        #[arg(value_parser = parse_target)]
+        target: Target,
+        /// Update every remaining pod: partition 0.
+        #[arg(long)]
+        full: bool,
+        /// Pods per batch (integer or percentage of replicas).
+        #[arg(long, value_parser = parse_partition, conflicts_with = "full")]
+        step: Option<IntOrPercent>,
+    },
+    /// Full-screen live view of a rollout.
+    #[command(visible_alias = "tui")]
+    Watch(WatchArgs),
+    /// List CloneSets with their rollout state.
+    List {
+        /// All namespaces.
+        #[arg(short = 'A', long = "all-namespaces")]
+        all_namespaces: bool,
+        #[arg(short = 'o', long, value_enum, default_value_t)]
+        output: Output,
+    },
+}
+
+#[derive(Debug, clap::Args)]
+pub struct StatusArgs {
+    #[arg(value_parser = parse_target)]
+    pub target: Target,
+    /// Give up after this long (e.g. 90s, 5m, 1h30m; 0 = wait forever).
+    #[arg(long, value_parser = parse_duration, default_value = "0")]
+    pub timeout: Duration,
+    /// Keep watching until the rollout ends; --watch=false prints the state once.
+    #[arg(short = 'w', long, action = ArgAction::Set, default_value_t = true, num_args = 0..=1, default_missing_value = "true")]
+    pub watch: bool,
+    /// Treat a paused rollout as success (exit 0), e.g. between canary batches in CI.
+    #[arg(long)]
+    pub success_on_pause: bool,
+    /// text: progress bars on a terminal, one line per change otherwise; json/yaml: one
+    /// document per change, the last one has "done": true (schemaVersion 1, see README).
+    #[arg(short = 'o', long, value_enum, default_value_t)]
+    pub output: Output,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct RestartArgs {
+    #[arg(value_parser = parse_target)]
+    pub target: Target,
+    /// Restart only these containers (default: all).
+    #[arg(short = 'c', long = "container")]
+    pub containers: Vec<String>,
+    /// Pods per batch (default: the CloneSet's maxUnavailable).
+    #[arg(long, value_parser = parse_partition)]
+    pub batch: Option<IntOrPercent>,
+    /// Give up waiting for a batch after this long.
+    #[arg(long, value_parser = parse_duration, default_value = "10m")]
+    pub timeout: Duration,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct WatchArgs {
+    #[arg(value_parser = parse_target)]
+    pub target: Target,
+    /// No colours (also NO_COLOR or TERM=dumb).
+    #[arg(long)]
+    pub no_color: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SetCmd {
+    /// Change container images; says first whether the change will go in place.
+    Image {
+        #[arg(value_parser = parse_target)]
+        target: Target,
+        /// CONTAINER=IMAGE pairs (`*=IMAGE` sets every container).
+        #[arg(required = true)]
+        images: Vec<String>,
+        /// Only report what would happen.
+        #[arg(long)]
+        dry_run: bool,
+    },
+}
+
+#[derive(Debug, clap::Args)]
+pub struct RecreateArgs {
+    /// The Pod whose containers to restart.
+    pub pod: String,
+    /// Containers to restart (default: all).
+    #[arg(short = 'c', long = "container")]
+    pub containers: Vec<String>,
+    /// Restart the containers one after another, in the order given.
+    #[arg(long)]
+    pub ordered: bool,
+    /// Follow the request until it finishes (default true; --wait=false returns at once).
+    #[arg(long, action = ArgAction::Set, default_value_t = true, num_args = 0..=1, default_missing_value = "true")]
+    pub wait: bool,
+    #[arg(long, value_parser = parse_duration, default_value = "5m")]
+    pub timeout: Duration,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ImageCmd {
+    /// Create an ImagePullJob and follow it node by node.
+    Pull(PullArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct PullArgs {
+    pub image: String,
+    /// Only nodes with these labels (repeatable k=v).
+    #[arg(long = "node-selector")]
+    pub node_selector: Vec<String>,
+    /// Nodes pulling at the same time.
+    #[arg(long, default_value_t = 1)]
+    pub parallelism: i64,
+    /// Name of the ImagePullJob (default: derived from the image).
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Follow the job until it completes (default true).
+    #[arg(long, action = ArgAction::Set, default_value_t = true, num_args = 0..=1, default_missing_value = "true")]
+    pub wait: bool,
+    #[arg(long, value_parser = parse_duration, default_value = "30m")]
+    pub timeout: Duration,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("90"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("90s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("1h30m"), Ok(Duration::from_secs(5400)));
+        assert!(parse_duration("5x").is_err());
+        assert!(parse_duration("5m3").is_err());
+    }
+
+    #[test]
+    fn status_flags() {
+        let cli = Cli::try_parse_from([
+            "kubectl-kruise",
+            "rollout",
+            "status",
+            "clone/web",
+            "--watch=false",
+            "--timeout",
+            "2m",
+            "-o",
+            "json",
+            "-n",
+            "prod",
+        ])
+        .unwrap();
+        assert_eq!(cli.connect.namespace.as_deref(), Some("prod"));
+        let Command::Rollout(Rollout::Status(s)) = cli.command else {
+            panic!("not status")
+        };
+        assert!(!s.watch);
+        assert_eq!(s.timeout, Duration::from_secs(120));
+        assert_eq!(s.output, Output::Json);
+        assert!(Cli::try_parse_from(["kubectl-kruise", "rollout", "status", "sts/web"]).is_err());
+        assert!(
+            Cli::try_parse_from([
+                "kubectl-kruise",
+                "rollout",
+                "promote",
+                "clone/x",
+                "--full",
+                "--step",
+                "2"
+            ])
+            .is_err()
+        );
+        let tui = Cli::try_parse_from(["kubectl-kruise", "rollout", "tui", "clone/web"]).unwrap();
+        assert!(matches!(tui.command, Command::Rollout(Rollout::Watch(_))));
+    }
+}

@@ -1,0 +1,303 @@
+//! `recreate-container`: restart containers of a Pod in place through a ContainerRecreateRequest,
+//! and the helpers `rollout restart` reuses.
+
+use crate::cli::RecreateArgs;
+use crate::ctx::Ctx;
+use crate::error::{CliError, Result, exit, kube_err};
+use crate::watch::Cache;
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, DynamicObject, PostParams};
+use kube::runtime::{WatchStreamExt, watcher};
+use serde_json::{Value, json};
+use std::time::Duration;
+
+/// Where a CRR stands, read from its status.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CrrState {
+    pub phase: String,
+    pub message: String,
+    /// (container, phase) in request order.
+    pub containers: Vec<(String, String)>,
+}
+
+impl CrrState {
+    pub fn from_json(obj: &Value) -> Self {
+        let status = obj.get("status").cloned().unwrap_or(Value::Null);
+        let containers = status
+            .get("containerRecreateStates")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .map(|c| {
+                        (
+                            c["name"].as_str().unwrap_or_default().to_string(),
+                            c["phase"].as_str().unwrap_or_default().to_string(),
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        CrrState {
+            phase: status["phase"].as_str().unwrap_or("Pending").to_string(),
+            message: status["message"].as_str().unwrap_or_default().to_string(),
+            containers,
+        }
+    }
+
+    /// Some(Ok) when every container was recreated, Some(Err) on failure, None while running.
+    pub fn verdict(&self) -> Option<std::result::Result<(), String>> {
+        let failed: Vec<&str> = self
+            .containers
+            .iter()
+            .filter(|(_, p)| p == "Failed")
+            .map(|(n, _)| n.as_str())
+            .collect();
+        match self.phase.as_str() {
+            "Failed" => Some(Err(self.failure_text(&failed))),
+            "Succeeded" | "Completed" if failed.is_empty() && self.message.is_empty() => {
+                Some(Ok(()))
+            }
+            "Succeeded" | "Completed"
+                if failed.is_empty() && self.containers.iter().all(|(_, p)| p == "Succeeded") =>
+            {
+                Some(Ok(()))
+            }
+            "Succeeded" | "Completed" => Some(Err(self.failure_text(&failed))),
+            _ => None,
+        }
+    }
+
+    fn failure_text(&self, failed: &[&str]) -> String {
+        let which = if failed.is_empty() {
+            String::new()
+        } else {
+            format!(" (containers {})", failed.join(","))
+        };
+        let msg = if self.message.is_empty() {
+            "recreate failed".to_string()
+        } else {
+            self.message.clone()
+        };
+        format!("{msg}{which}")
+    }
+
+    pub fn line(&self) -> String {
+        let parts: Vec<String> = self
+            .containers
+            .iter()
+            .map(|(n, p)| format!("{n}={p}"))
+            .collect();
+        format!("{} {}", self.phase, parts.join(" "))
+            .trim_end()
+            .to_string()
+    }
+}
+
+pub fn crr_body(pod: &str, containers: &[String], ordered: bool, api_version: &str) -> Value {
+    json!({
+        "apiVersion": api_version,
+        "kind": "ContainerRecreateRequest",
+        "metadata": {"generateName": format!("{pod}-")},
+        "spec": {
+            "podName": pod,
+            "containers": containers.iter().map(|c| json!({"name": c})).collect::<Vec<_>>(),
+            "strategy": {"orderedRecreate": ordered, "failurePolicy": "Fail"},
+            // Finished requests clean themselves up instead of piling up.
+            "ttlSecondsAfterFinished": 600,
+        }
+    })
+}
+
+pub struct CrrClient {
+    pub api: Api<DynamicObject>,
+    pub api_version: String,
+}
+
+impl CrrClient {
+    pub async fn new(ctx: &Ctx, namespace: &str) -> Result<Self> {
+        let (api, ar) = ctx
+            .kruise_api("containerrecreaterequests", Some(namespace))
+            .await?;
+        Ok(CrrClient {
+            api,
+            api_version: ar.api_version,
+        })
+    }
+
+    /// Creates a CRR for the pod (every container when `containers` is empty); returns its name.
+    pub async fn create(&self, pod: &Pod, containers: &[String], ordered: bool) -> Result<String> {
+        let pod_name = pod.metadata.name.clone().unwrap_or_default();
+        let all: Vec<String> = pod
+            .spec
+            .as_ref()
+            .map(|s| s.containers.iter().map(|c| c.name.clone()).collect())
+            .unwrap_or_default();
+        let chosen: Vec<String> = if containers.is_empty() {
+            all.clone()
+        } else {
+            containers.to_vec()
+        };
+        if let Some(bad) = chosen.iter().find(|c| !all.contains(c)) {
+            return Err(CliError::Usage(format!(
+                "pod {pod_name} has no container {bad:?} (it has {})",
+                all.join(", ")
+            )));
+        }
+        let obj: DynamicObject =
+            serde_json::from_value(crr_body(&pod_name, &chosen, ordered, &self.api_version))
+                .map_err(|e| CliError::Other(e.into()))?;
+        let created = self
+            .api
+            .create(&PostParams::default(), &obj)
+            .await
+            .map_err(kube_err)?;
+        let name = created.metadata.name.unwrap_or_default();
+        tracing::info!(pod = %pod_name, crr = %name, "created ContainerRecreateRequest");
+        Ok(name)
+    }
+
+    /// Watches the named CRRs until each has a verdict; calls `on_change` on every state change.
+    pub async fn wait_all(
+        &self,
+        names: &[String],
+        timeout: Duration,
+        mut on_change: impl FnMut(&str, &CrrState),
+    ) -> Result<Vec<(String, std::result::Result<(), String>)>> {
+        let mut stream = watcher(self.api.clone(), watcher::Config::default())
+            .default_backoff()
+            .boxed();
+        let mut cache: Cache<DynamicObject> = Cache::default();
+        let mut last: std::collections::BTreeMap<String, CrrState> = Default::default();
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let next = tokio::time::timeout_at(deadline, stream.next())
+                .await
+                .map_err(|_| {
+                    // A request nobody picked up has no phase: point at the node agent.
+                    let untouched = names
+                        .iter()
+                        .all(|n| last.get(n).is_none_or(|st| st.phase == "Pending" && st.containers.is_empty()));
+                    let hint = if untouched {
+                        " (still Pending: is kruise-daemon running on the pod's node, and the manager labelling CRRs?)"
+                    } else {
+                        ""
+                    };
+                    CliError::Timeout(format!(
+                        "ContainerRecreateRequests {} not finished after {}s{hint}",
+                        names.join(","),
+                        timeout.as_secs()
+                    ))
+                })?;
+            match next {
+                None => return Err(CliError::Api("the watch ended unexpectedly".into())),
+                Some(Err(e)) => {
+                    tracing::warn!(error = %e, "CRR watch error, retrying");
+                    continue;
+                }
+                Some(Ok(ev)) => {
+                    cache.apply(ev);
+                }
+            }
+            let mut done = Vec::new();
+            for name in names {
+                let Some(obj) = cache
+                    .items
+                    .get(name)
+                    .and_then(|o| serde_json::to_value(o).ok())
+                else {
+                    continue;
+                };
+                let state = CrrState::from_json(&obj);
+                if last.get(name) != Some(&state) {
+                    on_change(name, &state);
+                    last.insert(name.clone(), state.clone());
+                }
+                if let Some(v) = state.verdict() {
+                    done.push((name.clone(), v));
+                }
+            }
+            if done.len() == names.len() {
+                return Ok(done);
+            }
+        }
+    }
+}
+
+pub async fn run(ctx: &Ctx, args: &RecreateArgs) -> Result<i32> {
+    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
+    let pod = pods
+        .get(&args.pod)
+        .await
+        .map_err(|e| CliError::from_kube(e, Some(("Pod", &args.pod, &ctx.namespace))))?;
+    let crr = CrrClient::new(ctx, &ctx.namespace).await?;
+    let name = crr.create(&pod, &args.containers, args.ordered).await?;
+    println!(
+        "containerrecreaterequest/{name} created for pod {}",
+        args.pod
+    );
+    if !args.wait {
+        return Ok(exit::OK);
+    }
+    let results = crr
+        .wait_all(std::slice::from_ref(&name), args.timeout, |n, s| {
+            println!("{n}: {}", s.line())
+        })
+        .await?;
+    match results.into_iter().next() {
+        Some((_, Ok(()))) => {
+            println!("containers of pod {} recreated", args.pod);
+            Ok(exit::OK)
+        }
+        Some((_, Err(e))) => Err(CliError::Failed(format!(
+            "containerrecreaterequest/{name}: {e}"
+        ))),
+        None => Err(CliError::Api("no result".into())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verdicts() {
+        let st = |phase: &str, cs: Value| {
+            CrrState::from_json(&json!({"status": {"phase": phase, "containerRecreateStates": cs}}))
+        };
+        assert_eq!(
+            st("Recreating", json!([{"name": "a", "phase": "Recreating"}])).verdict(),
+            None
+        );
+        assert_eq!(
+            st("Completed", json!([{"name": "a", "phase": "Succeeded"}])).verdict(),
+            Some(Ok(()))
+        );
+        assert!(
+            matches!(st("Completed", json!([{"name": "a", "phase": "Failed"}])).verdict(), Some(Err(e)) if e.contains("containers a"))
+        );
+        assert!(
+            st("Failed", json!([]))
+                .verdict()
+                .is_some_and(|v| v.is_err())
+        );
+        assert_eq!(CrrState::from_json(&json!({})).verdict(), None);
+    }
+
+    #[test]
+    fn body_shape() {
+        let b = crr_body(
+            "web-abc",
+            &["app".into(), "sidecar".into()],
+            true,
+            "apps.kruise.io/v1alpha1",
+        );
+        assert_eq!(b["spec"]["podName"], "web-abc");
+        assert_eq!(
+            b["spec"]["containers"],
+            json!([{"name": "app"}, {"name": "sidecar"}])
+        );
+        assert_eq!(b["spec"]["strategy"]["orderedRecreate"], true);
+        assert_eq!(b["metadata"]["generateName"], "web-abc-");
+    }
+}

@@ -1,0 +1,11 @@
+//! One module per command.
+
+pub mod complete;
+pub mod completion;
+pub mod crr;
+pub mod history;
+pub mod pull;
+pub mod restart;
+pub mod rollout;
+pub mod set_image;
+pub mod status;

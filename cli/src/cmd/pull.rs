@@ -1,0 +1,282 @@
+//! `image pull`: create an ImagePullJob and follow it node by node (through NodeImage status).
+
+use crate::cli::PullArgs;
+use crate::ctx::Ctx;
+use crate::error::{CliError, Result, exit, kube_err};
+use crate::view::normalize_image;
+use crate::watch::Cache;
+use futures::StreamExt;
+use indicatif::{ProgressBar, ProgressStyle};
+use kube::api::{DynamicObject, PostParams};
+use kube::runtime::{WatchStreamExt, watcher};
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
+
+/// Splits `repo[:tag][@digest]` into (repo, tag); the tag defaults to latest.
+pub fn split_image(image: &str) -> (String, String) {
+    if let Some((repo, digest)) = image.split_once('@') {
+        return (repo.to_string(), digest.to_string());
+    }
+    let slash = image.rfind('/').map(|p| p + 1).unwrap_or(0);
+    match image[slash..].rfind(':') {
+        Some(c) => (
+            image[..slash + c].to_string(),
+            image[slash + c + 1..].to_string(),
+        ),
+        None => (image.to_string(), "latest".to_string()),
+    }
+}
+
+/// A DNS-safe name prefix derived from the image.
+pub fn name_prefix(image: &str) -> String {
+    let (repo, tag) = split_image(image);
+    let base = repo.rsplit('/').next().unwrap_or("image");
+    let raw = format!("pull-{base}-{tag}");
+    let mut s: String = raw
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    s.truncate(50);
+    format!("{}-", s.trim_end_matches('-'))
+}
+
+pub fn job_body(args: &PullArgs, api_version: &str) -> std::result::Result<Value, String> {
+    let mut labels = serde_json::Map::new();
+    for kv in &args.node_selector {
+        let (k, v) = kv
+            .split_once('=')
+            .ok_or_else(|| format!("--node-selector {kv:?} is not KEY=VALUE"))?;
+        labels.insert(k.to_string(), Value::from(v));
+    }
+    let mut meta = json!({});
+    match &args.name {
+        Some(n) => meta["name"] = json!(n),
+        None => meta["generateName"] = json!(name_prefix(&args.image)),
+    }
+    let mut spec = json!({
+        "image": args.image,
+        "parallelism": args.parallelism,
+        "completionPolicy": {"type": "Always", "ttlSecondsAfterFinished": 600},
+        "pullPolicy": {"timeoutSeconds": 600, "backoffLimit": 3},
+    });
+    if !labels.is_empty() {
+        spec["selector"] = json!({"matchLabels": labels});
+    }
+    Ok(json!({"apiVersion": api_version, "kind": "ImagePullJob", "metadata": meta, "spec": spec}))
+}
+
+/// Phase and progress of the image on one node, from its NodeImage.
+pub fn node_progress(node_image: &Value, image: &str) -> Option<(String, i64)> {
+    let (repo, tag) = split_image(image);
+    let (norm_repo, _) = split_image(&normalize_image(image));
+    let statuses = node_image.get("status")?.get("imageStatuses")?;
+    let entry = statuses.get(&repo).or_else(|| statuses.get(&norm_repo))?;
+    let t = entry
+        .get("tags")?
+        .as_array()?
+        .iter()
+        .find(|t| t["tag"].as_str() == Some(tag.as_str()))?;
+    Some((
+        t["phase"].as_str().unwrap_or("Waiting").to_string(),
+        t["progress"].as_i64().unwrap_or(0),
+    ))
+}
+
+pub async fn run(ctx: &Ctx, args: &PullArgs) -> Result<i32> {
+    let (jobs, ar) = ctx
+        .kruise_api("imagepulljobs", Some(&ctx.namespace))
+        .await?;
+    let body = job_body(args, &ar.api_version).map_err(CliError::Usage)?;
+    let obj: DynamicObject = serde_json::from_value(body).map_err(|e| CliError::Other(e.into()))?;
+    let created = jobs
+        .create(&PostParams::default(), &obj)
+        .await
+        .map_err(kube_err)?;
+    let name = created.metadata.name.clone().unwrap_or_default();
+    println!("imagepulljob/{name} created for {}", args.image);
+    if !args.wait {
+        return Ok(exit::OK);
+    }
+    // NodeImage is optional for progress: without read access we still follow the job.
+    let node_images = ctx
+        .kruise_api("nodeimages", None)
+        .await
+        .ok()
+        .map(|(api, _)| api);
+    let job_stream = watcher(
+        jobs.clone(),
+        watcher::Config::default().fields(&format!("metadata.name={name}")),
+    )
+    .default_backoff()
+    .map(|r| r.map(|e| (true, e)));
+    let mut merged = match node_images {
+        Some(api) => futures::stream::select(
+            job_stream.boxed(),
+            watcher(api, watcher::Config::default())
+                .default_backoff()
+                .map(|r| r.map(|e| (false, e)))
+                .boxed(),
+        )
+        .boxed(),
+        None => job_stream.boxed(),
+    };
+    let tty = std::io::stdout().is_terminal() && !crate::no_color_env();
+    let bar = tty.then(|| {
+        let b = ProgressBar::new(0);
+        b.set_style(
+            ProgressStyle::with_template("{prefix} [{bar:40.cyan/blue}] {pos}/{len} nodes {msg}")
+                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        );
+        b.set_prefix("pulled");
+        b
+    });
+    let mut job_cache: Cache<DynamicObject> = Cache::default();
+    let mut ni_cache: Cache<DynamicObject> = Cache::default();
+    let mut last_line = String::new();
+    let mut last_nodes: BTreeMap<String, (String, i64)> = BTreeMap::new();
+    let deadline = tokio::time::Instant::now() + args.timeout;
+    loop {
+        let next = tokio::time::timeout_at(deadline, merged.next())
+            .await
+            .map_err(|_| {
+                let hint = if last_line.starts_with("desired 0,") {
+                    " (no status yet: is the kruise-manager ImagePullJob controller running?)"
+                } else {
+                    ""
+                };
+                CliError::Timeout(format!(
+                    "imagepulljob/{name} not finished after {}s{hint}",
+                    args.timeout.as_secs()
+                ))
+            })?;
+        match next {
+            None => return Err(CliError::Api("the watch ended unexpectedly".into())),
+            Some(Err(e)) => {
+                tracing::warn!(error = %e, "watch error, retrying");
+                continue;
+            }
+            Some(Ok((true, ev))) => {
+                job_cache.apply(ev);
+            }
+            Some(Ok((false, ev))) => {
+                ni_cache.apply(ev);
+            }
+        }
+        let Some(job) = job_cache
+            .items
+            .get(&name)
+            .and_then(|o| serde_json::to_value(o).ok())
+        else {
+            continue;
+        };
+        let st = job.get("status").cloned().unwrap_or(Value::Null);
+        let n = |k: &str| st[k].as_i64().unwrap_or(0);
+        let (desired, active, succeeded, failed) =
+            (n("desired"), n("active"), n("succeeded"), n("failed"));
+        // Per-node lines for nodes that have the image in their NodeImage spec.
+        for (node, ni) in &ni_cache.items {
+            let Ok(v) = serde_json::to_value(ni) else {
+                continue;
+            };
+            if let Some(p) = node_progress(&v, &args.image)
+                && last_nodes.get(node) != Some(&p)
+            {
+                let line = format!("  node {node}: {} {}%", p.0, p.1);
+                match &bar {
+                    Some(b) => b.println(line),
+                    None => println!("{line}"),
+                }
+                last_nodes.insert(node.clone(), p);
+            }
+        }
+        let line =
+            format!("desired {desired}, active {active}, succeeded {succeeded}, failed {failed}");
+        if line != last_line {
+            match &bar {
+                Some(b) => {
+                    b.set_length(desired.max(0) as u64);
+                    b.set_position((succeeded + failed).max(0) as u64);
+                    b.set_message(format!("({active} pulling, {failed} failed)"));
+                }
+                None => println!("imagepulljob/{name}: {line}"),
+            }
+            last_line = line;
+        }
+        if st.get("completionTime").is_some_and(|t| !t.is_null()) {
+            if let Some(b) = &bar {
+                b.finish();
+            }
+            if failed > 0 {
+                let nodes: Vec<&str> = st["failedNodes"]
+                    .as_array()
+                    .map(|a| a.iter().filter_map(Value::as_str).collect())
+                    .unwrap_or_default();
+                let msg = st["message"].as_str().unwrap_or_default();
+                return Err(CliError::Failed(format!(
+                    "imagepulljob/{name}: {failed} of {desired} nodes failed ({}) {msg}",
+                    nodes.join(",")
+                )));
+            }
+            println!(
+                "imagepulljob/{name}: {} pulled on {succeeded} nodes",
+                args.image
+            );
+            return Ok(exit::OK);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn image_parts() {
+        assert_eq!(split_image("nginx"), ("nginx".into(), "latest".into()));
+        assert_eq!(
+            split_image("127.0.0.1:5000/app:v2"),
+            ("127.0.0.1:5000/app".into(), "v2".into())
+        );
+        assert_eq!(
+            split_image("a/b@sha256:1"),
+            ("a/b".into(), "sha256:1".into())
+        );
+        assert_eq!(
+            name_prefix("127.0.0.1:5000/My_App:v2.1"),
+            "pull-my-app-v2-1-"
+        );
+    }
+
+    #[test]
+    fn progress_from_node_image() {
+        let ni = json!({"status": {"imageStatuses": {"docker.io/library/nginx": {"tags": [{"tag": "1.25", "phase": "Pulling", "progress": 40}]}}}});
+        assert_eq!(
+            node_progress(&ni, "nginx:1.25"),
+            Some(("Pulling".into(), 40))
+        );
+        assert_eq!(node_progress(&ni, "nginx:1.26"), None);
+    }
+
+    #[test]
+    fn body() {
+        let args = PullArgs {
+            image: "nginx:1".into(),
+            node_selector: vec!["pool=web".into()],
+            parallelism: 3,
+            name: None,
+            wait: true,
+            timeout: std::time::Duration::from_secs(1),
+        };
+        let b = job_body(&args, "apps.kruise.io/v1alpha1").unwrap();
+        assert_eq!(b["spec"]["selector"]["matchLabels"]["pool"], "web");
+        assert_eq!(b["spec"]["parallelism"], 3);
+        assert_eq!(b["metadata"]["generateName"], "pull-nginx-1-");
+    }
+}

@@ -1,0 +1,143 @@
+//! `rollout restart`: CloneSets restart containers in place, batch by batch, through
+//! ContainerRecreateRequests; Deployments get kubectl's restartedAt annotation.
+
+use crate::cli::RestartArgs;
+use crate::cmd::crr::CrrClient;
+use crate::ctx::{Ctx, Workload};
+use crate::error::{CliError, Result, exit, kube_err};
+use crate::keys;
+use crate::target::Kind;
+use crate::view::PodView;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, ListParams};
+use serde_json::json;
+
+/// Splits pods into batches of `size`, ready pods last so that pods already down are restarted
+/// first and the service loses as little capacity as possible.
+pub fn plan_batches(mut pods: Vec<PodView>, size: usize) -> Vec<Vec<PodView>> {
+    pods.sort_by(|a, b| a.ready.cmp(&b.ready).then_with(|| a.name.cmp(&b.name)));
+    pods.chunks(size.max(1)).map(<[PodView]>::to_vec).collect()
+}
+
+pub async fn run(ctx: &Ctx, args: &RestartArgs) -> Result<i32> {
+    let wl = Workload::locate(ctx, &args.target).await?;
+    let view = wl.view().await?;
+    if view.kind == Kind::Deployment {
+        let now = jiff::Timestamp::now().to_string();
+        let patch = json!({"spec": {"template": {"metadata": {"annotations": {keys::KUBECTL_RESTARTED_AT: now}}}}});
+        wl.merge_patch(&patch).await?;
+        println!("{} restarted (rolling replacement)", args.target);
+        return Ok(exit::OK);
+    }
+    let pods_api: Api<Pod> = Api::namespaced(ctx.client.clone(), &wl.namespace);
+    let list = pods_api
+        .list(&ListParams::default().labels(&view.selector))
+        .await
+        .map_err(kube_err)?
+        .items;
+    let owned: Vec<(PodView, Pod)> = list
+        .into_iter()
+        .filter(|p| {
+            p.metadata
+                .owner_references
+                .as_ref()
+                .is_some_and(|o| o.iter().any(|r| r.uid == view.uid))
+        })
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .map(|p| (PodView::from_pod(&p), p))
+        .collect();
+    if owned.is_empty() {
+        println!("{}: no pods to restart", args.target);
+        return Ok(exit::OK);
+    }
+    let size = match &args.batch {
+        Some(b) => b.scaled(view.replicas, true).max(1),
+        None => view.max_unavailable_pods(),
+    };
+    let unready = owned.iter().filter(|(v, _)| !v.ready).count() as i64;
+    let total = owned.len();
+    let by_name: std::collections::BTreeMap<String, Pod> = owned
+        .iter()
+        .map(|(v, p)| (v.name.clone(), p.clone()))
+        .collect();
+    let batches = plan_batches(owned.into_iter().map(|(v, _)| v).collect(), size as usize);
+    println!(
+        "{}: restarting containers in place on {total} pods, {size} at a time ({} batches{})",
+        args.target,
+        batches.len(),
+        if unready > 0 {
+            format!("; {unready} pods not ready now")
+        } else {
+            String::new()
+        }
+    );
+    let crr = CrrClient::new(ctx, &wl.namespace).await?;
+    let mut done = 0usize;
+    for (i, batch) in batches.iter().enumerate() {
+        let mut names = Vec::new();
+        for pv in batch {
+            let Some(pod) = by_name.get(&pv.name) else {
+                continue;
+            };
+            names.push(crr.create(pod, &args.containers, false).await?);
+        }
+        let pods_of: Vec<String> = batch.iter().map(|p| p.name.clone()).collect();
+        println!("batch {}/{}: {}", i + 1, batches.len(), pods_of.join(", "));
+        let results = crr
+            .wait_all(
+                &names,
+                args.timeout,
+                |n, s| tracing::debug!(crr = n, state = %s.line(), "crr progress"),
+            )
+            .await?;
+        let failed: Vec<String> = results
+            .iter()
+            .filter_map(|(n, r)| r.as_ref().err().map(|e| format!("{n}: {e}")))
+            .collect();
+        if !failed.is_empty() {
+            return Err(CliError::Failed(format!(
+                "batch {} failed, stopping after {done} of {total} pods: {}",
+                i + 1,
+                failed.join("; ")
+            )));
+        }
+        done += batch.len();
+        println!(
+            "batch {}/{} done ({done}/{total} pods)",
+            i + 1,
+            batches.len()
+        );
+    }
+    println!("{}: all {total} pods restarted in place", args.target);
+    Ok(exit::OK)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batches_put_unready_first() {
+        let pod = |n: &str, ready: bool| PodView {
+            name: n.into(),
+            ready,
+            ..Default::default()
+        };
+        let b = plan_batches(
+            vec![
+                pod("a", true),
+                pod("b", false),
+                pod("c", true),
+                pod("d", true),
+                pod("e", true),
+            ],
+            2,
+        );
+        let names: Vec<Vec<&str>> = b
+            .iter()
+            .map(|x| x.iter().map(|p| p.name.as_str()).collect())
+            .collect();
+        assert_eq!(names, vec![vec!["b", "a"], vec!["c", "d"], vec!["e"]]);
+        assert_eq!(plan_batches(vec![pod("a", true)], 0).len(), 1);
+    }
+}

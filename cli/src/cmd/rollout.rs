@@ -1,0 +1,210 @@
+//! `rollout pause|resume|partition|promote|list`.
+
+use crate::cli::Output;
+use crate::cmd::status::print_doc;
+use crate::ctx::{Ctx, Workload};
+use crate::error::{CliError, Result, exit, kube_err};
+use crate::math::{self, IntOrPercent};
+use crate::status::{PodSummary, StatusReport, decide};
+use crate::target::{Kind, Target};
+use crate::view::RolloutView;
+use kube::api::{Api, DynamicObject, ListParams};
+use serde_json::json;
+
+pub async fn pause(ctx: &Ctx, targets: &[Target], paused: bool) -> Result<i32> {
+    for target in targets {
+        let wl = Workload::locate(ctx, target).await?;
+        let view = wl.view().await?;
+        let verb = if paused { "paused" } else { "resumed" };
+        if view.paused == paused {
+            println!("{target} already {verb}");
+            continue;
+        }
+        wl.merge_patch(&view.paused_patch(paused)).await?;
+        tracing::info!(%target, paused, "patched");
+        println!("{target} {verb}");
+    }
+    Ok(exit::OK)
+}
+
+fn require_cloneset(target: &Target, what: &str) -> Result<()> {
+    if target.kind != Kind::CloneSet {
+        return Err(CliError::Usage(format!(
+            "{what} needs a CloneSet; {target} is a {} without a partition",
+            target.kind
+        )));
+    }
+    Ok(())
+}
+
+fn describe_partition(view: &RolloutView, p: &IntOrPercent) -> String {
+    let kept = math::partition_pods(Some(p), view.replicas);
+    format!(
+        "{kept} of {} pods stay at the old revision, {} get the new one",
+        view.replicas,
+        view.replicas - kept
+    )
+}
+
+pub async fn partition(ctx: &Ctx, target: &Target, value: &IntOrPercent) -> Result<i32> {
+    require_cloneset(target, "rollout partition")?;
+    let wl = Workload::locate(ctx, target).await?;
+    let view = wl.view().await?;
+    wl.merge_patch(&view.strategy_patch(json!({"partition": value.to_json()})))
+        .await?;
+    println!(
+        "{target} partition set to {value} ({})",
+        describe_partition(&view, value)
+    );
+    Ok(exit::OK)
+}
+
+/// The partition after one promotion step: the kept count minus a batch, never below 0.
+pub fn next_partition(view: &RolloutView, full: bool, step: Option<&IntOrPercent>) -> (i64, i64) {
+    let kept = math::partition_pods(view.partition.as_ref(), view.replicas);
+    if full {
+        return (kept, 0);
+    }
+    let batch = match step {
+        Some(s) => s.scaled(view.replicas, true).max(1),
+        None => view.max_unavailable_pods(),
+    };
+    (kept, (kept - batch).max(0))
+}
+
+pub async fn promote(
+    ctx: &Ctx,
+    target: &Target,
+    full: bool,
+    step: Option<&IntOrPercent>,
+) -> Result<i32> {
+    require_cloneset(target, "rollout promote")?;
+    let wl = Workload::locate(ctx, target).await?;
+    let view = wl.view().await?;
+    let (kept, next) = next_partition(&view, full, step);
+    if kept == next && !view.paused {
+        println!("{target}: nothing to promote (partition keeps {kept} pods, not paused)");
+        return Ok(exit::OK);
+    }
+    let patch = view.strategy_patch(json!({"partition": next, "paused": false}));
+    wl.merge_patch(&patch).await?;
+    let resumed = if view.paused { "; resumed" } else { "" };
+    println!(
+        "{target} promoted: partition {kept} -> {next} ({} of {} pods will run the new revision){resumed}",
+        view.replicas - next,
+        view.replicas
+    );
+    Ok(exit::OK)
+}
+
+pub async fn list(ctx: &Ctx, all: bool, output: Output) -> Result<i32> {
+    let (ar, _) = ctx.resolve(crate::keys::KRUISE_GROUP, "clonesets").await?;
+    let api: Api<DynamicObject> = if all {
+        Api::all_with(ctx.client.clone(), &ar)
+    } else {
+        Api::namespaced_with(ctx.client.clone(), &ctx.namespace, &ar)
+    };
+    let items = api
+        .list(&ListParams::default())
+        .await
+        .map_err(kube_err)?
+        .items;
+    let none = PodSummary::default();
+    let reports: Vec<StatusReport> = items
+        .iter()
+        .map(|o| {
+            let v = RolloutView::from_json(&crate::ctx::typed_json(o, &ar));
+            StatusReport::new(&v, &none, &decide(&v, &none))
+        })
+        .collect();
+    if output != Output::Text {
+        print_doc(output, &reports);
+        return Ok(exit::OK);
+    }
+    if reports.is_empty() {
+        println!(
+            "No CloneSets found{}.",
+            if all { "" } else { " in this namespace" }
+        );
+        return Ok(exit::OK);
+    }
+    // Columns as wide as their longest value, like kubectl's printer.
+    let ns_w = reports
+        .iter()
+        .map(|r| r.namespace.len())
+        .max()
+        .unwrap_or(0)
+        .max(9);
+    let name_w = reports
+        .iter()
+        .map(|r| r.name.len())
+        .max()
+        .unwrap_or(0)
+        .max(4);
+    println!(
+        "{:<ns_w$}  {:<name_w$}  {:>8}  {:>7}  {:>5}  {:>9}  {:>6}  STATUS",
+        "NAMESPACE", "NAME", "REPLICAS", "UPDATED", "READY", "PARTITION", "PAUSED"
+    );
+    for r in &reports {
+        println!(
+            "{:<ns_w$}  {:<name_w$}  {:>8}  {:>7}  {:>5}  {:>9}  {:>6}  {:?}",
+            r.namespace,
+            r.name,
+            r.replicas,
+            r.updated_replicas,
+            r.updated_ready_replicas.unwrap_or(r.ready_replicas),
+            r.partition.as_deref().unwrap_or("-"),
+            r.paused,
+            r.outcome
+        );
+    }
+    Ok(exit::OK)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn view(
+        partition: serde_json::Value,
+        max_unavailable: serde_json::Value,
+        replicas: i64,
+    ) -> RolloutView {
+        RolloutView::from_json(&json!({
+            "apiVersion": "apps.kruise.io/v1beta1", "kind": "CloneSet", "metadata": {"name": "w"},
+            "spec": {"replicas": replicas, "updateStrategy": {"rollingUpdate": {"partition": partition, "maxUnavailable": max_unavailable}}}
+        }))
+    }
+
+    #[test]
+    fn promote_steps() {
+        // Batch = maxUnavailable by default.
+        assert_eq!(
+            next_partition(&view(json!(8), json!(3), 10), false, None),
+            (8, 5)
+        );
+        // Default maxUnavailable 20% of 10 = 2.
+        assert_eq!(
+            next_partition(&view(json!("80%"), json!(null), 10), false, None),
+            (8, 6)
+        );
+        // --step as a percentage rounds up.
+        assert_eq!(
+            next_partition(
+                &view(json!(8), json!(3), 10),
+                false,
+                Some(&IntOrPercent::Percent(25))
+            ),
+            (8, 5)
+        );
+        // Never below zero; --full goes straight to zero.
+        assert_eq!(
+            next_partition(&view(json!(1), json!(3), 10), false, None),
+            (1, 0)
+        );
+        assert_eq!(
+            next_partition(&view(json!(9), json!(1), 10), true, None),
+            (9, 0)
+        );
+    }
+}

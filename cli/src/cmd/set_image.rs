@@ -1,0 +1,191 @@
+//! `set image`: change container images, saying first whether pods will be updated in place.
+
+use crate::ctx::{Ctx, Workload};
+use crate::error::{CliError, Result, exit};
+use crate::math;
+use crate::target::{Kind, Target};
+use crate::view::RolloutView;
+use kube::api::{Patch, PatchParams};
+use serde_json::{Value, json};
+
+/// Parses `CONTAINER=IMAGE` pairs into (index, name, old, new) against the template.
+pub fn plan(
+    view: &RolloutView,
+    pairs: &[String],
+) -> std::result::Result<Vec<(usize, String, String, String)>, String> {
+    let mut out: Vec<(usize, String, String, String)> = Vec::new();
+    for pair in pairs {
+        let (name, image) = pair
+            .split_once('=')
+            .ok_or_else(|| format!("{pair:?} is not CONTAINER=IMAGE"))?;
+        if image.is_empty() {
+            return Err(format!("{pair:?} has an empty image"));
+        }
+        let matched: Vec<usize> = view
+            .images
+            .iter()
+            .enumerate()
+            .filter(|(_, (n, _))| name == "*" || n == name)
+            .map(|(i, _)| i)
+            .collect();
+        if matched.is_empty() {
+            let names: Vec<&str> = view.images.iter().map(|(n, _)| n.as_str()).collect();
+            return Err(format!(
+                "no container {name:?} in the template (containers: {})",
+                names.join(", ")
+            ));
+        }
+        for i in matched {
+            let (n, old) = &view.images[i];
+            out.retain(|(j, ..)| *j != i);
+            out.push((i, n.clone(), old.clone(), image.to_string()));
+        }
+    }
+    out.sort_by_key(|(i, ..)| *i);
+    Ok(out)
+}
+
+/// One sentence on how the change will roll out under the workload's update policy. Only
+/// images change here, which the in-place engine can always apply without recreating the pod.
+pub fn explain(view: &RolloutView, changes: usize) -> String {
+    if changes == 0 {
+        return "no image changes: nothing will roll out".to_string();
+    }
+    let how = match (view.kind, view.pod_update_policy.as_str()) {
+        (Kind::Deployment, _) => {
+            "pods will be RECREATED (Deployments always replace pods)".to_string()
+        }
+        (Kind::CloneSet, "InPlaceIfPossible" | "InPlaceOnly") => {
+            let grace = if view.grace_period_seconds > 0 {
+                format!(
+                    ", after a {}s grace period per pod",
+                    view.grace_period_seconds
+                )
+            } else {
+                String::new()
+            };
+            format!(
+                "pods will be updated IN PLACE (podUpdatePolicy {}: image-only change, containers restart, pods keep name, IP and node{grace})",
+                view.pod_update_policy
+            )
+        }
+        (Kind::CloneSet, policy) => format!(
+            "pods will be RECREATED (podUpdatePolicy {policy}; use InPlaceIfPossible to update in place)"
+        ),
+    };
+    let mut notes = Vec::new();
+    if view.on_delete {
+        notes.push("updateStrategy OnDelete: only pods you delete pick up the change".to_string());
+    }
+    let kept = math::partition_pods(view.partition.as_ref(), view.replicas);
+    if kept > 0 {
+        notes.push(format!(
+            "partition keeps {kept} of {} pods at the old revision",
+            view.replicas
+        ));
+    }
+    if view.paused {
+        notes.push("the rollout is paused: nothing changes until `rollout resume`".to_string());
+    }
+    if notes.is_empty() {
+        how
+    } else {
+        format!("{how}; {}", notes.join("; "))
+    }
+}
+
+pub async fn run(ctx: &Ctx, target: &Target, pairs: &[String], dry_run: bool) -> Result<i32> {
+    let wl = Workload::locate(ctx, target).await?;
+    let view = wl.view().await?;
+    let changes: Vec<_> = plan(&view, pairs)
+        .map_err(CliError::Usage)?
+        .into_iter()
+        .filter(|(_, _, old, new)| old != new)
+        .collect();
+    for (_, name, old, new) in &changes {
+        println!("{target}: container {name}: {old} -> {new}");
+    }
+    println!("{}", explain(&view, changes.len()));
+    if dry_run || changes.is_empty() {
+        if dry_run {
+            println!("(dry run: nothing changed)");
+        }
+        return Ok(exit::OK);
+    }
+    // `test` guards against the template changing between our read and the patch.
+    let mut ops = Vec::new();
+    for (i, name, _, new) in &changes {
+        ops.push(json!({"op": "test", "path": format!("/spec/template/spec/containers/{i}/name"), "value": name}));
+        ops.push(json!({"op": "replace", "path": format!("/spec/template/spec/containers/{i}/image"), "value": new}));
+    }
+    let patch: json_patch::Patch =
+        serde_json::from_value(Value::Array(ops)).map_err(|e| CliError::Other(e.into()))?;
+    wl.api
+        .patch(
+            &target.name,
+            &PatchParams::default(),
+            &Patch::<Value>::Json(patch),
+        )
+        .await
+        .map_err(|e| wl.not_found(e))?;
+    println!("{target} image updated");
+    Ok(exit::OK)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cs(policy: &str, extra: Value) -> RolloutView {
+        let mut ru = json!({"podUpdatePolicy": policy});
+        if let (Some(r), Some(e)) = (ru.as_object_mut(), extra.as_object()) {
+            r.extend(e.clone());
+        }
+        RolloutView::from_json(&json!({
+            "apiVersion": "apps.kruise.io/v1beta1", "kind": "CloneSet", "metadata": {"name": "w"},
+            "spec": {"replicas": 4, "updateStrategy": {"rollingUpdate": ru},
+                     "template": {"spec": {"containers": [{"name": "app", "image": "nginx:1"}, {"name": "side", "image": "busybox:1"}]}}}
+        }))
+    }
+
+    #[test]
+    fn plan_pairs() {
+        let v = cs("InPlaceIfPossible", json!({}));
+        let p = plan(&v, &["side=busybox:2".into()]).unwrap();
+        assert_eq!(
+            p,
+            vec![(1, "side".into(), "busybox:1".into(), "busybox:2".into())]
+        );
+        assert_eq!(plan(&v, &["*=x:1".into()]).unwrap().len(), 2);
+        assert!(
+            plan(&v, &["nope=x".into()])
+                .unwrap_err()
+                .contains("containers: app, side")
+        );
+        assert!(plan(&v, &["app".into()]).is_err());
+    }
+
+    #[test]
+    fn explanations() {
+        assert!(explain(&cs("InPlaceIfPossible", json!({})), 1).contains("IN PLACE"));
+        assert!(
+            explain(
+                &cs(
+                    "InPlaceOnly",
+                    json!({"inPlaceUpdateStrategy": {"gracePeriodSeconds": 10}})
+                ),
+                1
+            )
+            .contains("10s grace")
+        );
+        assert!(explain(&cs("ReCreate", json!({})), 1).contains("RECREATED"));
+        let e = explain(
+            &cs("InPlaceIfPossible", json!({"partition": 2, "paused": true})),
+            1,
+        );
+        assert!(
+            e.contains("partition keeps 2 of 4") && e.contains("paused"),
+            "{e}"
+        );
+    }
+}

@@ -1,0 +1,502 @@
+//! Drawing the live view. `render` is a pure function of `LiveModel`: the same model always
+//! draws the same screen, which is what the snapshot tests rely on.
+
+use super::model::LiveModel;
+use crate::math;
+use crate::status::Outcome;
+use crate::view::{PodView, RolloutView};
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Cell, Clear, Paragraph, Row, Table, Wrap};
+
+/// Rows the header takes.
+const HEADER: u16 = 4;
+
+/// Splits the screen; shared with the event loop so PgUp/PgDn move by what is really visible.
+pub fn areas(area: Rect) -> [Rect; 4] {
+    // The detail/events panel grows with the terminal but never starves the pod table.
+    let bottom = if area.height >= 36 {
+        12
+    } else if area.height >= 20 {
+        7
+    } else {
+        0
+    };
+    Layout::vertical([
+        Constraint::Length(HEADER),
+        Constraint::Min(3),
+        Constraint::Length(bottom),
+        Constraint::Length(1),
+    ])
+    .areas(area)
+}
+
+/// Pod rows the table can show (its area minus the column header).
+pub fn table_rows(area: Rect) -> usize {
+    areas(area)[1].height.saturating_sub(1) as usize
+}
+
+struct Palette {
+    color: bool,
+}
+
+impl Palette {
+    fn fg(&self, c: Color) -> Style {
+        if self.color {
+            Style::new().fg(c)
+        } else {
+            Style::new()
+        }
+    }
+    fn bold(&self) -> Style {
+        Style::new().add_modifier(Modifier::BOLD)
+    }
+    fn selected(&self) -> Style {
+        // Reverse video works without colour too.
+        Style::new().add_modifier(Modifier::REVERSED)
+    }
+    fn dim(&self) -> Style {
+        if self.color {
+            Style::new().fg(Color::DarkGray)
+        } else {
+            Style::new()
+        }
+    }
+}
+
+fn outcome_icon(o: Outcome) -> (&'static str, Color) {
+    match o {
+        Outcome::Complete => ("✔", Color::Green),
+        Outcome::Progressing => ("◌", Color::Yellow),
+        Outcome::Paused => ("‖", Color::Cyan),
+        Outcome::Failed => ("✖", Color::Red),
+        Outcome::TimedOut => ("⚠", Color::Red),
+    }
+}
+
+/// The hash part of a revision name (`web-7c9a8b6d5` → `7c9a8b6d5`), at most `max` characters.
+fn short_rev(rev: &str, max: usize) -> &str {
+    let h = rev.rsplit('-').next().unwrap_or(rev);
+    match h.char_indices().nth(max) {
+        Some((i, _)) => &h[..i],
+        None => h,
+    }
+}
+
+fn yes_no(b: bool) -> &'static str {
+    if b { "yes" } else { "no" }
+}
+
+fn ago(now: jiff::Timestamp, t: Option<jiff::Timestamp>) -> String {
+    let Some(t) = t else { return "?".to_string() };
+    let secs = now.duration_since(t).as_secs().max(0);
+    match secs {
+        0..=119 => format!("{secs}s"),
+        120..=7199 => format!("{}m", secs / 60),
+        _ => format!("{}h", secs / 3600),
+    }
+}
+
+fn header(m: &LiveModel, p: &Palette, wide: bool) -> Vec<Line<'static>> {
+    let Some(r) = &m.rollout else {
+        let msg = if m.connected {
+            "waiting for the object…"
+        } else {
+            "connecting…"
+        };
+        return vec![Line::from(vec![
+            Span::styled(format!(" {} ", m.target), p.bold()),
+            Span::raw(msg.to_string()),
+        ])];
+    };
+    let decision = m.decision();
+    let (icon, color) = decision
+        .as_ref()
+        .map(|d| outcome_icon(d.outcome))
+        .unwrap_or(("?", Color::Gray));
+    let msg = decision.map(|d| d.message).unwrap_or_default();
+    let kept = math::partition_pods(r.partition.as_ref(), r.replicas);
+    let partition = match &r.partition {
+        Some(math::IntOrPercent::Percent(pc)) => format!("{kept} ({pc}%)"),
+        _ => kept.to_string(),
+    };
+    let mu = match &r.max_unavailable {
+        Some(math::IntOrPercent::Percent(pc)) => format!("{} ({pc}%)", r.max_unavailable_pods()),
+        Some(v) => v.to_string(),
+        None => format!("{} (20%)", r.max_unavailable_pods()),
+    };
+    let paused_style = if r.paused {
+        p.fg(Color::Cyan).add_modifier(Modifier::BOLD)
+    } else {
+        Style::new()
+    };
+    let grace = if r.grace_period_seconds > 0 {
+        format!(" grace {}s", r.grace_period_seconds)
+    } else {
+        String::new()
+    };
+    vec![
+        Line::from(vec![
+            Span::styled(format!(" {} ", m.target), p.bold()),
+            Span::styled(format!("{icon} {msg}"), p.fg(color)),
+        ]),
+        Line::from(format!(
+            " ns {} · {} · gen {}/{} · current {} → update {}",
+            m.namespace,
+            r.api_version,
+            r.observed_generation,
+            r.generation,
+            short_rev(&r.current_revision, if wide { 10 } else { 7 }),
+            short_rev(&r.update_revision, if wide { 10 } else { 7 }),
+        )),
+        Line::from(vec![
+            Span::raw(format!(
+                " {}{grace} │ partition {partition} │ maxUnavailable {mu} │ ",
+                r.pod_update_policy
+            )),
+            Span::styled(format!("paused {}", yes_no(r.paused)), paused_style),
+        ]),
+        Line::from(counts(r, if wide { 20 } else { 8 })),
+    ]
+}
+
+fn counts(r: &RolloutView, width: usize) -> String {
+    let expected = r.expected_updated();
+    let filled = if expected > 0 {
+        (r.updated_replicas.clamp(0, expected) as usize * width) / expected as usize
+    } else {
+        width
+    };
+    format!(
+        " [{}{}] updated {}/{} · updated-ready {} · ready {}/{} · available {}",
+        "█".repeat(filled),
+        "░".repeat(width - filled),
+        r.updated_replicas,
+        expected,
+        r.updated_ready_replicas.unwrap_or(0),
+        r.ready_replicas,
+        r.replicas,
+        r.available_replicas
+    )
+}
+
+fn image_cell(pod: &PodView) -> String {
+    pod.containers
+        .iter()
+        .map(|c| {
+            let mark = if c.status_image.is_empty() {
+                "?"
+            } else if c.runtime_has_spec_image() {
+                "✓"
+            } else {
+                "⧗"
+            };
+            let img = c.spec_image.rsplit('/').next().unwrap_or(&c.spec_image);
+            format!("{}={img}{mark}", c.name)
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn pod_table(f: &mut Frame, area: Rect, m: &LiveModel, p: &Palette) {
+    let visible = m.visible();
+    let rows_h = area.height.saturating_sub(1) as usize;
+    let (start, end) = m.window(rows_h);
+    let wide = area.width >= 120;
+    // Leave room for the `*` update marker inside the REV column.
+    let rev_len = if wide { 10 } else { 7 };
+    let update_rev = m
+        .rollout
+        .as_ref()
+        .map(|r| r.update_revision.as_str())
+        .unwrap_or_default();
+    // Only the visible slice is turned into rows: thousands of pods cost nothing extra.
+    let rows: Vec<Row> = visible[start..end]
+        .iter()
+        .enumerate()
+        .map(|(i, pod)| {
+            let updated = pod.is_updated(update_rev);
+            let busy = pod.in_place_in_progress();
+            let state = if pod.terminating {
+                "Terminating".to_string()
+            } else if !pod.lifecycle.is_empty() {
+                pod.lifecycle.clone()
+            } else {
+                pod.phase.clone()
+            };
+            let ipr = match pod.inplace_ready {
+                Some(true) => "yes",
+                Some(false) => "no",
+                None => "-",
+            };
+            let rev = format!(
+                "{}{}",
+                short_rev(&pod.revision, rev_len),
+                if updated { "*" } else { "" }
+            );
+            let mut style = if !pod.ready {
+                p.fg(Color::Red)
+            } else if busy {
+                p.fg(Color::Yellow)
+            } else if updated {
+                p.fg(Color::Green)
+            } else {
+                Style::new()
+            };
+            if start + i == m.selected {
+                style = style.patch(p.selected());
+            }
+            Row::new(vec![
+                Cell::from(pod.name.clone()),
+                Cell::from(pod.node.clone()),
+                Cell::from(rev),
+                Cell::from(state),
+                Cell::from(yes_no(pod.ready)),
+                Cell::from(ipr),
+                Cell::from(pod.restarts.to_string()),
+                Cell::from(image_cell(pod)),
+            ])
+            .style(style)
+        })
+        .collect();
+    let widths = if wide {
+        [
+            Constraint::Length(28),
+            Constraint::Length(16),
+            Constraint::Length(11),
+            Constraint::Length(12),
+            Constraint::Length(5),
+            Constraint::Length(5),
+            Constraint::Length(4),
+            Constraint::Min(10),
+        ]
+    } else {
+        [
+            Constraint::Length(16),
+            Constraint::Length(8),
+            Constraint::Length(8),
+            Constraint::Length(9),
+            Constraint::Length(5),
+            Constraint::Length(4),
+            Constraint::Length(3),
+            Constraint::Min(8),
+        ]
+    };
+    let head = Row::new(vec![
+        "NAME",
+        "NODE",
+        "REV",
+        "STATE",
+        "READY",
+        "IPR",
+        "RST",
+        if wide {
+            "IMAGES (✓ runtime reports the spec image, ⧗ not yet)"
+        } else {
+            "IMAGES ✓ new ⧗ old"
+        },
+    ])
+    .style(p.bold().patch(p.dim()));
+    let table = Table::new(rows, widths).header(head).column_spacing(1);
+    f.render_widget(table, area);
+    if visible.is_empty() {
+        let msg = if m.filter.is_empty() {
+            "no pods"
+        } else {
+            "no pods match the filter"
+        };
+        if area.height > 1 {
+            f.render_widget(
+                Paragraph::new(format!("  {msg}")),
+                Rect {
+                    y: area.y + 1,
+                    height: 1,
+                    ..area
+                },
+            );
+        }
+    }
+}
+
+fn detail_lines(m: &LiveModel, p: &Palette) -> Vec<Line<'static>> {
+    let Some(pod) = m.selected_pod() else {
+        return vec![Line::from("no pod selected")];
+    };
+    let mut lines = vec![Line::from(vec![
+        Span::styled(pod.name.clone(), p.bold()),
+        Span::raw(format!(
+            " {} · {}",
+            if pod.node.is_empty() {
+                "unscheduled"
+            } else {
+                pod.node.as_str()
+            },
+            if pod.lifecycle.is_empty() {
+                pod.phase.as_str()
+            } else {
+                pod.lifecycle.as_str()
+            }
+        )),
+    ])];
+    let Some(ip) = &pod.inplace else {
+        lines.push(Line::from("no in-place update recorded"));
+        return lines;
+    };
+    let done: Vec<String> = ip
+        .done_batches
+        .iter()
+        .enumerate()
+        .map(|(i, b)| format!("#{} {}", i + 1, b.join(",")))
+        .collect();
+    lines.push(Line::from(format!(
+        "done: {}",
+        if done.is_empty() {
+            "-".to_string()
+        } else {
+            done.join("  ")
+        }
+    )));
+    let now = if let Some(left) = ip.grace_left(m.now) {
+        format!("grace {left}s left (of {}s)", ip.grace_seconds)
+    } else if pod.in_place_in_progress() {
+        if ip.waiting_on.is_empty() {
+            "updating: waiting for containers to run the new image".to_string()
+        } else {
+            format!("updating: waiting for {} ready", ip.waiting_on.join(","))
+        }
+    } else {
+        "complete".to_string()
+    };
+    lines.push(Line::from(Span::styled(
+        format!("now:  {now}"),
+        p.fg(Color::Yellow),
+    )));
+    lines.push(Line::from(format!(
+        "next: {}",
+        if ip.next_batch.is_empty() {
+            "-".to_string()
+        } else {
+            ip.next_batch.join(",")
+        }
+    )));
+    lines
+}
+
+fn event_lines(m: &LiveModel, p: &Palette, max: usize) -> Vec<Line<'static>> {
+    if m.events.is_empty() {
+        return vec![Line::from("no events")];
+    }
+    m.events
+        .iter()
+        .take(max)
+        .map(|e| {
+            let style = if e.type_ == "Warning" {
+                p.fg(Color::Red)
+            } else {
+                Style::new()
+            };
+            Line::from(vec![
+                Span::styled(format!("{:>4} ", ago(m.now, e.time)), p.dim()),
+                Span::styled(format!("{} ", e.reason), style),
+                Span::raw(format!("{}: {}", e.object, e.message)),
+            ])
+        })
+        .collect()
+}
+
+fn footer(m: &LiveModel, p: &Palette) -> Line<'static> {
+    if m.editing_filter {
+        return Line::from(vec![
+            Span::styled(" filter: ", p.bold()),
+            Span::raw(format!("{}▏", m.filter)),
+        ]);
+    }
+    let n = m.visible().len();
+    let pos = if n == 0 {
+        "0/0".to_string()
+    } else {
+        format!("{}/{}", m.selected + 1, n)
+    };
+    let filt = if m.filter.is_empty() {
+        String::new()
+    } else {
+        format!(" filter {:?}", m.filter)
+    };
+    let left = format!(" {pos}{filt} ");
+    let text = if m.flash.is_empty() {
+        "p pause  +/- partition  P promote  r recreate  / filter  ? help  q quit".to_string()
+    } else {
+        m.flash.clone()
+    };
+    Line::from(vec![
+        Span::styled(left, p.selected()),
+        Span::raw(format!(" {text}")),
+    ])
+}
+
+const HELP: &[(&str, &str)] = &[
+    ("p", "pause or resume the rollout"),
+    ("+ / -", "hold one pod more / fewer (partition)"),
+    ("P", "promote one batch (maxUnavailable) and resume"),
+    ("r", "restart the selected pod's containers (CRR)"),
+    ("/", "filter pods by name, node, revision or state"),
+    ("↑ ↓ PgUp PgDn", "move; Home/End jump"),
+    ("Esc", "clear the filter"),
+    ("q", "quit"),
+];
+
+fn help(f: &mut Frame, area: Rect) {
+    let w = area.width.min(64);
+    let h = (HELP.len() as u16 + 4).min(area.height);
+    let popup = Rect {
+        x: area.x + (area.width - w) / 2,
+        y: area.y + (area.height - h) / 2,
+        width: w,
+        height: h,
+    };
+    let mut lines: Vec<Line> = HELP
+        .iter()
+        .map(|(k, v)| Line::from(format!("{k:>13}  {v}")))
+        .collect();
+    lines.push(Line::from(""));
+    lines.push(Line::from(
+        "  IPR = InPlaceUpdateReady, REV * = update revision",
+    ));
+    f.render_widget(Clear, popup);
+    f.render_widget(
+        Paragraph::new(lines).block(Block::bordered().title(" keys ")),
+        popup,
+    );
+}
+
+pub fn render(f: &mut Frame, m: &LiveModel) {
+    let p = Palette { color: m.color };
+
+    let [head, table, bottom, foot] = areas(f.area());
+    f.render_widget(Paragraph::new(header(m, &p, f.area().width >= 120)), head);
+    pod_table(f, table, m, &p);
+    if bottom.height > 0 {
+        let [left, right] =
+            Layout::horizontal([Constraint::Percentage(45), Constraint::Percentage(55)])
+                .areas(bottom);
+        let pod_block = Block::bordered().title(" pod in-place batches ");
+        f.render_widget(
+            Paragraph::new(detail_lines(m, &p))
+                .block(pod_block)
+                .wrap(Wrap { trim: true }),
+            left,
+        );
+        let ev_block = Block::bordered().title(" events ");
+        let max = right.height.saturating_sub(2) as usize;
+        f.render_widget(
+            Paragraph::new(event_lines(m, &p, max)).block(ev_block),
+            right,
+        );
+    }
+    f.render_widget(Paragraph::new(footer(m, &p)), foot);
+    if m.show_help {
+        help(f, f.area());
+    }
+}

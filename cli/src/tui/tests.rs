@@ -1,0 +1,270 @@
+//! Snapshot tests of the live view: a scripted rollout drawn at 80×24 and 160×40.
+
+use super::model::{EventRow, LiveModel};
+use super::render::render;
+use crate::view::{ContainerView, InPlaceProgress, PodView, RolloutView};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use serde_json::json;
+
+const NOW: &str = "2026-01-01T12:00:00Z";
+
+fn ts(s: &str) -> jiff::Timestamp {
+    s.parse().expect("timestamp")
+}
+
+fn cloneset(
+    partition: serde_json::Value,
+    paused: bool,
+    updated: i64,
+    updated_ready: i64,
+) -> RolloutView {
+    cloneset_of(10, partition, paused, updated, updated_ready)
+}
+
+fn cloneset_of(
+    replicas: i64,
+    partition: serde_json::Value,
+    paused: bool,
+    updated: i64,
+    ready: i64,
+) -> RolloutView {
+    let updated_ready = ready;
+    RolloutView::from_json(&json!({
+        "apiVersion": "apps.kruise.io/v1beta1", "kind": "CloneSet",
+        "metadata": {"name": "web", "namespace": "shop", "generation": 4, "uid": "u1"},
+        "spec": {"replicas": replicas, "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {
+            "podUpdatePolicy": "InPlaceIfPossible", "partition": partition, "paused": paused,
+            "maxUnavailable": "20%", "inPlaceUpdateStrategy": {"gracePeriodSeconds": 30}}}},
+        "status": {"observedGeneration": 4, "replicas": replicas, "readyReplicas": replicas - (updated - updated_ready),
+                   "availableReplicas": replicas - (updated - updated_ready), "updatedReplicas": updated,
+                   "updatedReadyReplicas": updated_ready,
+                   "currentRevision": "web-6b8c9d7f5", "updateRevision": "web-7d4f8b9c6"}
+    }))
+}
+
+fn container(name: &str, spec: &str, status: &str) -> ContainerView {
+    ContainerView {
+        name: name.into(),
+        spec_image: spec.into(),
+        status_image: status.into(),
+        ready: true,
+        restarts: 0,
+    }
+}
+
+/// A pod at the old revision, or an updated one that finished.
+fn pod(i: usize, updated: bool) -> PodView {
+    let (rev, app) = if updated {
+        ("web-7d4f8b9c6", "nginx:1.27")
+    } else {
+        ("web-6b8c9d7f5", "nginx:1.25")
+    };
+    PodView {
+        name: format!("web-{:05}", i * 7919 % 100000),
+        node: format!("node-{}", i % 3 + 1),
+        phase: "Running".into(),
+        revision: rev.into(),
+        lifecycle: "Normal".into(),
+        ready: true,
+        inplace_ready: Some(true),
+        restarts: if updated { 1 } else { 0 },
+        containers: vec![
+            container("app", app, &format!("docker.io/library/{app}")),
+            container("log", "busybox:1.36", "docker.io/library/busybox:1.36"),
+        ],
+        inplace: updated.then(|| InPlaceProgress {
+            revision: rev.into(),
+            update_timestamp: Some(ts("2026-01-01T11:58:00Z")),
+            done_batches: vec![vec!["app".into()]],
+            ..Default::default()
+        }),
+        terminating: false,
+        uid: format!("uid-{i}"),
+    }
+}
+
+/// A pod in its grace period: labels already say new revision, spec not yet patched.
+fn pod_in_grace(i: usize) -> PodView {
+    let mut p = pod(i, false);
+    p.revision = "web-7d4f8b9c6".into();
+    p.lifecycle = "Updating".into();
+    p.inplace_ready = Some(false);
+    p.ready = false;
+    p.inplace = Some(InPlaceProgress {
+        revision: "web-7d4f8b9c6".into(),
+        update_timestamp: Some(ts("2026-01-01T11:59:48Z")),
+        grace_seconds: 30,
+        ..Default::default()
+    });
+    p
+}
+
+/// A pod whose first batch (app) was patched and whose runtime still reports the old image.
+fn pod_mid_batch(i: usize) -> PodView {
+    let mut p = pod(i, true);
+    p.lifecycle = "Updating".into();
+    p.inplace_ready = Some(false);
+    p.ready = false;
+    p.containers[0].status_image = "docker.io/library/nginx:1.25".into();
+    p.containers[1].spec_image = "busybox:1.36".into();
+    p.inplace = Some(InPlaceProgress {
+        revision: "web-7d4f8b9c6".into(),
+        update_timestamp: Some(ts("2026-01-01T11:59:30Z")),
+        done_batches: vec![vec!["app".into()]],
+        next_batch: vec!["log".into()],
+        waiting_on: vec!["app".into()],
+        grace_seconds: 0,
+    });
+    p
+}
+
+fn events() -> Vec<EventRow> {
+    vec![
+        EventRow {
+            time: Some(ts("2026-01-01T11:59:48Z")),
+            type_: "Normal".into(),
+            reason: "SuccessfulUpdatePodInPlace".into(),
+            object: "cloneset/web".into(),
+            message: "successfully update pod web-23757 in-place (revision web-7d4f8b9c6)".into(),
+        },
+        EventRow {
+            time: Some(ts("2026-01-01T11:59:30Z")),
+            type_: "Normal".into(),
+            reason: "Pulled".into(),
+            object: "pod/web-15838".into(),
+            message: "Container image \"nginx:1.27\" already present on machine".into(),
+        },
+    ]
+}
+
+fn model(rollout: RolloutView, pods: Vec<PodView>, events: Vec<EventRow>) -> LiveModel {
+    let mut m = LiveModel::new("cloneset/web", "shop", ts(NOW), false);
+    m.connected = true;
+    m.rollout = Some(rollout);
+    m.set_pods(pods);
+    m.events = events;
+    m
+}
+
+fn draw(m: &LiveModel, w: u16, h: u16) -> String {
+    let mut term = Terminal::new(TestBackend::new(w, h)).expect("terminal");
+    term.draw(|f| render(f, m)).expect("draw");
+    term.backend().to_string()
+}
+
+fn scripted() -> Vec<(&'static str, LiveModel)> {
+    let before = model(
+        cloneset(json!(0), false, 0, 0),
+        (0..10).map(|i| pod(i, false)).collect(),
+        vec![],
+    );
+    let mut mid_pods: Vec<PodView> = (0..10).map(|i| pod(i, i < 3)).collect();
+    mid_pods[3] = pod_mid_batch(3);
+    mid_pods[4] = pod_in_grace(4);
+    let mut mid = model(cloneset(json!(0), false, 5, 3), mid_pods, events());
+    // Put the cursor on the pod in its grace period.
+    mid.selected = mid
+        .visible()
+        .iter()
+        .position(|p| p.name == pod_in_grace(4).name)
+        .unwrap_or(0);
+    let partitioned = model(
+        cloneset(json!("30%"), false, 7, 7),
+        (0..10).map(|i| pod(i, i < 7)).collect(),
+        events(),
+    );
+    let paused = model(
+        cloneset(json!(0), true, 4, 4),
+        (0..10).map(|i| pod(i, i < 4)).collect(),
+        events(),
+    );
+    let finished = model(
+        cloneset(json!(0), false, 10, 10),
+        (0..10).map(|i| pod(i, true)).collect(),
+        events(),
+    );
+    vec![
+        ("before", before),
+        ("mid_batch_grace", mid),
+        ("partitioned", partitioned),
+        ("paused", paused),
+        ("finished", finished),
+    ]
+}
+
+#[test]
+fn live_view_snapshots() {
+    for (name, m) in scripted() {
+        insta::assert_snapshot!(format!("{name}_80x24"), draw(&m, 80, 24));
+        insta::assert_snapshot!(format!("{name}_160x40"), draw(&m, 160, 40));
+    }
+}
+
+#[test]
+fn thousand_pods_render_only_the_window() {
+    let pods: Vec<PodView> = (0..1000)
+        .map(|i| {
+            if i % 4 == 0 {
+                pod_mid_batch(i)
+            } else {
+                pod(i, i % 2 == 0)
+            }
+        })
+        .collect();
+    let mut m = model(cloneset_of(1000, json!(0), false, 500, 250), pods, events());
+    m.page = super::render::table_rows(ratatui::layout::Rect::new(0, 0, 80, 24));
+    // Jump to the middle as PgDn presses would.
+    m.selected = 500;
+    m.offset = m.window(m.page).0;
+    let screen = draw(&m, 80, 24);
+    assert!(screen.contains("501/1000"), "{screen}");
+    insta::assert_snapshot!("thousand_pods_80x24", screen);
+}
+
+#[test]
+fn help_overlay_and_filter() {
+    let (_, mut m) = scripted().remove(1);
+    m.show_help = true;
+    insta::assert_snapshot!("help_80x24", draw(&m, 80, 24));
+    m.show_help = false;
+    m.filter = "node-2".into();
+    m.selected = 0;
+    let screen = draw(&m, 80, 24);
+    assert!(screen.contains("filter \"node-2\""), "{screen}");
+    assert!(!screen.contains("node-1 "), "{screen}");
+}
+
+#[test]
+fn grace_countdown_moves_with_time() {
+    let (_, mut m) = scripted().remove(1);
+    assert!(draw(&m, 160, 40).contains("18s left (of 30s)"));
+    m.now = ts("2026-01-01T12:00:10Z");
+    assert!(draw(&m, 160, 40).contains(" 8s left (of 30s)"));
+}
+
+#[test]
+fn colour_is_optional() {
+    let (_, mut m) = scripted().remove(1);
+    let mut term = Terminal::new(TestBackend::new(80, 24)).expect("terminal");
+    term.draw(|f| render(f, &m)).expect("draw");
+    let plain_has_colour = term
+        .backend()
+        .buffer()
+        .content()
+        .iter()
+        .any(|c| c.fg != ratatui::style::Color::Reset);
+    assert!(
+        !plain_has_colour,
+        "no-color mode must not set foreground colours"
+    );
+    m.color = true;
+    term.draw(|f| render(f, &m)).expect("draw");
+    assert!(
+        term.backend()
+            .buffer()
+            .content()
+            .iter()
+            .any(|c| c.fg != ratatui::style::Color::Reset)
+    );
+}

@@ -1,0 +1,701 @@
+//! Version-agnostic view of a workload and its Pods.
+//!
+//! Everything is read from raw JSON (`DynamicObject`) rather than typed structs so that one code
+//! path serves CloneSet v1beta1, CloneSet v1alpha1 and Deployment, and so a field the typed API
+//! does not know yet never breaks the plugin.
+
+use crate::keys;
+use crate::math::{self, IntOrPercent};
+use crate::target::Kind;
+use k8s_openapi::api::core::v1::Pod;
+use kruise_api::appspub::{InPlaceUpdateState, UpdateSpec};
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+
+/// Where a workload keeps `paused` and `partition` in its spec.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// CloneSet v1alpha1: `spec.updateStrategy.{partition,paused,maxUnavailable,...}`.
+    CloneSetFlat,
+    /// CloneSet v1beta1: `spec.updateStrategy.rollingUpdate.{...}`.
+    CloneSetNested,
+    /// apps/v1 Deployment: `spec.paused`, no partition.
+    Deployment,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Condition {
+    pub type_: String,
+    pub status: String,
+    pub reason: String,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct RolloutView {
+    pub kind: Kind,
+    pub api_version: String,
+    pub layout: Layout,
+    pub namespace: String,
+    pub name: String,
+    pub uid: String,
+    pub generation: i64,
+    pub observed_generation: i64,
+    pub replicas: i64,
+    pub status_replicas: i64,
+    pub ready_replicas: i64,
+    pub available_replicas: i64,
+    pub updated_replicas: i64,
+    /// None for Deployments, which do not report it.
+    pub updated_ready_replicas: Option<i64>,
+    pub partition: Option<IntOrPercent>,
+    pub max_unavailable: Option<IntOrPercent>,
+    pub max_surge: Option<IntOrPercent>,
+    pub paused: bool,
+    /// ReCreate, InPlaceIfPossible or InPlaceOnly (CloneSet); RollingUpdate/Recreate (Deployment).
+    pub pod_update_policy: String,
+    pub on_delete: bool,
+    pub grace_period_seconds: i64,
+    pub current_revision: String,
+    pub update_revision: String,
+    pub conditions: Vec<Condition>,
+    /// A label selector string usable in list calls.
+    pub selector: String,
+    /// (container name, image) from the pod template.
+    pub images: Vec<(String, String)>,
+}
+
+fn i(v: &Value, path: &[&str]) -> i64 {
+    get(v, path).and_then(Value::as_i64).unwrap_or(0)
+}
+
+fn s(v: &Value, path: &[&str]) -> String {
+    get(v, path)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
+}
+
+pub fn get<'a>(v: &'a Value, path: &[&str]) -> Option<&'a Value> {
+    path.iter().try_fold(v, |cur, k| cur.get(*k))
+}
+
+/// Renders `spec.selector` as a list-call selector string.
+pub fn selector_string(sel: Option<&Value>) -> String {
+    let Some(sel) = sel else { return String::new() };
+    let mut parts = Vec::new();
+    if let Some(m) = sel.get("matchLabels").and_then(Value::as_object) {
+        for (k, v) in m {
+            parts.push(format!("{k}={}", v.as_str().unwrap_or_default()));
+        }
+    }
+    if let Some(exprs) = sel.get("matchExpressions").and_then(Value::as_array) {
+        for e in exprs {
+            let key = e.get("key").and_then(Value::as_str).unwrap_or_default();
+            let vals: Vec<&str> = e
+                .get("values")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            match e
+                .get("operator")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+            {
+                "In" => parts.push(format!("{key} in ({})", vals.join(","))),
+                "NotIn" => parts.push(format!("{key} notin ({})", vals.join(","))),
+                "Exists" => parts.push(key.to_string()),
+                "DoesNotExist" => parts.push(format!("!{key}")),
+                _ => {}
+            }
+        }
+    }
+    parts.join(",")
+}
+
+impl RolloutView {
+    /// Builds the view from a full object (`apiVersion`, `kind`, `metadata`, `spec`, `status`).
+    pub fn from_json(obj: &Value) -> Self {
+        let api_version = s(obj, &["apiVersion"]);
+        let kind_str = s(obj, &["kind"]);
+        let kind = if kind_str == "Deployment" {
+            Kind::Deployment
+        } else {
+            Kind::CloneSet
+        };
+        let spec = obj.get("spec").cloned().unwrap_or(Value::Null);
+        let status = obj.get("status").cloned().unwrap_or(Value::Null);
+        let strategy_key = if kind == Kind::Deployment {
+            "strategy"
+        } else {
+            "updateStrategy"
+        };
+        let strategy = spec.get(strategy_key).cloned().unwrap_or(Value::Null);
+        let layout = match kind {
+            Kind::Deployment => Layout::Deployment,
+            // The served version decides the shape; fall back on the data for unknown versions.
+            Kind::CloneSet if api_version.ends_with("/v1alpha1") => Layout::CloneSetFlat,
+            Kind::CloneSet if api_version.ends_with("/v1beta1") => Layout::CloneSetNested,
+            Kind::CloneSet if strategy.get("rollingUpdate").is_some() => Layout::CloneSetNested,
+            Kind::CloneSet => Layout::CloneSetFlat,
+        };
+        let knobs = match layout {
+            Layout::CloneSetFlat => strategy.clone(),
+            Layout::CloneSetNested | Layout::Deployment => strategy
+                .get("rollingUpdate")
+                .cloned()
+                .unwrap_or(Value::Null),
+        };
+        let type_ = s(&strategy, &["type"]);
+        let (pod_update_policy, on_delete, paused) = match layout {
+            Layout::CloneSetFlat => {
+                let policy = if type_.is_empty() {
+                    "ReCreate".to_string()
+                } else {
+                    type_.clone()
+                };
+                (
+                    policy,
+                    type_ == "OnDelete",
+                    knobs
+                        .get("paused")
+                        .and_then(Value::as_bool)
+                        .unwrap_or(false),
+                )
+            }
+            Layout::CloneSetNested => {
+                let policy = s(&knobs, &["podUpdatePolicy"]);
+                let policy = if policy.is_empty() {
+                    "ReCreate".to_string()
+                } else {
+                    policy
+                };
+                (
+                    policy,
+                    type_ == "OnDelete",
+                    knobs
+                        .get("paused")
+                        .and_then(Value::as_bool)
+                        .unwrap_or(false),
+                )
+            }
+            Layout::Deployment => {
+                let t = if type_.is_empty() {
+                    "RollingUpdate".to_string()
+                } else {
+                    type_.clone()
+                };
+                (
+                    t,
+                    false,
+                    spec.get("paused").and_then(Value::as_bool).unwrap_or(false),
+                )
+            }
+        };
+        let ip = |k: &str| knobs.get(k).and_then(IntOrPercent::from_json);
+        let conditions = status
+            .get("conditions")
+            .and_then(Value::as_array)
+            .map(|cs| {
+                cs.iter()
+                    .map(|c| Condition {
+                        type_: s(c, &["type"]),
+                        status: s(c, &["status"]),
+                        reason: s(c, &["reason"]),
+                        message: s(c, &["message"]),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let images = get(&spec, &["template", "spec", "containers"])
+            .and_then(Value::as_array)
+            .map(|cs| {
+                cs.iter()
+                    .map(|c| (s(c, &["name"]), s(c, &["image"])))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let status_selector = s(&status, &["labelSelector"]);
+        let selector = if status_selector.is_empty() {
+            selector_string(spec.get("selector"))
+        } else {
+            status_selector
+        };
+        let (current_revision, update_revision) = match kind {
+            Kind::CloneSet => (
+                s(&status, &["currentRevision"]),
+                s(&status, &["updateRevision"]),
+            ),
+            Kind::Deployment => {
+                let rev = s(obj, &["metadata", "annotations", keys::DEPLOYMENT_REVISION]);
+                (rev.clone(), rev)
+            }
+        };
+        RolloutView {
+            kind,
+            api_version,
+            layout,
+            namespace: s(obj, &["metadata", "namespace"]),
+            name: s(obj, &["metadata", "name"]),
+            uid: s(obj, &["metadata", "uid"]),
+            generation: i(obj, &["metadata", "generation"]),
+            observed_generation: i(&status, &["observedGeneration"]),
+            // The API server defaults replicas to 1 for both kinds.
+            replicas: spec.get("replicas").and_then(Value::as_i64).unwrap_or(1),
+            status_replicas: i(&status, &["replicas"]),
+            ready_replicas: i(&status, &["readyReplicas"]),
+            available_replicas: i(&status, &["availableReplicas"]),
+            updated_replicas: i(&status, &["updatedReplicas"]),
+            updated_ready_replicas: match kind {
+                Kind::CloneSet => Some(i(&status, &["updatedReadyReplicas"])),
+                Kind::Deployment => None,
+            },
+            partition: ip("partition"),
+            max_unavailable: ip("maxUnavailable"),
+            max_surge: ip("maxSurge"),
+            paused,
+            pod_update_policy,
+            on_delete,
+            grace_period_seconds: i(&knobs, &["inPlaceUpdateStrategy", "gracePeriodSeconds"]),
+            current_revision,
+            update_revision,
+            conditions,
+            selector,
+            images,
+        }
+    }
+
+    pub fn condition(&self, type_: &str) -> Option<&Condition> {
+        self.conditions.iter().find(|c| c.type_ == type_)
+    }
+
+    pub fn expected_updated(&self) -> i64 {
+        math::expected_updated(self.replicas, self.partition.as_ref())
+    }
+
+    pub fn max_unavailable_pods(&self) -> i64 {
+        math::max_unavailable(
+            self.max_unavailable.as_ref(),
+            self.max_surge.as_ref(),
+            self.replicas,
+        )
+    }
+
+    /// A merge patch that sets the fields of the rolling-update knobs for this object's layout.
+    pub fn strategy_patch(&self, fields: Value) -> Value {
+        match self.layout {
+            Layout::CloneSetFlat => json!({"spec": {"updateStrategy": fields}}),
+            Layout::CloneSetNested => {
+                json!({"spec": {"updateStrategy": {"rollingUpdate": fields}}})
+            }
+            Layout::Deployment => json!({"spec": fields}),
+        }
+    }
+
+    pub fn paused_patch(&self, paused: bool) -> Value {
+        self.strategy_patch(json!({"paused": paused}))
+    }
+}
+
+/// One container of a Pod as the live view and `set image` need it.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ContainerView {
+    pub name: String,
+    pub spec_image: String,
+    pub status_image: String,
+    pub ready: bool,
+    pub restarts: i64,
+}
+
+impl ContainerView {
+    /// Whether the runtime reports the image the spec asks for.
+    pub fn runtime_has_spec_image(&self) -> bool {
+        !self.status_image.is_empty()
+            && normalize_image(&self.spec_image) == normalize_image(&self.status_image)
+    }
+}
+
+/// A batch of containers in an in-place update.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct InPlaceProgress {
+    pub revision: String,
+    pub update_timestamp: Option<jiff::Timestamp>,
+    /// Batches already patched into the spec, in order.
+    pub done_batches: Vec<Vec<String>>,
+    /// Containers waiting for the current batch to become ready.
+    pub next_batch: Vec<String>,
+    /// Containers the current batch must have ready before the next one starts.
+    pub waiting_on: Vec<String>,
+    /// Seconds of grace configured before the spec gets patched (0 = none pending).
+    pub grace_seconds: i64,
+}
+
+impl InPlaceProgress {
+    /// Seconds until the grace period ends, if one is pending.
+    pub fn grace_left(&self, now: jiff::Timestamp) -> Option<i64> {
+        if self.grace_seconds <= 0 {
+            return None;
+        }
+        let start = self.update_timestamp?;
+        let elapsed = now.duration_since(start).as_secs();
+        Some((self.grace_seconds - elapsed).max(0))
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct PodView {
+    pub name: String,
+    pub node: String,
+    pub phase: String,
+    pub revision: String,
+    pub lifecycle: String,
+    pub ready: bool,
+    /// None when the Pod has no InPlaceUpdateReady condition.
+    pub inplace_ready: Option<bool>,
+    pub restarts: i64,
+    pub containers: Vec<ContainerView>,
+    pub inplace: Option<InPlaceProgress>,
+    pub terminating: bool,
+    pub uid: String,
+}
+
+fn pod_condition(pod: &Pod, type_: &str) -> Option<bool> {
+    pod.status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == type_)
+        .map(|c| c.status == "True")
+}
+
+fn parse_inplace(annotations: &BTreeMap<String, String>) -> Option<InPlaceProgress> {
+    // Pods written by older controllers carry the un-prefixed keys.
+    let raw = annotations
+        .get(keys::INPLACE_UPDATE_STATE)
+        .or_else(|| annotations.get(keys::INPLACE_UPDATE_STATE_OLD));
+    let grace = annotations
+        .get(keys::INPLACE_UPDATE_GRACE)
+        .or_else(|| annotations.get(keys::INPLACE_UPDATE_GRACE_OLD));
+    if raw.is_none() && grace.is_none() {
+        return None;
+    }
+    let state: Option<InPlaceUpdateState> = raw.and_then(|r| match serde_json::from_str(r) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            tracing::debug!(error = %e, "unreadable in-place update state");
+            None
+        }
+    });
+    let grace: Option<UpdateSpec> = grace.and_then(|g| serde_json::from_str(g).ok());
+    let mut next: Vec<String> = Vec::new();
+    if let Some(st) = &state {
+        let keys = st
+            .next_container_images
+            .keys()
+            .chain(st.next_container_resources.keys())
+            .chain(st.next_container_ref_metadata.keys());
+        for k in keys {
+            if !next.contains(k) {
+                next.push(k.clone());
+            }
+        }
+    }
+    next.sort();
+    Some(InPlaceProgress {
+        revision: state
+            .as_ref()
+            .map(|s| s.revision.clone())
+            .or_else(|| grace.as_ref().map(|g| g.revision.clone()))
+            .unwrap_or_default(),
+        update_timestamp: state.as_ref().map(|s| s.update_timestamp.0),
+        done_batches: state
+            .as_ref()
+            .map(|s| {
+                s.container_batches_record
+                    .iter()
+                    .map(|b| b.containers.clone())
+                    .collect()
+            })
+            .unwrap_or_default(),
+        next_batch: next,
+        waiting_on: state
+            .as_ref()
+            .and_then(|s| s.pre_check_before_next.as_ref())
+            .map(|p| p.containers_required_ready.clone())
+            .unwrap_or_default(),
+        grace_seconds: grace.map(|g| i64::from(g.grace_seconds)).unwrap_or(0),
+    })
+}
+
+impl PodView {
+    pub fn from_pod(pod: &Pod) -> Self {
+        let meta = &pod.metadata;
+        let labels = meta.labels.clone().unwrap_or_default();
+        let annotations = meta.annotations.clone().unwrap_or_default();
+        let status = pod.status.as_ref();
+        let statuses = status
+            .and_then(|s| s.container_statuses.clone())
+            .unwrap_or_default();
+        let containers: Vec<ContainerView> = pod
+            .spec
+            .as_ref()
+            .map(|s| s.containers.as_slice())
+            .unwrap_or_default()
+            .iter()
+            .map(|c| {
+                let st = statuses.iter().find(|s| s.name == c.name);
+                ContainerView {
+                    name: c.name.clone(),
+                    spec_image: c.image.clone().unwrap_or_default(),
+                    status_image: st.map(|s| s.image.clone()).unwrap_or_default(),
+                    ready: st.map(|s| s.ready).unwrap_or(false),
+                    restarts: st.map(|s| i64::from(s.restart_count)).unwrap_or(0),
+                }
+            })
+            .collect();
+        let revision = labels
+            .get(keys::CONTROLLER_REVISION_HASH)
+            .or_else(|| labels.get(keys::POD_TEMPLATE_HASH))
+            .cloned()
+            .unwrap_or_default();
+        PodView {
+            name: meta.name.clone().unwrap_or_default(),
+            uid: meta.uid.clone().unwrap_or_default(),
+            node: pod
+                .spec
+                .as_ref()
+                .and_then(|s| s.node_name.clone())
+                .unwrap_or_default(),
+            phase: status.and_then(|s| s.phase.clone()).unwrap_or_default(),
+            revision,
+            lifecycle: labels
+                .get(keys::LIFECYCLE_STATE)
+                .cloned()
+                .unwrap_or_default(),
+            ready: pod_condition(pod, "Ready").unwrap_or(false),
+            inplace_ready: pod_condition(pod, keys::INPLACE_UPDATE_READY),
+            restarts: containers.iter().map(|c| c.restarts).sum(),
+            containers,
+            inplace: parse_inplace(&annotations),
+            terminating: meta.deletion_timestamp.is_some(),
+        }
+    }
+
+    /// Whether the pod's revision is `update_revision`. CloneSet pods carry the full
+    /// ControllerRevision name, Deployment pods only the hash, so both spellings are accepted.
+    pub fn is_updated(&self, update_revision: &str) -> bool {
+        !update_revision.is_empty()
+            && (self.revision == update_revision
+                || update_revision.ends_with(&format!("-{}", self.revision)))
+    }
+
+    /// True while an in-place update of this pod has not finished: grace pending, later batches
+    /// pending, InPlaceUpdateReady not yet True, or the runtime still reporting an old image.
+    pub fn in_place_in_progress(&self) -> bool {
+        let Some(ip) = &self.inplace else {
+            return false;
+        };
+        if ip.grace_seconds > 0 || !ip.next_batch.is_empty() {
+            return true;
+        }
+        if self.inplace_ready == Some(false) {
+            return true;
+        }
+        ip.revision == self.revision
+            && !self.revision.is_empty()
+            && self
+                .containers
+                .iter()
+                .any(|c| !c.status_image.is_empty() && !c.runtime_has_spec_image())
+    }
+}
+
+/// Canonical form of an image reference so `nginx:1` and `docker.io/library/nginx:1` compare equal.
+pub fn normalize_image(image: &str) -> String {
+    let (name, suffix) = match image.find('@') {
+        Some(at) => (&image[..at], &image[at..]),
+        None => {
+            let last_slash = image.rfind('/').map(|p| p + 1).unwrap_or(0);
+            match image[last_slash..].rfind(':') {
+                Some(c) => (&image[..last_slash + c], &image[last_slash + c..]),
+                None => (image, ":latest"),
+            }
+        }
+    };
+    let first = name.split('/').next().unwrap_or_default();
+    let has_registry =
+        name.contains('/') && (first.contains('.') || first.contains(':') || first == "localhost");
+    let full = if has_registry {
+        name.to_string()
+    } else if name.contains('/') {
+        format!("docker.io/{name}")
+    } else {
+        format!("docker.io/library/{name}")
+    };
+    format!("{full}{suffix}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn image_normalisation() {
+        assert_eq!(normalize_image("nginx"), "docker.io/library/nginx:latest");
+        assert_eq!(
+            normalize_image("nginx:1.25"),
+            "docker.io/library/nginx:1.25"
+        );
+        assert_eq!(
+            normalize_image("bitnami/nginx:1"),
+            "docker.io/bitnami/nginx:1"
+        );
+        assert_eq!(
+            normalize_image("127.0.0.1:5000/busybox"),
+            "127.0.0.1:5000/busybox:latest"
+        );
+        assert_eq!(normalize_image("localhost/x:2"), "localhost/x:2");
+        assert_eq!(
+            normalize_image("ghcr.io/a/b@sha256:ab"),
+            "ghcr.io/a/b@sha256:ab"
+        );
+    }
+
+    #[test]
+    fn v1alpha1_and_v1beta1_read_the_same() {
+        let alpha = json!({
+            "apiVersion": "apps.kruise.io/v1alpha1", "kind": "CloneSet",
+            "metadata": {"name": "web", "namespace": "ns", "generation": 3},
+            "spec": {"replicas": 10, "selector": {"matchLabels": {"app": "web"}},
+                     "updateStrategy": {"type": "InPlaceIfPossible", "partition": "30%", "paused": true, "maxUnavailable": 2}},
+            "status": {"observedGeneration": 3, "updatedReplicas": 7, "updatedReadyReplicas": 6,
+                       "updateRevision": "web-2", "currentRevision": "web-1"}
+        });
+        let beta = json!({
+            "apiVersion": "apps.kruise.io/v1beta1", "kind": "CloneSet",
+            "metadata": {"name": "web", "namespace": "ns", "generation": 3},
+            "spec": {"replicas": 10, "selector": {"matchLabels": {"app": "web"}},
+                     "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"podUpdatePolicy": "InPlaceIfPossible", "partition": "30%", "paused": true, "maxUnavailable": 2}}},
+            "status": {"observedGeneration": 3, "updatedReplicas": 7, "updatedReadyReplicas": 6,
+                       "updateRevision": "web-2", "currentRevision": "web-1"}
+        });
+        let a = RolloutView::from_json(&alpha);
+        let b = RolloutView::from_json(&beta);
+        assert_eq!(a.layout, Layout::CloneSetFlat);
+        assert_eq!(b.layout, Layout::CloneSetNested);
+        for v in [&a, &b] {
+            assert_eq!(v.pod_update_policy, "InPlaceIfPossible");
+            assert!(v.paused);
+            assert_eq!(v.expected_updated(), 7);
+            assert_eq!(v.max_unavailable_pods(), 2);
+            assert_eq!(v.selector, "app=web");
+        }
+        assert_eq!(
+            a.paused_patch(false),
+            json!({"spec": {"updateStrategy": {"paused": false}}})
+        );
+        assert_eq!(
+            b.paused_patch(false),
+            json!({"spec": {"updateStrategy": {"rollingUpdate": {"paused": false}}}})
+        );
+    }
+
+    #[test]
+    fn grace_left_counts_down() {
+        let p = InPlaceProgress {
+            update_timestamp: Some("2026-01-01T00:00:00Z".parse().unwrap()),
+            grace_seconds: 30,
+            ..Default::default()
+        };
+        assert_eq!(
+            p.grace_left("2026-01-01T00:00:12Z".parse().unwrap()),
+            Some(18)
+        );
+        assert_eq!(
+            p.grace_left("2026-01-01T00:01:00Z".parse().unwrap()),
+            Some(0)
+        );
+    }
+
+    fn pod_json(annotations: Value, inplace_ready: &str, status_image: &str) -> Pod {
+        serde_json::from_value(json!({
+            "metadata": {"name": "web-abcde", "uid": "p1",
+                "labels": {"controller-revision-hash": "web-2", "lifecycle.apps.kruise.io/state": "Updating"},
+                "annotations": annotations},
+            "spec": {"nodeName": "n1", "containers": [{"name": "app", "image": "nginx:1.27"}, {"name": "log", "image": "busybox:1"}]},
+            "status": {"phase": "Running",
+                "conditions": [{"type": "Ready", "status": "True"}, {"type": "InPlaceUpdateReady", "status": inplace_ready}],
+                "containerStatuses": [
+                    {"name": "app", "image": status_image, "imageID": "x", "ready": true, "restartCount": 1},
+                    {"name": "log", "image": "docker.io/library/busybox:1", "imageID": "y", "ready": true, "restartCount": 0}]}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn pods_mid_in_place_update_are_detected() {
+        let state = json!({"revision": "web-2", "updateTimestamp": "2026-01-01T00:00:00Z", "lastContainerStatuses": {"app": {"imageID": "old"}},
+            "containerBatchesRecord": [{"timestamp": "2026-01-01T00:00:00Z", "containers": ["app"]}]}).to_string();
+        let with_next = json!({"revision": "web-2", "updateTimestamp": "2026-01-01T00:00:00Z", "lastContainerStatuses": null,
+            "nextContainerImages": {"log": "busybox:2"}, "preCheckBeforeNext": {"containersRequiredReady": ["app"]},
+            "containerBatchesRecord": [{"timestamp": "2026-01-01T00:00:00Z", "containers": ["app"]}]}).to_string();
+        let grace = json!({"revision": "web-2", "containerImages": {"app": "nginx:1.27"}, "graceSeconds": 30}).to_string();
+
+        // Done: runtime reports the new image and InPlaceUpdateReady is True.
+        let done = PodView::from_pod(&pod_json(
+            json!({"apps.kruise.io/inplace-update-state": state}),
+            "True",
+            "docker.io/library/nginx:1.27",
+        ));
+        assert_eq!(
+            done.inplace.as_ref().map(|i| i.done_batches.clone()),
+            Some(vec![vec!["app".to_string()]])
+        );
+        assert!(!done.in_place_in_progress());
+        assert!(done.is_updated("web-2"));
+        assert_eq!(done.lifecycle, "Updating");
+        assert_eq!(done.restarts, 1);
+
+        // Runtime still on the old image.
+        let old = PodView::from_pod(&pod_json(
+            json!({"apps.kruise.io/inplace-update-state": state}),
+            "True",
+            "docker.io/library/nginx:1.25",
+        ));
+        assert!(old.in_place_in_progress());
+        assert!(!old.containers[0].runtime_has_spec_image());
+
+        // A later batch is pending.
+        let next = PodView::from_pod(&pod_json(
+            json!({"apps.kruise.io/inplace-update-state": with_next}),
+            "True",
+            "docker.io/library/nginx:1.27",
+        ));
+        let ip = next.inplace.clone().unwrap();
+        assert_eq!(
+            (ip.next_batch, ip.waiting_on),
+            (vec!["log".to_string()], vec!["app".to_string()])
+        );
+        assert!(next.in_place_in_progress());
+
+        // Grace period pending (legacy un-prefixed key), and InPlaceUpdateReady False.
+        let g = PodView::from_pod(&pod_json(
+            json!({"inplace-update-grace": grace}),
+            "True",
+            "docker.io/library/nginx:1.27",
+        ));
+        assert_eq!(g.inplace.as_ref().map(|i| i.grace_seconds), Some(30));
+        assert!(g.in_place_in_progress());
+        let nr = PodView::from_pod(&pod_json(
+            json!({"apps.kruise.io/inplace-update-state": state}),
+            "False",
+            "docker.io/library/nginx:1.27",
+        ));
+        assert!(nr.in_place_in_progress());
+
+        // No annotations: never counted as in progress.
+        let plain = PodView::from_pod(&pod_json(json!({}), "True", "docker.io/library/nginx:1.25"));
+        assert!(plain.inplace.is_none() && !plain.in_place_in_progress());
+    }
+}

@@ -1,0 +1,143 @@
+//! Watch plumbing shared by `rollout status` and the live view: one watch on the workload object,
+//! one on its Pods, merged into a single stream of changes. Nothing here polls.
+
+use crate::error::{CliError, kube_err};
+use futures::{Stream, StreamExt};
+use k8s_openapi::api::core::v1::{Event as K8sEvent, Pod};
+use kube::api::{Api, DynamicObject};
+use kube::discovery::ApiResource;
+use kube::runtime::{WatchStreamExt, watcher};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::pin::Pin;
+
+pub enum Update {
+    // Boxed: the payloads differ a lot in size and the stream moves them around.
+    Object(Box<watcher::Event<DynamicObject>>),
+    Pod(Box<watcher::Event<Pod>>),
+    Event(Box<watcher::Event<K8sEvent>>),
+}
+
+pub type UpdateStream = Pin<Box<dyn Stream<Item = Result<Update, CliError>> + Send>>;
+
+fn lift<K, F>(
+    s: impl Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send + 'static,
+    f: F,
+) -> UpdateStream
+where
+    K: Send + 'static,
+    F: Fn(watcher::Event<K>) -> Update + Send + 'static,
+{
+    s.map(move |r| match r {
+        Ok(ev) => Ok(f(ev)),
+        Err(watcher::Error::InitialListFailed(e)) | Err(watcher::Error::WatchStartFailed(e)) => {
+            Err(kube_err(e))
+        }
+        Err(e) => Err(CliError::Api(e.to_string())),
+    })
+    .boxed()
+}
+
+/// Streams changes of the named object and of the Pods its selector matches; `events` adds the
+/// namespace's Events (the live view shows them).
+pub fn stream(
+    object_api: Api<DynamicObject>,
+    name: &str,
+    pods_api: Api<Pod>,
+    selector: &str,
+    events_api: Option<Api<K8sEvent>>,
+) -> UpdateStream {
+    let obj = watcher(
+        object_api,
+        watcher::Config::default().fields(&format!("metadata.name={name}")),
+    )
+    .default_backoff();
+    let pods = watcher(pods_api, watcher::Config::default().labels(selector)).default_backoff();
+    let mut merged = futures::stream::select(
+        lift(obj, |e| Update::Object(Box::new(e))),
+        lift(pods, |e| Update::Pod(Box::new(e))),
+    )
+    .boxed();
+    if let Some(ev_api) = events_api {
+        let evs = watcher(ev_api, watcher::Config::default()).default_backoff();
+        merged = futures::stream::select(merged, lift(evs, |e| Update::Event(Box::new(e)))).boxed();
+    }
+    merged
+}
+
+/// Whether a watch error should stop the command rather than be retried.
+pub fn is_fatal(e: &CliError) -> bool {
+    matches!(
+        e,
+        CliError::Forbidden { .. } | CliError::Unauthorized(_) | CliError::NotInstalled { .. }
+    )
+}
+
+/// A keyed cache fed by watcher events, swapping in the new list atomically after a re-list so a
+/// reconnect never shows a half-empty state.
+pub struct Cache<K> {
+    pub items: BTreeMap<String, K>,
+    pending: Option<BTreeMap<String, K>>,
+}
+
+impl<K> Default for Cache<K> {
+    fn default() -> Self {
+        Cache {
+            items: BTreeMap::new(),
+            pending: None,
+        }
+    }
+}
+
+impl<K: kube::Resource> Cache<K> {
+    /// Applies one event; returns true when `items` changed.
+    pub fn apply(&mut self, ev: watcher::Event<K>) -> bool {
+        let key = |k: &K| k.meta().name.clone().unwrap_or_default();
+        match ev {
+            watcher::Event::Init => {
+                self.pending = Some(BTreeMap::new());
+                false
+            }
+            watcher::Event::InitApply(k) => {
+                let name = key(&k);
+                self.pending
+                    .get_or_insert_with(BTreeMap::new)
+                    .insert(name, k);
+                false
+            }
+            watcher::Event::InitDone => {
+                self.items = self.pending.take().unwrap_or_default();
+                true
+            }
+            watcher::Event::Apply(k) => {
+                self.items.insert(key(&k), k);
+                true
+            }
+            watcher::Event::Delete(k) => {
+                self.items.remove(&key(&k));
+                true
+            }
+        }
+    }
+}
+
+/// The watched workload, as JSON, or None once deleted.
+pub fn object_json(cache: &Cache<DynamicObject>, name: &str, ar: &ApiResource) -> Option<Value> {
+    cache.items.get(name).map(|o| crate::ctx::typed_json(o, ar))
+}
+
+/// Pods owned by the workload (CloneSets own their pods directly; for other kinds every pod the
+/// selector matches counts).
+pub fn owned<'a>(
+    pods: &'a Cache<Pod>,
+    owner_uid: Option<&'a str>,
+) -> impl Iterator<Item = &'a Pod> + 'a {
+    pods.items.values().filter(move |p| match owner_uid {
+        None => true,
+        Some(uid) => p
+            .metadata
+            .owner_references
+            .as_ref()
+            .is_some_and(|o| o.iter().any(|r| r.uid == uid)),
+    })
+}

@@ -1,0 +1,122 @@
+//! Which pods a CloneSet owns: pods it controls that still match its selector; orphans that match
+//! are adopted, controlled pods that no longer match are released (upstream's ref manager).
+
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use serde_json::{Value, json};
+
+use super::{podutil, update};
+use crate::podcache::controller_uid;
+
+/// What to do with the pods of a namespace.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Claims {
+    pub owned: Vec<usize>,
+    pub adopt: Vec<usize>,
+    pub release: Vec<usize>,
+}
+
+/// Sort `pods` (all pods of the CloneSet's namespace) into owned, to adopt and to release.
+/// Nothing is adopted while the CloneSet is being deleted, and pods being deleted are never
+/// adopted.
+pub fn plan(
+    owner_uid: &str,
+    selector: &LabelSelector,
+    owner_deleting: bool,
+    pods: &[&Pod],
+) -> Claims {
+    let empty = Default::default();
+    let mut c = Claims::default();
+    for (i, pod) in pods.iter().enumerate() {
+        let matches = update::selector_matches(selector, podutil::labels(pod).unwrap_or(&empty));
+        match controller_uid(pod) {
+            Some(uid) if uid == owner_uid => {
+                if matches {
+                    c.owned.push(i);
+                } else {
+                    c.release.push(i);
+                }
+            }
+            Some(_) => {}
+            None => {
+                if matches && !owner_deleting && pod.metadata.deletion_timestamp.is_none() {
+                    c.adopt.push(i);
+                }
+            }
+        }
+    }
+    c
+}
+
+/// Strategic merge patch that adds `owner` as the controller of a pod (guarded by the pod's UID
+/// so a recreated pod of the same name is not adopted by mistake).
+pub fn adopt_patch(
+    owner: &k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference,
+    pod_uid: &str,
+) -> Value {
+    json!({ "metadata": { "ownerReferences": [owner], "uid": pod_uid } })
+}
+
+/// Strategic merge patch that removes the owner reference with `owner_uid`.
+pub fn release_patch(owner_uid: &str, pod_uid: &str) -> Value {
+    json!({ "metadata": { "ownerReferences": [{ "$patch": "delete", "uid": owner_uid }], "uid": pod_uid } })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::podutil::testpod::pod;
+    use super::*;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{OwnerReference, Time};
+
+    fn owned_by(mut p: Pod, uid: &str) -> Pod {
+        p.metadata.owner_references = Some(vec![OwnerReference {
+            api_version: "apps.kruise.io/v1beta1".into(),
+            kind: "CloneSet".into(),
+            name: "cs".into(),
+            uid: uid.into(),
+            controller: Some(true),
+            block_owner_deletion: Some(true),
+        }]);
+        p
+    }
+
+    #[test]
+    fn owned_adopt_release() {
+        let sel = LabelSelector {
+            match_labels: Some([("app".to_string(), "x".to_string())].into()),
+            ..Default::default()
+        };
+        let mut deleting = pod("d").label("app", "x").build();
+        deleting.metadata.deletion_timestamp = Some(Time(jiff::Timestamp::UNIX_EPOCH));
+        let pods = [
+            owned_by(pod("a").label("app", "x").build(), "me"),
+            owned_by(pod("b").label("app", "y").build(), "me"),
+            pod("c").label("app", "x").build(),
+            owned_by(pod("e").label("app", "x").build(), "other"),
+            deleting,
+            pod("f").label("app", "y").build(),
+        ];
+        let refs: Vec<&Pod> = pods.iter().collect();
+        let c = plan("me", &sel, false, &refs);
+        assert_eq!(c.owned, vec![0]);
+        assert_eq!(c.release, vec![1]);
+        assert_eq!(c.adopt, vec![2]);
+        assert!(plan("me", &sel, true, &refs).adopt.is_empty());
+    }
+
+    #[test]
+    fn patches() {
+        let p = release_patch("me", "pod-uid");
+        assert_eq!(p["metadata"]["ownerReferences"][0]["$patch"], "delete");
+        assert_eq!(p["metadata"]["uid"], "pod-uid");
+        let o = OwnerReference {
+            uid: "me".into(),
+            controller: Some(true),
+            ..Default::default()
+        };
+        assert_eq!(
+            adopt_patch(&o, "u")["metadata"]["ownerReferences"][0]["uid"],
+            "me"
+        );
+    }
+}

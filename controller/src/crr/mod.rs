@@ -1,0 +1,348 @@
+//! ContainerRecreateRequest, manager side (the daemon in kruise-daemon does the recreating;
+//! the contract is in daemon/README.md).
+//!
+//! For each request this controller, one step per reconcile ([`logic::next_step`]):
+//! - fills in what upstream's CRR mutating webhook would (labels `crr.apps.kruise.io/active`,
+//!   `node-name`, `pod-uid`; strategy defaults; each container's preStop, ports and
+//!   `statusContext`) when the request lacks it — Kruise-rs has no CRR webhook yet, and the
+//!   daemon only watches requests carrying those labels ([`admit`] is the pure function a
+//!   webhook can take over);
+//! - completes requests whose pod is gone or was recreated, that the daemon never picked up
+//!   within a minute, or that passed `activeDeadlineSeconds`;
+//! - while Recreating, keeps `status.containerStatusSnapshot` current (the daemon marks a
+//!   container Succeeded only from it) and, with `unreadyGracePeriodSeconds`, holds the pod
+//!   not-ready through a KruisePodReady key under finalizer `crr.apps.kruise.io/unready-acquired`
+//!   before setting condition PreRecreateGrace;
+//! - once finished, releases the key and finalizer, drops the active label, and deletes the
+//!   request `ttlSecondsAfterFinished` after completion.
+//!
+//! Entry point: [`run`]`(client, pods, metrics, shutdown)`; `pods` is the shared [`PodCache`].
+//! RBAC: `containerrecreaterequests` get/list/watch/update/patch/delete,
+//! `containerrecreaterequests/status` patch; `pods` get (cache fallback), `pods/status` patch.
+
+pub mod admit;
+pub mod logic;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::{StreamExt, future};
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use kruise_api::apps::v1beta1::{ContainerRecreateRequest, ContainerRecreateRequestPhase};
+use kruise_api::keys;
+use kube::api::{Patch, PatchParams, PostParams};
+use kube::runtime::controller::{Action, ReconcileRequest, trigger_self};
+use kube::runtime::reflector::{self, ObjectRef};
+use kube::runtime::watcher::{self, watcher};
+use kube::runtime::{WatchStreamExt, applier};
+use kube::{Api, Client, ResourceExt};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use crate::metrics::Metrics;
+use crate::podcache::{PodCache, PodEvent};
+use logic::Step;
+
+const METRIC_NAME: &str = "containerrecreaterequest";
+const CONCURRENCY: u16 = 3;
+const ATTEMPTS: u32 = 5;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("kubernetes API: {0}")]
+    Kube(#[from] kube::Error),
+    #[error(transparent)]
+    Readiness(#[from] kruise_api::Error),
+    #[error("pod {0} kept conflicting")]
+    Conflict(String),
+}
+
+impl Error {
+    fn metric_label(&self) -> &'static str {
+        match self {
+            Error::Kube(_) => "kube",
+            Error::Readiness(_) => "readiness",
+            Error::Conflict(_) => "conflict",
+        }
+    }
+}
+
+struct Ctx {
+    client: Client,
+    pods: PodCache,
+    metrics: Arc<Metrics>,
+}
+
+fn key(crr: &ContainerRecreateRequest) -> String {
+    format!("{}/{}", crr.namespace().unwrap_or_default(), crr.name_any())
+}
+
+/// Runs until `shutdown`.
+pub async fn run(client: Client, pods: PodCache, metrics: Arc<Metrics>, shutdown: CancellationToken) {
+    let (store, writer) = reflector::store::<ContainerRecreateRequest>();
+    let crr_events = watcher(
+        Api::<ContainerRecreateRequest>::all(client.clone()),
+        watcher::Config::default(),
+    )
+    .default_backoff()
+    .reflect(writer)
+    .applied_objects();
+    // A pod change concerns the requests for that pod (snapshot, gone pod, readiness).
+    let by_pod = store.clone();
+    let pod_events = pods.events().flat_map(move |ev| {
+        let pod = match &ev {
+            PodEvent::Applied(p) | PodEvent::Deleted(p) => Some(p.clone()),
+            PodEvent::Resync => None,
+        };
+        let refs: Vec<ObjectRef<ContainerRecreateRequest>> = by_pod
+            .state()
+            .into_iter()
+            .filter(|c| {
+                pod.as_ref().is_none_or(|p| {
+                    p.metadata.namespace == c.metadata.namespace
+                        && p.metadata.name.as_deref() == Some(c.spec.pod_name.as_str())
+                })
+            })
+            .map(|c| ObjectRef::from_obj(c.as_ref()))
+            .collect();
+        futures::stream::iter(
+            refs.into_iter()
+                .map(|r| Ok::<_, watcher::Error>(ReconcileRequest::from(r))),
+        )
+    });
+    let ctx = Arc::new(Ctx {
+        client,
+        pods,
+        metrics,
+    });
+    let queue = futures::stream::select(trigger_self(crr_events, ()), pod_events)
+        .take_until(shutdown.cancelled_owned());
+    let cfg = kube::runtime::Config::default().concurrency(CONCURRENCY);
+    applier(
+        |crr, ctx| Box::pin(reconcile(crr, ctx)),
+        error_policy,
+        ctx,
+        store,
+        queue,
+        cfg,
+    )
+    .for_each(|res| {
+        if let Err(e) = res {
+            tracing::debug!(error = %e, "CRR reconcile failed");
+        }
+        future::ready(())
+    })
+    .await;
+    tracing::info!("containerrecreaterequest controller stopped");
+}
+
+async fn reconcile(crr: Arc<ContainerRecreateRequest>, ctx: Arc<Ctx>) -> Result<Action, Error> {
+    let started = Instant::now();
+    let res = reconcile_inner(&crr, &ctx).await;
+    ctx.metrics.reconciled(
+        METRIC_NAME,
+        started.elapsed(),
+        res.as_ref().err().map(Error::metric_label),
+    );
+    res
+}
+
+/// The request's pod: from the cache, confirmed with the API server when the cache does not
+/// have it (the cache may watch one namespace only, or lag behind a just-created pod).
+async fn get_pod(ctx: &Ctx, ns: &str, name: &str) -> Result<Option<Pod>, Error> {
+    let cached = ctx
+        .pods
+        .store()
+        .get(&ObjectRef::new(name).within(ns))
+        .map(|p| p.as_ref().clone());
+    if cached.is_some() {
+        return Ok(cached);
+    }
+    Ok(Api::<Pod>::namespaced(ctx.client.clone(), ns)
+        .get_opt(name)
+        .await?)
+}
+
+async fn reconcile_inner(crr: &ContainerRecreateRequest, ctx: &Ctx) -> Result<Action, Error> {
+    let ns = crr.namespace().unwrap_or_default();
+    let name = crr.name_any();
+    let api: Api<ContainerRecreateRequest> = Api::namespaced(ctx.client.clone(), &ns);
+    let pod = get_pod(ctx, &ns, &crr.spec.pod_name).await?;
+    let now = Timestamp::now();
+    match logic::next_step(crr, pod.as_ref(), now) {
+        Step::Wait(d) => Ok(d.map_or_else(Action::await_change, Action::requeue)),
+        Step::Release { remove_key } => {
+            if remove_key && let Some(p) = &pod {
+                set_not_ready(ctx, p, crr, false).await?;
+            }
+            let rest: Vec<String> = crr
+                .finalizers()
+                .iter()
+                .filter(|f| *f != keys::CRR_UNREADY_ACQUIRED_FINALIZER)
+                .cloned()
+                .collect();
+            set_finalizers(&api, crr, rest).await?;
+            tracing::info!(crr = %key(crr), "released the pod's readiness");
+            Ok(Action::await_change())
+        }
+        Step::DropActiveLabel => {
+            let patch = json!({"metadata": {"labels": {keys::CRR_ACTIVE_LABEL: null}}});
+            api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await?;
+            Ok(Action::await_change())
+        }
+        Step::Delete => {
+            tracing::info!(crr = %key(crr), "deleting CRR after ttlSecondsAfterFinished");
+            match api.delete(&name, &Default::default()).await {
+                Ok(_) => {}
+                Err(kube::Error::Api(e)) if e.is_not_found() => {}
+                Err(e) => return Err(e.into()),
+            }
+            Ok(Action::await_change())
+        }
+        Step::Admit(admitted) => {
+            // resourceVersion is kept, so a concurrent change makes this conflict and retry.
+            api.replace(&name, &PostParams::default(), &admitted)
+                .await?;
+            tracing::info!(crr = %key(crr), pod = %crr.spec.pod_name, "filled in CRR labels and container contexts");
+            Ok(Action::await_change())
+        }
+        Step::Complete(message) => {
+            tracing::info!(crr = %key(crr), %message, "completing CRR");
+            let patch = json!({"status": {
+                "phase": ContainerRecreateRequestPhase::Completed,
+                "completionTime": Time(now),
+                "message": message,
+            }});
+            api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await?;
+            Ok(Action::await_change())
+        }
+        Step::Recreating {
+            snapshot,
+            acquire_unready,
+            requeue,
+        } => {
+            if let Some(s) = snapshot {
+                let patch = json!({"status": {"containerStatusSnapshot": s}});
+                api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                    .await?;
+            }
+            if acquire_unready && let Some(p) = &pod {
+                acquire(ctx, &api, crr, p, now).await?;
+            }
+            Ok(Action::requeue(requeue))
+        }
+    }
+}
+
+/// Holds the pod not-ready (when it has the KruisePodReady gate; finalizer first, so the key is
+/// never left behind), then records PreRecreateGrace, which starts the daemon's grace clock.
+async fn acquire(
+    ctx: &Ctx,
+    api: &Api<ContainerRecreateRequest>,
+    crr: &ContainerRecreateRequest,
+    pod: &Pod,
+    now: Timestamp,
+) -> Result<(), Error> {
+    if logic::has_readiness_gate(pod) {
+        if !logic::has_finalizer(crr) {
+            let mut f = crr.finalizers().to_vec();
+            f.push(keys::CRR_UNREADY_ACQUIRED_FINALIZER.into());
+            set_finalizers(api, crr, f).await?;
+        }
+        set_not_ready(ctx, pod, crr, true).await?;
+    } else {
+        tracing::info!(crr = %key(crr), pod = %crr.spec.pod_name, "pod has no KruisePodReady gate; cannot hold it not-ready");
+    }
+    let mut conditions: Vec<Condition> = crr
+        .status
+        .as_ref()
+        .map(|s| s.conditions.clone())
+        .unwrap_or_default();
+    conditions.retain(|c| c.type_ != keys::CRR_CONDITION_PRE_RECREATE_GRACE);
+    conditions.push(Condition {
+        type_: keys::CRR_CONDITION_PRE_RECREATE_GRACE.into(),
+        status: "True".into(),
+        last_transition_time: Time(now),
+        reason: logic::GRACE_REASON.into(),
+        message: logic::GRACE_MESSAGE.into(),
+        observed_generation: None,
+    });
+    api.patch_status(
+        &crr.name_any(),
+        &PatchParams::default(),
+        &Patch::Merge(json!({"status": {"conditions": conditions}})),
+    )
+    .await?;
+    tracing::info!(crr = %key(crr), "pod held not-ready for the unready grace period");
+    Ok(())
+}
+
+async fn set_finalizers(
+    api: &Api<ContainerRecreateRequest>,
+    crr: &ContainerRecreateRequest,
+    finalizers: Vec<String>,
+) -> Result<(), Error> {
+    let patch = json!({"metadata": {
+        "finalizers": finalizers,
+        "resourceVersion": crr.resource_version(),
+    }});
+    api.patch(&crr.name_any(), &PatchParams::default(), &Patch::Merge(&patch))
+        .await?;
+    Ok(())
+}
+
+/// Adds or removes this request's not-ready key on the pod's KruisePodReady condition, with
+/// the pod's resourceVersion as precondition (other writers edit the same message).
+async fn set_not_ready(
+    ctx: &Ctx,
+    pod: &Pod,
+    crr: &ContainerRecreateRequest,
+    add: bool,
+) -> Result<(), Error> {
+    let ns = pod.namespace().unwrap_or_default();
+    let name = pod.name_any();
+    let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &ns);
+    let msg = logic::readiness_key(crr);
+    let mut current = pod.clone();
+    for attempt in 0..ATTEMPTS {
+        if attempt > 0 {
+            match api.get_opt(&name).await? {
+                Some(p) => current = p,
+                None => return Ok(()),
+            }
+        }
+        let Some(cond) = logic::readiness_condition(&current, &msg, add, Timestamp::now())? else {
+            return Ok(());
+        };
+        let patch = json!({
+            "metadata": {"resourceVersion": current.resource_version()},
+            "status": {"conditions": [cond]},
+        });
+        match api
+            .patch_status(&name, &PatchParams::default(), &Patch::Strategic(patch))
+            .await
+        {
+            Ok(_) => {
+                tracing::info!(pod = %name, namespace = %ns, crr = %key(crr), add, "updated KruisePodReady not-ready key");
+                return Ok(());
+            }
+            Err(kube::Error::Api(e)) if e.code == 409 => continue,
+            Err(kube::Error::Api(e)) if e.is_not_found() => return Ok(()),
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(Error::Conflict(name))
+}
+
+fn error_policy(crr: Arc<ContainerRecreateRequest>, err: &Error, _ctx: Arc<Ctx>) -> Action {
+    let conflict = matches!(err, Error::Kube(kube::Error::Api(e)) if e.code == 409);
+    if conflict {
+        return Action::requeue(Duration::from_millis(500));
+    }
+    tracing::warn!(crr = %key(&crr), error = %err, "CRR sync failed");
+    Action::requeue(Duration::from_secs(3))
+}

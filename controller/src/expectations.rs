@@ -1,0 +1,376 @@
+//! Scale and resource-version expectations.
+//!
+//! The pod cache lags behind our own writes. Before acting again on a workload, a reconcile checks
+//! that every pod it created or deleted, and every pod it patched, has been seen by the cache;
+//! otherwise it would create the same pods twice or update a pod that it already updated.
+//!
+//! Both types are thread-safe and take the current time as an argument so that tests control the
+//! clock.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// How long an expectation may stay unsatisfied before a reconcile stops waiting for it
+/// (a lost watch event must not block a workload forever).
+pub const EXPECTATION_TIMEOUT: Duration = Duration::from_secs(5 * 60);
+
+/// What a controller did to an object it expects to see reflected in the cache.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ScaleAction {
+    Create,
+    Delete,
+}
+
+impl ScaleAction {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ScaleAction::Create => "create",
+            ScaleAction::Delete => "delete",
+        }
+    }
+}
+
+/// The answer of [`ScaleExpectations::satisfied`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ScaleSatisfaction {
+    Satisfied,
+    /// Still waiting for the cache; `dirty` names the objects not yet observed.
+    Unsatisfied {
+        since: Duration,
+        dirty: BTreeMap<ScaleAction, Vec<String>>,
+    },
+}
+
+#[derive(Default)]
+struct ControllerScale {
+    pending: BTreeMap<ScaleAction, BTreeSet<String>>,
+    first_unsatisfied: Option<Instant>,
+}
+
+impl ControllerScale {
+    fn is_empty(&self) -> bool {
+        self.pending.values().all(BTreeSet::is_empty)
+    }
+}
+
+/// Objects a controller created or deleted and has not seen in the cache yet, per workload key
+/// (`namespace/name`).
+#[derive(Default)]
+pub struct ScaleExpectations {
+    inner: Mutex<HashMap<String, ControllerScale>>,
+}
+
+impl ScaleExpectations {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, ControllerScale>> {
+        // A panic while holding the lock cannot leave the maps half-updated in a way that matters
+        // more than losing every expectation, so keep using the data.
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn expect(&self, key: &str, action: ScaleAction, name: &str) {
+        self.lock()
+            .entry(key.to_string())
+            .or_default()
+            .pending
+            .entry(action)
+            .or_default()
+            .insert(name.to_string());
+    }
+
+    pub fn observe(&self, key: &str, action: ScaleAction, name: &str) {
+        let mut map = self.lock();
+        let Some(exp) = map.get_mut(key) else {
+            return;
+        };
+        if let Some(set) = exp.pending.get_mut(&action) {
+            set.remove(name);
+        }
+        if exp.is_empty() {
+            map.remove(key);
+        }
+    }
+
+    /// Whether the cache has caught up with every create and delete recorded for `key`.
+    pub fn satisfied(&self, key: &str, now: Instant) -> ScaleSatisfaction {
+        let mut map = self.lock();
+        let Some(exp) = map.get_mut(key) else {
+            return ScaleSatisfaction::Satisfied;
+        };
+        if exp.is_empty() {
+            map.remove(key);
+            return ScaleSatisfaction::Satisfied;
+        }
+        let first = *exp.first_unsatisfied.get_or_insert(now);
+        let dirty = exp
+            .pending
+            .iter()
+            .filter(|(_, s)| !s.is_empty())
+            .map(|(a, s)| (*a, s.iter().cloned().collect()))
+            .collect();
+        ScaleSatisfaction::Unsatisfied {
+            since: now.saturating_duration_since(first),
+            dirty,
+        }
+    }
+
+    pub fn delete(&self, key: &str) {
+        self.lock().remove(key);
+    }
+
+    /// Names still expected for `key` and `action` (for logs and tests).
+    pub fn pending(&self, key: &str, action: ScaleAction) -> Vec<String> {
+        self.lock()
+            .get(key)
+            .and_then(|e| e.pending.get(&action))
+            .map(|s| s.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+}
+
+struct VersionExpectation {
+    version: String,
+    first_unsatisfied: Option<Instant>,
+}
+
+/// The newest resourceVersion we wrote for an object, per object UID, until the cache shows it.
+#[derive(Default)]
+pub struct ResourceVersionExpectations {
+    inner: Mutex<HashMap<String, VersionExpectation>>,
+}
+
+/// The answer of [`ResourceVersionExpectations::satisfied`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VersionSatisfaction {
+    Satisfied,
+    Unsatisfied { since: Duration },
+}
+
+impl ResourceVersionExpectations {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, VersionExpectation>> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Record that the object `uid` was written and now has `resource_version`.
+    pub fn expect(&self, uid: &str, resource_version: &str) {
+        let mut map = self.lock();
+        let entry = map.entry(uid.to_string()).or_insert(VersionExpectation {
+            version: String::new(),
+            first_unsatisfied: None,
+        });
+        if is_version_newer_or_equal(&entry.version, resource_version) {
+            entry.version = resource_version.to_string();
+        }
+    }
+
+    /// Feed the version the cache currently holds for `uid`.
+    pub fn observe(&self, uid: &str, cached_version: &str) {
+        let mut map = self.lock();
+        if let Some(e) = map.get(uid)
+            && is_version_newer_or_equal(&e.version, cached_version)
+        {
+            map.remove(uid);
+        }
+    }
+
+    /// Whether the cached version of `uid` has reached what we wrote.
+    pub fn satisfied(&self, uid: &str, cached_version: &str, now: Instant) -> VersionSatisfaction {
+        let mut map = self.lock();
+        let Some(e) = map.get_mut(uid) else {
+            return VersionSatisfaction::Satisfied;
+        };
+        if is_version_newer_or_equal(&e.version, cached_version) {
+            map.remove(uid);
+            return VersionSatisfaction::Satisfied;
+        }
+        let first = *e.first_unsatisfied.get_or_insert(now);
+        VersionSatisfaction::Unsatisfied {
+            since: now.saturating_duration_since(first),
+        }
+    }
+
+    pub fn delete(&self, uid: &str) {
+        self.lock().remove(uid);
+    }
+
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Whether `new` is at least `old`. resourceVersions are opaque strings by contract, but every
+/// apiserver backed by etcd hands out integers; like upstream, an unparsable expectation never
+/// blocks, and an unparsable observation never satisfies.
+fn is_version_newer_or_equal(old: &str, new: &str) -> bool {
+    if old.is_empty() {
+        return true;
+    }
+    let Ok(old) = old.parse::<u64>() else {
+        return true;
+    };
+    match new.parse::<u64>() {
+        Ok(new) => new >= old,
+        Err(_) => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scale_empty_is_satisfied() {
+        let e = ScaleExpectations::new();
+        assert_eq!(
+            e.satisfied("ns/a", Instant::now()),
+            ScaleSatisfaction::Satisfied
+        );
+    }
+
+    #[test]
+    fn scale_create_then_observe() {
+        let e = ScaleExpectations::new();
+        let t0 = Instant::now();
+        e.expect("ns/a", ScaleAction::Create, "a-1");
+        e.expect("ns/a", ScaleAction::Create, "a-2");
+        match e.satisfied("ns/a", t0) {
+            ScaleSatisfaction::Unsatisfied { since, dirty } => {
+                assert_eq!(since, Duration::ZERO);
+                assert_eq!(dirty[&ScaleAction::Create], vec!["a-1", "a-2"]);
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+        e.observe("ns/a", ScaleAction::Create, "a-1");
+        let later = t0 + Duration::from_secs(7);
+        match e.satisfied("ns/a", later) {
+            ScaleSatisfaction::Unsatisfied { since, dirty } => {
+                // The clock starts at the first unsatisfied check, not at the last.
+                assert_eq!(since, Duration::from_secs(7));
+                assert_eq!(dirty[&ScaleAction::Create], vec!["a-2"]);
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+        e.observe("ns/a", ScaleAction::Create, "a-2");
+        assert_eq!(e.satisfied("ns/a", later), ScaleSatisfaction::Satisfied);
+    }
+
+    #[test]
+    fn scale_observe_wrong_action_does_not_satisfy() {
+        let e = ScaleExpectations::new();
+        e.expect("ns/a", ScaleAction::Delete, "a-1");
+        e.observe("ns/a", ScaleAction::Create, "a-1");
+        assert!(matches!(
+            e.satisfied("ns/a", Instant::now()),
+            ScaleSatisfaction::Unsatisfied { .. }
+        ));
+        e.observe("ns/a", ScaleAction::Delete, "a-1");
+        assert_eq!(
+            e.satisfied("ns/a", Instant::now()),
+            ScaleSatisfaction::Satisfied
+        );
+    }
+
+    #[test]
+    fn scale_keys_are_independent_and_delete_clears() {
+        let e = ScaleExpectations::new();
+        e.expect("ns/a", ScaleAction::Create, "x");
+        e.expect("ns/b", ScaleAction::Create, "x");
+        e.delete("ns/a");
+        assert_eq!(
+            e.satisfied("ns/a", Instant::now()),
+            ScaleSatisfaction::Satisfied
+        );
+        assert_eq!(e.pending("ns/b", ScaleAction::Create), vec!["x"]);
+    }
+
+    #[test]
+    fn scale_unsatisfied_clock_restarts_after_satisfaction() {
+        let e = ScaleExpectations::new();
+        let t0 = Instant::now();
+        e.expect("k", ScaleAction::Create, "p");
+        let _ = e.satisfied("k", t0);
+        e.observe("k", ScaleAction::Create, "p");
+        e.expect("k", ScaleAction::Create, "q");
+        let t1 = t0 + Duration::from_secs(100);
+        assert!(matches!(
+            e.satisfied("k", t1),
+            ScaleSatisfaction::Unsatisfied { since, .. } if since == Duration::ZERO
+        ));
+    }
+
+    #[test]
+    fn version_expectation_lifecycle() {
+        let e = ResourceVersionExpectations::new();
+        let t0 = Instant::now();
+        assert_eq!(e.satisfied("u1", "5", t0), VersionSatisfaction::Satisfied);
+        e.expect("u1", "10");
+        assert_eq!(
+            e.satisfied("u1", "9", t0),
+            VersionSatisfaction::Unsatisfied {
+                since: Duration::ZERO
+            }
+        );
+        assert_eq!(
+            e.satisfied("u1", "9", t0 + Duration::from_secs(3)),
+            VersionSatisfaction::Unsatisfied {
+                since: Duration::from_secs(3)
+            }
+        );
+        assert_eq!(e.satisfied("u1", "10", t0), VersionSatisfaction::Satisfied);
+        assert!(e.is_empty());
+    }
+
+    #[test]
+    fn version_expect_keeps_the_newest() {
+        let e = ResourceVersionExpectations::new();
+        e.expect("u", "20");
+        e.expect("u", "15");
+        assert!(matches!(
+            e.satisfied("u", "16", Instant::now()),
+            VersionSatisfaction::Unsatisfied { .. }
+        ));
+        e.observe("u", "21");
+        assert!(e.is_empty());
+    }
+
+    #[test]
+    fn version_unparsable_values() {
+        // An unparsable expectation is replaced by anything and satisfied by anything.
+        assert!(is_version_newer_or_equal("abc", "1"));
+        // An unparsable observation never satisfies a numeric expectation.
+        assert!(!is_version_newer_or_equal("1", "abc"));
+        assert!(is_version_newer_or_equal("", "abc"));
+        assert!(is_version_newer_or_equal("10", "10"));
+        assert!(!is_version_newer_or_equal("11", "10"));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn version_satisfied_iff_cached_reaches_expected(exp in 0u64..1000, cached in 0u64..1000) {
+            let e = ResourceVersionExpectations::new();
+            e.expect("u", &exp.to_string());
+            let sat = e.satisfied("u", &cached.to_string(), Instant::now());
+            proptest::prop_assert_eq!(sat == VersionSatisfaction::Satisfied, cached >= exp);
+        }
+
+        #[test]
+        fn scale_satisfied_after_observing_all(names in proptest::collection::btree_set("[a-z]{1,5}", 0..8)) {
+            let e = ScaleExpectations::new();
+            for n in &names { e.expect("k", ScaleAction::Create, n); }
+            for n in &names { e.observe("k", ScaleAction::Create, n); }
+            proptest::prop_assert_eq!(e.satisfied("k", Instant::now()), ScaleSatisfaction::Satisfied);
+        }
+    }
+}

@@ -1,0 +1,415 @@
+//! Image pre-pull, manager side: the ImagePullJob and ImageListPullJob controllers and the
+//! CloneSet pre-download helper.
+//!
+//! An ImagePullJob picks its target nodes (`podSelector` → nodes of matching pods;
+//! `selector.names`; `selector` labels; else every node), writes a tag owned by the job into the
+//! NodeImage of at most `parallelism` nodes that are not pulling it yet, copies its pull secrets
+//! into kruise-daemon-config, and computes its status from the NodeImage statuses the daemon
+//! writes. `completionPolicy: Always` jobs finish when every target node is done or at
+//! `activeDeadlineSeconds`, and are deleted `ttlSecondsAfterFinished` later; `Never` jobs keep
+//! serving new nodes. The finalizer `apps.kruise.io/deletion-protection` makes sure the secret
+//! copies are released. An ImageListPullJob ([`list`]) owns one ImagePullJob per image.
+//!
+//! Entry point: [`run`]`(client, pods, metrics, shutdown)` runs both controllers; `pods` is the
+//! manager's shared [`PodCache`] (podSelector jobs follow pods). CloneSet pre-download is
+//! [`predownload::ensure_predownload_jobs`], called by the CloneSet controller.
+//!
+//! RBAC: `imagepulljobs` get/list/watch/create/update/patch/delete, `imagepulljobs/status`
+//! update; `imagelistpulljobs` get/list/watch/patch/delete, `imagelistpulljobs/status` update;
+//! `nodeimages` get/list/watch/update; `secrets` get (any namespace) and
+//! list/create/update/delete (kruise-daemon-config); `namespaces` get; `pods` via the cache;
+//! `controllerrevisions` patch (pre-download).
+
+pub mod image;
+pub mod list;
+pub mod logic;
+pub mod predownload;
+pub mod secrets;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::{StreamExt, future};
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::Pod;
+use kruise_api::apps::v1beta1::{ImagePullJob, NodeImage, ReferenceObject};
+use kruise_api::keys;
+use kube::api::{Patch, PatchParams, PostParams};
+use kube::runtime::controller::{Action, ReconcileRequest, trigger_self};
+use kube::runtime::reflector::{self, ObjectRef};
+use kube::runtime::watcher::{self, watcher};
+use kube::runtime::{WatchStreamExt, applier};
+use kube::{Api, Client, ResourceExt};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use crate::expectations::{EXPECTATION_TIMEOUT, ResourceVersionExpectations, VersionSatisfaction};
+use crate::metrics::Metrics;
+use crate::podcache::{PodCache, PodEvent};
+use logic::{Jitter, LogicError, Ttl};
+
+const METRIC_NAME: &str = "imagepulljob";
+const CONCURRENCY: u16 = 3;
+/// Writes to one NodeImage retried on conflict (the daemon writes its status, other jobs tags).
+const WRITE_ATTEMPTS: u32 = 5;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("kubernetes API: {0}")]
+    Kube(#[from] kube::Error),
+    #[error(transparent)]
+    Logic(#[from] LogicError),
+    #[error("namespace {0} is being deleted")]
+    NamespaceTerminating(String),
+    #[error("namespace {0} does not exist")]
+    NamespaceMissing(String),
+    #[error("NodeImage {0} kept conflicting")]
+    Conflict(String),
+}
+
+impl Error {
+    fn metric_label(&self) -> &'static str {
+        match self {
+            Error::Kube(_) => "kube",
+            Error::Logic(_) => "invalid",
+            Error::NamespaceTerminating(_) | Error::NamespaceMissing(_) => "namespace",
+            Error::Conflict(_) => "conflict",
+        }
+    }
+}
+
+struct Ctx {
+    client: Client,
+    pods: PodCache,
+    node_images: reflector::Store<NodeImage>,
+    metrics: Arc<Metrics>,
+    /// NodeImages we wrote and the cache has not shown yet.
+    rv_exp: ResourceVersionExpectations,
+    /// Extra TTL of `Always` jobs' tags (upstream flag default-ttlseconds-for-always-nodeimage).
+    extra_ttl_for_always: i32,
+}
+
+/// Runs the ImagePullJob and ImageListPullJob controllers until `shutdown`.
+pub async fn run(client: Client, pods: PodCache, metrics: Arc<Metrics>, shutdown: CancellationToken) {
+    let jobs = run_jobs(client.clone(), pods, metrics.clone(), shutdown.clone());
+    let lists = list::run(client, metrics, shutdown);
+    tokio::join!(jobs, lists);
+}
+
+fn is_running(job: &ImagePullJob) -> bool {
+    job.metadata.deletion_timestamp.is_none()
+        && job
+            .status
+            .as_ref()
+            .is_none_or(|s| s.completion_time.is_none())
+}
+
+fn pods_on_node(pods: &PodCache, node: &str) -> Vec<Arc<Pod>> {
+    pods.store()
+        .state()
+        .into_iter()
+        .filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(node))
+        .collect()
+}
+
+fn requests(refs: Vec<ObjectRef<ImagePullJob>>) -> impl futures::Stream<Item = Result<ReconcileRequest<ImagePullJob>, watcher::Error>> {
+    futures::stream::iter(refs.into_iter().map(|r| Ok(ReconcileRequest::from(r))))
+}
+
+async fn run_jobs(client: Client, pods: PodCache, metrics: Arc<Metrics>, shutdown: CancellationToken) {
+    let (jobs, job_writer) = reflector::store::<ImagePullJob>();
+    let (node_images, ni_writer) = reflector::store::<NodeImage>();
+    let job_events = watcher(Api::<ImagePullJob>::all(client.clone()), watcher::Config::default())
+        .default_backoff()
+        .reflect(job_writer)
+        .applied_objects();
+
+    // A NodeImage change concerns the jobs owning its tags, and running jobs that may want to
+    // add this node (a new node, new labels, a pod scheduled there).
+    let (store, pod_cache) = (jobs.clone(), pods.clone());
+    let ni_events = watcher(Api::<NodeImage>::all(client.clone()), watcher::Config::default())
+        .default_backoff()
+        .reflect(ni_writer)
+        .touched_objects()
+        .flat_map(move |ev| {
+            let Ok(ni) = ev else {
+                return requests(Vec::new());
+            };
+            let mut refs: Vec<ObjectRef<ImagePullJob>> = ni
+                .spec
+                .images
+                .values()
+                .flat_map(|i| i.tags.iter())
+                .flat_map(|t| t.owner_references.iter())
+                .filter_map(|r| {
+                    Some(ObjectRef::new(r.name.as_deref()?).within(r.namespace.as_deref()?))
+                })
+                .collect();
+            let running: Vec<Arc<ImagePullJob>> =
+                store.state().into_iter().filter(|j| is_running(j)).collect();
+            let on_node = if running.iter().any(|j| j.spec.template.pod_selector.is_some()) {
+                pods_on_node(&pod_cache, &ni.name_any())
+            } else {
+                Vec::new()
+            };
+            refs.extend(
+                running
+                    .iter()
+                    .filter(|j| logic::job_may_target(j, &ni, &on_node))
+                    .map(|j| ObjectRef::from_obj(j.as_ref())),
+            );
+            refs.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
+            refs.dedup();
+            requests(refs)
+        });
+
+    // A pod change concerns running podSelector jobs of its namespace that select it.
+    let store = jobs.clone();
+    let pod_events = pods.events().flat_map(move |ev| {
+        let selected = |pod: Option<&Pod>| -> Vec<ObjectRef<ImagePullJob>> {
+            store
+                .state()
+                .into_iter()
+                .filter(|j| is_running(j))
+                .filter(|j| {
+                    let Some(ps) = &j.spec.template.pod_selector else {
+                        return false;
+                    };
+                    pod.is_none_or(|p| {
+                        p.metadata.namespace == j.metadata.namespace
+                            && crate::cloneset::update::selector_matches(
+                                &ps.label_selector(),
+                                p.labels(),
+                            )
+                    })
+                })
+                .map(|j| ObjectRef::from_obj(j.as_ref()))
+                .collect()
+        };
+        let refs = match &ev {
+            PodEvent::Applied(p) | PodEvent::Deleted(p) => selected(Some(p)),
+            PodEvent::Resync => selected(None),
+        };
+        requests(refs)
+    });
+
+    let ctx = Arc::new(Ctx {
+        client,
+        pods,
+        node_images,
+        metrics,
+        rv_exp: ResourceVersionExpectations::new(),
+        extra_ttl_for_always: 0,
+    });
+    let queue = futures::stream::select(
+        futures::stream::select(trigger_self(job_events, ()), ni_events),
+        pod_events,
+    )
+    .take_until(shutdown.cancelled_owned());
+    let cfg = kube::runtime::Config::default().concurrency(CONCURRENCY);
+    applier(
+        |job, ctx| Box::pin(reconcile(job, ctx)),
+        error_policy,
+        ctx,
+        jobs,
+        queue,
+        cfg,
+    )
+    .for_each(|res| {
+        if let Err(e) = res {
+            tracing::debug!(error = %e, "ImagePullJob reconcile failed");
+        }
+        future::ready(())
+    })
+    .await;
+    tracing::info!("imagepulljob controller stopped");
+}
+
+async fn reconcile(job: Arc<ImagePullJob>, ctx: Arc<Ctx>) -> Result<Action, Error> {
+    let started = Instant::now();
+    let res = reconcile_inner(&job, &ctx).await;
+    ctx.metrics.reconciled(
+        METRIC_NAME,
+        started.elapsed(),
+        res.as_ref().err().map(Error::metric_label),
+    );
+    res
+}
+
+fn has_finalizer(job: &ImagePullJob) -> bool {
+    job.finalizers()
+        .iter()
+        .any(|f| f == keys::DELETION_PROTECTION_FINALIZER)
+}
+
+/// Sets the finalizer list, guarded by the resourceVersion we read.
+async fn set_finalizers(api: &Api<ImagePullJob>, job: &ImagePullJob, finalizers: Vec<String>) -> Result<(), Error> {
+    let patch = json!({
+        "metadata": {
+            "finalizers": finalizers,
+            "resourceVersion": job.resource_version(),
+        }
+    });
+    api.patch(&job.name_any(), &PatchParams::default(), &Patch::Merge(&patch))
+        .await?;
+    Ok(())
+}
+
+/// Releases the job's secret copies, then drops the protection finalizer.
+async fn finalize(ctx: &Ctx, api: &Api<ImagePullJob>, job: &ImagePullJob) -> Result<(), Error> {
+    if !has_finalizer(job) {
+        return Ok(());
+    }
+    secrets::sync(&ctx.client, job, true).await?;
+    let rest: Vec<String> = job
+        .finalizers()
+        .iter()
+        .filter(|f| *f != keys::DELETION_PROTECTION_FINALIZER)
+        .cloned()
+        .collect();
+    set_finalizers(api, job, rest).await?;
+    tracing::info!(job = %logic::job_key(job), "released ImagePullJob resources");
+    Ok(())
+}
+
+async fn reconcile_inner(job: &ImagePullJob, ctx: &Ctx) -> Result<Action, Error> {
+    let ns = job.namespace().unwrap_or_default();
+    let name = job.name_any();
+    let key = logic::job_key(job);
+    let api: Api<ImagePullJob> = Api::namespaced(ctx.client.clone(), &ns);
+    let now = Timestamp::now();
+
+    if job.metadata.deletion_timestamp.is_some() {
+        finalize(ctx, &api, job).await?;
+        return Ok(Action::await_change());
+    }
+    if let Some(done) = job.status.as_ref().and_then(|s| s.completion_time.as_ref()) {
+        finalize(ctx, &api, job).await?;
+        let ttl = job.spec.template.completion_policy.ttl_seconds_after_finished;
+        return match logic::ttl(ttl, done.0, now) {
+            Ttl::Keep => Ok(Action::await_change()),
+            Ttl::After(d) => Ok(Action::requeue(d)),
+            Ttl::Delete => {
+                tracing::info!(job = %key, "deleting ImagePullJob after ttlSecondsAfterFinished");
+                match api.delete(&name, &Default::default()).await {
+                    Ok(_) => {}
+                    Err(kube::Error::Api(e)) if e.is_not_found() => {}
+                    Err(e) => return Err(e.into()),
+                }
+                Ok(Action::await_change())
+            }
+        };
+    }
+    if !has_finalizer(job) {
+        let mut f = job.finalizers().to_vec();
+        f.push(keys::DELETION_PROTECTION_FINALIZER.to_string());
+        set_finalizers(&api, job, f).await?;
+        // The update event brings the job back with the finalizer.
+        return Ok(Action::await_change());
+    }
+
+    let all_images = ctx.node_images.state();
+    let pods: Vec<Arc<Pod>> = if job.spec.template.pod_selector.is_some() {
+        ctx.pods
+            .store()
+            .state()
+            .into_iter()
+            .filter(|p| p.metadata.namespace.as_deref() == Some(ns.as_str()))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let targets = logic::target_nodes(&job.spec.template, &all_images, &pods)?;
+    let mut node_images: Vec<Arc<NodeImage>> = Vec::with_capacity(targets.len());
+    for t in &targets {
+        let Some(ni) = ctx.node_images.get(&ObjectRef::new(t)) else {
+            continue;
+        };
+        // A NodeImage we just wrote must be seen in its new version, or the job would count
+        // the node as not synced and write it again (and overshoot its parallelism).
+        let uid = ni.metadata.uid.clone().unwrap_or_default();
+        let rv = ni.resource_version().unwrap_or_default();
+        if let VersionSatisfaction::Unsatisfied { since } = ctx.rv_exp.satisfied(&uid, &rv, Instant::now())
+            && since < EXPECTATION_TIMEOUT
+        {
+            tracing::debug!(job = %key, nodeimage = %t, "waiting for the cache to show our write");
+            return Ok(Action::requeue(Duration::from_secs(1)));
+        }
+        node_images.push(ni);
+    }
+    let secret_refs = secrets::sync(&ctx.client, job, false).await?;
+    let refs: Vec<&NodeImage> = node_images.iter().map(|n| n.as_ref()).collect();
+    let (status, not_synced) = logic::calculate_status(job, &refs, &secret_refs, now)?;
+
+    let window = logic::sync_window(
+        logic::parallelism(&job.spec.template),
+        status.active,
+        &not_synced,
+    );
+    if !window.is_empty() {
+        let policy = logic::tag_pull_policy(job, Jitter::random(), ctx.extra_ttl_for_always);
+        for node in window {
+            write_tag(ctx, job, node, &secret_refs, &policy, now).await?;
+        }
+    }
+
+    if job.status.as_ref() != Some(&status) {
+        let mut new = job.clone();
+        new.status = Some(status.clone());
+        api.replace_status(&name, &PostParams::default(), &new)
+            .await?;
+        tracing::info!(
+            job = %key,
+            desired = status.desired,
+            active = status.active,
+            succeeded = status.succeeded,
+            failed = status.failed,
+            completed = status.completion_time.is_some(),
+            "updated ImagePullJob status"
+        );
+        return Ok(Action::await_change());
+    }
+    let started = status.start_time.as_ref().map_or(now, |t| t.0);
+    Ok(logic::deadline_requeue(job, started, now).map_or_else(Action::await_change, Action::requeue))
+}
+
+/// Writes the job's tag into one NodeImage, re-reading it on conflict.
+async fn write_tag(
+    ctx: &Ctx,
+    job: &ImagePullJob,
+    node: &str,
+    secrets: &[ReferenceObject],
+    policy: &kruise_api::apps::v1beta1::ImageTagPullPolicy,
+    now: Timestamp,
+) -> Result<(), Error> {
+    let api: Api<NodeImage> = Api::all(ctx.client.clone());
+    for _ in 0..WRITE_ATTEMPTS {
+        let Some(mut ni) = api.get_opt(node).await? else {
+            return Ok(());
+        };
+        let Some((image, spec)) = logic::tag_update(&ni, job, secrets, policy, now)? else {
+            return Ok(());
+        };
+        ni.spec.images.insert(image.clone(), spec);
+        match api.replace(node, &PostParams::default(), &ni).await {
+            Ok(written) => {
+                if let (Some(uid), Some(rv)) = (written.metadata.uid.as_deref(), written.metadata.resource_version.as_deref()) {
+                    ctx.rv_exp.expect(uid, rv);
+                }
+                tracing::info!(job = %logic::job_key(job), nodeimage = %node, image = %image, "wrote image tag into NodeImage");
+                return Ok(());
+            }
+            Err(kube::Error::Api(e)) if e.code == 409 => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(Error::Conflict(node.to_string()))
+}
+
+fn error_policy(job: Arc<ImagePullJob>, err: &Error, _ctx: Arc<Ctx>) -> Action {
+    tracing::warn!(job = %logic::job_key(&job), error = %err, "ImagePullJob sync failed");
+    match err {
+        Error::Logic(_) => Action::requeue(Duration::from_secs(60)),
+        _ => Action::requeue(Duration::from_secs(5)),
+    }
+}

@@ -1,0 +1,43 @@
+//! The shared in-place update engine: a pure core and a thin I/O shell.
+//!
+//! Pure (no client, no clock): [`spec`] diffs two revisions into an `UpdateSpec` or a
+//! [`NotInPlace`] reason; [`batches`] splits containers by launch priority; [`state`] builds the
+//! pod to write for Update, grace periods and later batches, and the InPlaceUpdateReady
+//! condition; [`completion`] decides whether the kubelet has finished. Workloads vary through
+//! [`InPlaceHooks`]. Only [`apply`] talks to the API server.
+//!
+//! How a workload controller drives it (CloneSet shown; other workloads pass their own hooks):
+//!
+//! ```text
+//! let hooks = CloneSetHooks;
+//! let opts = UpdateOptions { grace_period_seconds, lifecycle_state: Some(Updating), ..Default::default() };
+//! // every pod, every reconcile, before choosing update targets:
+//! let r = control.refresh(&hooks, &pod, &opts, Timestamp::now()).await?;   // requeue_after, new_resource_version
+//! let done = hooks.pod_update_completed(&pod).is_ok();                     // lifecycle Updating -> Normal
+//! // choosing how to update one pod:
+//! match InPlaceControl::can_update_in_place(&hooks, old_rev, &update_rev, &opts) { Ok(()) => .., Err(reason) => .. }
+//! match control.update(&hooks, &pod, old_rev, &update_rev, &opts, Timestamp::now()).await? {
+//!     UpdateOutcome::Updated { new_resource_version, requeue_after } => ..,
+//!     UpdateOutcome::NotInPlace(reason) => .., // recreate, or an error Event under InPlaceOnly
+//! }
+//! ```
+
+pub mod apply;
+pub mod batches;
+pub mod completion;
+pub mod hash;
+pub mod hooks;
+mod jsondiff;
+pub mod qos;
+mod quantity;
+pub mod spec;
+pub mod state;
+
+pub use apply::{ApplyError, InPlaceControl, RefreshOutcome, UpdateOutcome};
+pub use completion::NotCompleted;
+pub use hooks::{CloneSetHooks, InPlaceHooks};
+pub use spec::{Features, NotInPlace, UpdateOptions};
+pub use state::{EngineError, GraceStep, PodWrite, RefreshStep};
+
+#[cfg(test)]
+mod tests;

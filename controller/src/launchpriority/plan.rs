@@ -1,0 +1,249 @@
+//! The decisions of the launch-priority controller, free of I/O: which priorities still wait,
+//! which barrier key to release next and when the pod is done.
+
+use std::collections::BTreeSet;
+
+use k8s_openapi::api::core::v1::{Container, Pod};
+use kruise_api::keys;
+
+/// Kubelet's pod condition that is True once every container is ready.
+const CONTAINERS_READY: &str = "ContainersReady";
+
+/// Name of the barrier ConfigMap of a pod.
+pub fn barrier_name(pod_name: &str) -> String {
+    format!(
+        "{pod_name}{}",
+        keys::CONTAINER_LAUNCH_BARRIER_CONFIGMAP_SUFFIX
+    )
+}
+
+/// Barrier key that lets containers of `priority` start.
+pub fn barrier_key(priority: i64) -> String {
+    format!("{}{priority}", keys::CONTAINER_LAUNCH_BARRIER_KEY_PREFIX)
+}
+
+/// The priority a container waits on, read back from the barrier env the webhook injected.
+///
+/// The key is the single source of truth: the webhook already resolved the priority env or the
+/// Ordered annotation into it. A key we cannot parse is ignored rather than guessed at.
+pub fn container_priority(c: &Container) -> Option<i64> {
+    let env = c
+        .env
+        .iter()
+        .flatten()
+        .find(|e| e.name == keys::ENV_CONTAINER_BARRIER)?;
+    let key = &env.value_from.as_ref()?.config_map_key_ref.as_ref()?.key;
+    key.strip_prefix(keys::CONTAINER_LAUNCH_BARRIER_KEY_PREFIX)?
+        .parse()
+        .ok()
+}
+
+fn annotation<'a>(pod: &'a Pod, key: &str) -> Option<&'a str> {
+    pod.metadata
+        .annotations
+        .as_ref()?
+        .get(key)
+        .map(String::as_str)
+}
+
+/// Whether the controller already marked the pod as fully released.
+pub fn is_completed(pod: &Pod) -> bool {
+    annotation(pod, keys::CONTAINER_LAUNCH_PRIORITY_COMPLETED_ANNOTATION) == Some("true")
+}
+
+fn containers_ready(pod: &Pod) -> bool {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .into_iter()
+        .flatten()
+        .any(|c| c.type_ == CONTAINERS_READY && c.status == "True")
+}
+
+/// Priorities of the containers that are not ready yet, ascending. A container without a
+/// status (the pod is not running yet) counts as not ready.
+pub fn pending_priorities(pod: &Pod) -> Vec<i64> {
+    let ready: BTreeSet<&str> = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.container_statuses.as_ref())
+        .into_iter()
+        .flatten()
+        .filter(|s| s.ready)
+        .map(|s| s.name.as_str())
+        .collect();
+    let mut out: Vec<i64> = pod
+        .spec
+        .iter()
+        .flat_map(|s| s.containers.iter())
+        .filter(|c| !ready.contains(c.name.as_str()))
+        .filter_map(container_priority)
+        .collect();
+    out.sort_unstable();
+    out
+}
+
+/// Whether a pod event is worth a reconcile. Cheap: runs on every pod event of the manager.
+pub fn wants_reconcile(pod: &Pod) -> bool {
+    pod.metadata.deletion_timestamp.is_none()
+        && pod.metadata.name.is_some()
+        && !is_completed(pod)
+        && !containers_ready(pod)
+        && !pending_priorities(pod).is_empty()
+}
+
+/// What to do with a pod whose barrier ConfigMap exists.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    /// Add `key` to the barrier; with `then_complete` it was the last one.
+    Release { key: String, then_complete: bool },
+    /// Every priority is released: annotate the pod.
+    Complete,
+    /// The released priority is still starting; the next pod event brings us back.
+    Wait,
+}
+
+/// Upstream's rule: release the highest priority that is not ready; once the lowest pending
+/// priority is released there is nothing left to do.
+pub fn next_step(pending: &[i64], released: impl Fn(&str) -> bool) -> Step {
+    let (Some(lowest), Some(highest)) = (pending.first(), pending.last()) else {
+        return Step::Complete;
+    };
+    if released(&barrier_key(*lowest)) {
+        return Step::Complete;
+    }
+    let key = barrier_key(*highest);
+    if released(&key) {
+        return Step::Wait;
+    }
+    Step::Release {
+        key,
+        then_complete: lowest == highest,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{Value, json};
+
+    fn container(name: &str, key: Option<&str>) -> Value {
+        let env = match key {
+            Some(k) => json!([{"name": keys::ENV_CONTAINER_BARRIER, "valueFrom":
+                {"configMapKeyRef": {"name": "p-barrier", "key": k}}}]),
+            None => json!([]),
+        };
+        json!({"name": name, "image": "i", "env": env})
+    }
+
+    fn pod(containers: Value, ready: &[&str], annotations: Value, cond: Option<&str>) -> Pod {
+        let statuses: Vec<Value> = containers
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|c| {
+                let n = c["name"].as_str().unwrap_or_default();
+                json!({"name": n, "ready": ready.contains(&n), "restartCount": 0,
+                    "image": "i", "imageID": ""})
+            })
+            .collect();
+        let conditions = match cond {
+            Some(s) => json!([{"type": CONTAINERS_READY, "status": s}]),
+            None => json!([]),
+        };
+        serde_json::from_value(json!({
+            "metadata": {"name": "p", "namespace": "ns", "annotations": annotations},
+            "spec": {"containers": containers},
+            "status": {"containerStatuses": statuses, "conditions": conditions}
+        }))
+        .expect("pod")
+    }
+
+    fn two() -> Value {
+        json!([
+            container("app", Some("p_10")),
+            container("sidecar", Some("p_1"))
+        ])
+    }
+
+    #[test]
+    fn names() {
+        assert_eq!(barrier_name("web-abcde"), "web-abcde-barrier");
+        assert_eq!(barrier_key(-2), "p_-2");
+    }
+
+    #[test]
+    fn priority_from_the_barrier_key() {
+        let c: Container = serde_json::from_value(container("a", Some("p_-3"))).expect("c");
+        assert_eq!(container_priority(&c), Some(-3));
+        let c: Container = serde_json::from_value(container("a", Some("x_1"))).expect("c");
+        assert_eq!(container_priority(&c), None);
+        let c: Container = serde_json::from_value(container("a", None)).expect("c");
+        assert_eq!(container_priority(&c), None);
+    }
+
+    #[test]
+    fn pending_skips_ready_and_unbarriered_containers() {
+        let cs = json!([
+            container("app", Some("p_10")),
+            container("sidecar", Some("p_1")),
+            container("plain", None)
+        ]);
+        assert_eq!(
+            pending_priorities(&pod(cs.clone(), &[], json!({}), None)),
+            [1, 10]
+        );
+        assert_eq!(pending_priorities(&pod(cs, &["app"], json!({}), None)), [1]);
+    }
+
+    #[test]
+    fn reconcile_filter() {
+        assert!(wants_reconcile(&pod(two(), &[], json!({}), Some("False"))));
+        assert!(!wants_reconcile(&pod(two(), &[], json!({}), Some("True"))));
+        let done = json!({keys::CONTAINER_LAUNCH_PRIORITY_COMPLETED_ANNOTATION: "true"});
+        assert!(!wants_reconcile(&pod(two(), &[], done, None)));
+        assert!(!wants_reconcile(&pod(
+            two(),
+            &["app", "sidecar"],
+            json!({}),
+            None
+        )));
+        let plain = json!([container("a", None), container("b", None)]);
+        assert!(!wants_reconcile(&pod(plain, &[], json!({}), None)));
+    }
+
+    #[test]
+    fn releases_highest_first_then_completes() {
+        let has = |keys: &'static [&'static str]| move |k: &str| keys.contains(&k);
+        assert_eq!(
+            next_step(&[1, 10], has(&[])),
+            Step::Release {
+                key: "p_10".into(),
+                then_complete: false
+            }
+        );
+        assert_eq!(next_step(&[1, 10], has(&["p_10"])), Step::Wait);
+        // app became ready: only the sidecar waits, and releasing it is the last step.
+        assert_eq!(
+            next_step(&[1], has(&["p_10"])),
+            Step::Release {
+                key: "p_1".into(),
+                then_complete: true
+            }
+        );
+        assert_eq!(next_step(&[1], has(&["p_10", "p_1"])), Step::Complete);
+        assert_eq!(next_step(&[], has(&[])), Step::Complete);
+    }
+
+    #[test]
+    fn equal_priorities_release_together() {
+        let none = |_: &str| false;
+        assert_eq!(
+            next_step(&[5, 5], none),
+            Step::Release {
+                key: "p_5".into(),
+                then_complete: true
+            }
+        );
+    }
+}

@@ -1,0 +1,15 @@
+//! kruise-manager: the controllers and the shared in-place update engine.
+
+pub mod cloneset;
+pub mod crr;
+pub mod expectations;
+pub mod imagepulljob;
+pub mod inplace;
+pub mod launchpriority;
+pub mod leader;
+pub mod metrics;
+pub mod nodeimage;
+pub mod podcache;
+pub mod podreadiness;
+pub mod revision;
+pub mod server;

@@ -1,0 +1,412 @@
+//! The NodeImage controller: one NodeImage per Node, named after it.
+//!
+//! - A Node that has been Ready for [`logic::CREATION_DELAY_AFTER_READY`] gets a NodeImage
+//!   carrying the node's labels (ImagePullJob label selectors match on them); label changes are
+//!   copied over. A NodeImage whose Node is gone is deleted (unless labelled
+//!   `apps.kruise.io/fake-nodeimage`).
+//! - Tags whose ImagePullJob owners are gone, tags past their TTL, old-style pull-secret
+//!   references whose copy is gone and images without tags are removed from the spec.
+//! - Tags the daemon never answered for (or that outlive their activeDeadlineSeconds) are marked
+//!   Failed in the status; everything else in the status belongs to the daemon.
+//!
+//! Entry point: [`run`]`(client, metrics, shutdown)`; it watches Nodes, NodeImages and
+//! ImagePullJobs itself (none of them is in a shared cache). RBAC: `nodes` get/list/watch;
+//! `nodeimages` get/list/watch/create/update/patch/delete; `nodeimages/status` update;
+//! `imagepulljobs` get/list/watch; `secrets` get (namespace kruise-daemon-config);
+//! `events.k8s.io events` create.
+
+pub mod logic;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::{StreamExt, future};
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::{Node, ObjectReference, Secret};
+use kruise_api::apps::v1beta1::{ImagePullJob, NodeImage, NodeImageSpec};
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use kube::runtime::controller::{Action, ReconcileRequest, trigger_self};
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::reflector::{self, ObjectRef};
+use kube::runtime::watcher::{self, watcher};
+use kube::runtime::{WatchStreamExt, applier};
+use kube::{Api, Client, Resource, ResourceExt};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use crate::metrics::Metrics;
+use logic::{Creation, Owner};
+
+const METRIC_NAME: &str = "nodeimage";
+const CONCURRENCY: u16 = 3;
+/// Shortest requeue: NodeImages change often, a tighter loop would only add load.
+const MIN_REQUEUE: Duration = Duration::from_secs(3);
+const CONTROLLER_NAME: &str = "nodeimage-controller";
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("kubernetes API: {0}")]
+    Kube(#[from] kube::Error),
+}
+
+impl Error {
+    fn metric_label(&self) -> &'static str {
+        match self {
+            Error::Kube(_) => "kube",
+        }
+    }
+}
+
+struct Ctx {
+    client: Client,
+    nodes: reflector::Store<Node>,
+    metrics: Arc<Metrics>,
+    recorder: Recorder,
+}
+
+/// Runs until `shutdown`.
+pub async fn run(client: Client, metrics: Arc<Metrics>, shutdown: CancellationToken) {
+    let (nodes, node_writer) = reflector::store::<Node>();
+    let (images, image_writer) = reflector::store::<NodeImage>();
+    let node_events = watcher(Api::<Node>::all(client.clone()), watcher::Config::default())
+        .default_backoff()
+        .reflect(node_writer)
+        .touched_objects();
+    let image_events = watcher(
+        Api::<NodeImage>::all(client.clone()),
+        watcher::Config::default(),
+    )
+    .default_backoff()
+    .reflect(image_writer)
+    .applied_objects();
+    // A Node event concerns the NodeImage of the same name, which may not exist yet: those are
+    // handled by `ensure_for_node` below, outside the applier (it only sees cached objects).
+    let (node_tx, node_rx) = futures::channel::mpsc::unbounded::<Arc<Node>>();
+    let retry_tx = node_tx.clone();
+    let node_triggers = node_events.filter_map(move |ev| {
+        let tx = node_tx.clone();
+        async move {
+            match ev {
+                Ok(n) => {
+                    let name = n.name_any();
+                    let _ = tx.unbounded_send(Arc::new(n));
+                    Some(Ok(ReconcileRequest::from(ObjectRef::<NodeImage>::new(
+                        &name,
+                    ))))
+                }
+                Err(e) => Some(Err(e)),
+            }
+        }
+    });
+    // A deleted job concerns every NodeImage that carries one of its tags.
+    let job_store = images.clone();
+    let job_events = watcher(
+        Api::<ImagePullJob>::all(client.clone()),
+        watcher::Config::default(),
+    )
+    .default_backoff()
+    .filter_map(move |ev| {
+        let refs: Vec<ObjectRef<NodeImage>> = match &ev {
+            Ok(watcher::Event::Delete(job)) => {
+                let uid = job.metadata.uid.clone().unwrap_or_default();
+                job_store
+                    .state()
+                    .iter()
+                    .filter(|ni| owned_by(ni, &uid))
+                    .map(|ni| ObjectRef::from_obj(ni.as_ref()))
+                    .collect()
+            }
+            _ => Vec::new(),
+        };
+        future::ready(Some(futures::stream::iter(
+            refs.into_iter()
+                .map(|r| Ok::<_, watcher::Error>(ReconcileRequest::from(r))),
+        )))
+    })
+    .flatten();
+
+    let ctx = Arc::new(Ctx {
+        client: client.clone(),
+        nodes: nodes.clone(),
+        metrics,
+        recorder: Recorder::new(
+            client.clone(),
+            Reporter {
+                controller: CONTROLLER_NAME.into(),
+                instance: std::env::var("POD_NAME").ok(),
+            },
+        ),
+    });
+
+    let creator_ctx = ctx.clone();
+    let creator_shutdown = shutdown.clone();
+    let creator = async move {
+        let nodes_synced = creator_ctx.nodes.wait_until_ready();
+        let _ = nodes_synced.await;
+        node_rx
+            .take_until(creator_shutdown.cancelled_owned())
+            .for_each_concurrent(usize::from(CONCURRENCY), |node| {
+                let ctx = creator_ctx.clone();
+                let retry_tx = retry_tx.clone();
+                async move {
+                    let wait = match ensure_for_node(&ctx, &node).await {
+                        Ok(w) => w,
+                        Err(e) => {
+                            tracing::warn!(node = %node.name_any(), error = %e, "failed to ensure NodeImage");
+                            Some(Duration::from_secs(5))
+                        }
+                    };
+                    if let Some(wait) = wait {
+                        // Look again later with the cached (freshest) copy of the node.
+                        tokio::spawn(async move {
+                            tokio::time::sleep(wait + Duration::from_millis(200)).await;
+                            if let Some(n) = ctx.nodes.get(&ObjectRef::new(&node.name_any())) {
+                                let _ = retry_tx.unbounded_send(n);
+                            }
+                        });
+                    }
+                }
+            })
+            .await;
+    };
+
+    let queue = futures::stream::select(
+        futures::stream::select(trigger_self(image_events, ()), node_triggers),
+        job_events,
+    )
+    .take_until(shutdown.cancelled_owned());
+    let cfg = kube::runtime::Config::default().concurrency(CONCURRENCY);
+    let applier = applier(
+        |ni, ctx| Box::pin(reconcile(ni, ctx)),
+        error_policy,
+        ctx,
+        images,
+        queue,
+        cfg,
+    )
+    .for_each(|res| {
+        if let Err(e) = res {
+            tracing::debug!(error = %e, "NodeImage reconcile failed");
+        }
+        future::ready(())
+    });
+    tokio::join!(applier, creator);
+    tracing::info!("nodeimage controller stopped");
+}
+
+fn owned_by(ni: &NodeImage, uid: &str) -> bool {
+    ni.spec.images.values().any(|i| {
+        i.tags.iter().any(|t| {
+            t.owner_references
+                .iter()
+                .any(|r| r.uid.as_deref() == Some(uid))
+        })
+    })
+}
+
+/// Creates the NodeImage of a Ready node, or copies the node's labels onto it. Returns how long
+/// to wait when the node has not been Ready for long enough.
+async fn ensure_for_node(ctx: &Ctx, node: &Node) -> Result<Option<Duration>, Error> {
+    let name = node.name_any();
+    if node.metadata.deletion_timestamp.is_some() {
+        return Ok(None);
+    }
+    let api: Api<NodeImage> = Api::all(ctx.client.clone());
+    match api.get_opt(&name).await? {
+        Some(ni) => {
+            if ni.metadata.labels != node.metadata.labels
+                && !(ni.labels().is_empty() && node.labels().is_empty())
+            {
+                // A merge patch cannot remove keys it does not name: replace the whole map.
+                let mut labels: BTreeMap<String, Option<String>> =
+                    ni.labels().keys().map(|k| (k.clone(), None)).collect();
+                for (k, v) in node.labels() {
+                    labels.insert(k.clone(), Some(v.clone()));
+                }
+                api.patch(
+                    &name,
+                    &PatchParams::default(),
+                    &Patch::Merge(json!({"metadata": {"labels": labels}})),
+                )
+                .await?;
+                tracing::info!(nodeimage = %name, "copied node labels to NodeImage");
+            }
+        }
+        None => match logic::creation(node, Timestamp::now()) {
+            Creation::NotReady => {}
+            Creation::After(d) => return Ok(Some(d)),
+            Creation::Now => {
+                let mut ni = NodeImage::new(&name, NodeImageSpec::default());
+                ni.metadata.labels = node.metadata.labels.clone();
+                match api.create(&PostParams::default(), &ni).await {
+                    Ok(_) => tracing::info!(nodeimage = %name, "created NodeImage"),
+                    Err(kube::Error::Api(s)) if s.is_already_exists() => {}
+                    Err(e) => return Err(e.into()),
+                }
+            }
+        },
+    }
+    Ok(None)
+}
+
+async fn job_owner(client: &Client, r: &ObjectReference) -> Owner {
+    let (Some(ns), Some(name)) = (r.namespace.as_deref(), r.name.as_deref()) else {
+        return Owner::Gone;
+    };
+    match Api::<ImagePullJob>::namespaced(client.clone(), ns)
+        .get_opt(name)
+        .await
+    {
+        Ok(Some(j)) => Owner::Exists(j.metadata.uid.unwrap_or_default()),
+        Ok(None) => Owner::Gone,
+        Err(e) => {
+            tracing::warn!(job = %name, namespace = %ns, error = %e, "cannot look up ImagePullJob");
+            Owner::Unknown
+        }
+    }
+}
+
+async fn reconcile(ni: Arc<NodeImage>, ctx: Arc<Ctx>) -> Result<Action, Error> {
+    let started = std::time::Instant::now();
+    let res = reconcile_inner(&ni, &ctx).await;
+    ctx.metrics.reconciled(
+        METRIC_NAME,
+        started.elapsed(),
+        res.as_ref().err().map(Error::metric_label),
+    );
+    res
+}
+
+async fn reconcile_inner(ni: &NodeImage, ctx: &Arc<Ctx>) -> Result<Action, Error> {
+    let name = ni.name_any();
+    let api: Api<NodeImage> = Api::all(ctx.client.clone());
+    if ni.metadata.deletion_timestamp.is_some() {
+        return Ok(Action::await_change());
+    }
+    // Ask the API server, not the cache: deleting a live node's NodeImage loses its status.
+    let node = Api::<Node>::all(ctx.client.clone()).get_opt(&name).await?;
+    if node
+        .as_ref()
+        .is_none_or(|n| n.metadata.deletion_timestamp.is_some())
+    {
+        if !ni.labels().contains_key(logic::FAKE_NODEIMAGE_LABEL) {
+            match api.delete(&name, &DeleteParams::default()).await {
+                Ok(_) => tracing::info!(nodeimage = %name, "deleted NodeImage of a gone node"),
+                Err(kube::Error::Api(s)) if s.is_not_found() => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        return Ok(Action::await_change());
+    }
+
+    // Owners and secret copies are looked up once each per reconcile.
+    let mut owners: HashMap<(String, String), Owner> = HashMap::new();
+    let mut secrets: HashMap<(String, String), bool> = HashMap::new();
+    for spec in ni.spec.images.values() {
+        for tag in &spec.tags {
+            for r in &tag.owner_references {
+                let key = (
+                    r.namespace.clone().unwrap_or_default(),
+                    r.name.clone().unwrap_or_default(),
+                );
+                if !owners.contains_key(&key) {
+                    let o = job_owner(&ctx.client, r).await;
+                    owners.insert(key, o);
+                }
+            }
+        }
+        for s in &spec.pull_secrets {
+            let key = (s.namespace.clone(), s.name.clone());
+            if s.mode == kruise_api::apps::v1beta1::ReferenceObject::MODE_BATCH
+                || secrets.contains_key(&key)
+            {
+                continue;
+            }
+            let exists = match Api::<Secret>::namespaced(ctx.client.clone(), &s.namespace)
+                .get_opt(&s.name)
+                .await
+            {
+                Ok(v) => v.is_some(),
+                // Unknown: keep the reference.
+                Err(_) => true,
+            };
+            secrets.insert(key, exists);
+        }
+    }
+    let now = Timestamp::now();
+    let cleanup = logic::clean_spec(
+        ni,
+        &|r| {
+            let key = (
+                r.namespace.clone().unwrap_or_default(),
+                r.name.clone().unwrap_or_default(),
+            );
+            owners.get(&key).cloned().unwrap_or(Owner::Unknown)
+        },
+        &|s| {
+            secrets
+                .get(&(s.namespace.clone(), s.name.clone()))
+                .copied()
+                .unwrap_or(true)
+        },
+        now,
+    );
+    if let Some(images) = cleanup.images {
+        let mut new = ni.clone();
+        new.spec.images = images;
+        // resourceVersion is kept: a concurrent writer (an ImagePullJob) makes this fail with a
+        // conflict and the next reconcile starts from the fresh object.
+        api.replace(&name, &PostParams::default(), &new).await?;
+        tracing::info!(nodeimage = %name, changes = ?cleanup.messages, "cleaned NodeImage spec");
+        return Ok(Action::await_change());
+    }
+
+    let update = logic::status_timeouts(ni, now);
+    if let Some(status) = update.status {
+        let mut new = ni.clone();
+        new.status = Some(status);
+        api.replace_status(&name, &PostParams::default(), &new)
+            .await?;
+        tracing::info!(nodeimage = %name, failed = update.failed.len(), "marked unanswered tags Failed");
+        for f in &update.failed {
+            let note = format!(
+                "Failed to pull image {} on node {} for {}",
+                f.image, name, f.message
+            );
+            for owner in &f.owners {
+                publish(ctx, owner, &note).await;
+            }
+            publish(ctx, &ni.object_ref(&()), &note).await;
+        }
+    }
+    let requeue = [cleanup.requeue, update.requeue]
+        .into_iter()
+        .flatten()
+        .min()
+        .map(|d| d.max(MIN_REQUEUE));
+    Ok(requeue.map_or_else(Action::await_change, Action::requeue))
+}
+
+async fn publish(ctx: &Ctx, r: &ObjectReference, note: &str) {
+    let ev = Event {
+        type_: EventType::Warning,
+        reason: "PullImageFailed".into(),
+        note: Some(note.to_string()),
+        action: "PullImage".into(),
+        secondary: None,
+    };
+    if let Err(e) = ctx.recorder.publish(&ev, r).await {
+        tracing::debug!(error = %e, "failed to publish event");
+    }
+}
+
+fn error_policy(ni: Arc<NodeImage>, err: &Error, _ctx: Arc<Ctx>) -> Action {
+    let conflict = matches!(err, Error::Kube(kube::Error::Api(s)) if s.code == 409);
+    if conflict {
+        tracing::debug!(nodeimage = %ni.name_any(), "conflict, retrying");
+        return Action::requeue(Duration::from_millis(500));
+    }
+    tracing::warn!(nodeimage = %ni.name_any(), error = %err, "NodeImage sync failed");
+    Action::requeue(Duration::from_secs(5))
+}

@@ -1,0 +1,138 @@
+//! One Pod watch for the whole manager. A reflector keeps the store every controller reads from,
+//! and each change is broadcast so that controllers can map it to the workloads they reconcile.
+//! The store is updated before the event is broadcast, so a reconcile triggered by an event
+//! always sees that event in the store.
+
+use std::sync::Arc;
+
+use futures::{Stream, StreamExt};
+use k8s_openapi::api::core::v1::Pod;
+use kube::runtime::WatchStreamExt;
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::watcher::{self, watcher};
+use kube::{Api, Client};
+use tokio::sync::{broadcast, watch};
+use tokio_util::sync::CancellationToken;
+
+/// Capacity of the event fan-out; a controller that falls this far behind resyncs everything.
+const BROADCAST_CAPACITY: usize = 4096;
+
+#[derive(Clone, Debug)]
+pub enum PodEvent {
+    Applied(Arc<Pod>),
+    Deleted(Arc<Pod>),
+    /// The watch relisted (start or reconnect) or a subscriber lagged: reconcile everything.
+    Resync,
+}
+
+/// The shared Pod cache.
+#[derive(Clone)]
+pub struct PodCache {
+    store: Store<Pod>,
+    tx: broadcast::Sender<PodEvent>,
+    synced: watch::Receiver<bool>,
+}
+
+impl PodCache {
+    /// Starts the watch on `namespace` (all namespaces when `None`); it stops when `shutdown` is
+    /// cancelled.
+    pub fn start(client: Client, namespace: Option<&str>, shutdown: CancellationToken) -> Self {
+        let (store, writer) = reflector::store::<Pod>();
+        let (tx, _) = broadcast::channel(BROADCAST_CAPACITY);
+        let (synced_tx, synced) = watch::channel(false);
+        let api: Api<Pod> = match namespace {
+            Some(ns) => Api::namespaced(client, ns),
+            None => Api::all(client),
+        };
+        let sender = tx.clone();
+        tokio::spawn(async move {
+            let stream = watcher(api, watcher::Config::default())
+                .default_backoff()
+                .reflect(writer);
+            let mut stream = std::pin::pin!(stream);
+            loop {
+                let item = tokio::select! {
+                    _ = shutdown.cancelled() => break,
+                    item = stream.next() => item,
+                };
+                let Some(item) = item else { break };
+                match item {
+                    Ok(watcher::Event::Apply(p) | watcher::Event::InitApply(p)) => {
+                        let _ = sender.send(PodEvent::Applied(Arc::new(p)));
+                    }
+                    Ok(watcher::Event::Delete(p)) => {
+                        let _ = sender.send(PodEvent::Deleted(Arc::new(p)));
+                    }
+                    Ok(watcher::Event::InitDone) => {
+                        let _ = synced_tx.send(true);
+                        let _ = sender.send(PodEvent::Resync);
+                    }
+                    Ok(watcher::Event::Init) => {}
+                    Err(e) => tracing::warn!(error = %e, "pod watch failed, retrying"),
+                }
+            }
+            tracing::info!("pod cache stopped");
+        });
+        Self { store, tx, synced }
+    }
+
+    pub fn store(&self) -> &Store<Pod> {
+        &self.store
+    }
+
+    /// Waits until the first list has been loaded.
+    pub async fn wait_synced(&self) {
+        let mut rx = self.synced.clone();
+        let _ = rx.wait_for(|s| *s).await;
+    }
+
+    pub fn is_synced(&self) -> bool {
+        *self.synced.borrow()
+    }
+
+    /// Every change from now on, as a stream. Lagging turns into a `Resync`.
+    pub fn events(&self) -> impl Stream<Item = PodEvent> + Send + 'static {
+        let rx = self.tx.subscribe();
+        futures::stream::unfold(rx, |mut rx| async move {
+            match rx.recv().await {
+                Ok(ev) => Some((ev, rx)),
+                Err(broadcast::error::RecvError::Lagged(n)) => {
+                    tracing::warn!(missed = n, "pod event subscriber lagged, resyncing");
+                    Some((PodEvent::Resync, rx))
+                }
+                Err(broadcast::error::RecvError::Closed) => None,
+            }
+        })
+    }
+
+    /// Every pod in `namespace`.
+    pub fn in_namespace(&self, namespace: &str) -> Vec<Arc<Pod>> {
+        self.store
+            .state()
+            .into_iter()
+            .filter(|p| p.metadata.namespace.as_deref() == Some(namespace))
+            .collect()
+    }
+
+    /// Pods in `namespace` whose controller owner has `owner_uid`.
+    pub fn owned_by(&self, namespace: &str, owner_uid: &str) -> Vec<Arc<Pod>> {
+        self.store
+            .state()
+            .into_iter()
+            .filter(|p| {
+                p.metadata.namespace.as_deref() == Some(namespace)
+                    && controller_uid(p) == Some(owner_uid)
+            })
+            .collect()
+    }
+}
+
+/// UID of the controller owner reference, if any.
+pub fn controller_uid(pod: &Pod) -> Option<&str> {
+    pod.metadata
+        .owner_references
+        .as_ref()?
+        .iter()
+        .find(|o| o.controller == Some(true))
+        .map(|o| o.uid.as_str())
+}

@@ -1,0 +1,267 @@
+//! kruise-daemon entry point: flags, clients, the HTTP endpoints, the duties, shutdown.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use axum::Router;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::routing::get;
+use clap::Parser;
+use kruise_daemon::criruntime::{CriClient, SocketSource};
+use kruise_daemon::events::Events;
+use kruise_daemon::metrics::{self, Metrics};
+use kruise_daemon::{containermeta, containerrecreate, imagepuller};
+use prometheus_client::registry::Registry;
+use tokio_util::sync::CancellationToken;
+use tracing_subscriber::EnvFilter;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Duty {
+    Imagepuller,
+    Containermeta,
+    Containerrecreate,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
+}
+
+/// Kruise-rs per-node agent: pre-pulls images (NodeImage), reports runtime container metadata
+/// and recreates containers on request (ContainerRecreateRequest), over CRI.
+#[derive(Debug, Parser)]
+#[command(name = "kruise-daemon", version)]
+struct Flags {
+    /// Name of the node this daemon runs on (normally from the downward API, spec.nodeName).
+    #[arg(long, env = "NODE_NAME")]
+    node_name: Option<String>,
+
+    /// CRI endpoint, e.g. unix:///run/containerd/containerd.sock. Overrides discovery.
+    #[arg(long, env = "CONTAINER_RUNTIME_ENDPOINT")]
+    runtime_endpoint: Option<String>,
+
+    /// Host run directory searched for CRI sockets (mounted at /hostvarrun in the DaemonSet).
+    #[arg(long, default_value = "/var/run")]
+    var_run: PathBuf,
+
+    /// CRI socket file name under --var-run, instead of probing the known names.
+    #[arg(long)]
+    socket_file: Option<String>,
+
+    /// Address of the /healthz and /metrics endpoint.
+    #[arg(long, default_value = "0.0.0.0:10221")]
+    addr: SocketAddr,
+
+    /// Maximum number of image tags pulled at once (0 or less: no limit).
+    #[arg(long, default_value_t = -1, allow_negative_numbers = true)]
+    max_workers_for_pull_image: i64,
+
+    /// Duties to run.
+    #[arg(long, value_delimiter = ',', default_values_t = vec![Duty::Imagepuller, Duty::Containermeta, Duty::Containerrecreate], value_enum)]
+    duties: Vec<Duty>,
+
+    /// Kubeconfig file; default: $KUBECONFIG, ~/.kube/config, then in-cluster.
+    #[arg(long)]
+    kubeconfig: Option<PathBuf>,
+
+    /// Log format.
+    #[arg(long, value_enum, default_value = "text")]
+    log_format: LogFormat,
+}
+
+#[derive(Clone)]
+struct Http {
+    registry: Arc<Registry>,
+    cri: CriClient,
+}
+
+async fn healthz(State(s): State<Http>) -> (StatusCode, String) {
+    // Healthy means the runtime still answers; everything else retries by itself.
+    match tokio::time::timeout(
+        Duration::from_secs(3),
+        s.cri.image_status("kruise-daemon-healthz-probe"),
+    )
+    .await
+    {
+        Ok(Ok(_)) => (StatusCode::OK, "ok".into()),
+        Ok(Err(e)) => (StatusCode::SERVICE_UNAVAILABLE, format!("CRI: {e}")),
+        Err(_) => (StatusCode::SERVICE_UNAVAILABLE, "CRI: timeout".into()),
+    }
+}
+
+async fn metrics_handler(
+    State(s): State<Http>,
+) -> (
+    StatusCode,
+    [(axum::http::HeaderName, &'static str); 1],
+    String,
+) {
+    let ct = (
+        axum::http::header::CONTENT_TYPE,
+        "application/openmetrics-text; version=1.0.0; charset=utf-8",
+    );
+    match metrics::render(&s.registry) {
+        Ok(body) => (StatusCode::OK, [ct], body),
+        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, [ct], e.to_string()),
+    }
+}
+
+async fn kube_client(path: Option<&PathBuf>) -> anyhow::Result<kube::Client> {
+    let Some(path) = path else {
+        return kube::Client::try_default()
+            .await
+            .context("cannot build a Kubernetes client (no kubeconfig and not in a cluster)");
+    };
+    let kc = kube::config::Kubeconfig::read_from(path)
+        .with_context(|| format!("cannot read kubeconfig {}", path.display()))?;
+    let cfg = kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
+        .await
+        .with_context(|| format!("invalid kubeconfig {}", path.display()))?;
+    Ok(kube::Client::try_from(cfg)?)
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(s) => s,
+                Err(_) => {
+                    let _ = ctrl_c.await;
+                    return;
+                }
+            };
+        tokio::select! {
+            _ = ctrl_c => {},
+            _ = term.recv() => {},
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = ctrl_c.await;
+}
+
+fn init_tracing(format: LogFormat) {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let b = tracing_subscriber::fmt().with_env_filter(filter);
+    match format {
+        LogFormat::Text => b.init(),
+        LogFormat::Json => b.json().init(),
+    }
+}
+
+#[tokio::main]
+async fn main() -> std::process::ExitCode {
+    let flags = Flags::parse();
+    init_tracing(flags.log_format);
+    match run(flags).await {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            // One readable line with the cause chain; no backtrace for configuration errors.
+            eprintln!("kruise-daemon: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(flags: Flags) -> anyhow::Result<()> {
+    let Some(node) = flags.node_name.clone().filter(|n| !n.is_empty()) else {
+        bail!(
+            "NODE_NAME is not set: kruise-daemon must know its node. Set env NODE_NAME \
+             (in a DaemonSet: valueFrom.fieldRef.fieldPath=spec.nodeName) or pass --node-name"
+        );
+    };
+
+    let source = SocketSource::from_flags(
+        flags.runtime_endpoint.as_deref(),
+        flags.socket_file.as_deref(),
+        &flags.var_run,
+    )?;
+    let cri = CriClient::connect(&source)
+        .await
+        .context("cannot connect to the container runtime (see --runtime-endpoint / --var-run)")?;
+    let client = kube_client(flags.kubeconfig.as_ref()).await?;
+
+    let mut registry = Registry::default();
+    let m = Metrics::new(&mut registry);
+    let http = Http {
+        registry: Arc::new(registry),
+        cri: cri.clone(),
+    };
+
+    let shutdown = CancellationToken::new();
+    let listener = tokio::net::TcpListener::bind(flags.addr)
+        .await
+        .with_context(|| format!("cannot listen on {}", flags.addr))?;
+    tracing::info!(node = %node, addr = %flags.addr, runtime = %cri.runtime_name(),
+        socket = %cri.socket().display(), duties = ?flags.duties, "kruise-daemon starting");
+    let app = Router::new()
+        .route("/healthz", get(healthz))
+        .route("/metrics", get(metrics_handler))
+        .with_state(http);
+    let server = {
+        let sd = shutdown.clone();
+        tokio::spawn(async move {
+            axum::serve(listener, app)
+                .with_graceful_shutdown(async move { sd.cancelled().await })
+                .await
+        })
+    };
+
+    let events = Events::new(client.clone(), &node);
+    let mut tasks = tokio::task::JoinSet::new();
+    for duty in &flags.duties {
+        let (client, cri, node, m, ev, sd) = (
+            client.clone(),
+            cri.clone(),
+            node.clone(),
+            m.clone(),
+            events.clone(),
+            shutdown.clone(),
+        );
+        match duty {
+            Duty::Imagepuller => {
+                let max = usize::try_from(flags.max_workers_for_pull_image).ok();
+                tasks.spawn(async move {
+                    if let Err(e) = imagepuller::run(client, cri, node, max, m, ev, sd).await {
+                        tracing::error!(error = %e, "image puller stopped");
+                    }
+                    "imagepuller"
+                });
+            }
+            Duty::Containermeta => {
+                tasks.spawn(async move {
+                    containermeta::run(client, cri, node, m, ev, sd).await;
+                    "containermeta"
+                });
+            }
+            Duty::Containerrecreate => {
+                tasks.spawn(async move {
+                    containerrecreate::run(client, cri, node, m, ev, sd).await;
+                    "containerrecreate"
+                });
+            }
+        }
+    }
+
+    tokio::select! {
+        _ = shutdown_signal() => tracing::info!("shutting down"),
+        Some(done) = tasks.join_next() => {
+            tracing::error!(duty = ?done.ok(), "a duty ended unexpectedly; shutting down");
+        }
+    }
+    shutdown.cancel();
+    // In-flight CRI calls get a moment to finish; pulls resume after a restart anyway.
+    let _ = tokio::time::timeout(Duration::from_secs(10), async {
+        while tasks.join_next().await.is_some() {}
+    })
+    .await;
+    let _ = tokio::time::timeout(Duration::from_secs(2), server).await;
+    tracing::info!("kruise-daemon stopped");
+    Ok(())
+}

@@ -1,0 +1,192 @@
+//! Container launch priority, end to end: the pod webhook turns `KRUISE_CONTAINER_PRIORITY` into
+//! a barrier env, and the launch-priority controller in kruise-manager releases the barrier keys
+//! one priority at a time, so containers start in priority order rather than spec order.
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use kruise_api::keys;
+use kruise_e2e::cloneset;
+use kruise_e2e::{TestNamespace, client, container_status, image, pod_ready, wait_for, wait_pod};
+use kube::api::DynamicObject;
+use kube::api::PostParams;
+use kube::{Api, ResourceExt};
+use serde_json::json;
+
+const STARTUP: Duration = Duration::from_secs(180);
+/// Long enough for the controller to create a barrier once the pod exists.
+const BARRIER_APPEARS: Duration = Duration::from_secs(60);
+
+/// A CloneSet whose low-priority sidecar comes first in the spec, so that the kubelet's default
+/// (spec order) and the requested order (priority) disagree.
+fn prioritized(name: &str) -> DynamicObject {
+    let obj = json!({
+        "apiVersion": keys::APPS_V1BETA1,
+        "kind": "CloneSet",
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {
+                    "terminationGracePeriodSeconds": 5,
+                    "containers": [
+                        {
+                            "name": "sidecar",
+                            "image": image("sidecar", "v1"),
+                            "env": [{"name": keys::ENV_CONTAINER_PRIORITY, "value": "1"}]
+                        },
+                        {
+                            "name": "app",
+                            "image": image("testapp", "v1"),
+                            "env": [{"name": keys::ENV_CONTAINER_PRIORITY, "value": "10"}],
+                            "ports": [{"containerPort": 8080}],
+                            // The sidecar may start only once app is ready; the delay makes the
+                            // gap between the two start times measurable in whole seconds.
+                            "readinessProbe": {
+                                "httpGet": {"path": "/", "port": 8080},
+                                "initialDelaySeconds": 3,
+                                "periodSeconds": 1
+                            }
+                        }
+                    ]
+                }
+            }
+        }
+    });
+    serde_json::from_value(obj).expect("valid CloneSet")
+}
+
+/// The barrier key the webhook gave a container.
+fn barrier_key(pod: &Pod, container: &str) -> Option<(String, String)> {
+    let c = pod
+        .spec
+        .as_ref()?
+        .containers
+        .iter()
+        .find(|c| c.name == container)?;
+    let env = c
+        .env
+        .iter()
+        .flatten()
+        .find(|e| e.name == keys::ENV_CONTAINER_BARRIER)?;
+    let r = env.value_from.as_ref()?.config_map_key_ref.as_ref()?;
+    Some((r.name.clone(), r.key.clone()))
+}
+
+fn started_at(pod: &Pod, container: &str) -> Option<k8s_openapi::jiff::Timestamp> {
+    let running = container_status(pod, container)?
+        .state
+        .as_ref()?
+        .running
+        .as_ref()?;
+    running.started_at.as_ref().map(|t| t.0)
+}
+
+#[tokio::test]
+async fn containers_start_in_priority_order() {
+    let client = client().await.expect("cluster");
+    let ns = TestNamespace::create(&client, "e2e-launch-priority")
+        .await
+        .expect("ns");
+    let api = cloneset::api(&client, &ns.name);
+    let pods: Api<Pod> = ns.api();
+    let cms: Api<ConfigMap> = ns.api();
+    api.create(&PostParams::default(), &prioritized("lp"))
+        .await
+        .expect("create CloneSet");
+
+    let pod = wait_for("the CloneSet's Pod", Duration::from_secs(60), || async {
+        Ok(cloneset::pods(&pods, "lp").await?.into_iter().next())
+    })
+    .await
+    .expect("pod created");
+    let name = pod.name_any();
+    let barrier = format!("{name}{}", keys::CONTAINER_LAUNCH_BARRIER_CONFIGMAP_SUFFIX);
+    let key = |p: i64| format!("{}{p}", keys::CONTAINER_LAUNCH_BARRIER_KEY_PREFIX);
+
+    // The webhook's part: each container waits on the key of its own priority.
+    assert_eq!(
+        barrier_key(&pod, "app"),
+        Some((barrier.clone(), key(10))),
+        "barrier env of app"
+    );
+    assert_eq!(
+        barrier_key(&pod, "sidecar"),
+        Some((barrier.clone(), key(1))),
+        "barrier env of sidecar"
+    );
+
+    // The controller's part. Without it the ConfigMap never appears and no container starts.
+    let appeared = wait_for("the barrier ConfigMap", BARRIER_APPEARS, || async {
+        Ok(cms.get_opt(&barrier).await?)
+    })
+    .await;
+    let cm = match appeared {
+        Ok(cm) => cm,
+        Err(e) => panic!(
+            "ConfigMap {barrier} did not appear ({e}). The container launch-priority controller \
+             is not running: kruise-manager must start kruise_manager::launchpriority::run \
+             (see controller/src/launchpriority) and be rebuilt with hack/dev-up.sh"
+        ),
+    };
+    let owner = cm
+        .metadata
+        .owner_references
+        .clone()
+        .unwrap_or_default()
+        .into_iter()
+        .find(|o| o.kind == "Pod")
+        .expect("barrier has a Pod owner reference");
+    assert_eq!(
+        (owner.name.as_str(), Some(owner.uid)),
+        (name.as_str(), pod.uid()),
+        "barrier owned by its pod"
+    );
+
+    let ready = wait_pod(&pods, &name, "Ready", STARTUP, pod_ready)
+        .await
+        .expect("pod Ready with both containers");
+    let app = started_at(&ready, "app").expect("app running");
+    let sidecar = started_at(&ready, "sidecar").expect("sidecar running");
+    assert!(
+        app < sidecar,
+        "app (priority 10) started at {app}, sidecar (priority 1) at {sidecar}: the higher \
+         priority must start first even though it comes second in the spec"
+    );
+    for c in ["app", "sidecar"] {
+        assert_eq!(
+            container_status(&ready, c).map(|s| s.restart_count),
+            Some(0),
+            "{c} started once"
+        );
+    }
+
+    let cm = cms.get(&barrier).await.expect("barrier");
+    let data = cm.data.unwrap_or_default();
+    let mut released: Vec<&String> = data.keys().collect();
+    released.sort();
+    assert_eq!(released, [&key(1), &key(10)], "barrier keys: {data:?}");
+    assert!(
+        data.values().all(|v| v == "true"),
+        "barrier values: {data:?}"
+    );
+
+    let done = wait_pod(
+        &pods,
+        &name,
+        "launch priority marked completed",
+        Duration::from_secs(30),
+        |p| {
+            p.annotations()
+                .get(keys::CONTAINER_LAUNCH_PRIORITY_COMPLETED_ANNOTATION)
+                .map(String::as_str)
+                == Some("true")
+        },
+    )
+    .await
+    .expect("completed annotation");
+    assert_eq!(done.uid(), pod.uid());
+    ns.delete().await.expect("delete ns");
+}

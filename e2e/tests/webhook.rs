@@ -1,0 +1,773 @@
+//! The admission webhook served by kruise-manager, end to end: readiness gates on CloneSet Pods,
+//! CloneSet validation and defaulting as the API server applies them, v1alpha1 ⇄ v1beta1
+//! conversion, and certificate regeneration while the manager keeps running.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::api::admissionregistration::v1::{
+    MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
+};
+use k8s_openapi::api::core::v1::{Pod, Secret};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kruise_api::keys;
+use kruise_e2e::cloneset::{self, set_image, wait_rolled_out};
+use kruise_e2e::{TestNamespace, client, pod_condition, pod_ready, wait_for, wait_pod};
+use kube::api::{
+    DeleteParams, DynamicObject, Patch, PatchParams, PostParams, WatchEvent, WatchParams,
+};
+use kube::{Api, Client, ResourceExt};
+use serde_json::{Value, json};
+
+const ROLLOUT: Duration = Duration::from_secs(180);
+
+fn gates(pod: &Pod) -> Vec<String> {
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.readiness_gates.as_ref())
+        .map(|g| g.iter().map(|g| g.condition_type.clone()).collect())
+        .unwrap_or_default()
+}
+
+/// Every state a Pod went through: (Ready, KruisePodReady, InPlaceUpdateReady).
+type Observed = Arc<Mutex<Vec<(bool, Option<String>, Option<String>)>>>;
+
+fn watch_conditions(pods: Api<Pod>, selector: String) -> (Observed, tokio::task::JoinHandle<()>) {
+    let seen: Observed = Arc::default();
+    let sink = seen.clone();
+    let task = tokio::spawn(async move {
+        let Ok(stream) = pods
+            .watch(&WatchParams::default().labels(&selector), "0")
+            .await
+        else {
+            return;
+        };
+        let mut stream = stream.boxed();
+        while let Some(Ok(ev)) = stream.next().await {
+            if let WatchEvent::Added(p) | WatchEvent::Modified(p) = ev
+                && let Ok(mut v) = sink.lock()
+            {
+                v.push((
+                    pod_ready(&p),
+                    pod_condition(&p, keys::KRUISE_POD_READY).map(String::from),
+                    pod_condition(&p, keys::INPLACE_UPDATE_READY).map(String::from),
+                ));
+            }
+        }
+    });
+    (seen, task)
+}
+
+/// The kubelet recomputes Ready some time after a gate changes, so the check is on transitions:
+/// Ready turns True only with both gates True, and every stretch of a False gate shows the Pod
+/// unready before it ends.
+fn assert_gating(seen: &[(bool, Option<String>, Option<String>)]) {
+    let is_true = |c: &Option<String>| c.as_deref() == Some("True");
+    let is_false = |c: &Option<String>| c.as_deref() == Some("False");
+    assert!(
+        seen.iter().any(|s| is_false(&s.1)) && seen.iter().any(|s| is_false(&s.2)),
+        "both gates should have been False at some point: {seen:?}"
+    );
+    let mut was_ready = false;
+    for s in seen {
+        if s.0 && !was_ready {
+            assert!(
+                is_true(&s.1) && is_true(&s.2),
+                "Pod turned Ready while a gate was not True: {s:?} in {seen:?}"
+            );
+        }
+        was_ready = s.0;
+    }
+    for gate in [1, 2] {
+        let value = |s: &(bool, Option<String>, Option<String>)| {
+            if gate == 1 { s.1.clone() } else { s.2.clone() }
+        };
+        let mut run_unready: Option<bool> = None;
+        for s in seen {
+            match (is_false(&value(s)), run_unready) {
+                (true, None) => run_unready = Some(!s.0),
+                (true, Some(u)) => run_unready = Some(u || !s.0),
+                (false, Some(u)) => {
+                    assert!(
+                        u,
+                        "gate {gate} was False without the Pod going unready: {seen:?}"
+                    );
+                    run_unready = None;
+                }
+                (false, None) => {}
+            }
+        }
+    }
+}
+
+async fn set_pod_condition(pods: &Api<Pod>, name: &str, type_: &str, status: &str) {
+    let patch = json!({"status": {"conditions": [{"type": type_, "status": status}]}});
+    pods.patch_status(name, &PatchParams::default(), &Patch::Strategic(&patch))
+        .await
+        .unwrap_or_else(|e| panic!("set {type_}={status} on {name}: {e}"));
+}
+
+/// (a) CloneSet Pods carry both Kruise readiness gates, and are Ready only while both
+/// conditions are True.
+#[tokio::test]
+async fn cloneset_pods_are_gated_on_both_conditions() {
+    let client = client().await.expect("cluster");
+    let ns = TestNamespace::create(&client, "e2e-wh-gates")
+        .await
+        .expect("ns");
+    let api = cloneset::api(&client, &ns.name);
+    let pods: Api<Pod> = ns.api();
+    let (seen, watch) = watch_conditions(pods.clone(), "app=gated".into());
+    let strategy = json!({"type": "RollingUpdate",
+        "rollingUpdate": {"podUpdatePolicy": "InPlaceIfPossible", "maxUnavailable": "100%"}});
+    let cs = cloneset::new("gated", 1, "v1", strategy).expect("cs");
+    api.create(&PostParams::default(), &cs)
+        .await
+        .expect("create CloneSet");
+    let first = wait_rolled_out(&api, "gated", 1, ROLLOUT)
+        .await
+        .expect("rollout");
+    let pod = cloneset::pods(&pods, "gated")
+        .await
+        .expect("pods")
+        .pop()
+        .expect("one pod");
+    let name = pod.name_any();
+    let g = gates(&pod);
+    assert!(
+        g.contains(&keys::KRUISE_POD_READY.to_string())
+            && g.contains(&keys::INPLACE_UPDATE_READY.to_string()),
+        "readiness gates of {name}: {g:?}"
+    );
+    assert_eq!(
+        pod_condition(&pod, keys::KRUISE_POD_READY),
+        Some("True"),
+        "the pod-readiness controller sets KruisePodReady"
+    );
+    assert_eq!(
+        pod_condition(&pod, keys::INPLACE_UPDATE_READY),
+        Some("True")
+    );
+
+    // A writer holding KruisePodReady down makes the Pod unready although its containers are
+    // ready, and releasing it makes the Pod Ready again.
+    set_pod_condition(&pods, &name, keys::KRUISE_POD_READY, "False").await;
+    let held = wait_pod(
+        &pods,
+        &name,
+        "not Ready while KruisePodReady=False",
+        Duration::from_secs(60),
+        |p| !pod_ready(p),
+    )
+    .await
+    .expect("Ready follows KruisePodReady");
+    assert_eq!(pod_condition(&held, "ContainersReady"), Some("True"));
+    assert_eq!(pod_condition(&held, keys::KRUISE_POD_READY), Some("False"));
+    set_pod_condition(&pods, &name, keys::KRUISE_POD_READY, "True").await;
+    wait_pod(
+        &pods,
+        &name,
+        "Ready again",
+        Duration::from_secs(60),
+        pod_ready,
+    )
+    .await
+    .expect("Ready once KruisePodReady=True");
+
+    // An in-place update turns InPlaceUpdateReady False for a while: the Pod must not be Ready
+    // then.
+    set_image(&api, "gated", "v2").await.expect("set image");
+    let before = cloneset::status_str(&first, "updateRevision").to_string();
+    cloneset::wait_status(&api, "gated", "a new update revision", ROLLOUT, |cs| {
+        cloneset::status_str(cs, "updateRevision") != before
+    })
+    .await
+    .expect("new revision");
+    wait_rolled_out(&api, "gated", 1, ROLLOUT)
+        .await
+        .expect("in-place rollout");
+    watch.abort();
+    let seen = seen.lock().map(|v| v.clone()).unwrap_or_default();
+    assert_gating(&seen);
+    ns.delete().await.expect("delete ns");
+}
+
+/// A valid v1beta1 CloneSet spec without any of the fields the webhook defaults.
+fn minimal_spec(name: &str) -> Value {
+    json!({
+        "selector": {"matchLabels": {"app": name}},
+        "template": {
+            "metadata": {"labels": {"app": name}},
+            "spec": {"containers": [{"name": "app", "image": kruise_e2e::image("testapp", "v1")}]}
+        }
+    })
+}
+
+fn with(mut spec: Value, path: &[&str], value: Value) -> Value {
+    let mut cur = &mut spec;
+    for k in &path[..path.len() - 1] {
+        cur = cur
+            .as_object_mut()
+            .expect("object on the way")
+            .entry(k.to_string())
+            .or_insert_with(|| json!({}));
+    }
+    cur[path[path.len() - 1]] = value;
+    spec
+}
+
+/// Path of a v1beta1 `rollingUpdate` field under the spec.
+fn rolling(field: &str) -> [&str; 3] {
+    ["updateStrategy", "rollingUpdate", field]
+}
+
+fn object(version: &str, name: &str, spec: Value) -> DynamicObject {
+    serde_json::from_value(json!({
+        "apiVersion": format!("{}/{version}", keys::APPS_GROUP),
+        "kind": "CloneSet",
+        "metadata": {"name": name},
+        "spec": spec
+    }))
+    .expect("valid object")
+}
+
+fn api_for(client: &Client, ns: &str, version: &str) -> Api<DynamicObject> {
+    Api::namespaced_with(client.clone(), ns, &cloneset::resource(version))
+}
+
+/// The API server's error for a rejected create.
+async fn rejected(api: &Api<DynamicObject>, obj: &DynamicObject) -> kube::core::Status {
+    match api.create(&PostParams::default(), obj).await {
+        Ok(o) => panic!("{} was admitted: {:?}", obj.name_any(), o.data["spec"]),
+        Err(kube::Error::Api(s)) => *s,
+        Err(e) => panic!("create {}: unexpected error {e}", obj.name_any()),
+    }
+}
+
+/// (b) Invalid CloneSets are refused with a message naming the field and the rule; a valid one
+/// is admitted with upstream's defaults.
+#[tokio::test]
+async fn invalid_clonesets_are_rejected_and_valid_ones_defaulted() {
+    let client = client().await.expect("cluster");
+    let ns = TestNamespace::create(&client, "e2e-wh-validate")
+        .await
+        .expect("ns");
+    let beta = api_for(&client, &ns.name, keys::VERSION_V1BETA1);
+    let alpha = api_for(&client, &ns.name, keys::VERSION_V1ALPHA1);
+    let spec = || minimal_spec("bad");
+    // (case, version, spec, field path in the message, rule in the message)
+    let cases: Vec<(&str, &str, Value, &str, &str)> = vec![
+        (
+            "selector does not match the template",
+            keys::VERSION_V1BETA1,
+            with(
+                spec(),
+                &["template", "metadata", "labels"],
+                json!({"app": "other"}),
+            ),
+            "spec.template.metadata.labels",
+            "`selector` does not match template `labels`",
+        ),
+        (
+            "empty selector",
+            keys::VERSION_V1BETA1,
+            with(spec(), &["selector"], json!({})),
+            "spec.selector",
+            "empty selector is invalid for cloneset",
+        ),
+        (
+            "duplicate container names",
+            keys::VERSION_V1BETA1,
+            with(
+                spec(),
+                &["template", "spec", "containers"],
+                json!([{"name": "a", "image": "x"}, {"name": "a", "image": "y"}]),
+            ),
+            "spec.template.spec.containers[1].name",
+            "Duplicate value",
+        ),
+        (
+            "restartPolicy Never",
+            keys::VERSION_V1BETA1,
+            with(
+                spec(),
+                &["template", "spec", "restartPolicy"],
+                json!("Never"),
+            ),
+            "spec.template.spec.restartPolicy",
+            "supported values: \"Always\"",
+        ),
+        (
+            "activeDeadlineSeconds",
+            keys::VERSION_V1BETA1,
+            with(
+                spec(),
+                &["template", "spec", "activeDeadlineSeconds"],
+                json!(5),
+            ),
+            "spec.template.spec.activeDeadlineSeconds",
+            "activeDeadlineSeconds in cloneset is not Supported",
+        ),
+        (
+            "partition not a number",
+            keys::VERSION_V1BETA1,
+            with(spec(), &rolling("partition"), json!("abc")),
+            "spec.updateStrategy.rollingUpdate.partition",
+            "must be an integer or a percentage",
+        ),
+        (
+            "maxUnavailable above 100%",
+            keys::VERSION_V1BETA1,
+            with(spec(), &rolling("maxUnavailable"), json!("150%")),
+            "spec.updateStrategy.rollingUpdate.maxUnavailable",
+            "must be a percentage between 0% and 100%",
+        ),
+        (
+            "maxUnavailable and maxSurge both 0",
+            keys::VERSION_V1BETA1,
+            with(
+                with(spec(), &rolling("maxUnavailable"), json!(0)),
+                &rolling("maxSurge"),
+                json!(0),
+            ),
+            "spec.updateStrategy.rollingUpdate.maxUnavailable",
+            "maxUnavailable and maxSurge should not both be less than 1",
+        ),
+        (
+            "maxSurge under InPlaceOnly",
+            keys::VERSION_V1BETA1,
+            with(
+                with(spec(), &rolling("podUpdatePolicy"), json!("InPlaceOnly")),
+                &rolling("maxSurge"),
+                json!(1),
+            ),
+            "spec.updateStrategy.rollingUpdate.maxSurge",
+            "can not use maxSurge with podUpdatePolicy InPlaceOnly",
+        ),
+        (
+            "progressDeadlineSeconds not above minReadySeconds",
+            keys::VERSION_V1BETA1,
+            with(
+                with(spec(), &["minReadySeconds"], json!(10)),
+                &["progressDeadlineSeconds"],
+                json!(5),
+            ),
+            "spec.progressDeadlineSeconds",
+            "must be greater than minReadySeconds",
+        ),
+        (
+            "duplicated podsToDelete",
+            keys::VERSION_V1BETA1,
+            with(
+                spec(),
+                &["scaleStrategy", "podsToDelete"],
+                json!(["p", "p"]),
+            ),
+            "spec.scaleStrategy.podsToDelete",
+            "duplicated items [p]",
+        ),
+        (
+            "negative grace period",
+            keys::VERSION_V1BETA1,
+            with(
+                spec(),
+                &rolling("inPlaceUpdateStrategy"),
+                json!({"gracePeriodSeconds": -1}),
+            ),
+            "spec.updateStrategy.rollingUpdate.inPlaceUpdateStrategy.gracePeriodSeconds",
+            "must be greater than or equal to 0",
+        ),
+        (
+            "both priority strategies",
+            keys::VERSION_V1BETA1,
+            with(
+                spec(),
+                &rolling("priorityStrategy"),
+                json!({"weightPriority": [{"weight": 10, "matchSelector": {"matchLabels": {"a": "b"}}}],
+                       "orderPriority": [{"orderedKey": "k"}]}),
+            ),
+            "spec.updateStrategy.rollingUpdate.priorityStrategy",
+            "only one of weightPriority and orderPriority can be used",
+        ),
+        (
+            "v1alpha1: maxUnavailable above 100% in the flat strategy",
+            keys::VERSION_V1ALPHA1,
+            with(spec(), &["updateStrategy", "maxUnavailable"], json!("150%")),
+            "spec.updateStrategy.maxUnavailable",
+            "must be a percentage between 0% and 100%",
+        ),
+    ];
+    assert!(cases.len() >= 8);
+    for (i, (case, version, spec, field, rule)) in cases.into_iter().enumerate() {
+        let api = if version == keys::VERSION_V1ALPHA1 {
+            &alpha
+        } else {
+            &beta
+        };
+        let status = rejected(api, &object(version, &format!("bad-{i}"), spec)).await;
+        assert!(
+            status.message.contains(field) && status.message.contains(rule),
+            "{case}: message {:?} should name {field:?} and {rule:?}",
+            status.message
+        );
+        assert!(
+            status.message.contains("denied the request"),
+            "{case}: refused by the webhook, not the schema: {:?}",
+            status.message
+        );
+        assert_eq!(status.code, 422, "{case}: {status:?}");
+    }
+
+    // A valid, minimal CloneSet: admitted, with the defaults filled in.
+    let created = beta
+        .create(
+            &PostParams::default(),
+            &object(keys::VERSION_V1BETA1, "good", minimal_spec("good")),
+        )
+        .await
+        .expect("a valid CloneSet is admitted");
+    let read = beta.get("good").await.expect("read back");
+    assert_eq!(read.metadata.uid, created.metadata.uid);
+    let s = &read.data["spec"];
+    let expect = [
+        ("/replicas", json!(1)),
+        (
+            "/revisionHistoryLimit",
+            json!(keys::DEFAULT_REVISION_HISTORY_LIMIT),
+        ),
+        ("/updateStrategy/type", json!("RollingUpdate")),
+        (
+            "/updateStrategy/rollingUpdate/podUpdatePolicy",
+            json!("ReCreate"),
+        ),
+        ("/updateStrategy/rollingUpdate/partition", json!(0)),
+        (
+            "/updateStrategy/rollingUpdate/maxUnavailable",
+            json!(keys::DEFAULT_CLONESET_MAX_UNAVAILABLE),
+        ),
+        ("/updateStrategy/rollingUpdate/maxSurge", json!(0)),
+        ("/template/spec/restartPolicy", json!("Always")),
+        ("/template/spec/dnsPolicy", json!("ClusterFirst")),
+        ("/template/spec/terminationGracePeriodSeconds", json!(30)),
+        ("/template/spec/schedulerName", json!("default-scheduler")),
+        (
+            "/template/spec/containers/0/terminationMessagePath",
+            json!("/dev/termination-log"),
+        ),
+    ];
+    for (path, want) in expect {
+        assert_eq!(s.pointer(path), Some(&want), "spec{path} in {s}");
+    }
+
+    // The selector cannot change after creation.
+    let err = beta
+        .patch(
+            "good",
+            &PatchParams::default(),
+            &Patch::Merge(
+                &json!({"spec": {"selector": {"matchLabels": {"app": "other"}},
+                "template": {"metadata": {"labels": {"app": "other"}}}}}),
+            ),
+        )
+        .await
+        .expect_err("selector change refused");
+    let kube::Error::Api(status) = err else {
+        panic!("unexpected error {err}");
+    };
+    assert!(
+        status.message.contains("spec: Forbidden")
+            && status
+                .message
+                .contains("updates to cloneset spec for fields other than"),
+        "{}",
+        status.message
+    );
+    ns.delete().await.expect("delete ns");
+}
+
+/// The object with only what a user wrote and the server settled: no status, no metadata that
+/// changes on every write.
+fn comparable(o: &DynamicObject) -> Value {
+    json!({
+        "spec": o.data["spec"],
+        "labels": o.metadata.labels,
+        "annotations": o.metadata.annotations,
+        "generation": o.metadata.generation,
+    })
+}
+
+/// (c) Objects created in one version read back in the other with its shape, and writing the
+/// other version's form back unchanged leaves the object as it was.
+#[tokio::test]
+async fn clonesets_convert_between_versions() {
+    let client = client().await.expect("cluster");
+    let ns = TestNamespace::create(&client, "e2e-wh-convert")
+        .await
+        .expect("ns");
+    let beta = api_for(&client, &ns.name, keys::VERSION_V1BETA1);
+    let alpha = api_for(&client, &ns.name, keys::VERSION_V1ALPHA1);
+
+    // Created as v1beta1, read as v1alpha1.
+    let spec = with(
+        with(minimal_spec("from-beta"), &["replicas"], json!(0)),
+        &["updateStrategy"],
+        json!({"type": "RollingUpdate", "rollingUpdate": {
+            "podUpdatePolicy": "InPlaceIfPossible", "partition": 1, "maxUnavailable": "50%",
+            "maxSurge": 0, "inPlaceUpdateStrategy": {"gracePeriodSeconds": 5}}}),
+    );
+    let spec = with(spec, &["scaleStrategy"], json!({"enablePVCReuse": false}));
+    beta.create(
+        &PostParams::default(),
+        &object(keys::VERSION_V1BETA1, "from-beta", spec),
+    )
+    .await
+    .expect("create v1beta1");
+    let b0 = beta.get("from-beta").await.expect("v1beta1");
+    let a = alpha.get("from-beta").await.expect("read as v1alpha1");
+    assert_eq!(
+        a.types.as_ref().map(|t| t.api_version.as_str()),
+        Some(keys::APPS_V1ALPHA1)
+    );
+    let us = &a.data["spec"]["updateStrategy"];
+    assert_eq!(us["type"], "InPlaceIfPossible", "flat strategy: {us}");
+    assert_eq!(us["partition"], 1, "{us}");
+    assert_eq!(us["maxUnavailable"], "50%", "{us}");
+    assert_eq!(us["inPlaceUpdateStrategy"]["gracePeriodSeconds"], 5, "{us}");
+    assert!(
+        us.get("rollingUpdate").is_none(),
+        "no rollingUpdate in v1alpha1: {us}"
+    );
+    assert_eq!(
+        a.data["spec"]["scaleStrategy"]["disablePVCReuse"], true,
+        "{}",
+        a.data["spec"]
+    );
+    // Round trip: write the v1alpha1 form back unchanged.
+    alpha
+        .replace("from-beta", &PostParams::default(), &a)
+        .await
+        .expect("replace as v1alpha1");
+    let b1 = beta.get("from-beta").await.expect("v1beta1 again");
+    assert_eq!(
+        comparable(&b1),
+        comparable(&b0),
+        "v1beta1 after a v1alpha1 round trip"
+    );
+    let a1 = alpha.get("from-beta").await.expect("v1alpha1 again");
+    assert_eq!(comparable(&a1), comparable(&a), "v1alpha1 read is stable");
+
+    // Created as v1alpha1, read as v1beta1.
+    let spec = with(
+        with(minimal_spec("from-alpha"), &["replicas"], json!(0)),
+        &["updateStrategy"],
+        json!({"type": "InPlaceOnly", "partition": 2, "maxUnavailable": 1, "paused": true}),
+    );
+    let spec = with(spec, &["scaleStrategy"], json!({"disablePVCReuse": true}));
+    alpha
+        .create(
+            &PostParams::default(),
+            &object(keys::VERSION_V1ALPHA1, "from-alpha", spec),
+        )
+        .await
+        .expect("create v1alpha1");
+    let a0 = alpha.get("from-alpha").await.expect("v1alpha1");
+    let b = beta.get("from-alpha").await.expect("read as v1beta1");
+    assert_eq!(
+        b.types.as_ref().map(|t| t.api_version.as_str()),
+        Some(keys::APPS_V1BETA1)
+    );
+    let us = &b.data["spec"]["updateStrategy"];
+    assert_eq!(us["type"], "RollingUpdate", "{us}");
+    let ru = &us["rollingUpdate"];
+    assert_eq!(ru["podUpdatePolicy"], "InPlaceOnly", "{us}");
+    assert_eq!(ru["partition"], 2, "{us}");
+    assert_eq!(ru["maxUnavailable"], 1, "{us}");
+    assert_eq!(ru["paused"], true, "{us}");
+    assert!(
+        us.get("partition").is_none(),
+        "nothing flat in v1beta1: {us}"
+    );
+    assert_eq!(
+        b.data["spec"]["scaleStrategy"]["enablePVCReuse"], false,
+        "{}",
+        b.data["spec"]
+    );
+    beta.replace("from-alpha", &PostParams::default(), &b)
+        .await
+        .expect("replace as v1beta1");
+    let a1 = alpha.get("from-alpha").await.expect("v1alpha1 again");
+    assert_eq!(
+        comparable(&a1),
+        comparable(&a0),
+        "v1alpha1 after a v1beta1 round trip"
+    );
+    let b1 = beta.get("from-alpha").await.expect("v1beta1 again");
+    assert_eq!(comparable(&b1), comparable(&b), "v1beta1 read is stable");
+    ns.delete().await.expect("delete ns");
+}
+
+fn ca_bundles_mutating(c: &MutatingWebhookConfiguration) -> Vec<Vec<u8>> {
+    c.webhooks
+        .iter()
+        .flatten()
+        .map(|w| {
+            w.client_config
+                .ca_bundle
+                .clone()
+                .map(|b| b.0)
+                .unwrap_or_default()
+        })
+        .collect()
+}
+
+fn ca_bundles_validating(c: &ValidatingWebhookConfiguration) -> Vec<Vec<u8>> {
+    c.webhooks
+        .iter()
+        .flatten()
+        .map(|w| {
+            w.client_config
+                .ca_bundle
+                .clone()
+                .map(|b| b.0)
+                .unwrap_or_default()
+        })
+        .collect()
+}
+
+fn crd_ca_bundle(crd: &CustomResourceDefinition) -> Option<Vec<u8>> {
+    crd.spec
+        .conversion
+        .as_ref()?
+        .webhook
+        .as_ref()?
+        .client_config
+        .as_ref()?
+        .ca_bundle
+        .clone()
+        .map(|b| b.0)
+}
+
+/// Whether every bundle is one of the Secret's values (the CA certificate).
+fn all_from(bundles: &[Vec<u8>], secret: &Secret) -> bool {
+    let values: Vec<&Vec<u8>> = secret.data.iter().flatten().map(|(_, v)| &v.0).collect();
+    !bundles.is_empty() && bundles.iter().all(|b| values.contains(&b))
+}
+
+/// (d) Deleting the certificate Secret while the manager runs: a new one appears, every caBundle
+/// follows, and admission keeps working, without a restart.
+#[tokio::test]
+async fn deleted_certificates_are_regenerated() {
+    let client = client().await.expect("cluster");
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), keys::KRUISE_NAMESPACE);
+    let mutating: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
+    let validating: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let crd_name = format!("clonesets.{}", keys::APPS_GROUP);
+
+    let old = secrets
+        .get(keys::WEBHOOK_SECRET_NAME)
+        .await
+        .expect("the manager keeps its certificates in a Secret");
+    let old_mutating = mutating
+        .get(keys::MUTATING_WEBHOOK_CONFIGURATION_NAME)
+        .await
+        .expect("mutating configuration");
+    assert!(
+        all_from(&ca_bundles_mutating(&old_mutating), &old),
+        "caBundle comes from the Secret before the test"
+    );
+
+    secrets
+        .delete(keys::WEBHOOK_SECRET_NAME, &DeleteParams::default())
+        .await
+        .expect("delete the Secret");
+    let new = wait_for("a regenerated Secret", Duration::from_secs(90), || async {
+        Ok(secrets
+            .get_opt(keys::WEBHOOK_SECRET_NAME)
+            .await?
+            .filter(|s| s.metadata.uid != old.metadata.uid))
+    })
+    .await
+    .expect("the manager recreates the Secret");
+    assert_ne!(new.data, old.data, "new certificates, not the old ones");
+
+    wait_for(
+        "caBundles to follow the new CA",
+        Duration::from_secs(90),
+        || async {
+            let m = mutating
+                .get(keys::MUTATING_WEBHOOK_CONFIGURATION_NAME)
+                .await?;
+            let v = validating
+                .get(keys::VALIDATING_WEBHOOK_CONFIGURATION_NAME)
+                .await?;
+            let crd = crds.get(&crd_name).await?;
+            let crd_ok = crd_ca_bundle(&crd).is_some_and(|b| all_from(&[b], &new));
+            Ok((all_from(&ca_bundles_mutating(&m), &new)
+                && all_from(&ca_bundles_validating(&v), &new)
+                && crd_ok)
+                .then_some(()))
+        },
+    )
+    .await
+    .expect("caBundles updated");
+
+    // Admission still works: defaulting, validation, conversion and pod mutation.
+    let ns = TestNamespace::create(&client, "e2e-wh-certs")
+        .await
+        .expect("ns");
+    let beta = api_for(&client, &ns.name, keys::VERSION_V1BETA1);
+    let alpha = api_for(&client, &ns.name, keys::VERSION_V1ALPHA1);
+    let obj = object(keys::VERSION_V1BETA1, "after", minimal_spec("after"));
+    // The server reloads its certificate as the API server picks up the new bundle; a request
+    // in that instant may fail TLS, which is not the property under test.
+    let created = wait_for(
+        "admission after rotation",
+        Duration::from_secs(60),
+        || async {
+            match beta.create(&PostParams::default(), &obj).await {
+                Ok(o) => Ok(Some(o)),
+                Err(kube::Error::Api(s)) if s.code == 409 => Ok(beta.get_opt("after").await?),
+                Err(e) => Err(e.into()),
+            }
+        },
+    )
+    .await
+    .expect("a CloneSet is admitted after the rotation");
+    assert_eq!(
+        created.data["spec"]["revisionHistoryLimit"],
+        json!(keys::DEFAULT_REVISION_HISTORY_LIMIT),
+        "defaulted by the mutating webhook"
+    );
+    let status = rejected(
+        &beta,
+        &object(
+            keys::VERSION_V1BETA1,
+            "bad",
+            with(minimal_spec("bad"), &["selector"], json!({})),
+        ),
+    )
+    .await;
+    assert!(
+        status
+            .message
+            .contains("empty selector is invalid for cloneset"),
+        "{}",
+        status.message
+    );
+    let a = alpha.get("after").await.expect("conversion after rotation");
+    assert_eq!(a.data["spec"]["updateStrategy"]["type"], "ReCreate");
+    let pods: Api<Pod> = ns.api();
+    let pod = wait_for("the CloneSet's Pod", Duration::from_secs(60), || async {
+        Ok(cloneset::pods(&pods, "after").await?.into_iter().next())
+    })
+    .await
+    .expect("pod");
+    assert!(
+        gates(&pod).contains(&keys::KRUISE_POD_READY.to_string()),
+        "pod mutation after rotation: {:?}",
+        gates(&pod)
+    );
+    ns.delete().await.expect("delete ns");
+}

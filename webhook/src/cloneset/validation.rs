@@ -1,0 +1,802 @@
+//! CloneSet validation (`/validate-apps-kruise-io-cloneset`), after upstream's
+//! `pkg/webhook/cloneset/validating`. Messages name the field, the value and the rule.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use kube::core::admission::Operation;
+use serde_json::{Value, json};
+
+use super::{IntOrPercent, V1ALPHA1, V1BETA1, get};
+use crate::field::{FieldError, aggregate};
+use crate::keys;
+use crate::review::{Outcome, Request};
+
+/// Admission entry point.
+pub fn validate(req: &Request) -> Outcome {
+    let version = req.version.as_str();
+    if version != V1ALPHA1 && version != V1BETA1 {
+        return Outcome::bad_request(format!("unsupported CloneSet version {version:?}"));
+    }
+    match req.operation {
+        Operation::Create | Operation::Update => {
+            let Some(obj) = &req.object else {
+                return Outcome::bad_request("CloneSet request carries no object");
+            };
+            let old = match req.operation {
+                Operation::Update => match &req.old_object {
+                    Some(o) => Some(o),
+                    None => return Outcome::bad_request("CloneSet UPDATE carries no oldObject"),
+                },
+                _ => None,
+            };
+            let errors = validate_cloneset(obj, old, version);
+            if errors.is_empty() {
+                Outcome::Allow
+            } else {
+                Outcome::invalid(aggregate(&errors))
+            }
+        }
+        Operation::Delete => match &req.old_object {
+            // Old API servers send no oldObject on DELETE; nothing to check then.
+            None => Outcome::Allow,
+            Some(old) => match deletion_protection(old) {
+                Some(message) => Outcome::forbidden(message),
+                None => Outcome::Allow,
+            },
+        },
+        Operation::Connect => Outcome::Allow,
+    }
+}
+
+/// Upstream's `ValidateWorkloadDeletion` for the `policy.kruise.io/delete-protection` label.
+pub fn deletion_protection(old: &Value) -> Option<String> {
+    if get(old, &["metadata", "deletionTimestamp"]).is_some_and(|v| !v.is_null()) {
+        return None;
+    }
+    let label = get(
+        old,
+        &["metadata", "labels", keys::DELETION_PROTECTION_LABEL],
+    )?
+    .as_str()?;
+    let replicas = get(old, &["spec", "replicas"]).and_then(Value::as_i64);
+    match label {
+        keys::DELETION_PROTECTION_ALWAYS => Some(format!(
+            "forbidden by ResourcesProtectionDeletion for {}={label}",
+            keys::DELETION_PROTECTION_LABEL
+        )),
+        keys::DELETION_PROTECTION_CASCADING if replicas.is_some_and(|r| r > 0) => Some(format!(
+            "forbidden by ResourcesProtectionDeletion for {}={label} and replicas {}>0",
+            keys::DELETION_PROTECTION_LABEL,
+            replicas.unwrap_or_default()
+        )),
+        _ => None,
+    }
+}
+
+/// All errors for a CloneSet (`old` set on UPDATE).
+pub fn validate_cloneset(obj: &Value, old: Option<&Value>, version: &str) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    validate_name(obj, &mut errs);
+    let null = Value::Null;
+    let spec = get(obj, &["spec"]).unwrap_or(&null);
+    if !spec.is_object() {
+        errs.push(FieldError::required("spec", ""));
+        return errs;
+    }
+    let replicas = validate_replicas(spec, &mut errs);
+    validate_selector_and_template(spec, &mut errs);
+    validate_scale_strategy(spec, &mut errs);
+    validate_update_strategy(spec, replicas, version, &mut errs);
+    validate_seconds(spec, &mut errs);
+    if let Some(old) = old {
+        validate_update(obj, old, version, &mut errs);
+    }
+    errs
+}
+
+fn validate_name(obj: &Value, errs: &mut Vec<FieldError>) {
+    let Some(name) = get(obj, &["metadata", "name"]).and_then(Value::as_str) else {
+        return;
+    };
+    if name.is_empty() {
+        return;
+    }
+    if let Some(rule) = dns_subdomain_problem(name) {
+        errs.push(FieldError::invalid("metadata.name", &json!(name), rule));
+    }
+}
+
+/// Kubernetes' DNS-1123 subdomain rule for object names.
+pub fn dns_subdomain_problem(name: &str) -> Option<&'static str> {
+    let ok_chars = name
+        .bytes()
+        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.');
+    let ends_ok = |b: Option<&u8>| b.is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit());
+    if name.len() > 253 {
+        Some("must be no more than 253 characters")
+    } else if !ok_chars || !ends_ok(name.as_bytes().first()) || !ends_ok(name.as_bytes().last()) {
+        Some(
+            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character",
+        )
+    } else {
+        None
+    }
+}
+
+fn validate_replicas(spec: &Value, errs: &mut Vec<FieldError>) -> i64 {
+    match spec.get("replicas") {
+        // Defaulting sets 1; treat an absent value the same way.
+        None | Some(Value::Null) => 1,
+        Some(v) => match v.as_i64().filter(|r| i32::try_from(*r).is_ok()) {
+            Some(r) if r < 0 => {
+                errs.push(FieldError::invalid(
+                    "spec.replicas",
+                    v,
+                    "must be greater than or equal to 0",
+                ));
+                0
+            }
+            Some(r) => r,
+            None => {
+                errs.push(FieldError::invalid(
+                    "spec.replicas",
+                    v,
+                    "must be a 32-bit integer",
+                ));
+                0
+            }
+        },
+    }
+}
+
+fn validate_selector_and_template(spec: &Value, errs: &mut Vec<FieldError>) {
+    let selector = spec.get("selector").filter(|s| !s.is_null());
+    let matcher = match selector {
+        None => {
+            errs.push(FieldError::required("spec.selector", ""));
+            None
+        }
+        Some(sel) => match LabelSelector::parse(sel, "spec.selector") {
+            Err(e) => {
+                errs.extend(e);
+                None
+            }
+            Ok(s) if s.is_empty() => {
+                errs.push(FieldError::invalid(
+                    "spec.selector",
+                    sel,
+                    "empty selector is invalid for cloneset",
+                ));
+                None
+            }
+            Ok(s) => Some(s),
+        },
+    };
+    let null = Value::Null;
+    let labels_value = get(spec, &["template", "metadata", "labels"]).unwrap_or(&null);
+    let labels: BTreeMap<String, String> = labels_value
+        .as_object()
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
+                .collect()
+        })
+        .unwrap_or_default();
+    if let Some(m) = matcher
+        && !m.matches(&labels)
+    {
+        errs.push(FieldError::invalid(
+            "spec.template.metadata.labels",
+            labels_value,
+            "`selector` does not match template `labels`",
+        ));
+    }
+    validate_pod_template(spec, errs);
+}
+
+fn validate_pod_template(spec: &Value, errs: &mut Vec<FieldError>) {
+    let pod_spec = get(spec, &["template", "spec"]);
+    let containers = pod_spec.and_then(|s| s.get("containers"));
+    match containers.and_then(Value::as_array) {
+        Some(cs) if !cs.is_empty() => {
+            let mut seen = BTreeSet::new();
+            for (i, c) in cs.iter().enumerate() {
+                let path = format!("spec.template.spec.containers[{i}]");
+                match c.get("name").and_then(Value::as_str) {
+                    Some(n) if !n.is_empty() => {
+                        if !seen.insert(n) {
+                            errs.push(FieldError::invalid(
+                                format!("{path}.name"),
+                                &json!(n),
+                                "Duplicate value",
+                            ));
+                        }
+                    }
+                    _ => errs.push(FieldError::required(format!("{path}.name"), "")),
+                }
+                if c.get("image")
+                    .and_then(Value::as_str)
+                    .is_none_or(|i| i.trim().is_empty())
+                {
+                    errs.push(FieldError::required(format!("{path}.image"), ""));
+                }
+            }
+        }
+        _ => errs.push(FieldError::required("spec.template.spec.containers", "")),
+    }
+    validate_volume_names(spec, pod_spec, errs);
+    if let Some(rp) = pod_spec.and_then(|s| s.get("restartPolicy"))
+        && !rp.is_null()
+        && rp.as_str() != Some("")
+        && rp.as_str() != Some("Always")
+    {
+        errs.push(FieldError::not_supported(
+            "spec.template.spec.restartPolicy",
+            rp,
+            &["Always"],
+        ));
+    }
+    if pod_spec
+        .and_then(|s| s.get("activeDeadlineSeconds"))
+        .is_some_and(|v| !v.is_null())
+    {
+        errs.push(FieldError::forbidden(
+            "spec.template.spec.activeDeadlineSeconds",
+            "activeDeadlineSeconds in cloneset is not Supported",
+        ));
+    }
+}
+
+/// Volume names must be unique, counting each volumeClaimTemplate as a volume (the controller
+/// mounts a claim under the template's name), as upstream checks by mocking them into volumes.
+fn validate_volume_names(spec: &Value, pod_spec: Option<&Value>, errs: &mut Vec<FieldError>) {
+    let mut seen = BTreeSet::new();
+    let volumes = pod_spec
+        .and_then(|s| s.get("volumes"))
+        .and_then(Value::as_array);
+    for (i, v) in volumes.into_iter().flatten().enumerate() {
+        let path = format!("spec.template.spec.volumes[{i}].name");
+        match v
+            .get("name")
+            .and_then(Value::as_str)
+            .filter(|n| !n.is_empty())
+        {
+            None => errs.push(FieldError::required(path, "")),
+            Some(n) if !seen.insert(n.to_owned()) => {
+                errs.push(FieldError::invalid(path, &json!(n), "Duplicate value"));
+            }
+            Some(_) => {}
+        }
+    }
+    let vcts = spec.get("volumeClaimTemplates").and_then(Value::as_array);
+    for (i, pvc) in vcts.into_iter().flatten().enumerate() {
+        let path = format!("spec.volumeClaimTemplates[{i}].metadata.name");
+        match get(pvc, &["metadata", "name"])
+            .and_then(Value::as_str)
+            .filter(|n| !n.is_empty())
+        {
+            None => errs.push(FieldError::required(path, "")),
+            Some(n) if !seen.insert(n.to_owned()) => errs.push(FieldError::invalid(
+                path,
+                &json!(n),
+                "Duplicate value: volumeClaimTemplates and template volumes share one namespace",
+            )),
+            Some(_) => {}
+        }
+    }
+}
+
+fn validate_scale_strategy(spec: &Value, errs: &mut Vec<FieldError>) {
+    let Some(ss) = spec.get("scaleStrategy").filter(|v| !v.is_null()) else {
+        return;
+    };
+    if let Some(ptd) = ss.get("podsToDelete").filter(|v| !v.is_null()) {
+        match ptd.as_array() {
+            Some(items) => {
+                let mut seen = BTreeSet::new();
+                let mut dup = BTreeSet::new();
+                for item in items {
+                    match item.as_str() {
+                        Some(s) if !seen.insert(s) => {
+                            dup.insert(s);
+                        }
+                        Some(_) => {}
+                        None => errs.push(FieldError::invalid(
+                            "spec.scaleStrategy.podsToDelete",
+                            item,
+                            "must be a pod name",
+                        )),
+                    }
+                }
+                if !dup.is_empty() {
+                    let dup: Vec<&str> = dup.into_iter().collect();
+                    errs.push(FieldError::invalid(
+                        "spec.scaleStrategy.podsToDelete",
+                        ptd,
+                        format!("duplicated items [{}]", dup.join(" ")),
+                    ));
+                }
+            }
+            None => errs.push(FieldError::invalid(
+                "spec.scaleStrategy.podsToDelete",
+                ptd,
+                "must be a list of pod names",
+            )),
+        }
+    }
+    if let Some(mu) = ss.get("maxUnavailable").filter(|v| !v.is_null()) {
+        check_int_or_percent(mu, "spec.scaleStrategy.maxUnavailable", errs);
+    }
+}
+
+fn check_int_or_percent(v: &Value, path: &str, errs: &mut Vec<FieldError>) -> Option<IntOrPercent> {
+    match IntOrPercent::parse(v) {
+        Err(rule) => {
+            errs.push(FieldError::invalid(path, v, rule));
+            None
+        }
+        Ok(x) if x.out_of_range() => {
+            let rule = match x {
+                IntOrPercent::Int(_) => "must be greater than or equal to 0",
+                IntOrPercent::Percent(_) => "must be a percentage between 0% and 100%",
+            };
+            errs.push(FieldError::invalid(path, v, rule));
+            None
+        }
+        Ok(x) => Some(x),
+    }
+}
+
+fn validate_update_strategy(
+    spec: &Value,
+    replicas: i64,
+    version: &str,
+    errs: &mut Vec<FieldError>,
+) {
+    let null = Value::Null;
+    let us = spec.get("updateStrategy").unwrap_or(&null);
+    if !us.is_null() && !us.is_object() {
+        errs.push(FieldError::invalid(
+            "spec.updateStrategy",
+            us,
+            "must be an object",
+        ));
+        return;
+    }
+    // v1alpha1 keeps the rolling fields flat under updateStrategy with the policy in `type`;
+    // v1beta1 nests them under rollingUpdate with the policy in `podUpdatePolicy`.
+    let (rolling, rolling_path, policy_key) = if version == V1ALPHA1 {
+        let ty = us.get("type").unwrap_or(&null);
+        match ty.as_str() {
+            Some("ReCreate" | "InPlaceIfPossible" | "InPlaceOnly" | "OnDelete") => {}
+            // Defaulting sets ReCreate; absent is fine.
+            None if ty.is_null() => {}
+            _ => errs.push(FieldError::invalid(
+                "spec.updateStrategy.type",
+                ty,
+                "must be 'ReCreate', 'InPlaceIfPossible', 'InPlaceOnly' or 'OnDelete'",
+            )),
+        }
+        (us, "spec.updateStrategy".to_owned(), "type")
+    } else {
+        let ty = us.get("type").unwrap_or(&null);
+        match ty.as_str() {
+            Some("RollingUpdate" | "OnDelete" | "") => {}
+            None if ty.is_null() => {}
+            _ => errs.push(FieldError::invalid(
+                "spec.updateStrategy.type",
+                ty,
+                "must be 'RollingUpdate' or 'OnDelete'",
+            )),
+        }
+        let ru = us.get("rollingUpdate").unwrap_or(&null);
+        if ru.is_null() {
+            return;
+        }
+        if !ru.is_object() {
+            errs.push(FieldError::invalid(
+                "spec.updateStrategy.rollingUpdate",
+                ru,
+                "must be an object",
+            ));
+            return;
+        }
+        let policy = ru.get("podUpdatePolicy").unwrap_or(&null);
+        match policy.as_str() {
+            Some("ReCreate" | "InPlaceIfPossible" | "InPlaceOnly" | "") => {}
+            None if policy.is_null() => {}
+            _ => errs.push(FieldError::invalid(
+                "spec.updateStrategy.rollingUpdate.podUpdatePolicy",
+                policy,
+                "must be 'ReCreate', 'InPlaceIfPossible' or 'InPlaceOnly'",
+            )),
+        }
+        (
+            ru,
+            "spec.updateStrategy.rollingUpdate".to_owned(),
+            "podUpdatePolicy",
+        )
+    };
+    let in_place_only = rolling.get(policy_key).and_then(Value::as_str) == Some("InPlaceOnly");
+    let field = |name: &str| rolling.get(name).filter(|v| !v.is_null());
+
+    if let Some(p) = field("partition") {
+        check_int_or_percent(p, &format!("{rolling_path}.partition"), errs);
+    }
+    let max_unavailable = field("maxUnavailable")
+        .and_then(|v| check_int_or_percent(v, &format!("{rolling_path}.maxUnavailable"), errs));
+    let max_surge_value = field("maxSurge");
+    let max_surge = max_surge_value
+        .and_then(|v| check_int_or_percent(v, &format!("{rolling_path}.maxSurge"), errs));
+    let surge = max_surge.map(|s| s.scaled(replicas, true)).unwrap_or(0);
+    if let Some(v) = max_surge_value
+        && in_place_only
+        && surge > 0
+    {
+        let rule = if version == V1ALPHA1 {
+            "can not use maxSurge with strategy type InPlaceOnly"
+        } else {
+            "can not use maxSurge with podUpdatePolicy InPlaceOnly"
+        };
+        errs.push(FieldError::invalid(
+            format!("{rolling_path}.maxSurge"),
+            v,
+            rule,
+        ));
+    }
+    let unavailable = max_unavailable
+        .map(|u| u.scaled(replicas, true))
+        .unwrap_or(0);
+    let numbers_ok = field("maxUnavailable").is_none_or(|_| max_unavailable.is_some())
+        && max_surge_value.is_none_or(|_| max_surge.is_some());
+    if numbers_ok && replicas > 0 && unavailable < 1 && surge < 1 {
+        errs.push(FieldError::invalid(
+            format!("{rolling_path}.maxUnavailable"),
+            field("maxUnavailable").unwrap_or(&null),
+            "maxUnavailable and maxSurge should not both be less than 1",
+        ));
+    }
+    if let Some(ps) = field("priorityStrategy")
+        && let Err(rule) = priority_strategy_problem(ps)
+    {
+        errs.push(FieldError::required(
+            format!("{rolling_path}.priorityStrategy"),
+            rule,
+        ));
+    }
+    if let Some(ss) = field("scatterStrategy")
+        && let Err(rule) = scatter_strategy_problem(ss)
+    {
+        errs.push(FieldError::required(
+            format!("{rolling_path}.scatterStrategy"),
+            rule,
+        ));
+    }
+    if let Some(ips) = field("inPlaceUpdateStrategy") {
+        validate_in_place_strategy(ips, &format!("{rolling_path}.inPlaceUpdateStrategy"), errs);
+    }
+}
+
+fn validate_in_place_strategy(ips: &Value, path: &str, errs: &mut Vec<FieldError>) {
+    if let Some(g) = ips.get("gracePeriodSeconds").filter(|v| !v.is_null()) {
+        non_negative(g, &format!("{path}.gracePeriodSeconds"), errs);
+    }
+    if let Some(p) = ips
+        .get("imagePreDownloadParallelism")
+        .filter(|v| !v.is_null())
+    {
+        let p_path = format!("{path}.imagePreDownloadParallelism");
+        match p {
+            Value::String(s) if s.ends_with('%') => errs.push(FieldError::invalid(
+                p_path,
+                p,
+                "imagePreDownloadParallelism does not support percentage value",
+            )),
+            Value::String(s) => match s.parse::<i32>() {
+                Ok(n) if n < 0 => errs.push(FieldError::invalid(
+                    p_path,
+                    p,
+                    "imagePreDownloadParallelism must be non-negative",
+                )),
+                Ok(_) => {}
+                Err(_) => errs.push(FieldError::invalid(
+                    p_path,
+                    p,
+                    "imagePreDownloadParallelism must be a valid integer",
+                )),
+            },
+            other => non_negative(other, &p_path, errs),
+        }
+    }
+    for key in [
+        "imagePreDownloadTimeoutSeconds",
+        "imagePreDownloadMinUpdatedReadyPods",
+    ] {
+        if let Some(v) = ips.get(key).filter(|v| !v.is_null()) {
+            non_negative(v, &format!("{path}.{key}"), errs);
+        }
+    }
+}
+
+fn non_negative(v: &Value, path: &str, errs: &mut Vec<FieldError>) {
+    match v.as_i64().filter(|i| i32::try_from(*i).is_ok()) {
+        Some(i) if i < 0 => errs.push(FieldError::invalid(
+            path,
+            v,
+            "must be greater than or equal to 0",
+        )),
+        Some(_) => {}
+        None => errs.push(FieldError::invalid(path, v, "must be a 32-bit integer")),
+    }
+}
+
+fn priority_strategy_problem(ps: &Value) -> Result<(), &'static str> {
+    let list = |k: &str| {
+        ps.get(k)
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let weights = list("weightPriority");
+    let orders = list("orderPriority");
+    if !weights.is_empty() && !orders.is_empty() {
+        return Err("only one of weightPriority and orderPriority can be used");
+    }
+    for w in &weights {
+        let weight = w.get("weight").and_then(Value::as_i64).unwrap_or(0);
+        if !(0..=100).contains(&weight) {
+            return Err("weight must be valid number in the range 1-100");
+        }
+        let sel = w.get("matchSelector").unwrap_or(&Value::Null);
+        match LabelSelector::parse(sel, "matchSelector") {
+            Ok(s) if s.is_empty() => return Err("selector can not be empty"),
+            Ok(_) => {}
+            Err(_) => return Err("invalid selector"),
+        }
+    }
+    for o in &orders {
+        if o.get("orderedKey")
+            .and_then(Value::as_str)
+            .is_none_or(str::is_empty)
+        {
+            return Err("order key can not be empty");
+        }
+    }
+    Ok(())
+}
+
+fn scatter_strategy_problem(ss: &Value) -> Result<(), String> {
+    let Some(terms) = ss.as_array() else {
+        return Err("must be a list of {key, value} terms".to_owned());
+    };
+    let mut seen = BTreeSet::new();
+    for t in terms {
+        let key = t.get("key").and_then(Value::as_str).unwrap_or_default();
+        let value = t.get("value").and_then(Value::as_str).unwrap_or_default();
+        if key.is_empty() {
+            return Err("key should not be empty".to_owned());
+        }
+        if !seen.insert((key, value)) {
+            return Err(format!("duplicated key={key} value={value}"));
+        }
+    }
+    Ok(())
+}
+
+fn validate_seconds(spec: &Value, errs: &mut Vec<FieldError>) {
+    let min_ready = spec.get("minReadySeconds").filter(|v| !v.is_null());
+    if let Some(m) = min_ready {
+        non_negative(m, "spec.minReadySeconds", errs);
+    }
+    if let Some(p) = spec.get("progressDeadlineSeconds").filter(|v| !v.is_null()) {
+        non_negative(p, "spec.progressDeadlineSeconds", errs);
+        let min = min_ready.and_then(Value::as_i64).unwrap_or(0);
+        if let Some(pd) = p.as_i64()
+            && pd != i64::from(i32::MAX)
+            && pd >= 0
+            && pd <= min
+        {
+            errs.push(FieldError::invalid(
+                "spec.progressDeadlineSeconds",
+                p,
+                "must be greater than minReadySeconds",
+            ));
+        }
+    }
+}
+
+/// Spec fields that may change after creation (everything else, i.e. the selector, may not).
+const MUTABLE_SPEC_FIELDS: &[&str] = &[
+    "replicas",
+    "template",
+    "scaleStrategy",
+    "updateStrategy",
+    "minReadySeconds",
+    "lifecycle",
+    "revisionHistoryLimit",
+    "volumeClaimTemplates",
+    "progressDeadlineSeconds",
+];
+
+fn validate_update(obj: &Value, old: &Value, version: &str, errs: &mut Vec<FieldError>) {
+    let strip = |v: &Value| -> Value {
+        let mut spec = get(v, &["spec"]).cloned().unwrap_or(Value::Null);
+        if let Some(m) = spec.as_object_mut() {
+            for k in MUTABLE_SPEC_FIELDS {
+                m.remove(*k);
+            }
+        }
+        spec
+    };
+    if strip(obj) != strip(old) {
+        errs.push(FieldError::forbidden(
+            "spec",
+            "updates to cloneset spec for fields other than 'replicas', 'template', 'lifecycle', 'scaleStrategy', 'updateStrategy', 'minReadySeconds', 'progressDeadlineSeconds', 'volumeClaimTemplates' and 'revisionHistoryLimit' are forbidden",
+        ));
+    }
+    let policy = if version == V1ALPHA1 {
+        get(obj, &["spec", "updateStrategy", "type"])
+    } else {
+        get(
+            obj,
+            &["spec", "updateStrategy", "rollingUpdate", "podUpdatePolicy"],
+        )
+    };
+    if policy.and_then(Value::as_str) == Some("InPlaceOnly") {
+        let null = Value::Null;
+        let old_spec = get(old, &["spec", "template", "spec"]).unwrap_or(&null);
+        let new_spec = get(obj, &["spec", "template", "spec"]).unwrap_or(&null);
+        if let Some(problem) = in_place_only_problem(old_spec, new_spec) {
+            errs.push(FieldError::forbidden("spec", problem));
+        }
+    }
+}
+
+/// Under InPlaceOnly the template spec may only change container images.
+pub fn in_place_only_problem(old_spec: &Value, new_spec: &Value) -> Option<String> {
+    let patch = json_patch::diff(old_spec, new_spec);
+    patch.0.iter().find_map(|op| {
+        let (name, path) = match op {
+            json_patch::PatchOperation::Replace(r) => ("replace", r.path.to_string()),
+            json_patch::PatchOperation::Add(a) => ("add", a.path.to_string()),
+            json_patch::PatchOperation::Remove(r) => ("remove", r.path.to_string()),
+            json_patch::PatchOperation::Move(m) => ("move", m.path.to_string()),
+            json_patch::PatchOperation::Copy(c) => ("copy", c.path.to_string()),
+            json_patch::PatchOperation::Test(t) => ("test", t.path.to_string()),
+        };
+        let image_replace = name == "replace" && is_container_image_path(&path);
+        (!image_replace).then(|| {
+            format!(
+                "only allowed to update images in spec for InPlaceOnly, but found {name} {path}"
+            )
+        })
+    })
+}
+
+fn is_container_image_path(path: &str) -> bool {
+    let mut parts = path.trim_start_matches('/').split('/');
+    parts.next() == Some("containers")
+        && parts
+            .next()
+            .is_some_and(|i| !i.is_empty() && i.bytes().all(|b| b.is_ascii_digit()))
+        && parts.next() == Some("image")
+        && parts.next().is_none()
+}
+
+/// A parsed `metav1.LabelSelector`.
+#[derive(Debug, Default)]
+pub struct LabelSelector {
+    match_labels: BTreeMap<String, String>,
+    exprs: Vec<(String, String, Vec<String>)>,
+}
+
+impl LabelSelector {
+    /// Parses and checks operators/values the way `ValidateLabelSelector` does.
+    pub fn parse(v: &Value, path: &str) -> Result<Self, Vec<FieldError>> {
+        let mut errs = Vec::new();
+        let mut sel = LabelSelector::default();
+        if !v.is_object() {
+            return Err(vec![FieldError::invalid(
+                path,
+                v,
+                "must be a label selector object",
+            )]);
+        }
+        if let Some(ml) = v.get("matchLabels").filter(|m| !m.is_null()) {
+            match ml.as_object() {
+                Some(m) => {
+                    for (k, val) in m {
+                        match val.as_str() {
+                            Some(s) => {
+                                sel.match_labels.insert(k.clone(), s.to_owned());
+                            }
+                            None => errs.push(FieldError::invalid(
+                                format!("{path}.matchLabels"),
+                                val,
+                                "label values must be strings",
+                            )),
+                        }
+                    }
+                }
+                None => errs.push(FieldError::invalid(
+                    format!("{path}.matchLabels"),
+                    ml,
+                    "must be a map of strings",
+                )),
+            }
+        }
+        if let Some(me) = v.get("matchExpressions").filter(|m| !m.is_null()) {
+            let Some(list) = me.as_array() else {
+                errs.push(FieldError::invalid(
+                    format!("{path}.matchExpressions"),
+                    me,
+                    "must be a list",
+                ));
+                return Err(errs);
+            };
+            for (i, e) in list.iter().enumerate() {
+                let epath = format!("{path}.matchExpressions[{i}]");
+                let key = e.get("key").and_then(Value::as_str).unwrap_or_default();
+                let op = e.get("operator").unwrap_or(&Value::Null);
+                let values: Vec<String> = e
+                    .get("values")
+                    .and_then(Value::as_array)
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(|x| x.as_str().map(str::to_owned))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                if key.is_empty() {
+                    errs.push(FieldError::required(format!("{epath}.key"), ""));
+                }
+                match op.as_str() {
+                    Some("In" | "NotIn") if values.is_empty() => errs.push(FieldError::required(
+                        format!("{epath}.values"),
+                        "must be specified when `operator` is 'In' or 'NotIn'",
+                    )),
+                    Some("Exists" | "DoesNotExist") if !values.is_empty() => {
+                        errs.push(FieldError::forbidden(
+                            format!("{epath}.values"),
+                            "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
+                        ))
+                    }
+                    Some("In" | "NotIn" | "Exists" | "DoesNotExist") => {}
+                    _ => errs.push(FieldError::invalid(
+                        format!("{epath}.operator"),
+                        op,
+                        "not a valid selector operator",
+                    )),
+                }
+                sel.exprs.push((
+                    key.to_owned(),
+                    op.as_str().unwrap_or_default().to_owned(),
+                    values,
+                ));
+            }
+        }
+        if errs.is_empty() { Ok(sel) } else { Err(errs) }
+    }
+
+    /// No requirement at all (matches everything).
+    pub fn is_empty(&self) -> bool {
+        self.match_labels.is_empty() && self.exprs.is_empty()
+    }
+
+    /// Whether `labels` satisfy every requirement.
+    pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
+        self.match_labels
+            .iter()
+            .all(|(k, v)| labels.get(k) == Some(v))
+            && self.exprs.iter().all(|(k, op, vals)| {
+                let have = labels.get(k);
+                match op.as_str() {
+                    "In" => have.is_some_and(|h| vals.contains(h)),
+                    "NotIn" => have.is_none_or(|h| !vals.contains(h)),
+                    "Exists" => have.is_some(),
+                    "DoesNotExist" => have.is_none(),
+                    _ => false,
+                }
+            })
+    }
+}

@@ -1,0 +1,303 @@
+//! The MutatingWebhookConfiguration / ValidatingWebhookConfiguration we register, and the CRD
+//! conversion settings, all pointing at this webhook with the current CA.
+
+use k8s_openapi::ByteString;
+use k8s_openapi::api::admissionregistration::v1::{
+    MutatingWebhook, MutatingWebhookConfiguration, RuleWithOperations, ServiceReference,
+    ValidatingWebhook, ValidatingWebhookConfiguration, WebhookClientConfig,
+};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
+use kube::api::{Api, ListParams, ObjectMeta, Patch, PatchParams};
+use serde_json::json;
+
+use crate::{Error, WebhookConfig, keys, paths};
+
+/// Field manager for our server-side applies.
+pub const FIELD_MANAGER: &str = "kruise-webhook";
+
+/// Where the API server reaches the webhook.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Endpoint {
+    /// In cluster: through the Service.
+    Service {
+        /// Service namespace.
+        namespace: String,
+        /// Service name.
+        name: String,
+        /// Service port.
+        port: i32,
+    },
+    /// Dev mode: a URL base such as `https://127.0.0.1:9876`.
+    Url(String),
+}
+
+impl Endpoint {
+    /// The endpoint `cfg` describes.
+    pub fn from_config(cfg: &WebhookConfig) -> Self {
+        match &cfg.host_url {
+            Some(url) => Endpoint::Url(url.trim_end_matches('/').to_owned()),
+            None => Endpoint::Service {
+                namespace: cfg.namespace.clone(),
+                name: cfg.service_name.clone(),
+                port: cfg.service_port,
+            },
+        }
+    }
+
+    /// Client config for one path.
+    pub fn client_config(&self, path: &str, ca_pem: &str) -> WebhookClientConfig {
+        let ca_bundle = Some(ByteString(ca_pem.as_bytes().to_vec()));
+        match self {
+            Endpoint::Service {
+                namespace,
+                name,
+                port,
+            } => WebhookClientConfig {
+                ca_bundle,
+                service: Some(ServiceReference {
+                    namespace: namespace.clone(),
+                    name: name.clone(),
+                    path: Some(path.to_owned()),
+                    port: Some(*port),
+                }),
+                url: None,
+            },
+            Endpoint::Url(base) => WebhookClientConfig {
+                ca_bundle,
+                service: None,
+                url: Some(format!("{base}{path}")),
+            },
+        }
+    }
+}
+
+fn rule(
+    groups: &[&str],
+    versions: &[&str],
+    ops: &[&str],
+    resources: &[&str],
+) -> RuleWithOperations {
+    let v = |xs: &[&str]| Some(xs.iter().map(|s| (*s).to_owned()).collect());
+    RuleWithOperations {
+        api_groups: v(groups),
+        api_versions: v(versions),
+        operations: v(ops),
+        resources: v(resources),
+        scope: None,
+    }
+}
+
+/// Keeps the webhook away from system namespaces and from its own namespace, so a manager that
+/// is down can still be restarted (its pods would otherwise need the webhook to be created).
+fn excluded_namespaces(cfg: &WebhookConfig) -> LabelSelector {
+    let mut values = vec!["kube-system".to_owned(), cfg.namespace.clone()];
+    values.dedup();
+    LabelSelector {
+        match_expressions: Some(vec![LabelSelectorRequirement {
+            key: "kubernetes.io/metadata.name".to_owned(),
+            operator: "NotIn".to_owned(),
+            values: Some(values),
+        }]),
+        match_labels: None,
+    }
+}
+
+const CLONESET_VERSIONS: &[&str] = &["v1alpha1", "v1beta1"];
+
+/// The mutating configuration.
+pub fn mutating_configuration(cfg: &WebhookConfig, ca_pem: &str) -> MutatingWebhookConfiguration {
+    let ep = Endpoint::from_config(cfg);
+    let hook =
+        |name: &str, path: &str, rules: Vec<RuleWithOperations>, ns: Option<LabelSelector>| {
+            MutatingWebhook {
+                name: name.to_owned(),
+                client_config: ep.client_config(path, ca_pem),
+                rules: Some(rules),
+                failure_policy: Some("Fail".to_owned()),
+                side_effects: "None".to_owned(),
+                admission_review_versions: vec!["v1".to_owned()],
+                timeout_seconds: Some(cfg.timeout_seconds),
+                match_policy: Some("Equivalent".to_owned()),
+                namespace_selector: ns,
+                reinvocation_policy: Some("Never".to_owned()),
+                ..Default::default()
+            }
+        };
+    MutatingWebhookConfiguration {
+        metadata: ObjectMeta {
+            name: Some(keys::MUTATING_WEBHOOK_CONFIGURATION.to_owned()),
+            ..Default::default()
+        },
+        webhooks: Some(vec![
+            hook(
+                "mpod.kb.io",
+                paths::MUTATE_POD,
+                vec![rule(&[""], &["v1"], &["CREATE"], &["pods"])],
+                Some(excluded_namespaces(cfg)),
+            ),
+            hook(
+                "mcloneset.kb.io",
+                paths::MUTATE_CLONESET,
+                vec![rule(
+                    &[keys::APPS_GROUP],
+                    CLONESET_VERSIONS,
+                    &["CREATE", "UPDATE"],
+                    &["clonesets"],
+                )],
+                None,
+            ),
+        ]),
+    }
+}
+
+/// The validating configuration.
+pub fn validating_configuration(
+    cfg: &WebhookConfig,
+    ca_pem: &str,
+) -> ValidatingWebhookConfiguration {
+    let ep = Endpoint::from_config(cfg);
+    ValidatingWebhookConfiguration {
+        metadata: ObjectMeta {
+            name: Some(keys::VALIDATING_WEBHOOK_CONFIGURATION.to_owned()),
+            ..Default::default()
+        },
+        webhooks: Some(vec![ValidatingWebhook {
+            name: "vcloneset.kb.io".to_owned(),
+            client_config: ep.client_config(paths::VALIDATE_CLONESET, ca_pem),
+            rules: Some(vec![rule(
+                &[keys::APPS_GROUP],
+                CLONESET_VERSIONS,
+                &["CREATE", "UPDATE", "DELETE"],
+                &["clonesets"],
+            )]),
+            failure_policy: Some("Fail".to_owned()),
+            side_effects: "None".to_owned(),
+            admission_review_versions: vec!["v1".to_owned()],
+            timeout_seconds: Some(cfg.timeout_seconds),
+            match_policy: Some("Equivalent".to_owned()),
+            ..Default::default()
+        }]),
+    }
+}
+
+/// Creates or updates both webhook configurations (server-side apply, so fields owned by
+/// others, e.g. a Helm chart's labels, are left alone).
+pub async fn apply_webhook_configurations(
+    client: &kube::Client,
+    cfg: &WebhookConfig,
+    ca_pem: &str,
+) -> Result<(), Error> {
+    let pp = PatchParams::apply(FIELD_MANAGER).force();
+    let m = mutating_configuration(cfg, ca_pem);
+    Api::<MutatingWebhookConfiguration>::all(client.clone())
+        .patch(keys::MUTATING_WEBHOOK_CONFIGURATION, &pp, &Patch::Apply(&m))
+        .await?;
+    let v = validating_configuration(cfg, ca_pem);
+    Api::<ValidatingWebhookConfiguration>::all(client.clone())
+        .patch(
+            keys::VALIDATING_WEBHOOK_CONFIGURATION,
+            &pp,
+            &Patch::Apply(&v),
+        )
+        .await?;
+    tracing::debug!("webhook configurations applied");
+    Ok(())
+}
+
+/// Points the conversion webhook of every Kruise CRD that asks for one (strategy Webhook) at us
+/// with the current CA. CRDs with strategy None are left alone, as upstream does.
+pub async fn patch_crd_conversion(
+    client: &kube::Client,
+    cfg: &WebhookConfig,
+    ca_pem: &str,
+) -> Result<usize, Error> {
+    let api = Api::<CustomResourceDefinition>::all(client.clone());
+    let wanted = Endpoint::from_config(cfg).client_config(paths::CONVERT, ca_pem);
+    let mut patched = 0;
+    for crd in api.list(&ListParams::default()).await? {
+        let group = crd.spec.group.as_str();
+        if group != keys::APPS_GROUP && group != keys::POLICY_GROUP {
+            continue;
+        }
+        let Some(conv) = crd.spec.conversion.as_ref() else {
+            continue;
+        };
+        if conv.strategy != "Webhook" {
+            continue;
+        }
+        let current = conv.webhook.as_ref().and_then(|w| w.client_config.as_ref());
+        let same = current.is_some_and(|c| {
+            c.ca_bundle == wanted.ca_bundle
+                && c.url == wanted.url
+                && c.service
+                    .as_ref()
+                    .map(|s| (&s.namespace, &s.name, &s.path, s.port))
+                    == wanted
+                        .service
+                        .as_ref()
+                        .map(|s| (&s.namespace, &s.name, &s.path, s.port))
+        });
+        if same {
+            continue;
+        }
+        let Some(name) = crd.metadata.name.as_deref() else {
+            continue;
+        };
+        // Merge patch: the explicit nulls clear the other kind of endpoint.
+        let patch = json!({"spec": {"conversion": {"strategy": "Webhook", "webhook": {
+        "conversionReviewVersions": ["v1"],
+        "clientConfig": {
+            "caBundle": wanted.ca_bundle,
+            "url": wanted.url,
+            "service": wanted.service,
+        }}}}});
+        api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await?;
+        tracing::info!(crd = name, "patched conversion webhook caBundle");
+        patched += 1;
+    }
+    Ok(patched)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn in_cluster_points_at_service_and_excludes_system_namespaces() {
+        let cfg = WebhookConfig::default();
+        let m = mutating_configuration(&cfg, "CA");
+        let hooks = m.webhooks.unwrap_or_default();
+        let pod = &hooks[0];
+        assert_eq!(pod.failure_policy.as_deref(), Some("Fail"));
+        assert_eq!(pod.side_effects, "None");
+        assert_eq!(pod.admission_review_versions, vec!["v1"]);
+        let svc = pod.client_config.service.clone().expect("service");
+        assert_eq!(svc.name, "kruise-webhook-service");
+        assert_eq!(svc.namespace, "kruise-system");
+        assert_eq!(svc.path.as_deref(), Some("/mutate-pod"));
+        let sel = pod.namespace_selector.clone().expect("selector");
+        let vals = sel.match_expressions.unwrap_or_default()[0]
+            .values
+            .clone()
+            .unwrap_or_default();
+        assert_eq!(vals, vec!["kube-system", "kruise-system"]);
+        assert!(pod.timeout_seconds.is_some_and(|t| (1..=10).contains(&t)));
+    }
+
+    #[test]
+    fn dev_mode_points_at_url() {
+        let cfg = WebhookConfig {
+            host_url: Some("https://127.0.0.1:9876/".to_owned()),
+            ..Default::default()
+        };
+        let v = validating_configuration(&cfg, "CA");
+        let hooks = v.webhooks.unwrap_or_default();
+        assert_eq!(
+            hooks[0].client_config.url.as_deref(),
+            Some("https://127.0.0.1:9876/validate-apps-kruise-io-cloneset")
+        );
+        assert!(hooks[0].client_config.service.is_none());
+    }
+}

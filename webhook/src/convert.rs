@@ -1,0 +1,162 @@
+//! `/convert`: the CRD ConversionReview endpoint.
+//!
+//! Always answers with a well-formed `apiextensions.k8s.io/v1` ConversionReview; a body that
+//! cannot be decoded or an object that cannot be converted yields `result.status: Failure` with
+//! a message (the API server then fails the request that needed the conversion).
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use kube::core::{
+    Status, TypeMeta,
+    conversion::{ConversionRequest, ConversionResponse, ConversionReview},
+};
+use serde_json::Value;
+
+use crate::cloneset::conversion as cloneset;
+
+const REVIEW_API_VERSION: &str = "apiextensions.k8s.io/v1";
+const REVIEW_KIND: &str = "ConversionReview";
+
+/// Decodes `body`, converts every object, and returns a serialized ConversionReview.
+pub fn handle(body: &[u8]) -> Vec<u8> {
+    let review = handle_review(body);
+    serde_json::to_vec(&review).unwrap_or_else(|e| {
+        tracing::error!(error = %e, "serializing ConversionReview failed");
+        br#"{"apiVersion":"apiextensions.k8s.io/v1","kind":"ConversionReview","response":{"uid":"","result":{"status":"Failure","message":"webhook failed to encode its response"},"convertedObjects":[]}}"#.to_vec()
+    })
+}
+
+/// Like [`handle`] but returns the typed review.
+pub fn handle_review(body: &[u8]) -> ConversionReview {
+    let types = TypeMeta {
+        api_version: REVIEW_API_VERSION.to_owned(),
+        kind: REVIEW_KIND.to_owned(),
+    };
+    let raw: Result<Value, _> = serde_json::from_slice(body);
+    let uid = raw
+        .as_ref()
+        .ok()
+        .and_then(|v| v.pointer("/request/uid"))
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    let request = raw
+        .map_err(|e| format!("request body is not JSON: {e}"))
+        .and_then(|v| {
+            serde_json::from_value::<ConversionReview>(v)
+                .map_err(|e| format!("malformed ConversionReview: {e}"))
+        })
+        .and_then(|r| {
+            ConversionRequest::from_review(r)
+                .map_err(|_| "ConversionReview has no request".to_owned())
+        });
+    let mut response = match request {
+        Err(message) => {
+            tracing::warn!(%uid, %message, "rejecting undecodable ConversionReview");
+            let mut r = ConversionResponse::invalid(Status::failure(&message, "BadRequest"));
+            r.uid = uid;
+            r
+        }
+        Ok(req) => {
+            let desired = req.desired_api_version.clone();
+            let objects = req.objects.clone();
+            let uid = req.uid.clone();
+            let converted = catch_unwind(AssertUnwindSafe(|| {
+                objects
+                    .iter()
+                    .map(|o| convert_object(o, &desired))
+                    .collect::<Result<Vec<_>, String>>()
+            }))
+            .unwrap_or_else(|_| Err("internal error in kruise conversion webhook".to_owned()));
+            let resp = ConversionResponse::for_request(req);
+            match converted {
+                Ok(objs) => resp.success(objs),
+                Err(message) => {
+                    tracing::warn!(%uid, %desired, %message, "conversion failed");
+                    resp.failure(Status::failure(&message, "ConversionFailed"))
+                }
+            }
+        }
+    };
+    response.types = Some(types.clone());
+    let mut review = response.into_review();
+    review.types = types;
+    review
+}
+
+/// Converts one object of any Kruise kind we know to `desired` (`group/version`).
+pub fn convert_object(obj: &Value, desired: &str) -> Result<Value, String> {
+    let kind = obj.get("kind").and_then(Value::as_str).unwrap_or_default();
+    let api_version = obj
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let group = |av: &str| av.split_once('/').map(|(g, _)| g.to_owned());
+    if group(api_version) != group(desired) {
+        return Err(format!(
+            "cannot convert {kind} from {api_version:?} to {desired:?}: different API groups"
+        ));
+    }
+    match kind {
+        "CloneSet" => cloneset::convert(obj, desired),
+        "ContainerRecreateRequest" => crate::crr::convert(obj, desired),
+        other => Err(format!(
+            "conversion of kind {other:?} ({api_version} → {desired}) is not supported by this webhook"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn body(objects: Value, desired: &str) -> Vec<u8> {
+        serde_json::to_vec(&json!({"apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "ConversionReview",
+            "request": {"uid": "u1", "desiredAPIVersion": desired, "objects": objects}}))
+        .expect("body")
+    }
+
+    fn resp(b: &[u8]) -> Value {
+        let v: Value = serde_json::from_slice(&handle(b)).expect("json");
+        assert_eq!(v["apiVersion"], "apiextensions.k8s.io/v1");
+        assert_eq!(v["kind"], "ConversionReview");
+        v["response"].clone()
+    }
+
+    #[test]
+    fn converts_alpha_to_beta_in_order() {
+        let objs = json!([
+            {"apiVersion": "apps.kruise.io/v1alpha1", "kind": "CloneSet", "metadata": {"name": "a"},
+             "spec": {"updateStrategy": {"type": "InPlaceOnly", "partition": 2}}},
+            {"apiVersion": "apps.kruise.io/v1beta1", "kind": "CloneSet", "metadata": {"name": "b"},
+             "spec": {}}
+        ]);
+        let r = resp(&body(objs, "apps.kruise.io/v1beta1"));
+        assert_eq!(r["uid"], "u1");
+        assert_eq!(r["result"]["status"], "Success");
+        let out = &r["convertedObjects"];
+        assert_eq!(out[0]["apiVersion"], "apps.kruise.io/v1beta1");
+        assert_eq!(
+            out[0]["spec"]["updateStrategy"],
+            json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 2, "podUpdatePolicy": "InPlaceOnly"}})
+        );
+        assert_eq!(out[1]["metadata"]["name"], "b");
+    }
+
+    #[test]
+    fn unknown_kind_fails_cleanly() {
+        let objs = json!([{"apiVersion": "apps.kruise.io/v1alpha1", "kind": "Foo"}]);
+        let r = resp(&body(objs, "apps.kruise.io/v1beta1"));
+        assert_eq!(r["result"]["status"], "Failure");
+        assert_eq!(r["convertedObjects"], json!([]));
+    }
+
+    #[test]
+    fn garbage_is_a_failure_review() {
+        let r = resp(b"\x00\x01");
+        assert_eq!(r["result"]["status"], "Failure");
+        assert_eq!(r["uid"], "");
+    }
+}

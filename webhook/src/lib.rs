@@ -1,0 +1,305 @@
+//! Kruise-rs admission webhook, served in-process by the manager.
+//!
+//! # Use from the manager
+//!
+//! ```no_run
+//! # async fn demo(client: kube::Client) -> Result<(), kruise_webhook::Error> {
+//! use std::time::Duration;
+//! use kruise_webhook::{WebhookConfig, run, wait_ready};
+//!
+//! let cfg = WebhookConfig {
+//!     namespace: "kruise-system".into(),             // the manager's namespace (POD_NAMESPACE)
+//!     host_url: None,                                 // Some("https://127.0.0.1:9876") in dev mode
+//!     ..WebhookConfig::default()
+//! };
+//! let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+//! let server = tokio::spawn(run(client, cfg.clone(), async { let _ = stop_rx.await; }));
+//! // Start controllers only once the webhook answers over TLS with the CA it registered.
+//! wait_ready(&cfg, Duration::from_secs(60)).await?;
+//! // ... run controllers ...
+//! let _ = stop_tx.send(());
+//! server.await.ok();
+//! # Ok(()) }
+//! ```
+//!
+//! `cfg` must be the same value (or a clone) for [`run`] and [`wait_ready`]: clones share the
+//! state through which `run` publishes the CA that `wait_ready` trusts.
+//!
+//! [`run`] ensures the certificates in Secret [`keys::WEBHOOK_CERT_SECRET`] (creating them if
+//! absent, renewing before expiry, regenerating when the Secret is deleted), serves HTTPS on
+//! `cfg.bind_addr`, hot-reloads the serving certificate, creates/updates the webhook
+//! configurations and patches the caBundle into Kruise CRD conversion settings.
+//!
+//! # What the manager needs
+//!
+//! * Flags/env: the namespace (`POD_NAMESPACE`), the port (`WEBHOOK_PORT`, default 9876) and,
+//!   for dev mode, the host the API server can reach (`WEBHOOK_HOST`, or set `host_url`).
+//!   [`WebhookConfig::from_env`] reads upstream's variable names.
+//! * RBAC: Secrets get/list/watch/create/update in its namespace; mutating and validating
+//!   webhook configurations get/create/patch; CustomResourceDefinitions list/patch.
+//! * In cluster: Service `kruise-webhook-service` port 443 → the pod's 9876.
+//!
+//! # Paths
+//!
+//! See [`paths`]: `/mutate-pod`, `/mutate-apps-kruise-io-cloneset`,
+//! `/validate-apps-kruise-io-cloneset` (upstream's, serving v1alpha1 and v1beta1, also reachable
+//! with a `-v1alpha1-`/`-v1beta1-` infix), `/convert`, `/healthz`.
+//!
+//! The handlers are plain functions from request bytes to response bytes
+//! ([`handle_admission`], [`convert::handle`]) so they can be tested without a server.
+
+pub mod certs;
+pub mod cloneset;
+pub mod configuration;
+pub mod conversion;
+pub mod convert;
+pub mod crr;
+pub mod field;
+pub mod keys;
+pub mod pod;
+pub mod review;
+mod server;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use server::{run, wait_ready};
+
+/// HTTP paths served.
+pub mod paths {
+    /// Pod CREATE mutation.
+    pub const MUTATE_POD: &str = crate::keys::MUTATE_POD_PATH;
+    /// CloneSet defaulting (upstream's path; both versions).
+    pub const MUTATE_CLONESET: &str = "/mutate-apps-kruise-io-cloneset";
+    /// CloneSet defaulting, v1alpha1 alias.
+    pub const MUTATE_CLONESET_V1ALPHA1: &str = "/mutate-apps-kruise-io-v1alpha1-cloneset";
+    /// CloneSet defaulting, v1beta1 alias.
+    pub const MUTATE_CLONESET_V1BETA1: &str = "/mutate-apps-kruise-io-v1beta1-cloneset";
+    /// CloneSet validation (upstream's path; both versions).
+    pub const VALIDATE_CLONESET: &str = "/validate-apps-kruise-io-cloneset";
+    /// CloneSet validation, v1alpha1 alias.
+    pub const VALIDATE_CLONESET_V1ALPHA1: &str = "/validate-apps-kruise-io-v1alpha1-cloneset";
+    /// CloneSet validation, v1beta1 alias.
+    pub const VALIDATE_CLONESET_V1BETA1: &str = "/validate-apps-kruise-io-v1beta1-cloneset";
+    /// CRD conversion.
+    pub const CONVERT: &str = crate::keys::CONVERSION_WEBHOOK_PATH;
+    /// Liveness/readiness.
+    pub const HEALTHZ: &str = crate::keys::WEBHOOK_HEALTHZ_PATH;
+}
+
+/// Admission handlers by path, for servers and tests alike.
+pub fn admission_handler(path: &str) -> Option<fn(&review::Request) -> review::Outcome> {
+    match path {
+        paths::MUTATE_POD => Some(pod::mutate),
+        paths::MUTATE_CLONESET
+        | paths::MUTATE_CLONESET_V1ALPHA1
+        | paths::MUTATE_CLONESET_V1BETA1 => Some(cloneset::defaults::mutate),
+        paths::VALIDATE_CLONESET
+        | paths::VALIDATE_CLONESET_V1ALPHA1
+        | paths::VALIDATE_CLONESET_V1BETA1 => Some(cloneset::validation::validate),
+        _ => None,
+    }
+}
+
+/// Runs the admission handler for `path` on a raw AdmissionReview body; always returns a
+/// serialized AdmissionReview (`None` only for an unknown path).
+pub fn handle_admission(path: &str, body: &[u8]) -> Option<Vec<u8>> {
+    admission_handler(path).map(|h| review::admit(body, h))
+}
+
+/// Webhook settings. Clones share the readiness state used by [`wait_ready`].
+#[derive(Debug, Clone)]
+pub struct WebhookConfig {
+    /// Listen address (default `0.0.0.0:9876`).
+    pub bind_addr: SocketAddr,
+    /// Namespace of the manager: where the Secret lives and the Service is (default
+    /// `kruise-system`).
+    pub namespace: String,
+    /// Service name in front of the webhook (default `kruise-webhook-service`).
+    pub service_name: String,
+    /// Service port the API server calls (default 443; the Service targets `bind_addr`'s port).
+    pub service_port: i32,
+    /// Secret for the certificates (default `kruise-webhook-certs`).
+    pub secret_name: String,
+    /// Dev mode: the API server calls this URL base (e.g. `https://127.0.0.1:9876`) instead of
+    /// the Service; its host goes into the certificate.
+    pub host_url: Option<String>,
+    /// Create/update the two webhook configurations (default true).
+    pub manage_webhook_configurations: bool,
+    /// Patch caBundle into Kruise CRDs' conversion settings (default true).
+    pub manage_crd_conversion: bool,
+    /// `timeoutSeconds` of every webhook (default 10).
+    pub timeout_seconds: i32,
+    /// Certificate lifetimes.
+    pub cert_policy: certs::CertPolicy,
+    /// How often certificates and configurations are re-checked (default 5 minutes).
+    pub resync_interval: Duration,
+    /// Readiness state shared by clones of this config (leave it at its default; it is how
+    /// [`run`] tells [`wait_ready`] which CA to trust).
+    pub state: ReadyState,
+}
+
+/// Opaque state shared between [`run`] and [`wait_ready`] through clones of a [`WebhookConfig`].
+#[derive(Debug, Clone, Default)]
+pub struct ReadyState(pub(crate) Arc<server::SharedState>);
+
+impl Default for WebhookConfig {
+    fn default() -> Self {
+        Self {
+            bind_addr: SocketAddr::from(([0, 0, 0, 0], keys::WEBHOOK_PORT)),
+            namespace: keys::KRUISE_NAMESPACE.to_owned(),
+            service_name: keys::WEBHOOK_SERVICE.to_owned(),
+            service_port: keys::WEBHOOK_SERVICE_PORT,
+            secret_name: keys::WEBHOOK_CERT_SECRET.to_owned(),
+            host_url: None,
+            manage_webhook_configurations: true,
+            manage_crd_conversion: true,
+            timeout_seconds: 10,
+            cert_policy: certs::CertPolicy::default(),
+            resync_interval: Duration::from_secs(300),
+            state: ReadyState::default(),
+        }
+    }
+}
+
+impl WebhookConfig {
+    /// Defaults overridden by upstream's environment variables: `POD_NAMESPACE`,
+    /// `SECRET_NAME`, `SERVICE_NAME`, `WEBHOOK_PORT`, and `WEBHOOK_HOST` (dev mode: the API
+    /// server calls `https://$WEBHOOK_HOST:$WEBHOOK_PORT`). Unparseable values are ignored
+    /// with a warning.
+    pub fn from_env() -> Self {
+        Self::from_lookup(|k| std::env::var(k).ok())
+    }
+
+    /// [`WebhookConfig::from_env`] with an injectable lookup (for tests and flag parsers).
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Self {
+        use kruise_api::keys as k;
+        let mut cfg = Self::default();
+        let get = |name: &str| get(name).filter(|v| !v.is_empty());
+        if let Some(ns) = get(k::ENV_POD_NAMESPACE) {
+            cfg.namespace = ns;
+        }
+        if let Some(s) = get(k::ENV_WEBHOOK_SECRET_NAME) {
+            cfg.secret_name = s;
+        }
+        if let Some(s) = get(k::ENV_WEBHOOK_SERVICE_NAME) {
+            cfg.service_name = s;
+        }
+        if let Some(p) = get(k::ENV_WEBHOOK_PORT) {
+            match p.parse::<u16>() {
+                Ok(port) => cfg.bind_addr.set_port(port),
+                Err(_) => tracing::warn!(value = %p, "ignoring unparseable WEBHOOK_PORT"),
+            }
+        }
+        if let Some(host) = get(k::ENV_WEBHOOK_HOST) {
+            let host = if host.contains(':') && !host.starts_with('[') {
+                format!("[{host}]")
+            } else {
+                host
+            };
+            cfg.host_url = Some(format!("https://{host}:{}", cfg.bind_addr.port()));
+        }
+        cfg
+    }
+
+    /// Host part of `host_url` (dev mode), for the certificate and the readiness probe.
+    pub fn dev_host(&self) -> Option<String> {
+        let url = self.host_url.as_deref()?;
+        let rest = url.split_once("://").map_or(url, |(_, r)| r);
+        let authority = rest.split('/').next().unwrap_or_default();
+        let host = if let Some(v6) = authority.strip_prefix('[') {
+            v6.split(']').next().unwrap_or_default()
+        } else {
+            authority.rsplit_once(':').map_or(authority, |(h, _)| h)
+        };
+        (!host.is_empty()).then(|| host.to_owned())
+    }
+
+    /// Names the serving certificate covers.
+    pub fn serving_names(&self) -> Vec<String> {
+        certs::serving_names(
+            &self.service_name,
+            &self.namespace,
+            self.dev_host().as_deref(),
+        )
+    }
+}
+
+/// Webhook errors.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A Kubernetes API call failed.
+    #[error("kubernetes API: {0}")]
+    Kube(#[from] kube::Error),
+    /// Certificate generation failed.
+    #[error("certificate generation: {0}")]
+    Rcgen(#[from] rcgen::Error),
+    /// Certificates could not be settled or loaded.
+    #[error("webhook certificates: {0}")]
+    Certificate(String),
+    /// TLS configuration failed.
+    #[error("TLS configuration: {0}")]
+    Tls(#[from] rustls::Error),
+    /// The server could not bind or serve.
+    #[error("webhook server on {addr}: {source}")]
+    Serve {
+        /// Listen address.
+        addr: SocketAddr,
+        /// Cause.
+        source: std::io::Error,
+    },
+    /// The webhook did not answer `/healthz` over TLS in time.
+    #[error("webhook not ready after {waited:?}: {last_error}")]
+    NotReady {
+        /// How long we waited.
+        waited: Duration,
+        /// The last probe failure.
+        last_error: String,
+    },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dev_host_parsing() {
+        let cfg = |u: &str| WebhookConfig {
+            host_url: Some(u.to_owned()),
+            ..Default::default()
+        };
+        assert_eq!(
+            cfg("https://127.0.0.1:9876").dev_host().as_deref(),
+            Some("127.0.0.1")
+        );
+        assert_eq!(
+            cfg("https://host.example/").dev_host().as_deref(),
+            Some("host.example")
+        );
+        assert_eq!(cfg("https://[::1]:9876").dev_host().as_deref(), Some("::1"));
+        assert!(WebhookConfig::default().dev_host().is_none());
+        assert_eq!(cfg("https://10.0.0.1:9876").serving_names().len(), 3);
+    }
+
+    #[test]
+    fn upstream_env_names() {
+        let env = |k: &str| match k {
+            "POD_NAMESPACE" => Some("ns1".to_owned()),
+            "WEBHOOK_PORT" => Some("9443".to_owned()),
+            "WEBHOOK_HOST" => Some("10.1.2.3".to_owned()),
+            _ => None,
+        };
+        let cfg = WebhookConfig::from_lookup(env);
+        assert_eq!(cfg.namespace, "ns1");
+        assert_eq!(cfg.bind_addr.port(), 9443);
+        assert_eq!(cfg.host_url.as_deref(), Some("https://10.1.2.3:9443"));
+        assert_eq!(cfg.secret_name, "kruise-webhook-certs");
+        let names = cfg.serving_names();
+        assert_eq!(names[0], "kruise-webhook-service.ns1.svc");
+        assert_eq!(names[2], "10.1.2.3");
+    }
+}
+
+#[cfg(test)]
+mod fuzz_tests;

@@ -1,0 +1,429 @@
+//! `/mutate-pod`: Pod CREATE mutation.
+//!
+//! Order follows upstream's pod handler: the `KruisePodReady` readiness gate first, then the
+//! container launch-priority barrier (SidecarSet injection, which must precede the barrier, is
+//! not implemented yet).
+
+use k8s_openapi::api::core::v1::{
+    ConfigMapKeySelector, Container, EnvVar, EnvVarSource, Pod, PodReadinessGate,
+};
+use kube::core::admission::Operation;
+use rand::Rng;
+
+use crate::keys;
+use crate::review::{Outcome, Request, diff};
+
+/// Handles one decoded Pod admission request.
+pub fn mutate(req: &Request) -> Outcome {
+    if req.operation != Operation::Create || req.resource != "pods" || req.sub_resource.is_some() {
+        return Outcome::Allow;
+    }
+    let Some(raw) = &req.object else {
+        return Outcome::bad_request("pod CREATE request carries no object");
+    };
+    let mut pod: Pod = match serde_json::from_value(raw.clone()) {
+        Ok(p) => p,
+        Err(e) => return Outcome::bad_request(format!("cannot decode Pod: {e}")),
+    };
+    // Diff against the re-encoded pod so only our own changes end up in the patch.
+    let before = match serde_json::to_value(&pod) {
+        Ok(v) => v,
+        Err(e) => return Outcome::bad_request(format!("cannot encode Pod: {e}")),
+    };
+    let mut changed = inject_readiness_gate(&mut pod);
+    match inject_launch_priority(&mut pod) {
+        Ok(c) => changed |= c,
+        Err(message) => return Outcome::invalid(message),
+    }
+    if !changed {
+        return Outcome::Allow;
+    }
+    match serde_json::to_value(&pod) {
+        Ok(after) => Outcome::Patch(diff(&before, &after)),
+        Err(e) => Outcome::bad_request(format!("cannot encode mutated Pod: {e}")),
+    }
+}
+
+/// Whether the pod's controller owner belongs to `apps.kruise.io` (any version).
+pub fn owned_by_kruise(pod: &Pod) -> bool {
+    pod.metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .find(|o| o.controller == Some(true))
+        .is_some_and(|o| o.api_version.split('/').next() == Some(keys::APPS_GROUP))
+}
+
+/// Adds the `KruisePodReady` readiness gate to Kruise-owned pods (once).
+pub fn inject_readiness_gate(pod: &mut Pod) -> bool {
+    if !owned_by_kruise(pod) {
+        return false;
+    }
+    let Some(spec) = pod.spec.as_mut() else {
+        return false;
+    };
+    let gates = spec.readiness_gates.get_or_insert_with(Vec::new);
+    if gates
+        .iter()
+        .any(|g| g.condition_type == keys::KRUISE_POD_READY_CONDITION)
+    {
+        return false;
+    }
+    gates.push(PodReadinessGate {
+        condition_type: keys::KRUISE_POD_READY_CONDITION.to_owned(),
+    });
+    true
+}
+
+/// Priorities per container in spec order, or `None` when the pod needs no ordering.
+pub fn launch_priorities(pod: &Pod) -> Result<Option<Vec<i64>>, String> {
+    let Some(spec) = pod.spec.as_ref() else {
+        return Ok(None);
+    };
+    // A single container has nothing to wait for.
+    if spec.containers.len() <= 1 {
+        return Ok(None);
+    }
+    let ordered = pod
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(keys::CONTAINER_LAUNCH_PRIORITY_ANNOTATION))
+        .is_some_and(|v| v == keys::CONTAINER_LAUNCH_ORDERED);
+    if ordered {
+        // First container highest: 0, -1, -2, …
+        return Ok(Some(
+            (0..spec.containers.len()).map(|i| -(i as i64)).collect(),
+        ));
+    }
+    let mut priorities = Vec::with_capacity(spec.containers.len());
+    for (i, c) in spec.containers.iter().enumerate() {
+        let mut p = 0;
+        for e in c.env.iter().flatten() {
+            if e.name == keys::CONTAINER_LAUNCH_PRIORITY_ENV {
+                let value = e.value.as_deref().unwrap_or_default();
+                p = value.trim().parse::<i64>().map_err(|_| {
+                    format!(
+                        "spec.containers[{i}].env[{}]: Invalid value: {value:?}: must be an integer",
+                        keys::CONTAINER_LAUNCH_PRIORITY_ENV
+                    )
+                })?;
+            }
+        }
+        priorities.push(p);
+    }
+    // All equal (including all unset) means no ordering is wanted.
+    if priorities.iter().all(|p| *p == priorities[0]) {
+        return Ok(None);
+    }
+    Ok(Some(priorities))
+}
+
+/// ConfigMap that holds the barrier keys for a pod.
+pub fn barrier_configmap_name(pod_name: &str) -> String {
+    format!("{pod_name}-barrier")
+}
+
+/// Key released for containers of one priority.
+pub fn barrier_key(priority: i64) -> String {
+    format!("p_{priority}")
+}
+
+/// Adds the `KRUISE_CONTAINER_BARRIER` env to every container when launch priority is asked for.
+///
+/// The barrier ConfigMap is named after the pod, so a pod with only `generateName` gets its name
+/// chosen here (as upstream does); the ConfigMap itself is created by the launch-priority
+/// controller once the pod exists, not by the webhook (webhooks must stay side-effect free).
+pub fn inject_launch_priority(pod: &mut Pod) -> Result<bool, String> {
+    let Some(priorities) = launch_priorities(pod)? else {
+        return Ok(false);
+    };
+    let name = match pod.metadata.name.as_deref().filter(|n| !n.is_empty()) {
+        Some(n) => n.to_owned(),
+        None => match pod
+            .metadata
+            .generate_name
+            .as_deref()
+            .filter(|g| !g.is_empty())
+        {
+            Some(base) => {
+                let generated = generate_name(base);
+                pod.metadata.name = Some(generated.clone());
+                generated
+            }
+            // Neither name nor generateName: the API server will reject the pod anyway.
+            None => return Ok(false),
+        },
+    };
+    let Some(spec) = pod.spec.as_mut() else {
+        return Ok(false);
+    };
+    let mut changed = false;
+    for (c, p) in spec.containers.iter_mut().zip(priorities) {
+        changed |= add_barrier_env(c, &name, p);
+    }
+    Ok(changed)
+}
+
+fn add_barrier_env(c: &mut Container, pod_name: &str, priority: i64) -> bool {
+    let env = c.env.get_or_insert_with(Vec::new);
+    // Re-invocation must not add a second barrier.
+    if env
+        .iter()
+        .any(|e| e.name == keys::CONTAINER_LAUNCH_BARRIER_ENV)
+    {
+        return false;
+    }
+    env.push(EnvVar {
+        name: keys::CONTAINER_LAUNCH_BARRIER_ENV.to_owned(),
+        value: None,
+        value_from: Some(EnvVarSource {
+            config_map_key_ref: Some(ConfigMapKeySelector {
+                name: barrier_configmap_name(pod_name),
+                key: barrier_key(priority),
+                optional: None,
+            }),
+            ..Default::default()
+        }),
+    });
+    true
+}
+
+/// Same scheme as the API server's name generator: base truncated so the result fits 63
+/// characters, plus five characters from an alphabet without vowels.
+pub fn generate_name(base: &str) -> String {
+    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    const MAX_BASE: usize = 63 - 5;
+    let mut base = base.to_owned();
+    if base.len() > MAX_BASE {
+        let mut cut = MAX_BASE;
+        while !base.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        base.truncate(cut);
+    }
+    let mut rng = rand::rng();
+    let suffix: String = (0..5)
+        .map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char)
+        .collect();
+    base + &suffix
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::review::admit;
+    use crate::review::tests::{response, review_body};
+    use serde_json::{Value, json};
+
+    fn pod(owner_api: Option<&str>, containers: Value, annotations: Value) -> Value {
+        let owners = match owner_api {
+            Some(api) => json!([{"apiVersion": api, "kind": "CloneSet", "name": "cs",
+                "uid": "u", "controller": true}]),
+            None => json!(null),
+        };
+        json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "p", "namespace": "default", "ownerReferences": owners,
+                "annotations": annotations},
+            "spec": {"containers": containers}})
+    }
+
+    fn run(obj: Value) -> Value {
+        let body = review_body("CREATE", ("", "v1", "Pod"), "pods", Some(obj.clone()), None);
+        let resp = response(&admit(&body, mutate));
+        assert_eq!(resp["allowed"], true, "{resp}");
+        let mut patched = obj;
+        if let Some(bytes) = patch_bytes(&resp["patch"]) {
+            let patch: json_patch::Patch = serde_json::from_slice(&bytes).expect("patch");
+            json_patch::patch(&mut patched, &patch).expect("patch applies to the raw object");
+        }
+        patched
+    }
+
+    /// kube-core encodes the patch bytes as a JSON array of numbers (Go's decoder accepts it
+    /// for `[]byte`).
+    fn patch_bytes(v: &Value) -> Option<Vec<u8>> {
+        v.as_array()?
+            .iter()
+            .map(|b| b.as_u64().and_then(|b| u8::try_from(b).ok()))
+            .collect()
+    }
+
+    #[test]
+    fn readiness_gate_injected_for_kruise_owner() {
+        let out = run(pod(
+            Some("apps.kruise.io/v1beta1"),
+            json!([{"name": "a", "image": "x"}]),
+            json!(null),
+        ));
+        assert_eq!(
+            out["spec"]["readinessGates"],
+            json!([{"conditionType": "KruisePodReady"}])
+        );
+    }
+
+    #[test]
+    fn readiness_gate_not_injected_for_other_owner() {
+        let out = run(pod(
+            Some("apps/v1"),
+            json!([{"name": "a", "image": "x"}]),
+            json!(null),
+        ));
+        assert!(out["spec"].get("readinessGates").is_none());
+        let out = run(pod(None, json!([{"name": "a", "image": "x"}]), json!(null)));
+        assert!(out["spec"].get("readinessGates").is_none());
+    }
+
+    #[test]
+    fn readiness_gate_not_duplicated() {
+        let mut p = pod(
+            Some("apps.kruise.io/v1alpha1"),
+            json!([{"name": "a", "image": "x"}]),
+            json!(null),
+        );
+        p["spec"]["readinessGates"] = json!([{"conditionType": "KruisePodReady"}]);
+        let out = run(p);
+        assert_eq!(
+            out["spec"]["readinessGates"].as_array().map(Vec::len),
+            Some(1)
+        );
+    }
+
+    fn barrier(c: &Value) -> Option<Value> {
+        c["env"]
+            .as_array()?
+            .iter()
+            .find(|e| e["name"] == "KRUISE_CONTAINER_BARRIER")
+            .cloned()
+    }
+
+    #[test]
+    fn ordered_annotation_injects_descending_barriers() {
+        let out = run(pod(
+            None,
+            json!([{"name": "a", "image": "x"}, {"name": "b", "image": "y"}]),
+            json!({"apps.kruise.io/container-launch-priority": "Ordered"}),
+        ));
+        let cs = out["spec"]["containers"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        assert_eq!(
+            barrier(&cs[0]),
+            Some(json!({"name": "KRUISE_CONTAINER_BARRIER",
+                "valueFrom": {"configMapKeyRef": {"name": "p-barrier", "key": "p_0"}}}))
+        );
+        assert_eq!(
+            barrier(&cs[1]).map(|b| b["valueFrom"]["configMapKeyRef"]["key"].clone()),
+            Some(json!("p_-1"))
+        );
+    }
+
+    #[test]
+    fn priority_env_injects_barriers_keeping_existing_env() {
+        let out = run(pod(
+            None,
+            json!([
+                {"name": "a", "image": "x", "env": [{"name": "KRUISE_CONTAINER_PRIORITY", "value": "10"}]},
+                {"name": "b", "image": "y"}
+            ]),
+            json!(null),
+        ));
+        let cs = out["spec"]["containers"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        assert_eq!(cs[0]["env"][0]["name"], "KRUISE_CONTAINER_PRIORITY");
+        assert_eq!(
+            barrier(&cs[0]).map(|b| b["valueFrom"]["configMapKeyRef"]["key"].clone()),
+            Some(json!("p_10"))
+        );
+        assert_eq!(
+            barrier(&cs[1]).map(|b| b["valueFrom"]["configMapKeyRef"]["key"].clone()),
+            Some(json!("p_0"))
+        );
+    }
+
+    #[test]
+    fn equal_priorities_or_single_container_inject_nothing() {
+        let env = json!([{"name": "KRUISE_CONTAINER_PRIORITY", "value": "5"}]);
+        let out = run(pod(
+            None,
+            json!([{"name": "a", "image": "x", "env": env}, {"name": "b", "image": "y", "env": env}]),
+            json!(null),
+        ));
+        assert!(barrier(&out["spec"]["containers"][0]).is_none());
+        let out = run(pod(
+            None,
+            json!([{"name": "a", "image": "x"}]),
+            json!({"apps.kruise.io/container-launch-priority": "Ordered"}),
+        ));
+        assert!(barrier(&out["spec"]["containers"][0]).is_none());
+    }
+
+    #[test]
+    fn generate_name_pod_gets_a_name_for_its_barrier() {
+        let mut p = pod(
+            None,
+            json!([{"name": "a", "image": "x"}, {"name": "b", "image": "y"}]),
+            json!({"apps.kruise.io/container-launch-priority": "Ordered"}),
+        );
+        p["metadata"]["name"] = Value::Null;
+        p["metadata"]["generateName"] = json!("web-");
+        let out = run(p);
+        let name = out["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        assert!(name.starts_with("web-") && name.len() == 9, "{name}");
+        assert_eq!(
+            barrier(&out["spec"]["containers"][0])
+                .map(|b| b["valueFrom"]["configMapKeyRef"]["name"].clone()),
+            Some(json!(format!("{name}-barrier")))
+        );
+    }
+
+    #[test]
+    fn bad_priority_is_denied_naming_the_container() {
+        let p = pod(
+            None,
+            json!([
+                {"name": "a", "image": "x", "env": [{"name": "KRUISE_CONTAINER_PRIORITY", "value": "high"}]},
+                {"name": "b", "image": "y"}
+            ]),
+            json!(null),
+        );
+        let body = review_body("CREATE", ("", "v1", "Pod"), "pods", Some(p), None);
+        let resp = response(&admit(&body, mutate));
+        assert_eq!(resp["allowed"], false);
+        assert_eq!(
+            resp["status"]["message"],
+            "spec.containers[0].env[KRUISE_CONTAINER_PRIORITY]: Invalid value: \"high\": must be an integer"
+        );
+    }
+
+    #[test]
+    fn update_is_ignored() {
+        let p = pod(
+            Some("apps.kruise.io/v1beta1"),
+            json!([{"name": "a"}]),
+            json!(null),
+        );
+        let body = review_body(
+            "UPDATE",
+            ("", "v1", "Pod"),
+            "pods",
+            Some(p.clone()),
+            Some(p),
+        );
+        let resp = response(&admit(&body, mutate));
+        assert_eq!(resp["allowed"], true);
+        assert!(resp.get("patch").is_none());
+    }
+
+    #[test]
+    fn long_generate_name_is_truncated() {
+        let n = generate_name(&"x".repeat(80));
+        assert_eq!(n.len(), 63);
+    }
+}

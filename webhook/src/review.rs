@@ -1,0 +1,292 @@
+//! AdmissionReview decoding and encoding shared by every admission handler.
+//!
+//! Handlers are pure functions from a decoded [`Request`] to an [`Outcome`]. Whatever the body
+//! contains, [`admit`] answers with a well-formed `admission.k8s.io/v1` AdmissionReview: a body
+//! that cannot be decoded, or a handler that panics, becomes `allowed: false` with a message, so
+//! the API server never sees an HTTP 500 from us.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use kube::core::{
+    DynamicObject, Status, TypeMeta,
+    admission::{AdmissionRequest, AdmissionResponse, AdmissionReview, Operation},
+};
+use serde_json::Value;
+
+/// The parts of an AdmissionRequest our handlers look at. Objects stay raw JSON so that nothing
+/// the API server sent is lost before a patch is computed against it.
+#[derive(Debug, Clone)]
+pub struct Request {
+    /// Request uid, echoed in the response.
+    pub uid: String,
+    /// CREATE, UPDATE, DELETE or CONNECT.
+    pub operation: Operation,
+    /// Group of the resource (`""` for core).
+    pub group: String,
+    /// Version of the object as sent to us (after any apiserver conversion).
+    pub version: String,
+    /// Kind of the object.
+    pub kind: String,
+    /// Plural resource name, e.g. `pods`.
+    pub resource: String,
+    /// Subresource, if any (`status`, `scale`, …).
+    pub sub_resource: Option<String>,
+    /// Namespace of the request.
+    pub namespace: Option<String>,
+    /// Name of the object (empty on CREATE with generateName).
+    pub name: String,
+    /// The new object (absent on DELETE).
+    pub object: Option<Value>,
+    /// The existing object (UPDATE and DELETE).
+    pub old_object: Option<Value>,
+    /// Whether the change will not be persisted.
+    pub dry_run: bool,
+}
+
+/// What a handler decided.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// Admit unchanged.
+    Allow,
+    /// Admit with these changes (an empty patch is the same as [`Outcome::Allow`]).
+    Patch(json_patch::Patch),
+    /// Reject. `code` is the HTTP-style code shown to the user (400 malformed, 403 forbidden,
+    /// 422 invalid).
+    Deny {
+        /// HTTP status code for the Status.
+        code: u16,
+        /// Machine-readable reason (`Invalid`, `Forbidden`, `BadRequest`).
+        reason: &'static str,
+        /// Human-readable message naming the field, the value and the rule.
+        message: String,
+    },
+}
+
+impl Outcome {
+    /// 422 Invalid.
+    pub fn invalid(message: impl Into<String>) -> Self {
+        Self::Deny {
+            code: 422,
+            reason: "Invalid",
+            message: message.into(),
+        }
+    }
+
+    /// 400 BadRequest (the request itself could not be understood).
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self::Deny {
+            code: 400,
+            reason: "BadRequest",
+            message: message.into(),
+        }
+    }
+
+    /// 403 Forbidden.
+    pub fn forbidden(message: impl Into<String>) -> Self {
+        Self::Deny {
+            code: 403,
+            reason: "Forbidden",
+            message: message.into(),
+        }
+    }
+}
+
+const REVIEW_API_VERSION: &str = "admission.k8s.io/v1";
+const REVIEW_KIND: &str = "AdmissionReview";
+
+fn review_types() -> TypeMeta {
+    TypeMeta {
+        api_version: REVIEW_API_VERSION.to_owned(),
+        kind: REVIEW_KIND.to_owned(),
+    }
+}
+
+/// Decodes `body`, runs `handler`, and always returns a serialized AdmissionReview.
+pub fn admit<F>(body: &[u8], handler: F) -> Vec<u8>
+where
+    F: Fn(&Request) -> Outcome,
+{
+    let review = admit_review(body, handler);
+    serde_json::to_vec(&review).unwrap_or_else(|e| {
+        // Serializing our own response cannot realistically fail; answer minimally if it does.
+        tracing::error!(error = %e, "serializing AdmissionReview failed");
+        br#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{"uid":"","allowed":false,"status":{"message":"webhook failed to encode its response","code":500}}}"#.to_vec()
+    })
+}
+
+/// Like [`admit`] but returns the typed review (used by tests).
+pub fn admit_review<F>(body: &[u8], handler: F) -> AdmissionReview<DynamicObject>
+where
+    F: Fn(&Request) -> Outcome,
+{
+    let (req, mut resp) = match decode(body) {
+        Ok(pair) => pair,
+        Err((uid, message)) => {
+            tracing::warn!(%uid, %message, "rejecting undecodable AdmissionReview");
+            let mut resp = AdmissionResponse::invalid(&message);
+            resp.uid = uid;
+            resp.result = Status::failure(&message, "BadRequest").with_code(400);
+            resp.types = review_types();
+            return resp.into_review();
+        }
+    };
+    let outcome = match catch_unwind(AssertUnwindSafe(|| handler(&req))) {
+        Ok(outcome) => outcome,
+        Err(_) => {
+            tracing::error!(uid = %req.uid, kind = %req.kind, "admission handler panicked");
+            Outcome::Deny {
+                code: 500,
+                reason: "InternalError",
+                message: "internal error in kruise webhook handler".to_owned(),
+            }
+        }
+    };
+    resp.types = review_types();
+    let resp = match outcome {
+        Outcome::Allow => resp,
+        Outcome::Patch(patch) if patch.0.is_empty() => resp,
+        Outcome::Patch(patch) => match resp.clone().with_patch(patch) {
+            Ok(r) => r,
+            Err(e) => deny(resp, 500, "InternalError", &format!("encoding patch: {e}")),
+        },
+        Outcome::Deny {
+            code,
+            reason,
+            message,
+        } => {
+            tracing::info!(uid = %req.uid, kind = %req.kind, namespace = ?req.namespace,
+                name = %req.name, %message, "admission denied");
+            deny(resp, code, reason, &message)
+        }
+    };
+    resp.into_review()
+}
+
+fn deny(resp: AdmissionResponse, code: u16, reason: &str, message: &str) -> AdmissionResponse {
+    let mut resp = resp.deny(message);
+    resp.result = Status::failure(message, reason).with_code(code);
+    resp
+}
+
+/// Decodes the body; on failure returns the uid (if one could be found) and a message.
+fn decode(body: &[u8]) -> Result<(Request, AdmissionResponse), (String, String)> {
+    let raw: Value = serde_json::from_slice(body)
+        .map_err(|e| (String::new(), format!("request body is not JSON: {e}")))?;
+    let uid = raw
+        .pointer("/request/uid")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    // The typed decode checks the required fields; the objects are taken from the raw JSON.
+    let typed: AdmissionReview<DynamicObject> = serde_json::from_value(raw.clone())
+        .map_err(|e| (uid.clone(), format!("malformed AdmissionReview: {e}")))?;
+    let typed: AdmissionRequest<DynamicObject> = typed
+        .try_into()
+        .map_err(|_| (uid.clone(), "AdmissionReview has no request".to_owned()))?;
+    let resp = AdmissionResponse::from(&typed);
+    let object_at = |p: &str| raw.pointer(p).filter(|v| !v.is_null()).cloned();
+    let req = Request {
+        uid: typed.uid.clone(),
+        operation: typed.operation.clone(),
+        group: typed.kind.group.clone(),
+        version: typed.kind.version.clone(),
+        kind: typed.kind.kind.clone(),
+        resource: typed.resource.resource.clone(),
+        sub_resource: typed.sub_resource.clone().filter(|s| !s.is_empty()),
+        namespace: typed.namespace.clone(),
+        name: typed.name.clone(),
+        object: object_at("/request/object"),
+        old_object: object_at("/request/oldObject"),
+        dry_run: typed.dry_run,
+    };
+    Ok((req, resp))
+}
+
+/// JSON patch turning `before` into `after`.
+pub fn diff(before: &Value, after: &Value) -> json_patch::Patch {
+    json_patch::diff(before, after)
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// Builds an AdmissionReview body for tests.
+    pub fn review_body(
+        operation: &str,
+        gvk: (&str, &str, &str),
+        resource: &str,
+        object: Option<Value>,
+        old: Option<Value>,
+    ) -> Vec<u8> {
+        let v = json!({
+            "apiVersion": "admission.k8s.io/v1",
+            "kind": "AdmissionReview",
+            "request": {
+                "uid": "uid-1",
+                "kind": {"group": gvk.0, "version": gvk.1, "kind": gvk.2},
+                "resource": {"group": gvk.0, "version": gvk.1, "resource": resource},
+                "name": "n",
+                "namespace": "default",
+                "operation": operation,
+                "userInfo": {"username": "tester"},
+                "object": object,
+                "oldObject": old,
+                "dryRun": false
+            }
+        });
+        serde_json::to_vec(&v).expect("test body")
+    }
+
+    pub fn response(body: &[u8]) -> Value {
+        let v: Value = serde_json::from_slice(body).expect("response is JSON");
+        assert_eq!(v["apiVersion"], "admission.k8s.io/v1");
+        assert_eq!(v["kind"], "AdmissionReview");
+        v["response"].clone()
+    }
+
+    #[test]
+    fn garbage_is_denied_with_message() {
+        let out = response(&admit(b"not json", |_| Outcome::Allow));
+        assert_eq!(out["allowed"], false);
+        assert!(
+            out["status"]["message"]
+                .as_str()
+                .unwrap_or("")
+                .contains("not JSON")
+        );
+    }
+
+    #[test]
+    fn missing_request_keeps_no_uid_but_is_well_formed() {
+        let out = response(&admit(br#"{"kind":"AdmissionReview"}"#, |_| Outcome::Allow));
+        assert_eq!(out["allowed"], false);
+        assert_eq!(out["uid"], "");
+    }
+
+    #[test]
+    fn uid_echoed_even_when_request_is_malformed() {
+        let body = br#"{"request":{"uid":"abc","operation":"NOPE"}}"#;
+        let out = response(&admit(body, |_| Outcome::Allow));
+        assert_eq!(out["uid"], "abc");
+        assert_eq!(out["allowed"], false);
+    }
+
+    #[test]
+    fn panic_becomes_denial() {
+        let body = review_body("CREATE", ("", "v1", "Pod"), "pods", Some(json!({})), None);
+        let out = response(&admit(&body, |_| panic!("boom")));
+        assert_eq!(out["allowed"], false);
+        assert_eq!(out["uid"], "uid-1");
+    }
+
+    #[test]
+    fn deny_carries_code_and_message() {
+        let body = review_body("CREATE", ("", "v1", "Pod"), "pods", Some(json!({})), None);
+        let out = response(&admit(&body, |_| Outcome::invalid("spec.x: bad")));
+        assert_eq!(out["allowed"], false);
+        assert_eq!(out["status"]["code"], 422);
+        assert_eq!(out["status"]["message"], "spec.x: bad");
+    }
+}

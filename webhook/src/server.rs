@@ -1,0 +1,366 @@
+//! The HTTPS server, certificate maintenance and the readiness probe.
+
+use std::future::Future;
+use std::io::{Read, Write};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpStream};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::DefaultBodyLimit;
+use axum::http::{StatusCode, header};
+use axum::response::IntoResponse;
+use axum::routing::{get, post};
+use axum_server::tls_rustls::RustlsConfig;
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::Api;
+use kube::runtime::{WatchStreamExt, watcher};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+
+use crate::certs::{self, CertBundle};
+use crate::{Error, WebhookConfig, configuration, convert, handle_admission, paths};
+
+/// State shared between [`run`] and [`wait_ready`] through clones of the config.
+#[derive(Debug, Default)]
+pub(crate) struct SharedState {
+    /// PEM of the CA the server currently presents a certificate from.
+    ca_pem: Mutex<Option<String>>,
+}
+
+impl SharedState {
+    fn publish(&self, ca: &str) {
+        if let Ok(mut g) = self.ca_pem.lock() {
+            *g = Some(ca.to_owned());
+        }
+    }
+
+    fn ca(&self) -> Option<String> {
+        self.ca_pem.lock().ok().and_then(|g| g.clone())
+    }
+}
+
+fn ring() -> Arc<rustls::crypto::CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+/// rustls server config for a bundle.
+fn server_config(b: &CertBundle) -> Result<Arc<rustls::ServerConfig>, Error> {
+    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(b.cert.as_bytes())
+        .collect::<Result<_, _>>()
+        .map_err(|e| Error::Certificate(format!("serving certificate PEM: {e}")))?;
+    let key = PrivateKeyDer::from_pem_slice(b.key.as_bytes())
+        .map_err(|e| Error::Certificate(format!("serving key PEM: {e}")))?;
+    let mut c = rustls::ServerConfig::builder_with_provider(ring())
+        .with_safe_default_protocol_versions()?
+        .with_no_client_auth()
+        .with_single_cert(chain, key)?;
+    c.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Ok(Arc::new(c))
+}
+
+fn json_response(body: Vec<u8>) -> impl IntoResponse {
+    (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, "application/json")],
+        body,
+    )
+}
+
+/// Every route; handlers are synchronous and cheap, so they run inline.
+pub(crate) fn router() -> Router {
+    let mut r = Router::new()
+        .route(paths::HEALTHZ, get(|| async { "ok" }))
+        .route(
+            paths::CONVERT,
+            post(|body: Bytes| async move { json_response(convert::handle(&body)) }),
+        );
+    for path in [
+        paths::MUTATE_POD,
+        paths::MUTATE_CLONESET,
+        paths::MUTATE_CLONESET_V1ALPHA1,
+        paths::MUTATE_CLONESET_V1BETA1,
+        paths::VALIDATE_CLONESET,
+        paths::VALIDATE_CLONESET_V1ALPHA1,
+        paths::VALIDATE_CLONESET_V1BETA1,
+    ] {
+        r = r.route(
+            path,
+            post(move |body: Bytes| async move {
+                json_response(handle_admission(path, &body).unwrap_or_default())
+            }),
+        );
+    }
+    // Objects can be large (big pod templates); the API server caps requests at ~3 MiB.
+    r.layer(DefaultBodyLimit::max(8 * 1024 * 1024))
+}
+
+/// Serves the webhook until `shutdown` resolves.
+///
+/// Before serving: installs the ring crypto provider as the process default (if none is),
+/// binds `cfg.bind_addr` (a taken port is an immediate [`Error::Serve`]), ensures the certificates in the Secret, and (unless disabled in `cfg`) applies the webhook
+/// configurations and patches CRD conversion caBundles — a failure there is returned, so a
+/// manager without the RBAC for it fails loudly at start. Afterwards it keeps certificates and
+/// registrations current (Secret watch + periodic resync) and hot-reloads the TLS certificate.
+pub async fn run(
+    client: kube::Client,
+    cfg: WebhookConfig,
+    shutdown: impl Future<Output = ()> + Send,
+) -> Result<(), Error> {
+    // Both ring and aws-lc-rs may be compiled in; make the choice explicit.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let addr = cfg.bind_addr;
+    // Bind before touching the cluster: if the port is taken (e.g. by another manager on this
+    // host) we fail without registering anything, and never publish readiness that another
+    // process's server would then satisfy.
+    let listener = std::net::TcpListener::bind(addr)
+        .and_then(|l| l.set_nonblocking(true).map(|()| l))
+        .map_err(|source| Error::Serve { addr, source })?;
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), &cfg.namespace);
+    let names = cfg.serving_names();
+    let bundle = certs::ensure_secret(&secrets, &cfg.secret_name, &names, &cfg.cert_policy).await?;
+    let tls = RustlsConfig::from_config(server_config(&bundle)?);
+    register(&client, &cfg, &bundle.ca_cert).await?;
+
+    let handle = axum_server::Handle::new();
+    let server = axum_server::from_tcp_rustls(listener, tls.clone())
+        .map_err(|source| Error::Serve { addr, source })?
+        .handle(handle.clone())
+        .serve(router().into_make_service());
+    let mut server = tokio::spawn(server);
+    cfg.state.0.publish(&bundle.ca_cert);
+    tracing::info!(%addr, names = ?names, "webhook serving");
+
+    let maintenance = maintain(client, cfg.clone(), secrets, tls, bundle, names);
+    tokio::pin!(maintenance);
+    tokio::pin!(shutdown);
+    tokio::select! {
+        res = &mut server => flatten(addr, res),
+        () = &mut maintenance => Ok(()),
+        () = &mut shutdown => {
+            tracing::info!("webhook shutting down");
+            handle.graceful_shutdown(Some(Duration::from_secs(5)));
+            flatten(addr, server.await)
+        }
+    }
+}
+
+fn flatten(
+    addr: SocketAddr,
+    res: Result<std::io::Result<()>, tokio::task::JoinError>,
+) -> Result<(), Error> {
+    match res {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(source)) => Err(Error::Serve { addr, source }),
+        Err(e) => Err(Error::Serve {
+            addr,
+            source: std::io::Error::other(e.to_string()),
+        }),
+    }
+}
+
+async fn register(client: &kube::Client, cfg: &WebhookConfig, ca: &str) -> Result<(), Error> {
+    if cfg.manage_webhook_configurations {
+        configuration::apply_webhook_configurations(client, cfg, ca).await?;
+    }
+    if cfg.manage_crd_conversion {
+        configuration::patch_crd_conversion(client, cfg, ca).await?;
+    }
+    Ok(())
+}
+
+/// Keeps certificates valid and registered. Wakes on any change to the Secret (including its
+/// deletion, which regenerates it) and every `resync_interval` (renewal, and repairing
+/// configurations someone else changed).
+async fn maintain(
+    client: kube::Client,
+    cfg: WebhookConfig,
+    secrets: Api<Secret>,
+    tls: RustlsConfig,
+    mut current: CertBundle,
+    names: Vec<String>,
+) {
+    let selector = format!("metadata.name={}", cfg.secret_name);
+    let events = watcher(
+        secrets.clone(),
+        watcher::Config::default().fields(&selector),
+    )
+    .default_backoff();
+    tokio::pin!(events);
+    // A zero period would make tokio panic.
+    let mut ticker = tokio::time::interval(cfg.resync_interval.max(Duration::from_secs(1)));
+    ticker.tick().await;
+    loop {
+        tokio::select! {
+            _ = ticker.tick() => {}
+            ev = events.next() => match ev {
+                Some(Ok(watcher::Event::Delete(_))) => {
+                    tracing::warn!(secret = %cfg.secret_name, "webhook certificate Secret deleted; regenerating");
+                }
+                Some(Ok(watcher::Event::Apply(s) | watcher::Event::InitApply(s))) => {
+                    if certs::bundle_from_secret(&s).as_ref() == Some(&current) {
+                        continue;
+                    }
+                }
+                Some(Ok(_)) => continue,
+                Some(Err(e)) => {
+                    tracing::warn!(error = %e, "watching webhook certificate Secret");
+                    continue;
+                }
+                None => {
+                    // The watcher never ends by itself; fall back to the ticker.
+                    tokio::time::sleep(cfg.resync_interval.max(Duration::from_secs(1))).await;
+                }
+            },
+        }
+        match certs::ensure_secret(&secrets, &cfg.secret_name, &names, &cfg.cert_policy).await {
+            Ok(b) if b != current => match server_config(&b) {
+                Ok(sc) => {
+                    tls.reload_from_config(sc);
+                    cfg.state.0.publish(&b.ca_cert);
+                    tracing::info!("webhook certificate reloaded");
+                    current = b;
+                }
+                Err(e) => tracing::error!(error = %e, "new webhook certificate unusable"),
+            },
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "ensuring webhook certificates"),
+        }
+        if let Err(e) = register(&client, &cfg, &current.ca_cert).await {
+            tracing::warn!(error = %e, "updating webhook registrations");
+        }
+    }
+}
+
+/// Waits until the webhook started by [`run`] with (a clone of) `cfg` answers `GET /healthz`
+/// with 200 over TLS, verifying its certificate against the CA it registered and for the name
+/// the API server uses (the Service DNS name, or the dev-mode host). Returns
+/// [`Error::NotReady`] with the last failure after `timeout`.
+pub async fn wait_ready(cfg: &WebhookConfig, timeout: Duration) -> Result<(), Error> {
+    let start = Instant::now();
+    let mut last_error = "webhook has not loaded its certificates yet".to_owned();
+    loop {
+        if let Some(ca) = cfg.state.0.ca() {
+            let cfg = cfg.clone();
+            let probe = tokio::task::spawn_blocking(move || probe_healthz(&cfg, &ca)).await;
+            match probe {
+                Ok(Ok(())) => return Ok(()),
+                Ok(Err(e)) => last_error = e,
+                Err(e) => last_error = e.to_string(),
+            }
+        }
+        if start.elapsed() >= timeout {
+            return Err(Error::NotReady {
+                waited: timeout,
+                last_error,
+            });
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+fn probe_healthz(cfg: &WebhookConfig, ca_pem: &str) -> Result<(), String> {
+    let ip = match cfg.bind_addr.ip() {
+        IpAddr::V4(v4) if v4.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),
+        IpAddr::V6(v6) if v6.is_unspecified() => IpAddr::V6(Ipv6Addr::LOCALHOST),
+        other => other,
+    };
+    let addr = SocketAddr::new(ip, cfg.bind_addr.port());
+    let name = cfg
+        .dev_host()
+        .or_else(|| cfg.serving_names().into_iter().next())
+        .unwrap_or_default();
+    let mut roots = rustls::RootCertStore::empty();
+    for c in CertificateDer::pem_slice_iter(ca_pem.as_bytes()) {
+        let c = c.map_err(|e| format!("CA PEM: {e}"))?;
+        roots.add(c).map_err(|e| format!("CA: {e}"))?;
+    }
+    let client_cfg = rustls::ClientConfig::builder_with_provider(ring())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let server_name = ServerName::try_from(name.clone()).map_err(|e| e.to_string())?;
+    let conn = rustls::ClientConnection::new(Arc::new(client_cfg), server_name)
+        .map_err(|e| e.to_string())?;
+    let tcp = TcpStream::connect_timeout(&addr, Duration::from_secs(2))
+        .map_err(|e| format!("connect {addr}: {e}"))?;
+    let io_timeout = Some(Duration::from_secs(3));
+    tcp.set_read_timeout(io_timeout)
+        .map_err(|e| e.to_string())?;
+    tcp.set_write_timeout(io_timeout)
+        .map_err(|e| e.to_string())?;
+    let mut tls = rustls::StreamOwned::new(conn, tcp);
+    let req = format!(
+        "GET {} HTTP/1.1\r\nHost: {name}\r\nConnection: close\r\n\r\n",
+        paths::HEALTHZ
+    );
+    tls.write_all(req.as_bytes())
+        .map_err(|e| format!("TLS to {addr} as {name}: {e}"))?;
+    let mut head = [0u8; 12];
+    tls.read_exact(&mut head)
+        .map_err(|e| format!("reading /healthz from {addr}: {e}"))?;
+    if head.starts_with(b"HTTP/1.1 200") {
+        Ok(())
+    } else {
+        Err(format!(
+            "/healthz answered {:?}",
+            String::from_utf8_lossy(&head)
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::SystemTime;
+
+    /// Serves the real router with a generated bundle, probes it like the manager would, then
+    /// swaps in a bundle from another CA and checks the reload is what clients now see.
+    #[tokio::test]
+    async fn tls_serving_probe_and_hot_reload() {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let cfg = WebhookConfig {
+            bind_addr: addr,
+            host_url: Some(format!("https://127.0.0.1:{}", addr.port())),
+            ..Default::default()
+        };
+        let p = certs::CertPolicy::default();
+        let b1 = certs::generate_bundle(&cfg.serving_names(), SystemTime::now(), &p).expect("b1");
+        let tls = RustlsConfig::from_config(server_config(&b1).expect("cfg"));
+        let handle = axum_server::Handle::new();
+        let server = axum_server::from_tcp_rustls(listener, tls.clone())
+            .expect("from tcp")
+            .handle(handle.clone())
+            .serve(router().into_make_service());
+        let task = tokio::spawn(server);
+
+        // Not ready until a CA is published.
+        let err = wait_ready(&cfg, Duration::from_millis(300)).await;
+        assert!(matches!(err, Err(Error::NotReady { .. })));
+        cfg.state.0.publish(&b1.ca_cert);
+        wait_ready(&cfg, Duration::from_secs(10))
+            .await
+            .expect("ready");
+
+        let b2 = certs::generate_bundle(&cfg.serving_names(), SystemTime::now(), &p).expect("b2");
+        tls.reload_from_config(server_config(&b2).expect("cfg2"));
+        let c = cfg.clone();
+        let old_ca = b1.ca_cert.clone();
+        let res = tokio::task::spawn_blocking(move || probe_healthz(&c, &old_ca))
+            .await
+            .expect("join");
+        assert!(res.is_err(), "old CA must no longer verify after reload");
+        cfg.state.0.publish(&b2.ca_cert);
+        wait_ready(&cfg, Duration::from_secs(10))
+            .await
+            .expect("ready after reload");
+
+        handle.graceful_shutdown(Some(Duration::from_secs(1)));
+        let _ = task.await;
+    }
+}
