@@ -18,7 +18,6 @@ export KUBECONFIG="$KRS_DIR/kubeconfig"
 k() { "$KRS_BIN_DIR/kubectl" "$@"; }
 step 4 "building Kruise-rs and its images (first time: several minutes)"
 cargo build -p kubectl-kruise --bins
-hack/build-images.sh
 step 5 "installing Kruise-rs in the cluster"
 hack/install.sh
 target=${CARGO_TARGET_DIR:-$KRS_ROOT/target}

@@ -54,7 +54,6 @@ local_up=true
 export KUBECONFIG="$KRS_DIR/kubeconfig"
 
 if [ "$mode" = incluster ]; then
-  hack/build-images.sh
   hack/install.sh
   KRUISE_E2E_INCLUSTER=1 run_suite "${INCLUSTER_TESTS[@]}"
   hack/install.sh uninstall
@@ -62,7 +61,17 @@ if [ "$mode" = incluster ]; then
 fi
 
 hack/dev-up.sh
-run_suite
+# Everything but the in-cluster checks, which need Kruise-rs installed from deploy/.
+dev_tests=()
+for f in e2e/tests/*.rs; do
+  name=$(basename "$f" .rs)
+  [ "$name" = incluster ] || dev_tests+=(--test "$name")
+done
+run_suite "${dev_tests[@]}"
+# The daemon's CRI client against the cluster's containerd, and the manager's image-pull and
+# container-recreate controllers against the cluster with the dev-mode daemon.
+KRUISE_CRI_ENDPOINT="unix://$KRS_CONTAINERD_SOCK" cargo test -p kruise-daemon --test cri -- --include-ignored
+cargo test -p kruise-manager --lib -- --ignored cluster_tests --test-threads 2
 
 if $cycle; then
   for round in 1 2; do

@@ -23,7 +23,8 @@ if [ "${1:-}" = uninstall ]; then
   exit 0
 fi
 
-[ -f "$KRS_DIR/images.env" ] || hack/build-images.sh
+# Cargo and the registry skip what has not changed, so this is quick when nothing did.
+hack/build-images.sh
 # shellcheck disable=SC1091
 source "$KRS_DIR/images.env"
 mkdir -p "$KRS_DIR/install"

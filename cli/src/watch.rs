@@ -28,14 +28,28 @@ where
     K: Send + 'static,
     F: Fn(watcher::Event<K>) -> Update + Send + 'static,
 {
-    s.map(move |r| match r {
-        Ok(ev) => Ok(f(ev)),
-        Err(watcher::Error::InitialListFailed(e)) | Err(watcher::Error::WatchStartFailed(e)) => {
-            Err(kube_err(e))
-        }
-        Err(e) => Err(CliError::Api(e.to_string())),
+    s.filter_map(move |r| {
+        let item = match r {
+            Ok(ev) => Some(Ok(f(ev))),
+            Err(e) if expired(&e) => None,
+            Err(watcher::Error::InitialListFailed(e))
+            | Err(watcher::Error::WatchStartFailed(e)) => Some(Err(kube_err(e))),
+            Err(e) => Some(Err(CliError::Api(e.to_string()))),
+        };
+        std::future::ready(item)
     })
     .boxed()
+}
+
+/// Whether a watch error is the apiserver saying our resourceVersion expired (410 Gone). The
+/// watcher re-lists by itself, so this is routine: logged at debug, never shown to the user
+/// (a WARN line would break "failures print one line on stderr").
+pub fn expired(e: &watcher::Error) -> bool {
+    let gone = matches!(e, watcher::Error::WatchError(s) if s.code == 410);
+    if gone {
+        tracing::debug!(error = %e, "watch resourceVersion expired; re-listing");
+    }
+    gone
 }
 
 /// Streams changes of the named object and of the Pods its selector matches; `events` adds the
@@ -140,4 +154,22 @@ pub fn owned<'a>(
             .as_ref()
             .is_some_and(|o| o.iter().any(|r| r.uid == uid)),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_410_counts_as_expired() {
+        let status = |code| {
+            watcher::Error::WatchError(Box::new(kube::core::Status {
+                code,
+                ..Default::default()
+            }))
+        };
+        assert!(expired(&status(410)));
+        assert!(!expired(&status(500)));
+        assert!(!expired(&watcher::Error::NoResourceVersion));
+    }
 }

@@ -13,8 +13,8 @@ use kruise_manager::cloneset::controller as cloneset;
 use kruise_manager::leader::{self, LeaseSettings};
 use kruise_manager::metrics::Metrics;
 use kruise_manager::podcache::PodCache;
-use kruise_manager::podreadiness;
 use kruise_manager::server::{self, Health};
+use kruise_manager::{crr, imagepulljob, launchpriority, nodeimage, podreadiness};
 use kube::Client;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use tokio_util::sync::CancellationToken;
@@ -145,10 +145,21 @@ async fn run_controllers(
 ) {
     let instance = std::env::var("POD_NAME").ok();
     let readiness = podreadiness::run(client.clone(), pods.clone(), metrics.clone(), token.clone());
+    let launch = launchpriority::run(client.clone(), pods.clone(), metrics.clone(), token.clone());
+    let node_images = nodeimage::run(client.clone(), metrics.clone(), token.clone());
+    let pull_jobs = imagepulljob::run(client.clone(), pods.clone(), metrics.clone(), token.clone());
+    let recreate = crr::run(client.clone(), pods.clone(), metrics.clone(), token.clone());
     let ctx = Arc::new(cloneset::Context::new(
         client, pods, metrics, instance, namespace,
     ));
-    tokio::join!(cloneset::run(ctx, token), readiness);
+    tokio::join!(
+        cloneset::run(ctx, token),
+        readiness,
+        launch,
+        node_images,
+        pull_jobs,
+        recreate
+    );
 }
 
 #[tokio::main]

@@ -226,17 +226,18 @@ impl Kruise {
     }
 }
 
-/// A detached tmux session on its own server (`tmux -L`), so the suite never touches anyone's
-/// tmux; dropping it kills that server and everything running in it.
+/// A detached tmux session on its own server (`tmux -S` with a private socket), so the suite
+/// never touches anyone's tmux; dropping it kills that server, everything running in it, and the
+/// socket file.
 pub struct Tmux {
-    socket: String,
+    socket: PathBuf,
     pub session: String,
 }
 
 impl Tmux {
     fn tmux(&self) -> std::process::Command {
         let mut c = std::process::Command::new("tmux");
-        c.arg("-L").arg(&self.socket).env_remove("TMUX");
+        c.arg("-S").arg(&self.socket).env_remove("TMUX");
         c
     }
 
@@ -257,7 +258,7 @@ impl Tmux {
     pub fn start(width: u16, height: u16, prompt: &str, env: &[(&str, String)]) -> Result<Self> {
         let suffix: u32 = rand::Rng::random_range(&mut rand::rng(), 0..0xff_ffff);
         let t = Tmux {
-            socket: format!("kruise-e2e-{suffix:06x}"),
+            socket: std::env::temp_dir().join(format!("kruise-e2e-tmux-{suffix:06x}")),
             session: "e2e".to_string(),
         };
         let (w, h) = (width.to_string(), height.to_string());
@@ -321,5 +322,7 @@ impl Tmux {
 impl Drop for Tmux {
     fn drop(&mut self) {
         let _ = self.tmux().arg("kill-server").output();
+        // kill-server leaves the socket file behind.
+        let _ = std::fs::remove_file(&self.socket);
     }
 }

@@ -61,13 +61,23 @@ pub async fn patch_spec(api: &Api<DynamicObject>, name: &str, spec: Value) -> Re
     Ok(())
 }
 
-/// Sets the image of container `app` in the template.
-pub async fn set_image(api: &Api<DynamicObject>, name: &str, tag: &str) -> Result<()> {
-    let mut cs = api.get(name).await?;
-    cs.data["spec"]["template"]["spec"]["containers"][0]["image"] =
-        json!(crate::image("testapp", tag));
-    api.replace(name, &Default::default(), &cs).await?;
+/// Applies a JSON patch (RFC 6902) to the CloneSet; unlike read-modify-replace it cannot conflict
+/// with the controller's status writes.
+pub async fn json_patch(api: &Api<DynamicObject>, name: &str, ops: Value) -> Result<()> {
+    let patch: json_patch::Patch = serde_json::from_value(ops)?;
+    api.patch(name, &PatchParams::default(), &Patch::Json::<()>(patch))
+        .await?;
     Ok(())
+}
+
+/// Sets the image of container `app` (the first) in the template.
+pub async fn set_image(api: &Api<DynamicObject>, name: &str, tag: &str) -> Result<()> {
+    json_patch(
+        api,
+        name,
+        json!([{"op": "replace", "path": "/spec/template/spec/containers/0/image", "value": crate::image("testapp", tag)}]),
+    )
+    .await
 }
 
 pub fn status_i64(cs: &DynamicObject, field: &str) -> i64 {

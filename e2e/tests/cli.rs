@@ -749,7 +749,7 @@ async fn image_pull_waits_until_the_node_has_the_image() {
     let nodeimages: Api<DynamicObject> = Api::all_with(
         fx.client.clone(),
         &ApiResource::from_gvk_with_plural(
-            &GroupVersionKind::gvk(keys::APPS_GROUP, "v1alpha1", "NodeImage"),
+            &GroupVersionKind::gvk(keys::APPS_GROUP, keys::VERSION_V1ALPHA1, "NodeImage"),
             "nodeimages",
         ),
     );

@@ -43,6 +43,11 @@ fn snapshot(pods: &[Pod]) -> BTreeMap<String, Snapshot> {
         .collect()
 }
 
+/// A template change that cannot go in place: a new env var.
+fn add_env() -> serde_json::Value {
+    json!([{"op": "add", "path": "/spec/template/spec/containers/0/env", "value": [{"name": "MODE", "value": "b"}]}])
+}
+
 fn in_place(update_strategy: serde_json::Value) -> serde_json::Value {
     let mut s =
         json!({"type": "RollingUpdate", "rollingUpdate": {"podUpdatePolicy": "InPlaceIfPossible"}});
@@ -261,10 +266,7 @@ async fn env_change_recreates_pods_under_in_place_if_possible() {
         .expect("initial rollout");
     let before = snapshot(&cloneset::pods(&pods, "web").await.expect("pods"));
 
-    let mut obj = api.get("web").await.expect("get");
-    obj.data["spec"]["template"]["spec"]["containers"][0]["env"] =
-        json!([{"name": "MODE", "value": "b"}]);
-    api.replace("web", &PostParams::default(), &obj)
+    cloneset::json_patch(&api, "web", add_env())
         .await
         .expect("add env");
     wait_status(&api, "web", "rollout to start", ROLLOUT, |cs| {
@@ -306,12 +308,9 @@ async fn env_change_is_refused_under_in_place_only() {
         .expect("initial rollout");
     let before = snapshot(&cloneset::pods(&pods, "web").await.expect("pods"));
 
-    let mut obj = api.get("web").await.expect("get");
-    obj.data["spec"]["template"]["spec"]["containers"][0]["env"] =
-        json!([{"name": "MODE", "value": "b"}]);
     // The webhook may refuse the change outright (InPlaceOnly allows image changes only); if it
     // admits it, the controller must refuse to act.
-    if let Err(e) = api.replace("web", &PostParams::default(), &obj).await {
+    if let Err(e) = cloneset::json_patch(&api, "web", add_env()).await {
         let msg = e.to_string();
         assert!(
             msg.contains("InPlaceOnly") || msg.contains("in place") || msg.contains("in-place"),

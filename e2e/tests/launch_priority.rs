@@ -2,6 +2,7 @@
 //! a barrier env, and the launch-priority controller in kruise-manager releases the barrier keys
 //! one priority at a time, so containers start in priority order rather than spec order.
 
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
@@ -17,9 +18,31 @@ const STARTUP: Duration = Duration::from_secs(180);
 /// Long enough for the controller to create a barrier once the pod exists.
 const BARRIER_APPEARS: Duration = Duration::from_secs(60);
 
-/// A CloneSet whose low-priority sidecar comes first in the spec, so that the kubelet's default
-/// (spec order) and the requested order (priority) disagree.
-fn prioritized(name: &str) -> DynamicObject {
+/// The app container: ready 3 s after it starts, so that whatever starts after it does so in
+/// a later second (container start times have one-second resolution).
+fn app(env: serde_json::Value) -> serde_json::Value {
+    json!({
+        "name": "app",
+        "image": image("testapp", "v1"),
+        "env": env,
+        "ports": [{"containerPort": 8080}],
+        "readinessProbe": {
+            "httpGet": {"path": "/", "port": 8080},
+            "initialDelaySeconds": 3,
+            "periodSeconds": 1
+        }
+    })
+}
+
+fn sidecar(env: serde_json::Value) -> serde_json::Value {
+    json!({"name": "sidecar", "image": image("sidecar", "v1"), "env": env})
+}
+
+fn cloneset_of(
+    name: &str,
+    annotations: serde_json::Value,
+    containers: serde_json::Value,
+) -> DynamicObject {
     let obj = json!({
         "apiVersion": keys::APPS_V1BETA1,
         "kind": "CloneSet",
@@ -28,30 +51,8 @@ fn prioritized(name: &str) -> DynamicObject {
             "replicas": 1,
             "selector": {"matchLabels": {"app": name}},
             "template": {
-                "metadata": {"labels": {"app": name}},
-                "spec": {
-                    "terminationGracePeriodSeconds": 5,
-                    "containers": [
-                        {
-                            "name": "sidecar",
-                            "image": image("sidecar", "v1"),
-                            "env": [{"name": keys::ENV_CONTAINER_PRIORITY, "value": "1"}]
-                        },
-                        {
-                            "name": "app",
-                            "image": image("testapp", "v1"),
-                            "env": [{"name": keys::ENV_CONTAINER_PRIORITY, "value": "10"}],
-                            "ports": [{"containerPort": 8080}],
-                            // The sidecar may start only once app is ready; the delay makes the
-                            // gap between the two start times measurable in whole seconds.
-                            "readinessProbe": {
-                                "httpGet": {"path": "/", "port": 8080},
-                                "initialDelaySeconds": 3,
-                                "periodSeconds": 1
-                            }
-                        }
-                    ]
-                }
+                "metadata": {"labels": {"app": name}, "annotations": annotations},
+                "spec": {"terminationGracePeriodSeconds": 5, "containers": containers}
             }
         }
     });
@@ -84,21 +85,21 @@ fn started_at(pod: &Pod, container: &str) -> Option<k8s_openapi::jiff::Timestamp
     running.started_at.as_ref().map(|t| t.0)
 }
 
-#[tokio::test]
-async fn containers_start_in_priority_order() {
+/// Creates `cs` and checks that its Pod's containers start one after the other in `order`
+/// (container, barrier priority), highest priority first.
+async fn starts_in_order(prefix: &str, cs: DynamicObject, order: &[(&str, i64)]) {
     let client = client().await.expect("cluster");
-    let ns = TestNamespace::create(&client, "e2e-launch-priority")
-        .await
-        .expect("ns");
+    let ns = TestNamespace::create(&client, prefix).await.expect("ns");
     let api = cloneset::api(&client, &ns.name);
     let pods: Api<Pod> = ns.api();
     let cms: Api<ConfigMap> = ns.api();
-    api.create(&PostParams::default(), &prioritized("lp"))
+    let cs_name = cs.name_any();
+    api.create(&PostParams::default(), &cs)
         .await
         .expect("create CloneSet");
 
     let pod = wait_for("the CloneSet's Pod", Duration::from_secs(60), || async {
-        Ok(cloneset::pods(&pods, "lp").await?.into_iter().next())
+        Ok(cloneset::pods(&pods, &cs_name).await?.into_iter().next())
     })
     .await
     .expect("pod created");
@@ -107,16 +108,13 @@ async fn containers_start_in_priority_order() {
     let key = |p: i64| format!("{}{p}", keys::CONTAINER_LAUNCH_BARRIER_KEY_PREFIX);
 
     // The webhook's part: each container waits on the key of its own priority.
-    assert_eq!(
-        barrier_key(&pod, "app"),
-        Some((barrier.clone(), key(10))),
-        "barrier env of app"
-    );
-    assert_eq!(
-        barrier_key(&pod, "sidecar"),
-        Some((barrier.clone(), key(1))),
-        "barrier env of sidecar"
-    );
+    for (c, p) in order {
+        assert_eq!(
+            barrier_key(&pod, c),
+            Some((barrier.clone(), key(*p))),
+            "barrier env of {c}"
+        );
+    }
 
     // The controller's part. Without it the ConfigMap never appears and no container starts.
     let appeared = wait_for("the barrier ConfigMap", BARRIER_APPEARS, || async {
@@ -148,14 +146,19 @@ async fn containers_start_in_priority_order() {
     let ready = wait_pod(&pods, &name, "Ready", STARTUP, pod_ready)
         .await
         .expect("pod Ready with both containers");
-    let app = started_at(&ready, "app").expect("app running");
-    let sidecar = started_at(&ready, "sidecar").expect("sidecar running");
-    assert!(
-        app < sidecar,
-        "app (priority 10) started at {app}, sidecar (priority 1) at {sidecar}: the higher \
-         priority must start first even though it comes second in the spec"
-    );
-    for c in ["app", "sidecar"] {
+    let started: Vec<_> = order
+        .iter()
+        .map(|(c, _)| (*c, started_at(&ready, c).expect("container running")))
+        .collect();
+    for pair in started.windows(2) {
+        assert!(
+            pair[0].1 < pair[1].1,
+            "{} must start before {} (higher priority first, whatever the spec order): {started:?}",
+            pair[0].0,
+            pair[1].0
+        );
+    }
+    for (c, _) in order {
         assert_eq!(
             container_status(&ready, c).map(|s| s.restart_count),
             Some(0),
@@ -165,9 +168,13 @@ async fn containers_start_in_priority_order() {
 
     let cm = cms.get(&barrier).await.expect("barrier");
     let data = cm.data.unwrap_or_default();
-    let mut released: Vec<&String> = data.keys().collect();
-    released.sort();
-    assert_eq!(released, [&key(1), &key(10)], "barrier keys: {data:?}");
+    let released: BTreeSet<&String> = data.keys().collect();
+    let wanted: Vec<String> = order.iter().map(|(_, p)| key(*p)).collect();
+    assert_eq!(
+        released,
+        wanted.iter().collect::<BTreeSet<_>>(),
+        "barrier keys: {data:?}"
+    );
     assert!(
         data.values().all(|v| v == "true"),
         "barrier values: {data:?}"
@@ -189,4 +196,27 @@ async fn containers_start_in_priority_order() {
     .expect("completed annotation");
     assert_eq!(done.uid(), pod.uid());
     ns.delete().await.expect("delete ns");
+}
+
+/// Priorities from `KRUISE_CONTAINER_PRIORITY`: app (10) before sidecar (1), although the
+/// sidecar comes first in the spec.
+#[tokio::test]
+async fn containers_start_in_priority_order() {
+    let env = |p: &str| json!([{"name": keys::ENV_CONTAINER_PRIORITY, "value": p}]);
+    let cs = cloneset_of("lp", json!({}), json!([sidecar(env("1")), app(env("10"))]));
+    starts_in_order("e2e-launch-priority", cs, &[("app", 10), ("sidecar", 1)]).await;
+}
+
+/// The Ordered annotation: containers start in spec order.
+#[tokio::test]
+async fn ordered_annotation_starts_containers_in_spec_order() {
+    let annotations = json!({
+        keys::CONTAINER_LAUNCH_PRIORITY_ANNOTATION: keys::CONTAINER_LAUNCH_PRIORITY_ORDERED
+    });
+    let cs = cloneset_of(
+        "ordered",
+        annotations,
+        json!([app(json!([])), sidecar(json!([]))]),
+    );
+    starts_in_order("e2e-launch-ordered", cs, &[("app", 0), ("sidecar", -1)]).await;
 }

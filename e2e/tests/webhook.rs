@@ -15,7 +15,8 @@ use kruise_api::keys;
 use kruise_e2e::cloneset::{self, set_image, wait_rolled_out};
 use kruise_e2e::{TestNamespace, client, pod_condition, pod_ready, wait_for, wait_pod};
 use kube::api::{
-    DeleteParams, DynamicObject, Patch, PatchParams, PostParams, WatchEvent, WatchParams,
+    ApiResource, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
+    WatchEvent, WatchParams,
 };
 use kube::{Api, Client, ResourceExt};
 use serde_json::{Value, json};
@@ -656,6 +657,9 @@ fn all_from(bundles: &[Vec<u8>], secret: &Secret) -> bool {
 
 /// (d) Deleting the certificate Secret while the manager runs: a new one appears, every caBundle
 /// follows, and admission keeps working, without a restart.
+///
+/// The cluster's one webhook is shared: for the second or so of the rotation, other tests'
+/// admission calls may fail TLS.
 #[tokio::test]
 async fn deleted_certificates_are_regenerated() {
     let client = client().await.expect("cluster");
@@ -769,5 +773,155 @@ async fn deleted_certificates_are_regenerated() {
         "pod mutation after rotation: {:?}",
         gates(&pod)
     );
+    ns.delete().await.expect("delete ns");
+}
+
+fn kruise_api(client: &Client, ns: Option<&str>, kind: &str, plural: &str) -> Api<DynamicObject> {
+    let ar = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk(keys::APPS_GROUP, keys::VERSION_V1BETA1, kind),
+        plural,
+    );
+    match ns {
+        Some(ns) => Api::namespaced_with(client.clone(), ns, &ar),
+        None => Api::all_with(client.clone(), &ar),
+    }
+}
+
+fn kruise_object(kind: &str, name: &str, spec: Value) -> DynamicObject {
+    serde_json::from_value(json!({
+        "apiVersion": keys::APPS_V1BETA1,
+        "kind": kind,
+        "metadata": {"name": name},
+        "spec": spec
+    }))
+    .expect("valid object")
+}
+
+/// (e) ImagePullJob and NodeImage: invalid objects refused with the field and the rule, valid
+/// ones defaulted. NodeImages are only dry-run: they are cluster-scoped and the daemon acts on
+/// them.
+#[tokio::test]
+async fn imagepulljobs_and_nodeimages_are_validated_and_defaulted() {
+    let client = client().await.expect("cluster");
+    let ns = TestNamespace::create(&client, "e2e-wh-images")
+        .await
+        .expect("ns");
+    let jobs = kruise_api(&client, Some(&ns.name), "ImagePullJob", "imagepulljobs");
+    let image = kruise_e2e::image("testapp", "v1");
+    // No node has this name, so the job pulls nothing anywhere.
+    let nowhere = json!({"names": ["e2e-no-such-node"]});
+    let bad_jobs = [
+        (json!({"image": ""}), "spec.image", "image can not be empty"),
+        (
+            json!({"image": "127.0.0.1:5000/Kruise-RS/testapp:v1"}),
+            "spec.image",
+            "repository name must be lowercase",
+        ),
+        (
+            json!({"image": image, "selector": {"names": ["n"], "matchLabels": {"a": "b"}}}),
+            "spec.selector",
+            "can not set both names and labelSelector",
+        ),
+        (
+            json!({"image": image, "selector": nowhere,
+                "completionPolicy": {"type": "Never", "ttlSecondsAfterFinished": 5}}),
+            "spec.completionPolicy",
+            "can only work with Always CompletionPolicyType",
+        ),
+        (
+            json!({"image": image, "selector": nowhere, "pullPolicy": {"backoffLimit": -1}}),
+            "spec.pullPolicy.backoffLimit",
+            "must be a non-negative integer",
+        ),
+    ];
+    for (i, (spec, field, rule)) in bad_jobs.into_iter().enumerate() {
+        let status = rejected(
+            &jobs,
+            &kruise_object("ImagePullJob", &format!("bad-{i}"), spec),
+        )
+        .await;
+        assert!(
+            status.message.contains(field) && status.message.contains(rule),
+            "ImagePullJob: message {:?} should name {field:?} and {rule:?}",
+            status.message
+        );
+    }
+    let job = jobs
+        .create(
+            &PostParams::default(),
+            &kruise_object(
+                "ImagePullJob",
+                "good",
+                json!({"image": image, "selector": nowhere}),
+            ),
+        )
+        .await
+        .expect("a valid ImagePullJob is admitted");
+    let s = &job.data["spec"];
+    assert_eq!(s["completionPolicy"]["type"], "Always", "{s}");
+    assert_eq!(s["pullPolicy"]["timeoutSeconds"], 600, "{s}");
+    assert_eq!(s["pullPolicy"]["backoffLimit"], 3, "{s}");
+    assert_eq!(s["imagePullPolicy"], "IfNotPresent", "{s}");
+    jobs.delete("good", &DeleteParams::default())
+        .await
+        .expect("delete job");
+
+    let nodeimages = kruise_api(&client, None, "NodeImage", "nodeimages");
+    let dry = PostParams {
+        dry_run: true,
+        ..PostParams::default()
+    };
+    let name = format!("{}-node", ns.name);
+    let tag = |t: &str, extra: Value| {
+        let mut v = json!({"tag": t, "pullPolicy": {"ttlSecondsAfterFinished": 60}});
+        if let (Some(o), Some(e)) = (v.as_object_mut(), extra.as_object()) {
+            o.extend(e.clone());
+        }
+        v
+    };
+    let bad_images = [
+        (
+            json!({"testapp": {"tags": [tag("v1", json!({})), tag("v1", json!({}))]}}),
+            "spec.images[testapp].tags[1].tag",
+            "duplicated tag v1 for image testapp",
+        ),
+        (
+            json!({"testapp": {"tags": [tag("v1", json!({"pullPolicy": {}}))]}}),
+            "spec.images[testapp].tags[0].pullPolicy.ttlSecondsAfterFinished",
+            "pullPolicy.ttlSecondsAfterFinished for testapp/v1 must set",
+        ),
+        (
+            json!({"testapp": {"tags": [tag("v1", json!({"version": -1}))]}}),
+            "spec.images[testapp].tags[0].version",
+            "version for testapp/v1 can not be less than 0",
+        ),
+    ];
+    for (images, field, rule) in bad_images {
+        let obj = kruise_object("NodeImage", &name, json!({"images": images}));
+        let status = match nodeimages.create(&dry, &obj).await {
+            Ok(o) => panic!("NodeImage admitted: {:?}", o.data["spec"]),
+            Err(kube::Error::Api(s)) => *s,
+            Err(e) => panic!("create NodeImage: {e}"),
+        };
+        assert!(
+            status.message.contains(field) && status.message.contains(rule),
+            "NodeImage: message {:?} should name {field:?} and {rule:?}",
+            status.message
+        );
+    }
+    let obj = kruise_object(
+        "NodeImage",
+        &name,
+        json!({"images": {"testapp": {"tags": [tag("v1", json!({}))]}}}),
+    );
+    let ni = nodeimages
+        .create(&dry, &obj)
+        .await
+        .expect("a valid NodeImage is admitted (dry run)");
+    let t = &ni.data["spec"]["images"]["testapp"]["tags"][0];
+    assert!(t["createdAt"].is_string(), "createdAt defaulted: {t}");
+    assert_eq!(t["pullPolicy"]["timeoutSeconds"], 600, "{t}");
+    assert_eq!(t["pullPolicy"]["backoffLimit"], 3, "{t}");
+    assert_eq!(t["pullPolicy"]["ttlSecondsAfterFinished"], 60, "{t}");
     ns.delete().await.expect("delete ns");
 }

@@ -147,6 +147,28 @@ pub fn mutating_configuration(cfg: &WebhookConfig, ca_pem: &str) -> MutatingWebh
                 )],
                 None,
             ),
+            hook(
+                "mimagepulljob.kb.io",
+                paths::MUTATE_IMAGEPULLJOB,
+                vec![rule(
+                    &[keys::APPS_GROUP],
+                    CLONESET_VERSIONS,
+                    &["CREATE", "UPDATE"],
+                    &["imagepulljobs"],
+                )],
+                None,
+            ),
+            hook(
+                "mnodeimage.kb.io",
+                paths::MUTATE_NODEIMAGE,
+                vec![rule(
+                    &[keys::APPS_GROUP],
+                    CLONESET_VERSIONS,
+                    &["CREATE", "UPDATE"],
+                    &["nodeimages"],
+                )],
+                None,
+            ),
         ]),
     }
 }
@@ -157,27 +179,48 @@ pub fn validating_configuration(
     ca_pem: &str,
 ) -> ValidatingWebhookConfiguration {
     let ep = Endpoint::from_config(cfg);
+    // Kruise kinds serve v1alpha1 and v1beta1 alike.
+    let hook = |name: &str, path: &str, ops: &[&str], resource: &str| ValidatingWebhook {
+        name: name.to_owned(),
+        client_config: ep.client_config(path, ca_pem),
+        rules: Some(vec![rule(
+            &[keys::APPS_GROUP],
+            CLONESET_VERSIONS,
+            ops,
+            &[resource],
+        )]),
+        failure_policy: Some("Fail".to_owned()),
+        side_effects: "None".to_owned(),
+        admission_review_versions: vec!["v1".to_owned()],
+        timeout_seconds: Some(cfg.timeout_seconds),
+        match_policy: Some("Equivalent".to_owned()),
+        ..Default::default()
+    };
     ValidatingWebhookConfiguration {
         metadata: ObjectMeta {
             name: Some(keys::VALIDATING_WEBHOOK_CONFIGURATION.to_owned()),
             ..Default::default()
         },
-        webhooks: Some(vec![ValidatingWebhook {
-            name: "vcloneset.kb.io".to_owned(),
-            client_config: ep.client_config(paths::VALIDATE_CLONESET, ca_pem),
-            rules: Some(vec![rule(
-                &[keys::APPS_GROUP],
-                CLONESET_VERSIONS,
+        webhooks: Some(vec![
+            hook(
+                "vcloneset.kb.io",
+                paths::VALIDATE_CLONESET,
                 &["CREATE", "UPDATE", "DELETE"],
-                &["clonesets"],
-            )]),
-            failure_policy: Some("Fail".to_owned()),
-            side_effects: "None".to_owned(),
-            admission_review_versions: vec!["v1".to_owned()],
-            timeout_seconds: Some(cfg.timeout_seconds),
-            match_policy: Some("Equivalent".to_owned()),
-            ..Default::default()
-        }]),
+                "clonesets",
+            ),
+            hook(
+                "vimagepulljob.kb.io",
+                paths::VALIDATE_IMAGEPULLJOB,
+                &["CREATE", "UPDATE"],
+                "imagepulljobs",
+            ),
+            hook(
+                "vnodeimage.kb.io",
+                paths::VALIDATE_NODEIMAGE,
+                &["CREATE", "UPDATE"],
+                "nodeimages",
+            ),
+        ]),
     }
 }
 
@@ -284,6 +327,38 @@ mod tests {
             .unwrap_or_default();
         assert_eq!(vals, vec!["kube-system", "kruise-system"]);
         assert!(pod.timeout_seconds.is_some_and(|t| (1..=10).contains(&t)));
+    }
+
+    /// A configured path the server does not route answers 404, which with failurePolicy Fail
+    /// blocks every write of that kind.
+    #[test]
+    fn every_configured_path_is_served() {
+        let cfg = WebhookConfig::default();
+        let m = mutating_configuration(&cfg, "CA")
+            .webhooks
+            .unwrap_or_default();
+        let v = validating_configuration(&cfg, "CA")
+            .webhooks
+            .unwrap_or_default();
+        let configured = m
+            .iter()
+            .map(|h| &h.client_config)
+            .chain(v.iter().map(|h| &h.client_config));
+        for cc in configured {
+            let path = cc
+                .service
+                .as_ref()
+                .and_then(|s| s.path.clone())
+                .expect("service path");
+            assert!(
+                paths::ADMISSION.contains(&path.as_str()),
+                "{path} not routed"
+            );
+            assert!(
+                crate::admission_handler(&path).is_some(),
+                "{path} has no handler"
+            );
+        }
     }
 
     #[test]

@@ -55,6 +55,7 @@ pub mod conversion;
 pub mod convert;
 pub mod crr;
 pub mod field;
+pub mod imagepull;
 pub mod keys;
 pub mod pod;
 pub mod review;
@@ -82,6 +83,28 @@ pub mod paths {
     pub const VALIDATE_CLONESET_V1ALPHA1: &str = "/validate-apps-kruise-io-v1alpha1-cloneset";
     /// CloneSet validation, v1beta1 alias.
     pub const VALIDATE_CLONESET_V1BETA1: &str = "/validate-apps-kruise-io-v1beta1-cloneset";
+    /// ImagePullJob defaulting (upstream's path; both versions).
+    pub const MUTATE_IMAGEPULLJOB: &str = "/mutate-apps-kruise-io-v1alpha1-imagepulljob";
+    /// ImagePullJob validation (upstream's path; both versions).
+    pub const VALIDATE_IMAGEPULLJOB: &str = "/validate-apps-kruise-io-v1alpha1-imagepulljob";
+    /// NodeImage defaulting (upstream's path; both versions).
+    pub const MUTATE_NODEIMAGE: &str = "/mutate-apps-kruise-io-v1alpha1-nodeimage";
+    /// NodeImage validation (upstream's path; both versions).
+    pub const VALIDATE_NODEIMAGE: &str = "/validate-apps-kruise-io-v1alpha1-nodeimage";
+    /// Every admission path the server routes; each has a handler in `admission_handler`.
+    pub const ADMISSION: &[&str] = &[
+        MUTATE_POD,
+        MUTATE_CLONESET,
+        MUTATE_CLONESET_V1ALPHA1,
+        MUTATE_CLONESET_V1BETA1,
+        VALIDATE_CLONESET,
+        VALIDATE_CLONESET_V1ALPHA1,
+        VALIDATE_CLONESET_V1BETA1,
+        MUTATE_IMAGEPULLJOB,
+        VALIDATE_IMAGEPULLJOB,
+        MUTATE_NODEIMAGE,
+        VALIDATE_NODEIMAGE,
+    ];
     /// CRD conversion.
     pub const CONVERT: &str = crate::keys::CONVERSION_WEBHOOK_PATH;
     /// Liveness/readiness.
@@ -98,6 +121,10 @@ pub fn admission_handler(path: &str) -> Option<fn(&review::Request) -> review::O
         paths::VALIDATE_CLONESET
         | paths::VALIDATE_CLONESET_V1ALPHA1
         | paths::VALIDATE_CLONESET_V1BETA1 => Some(cloneset::validation::validate),
+        paths::MUTATE_IMAGEPULLJOB => Some(imagepull::mutate_imagepulljob),
+        paths::VALIDATE_IMAGEPULLJOB => Some(imagepull::validate_imagepulljob),
+        paths::MUTATE_NODEIMAGE => Some(imagepull::mutate_nodeimage),
+        paths::VALIDATE_NODEIMAGE => Some(imagepull::validate_nodeimage),
         _ => None,
     }
 }

@@ -77,15 +77,7 @@ pub(crate) fn router() -> Router {
             paths::CONVERT,
             post(|body: Bytes| async move { json_response(convert::handle(&body)) }),
         );
-    for path in [
-        paths::MUTATE_POD,
-        paths::MUTATE_CLONESET,
-        paths::MUTATE_CLONESET_V1ALPHA1,
-        paths::MUTATE_CLONESET_V1BETA1,
-        paths::VALIDATE_CLONESET,
-        paths::VALIDATE_CLONESET_V1ALPHA1,
-        paths::VALIDATE_CLONESET_V1BETA1,
-    ] {
+    for &path in paths::ADMISSION {
         r = r.route(
             path,
             post(move |body: Bytes| async move {

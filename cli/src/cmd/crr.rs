@@ -191,6 +191,7 @@ impl CrrClient {
                 })?;
             match next {
                 None => return Err(CliError::Api("the watch ended unexpectedly".into())),
+                Some(Err(e)) if crate::watch::expired(&e) => continue,
                 Some(Err(e)) => {
                     tracing::warn!(error = %e, "CRR watch error, retrying");
                     continue;

@@ -158,6 +158,7 @@ pub async fn run(ctx: &Ctx, args: &PullArgs) -> Result<i32> {
             })?;
         match next {
             None => return Err(CliError::Api("the watch ended unexpectedly".into())),
+            Some(Err(e)) if crate::watch::expired(&e) => continue,
             Some(Err(e)) => {
                 tracing::warn!(error = %e, "watch error, retrying");
                 continue;

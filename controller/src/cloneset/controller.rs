@@ -1,12 +1,13 @@
 //! The CloneSet reconcile shell: read the CloneSet, its pods (shared cache), PVCs and
 //! ControllerRevisions; wait for expectations; scale or update one step; write status.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::{StreamExt, future};
 use jiff::Timestamp;
+use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::api::core::v1::{
     ObjectReference, PersistentVolumeClaim, PersistentVolumeClaimVolumeSource, Pod,
@@ -159,6 +160,92 @@ impl Context {
                 tracing::warn!(cloneset = %cs.name_any(), error = %e, reason, "failed to publish event");
             }
         }
+    }
+
+    /// [`Self::event`] about `obj`, a pod, PVC or revision of the CloneSet.
+    async fn event_about<K: Resource<DynamicType = ()>>(
+        &self,
+        cs: &CloneSet,
+        obj: &K,
+        type_: EventType,
+        reason: &str,
+        note: String,
+    ) {
+        self.event(cs, type_, reason, note, Some(obj.object_ref(&())))
+            .await;
+    }
+
+    /// The outcome of a write to `pvc`: `Ok(true)` when done, `Ok(false)` when the PVC is
+    /// already gone (nothing left to do); any other error is published as a Warning Event
+    /// (`reason`, `note`) and returned.
+    async fn pvc_written<T>(
+        &self,
+        cs: &CloneSet,
+        pvc: &PersistentVolumeClaim,
+        res: Result<T, kube::Error>,
+        reason: &str,
+        note: impl FnOnce(&kube::Error) -> String,
+    ) -> Result<bool, Error> {
+        match res {
+            Ok(_) => Ok(true),
+            Err(kube::Error::Api(s)) if s.is_not_found() => Ok(false),
+            Err(e) => {
+                self.event_about(cs, pvc, EventType::Warning, reason, note(&e))
+                    .await;
+                Err(e.into())
+            }
+        }
+    }
+
+    /// Remember the resource version one of our writes produced, so the next reconcile waits
+    /// until the cache shows it.
+    fn expect_version(&self, uid: Option<&str>, rv: Option<&str>) {
+        if let (Some(uid), Some(rv)) = (uid, rv) {
+            self.rv_exp.expect(uid, rv);
+        }
+    }
+
+    fn expect_written(&self, written: &Pod) {
+        self.expect_version(
+            written.metadata.uid.as_deref(),
+            written.metadata.resource_version.as_deref(),
+        );
+    }
+}
+
+/// Which part of a pod a patch writes.
+#[derive(Clone, Copy)]
+enum PodPart {
+    Object,
+    Status,
+}
+
+/// Strategic-merge `patch` into `pod` (or its status subresource).
+async fn patch_pod(
+    api: &Api<Pod>,
+    pod: &Pod,
+    part: PodPart,
+    patch: Value,
+) -> Result<Pod, kube::Error> {
+    let (name, params, patch) = (
+        podutil::name(pod),
+        PatchParams::default(),
+        Patch::Strategic(patch),
+    );
+    match part {
+        PodPart::Object => api.patch(name, &params, &patch).await,
+        PodPart::Status => api.patch_status(name, &params, &patch).await,
+    }
+}
+
+/// Set a failure condition (FailedScale, FailedUpdate) from the step's error, or clear it.
+fn report_failure(st: &mut CloneSetStatus, type_: &str, err: Option<&Error>, now: Timestamp) {
+    match err {
+        Some(e) => status::set_condition(
+            st,
+            status::new_condition(type_, true, "", &e.to_string(), now),
+        ),
+        None => status::remove_condition(st, type_),
     }
 }
 
@@ -359,6 +446,15 @@ pub fn update_options(cs: &CloneSet) -> UpdateOptions {
     }
 }
 
+fn template_labels(cs: &CloneSet) -> BTreeMap<String, String> {
+    cs.spec
+        .template
+        .metadata
+        .as_ref()
+        .and_then(|m| m.labels.clone())
+        .unwrap_or_default()
+}
+
 /// Why a CloneSet cannot be acted on at all, if it cannot.
 fn invalid_reason(cs: &CloneSet) -> Option<String> {
     let sel = &cs.spec.selector;
@@ -375,14 +471,7 @@ fn invalid_reason(cs: &CloneSet) -> Option<String> {
             ));
         }
     }
-    let labels = cs
-        .spec
-        .template
-        .metadata
-        .as_ref()
-        .and_then(|m| m.labels.clone())
-        .unwrap_or_default();
-    if !update::selector_matches(sel, &labels) {
+    if !update::selector_matches(sel, &template_labels(cs)) {
         return Some("spec.selector does not match spec.template.metadata.labels".to_string());
     }
     if cs.spec.replicas.is_some_and(|r| r < 0) {
@@ -597,14 +686,7 @@ async fn claim_pods(
     for &i in &plan.release {
         let pod = refs[i];
         let patch = claim::release_patch(uid, pod.metadata.uid.as_deref().unwrap_or_default());
-        match api
-            .patch(
-                podutil::name(pod),
-                &PatchParams::default(),
-                &Patch::Strategic(patch),
-            )
-            .await
-        {
+        match patch_pod(&api, pod, PodPart::Object, patch).await {
             Ok(_) => {
                 tracing::info!(cloneset = %cs.name_any(), pod = podutil::name(pod), "released pod that no longer matches the selector")
             }
@@ -616,14 +698,7 @@ async fn claim_pods(
         for &i in &plan.adopt {
             let pod = refs[i];
             let patch = claim::adopt_patch(&owner, pod.metadata.uid.as_deref().unwrap_or_default());
-            match api
-                .patch(
-                    podutil::name(pod),
-                    &PatchParams::default(),
-                    &Patch::Strategic(patch),
-                )
-                .await
-            {
+            match patch_pod(&api, pod, PodPart::Object, patch).await {
                 Ok(p) => {
                     tracing::info!(cloneset = %cs.name_any(), pod = podutil::name(pod), "adopted orphan pod");
                     owned.push(Arc::new(p));
@@ -718,46 +793,29 @@ async fn cleanup_pvcs(
             },
         );
         let patch = json!({ "metadata": { "ownerReferences": refs } });
-        match api
+        let res = api
             .patch(&name, &PatchParams::default(), &Patch::Merge(patch))
-            .await
+            .await;
+        if ctx
+            .pvc_written(cs, pvc, res, "FailedUpdate", |e| {
+                format!("failed to update PVC {name}: {e}")
+            })
+            .await?
         {
-            Ok(_) => {
-                tracing::info!(cloneset = %cs.name_any(), pvc = %name, pod = podutil::name(pod), "handed PVC to its finished pod")
-            }
-            Err(kube::Error::Api(s)) if s.is_not_found() => {}
-            Err(e) => {
-                ctx.event(
-                    cs,
-                    EventType::Warning,
-                    "FailedUpdate",
-                    format!("failed to update PVC {name}: {e}"),
-                    Some(pvc.object_ref(&())),
-                )
-                .await;
-                return Err(e.into());
-            }
+            tracing::info!(cloneset = %cs.name_any(), pvc = %name, pod = podutil::name(pod), "handed PVC to its finished pod");
         }
     }
     for &i in &plan.delete {
         let pvc = &pvcs[i];
         let name = pvc.metadata.name.clone().unwrap_or_default();
-        match api.delete(&name, &DeleteParams::default()).await {
-            Ok(_) => {
-                tracing::info!(cloneset = %cs.name_any(), pvc = %name, "deleted PVC whose pod is gone")
-            }
-            Err(kube::Error::Api(s)) if s.is_not_found() => {}
-            Err(e) => {
-                ctx.event(
-                    cs,
-                    EventType::Warning,
-                    "FailedDelete",
-                    format!("failed to clean up PVC {name}: {e}"),
-                    Some(pvc.object_ref(&())),
-                )
-                .await;
-                return Err(e.into());
-            }
+        let res = api.delete(&name, &DeleteParams::default()).await;
+        if ctx
+            .pvc_written(cs, pvc, res, "FailedDelete", |e| {
+                format!("failed to clean up PVC {name}: {e}")
+            })
+            .await?
+        {
+            tracing::info!(cloneset = %cs.name_any(), pvc = %name, "deleted PVC whose pod is gone");
         }
     }
     Ok(plan.keep.into_iter().map(|i| pvcs[i].clone()).collect())
@@ -835,13 +893,7 @@ async fn active_revisions(
         .and_then(|s| s.collision_count)
         .unwrap_or(0);
     let template = serde_json::to_value(&cs.spec.template)?;
-    let tpl_labels = cs
-        .spec
-        .template
-        .metadata
-        .as_ref()
-        .and_then(|m| m.labels.clone())
-        .unwrap_or_default();
+    let tpl_labels = template_labels(cs);
     let annotations = cs.metadata.annotations.clone().unwrap_or_default();
     let candidate = revision::new_revision(
         &parent,
@@ -869,15 +921,15 @@ async fn active_revisions(
         }
         UpdateRevisionChoice::Create => {
             let created = create_revision(api, &name, candidate, &mut collision).await?;
-            ctx.event(
+            ctx.event_about(
                 cs,
+                &created,
                 EventType::Normal,
                 "RevisionCreated",
                 format!(
                     "created revision {}",
                     created.metadata.name.clone().unwrap_or_default()
                 ),
-                Some(created.object_ref(&())),
             )
             .await;
             revisions.push(created.clone());
@@ -1048,7 +1100,24 @@ impl Sync<'_> {
         self.update.metadata.name.clone().unwrap_or_default()
     }
 
-    fn pods_api(&self) -> Result<Api<Pod>, Error> {
+    /// An Event on this CloneSet about one of its pods or PVCs.
+    async fn event_about<K: Resource<DynamicType = ()>>(
+        &self,
+        obj: &K,
+        type_: EventType,
+        reason: &str,
+        note: String,
+    ) {
+        self.ctx
+            .event_about(self.cs, obj, type_, reason, note)
+            .await;
+    }
+
+    /// The API of pods or PVCs in the CloneSet's namespace.
+    fn api<K>(&self) -> Result<Api<K>, Error>
+    where
+        K: Resource<Scope = NamespaceResourceScope, DynamicType = ()>,
+    {
         let ns = self.cs.namespace().ok_or(Error::Unnamed)?;
         Ok(Api::namespaced(self.ctx.client.clone(), &ns))
     }
@@ -1074,41 +1143,26 @@ impl Sync<'_> {
             Ok(s) => (s, None),
             Err(e) => (false, Some(e)),
         };
-        match &scale_err {
-            Some(e) => status::set_condition(
-                st,
-                status::new_condition(
-                    keys::CLONESET_CONDITION_FAILED_SCALE,
-                    true,
-                    "",
-                    &e.to_string(),
-                    self.now,
-                ),
-            ),
-            None => status::remove_condition(st, keys::CLONESET_CONDITION_FAILED_SCALE),
-        }
+        report_failure(
+            st,
+            keys::CLONESET_CONDITION_FAILED_SCALE,
+            scale_err.as_ref(),
+            self.now,
+        );
         if scaled {
             return scale_err.map_or(Ok(()), Err);
         }
-        match self.update_pods(pods, requeue).await {
-            Ok(()) => status::remove_condition(st, keys::CLONESET_CONDITION_FAILED_UPDATE),
-            Err(e) => {
-                status::set_condition(
-                    st,
-                    status::new_condition(
-                        keys::CLONESET_CONDITION_FAILED_UPDATE,
-                        true,
-                        "",
-                        &e.to_string(),
-                        self.now,
-                    ),
-                );
-                if scale_err.is_none() {
-                    return Err(e);
-                }
-            }
+        let updated = self.update_pods(pods, requeue).await;
+        report_failure(
+            st,
+            keys::CLONESET_CONDITION_FAILED_UPDATE,
+            updated.as_ref().err(),
+            self.now,
+        );
+        match (scale_err, updated) {
+            (Some(e), _) | (None, Err(e)) => Err(e),
+            (None, Ok(())) => Ok(()),
         }
-        scale_err.map_or(Ok(()), Err)
     }
 
     // ----- scale -------------------------------------------------------------------------------
@@ -1225,18 +1279,12 @@ impl Sync<'_> {
         let old_n = usize::try_from(old_revision.max(0)).unwrap_or(0).min(total);
         let pod_ids: BTreeSet<String> = pods
             .iter()
-            .filter_map(|p| podutil::label(p, keys::CLONESET_INSTANCE_ID_LABEL).map(str::to_string))
+            .filter_map(|p| instance_id(*p).map(str::to_string))
             .collect();
         let pvc_ids: BTreeSet<String> = self
             .pvcs
             .iter()
-            .filter_map(|p| {
-                p.metadata
-                    .labels
-                    .as_ref()
-                    .and_then(|l| l.get(keys::CLONESET_INSTANCE_ID_LABEL))
-                    .cloned()
-            })
+            .filter_map(|p| instance_id(p).map(str::to_string))
             .collect();
         let existing_pvcs: BTreeSet<String> = self
             .pvcs
@@ -1252,17 +1300,12 @@ impl Sync<'_> {
             .iter()
             .enumerate()
             .map(|(k, id)| {
-                if k < old_n {
-                    (
-                        new_pod(self.cs, &current_tpl, &current_name, id, self.now),
-                        id.clone(),
-                    )
+                let (tpl, rev) = if k < old_n {
+                    (&current_tpl, &current_name)
                 } else {
-                    (
-                        new_pod(self.cs, &update_tpl, &update_name, id, self.now),
-                        id.clone(),
-                    )
-                }
+                    (&update_tpl, &update_name)
+                };
+                (new_pod(self.cs, tpl, rev, id, self.now), id.clone())
             })
             .collect();
         tracing::info!(cloneset = %self.key, count = total, current_revision = old_n, "creating pods");
@@ -1327,8 +1370,7 @@ impl Sync<'_> {
         id: &str,
         existing_pvcs: &BTreeSet<String>,
     ) -> Result<(), Error> {
-        let ns = self.cs.namespace().ok_or(Error::Unnamed)?;
-        let pvc_api: Api<PersistentVolumeClaim> = Api::namespaced(self.ctx.client.clone(), &ns);
+        let pvc_api = self.api::<PersistentVolumeClaim>()?;
         for pvc in new_pvcs(self.cs, id) {
             let pname = pvc.metadata.name.clone().unwrap_or_default();
             if existing_pvcs.contains(&pname) {
@@ -1352,29 +1394,25 @@ impl Sync<'_> {
             }
         }
         let pname = podutil::name(pod).to_string();
-        match self.pods_api()?.create(&PostParams::default(), pod).await {
+        match self.api::<Pod>()?.create(&PostParams::default(), pod).await {
             Ok(_) => {
-                self.ctx
-                    .event(
-                        self.cs,
-                        EventType::Normal,
-                        "SuccessfulCreate",
-                        format!("succeed to create pod {pname}"),
-                        Some(pod.object_ref(&())),
-                    )
-                    .await;
+                self.event_about(
+                    pod,
+                    EventType::Normal,
+                    "SuccessfulCreate",
+                    format!("succeed to create pod {pname}"),
+                )
+                .await;
                 Ok(())
             }
             Err(e) => {
-                self.ctx
-                    .event(
-                        self.cs,
-                        EventType::Warning,
-                        "FailedCreate",
-                        format!("failed to create pod {pname}: {e}"),
-                        Some(pod.object_ref(&())),
-                    )
-                    .await;
+                self.event_about(
+                    pod,
+                    EventType::Warning,
+                    "FailedCreate",
+                    format!("failed to create pod {pname}: {e}"),
+                )
+                .await;
                 Err(e.into())
             }
         }
@@ -1382,7 +1420,7 @@ impl Sync<'_> {
 
     async fn delete_pods(&self, chosen: &[&Pod]) -> Result<bool, Error> {
         let mut modified = false;
-        let api = self.pods_api()?;
+        let api = self.api::<Pod>()?;
         let pre_delete = self
             .cs
             .spec
@@ -1417,57 +1455,37 @@ impl Sync<'_> {
                     self.ctx
                         .scale_exp
                         .observe(self.key, ScaleAction::Delete, &pname);
-                    self.ctx
-                        .event(
-                            self.cs,
-                            EventType::Warning,
-                            "FailedDelete",
-                            format!("failed to delete pod {pname}: {e}"),
-                            Some(pod.object_ref(&())),
-                        )
-                        .await;
+                    self.event_about(
+                        *pod,
+                        EventType::Warning,
+                        "FailedDelete",
+                        format!("failed to delete pod {pname}: {e}"),
+                    )
+                    .await;
                     return Err(e.into());
                 }
             }
             modified = true;
-            self.ctx
-                .event(
-                    self.cs,
-                    EventType::Normal,
-                    "SuccessfulDelete",
-                    format!("succeed to delete pod {pname}"),
-                    Some(pod.object_ref(&())),
-                )
-                .await;
-            let id = podutil::label(pod, keys::CLONESET_INSTANCE_ID_LABEL);
-            let ns = self.cs.namespace().ok_or(Error::Unnamed)?;
-            let pvc_api: Api<PersistentVolumeClaim> = Api::namespaced(self.ctx.client.clone(), &ns);
+            self.event_about(
+                *pod,
+                EventType::Normal,
+                "SuccessfulDelete",
+                format!("succeed to delete pod {pname}"),
+            )
+            .await;
+            let id = instance_id(*pod);
+            let pvc_api = self.api::<PersistentVolumeClaim>()?;
             for pvc in self.pvcs {
-                let pvc_id = pvc
-                    .metadata
-                    .labels
-                    .as_ref()
-                    .and_then(|l| l.get(keys::CLONESET_INSTANCE_ID_LABEL));
-                if id.is_none() || pvc_id.map(String::as_str) != id {
+                if id.is_none() || instance_id(pvc) != id {
                     continue;
                 }
                 let n = pvc.metadata.name.clone().unwrap_or_default();
-                match pvc_api.delete(&n, &DeleteParams::default()).await {
-                    Ok(_) => {}
-                    Err(kube::Error::Api(s)) if s.is_not_found() => {}
-                    Err(e) => {
-                        self.ctx
-                            .event(
-                                self.cs,
-                                EventType::Warning,
-                                "FailedDelete",
-                                format!("failed to delete pvc {n}: {e}"),
-                                Some(pvc.object_ref(&())),
-                            )
-                            .await;
-                        return Err(e.into());
-                    }
-                }
+                let res = pvc_api.delete(&n, &DeleteParams::default()).await;
+                self.ctx
+                    .pvc_written(self.cs, pvc, res, "FailedDelete", |e| {
+                        format!("failed to delete pvc {n}: {e}")
+                    })
+                    .await?;
             }
         }
         Ok(modified)
@@ -1505,20 +1523,8 @@ impl Sync<'_> {
             json!({ keys::LIFECYCLE_TIMESTAMP_ANNOTATION: rfc3339(self.now) }),
         );
         let patch = json!({ "metadata": meta });
-        let written = self
-            .pods_api()?
-            .patch(
-                podutil::name(pod),
-                &PatchParams::default(),
-                &Patch::Strategic(patch),
-            )
-            .await?;
-        if let (Some(uid), Some(rv)) = (
-            written.metadata.uid.as_deref(),
-            written.metadata.resource_version.as_deref(),
-        ) {
-            self.ctx.rv_exp.expect(uid, rv);
-        }
+        let written = patch_pod(&self.api()?, pod, PodPart::Object, patch).await?;
+        self.ctx.expect_written(&written);
         tracing::info!(cloneset = %self.key, pod = podutil::name(pod), state = %state, "pod lifecycle changed");
         Ok(true)
     }
@@ -1556,20 +1562,8 @@ impl Sync<'_> {
         )?;
         let Some(cond) = cond else { return Ok(()) };
         let patch = json!({ "status": { "conditions": [cond] } });
-        let written = self
-            .pods_api()?
-            .patch_status(
-                podutil::name(pod),
-                &PatchParams::default(),
-                &Patch::Strategic(patch),
-            )
-            .await?;
-        if let (Some(uid), Some(rv)) = (
-            written.metadata.uid.as_deref(),
-            written.metadata.resource_version.as_deref(),
-        ) {
-            self.ctx.rv_exp.expect(uid, rv);
-        }
+        let written = patch_pod(&self.api()?, pod, PodPart::Status, patch).await?;
+        self.ctx.expect_written(&written);
         tracing::info!(cloneset = %self.key, pod = podutil::name(pod), key, held = add, "lifecycle hook readiness key changed");
         Ok(())
     }
@@ -1589,12 +1583,10 @@ impl Sync<'_> {
                 .inplace
                 .refresh(&hooks, pod, &opts, self.now)
                 .await?;
-            if let (Some(uid), Some(rv)) = (
+            self.ctx.expect_version(
                 pod.metadata.uid.as_deref(),
                 out.new_resource_version.as_deref(),
-            ) {
-                self.ctx.rv_exp.expect(uid, rv);
-            }
+            );
             requeue.push(out.requeue_after);
             let completed = hooks.pod_update_completed(pod).is_ok();
             if let Some(next) =
@@ -1606,15 +1598,13 @@ impl Sync<'_> {
                     modified = true;
                     if was_updating {
                         self.ctx.metrics.inplace_completed(METRIC_NAME);
-                        self.ctx
-                            .event(
-                                self.cs,
-                                EventType::Normal,
-                                "SuccessfulUpdatePodInPlaceCompleted",
-                                format!("pod {} finished its in-place update", podutil::name(pod)),
-                                Some(pod.object_ref(&())),
-                            )
-                            .await;
+                        self.event_about(
+                            *pod,
+                            EventType::Normal,
+                            "SuccessfulUpdatePodInPlaceCompleted",
+                            format!("pod {} finished its in-place update", podutil::name(pod)),
+                        )
+                        .await;
                     }
                 }
             }
@@ -1736,31 +1726,34 @@ impl Sync<'_> {
                         new_resource_version,
                         requeue_after,
                     }) => {
-                        if let (Some(uid), Some(rv)) =
-                            (pod.metadata.uid.as_deref(), new_resource_version.as_deref())
-                        {
-                            self.ctx.rv_exp.expect(uid, rv);
-                        }
+                        self.ctx.expect_version(
+                            pod.metadata.uid.as_deref(),
+                            new_resource_version.as_deref(),
+                        );
                         requeue.push(requeue_after);
                         self.ctx.metrics.inplace_started(METRIC_NAME);
-                        self.ctx
-                            .event(
-                                self.cs,
-                                EventType::Normal,
-                                "SuccessfulUpdatePodInPlace",
-                                format!("successfully update pod {pname} in-place(revision {update_name})"), Some(pod.object_ref(&())))
-                            .await;
+                        self.event_about(
+                            pod,
+                            EventType::Normal,
+                            "SuccessfulUpdatePodInPlace",
+                            format!(
+                                "successfully update pod {pname} in-place(revision {update_name})"
+                            ),
+                        )
+                        .await;
                         return Ok(());
                     }
                     Ok(UpdateOutcome::NotInPlace(r)) => reason = Some(r),
                     Err(e) => {
-                        self.ctx
-                            .event(
-                                self.cs,
-                                EventType::Warning,
-                                "FailedUpdatePodInPlace",
-                                format!("failed to update pod {pname} in-place(revision {update_name}): {e}"), Some(pod.object_ref(&())))
-                            .await;
+                        self.event_about(
+                            pod,
+                            EventType::Warning,
+                            "FailedUpdatePodInPlace",
+                            format!(
+                                "failed to update pod {pname} in-place(revision {update_name}): {e}"
+                            ),
+                        )
+                        .await;
                         return Err(e.into());
                     }
                 }
@@ -1768,48 +1761,45 @@ impl Sync<'_> {
             let reason = reason.unwrap_or(NotInPlace::NoOldRevision);
             if policy == CloneSetPodUpdateStrategyType::InPlaceOnly {
                 // Never recreate under InPlaceOnly: say why and leave the pod alone.
-                self.ctx
-                    .event(
-                        self.cs,
-                        EventType::Warning,
-                        "FailedUpdate",
-                        format!("pod {pname} cannot be updated in place to {update_name} and the policy is InPlaceOnly: {reason}"), Some(pod.object_ref(&())))
-                    .await;
+                self.event_about(
+                    pod,
+                    EventType::Warning,
+                    "FailedUpdate",
+                    format!(
+                        "pod {pname} cannot be updated in place to {update_name} and the policy is InPlaceOnly: {reason}"
+                    ),
+                )
+                .await;
                 return Err(Error::InPlaceOnly { pod: pname, reason });
             }
             tracing::info!(cloneset = %self.key, pod = %pname, %reason, "cannot update in place, recreating");
         }
 
         let patch = json!({ "metadata": { "labels": { keys::SPECIFIED_DELETE_LABEL: "true" } } });
-        match self
-            .pods_api()?
-            .patch(&pname, &PatchParams::default(), &Patch::Strategic(patch))
-            .await
-        {
+        match patch_pod(&self.api()?, pod, PodPart::Object, patch).await {
             Ok(written) => {
-                if let (Some(uid), Some(rv)) = (
-                    written.metadata.uid.as_deref(),
-                    written.metadata.resource_version.as_deref(),
-                ) {
-                    self.ctx.rv_exp.expect(uid, rv);
-                }
-                self.ctx
-                    .event(
-                        self.cs,
-                        EventType::Normal,
-                        "SuccessfulUpdatePodReCreate",
-                        format!("successfully patch pod {pname} specified-delete for update(revision {update_name})"), Some(pod.object_ref(&())))
-                    .await;
+                self.ctx.expect_written(&written);
+                self.event_about(
+                    pod,
+                    EventType::Normal,
+                    "SuccessfulUpdatePodReCreate",
+                    format!(
+                        "successfully patch pod {pname} specified-delete for update(revision {update_name})"
+                    ),
+                )
+                .await;
                 Ok(())
             }
             Err(e) => {
-                self.ctx
-                    .event(
-                        self.cs,
-                        EventType::Warning,
-                        "FailedUpdatePodReCreate",
-                        format!("failed to patch pod specified-delete {pname} for update(revision {update_name}): {e}"), Some(pod.object_ref(&())))
-                    .await;
+                self.event_about(
+                    pod,
+                    EventType::Warning,
+                    "FailedUpdatePodReCreate",
+                    format!(
+                        "failed to patch pod specified-delete {pname} for update(revision {update_name}): {e}"
+                    ),
+                )
+                .await;
                 Err(e.into())
             }
         }

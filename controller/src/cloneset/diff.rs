@@ -388,13 +388,44 @@ mod tests {
         assert_eq!(settings(3, None).limits().scale_max_unavailable, i32::MAX);
     }
 
+    fn partitioned(replicas: i32, partition: i32) -> Settings {
+        settings(
+            replicas,
+            Some(Rolling {
+                partition: Some(IntOrString::Int(partition)),
+                ..Default::default()
+            }),
+        )
+    }
+
     fn ready(name: &str, rev: &str) -> Pod {
         pod(name).rev(rev).running_ready(0).build()
     }
 
-    fn diffs(st: &Settings, pods: &[Pod], update: &str) -> Diffs {
+    /// `n` ready pods `p0`, `p1`... at `rev`.
+    fn ready_pods(n: usize, rev: &str) -> Vec<Pod> {
+        (0..n).map(|i| ready(&format!("p{i}"), rev)).collect()
+    }
+
+    /// Ready pods at revision `r`, the first one held in PreparingDelete.
+    fn one_preparing_delete() -> [Pod; 2] {
+        [
+            pod("a")
+                .rev("r")
+                .running_ready(0)
+                .state(LifecycleStateType::PreparingDelete)
+                .build(),
+            ready("b", "r"),
+        ]
+    }
+
+    fn diffs_and_counts(st: &Settings, pods: &[Pod], update: &str) -> (Diffs, Counts) {
         let refs: Vec<&Pod> = pods.iter().collect();
-        calculate_diffs(st, &refs, &|p| podutil::is_at_revision(p, update), ts(1000)).0
+        calculate_diffs(st, &refs, &|p| podutil::is_at_revision(p, update), ts(1000))
+    }
+
+    fn diffs(st: &Settings, pods: &[Pod], update: &str) -> Diffs {
+        diffs_and_counts(st, pods, update).0
     }
 
     #[test]
@@ -409,13 +440,7 @@ mod tests {
 
     #[test]
     fn scale_up_with_partition_creates_old_revision_pods() {
-        let st = settings(
-            4,
-            Some(Rolling {
-                partition: Some(IntOrString::Int(2)),
-                ..Default::default()
-            }),
-        );
+        let st = partitioned(4, 2);
         let d = diffs(&st, &[], "cs-new");
         assert_eq!(d.scale_up_num, 4);
         assert_eq!(d.scale_up_num_old_revision, 2);
@@ -449,14 +474,8 @@ mod tests {
 
     #[test]
     fn update_num_respects_partition() {
-        let st = settings(
-            5,
-            Some(Rolling {
-                partition: Some(IntOrString::Int(2)),
-                ..Default::default()
-            }),
-        );
-        let pods: Vec<Pod> = (0..5).map(|i| ready(&format!("p{i}"), "cs-old")).collect();
+        let st = partitioned(5, 2);
+        let pods = ready_pods(5, "cs-old");
         let d = diffs(&st, &pods, "cs-new");
         assert_eq!(d.update_num, 3);
         assert_eq!(d.update_max_unavailable, 1);
@@ -473,7 +492,7 @@ mod tests {
                 ..Default::default()
             }),
         );
-        let pods: Vec<Pod> = (0..3).map(|i| ready(&format!("p{i}"), "cs-old")).collect();
+        let pods = ready_pods(3, "cs-old");
         let d = diffs(&st, &pods, "cs-new");
         assert_eq!(d.update_num, 3);
         // With maxSurge, the surge is used for the update: updateOldDiff=3, updateNewDiff=-3 is
@@ -499,16 +518,7 @@ mod tests {
     #[test]
     fn preparing_delete_counts_as_unavailable() {
         let st = settings(2, Some(Rolling::default()));
-        let pods = [
-            pod("a")
-                .rev("r")
-                .running_ready(0)
-                .state(LifecycleStateType::PreparingDelete)
-                .build(),
-            ready("b", "r"),
-        ];
-        let refs: Vec<&Pod> = pods.iter().collect();
-        let (_, c) = calculate_diffs(&st, &refs, &|p| podutil::is_at_revision(p, "r"), ts(1000));
+        let (_, c) = diffs_and_counts(&st, &one_preparing_delete(), "r");
         assert_eq!(c.new_pre_deleting, 1);
         assert_eq!(c.new_active, 1);
     }
@@ -516,14 +526,7 @@ mod tests {
     #[test]
     fn exclude_preparing_delete_scales_up_replacement() {
         let mut st = settings(2, Some(Rolling::default()));
-        let pods = [
-            pod("a")
-                .rev("r")
-                .running_ready(0)
-                .state(LifecycleStateType::PreparingDelete)
-                .build(),
-            ready("b", "r"),
-        ];
+        let pods = one_preparing_delete();
         assert_eq!(diffs(&st, &pods, "r").scale_up_num, 0);
         st.exclude_preparing_delete = true;
         assert_eq!(diffs(&st, &pods, "r").scale_up_num, 1);
@@ -544,7 +547,7 @@ mod tests {
         #[test]
         fn scale_up_plus_existing_reaches_replicas(replicas in 0i32..20, existing in 0usize..20) {
             let st = settings(replicas, Some(Rolling::default()));
-            let pods: Vec<Pod> = (0..existing).map(|i| ready(&format!("p{i}"), "r")).collect();
+            let pods = ready_pods(existing, "r");
             let d = diffs(&st, &pods, "r");
             let n = i32::try_from(existing).expect("small");
             proptest::prop_assert_eq!(n + d.scale_up_num - d.scale_down_num, replicas);

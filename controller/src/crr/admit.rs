@@ -53,7 +53,11 @@ pub fn is_admitted(crr: &ContainerRecreateRequest) -> bool {
     let has = |k: &str| labels.is_some_and(|l| l.contains_key(k));
     has(keys::CRR_POD_UID_LABEL)
         && has(keys::CRR_NODE_NAME_LABEL)
-        && crr.spec.containers.iter().all(|c| c.status_context.is_some())
+        && crr
+            .spec
+            .containers
+            .iter()
+            .all(|c| c.status_context.is_some())
 }
 
 fn pod_is_active(pod: &Pod) -> bool {
@@ -85,7 +89,10 @@ pub fn admit(
         return Err(AdmitError::DeadlineTooShort);
     }
     let strategy = out.spec.strategy.get_or_insert_with(Default::default);
-    if strategy.termination_grace_period_seconds.is_some_and(|s| s < 0) {
+    if strategy
+        .termination_grace_period_seconds
+        .is_some_and(|s| s < 0)
+    {
         return Err(AdmitError::Negative("terminationGracePeriodSeconds"));
     }
     if strategy.unready_grace_period_seconds.is_some_and(|s| s < 0) {
@@ -165,7 +172,9 @@ mod tests {
         LifecycleHandler, PodSpec, PodStatus,
     };
     use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
-    use kruise_api::apps::v1beta1::{ContainerRecreateRequestContainer, ContainerRecreateRequestSpec};
+    use kruise_api::apps::v1beta1::{
+        ContainerRecreateRequestContainer, ContainerRecreateRequestSpec,
+    };
 
     fn pod() -> Pod {
         let mut p = Pod {
@@ -196,7 +205,9 @@ mod tests {
                         name: "b".into(),
                         lifecycle: Some(Lifecycle {
                             pre_stop: Some(LifecycleHandler {
-                                exec: Some(ExecAction { command: Some(vec!["sleep".into(), "1".into()]) }),
+                                exec: Some(ExecAction {
+                                    command: Some(vec!["sleep".into(), "1".into()]),
+                                }),
                                 ..Default::default()
                             }),
                             ..Default::default()
@@ -257,7 +268,10 @@ mod tests {
         assert_eq!(l[keys::CRR_NODE_NAME_LABEL], "n1");
         assert_eq!(l[keys::CRR_POD_UID_LABEL], "pod-uid");
         let s = out.spec.strategy.as_ref().expect("strategy");
-        assert_eq!(s.failure_policy, Some(ContainerRecreateRequestFailurePolicyType::Fail));
+        assert_eq!(
+            s.failure_policy,
+            Some(ContainerRecreateRequestFailurePolicyType::Fail)
+        );
         assert_eq!(s.termination_grace_period_seconds, Some(20));
         let c0 = &out.spec.containers[0];
         assert_eq!(
@@ -276,9 +290,17 @@ mod tests {
         let mut p = pod();
         let cases: Vec<(ContainerRecreateRequest, Pod, AdmitError)> = vec![
             (crr(&[]), p.clone(), AdmitError::NoContainers),
-            (crr(&["a", "a"]), p.clone(), AdmitError::Duplicate("a".into())),
+            (
+                crr(&["a", "a"]),
+                p.clone(),
+                AdmitError::Duplicate("a".into()),
+            ),
             (crr(&["x"]), p.clone(), AdmitError::NoContainer("x".into())),
-            (crr(&["b"]), p.clone(), AdmitError::NoContainerId("b".into())),
+            (
+                crr(&["b"]),
+                p.clone(),
+                AdmitError::NoContainerId("b".into()),
+            ),
             (
                 {
                     let mut c = crr(&["a"]);

@@ -8,7 +8,8 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Pod, PodCondition};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kruise_api::apps::v1beta1::{
-    ContainerRecreateRequest, ContainerRecreateRequestPhase, ContainerRecreateRequestSyncContainerStatus,
+    ContainerRecreateRequest, ContainerRecreateRequestPhase,
+    ContainerRecreateRequestSyncContainerStatus,
 };
 use kruise_api::appspub::{PodReadinessMessage, add_readiness_message, remove_readiness_message};
 use kruise_api::keys;
@@ -25,7 +26,8 @@ pub const MSG_NO_DAEMON: &str = "daemon has not responded for a long time";
 pub const MSG_DEADLINE: &str = "recreating has exceeded the activeDeadlineSeconds";
 /// Reason and message of the PreRecreateGrace condition.
 pub const GRACE_REASON: &str = "PreRecreateGrace";
-pub const GRACE_MESSAGE: &str = "Pod has been forced to not-ready for unreadyGracePeriodSeconds drain";
+pub const GRACE_MESSAGE: &str =
+    "Pod has been forced to not-ready for unreadyGracePeriodSeconds drain";
 
 /// The not-ready key a request holds on its pod.
 pub fn readiness_key(crr: &ContainerRecreateRequest) -> PodReadinessMessage {
@@ -49,9 +51,10 @@ pub fn has_readiness_gate(pod: &Pod) -> bool {
 }
 
 fn has_grace_condition(crr: &ContainerRecreateRequest) -> bool {
-    crr.status.iter().flat_map(|s| s.conditions.iter()).any(|c| {
-        c.type_ == keys::CRR_CONDITION_PRE_RECREATE_GRACE && c.status == "True"
-    })
+    crr.status
+        .iter()
+        .flat_map(|s| s.conditions.iter())
+        .any(|c| c.type_ == keys::CRR_CONDITION_PRE_RECREATE_GRACE && c.status == "True")
 }
 
 fn secs(n: i64) -> Duration {
@@ -101,9 +104,8 @@ pub fn next_step(crr: &ContainerRecreateRequest, pod: Option<&Pod>, now: Timesta
     let deleting = crr.metadata.deletion_timestamp.is_some();
     if deleting || completed.is_some() {
         if has_finalizer(crr) {
-            let remove_key = pod.is_some_and(|p| {
-                p.metadata.deletion_timestamp.is_none() && has_readiness_gate(p)
-            });
+            let remove_key = pod
+                .is_some_and(|p| p.metadata.deletion_timestamp.is_none() && has_readiness_gate(p));
             return Step::Release { remove_key };
         }
         if deleting {
@@ -155,9 +157,11 @@ pub fn next_step(crr: &ContainerRecreateRequest, pod: Option<&Pod>, now: Timesta
     if status.map(|s| s.phase) != Some(ContainerRecreateRequestPhase::Recreating) {
         return Step::Wait(requeue);
     }
-    let current = status.map(|s| s.container_status_snapshot.clone()).unwrap_or_default();
+    let current = status
+        .map(|s| s.container_status_snapshot.clone())
+        .unwrap_or_default();
     let fresh = snapshot(crr, pod, created);
-    let snapshot = (fresh != current && !(fresh.is_empty() && !current.is_empty())).then_some(fresh);
+    let snapshot = ((current.is_empty() || !fresh.is_empty()) && fresh != current).then_some(fresh);
     let wants_grace = crr
         .spec
         .strategy
@@ -236,7 +240,11 @@ pub fn readiness_condition(
     }
     let empty = kruise_api::appspub::parse_readiness_messages(&msg)?.is_empty();
     Ok(Some(PodCondition {
-        status: if empty { "True".into() } else { cur.status.clone() },
+        status: if empty {
+            "True".into()
+        } else {
+            cur.status.clone()
+        },
         message: Some(msg),
         last_transition_time: Some(Time(now)),
         ..cur.clone()

@@ -23,6 +23,9 @@
 pub mod admit;
 pub mod logic;
 
+#[cfg(test)]
+mod cluster_tests;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -80,7 +83,12 @@ fn key(crr: &ContainerRecreateRequest) -> String {
 }
 
 /// Runs until `shutdown`.
-pub async fn run(client: Client, pods: PodCache, metrics: Arc<Metrics>, shutdown: CancellationToken) {
+pub async fn run(
+    client: Client,
+    pods: PodCache,
+    metrics: Arc<Metrics>,
+    shutdown: CancellationToken,
+) {
     let (store, writer) = reflector::store::<ContainerRecreateRequest>();
     let crr_events = watcher(
         Api::<ContainerRecreateRequest>::all(client.clone()),
@@ -290,8 +298,12 @@ async fn set_finalizers(
         "finalizers": finalizers,
         "resourceVersion": crr.resource_version(),
     }});
-    api.patch(&crr.name_any(), &PatchParams::default(), &Patch::Merge(&patch))
-        .await?;
+    api.patch(
+        &crr.name_any(),
+        &PatchParams::default(),
+        &Patch::Merge(&patch),
+    )
+    .await?;
     Ok(())
 }
 

@@ -74,9 +74,17 @@ mod tests {
             ("index.docker.io/library/nginx", "nginx", "latest"),
             ("docker.io/foo/bar:2", "foo/bar", "2"),
             ("library/busybox", "busybox", "latest"),
-            ("127.0.0.1:5000/kruise/app:v2", "127.0.0.1:5000/kruise/app", "v2"),
+            (
+                "127.0.0.1:5000/kruise/app:v2",
+                "127.0.0.1:5000/kruise/app",
+                "v2",
+            ),
             ("localhost/app", "localhost/app", "latest"),
-            ("registry.k8s.io/pause:3.10", "registry.k8s.io/pause", "3.10"),
+            (
+                "registry.k8s.io/pause:3.10",
+                "registry.k8s.io/pause",
+                "3.10",
+            ),
             ("reg:5000/a@sha256:abc", "reg:5000/a", "sha256:abc"),
             ("reg/a:1@sha256:abc", "reg/a", "sha256:abc"),
         ];

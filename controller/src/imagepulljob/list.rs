@@ -39,7 +39,7 @@ pub enum Error {
     Hash(String),
 }
 
-struct Ctx {
+pub(super) struct Ctx {
     client: Client,
     jobs: reflector::Store<ImagePullJob>,
     metrics: Arc<Metrics>,
@@ -80,7 +80,9 @@ pub async fn run(client: Client, metrics: Arc<Metrics>, shutdown: CancellationTo
         .reflect(job_writer)
         .filter_map(move |ev| {
             let (job, action) = match ev {
-                Ok(watcher::Event::Apply(j) | watcher::Event::InitApply(j)) => (j, ScaleAction::Create),
+                Ok(watcher::Event::Apply(j) | watcher::Event::InitApply(j)) => {
+                    (j, ScaleAction::Create)
+                }
                 Ok(watcher::Event::Delete(j)) => (j, ScaleAction::Delete),
                 _ => return future::ready(None),
             };
@@ -206,7 +208,13 @@ pub fn new_job(list: &ImageListPullJob, image: &str, hash: &str) -> ImagePullJob
         metadata: ObjectMeta {
             namespace: list.namespace(),
             generate_name: Some(format!("{}-", list.name_any())),
-            labels: Some([(keys::CONTROLLER_REVISION_HASH_LABEL.to_string(), hash.to_string())].into()),
+            labels: Some(
+                [(
+                    keys::CONTROLLER_REVISION_HASH_LABEL.to_string(),
+                    hash.to_string(),
+                )]
+                .into(),
+            ),
             owner_references: list.controller_owner_ref(&()).map(|o| vec![o]),
             ..Default::default()
         },
@@ -243,9 +251,20 @@ async fn reconcile_inner(list: &ImageListPullJob, ctx: &Ctx) -> Result<Action, E
         let patch = json!({"metadata": {"labels": {keys::CONTROLLER_REVISION_HASH_LABEL: hash}}});
         api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
             .await?;
+        // The label change brings the list back; its stale resourceVersion would make the
+        // status write below conflict.
+        return Ok(Action::await_change());
     }
-    if let Some(done) = list.status.as_ref().and_then(|s| s.completion_time.as_ref()) {
-        let ttl = list.spec.template.completion_policy.ttl_seconds_after_finished;
+    if let Some(done) = list
+        .status
+        .as_ref()
+        .and_then(|s| s.completion_time.as_ref())
+    {
+        let ttl = list
+            .spec
+            .template
+            .completion_policy
+            .ttl_seconds_after_finished;
         return match logic::ttl(ttl, done.0, now) {
             Ttl::Keep => Ok(Action::await_change()),
             Ttl::After(d) => Ok(Action::requeue(d)),
@@ -260,43 +279,85 @@ async fn reconcile_inner(list: &ImageListPullJob, ctx: &Ctx) -> Result<Action, E
             }
         };
     }
-    if let ScaleSatisfaction::Unsatisfied { since, dirty } = ctx.scale_exp.satisfied(&key, Instant::now()) {
+    // Before the first list of jobs, every image would look like it has no job yet.
+    if !super::store_ready(&ctx.jobs) {
+        return Ok(Action::requeue(Duration::from_secs(1)));
+    }
+    let uid = list.metadata.uid.clone().unwrap_or_default();
+    let mine: Vec<Arc<ImagePullJob>> = ctx
+        .jobs
+        .state()
+        .into_iter()
+        .filter(|j| j.metadata.namespace.as_deref() == Some(ns.as_str()))
+        .filter(|j| controller_of(j).is_some_and(|o| o.uid == uid))
+        .collect();
+    // The cache itself settles expectations too, so a missed watch event cannot stall the list:
+    // a job at the current template hash means its create landed; no other job for the image
+    // (terminating ones included) means its delete did.
+    for image in list
+        .spec
+        .images
+        .iter()
+        .chain(mine.iter().map(|j| &j.spec.image))
+    {
+        let of_image = mine.iter().filter(|j| &j.spec.image == image);
+        let (mut current, mut stale) = (false, false);
+        for j in of_image {
+            if j.labels().get(keys::CONTROLLER_REVISION_HASH_LABEL) == Some(&hash) {
+                current = true;
+            } else {
+                stale = true;
+            }
+        }
+        if current {
+            ctx.scale_exp.observe(&key, ScaleAction::Create, image);
+        }
+        if !stale {
+            ctx.scale_exp.observe(&key, ScaleAction::Delete, image);
+        }
+    }
+    if let ScaleSatisfaction::Unsatisfied { since, dirty } =
+        ctx.scale_exp.satisfied(&key, Instant::now())
+    {
         if since < EXPECTATION_TIMEOUT {
             tracing::debug!(list = %key, ?dirty, "waiting for created/deleted ImagePullJobs");
             return Ok(Action::requeue(Duration::from_secs(1)));
         }
         ctx.scale_exp.delete(&key);
     }
-    let uid = list.metadata.uid.clone().unwrap_or_default();
-    let owned: BTreeMap<String, Arc<ImagePullJob>> = ctx
-        .jobs
-        .state()
+    let owned: BTreeMap<String, Arc<ImagePullJob>> = mine
         .into_iter()
-        .filter(|j| j.metadata.namespace.as_deref() == Some(ns.as_str()))
         .filter(|j| j.metadata.deletion_timestamp.is_none())
-        .filter(|j| controller_of(j).is_some_and(|o| o.uid == uid))
         .map(|j| (j.spec.image.clone(), j))
         .collect();
     let status = list_status(list, &owned, now);
     let (create, delete) = plan(list, &owned, &hash);
     let jobs_api: Api<ImagePullJob> = Api::namespaced(ctx.client.clone(), &ns);
     for j in &delete {
-        ctx.scale_exp.expect(&key, ScaleAction::Delete, &j.spec.image);
+        ctx.scale_exp
+            .expect(&key, ScaleAction::Delete, &j.spec.image);
         match jobs_api.delete(&j.name_any(), &Default::default()).await {
             Ok(_) => tracing::info!(list = %key, job = %j.name_any(), "deleted ImagePullJob"),
             Err(kube::Error::Api(e)) if e.is_not_found() => {
-                ctx.scale_exp.observe(&key, ScaleAction::Delete, &j.spec.image);
+                ctx.scale_exp
+                    .observe(&key, ScaleAction::Delete, &j.spec.image);
             }
             Err(e) => {
-                ctx.scale_exp.observe(&key, ScaleAction::Delete, &j.spec.image);
+                ctx.scale_exp
+                    .observe(&key, ScaleAction::Delete, &j.spec.image);
                 return Err(e.into());
             }
         }
     }
     for image in &create {
         ctx.scale_exp.expect(&key, ScaleAction::Create, image);
-        match jobs_api.create(&PostParams::default(), &new_job(list, image, &hash)).await {
-            Ok(j) => tracing::info!(list = %key, job = %j.name_any(), image = %image, "created ImagePullJob"),
+        match jobs_api
+            .create(&PostParams::default(), &new_job(list, image, &hash))
+            .await
+        {
+            Ok(j) => {
+                tracing::info!(list = %key, job = %j.name_any(), image = %image, "created ImagePullJob")
+            }
             Err(e) => {
                 ctx.scale_exp.observe(&key, ScaleAction::Create, image);
                 return Err(e.into());
@@ -313,8 +374,35 @@ async fn reconcile_inner(list: &ImageListPullJob, ctx: &Ctx) -> Result<Action, E
 }
 
 fn error_policy(list: Arc<ImageListPullJob>, err: &Error, _ctx: Arc<Ctx>) -> Action {
+    if matches!(err, Error::Kube(kube::Error::Api(e)) if e.code == 409) {
+        return Action::requeue(Duration::from_millis(500));
+    }
     tracing::warn!(list = %list.name_any(), namespace = ?list.namespace(), error = %err, "ImageListPullJob sync failed");
     Action::requeue(Duration::from_secs(5))
+}
+
+/// The list controller's context without running it, for the cluster checks.
+#[cfg(test)]
+pub(super) fn test_ctx(
+    client: Client,
+    jobs: reflector::Store<ImagePullJob>,
+    metrics: Arc<Metrics>,
+) -> Arc<Ctx> {
+    Arc::new(Ctx {
+        client,
+        jobs,
+        metrics,
+        scale_exp: ScaleExpectations::new(),
+    })
+}
+
+/// One reconcile of `list`, for the cluster checks.
+#[cfg(test)]
+pub(super) async fn reconcile_for_test(
+    list: &ImageListPullJob,
+    ctx: &Ctx,
+) -> Result<Action, Error> {
+    reconcile_inner(list, ctx).await
 }
 
 #[cfg(test)]
@@ -339,7 +427,12 @@ mod tests {
         l
     }
 
-    fn job(name: &str, image: &str, hash: Option<&str>, st: Option<(i32, i32, i32, i32)>) -> Arc<ImagePullJob> {
+    fn job(
+        name: &str,
+        image: &str,
+        hash: Option<&str>,
+        st: Option<(i32, i32, i32, i32)>,
+    ) -> Arc<ImagePullJob> {
         let mut j = new_job(&list(&[]), image, hash.unwrap_or(""));
         j.metadata.name = Some(name.into());
         if hash.is_none() {
@@ -361,8 +454,16 @@ mod tests {
         let j = new_job(&list(&["a"]), "a", "h1");
         assert_eq!(j.metadata.generate_name.as_deref(), Some("l-"));
         let o = &j.owner_references()[0];
-        assert_eq!((o.kind.as_str(), o.uid.as_str(), o.controller), ("ImageListPullJob", "uid-l", Some(true)));
-        assert_eq!(j.labels().get(keys::CONTROLLER_REVISION_HASH_LABEL).map(String::as_str), Some("h1"));
+        assert_eq!(
+            (o.kind.as_str(), o.uid.as_str(), o.controller),
+            ("ImageListPullJob", "uid-l", Some(true))
+        );
+        assert_eq!(
+            j.labels()
+                .get(keys::CONTROLLER_REVISION_HASH_LABEL)
+                .map(String::as_str),
+            Some("h1")
+        );
     }
 
     #[test]
@@ -386,13 +487,22 @@ mod tests {
     fn status_counts_jobs_and_completes() {
         let l = list(&["a", "b", "c"]);
         let mut jobs: BTreeMap<String, Arc<ImagePullJob>> = [
-            ("a".to_string(), job("l-1", "a", Some("h"), Some((2, 0, 2, 0)))),
-            ("b".to_string(), job("l-2", "b", Some("h"), Some((2, 1, 0, 1)))),
+            (
+                "a".to_string(),
+                job("l-1", "a", Some("h"), Some((2, 0, 2, 0))),
+            ),
+            (
+                "b".to_string(),
+                job("l-2", "b", Some("h"), Some((2, 1, 0, 1))),
+            ),
             ("c".to_string(), job("l-3", "c", Some("h"), None)),
         ]
         .into();
         let st = list_status(&l, &jobs, ts(100));
-        assert_eq!((st.desired, st.active, st.completed, st.succeeded), (3, 1, 1, 1));
+        assert_eq!(
+            (st.desired, st.active, st.completed, st.succeeded),
+            (3, 1, 1, 1)
+        );
         assert_eq!(st.failed_image_statuses.len(), 1);
         assert_eq!(st.failed_image_statuses[0].image_pull_job, "l-2");
         assert_eq!(st.completion_time, None);

@@ -65,7 +65,10 @@ pub fn validate_selector(sel: &LabelSelector, what: &'static str) -> Result<(), 
         if !ok {
             return Err(LogicError::Selector {
                 what,
-                why: format!("operator {:?} on key {:?} with {n} values", e.operator, e.key),
+                why: format!(
+                    "operator {:?} on key {:?} with {n} values",
+                    e.operator, e.key
+                ),
             });
         }
     }
@@ -326,7 +329,10 @@ pub fn calculate_status(
         let node = ni.name_any();
         let mut version = None;
         if let Some(spec) = ni.spec.images.get(&name) {
-            if secrets.iter().any(|s| !contains_secret(&spec.pull_secrets, s)) {
+            if secrets
+                .iter()
+                .any(|s| !contains_secret(&spec.pull_secrets, s))
+            {
                 not_synced.insert(node.clone());
             }
             version = spec
@@ -431,7 +437,11 @@ pub fn ttl(ttl_seconds: Option<i32>, completed: Timestamp, now: Timestamp) -> Tt
 }
 
 /// How long until an `Always` job with a deadline must be looked at again (at least a second).
-pub fn deadline_requeue(job: &ImagePullJob, started: Timestamp, now: Timestamp) -> Option<Duration> {
+pub fn deadline_requeue(
+    job: &ImagePullJob,
+    started: Timestamp,
+    now: Timestamp,
+) -> Option<Duration> {
     let cp = &job.spec.template.completion_policy;
     if cp.type_ == Some(CompletionPolicyType::Never) {
         return None;
@@ -451,11 +461,7 @@ pub fn deadline_requeue(job: &ImagePullJob, started: Timestamp, now: Timestamp) 
 
 /// `namespace/name` of a job, as recorded in the secrets it references.
 pub fn job_key(job: &ImagePullJob) -> String {
-    format!(
-        "{}/{}",
-        job.namespace().unwrap_or_default(),
-        job.name_any()
-    )
+    format!("{}/{}", job.namespace().unwrap_or_default(), job.name_any())
 }
 
 /// Jobs recorded on a copy (comma-separated `namespace/name`).

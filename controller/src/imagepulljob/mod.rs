@@ -26,6 +26,9 @@ pub mod logic;
 pub mod predownload;
 pub mod secrets;
 
+#[cfg(test)]
+mod cluster_tests;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -90,7 +93,12 @@ struct Ctx {
 }
 
 /// Runs the ImagePullJob and ImageListPullJob controllers until `shutdown`.
-pub async fn run(client: Client, pods: PodCache, metrics: Arc<Metrics>, shutdown: CancellationToken) {
+pub async fn run(
+    client: Client,
+    pods: PodCache,
+    metrics: Arc<Metrics>,
+    shutdown: CancellationToken,
+) {
     let jobs = run_jobs(client.clone(), pods, metrics.clone(), shutdown.clone());
     let lists = list::run(client, metrics, shutdown);
     tokio::join!(jobs, lists);
@@ -112,56 +120,75 @@ fn pods_on_node(pods: &PodCache, node: &str) -> Vec<Arc<Pod>> {
         .collect()
 }
 
-fn requests(refs: Vec<ObjectRef<ImagePullJob>>) -> impl futures::Stream<Item = Result<ReconcileRequest<ImagePullJob>, watcher::Error>> {
+fn requests(
+    refs: Vec<ObjectRef<ImagePullJob>>,
+) -> impl futures::Stream<Item = Result<ReconcileRequest<ImagePullJob>, watcher::Error>> {
     futures::stream::iter(refs.into_iter().map(|r| Ok(ReconcileRequest::from(r))))
 }
 
-async fn run_jobs(client: Client, pods: PodCache, metrics: Arc<Metrics>, shutdown: CancellationToken) {
+async fn run_jobs(
+    client: Client,
+    pods: PodCache,
+    metrics: Arc<Metrics>,
+    shutdown: CancellationToken,
+) {
     let (jobs, job_writer) = reflector::store::<ImagePullJob>();
     let (node_images, ni_writer) = reflector::store::<NodeImage>();
-    let job_events = watcher(Api::<ImagePullJob>::all(client.clone()), watcher::Config::default())
-        .default_backoff()
-        .reflect(job_writer)
-        .applied_objects();
+    let job_events = watcher(
+        Api::<ImagePullJob>::all(client.clone()),
+        watcher::Config::default(),
+    )
+    .default_backoff()
+    .reflect(job_writer)
+    .applied_objects();
 
     // A NodeImage change concerns the jobs owning its tags, and running jobs that may want to
     // add this node (a new node, new labels, a pod scheduled there).
     let (store, pod_cache) = (jobs.clone(), pods.clone());
-    let ni_events = watcher(Api::<NodeImage>::all(client.clone()), watcher::Config::default())
-        .default_backoff()
-        .reflect(ni_writer)
-        .touched_objects()
-        .flat_map(move |ev| {
-            let Ok(ni) = ev else {
-                return requests(Vec::new());
-            };
-            let mut refs: Vec<ObjectRef<ImagePullJob>> = ni
-                .spec
-                .images
-                .values()
-                .flat_map(|i| i.tags.iter())
-                .flat_map(|t| t.owner_references.iter())
-                .filter_map(|r| {
-                    Some(ObjectRef::new(r.name.as_deref()?).within(r.namespace.as_deref()?))
-                })
-                .collect();
-            let running: Vec<Arc<ImagePullJob>> =
-                store.state().into_iter().filter(|j| is_running(j)).collect();
-            let on_node = if running.iter().any(|j| j.spec.template.pod_selector.is_some()) {
-                pods_on_node(&pod_cache, &ni.name_any())
-            } else {
-                Vec::new()
-            };
-            refs.extend(
-                running
-                    .iter()
-                    .filter(|j| logic::job_may_target(j, &ni, &on_node))
-                    .map(|j| ObjectRef::from_obj(j.as_ref())),
-            );
-            refs.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
-            refs.dedup();
-            requests(refs)
-        });
+    let ni_events = watcher(
+        Api::<NodeImage>::all(client.clone()),
+        watcher::Config::default(),
+    )
+    .default_backoff()
+    .reflect(ni_writer)
+    .touched_objects()
+    .flat_map(move |ev| {
+        let Ok(ni) = ev else {
+            return requests(Vec::new());
+        };
+        let mut refs: Vec<ObjectRef<ImagePullJob>> = ni
+            .spec
+            .images
+            .values()
+            .flat_map(|i| i.tags.iter())
+            .flat_map(|t| t.owner_references.iter())
+            .filter_map(|r| {
+                Some(ObjectRef::new(r.name.as_deref()?).within(r.namespace.as_deref()?))
+            })
+            .collect();
+        let running: Vec<Arc<ImagePullJob>> = store
+            .state()
+            .into_iter()
+            .filter(|j| is_running(j))
+            .collect();
+        let on_node = if running
+            .iter()
+            .any(|j| j.spec.template.pod_selector.is_some())
+        {
+            pods_on_node(&pod_cache, &ni.name_any())
+        } else {
+            Vec::new()
+        };
+        refs.extend(
+            running
+                .iter()
+                .filter(|j| logic::job_may_target(j, &ni, &on_node))
+                .map(|j| ObjectRef::from_obj(j.as_ref())),
+        );
+        refs.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
+        refs.dedup();
+        requests(refs)
+    });
 
     // A pod change concerns running podSelector jobs of its namespace that select it.
     let store = jobs.clone();
@@ -236,6 +263,19 @@ async fn reconcile(job: Arc<ImagePullJob>, ctx: Arc<Ctx>) -> Result<Action, Erro
     res
 }
 
+/// Whether a reflector store has loaded its first list.
+pub(crate) fn store_ready<K>(store: &reflector::Store<K>) -> bool
+where
+    K: kube::Resource + Clone + 'static,
+    K::DynamicType: Eq + std::hash::Hash + Clone,
+{
+    use futures::FutureExt;
+    store
+        .wait_until_ready()
+        .now_or_never()
+        .is_some_and(|r| r.is_ok())
+}
+
 fn has_finalizer(job: &ImagePullJob) -> bool {
     job.finalizers()
         .iter()
@@ -243,15 +283,23 @@ fn has_finalizer(job: &ImagePullJob) -> bool {
 }
 
 /// Sets the finalizer list, guarded by the resourceVersion we read.
-async fn set_finalizers(api: &Api<ImagePullJob>, job: &ImagePullJob, finalizers: Vec<String>) -> Result<(), Error> {
+async fn set_finalizers(
+    api: &Api<ImagePullJob>,
+    job: &ImagePullJob,
+    finalizers: Vec<String>,
+) -> Result<(), Error> {
     let patch = json!({
         "metadata": {
             "finalizers": finalizers,
             "resourceVersion": job.resource_version(),
         }
     });
-    api.patch(&job.name_any(), &PatchParams::default(), &Patch::Merge(&patch))
-        .await?;
+    api.patch(
+        &job.name_any(),
+        &PatchParams::default(),
+        &Patch::Merge(&patch),
+    )
+    .await?;
     Ok(())
 }
 
@@ -285,7 +333,11 @@ async fn reconcile_inner(job: &ImagePullJob, ctx: &Ctx) -> Result<Action, Error>
     }
     if let Some(done) = job.status.as_ref().and_then(|s| s.completion_time.as_ref()) {
         finalize(ctx, &api, job).await?;
-        let ttl = job.spec.template.completion_policy.ttl_seconds_after_finished;
+        let ttl = job
+            .spec
+            .template
+            .completion_policy
+            .ttl_seconds_after_finished;
         return match logic::ttl(ttl, done.0, now) {
             Ttl::Keep => Ok(Action::await_change()),
             Ttl::After(d) => Ok(Action::requeue(d)),
@@ -308,6 +360,10 @@ async fn reconcile_inner(job: &ImagePullJob, ctx: &Ctx) -> Result<Action, Error>
         return Ok(Action::await_change());
     }
 
+    // Before the first list, "no NodeImages" would complete the job with zero nodes.
+    if !store_ready(&ctx.node_images) || !ctx.pods.is_synced() {
+        return Ok(Action::requeue(Duration::from_secs(1)));
+    }
     let all_images = ctx.node_images.state();
     let pods: Vec<Arc<Pod>> = if job.spec.template.pod_selector.is_some() {
         ctx.pods
@@ -329,7 +385,8 @@ async fn reconcile_inner(job: &ImagePullJob, ctx: &Ctx) -> Result<Action, Error>
         // the node as not synced and write it again (and overshoot its parallelism).
         let uid = ni.metadata.uid.clone().unwrap_or_default();
         let rv = ni.resource_version().unwrap_or_default();
-        if let VersionSatisfaction::Unsatisfied { since } = ctx.rv_exp.satisfied(&uid, &rv, Instant::now())
+        if let VersionSatisfaction::Unsatisfied { since } =
+            ctx.rv_exp.satisfied(&uid, &rv, Instant::now())
             && since < EXPECTATION_TIMEOUT
         {
             tracing::debug!(job = %key, nodeimage = %t, "waiting for the cache to show our write");
@@ -370,7 +427,8 @@ async fn reconcile_inner(job: &ImagePullJob, ctx: &Ctx) -> Result<Action, Error>
         return Ok(Action::await_change());
     }
     let started = status.start_time.as_ref().map_or(now, |t| t.0);
-    Ok(logic::deadline_requeue(job, started, now).map_or_else(Action::await_change, Action::requeue))
+    Ok(logic::deadline_requeue(job, started, now)
+        .map_or_else(Action::await_change, Action::requeue))
 }
 
 /// Writes the job's tag into one NodeImage, re-reading it on conflict.
@@ -393,7 +451,10 @@ async fn write_tag(
         ni.spec.images.insert(image.clone(), spec);
         match api.replace(node, &PostParams::default(), &ni).await {
             Ok(written) => {
-                if let (Some(uid), Some(rv)) = (written.metadata.uid.as_deref(), written.metadata.resource_version.as_deref()) {
+                if let (Some(uid), Some(rv)) = (
+                    written.metadata.uid.as_deref(),
+                    written.metadata.resource_version.as_deref(),
+                ) {
                     ctx.rv_exp.expect(uid, rv);
                 }
                 tracing::info!(job = %logic::job_key(job), nodeimage = %node, image = %image, "wrote image tag into NodeImage");
@@ -407,6 +468,11 @@ async fn write_tag(
 }
 
 fn error_policy(job: Arc<ImagePullJob>, err: &Error, _ctx: Arc<Ctx>) -> Action {
+    // A conflict only means the cached job was stale; the fresh one is on its way.
+    if matches!(err, Error::Kube(kube::Error::Api(e)) if e.code == 409) {
+        tracing::debug!(job = %logic::job_key(&job), "conflict, retrying");
+        return Action::requeue(Duration::from_millis(500));
+    }
     tracing::warn!(job = %logic::job_key(&job), error = %err, "ImagePullJob sync failed");
     match err {
         Error::Logic(_) => Action::requeue(Duration::from_secs(60)),

@@ -98,8 +98,11 @@ fn min_updated_ready_pods(cs: &CloneSet) -> i32 {
     in_place_strategy(cs)
         .and_then(|s| s.image_pre_download_min_updated_ready_pods)
         .or_else(|| {
-            annotation(cs, keys::IMAGE_PREDOWNLOAD_MIN_UPDATED_READY_PODS_ANNOTATION)
-                .and_then(|v| v.trim().parse().ok())
+            annotation(
+                cs,
+                keys::IMAGE_PREDOWNLOAD_MIN_UPDATED_READY_PODS_ANNOTATION,
+            )
+            .and_then(|v| v.trim().parse().ok())
         })
         .unwrap_or(0)
 }
@@ -191,7 +194,11 @@ pub fn jobs_for(
             values: Some(vec![update.name_any(), revision_hash_label(update)]),
         });
     // Everything a CloneSet owns matches its selector; the template labels make the job do too.
-    let mut labels = tpl.metadata.as_ref().and_then(|m| m.labels.clone()).unwrap_or_default();
+    let mut labels = tpl
+        .metadata
+        .as_ref()
+        .and_then(|m| m.labels.clone())
+        .unwrap_or_default();
     labels.insert(
         keys::CONTROLLER_REVISION_HASH_LABEL.to_string(),
         revision_hash_label(update),
@@ -254,8 +261,12 @@ pub fn decide(
         return Ok(Decision::DeleteJobs);
     }
     let replicas = cs.spec.replicas.unwrap_or(1);
-    let min_ready = scaled_value(&IntOrString::Int(min_updated_ready_pods(cs)), replicas, true)
-        .map_err(|e| PreDownloadError::Numbers(e.to_string()))?;
+    let min_ready = scaled_value(
+        &IntOrString::Int(min_updated_ready_pods(cs)),
+        replicas,
+        true,
+    )
+    .map_err(|e| PreDownloadError::Numbers(e.to_string()))?;
     let status = cs.status.clone().unwrap_or_default();
     let updated_ready = if status.update_revision == update.name_any() {
         status.updated_ready_replicas
@@ -286,7 +297,9 @@ pub fn decide(
         rolling
             .max_unavailable
             .as_ref()
-            .unwrap_or(&IntOrString::String(keys::DEFAULT_CLONESET_MAX_UNAVAILABLE.into())),
+            .unwrap_or(&IntOrString::String(
+                keys::DEFAULT_CLONESET_MAX_UNAVAILABLE.into(),
+            )),
         replicas,
         false,
     )
@@ -300,7 +313,11 @@ pub fn decide(
     Ok(Decision::Create(jobs_for(cs, current, update)?))
 }
 
-async fn label_revision(client: &Client, rev: &ControllerRevision, key: &str) -> Result<(), PreDownloadError> {
+async fn label_revision(
+    client: &Client,
+    rev: &ControllerRevision,
+    key: &str,
+) -> Result<(), PreDownloadError> {
     let api: Api<ControllerRevision> =
         Api::namespaced(client.clone(), &rev.namespace().unwrap_or_default());
     api.patch(
@@ -325,7 +342,12 @@ pub async fn ensure_predownload_jobs(
     let cs_name = cloneset.name_any();
     let jobs: Api<ImagePullJob> = Api::namespaced(client.clone(), &ns);
     let mut out = Outcome::default();
-    match decide(cloneset, current_revision, update_revision, can_update_in_place)? {
+    match decide(
+        cloneset,
+        current_revision,
+        update_revision,
+        can_update_in_place,
+    )? {
         Decision::DeleteJobs => {
             let uid = cloneset.uid().unwrap_or_default();
             for j in jobs.list(&ListParams::default()).await?.items {
@@ -350,7 +372,12 @@ pub async fn ensure_predownload_jobs(
         Decision::Done => out.skipped = Some("already handled"),
         Decision::Ignore(reason) => {
             tracing::debug!(cloneset = %cs_name, namespace = %ns, reason, "no image pre-download");
-            label_revision(client, update_revision, keys::IMAGE_PREDOWNLOAD_IGNORED_LABEL).await?;
+            label_revision(
+                client,
+                update_revision,
+                keys::IMAGE_PREDOWNLOAD_IGNORED_LABEL,
+            )
+            .await?;
             out.skipped = Some(reason);
         }
         Decision::Create(to_create) => {
@@ -368,7 +395,12 @@ pub async fn ensure_predownload_jobs(
                     }
                 }
             }
-            label_revision(client, update_revision, keys::IMAGE_PREDOWNLOAD_CREATED_LABEL).await?;
+            label_revision(
+                client,
+                update_revision,
+                keys::IMAGE_PREDOWNLOAD_CREATED_LABEL,
+            )
+            .await?;
         }
     }
     Ok(out)
@@ -380,8 +412,8 @@ mod tests {
     use k8s_openapi::api::core::v1::{Container, PodSpec};
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
     use k8s_openapi::apimachinery::pkg::runtime::RawExtension;
-    use kruise_api::appspub::InPlaceUpdateStrategy;
     use kruise_api::apps::v1beta1::{CloneSetSpec, CloneSetStatus, RollingUpdateCloneSetStrategy};
+    use kruise_api::appspub::InPlaceUpdateStrategy;
 
     fn rev(name: &str, images: &[(&str, &str)]) -> ControllerRevision {
         let containers: Vec<serde_json::Value> = images
@@ -392,10 +424,18 @@ mod tests {
             metadata: ObjectMeta {
                 name: Some(name.into()),
                 namespace: Some("ns".into()),
-                labels: Some([(keys::CONTROLLER_REVISION_HASH_LABEL.to_string(), name.rsplit('-').next().unwrap_or_default().to_string())].into()),
+                labels: Some(
+                    [(
+                        keys::CONTROLLER_REVISION_HASH_LABEL.to_string(),
+                        name.rsplit('-').next().unwrap_or_default().to_string(),
+                    )]
+                    .into(),
+                ),
                 ..Default::default()
             },
-            data: Some(RawExtension(json!({"spec": {"template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": containers}, "$patch": "replace"}}}))),
+            data: Some(RawExtension(
+                json!({"spec": {"template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": containers}, "$patch": "replace"}}}),
+            )),
             revision: 1,
         }
     }
@@ -421,7 +461,9 @@ mod tests {
                             image: Some("app:v2".into()),
                             ..Default::default()
                         }],
-                        image_pull_secrets: Some(vec![k8s_openapi::api::core::v1::LocalObjectReference { name: "reg".into() }]),
+                        image_pull_secrets: Some(vec![
+                            k8s_openapi::api::core::v1::LocalObjectReference { name: "reg".into() },
+                        ]),
                         ..Default::default()
                     }),
                 },
@@ -449,17 +491,42 @@ mod tests {
         let cur = rev("web-aaa", &[("main", "app:v1"), ("side", "s:1")]);
         let upd = rev("web-bbb", &[("main", "app:v2"), ("side", "s:1")]);
         let mut labelled = upd.clone();
-        labelled.labels_mut().insert(keys::IMAGE_PREDOWNLOAD_CREATED_LABEL.into(), "true".into());
+        labelled
+            .labels_mut()
+            .insert(keys::IMAGE_PREDOWNLOAD_CREATED_LABEL.into(), "true".into());
         let base = cs(10);
         let small = cs(3);
         let mut recreate = cs(10);
-        recreate.spec.update_strategy.rolling_update.as_mut().expect("r").pod_update_policy = Some(CloneSetPodUpdateStrategyType::ReCreate);
+        recreate
+            .spec
+            .update_strategy
+            .rolling_update
+            .as_mut()
+            .expect("r")
+            .pod_update_policy = Some(CloneSetPodUpdateStrategyType::ReCreate);
         let mut one_batch = cs(10);
-        one_batch.spec.update_strategy.rolling_update.as_mut().expect("r").max_unavailable = Some(IntOrString::String("100%".into()));
+        one_batch
+            .spec
+            .update_strategy
+            .rolling_update
+            .as_mut()
+            .expect("r")
+            .max_unavailable = Some(IntOrString::String("100%".into()));
         let mut one_batch_partitioned = one_batch.clone();
-        one_batch_partitioned.spec.update_strategy.rolling_update.as_mut().expect("r").partition = Some(IntOrString::Int(2));
+        one_batch_partitioned
+            .spec
+            .update_strategy
+            .rolling_update
+            .as_mut()
+            .expect("r")
+            .partition = Some(IntOrString::Int(2));
         let mut wait = cs(10);
-        wait.spec.update_strategy.rolling_update.as_mut().expect("r").in_place_update_strategy = Some(InPlaceUpdateStrategy {
+        wait.spec
+            .update_strategy
+            .rolling_update
+            .as_mut()
+            .expect("r")
+            .in_place_update_strategy = Some(InPlaceUpdateStrategy {
             image_pre_download_min_updated_ready_pods: Some(2),
             ..Default::default()
         });
@@ -469,15 +536,57 @@ mod tests {
             updated_ready_replicas: 2,
             ..Default::default()
         });
-        let cases: Vec<(&str, &CloneSet, &ControllerRevision, &ControllerRevision, bool, &str)> = vec![
+        let cases: Vec<(
+            &str,
+            &CloneSet,
+            &ControllerRevision,
+            &ControllerRevision,
+            bool,
+            &str,
+        )> = vec![
             ("same revision", &base, &upd, &upd, true, "DeleteJobs"),
             ("create", &base, &cur, &upd, true, "create 1"),
             ("already labelled", &base, &cur, &labelled, true, "Done"),
-            ("recreate policy", &recreate, &cur, &upd, true, "Ignore(\"update policy is ReCreate\")"),
-            ("few replicas", &small, &cur, &upd, true, "Ignore(\"too few replicas\")"),
-            ("one batch", &one_batch, &cur, &upd, true, "Ignore(\"all pods update in one batch\")"),
-            ("partition keeps batches", &one_batch_partitioned, &cur, &upd, true, "create 1"),
-            ("not in place", &base, &cur, &upd, false, "Ignore(\"the revision cannot be applied in place\")"),
+            (
+                "recreate policy",
+                &recreate,
+                &cur,
+                &upd,
+                true,
+                "Ignore(\"update policy is ReCreate\")",
+            ),
+            (
+                "few replicas",
+                &small,
+                &cur,
+                &upd,
+                true,
+                "Ignore(\"too few replicas\")",
+            ),
+            (
+                "one batch",
+                &one_batch,
+                &cur,
+                &upd,
+                true,
+                "Ignore(\"all pods update in one batch\")",
+            ),
+            (
+                "partition keeps batches",
+                &one_batch_partitioned,
+                &cur,
+                &upd,
+                true,
+                "create 1",
+            ),
+            (
+                "not in place",
+                &base,
+                &cur,
+                &upd,
+                false,
+                "Ignore(\"the revision cannot be applied in place\")",
+            ),
             ("min ready not reached", &wait, &cur, &upd, true, "Wait"),
             ("min ready reached", &ready, &cur, &upd, true, "create 1"),
         ];
@@ -493,8 +602,14 @@ mod tests {
         let mut c = cs(10);
         c.metadata.annotations = Some(
             [
-                (keys::IMAGE_PREDOWNLOAD_PARALLELISM_ANNOTATION.to_string(), "5".to_string()),
-                (keys::IMAGE_PREDOWNLOAD_TIMEOUT_SECONDS_ANNOTATION.to_string(), "77".to_string()),
+                (
+                    keys::IMAGE_PREDOWNLOAD_PARALLELISM_ANNOTATION.to_string(),
+                    "5".to_string(),
+                ),
+                (
+                    keys::IMAGE_PREDOWNLOAD_TIMEOUT_SECONDS_ANNOTATION.to_string(),
+                    "77".to_string(),
+                ),
             ]
             .into(),
         );
@@ -505,32 +620,62 @@ mod tests {
         assert_eq!(j.spec.image, "app:v2");
         let t = &j.spec.template;
         assert_eq!(t.parallelism, Some(IntOrString::Int(5)));
-        assert_eq!(t.pull_policy, Some(PullPolicy { timeout_seconds: Some(77), backoff_limit: Some(1) }));
+        assert_eq!(
+            t.pull_policy,
+            Some(PullPolicy {
+                timeout_seconds: Some(77),
+                backoff_limit: Some(1)
+            })
+        );
         assert_eq!(t.completion_policy.ttl_seconds_after_finished, Some(600));
         assert_eq!(t.pull_secrets, vec!["reg"]);
         let ps = t.pod_selector.as_ref().expect("podSelector");
         assert_eq!(ps.match_labels.get("app").map(String::as_str), Some("web"));
         assert_eq!(ps.match_expressions[0].operator, "NotIn");
-        assert_eq!(ps.match_expressions[0].values, Some(vec!["web-bbb".to_string(), "bbb".to_string()]));
-        assert_eq!(j.labels().get(keys::CONTROLLER_REVISION_HASH_LABEL).map(String::as_str), Some("bbb"));
+        assert_eq!(
+            ps.match_expressions[0].values,
+            Some(vec!["web-bbb".to_string(), "bbb".to_string()])
+        );
+        assert_eq!(
+            j.labels()
+                .get(keys::CONTROLLER_REVISION_HASH_LABEL)
+                .map(String::as_str),
+            Some("bbb")
+        );
         assert_eq!(j.labels().get("app").map(String::as_str), Some("web"));
         let o = &j.owner_references()[0];
-        assert_eq!((o.kind.as_str(), o.uid.as_str(), o.controller), ("CloneSet", "uid-cs", Some(true)));
+        assert_eq!(
+            (o.kind.as_str(), o.uid.as_str(), o.controller),
+            ("CloneSet", "uid-cs", Some(true))
+        );
         let sb = t.sandbox_config.as_ref().expect("sandbox");
         assert_eq!(sb.annotations.get("a").map(String::as_str), Some("b"));
 
         // The v1beta1 fields win over the annotations.
-        c.spec.update_strategy.rolling_update.as_mut().expect("r").in_place_update_strategy = Some(InPlaceUpdateStrategy {
+        c.spec
+            .update_strategy
+            .rolling_update
+            .as_mut()
+            .expect("r")
+            .in_place_update_strategy = Some(InPlaceUpdateStrategy {
             image_pre_download_parallelism: Some(IntOrString::Int(2)),
             image_pre_download_timeout_seconds: Some(30),
             ..Default::default()
         });
         let t = &jobs_for(&c, &cur, &upd).expect("jobs")[0].spec.template;
         assert_eq!(t.parallelism, Some(IntOrString::Int(2)));
-        assert_eq!(t.pull_policy.as_ref().and_then(|p| p.timeout_seconds), Some(30));
+        assert_eq!(
+            t.pull_policy.as_ref().and_then(|p| p.timeout_seconds),
+            Some(30)
+        );
         // Defaults.
-        let t = &jobs_for(&cs(10), &cur, &upd).expect("jobs")[0].spec.template;
+        let t = &jobs_for(&cs(10), &cur, &upd).expect("jobs")[0]
+            .spec
+            .template;
         assert_eq!(t.parallelism, Some(IntOrString::Int(1)));
-        assert_eq!(t.pull_policy.as_ref().and_then(|p| p.timeout_seconds), Some(keys::DEFAULT_IMAGE_PREDOWNLOAD_TIMEOUT_SECONDS));
+        assert_eq!(
+            t.pull_policy.as_ref().and_then(|p| p.timeout_seconds),
+            Some(keys::DEFAULT_IMAGE_PREDOWNLOAD_TIMEOUT_SECONDS)
+        );
     }
 }

@@ -54,7 +54,10 @@ pub async fn sync(
             })
             .collect());
     }
-    let ns = match Api::<Namespace>::all(client.clone()).get_opt(&cfg_ns).await? {
+    let ns = match Api::<Namespace>::all(client.clone())
+        .get_opt(&cfg_ns)
+        .await?
+    {
         Some(ns) => ns,
         // Without the namespace there is no copy to release; a running job must wait for it.
         None if finished => return Ok(Vec::new()),

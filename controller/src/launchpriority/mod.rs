@@ -198,7 +198,7 @@ async fn remove_stale(cms: &Api<ConfigMap>, cm: &ConfigMap) -> Result<(), Error>
 }
 
 /// Creates the empty barrier owned by the pod, so that it goes away with the pod. `None` when
-/// a concurrent create won and the object is not readable yet.
+/// one with that name already exists.
 async fn create_barrier(
     cms: &Api<ConfigMap>,
     barrier_name: &str,
@@ -222,7 +222,9 @@ async fn create_barrier(
     tracing::debug!(configmap = %barrier_name, "creating launch-priority barrier");
     match cms.create(&PostParams::default(), &cm).await {
         Ok(created) => Ok(Some(created)),
-        Err(kube::Error::Api(s)) if s.code == 409 => Ok(cms.get_opt(barrier_name).await?),
+        // Someone else's create won (or a stale one is still going away): look again shortly,
+        // through the ownership check above.
+        Err(kube::Error::Api(s)) if s.code == 409 => Ok(None),
         Err(e) => Err(e.into()),
     }
 }

@@ -543,17 +543,20 @@ mod tests {
         );
     }
 
+    /// (status of the tag, deadline, now, expected failure message, expected requeue secs)
+    type Case = (
+        Option<ImageTagStatus>,
+        Option<i64>,
+        i64,
+        Option<&'static str>,
+        Option<u64>,
+    );
+
     #[test]
     fn status_timeouts_table() {
         let owners = vec![job_ref("alive", "u1")];
         // (status of the tag, now, expected phase/message or None, requeue)
-        let cases: Vec<(
-            Option<ImageTagStatus>,
-            Option<i64>,
-            i64,
-            Option<&str>,
-            Option<u64>,
-        )> = vec![
+        let cases: Vec<Case> = vec![
             (None, None, T0 + 60, None, Some(540)),
             (None, None, T0 + 600, Some(MSG_NOT_RESPONDED), None),
             (

@@ -17,6 +17,9 @@
 
 pub mod logic;
 
+#[cfg(test)]
+mod cluster_tests;
+
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
@@ -290,14 +293,15 @@ async fn reconcile_inner(ni: &NodeImage, ctx: &Arc<Ctx>) -> Result<Action, Error
         .as_ref()
         .is_none_or(|n| n.metadata.deletion_timestamp.is_some())
     {
+        // A hand-made ("fake") NodeImage outlives its missing node and is still maintained.
         if !ni.labels().contains_key(logic::FAKE_NODEIMAGE_LABEL) {
             match api.delete(&name, &DeleteParams::default()).await {
                 Ok(_) => tracing::info!(nodeimage = %name, "deleted NodeImage of a gone node"),
                 Err(kube::Error::Api(s)) if s.is_not_found() => {}
                 Err(e) => return Err(e.into()),
             }
+            return Ok(Action::await_change());
         }
-        return Ok(Action::await_change());
     }
 
     // Owners and secret copies are looked up once each per reconcile.
@@ -310,9 +314,8 @@ async fn reconcile_inner(ni: &NodeImage, ctx: &Arc<Ctx>) -> Result<Action, Error
                     r.namespace.clone().unwrap_or_default(),
                     r.name.clone().unwrap_or_default(),
                 );
-                if !owners.contains_key(&key) {
-                    let o = job_owner(&ctx.client, r).await;
-                    owners.insert(key, o);
+                if let std::collections::hash_map::Entry::Vacant(slot) = owners.entry(key) {
+                    slot.insert(job_owner(&ctx.client, r).await);
                 }
             }
         }

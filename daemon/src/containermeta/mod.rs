@@ -2,8 +2,6 @@
 //! (`apps.kruise.io/runtime-containers-meta`), and restarts containers whose env-from-metadata
 //! is stale while an in-place update waits for them.
 
-pub mod envhash;
-
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -11,6 +9,8 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
 use kruise_api::appspub::{RuntimeContainerHashes, RuntimeContainerMeta, RuntimeContainerMetaSet};
+// The same hash the manager's in-place engine compares against, so it lives in kruise-api.
+use kruise_api::hash as envhash;
 use kruise_api::keys;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::controller::{Action, Controller};
@@ -98,6 +98,18 @@ pub fn build_entry(
     }
 }
 
+/// Parses `env` output (`K=V` per line; lines without `=` are continuation noise and skipped).
+pub fn parse_env_output(stdout: &[u8]) -> BTreeMap<String, String> {
+    String::from_utf8_lossy(stdout)
+        .trim()
+        .lines()
+        .filter_map(|l| {
+            let (k, v) = l.trim().split_once('=')?;
+            Some((k.to_string(), v.to_string()))
+        })
+        .collect()
+}
+
 fn annotations(pod: &Pod) -> BTreeMap<String, String> {
     pod.metadata.annotations.clone().unwrap_or_default()
 }
@@ -164,7 +176,7 @@ async fn reconcile(pod: Arc<Pod>, ctx: Arc<Ctx>) -> Result<Action, Error> {
                     .await
                 {
                     Ok(out) if out.exit_code == 0 => {
-                        let env = envhash::parse_env_output(&out.stdout);
+                        let env = parse_env_output(&out.stdout);
                         entry.hashes.extracted_env_from_metadata_hash =
                             envhash::current_hash(spec, &env);
                     }
@@ -366,6 +378,13 @@ mod tests {
             "{}".to_string(),
         )]));
         assert!(is_kruise_pod(&p));
+    }
+
+    #[test]
+    fn env_output_parsing_keeps_equals_in_values() {
+        let m = parse_env_output(b"A=b=c\nnoequals\n B = x\n");
+        assert_eq!(m.get("A").map(String::as_str), Some("b=c"));
+        assert_eq!(m.len(), 2);
     }
 
     #[test]

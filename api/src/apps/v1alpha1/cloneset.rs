@@ -1,8 +1,8 @@
 //! CloneSet, apps.kruise.io/v1alpha1: the older, flat update strategy. Served, converted to
-//! v1beta1 for storage.
+//! v1beta1 for storage. The status has the same JSON as v1beta1.
 
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, PodTemplateSpec};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::CustomResource;
 use schemars::JsonSchema;
@@ -11,7 +11,9 @@ use serde::{Deserialize, Serialize};
 use crate::appspub::{
     InPlaceUpdateStrategy, Lifecycle, UpdatePriorityStrategy, UpdateScatterStrategy,
 };
-use crate::serde_util::{is_false, is_zero_i32, is_zero_i64};
+use crate::serde_util::{is_false, is_zero_i32};
+
+pub use crate::apps::v1beta1::{CloneSetCondition, CloneSetStatus};
 
 /// Desired state of a CloneSet.
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -133,69 +135,4 @@ pub enum CloneSetUpdateStrategyType {
     InPlaceOnly,
     /// Pods are updated only when someone deletes them.
     OnDelete,
-}
-
-/// Observed state of a CloneSet.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct CloneSetStatus {
-    /// Generation last acted on.
-    #[serde(default, skip_serializing_if = "is_zero_i64")]
-    pub observed_generation: i64,
-    /// Pods owned.
-    pub replicas: i32,
-    /// Pods ready.
-    pub ready_replicas: i32,
-    /// Pods ready for minReadySeconds.
-    pub available_replicas: i32,
-    /// Pods at updateRevision.
-    pub updated_replicas: i32,
-    /// Pods at updateRevision and ready.
-    pub updated_ready_replicas: i32,
-    /// Pods at updateRevision and available.
-    #[serde(default, skip_serializing_if = "is_zero_i32")]
-    pub updated_available_replicas: i32,
-    /// Pods that should be at updateRevision: replicas minus partition.
-    #[serde(default, skip_serializing_if = "is_zero_i32")]
-    pub expected_updated_replicas: i32,
-    /// Latest revision name.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub update_revision: String,
-    /// Revision all pods were at when last fully updated.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub current_revision: String,
-    /// Hash collisions met while naming revisions.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub collision_count: Option<i32>,
-    /// Latest observations.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub conditions: Vec<CloneSetCondition>,
-    /// Selector in string form, for the scale subresource (HPA).
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub label_selector: String,
-}
-
-/// A CloneSet condition: FailedScale, FailedUpdate or Progressing.
-// `type` and `reason` are strings (values in `keys::CLONESET_CONDITION_*` / `CLONESET_REASON_*`)
-// so a condition written by another controller version never breaks decoding.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct CloneSetCondition {
-    /// Condition type.
-    #[serde(rename = "type")]
-    pub type_: String,
-    /// True, False or Unknown.
-    pub status: String,
-    /// Last update.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub last_update_time: Option<Time>,
-    /// Last status change.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub last_transition_time: Option<Time>,
-    /// Machine-readable reason.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub reason: String,
-    /// Human-readable message.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub message: String,
 }

@@ -44,7 +44,10 @@ fn crr() -> ContainerRecreateRequest {
     c
 }
 
-fn phase(mut c: ContainerRecreateRequest, p: ContainerRecreateRequestPhase) -> ContainerRecreateRequest {
+fn phase(
+    mut c: ContainerRecreateRequest,
+    p: ContainerRecreateRequestPhase,
+) -> ContainerRecreateRequest {
     c.status = Some(ContainerRecreateRequestStatus {
         phase: p,
         ..Default::default()
@@ -97,9 +100,15 @@ fn pod(started: Option<(i64, &str, bool)>) -> Pod {
 fn name(s: &Step) -> String {
     match s {
         Step::Admit(_) => "Admit".into(),
-        Step::Recreating { snapshot, acquire_unready, requeue } => format!(
+        Step::Recreating {
+            snapshot,
+            acquire_unready,
+            requeue,
+        } => format!(
             "Recreating snapshot={} acquire={acquire_unready} requeue={}",
-            snapshot.as_ref().map_or("-".to_string(), |s| s.len().to_string()),
+            snapshot
+                .as_ref()
+                .map_or("-".to_string(), |s| s.len().to_string()),
             requeue.as_secs()
         ),
         other => format!("{other:?}"),
@@ -129,7 +138,12 @@ fn next_step_table() {
     let mut deadline = crr();
     deadline.spec.active_deadline_seconds = Some(30);
     let mut grace = phase(crr(), ContainerRecreateRequestPhase::Recreating);
-    grace.spec.strategy.as_mut().expect("s").unready_grace_period_seconds = Some(10);
+    grace
+        .spec
+        .strategy
+        .as_mut()
+        .expect("s")
+        .unready_grace_period_seconds = Some(10);
     let mut grace_acked = grace.clone();
     grace_acked.status.as_mut().expect("st").conditions = vec![Condition {
         type_: keys::CRR_CONDITION_PRE_RECREATE_GRACE.into(),
@@ -140,32 +154,150 @@ fn next_step_table() {
         observed_generation: None,
     }];
     let mut snap_done = phase(crr(), ContainerRecreateRequestPhase::Recreating);
-    snap_done.status.as_mut().expect("st").container_status_snapshot = snapshot(&snap_done, &restarted, ts(T0));
+    snap_done
+        .status
+        .as_mut()
+        .expect("st")
+        .container_status_snapshot = snapshot(&snap_done, &restarted, ts(T0));
 
-    type Case<'a> = (&'a str, ContainerRecreateRequest, Option<&'a Pod>, i64, &'a str);
+    type Case<'a> = (
+        &'a str,
+        ContainerRecreateRequest,
+        Option<&'a Pod>,
+        i64,
+        &'a str,
+    );
     let cases: Vec<Case> = vec![
-        ("completed with finalizer", with_fin.clone(), Some(&live), T0 + 20, "Release { remove_key: true }"),
-        ("completed with finalizer, pod gone", with_fin, None, T0 + 20, "Release { remove_key: false }"),
+        (
+            "completed with finalizer",
+            with_fin.clone(),
+            Some(&live),
+            T0 + 20,
+            "Release { remove_key: true }",
+        ),
+        (
+            "completed with finalizer, pod gone",
+            with_fin,
+            None,
+            T0 + 20,
+            "Release { remove_key: false }",
+        ),
         ("deleted", deleted, Some(&live), T0, "Wait(None)"),
-        ("completed, still active", completed(crr(), T0 + 10), Some(&live), T0 + 20, "DropActiveLabel"),
-        ("completed, no ttl", inactive_done, Some(&live), T0 + 9999, "Wait(None)"),
-        ("ttl pending", ttl_done.clone(), None, T0 + 40, "Wait(Some(30s))"),
+        (
+            "completed, still active",
+            completed(crr(), T0 + 10),
+            Some(&live),
+            T0 + 20,
+            "DropActiveLabel",
+        ),
+        (
+            "completed, no ttl",
+            inactive_done,
+            Some(&live),
+            T0 + 9999,
+            "Wait(None)",
+        ),
+        (
+            "ttl pending",
+            ttl_done.clone(),
+            None,
+            T0 + 40,
+            "Wait(Some(30s))",
+        ),
         ("ttl passed", ttl_done, None, T0 + 70, "Delete"),
         ("not admitted", unadmitted.clone(), Some(&live), T0, "Admit"),
-        ("not admitted, no pod", unadmitted, None, T0, "Complete(\"no found Pod named p\")"),
+        (
+            "not admitted, no pod",
+            unadmitted,
+            None,
+            T0,
+            "Complete(\"no found Pod named p\")",
+        ),
         ("pod gone", crr(), None, T0, "Complete(\"pod has gone\")"),
-        ("pod deleting", crr(), Some(&deleting_pod), T0, "Complete(\"pod has gone\")"),
-        ("pod recreated", crr(), Some(&other_uid), T0, "Complete(\"pod has gone\")"),
-        ("daemon silent, waiting", crr(), Some(&live), T0 + 20, "Wait(Some(40s))"),
-        ("daemon silent too long", crr(), Some(&live), T0 + 60, "Complete(\"daemon has not responded for a long time\")"),
-        ("deadline pending", phase(deadline.clone(), ContainerRecreateRequestPhase::Pending), Some(&live), T0 + 20, "Wait(Some(10s))"),
-        ("deadline passed", phase(deadline, ContainerRecreateRequestPhase::Recreating), Some(&live), T0 + 30, "Complete(\"recreating has exceeded the activeDeadlineSeconds\")"),
-        ("recreating, old container", phase(crr(), ContainerRecreateRequestPhase::Recreating), Some(&live), T0 + 1, "Recreating snapshot=- acquire=false requeue=3"),
-        ("recreating, new container", phase(crr(), ContainerRecreateRequestPhase::Recreating), Some(&restarted), T0 + 6, "Recreating snapshot=1 acquire=false requeue=3"),
-        ("recreating, snapshot current", snap_done.clone(), Some(&restarted), T0 + 6, "Recreating snapshot=- acquire=false requeue=3"),
-        ("recreating, never overwrite with empty", snap_done, Some(&live), T0 + 6, "Recreating snapshot=- acquire=false requeue=3"),
-        ("unready grace wanted", grace, Some(&live), T0 + 1, "Recreating snapshot=- acquire=true requeue=3"),
-        ("unready grace acknowledged", grace_acked, Some(&live), T0 + 1, "Recreating snapshot=- acquire=false requeue=3"),
+        (
+            "pod deleting",
+            crr(),
+            Some(&deleting_pod),
+            T0,
+            "Complete(\"pod has gone\")",
+        ),
+        (
+            "pod recreated",
+            crr(),
+            Some(&other_uid),
+            T0,
+            "Complete(\"pod has gone\")",
+        ),
+        (
+            "daemon silent, waiting",
+            crr(),
+            Some(&live),
+            T0 + 20,
+            "Wait(Some(40s))",
+        ),
+        (
+            "daemon silent too long",
+            crr(),
+            Some(&live),
+            T0 + 60,
+            "Complete(\"daemon has not responded for a long time\")",
+        ),
+        (
+            "deadline pending",
+            phase(deadline.clone(), ContainerRecreateRequestPhase::Pending),
+            Some(&live),
+            T0 + 20,
+            "Wait(Some(10s))",
+        ),
+        (
+            "deadline passed",
+            phase(deadline, ContainerRecreateRequestPhase::Recreating),
+            Some(&live),
+            T0 + 30,
+            "Complete(\"recreating has exceeded the activeDeadlineSeconds\")",
+        ),
+        (
+            "recreating, old container",
+            phase(crr(), ContainerRecreateRequestPhase::Recreating),
+            Some(&live),
+            T0 + 1,
+            "Recreating snapshot=- acquire=false requeue=3",
+        ),
+        (
+            "recreating, new container",
+            phase(crr(), ContainerRecreateRequestPhase::Recreating),
+            Some(&restarted),
+            T0 + 6,
+            "Recreating snapshot=1 acquire=false requeue=3",
+        ),
+        (
+            "recreating, snapshot current",
+            snap_done.clone(),
+            Some(&restarted),
+            T0 + 6,
+            "Recreating snapshot=- acquire=false requeue=3",
+        ),
+        (
+            "recreating, never overwrite with empty",
+            snap_done,
+            Some(&live),
+            T0 + 6,
+            "Recreating snapshot=- acquire=false requeue=3",
+        ),
+        (
+            "unready grace wanted",
+            grace,
+            Some(&live),
+            T0 + 1,
+            "Recreating snapshot=- acquire=true requeue=3",
+        ),
+        (
+            "unready grace acknowledged",
+            grace_acked,
+            Some(&live),
+            T0 + 1,
+            "Recreating snapshot=- acquire=false requeue=3",
+        ),
     ];
     for (what, c, p, now, want) in cases {
         assert_eq!(name(&next_step(&c, p, ts(now))), want, "{what}");
@@ -196,24 +328,44 @@ fn readiness_key_add_and_remove() {
     assert_eq!(key.key, "ns/r");
     let mut p = pod(None);
     // No condition yet: adding creates it False.
-    let cond = readiness_condition(&p, &key, true, ts(T0)).expect("ok").expect("changed");
+    let cond = readiness_condition(&p, &key, true, ts(T0))
+        .expect("ok")
+        .expect("changed");
     assert_eq!(cond.status, "False");
     assert_eq!(
         cond.message.as_deref(),
         Some(r#"[{"userAgent":"ContainerRecreateRequest","key":"ns/r"}]"#)
     );
     p.status.as_mut().expect("st").conditions = Some(vec![cond]);
-    assert_eq!(readiness_condition(&p, &key, true, ts(T0)).expect("ok"), None);
+    assert_eq!(
+        readiness_condition(&p, &key, true, ts(T0)).expect("ok"),
+        None
+    );
     // Another writer holds a key too: removing ours keeps it False.
-    let other = PodReadinessMessage::new(keys::READINESS_USER_AGENT_LIFECYCLE, keys::READINESS_KEY_PRE_UPDATE_HOOK);
-    let both = readiness_condition(&p, &other, true, ts(T0)).expect("ok").expect("changed");
+    let other = PodReadinessMessage::new(
+        keys::READINESS_USER_AGENT_LIFECYCLE,
+        keys::READINESS_KEY_PRE_UPDATE_HOOK,
+    );
+    let both = readiness_condition(&p, &other, true, ts(T0))
+        .expect("ok")
+        .expect("changed");
     p.status.as_mut().expect("st").conditions = Some(vec![both]);
-    let after = readiness_condition(&p, &key, false, ts(T0 + 1)).expect("ok").expect("changed");
+    let after = readiness_condition(&p, &key, false, ts(T0 + 1))
+        .expect("ok")
+        .expect("changed");
     assert_eq!(after.status, "False");
     p.status.as_mut().expect("st").conditions = Some(vec![after]);
-    let last = readiness_condition(&p, &other, false, ts(T0 + 2)).expect("ok").expect("changed");
-    assert_eq!((last.status.as_str(), last.message.as_deref()), ("True", Some("[]")));
+    let last = readiness_condition(&p, &other, false, ts(T0 + 2))
+        .expect("ok")
+        .expect("changed");
+    assert_eq!(
+        (last.status.as_str(), last.message.as_deref()),
+        ("True", Some("[]"))
+    );
     // Removing a key that is not there changes nothing.
     p.status.as_mut().expect("st").conditions = Some(vec![last]);
-    assert_eq!(readiness_condition(&p, &key, false, ts(T0)).expect("ok"), None);
+    assert_eq!(
+        readiness_condition(&p, &key, false, ts(T0)).expect("ok"),
+        None
+    );
 }

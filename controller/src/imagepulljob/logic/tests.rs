@@ -3,7 +3,7 @@ use k8s_openapi::api::core::v1::{PodSpec, PodStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement;
 use kruise_api::apps::v1beta1::{
     CompletionPolicy, ImagePullJobNodeSelector, ImagePullJobPodSelector, ImagePullJobSpec,
-    ImageStatus, ImageTagStatus, NodeImageSpec, NodeImageStatus, PullPolicy,
+    ImageTagStatus, NodeImageSpec, NodeImageStatus, PullPolicy,
 };
 
 const T0: i64 = 1_700_000_000;
@@ -80,7 +80,11 @@ fn target_nodes_table() {
         ..Default::default()
     };
     let cases: Vec<(&str, ImagePullJobTemplate, Vec<&str>)> = vec![
-        ("all nodes", ImagePullJobTemplate::default(), vec!["n1", "n2", "n3"]),
+        (
+            "all nodes",
+            ImagePullJobTemplate::default(),
+            vec!["n1", "n2", "n3"],
+        ),
         (
             "names keep order, skip unknown and duplicates",
             ImagePullJobTemplate {
@@ -144,9 +148,20 @@ fn parallelism_and_window() {
     assert_eq!(parallelism(&t), 0);
 
     let ns: Vec<String> = ["a", "b", "c"].iter().map(|s| s.to_string()).collect();
-    let cases = [(1, 0, 1), (2, 1, 1), (2, 2, 0), (2, 5, 0), (10, 0, 3), (0, 0, 0)];
+    let cases = [
+        (1, 0, 1),
+        (2, 1, 1),
+        (2, 2, 0),
+        (2, 5, 0),
+        (10, 0, 3),
+        (0, 0, 0),
+    ];
     for (p, active, want) in cases {
-        assert_eq!(sync_window(p, active, &ns).len(), want, "p={p} active={active}");
+        assert_eq!(
+            sync_window(p, active, &ns).len(),
+            want,
+            "p={p} active={active}"
+        );
     }
     assert_eq!(sync_window(2, 0, &ns), &ns[..2]);
 }
@@ -154,21 +169,32 @@ fn parallelism_and_window() {
 fn with_tag(mut n: NodeImage, name: &str, tag: &str, owner_uid: &str, version: i64) -> NodeImage {
     let mut o = owner_ref(&job("x"));
     o.uid = Some(owner_uid.into());
-    n.spec.images.entry(name.into()).or_default().tags.push(ImageTagSpec {
-        tag: tag.into(),
-        version,
-        owner_references: vec![o],
-        created_at: Some(Time(ts(T0))),
-        ..Default::default()
-    });
+    n.spec
+        .images
+        .entry(name.into())
+        .or_default()
+        .tags
+        .push(ImageTagSpec {
+            tag: tag.into(),
+            version,
+            owner_references: vec![o],
+            created_at: Some(Time(ts(T0))),
+            ..Default::default()
+        });
     n
 }
 
-fn with_status(mut n: NodeImage, name: &str, tag: &str, phase: ImagePullPhase, version: i64) -> NodeImage {
+fn with_status(
+    mut n: NodeImage,
+    name: &str,
+    tag: &str,
+    phase: ImagePullPhase,
+    version: i64,
+) -> NodeImage {
     let st = n.status.get_or_insert_with(NodeImageStatus::default);
     st.image_statuses
         .entry(name.into())
-        .or_insert_with(ImageStatus::default)
+        .or_default()
         .tags
         .push(ImageTagStatus {
             tag: tag.into(),
@@ -182,11 +208,29 @@ fn with_status(mut n: NodeImage, name: &str, tag: &str, phase: ImagePullPhase, v
 #[test]
 fn status_from_node_images() {
     let j = job("nginx:1");
-    let nodes = vec![
-        with_status(with_tag(ni("a", &[]), "nginx", "1", "uid-j", 2), "nginx", "1", ImagePullPhase::Succeeded, 2),
-        with_status(with_tag(ni("b", &[]), "nginx", "1", "uid-j", 1), "nginx", "1", ImagePullPhase::Failed, 1),
+    let nodes = [
+        with_status(
+            with_tag(ni("a", &[]), "nginx", "1", "uid-j", 2),
+            "nginx",
+            "1",
+            ImagePullPhase::Succeeded,
+            2,
+        ),
+        with_status(
+            with_tag(ni("b", &[]), "nginx", "1", "uid-j", 1),
+            "nginx",
+            "1",
+            ImagePullPhase::Failed,
+            1,
+        ),
         // Status for an older version: still pulling.
-        with_status(with_tag(ni("c", &[]), "nginx", "1", "uid-j", 3), "nginx", "1", ImagePullPhase::Succeeded, 2),
+        with_status(
+            with_tag(ni("c", &[]), "nginx", "1", "uid-j", 3),
+            "nginx",
+            "1",
+            ImagePullPhase::Succeeded,
+            2,
+        ),
         // No status yet: pulling.
         with_tag(ni("d", &[]), "nginx", "1", "uid-j", 0),
         // Tag owned by someone else: not synced.
@@ -196,7 +240,10 @@ fn status_from_node_images() {
     ];
     let refs: Vec<&NodeImage> = nodes.iter().collect();
     let (st, not_synced) = calculate_status(&j, &refs, &[], ts(T0)).expect("status");
-    assert_eq!((st.desired, st.active, st.succeeded, st.failed), (6, 2, 1, 1));
+    assert_eq!(
+        (st.desired, st.active, st.succeeded, st.failed),
+        (6, 2, 1, 1)
+    );
     assert_eq!(st.failed_nodes, vec!["b"]);
     assert_eq!(not_synced, vec!["e", "f"]);
     assert_eq!(st.start_time, Some(Time(ts(T0))));
@@ -212,9 +259,21 @@ fn status_from_node_images() {
 #[test]
 fn completion_and_deadline() {
     let mut j = job("nginx:1");
-    let done = vec![
-        with_status(with_tag(ni("a", &[]), "nginx", "1", "uid-j", 0), "nginx", "1", ImagePullPhase::Succeeded, 0),
-        with_status(with_tag(ni("b", &[]), "nginx", "1", "uid-j", 0), "nginx", "1", ImagePullPhase::Failed, 0),
+    let done = [
+        with_status(
+            with_tag(ni("a", &[]), "nginx", "1", "uid-j", 0),
+            "nginx",
+            "1",
+            ImagePullPhase::Succeeded,
+            0,
+        ),
+        with_status(
+            with_tag(ni("b", &[]), "nginx", "1", "uid-j", 0),
+            "nginx",
+            "1",
+            ImagePullPhase::Failed,
+            0,
+        ),
     ];
     let refs: Vec<&NodeImage> = done.iter().collect();
     let (st, _) = calculate_status(&j, &refs, &[], ts(T0)).expect("status");
@@ -239,12 +298,22 @@ fn completion_and_deadline() {
         start_time: Some(Time(ts(T0))),
         ..Default::default()
     });
-    let mixed = vec![done[0].clone(), with_tag(ni("c", &[]), "nginx", "1", "uid-j", 0), ni("d", &[])];
+    let mixed = [
+        done[0].clone(),
+        with_tag(ni("c", &[]), "nginx", "1", "uid-j", 0),
+        ni("d", &[]),
+    ];
     let refs: Vec<&NodeImage> = mixed.iter().collect();
     let (st, _) = calculate_status(&jd, &refs, &[], ts(T0 + 59)).expect("status");
     assert_eq!(st.completion_time, None);
-    assert_eq!(deadline_requeue(&jd, ts(T0), ts(T0 + 59)), Some(Duration::from_secs(1)));
-    assert_eq!(deadline_requeue(&jd, ts(T0), ts(T0 + 10)), Some(Duration::from_secs(50)));
+    assert_eq!(
+        deadline_requeue(&jd, ts(T0), ts(T0 + 59)),
+        Some(Duration::from_secs(1))
+    );
+    assert_eq!(
+        deadline_requeue(&jd, ts(T0), ts(T0 + 10)),
+        Some(Duration::from_secs(50))
+    );
     let (st, not_synced) = calculate_status(&jd, &refs, &[], ts(T0 + 60)).expect("status");
     assert_eq!(st.completion_time, Some(Time(ts(T0 + 60))));
     assert_eq!((st.succeeded, st.failed, st.active), (1, 2, 0));
@@ -277,19 +346,34 @@ fn tag_update_adds_new_tag_then_is_idempotent() {
         mode: ReferenceObject::MODE_BATCH.into(),
     };
     // The daemon reported version 4 of this tag earlier: the new tag starts at 5.
-    let n = with_status(ni("a", &[]), "127.0.0.1:5000/app", "v2", ImagePullPhase::Succeeded, 4);
+    let n = with_status(
+        ni("a", &[]),
+        "127.0.0.1:5000/app",
+        "v2",
+        ImagePullPhase::Succeeded,
+        4,
+    );
     let (name, spec) = tag_update(&n, &j, std::slice::from_ref(&secret), &policy, ts(T0))
         .expect("ok")
         .expect("changed");
     assert_eq!(name, "127.0.0.1:5000/app");
     assert_eq!(spec.tags.len(), 1);
     assert_eq!(spec.tags[0].version, 5);
-    assert_eq!(spec.tags[0].owner_references[0].uid.as_deref(), Some("uid-j"));
-    assert_eq!(spec.tags[0].owner_references[0].kind.as_deref(), Some("ImagePullJob"));
+    assert_eq!(
+        spec.tags[0].owner_references[0].uid.as_deref(),
+        Some("uid-j")
+    );
+    assert_eq!(
+        spec.tags[0].owner_references[0].kind.as_deref(),
+        Some("ImagePullJob")
+    );
     assert_eq!(spec.pull_secrets, vec![secret.clone()]);
     let mut n2 = n.clone();
     n2.spec.images.insert(name, spec);
-    assert_eq!(tag_update(&n2, &j, &[secret], &policy, ts(T0 + 5)).expect("ok"), None);
+    assert_eq!(
+        tag_update(&n2, &j, &[secret], &policy, ts(T0 + 5)).expect("ok"),
+        None
+    );
 }
 
 #[test]
@@ -320,12 +404,21 @@ fn tag_pull_policy_table() {
         timeout_seconds: Some(100),
         backoff_limit: Some(2),
     });
-    assert_eq!(tag_pull_policy(&j, jit, 10).ttl_seconds_after_finished, Some(217));
+    assert_eq!(
+        tag_pull_policy(&j, jit, 10).ttl_seconds_after_finished,
+        Some(217)
+    );
     j.spec.template.completion_policy.active_deadline_seconds = Some(50);
     let p = tag_pull_policy(&j, jit, 0);
-    assert_eq!((p.ttl_seconds_after_finished, p.active_deadline_seconds), (Some(57), Some(50)));
+    assert_eq!(
+        (p.ttl_seconds_after_finished, p.active_deadline_seconds),
+        (Some(57), Some(50))
+    );
     j.spec.template.completion_policy.ttl_seconds_after_finished = Some(20);
-    assert_eq!(tag_pull_policy(&j, jit, 0).ttl_seconds_after_finished, Some(27));
+    assert_eq!(
+        tag_pull_policy(&j, jit, 0).ttl_seconds_after_finished,
+        Some(27)
+    );
     // Never: about a day, deadline 1800 unless the timeout is longer.
     j.spec.template.completion_policy = CompletionPolicy {
         type_: Some(CompletionPolicyType::Never),
@@ -338,7 +431,10 @@ fn tag_pull_policy_table() {
         timeout_seconds: Some(3600),
         backoff_limit: None,
     });
-    assert_eq!(tag_pull_policy(&j, jit, 0).active_deadline_seconds, Some(3600));
+    assert_eq!(
+        tag_pull_policy(&j, jit, 0).active_deadline_seconds,
+        Some(3600)
+    );
 }
 
 fn copy(name: &str, source: &str, refs: &str) -> Secret {
@@ -346,8 +442,14 @@ fn copy(name: &str, source: &str, refs: &str) -> Secret {
     s.metadata.name = Some(name.into());
     s.metadata.annotations = Some(
         [
-            (keys::IMAGEPULLJOB_SECRET_SOURCE_KEY_ANNOTATION.to_string(), source.to_string()),
-            (keys::IMAGEPULLJOB_SECRET_REFERENCES_ANNOTATION.to_string(), refs.to_string()),
+            (
+                keys::IMAGEPULLJOB_SECRET_SOURCE_KEY_ANNOTATION.to_string(),
+                source.to_string(),
+            ),
+            (
+                keys::IMAGEPULLJOB_SECRET_REFERENCES_ANNOTATION.to_string(),
+                refs.to_string(),
+            ),
         ]
         .into(),
     );
@@ -379,12 +481,22 @@ fn classify_secrets_claims_reuses_and_releases() {
             ("s3".to_string(), None),
         ]
     );
-    assert_eq!(plan.release.iter().map(|s| s.name_any()).collect::<Vec<_>>(), vec!["old-a"]);
+    assert_eq!(
+        plan.release
+            .iter()
+            .map(|s| s.name_any())
+            .collect::<Vec<_>>(),
+        vec!["old-a"]
+    );
 
     let finished = classify_secrets(&j, true, &copies);
     assert!(finished.claim.is_empty());
     assert_eq!(
-        finished.release.iter().map(|s| s.name_any()).collect::<Vec<_>>(),
+        finished
+            .release
+            .iter()
+            .map(|s| s.name_any())
+            .collect::<Vec<_>>(),
         vec!["old-a", "s1-a"]
     );
 }
@@ -401,11 +513,16 @@ fn new_copy_records_source_job_and_mode() {
     assert_eq!(referencing_jobs(&c), ["ns/j".to_string()].into());
     assert_eq!(source_of(&c), ReferenceObject::parse("ns/s1"));
     assert_eq!(
-        c.annotations().get(keys::IMAGEPULLJOB_SECRET_MODE_ANNOTATION).map(String::as_str),
+        c.annotations()
+            .get(keys::IMAGEPULLJOB_SECRET_MODE_ANNOTATION)
+            .map(String::as_str),
         Some(ReferenceObject::MODE_BATCH)
     );
     assert_eq!(c.type_, src.type_);
-    assert_eq!(references_value(&["b/x".to_string(), "a/y".to_string()].into()), "a/y,b/x");
+    assert_eq!(
+        references_value(&["b/x".to_string(), "a/y".to_string()].into()),
+        "a/y,b/x"
+    );
 }
 
 #[test]
@@ -424,5 +541,9 @@ fn event_routing() {
         ..Default::default()
     });
     assert!(!job_may_target(&j, &n, &[]));
-    assert!(job_may_target(&j, &n, &[pod("p", "n1", "web", T0, "Running")]));
+    assert!(job_may_target(
+        &j,
+        &n,
+        &[pod("p", "n1", "web", T0, "Running")]
+    ));
 }

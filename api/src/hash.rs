@@ -1,15 +1,30 @@
-//! Hash of the env vars a container takes from its pod's labels/annotations (`fieldRef`
-//! `metadata.labels['k']` / `metadata.annotations['k']`). The manager compares the hash expected
-//! from the pod's current metadata with the one the daemon extracted from the running process,
-//! so both must be byte-for-byte what upstream computes: FNV-32a over the go-spew `%#v` dump of
-//! the Go-JSON encoding of `[]EnvVar{name, value}` sorted by name.
+//! Hashes that must equal the ones Go code computes, shared by the manager and the daemon.
+//!
+//! The env-from-metadata hash (`extractedEnvFromMetadataHash` in
+//! `apps.kruise.io/runtime-containers-meta`) covers the env vars a container takes from its pod's
+//! labels/annotations (`fieldRef` `metadata.labels['k']` / `metadata.annotations['k']`). The
+//! daemon hashes what the running process really has, the manager's in-place engine what the
+//! pod's current metadata says, and the two are compared, so both sides use this one module and
+//! both must be byte-for-byte what upstream computes: FNV-32a over the go-spew `%#v` dump of the
+//! Go-JSON encoding of `[]EnvVar{name, value}` sorted by name.
+//!
+//! [`go_json_string`] and [`deep_hash_json`] are the building blocks, public so that other
+//! Go-compatible hashes (the kubelet's container hash) are built the same way.
 
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::Container;
 
+use crate::keys;
+
 /// Env vars upstream leaves out: SidecarSet hot-upgrade bookkeeping, changed without restarts.
-const EXCLUDED_ENVS: &[&str] = &["SIDECARSET_VERSION", "SIDECARSET_VERSION_ALT"];
+const EXCLUDED_ENVS: [&str; 2] = [
+    keys::ENV_SIDECARSET_VERSION,
+    keys::ENV_SIDECARSET_VERSION_ALT,
+];
+
+const LABELS_PATH: &str = "metadata.labels";
+const ANNOTATIONS_PATH: &str = "metadata.annotations";
 
 /// Splits `metadata.labels['k']` into (`metadata.labels`, `k`), like k8s fieldpath.
 pub fn split_subscripted_path(path: &str) -> Option<(&str, &str)> {
@@ -29,6 +44,17 @@ pub enum MetaSource<'a> {
     Annotation(&'a str),
 }
 
+impl<'a> MetaSource<'a> {
+    /// The field path (`metadata.labels` or `metadata.annotations`) and the key, as written in
+    /// the `fieldRef`.
+    pub fn path_and_key(self) -> (&'static str, &'a str) {
+        match self {
+            MetaSource::Label(k) => (LABELS_PATH, k),
+            MetaSource::Annotation(k) => (ANNOTATIONS_PATH, k),
+        }
+    }
+}
+
 /// The env vars of `c` that come from pod metadata, in spec order: (env name, source).
 pub fn env_from_metadata(c: &Container) -> Vec<(&str, MetaSource<'_>)> {
     let mut out = Vec::new();
@@ -43,14 +69,17 @@ pub fn env_from_metadata(c: &Container) -> Vec<(&str, MetaSource<'_>)> {
             continue;
         }
         match split_subscripted_path(&field_ref.field_path) {
-            Some(("metadata.labels", k)) => out.push((e.name.as_str(), MetaSource::Label(k))),
-            Some(("metadata.annotations", k)) => {
-                out.push((e.name.as_str(), MetaSource::Annotation(k)))
-            }
+            Some((LABELS_PATH, k)) => out.push((e.name.as_str(), MetaSource::Label(k))),
+            Some((ANNOTATIONS_PATH, k)) => out.push((e.name.as_str(), MetaSource::Annotation(k))),
             _ => {}
         }
     }
     out
+}
+
+/// Whether the container has any env var taken from pod metadata (reading its env is needed).
+pub fn references_metadata(c: &Container) -> bool {
+    !env_from_metadata(c).is_empty()
 }
 
 /// Hash the container should have given the pod's current labels and annotations.
@@ -72,7 +101,7 @@ pub fn expected_hash(
     hash_envs(envs)
 }
 
-/// Hash of what the running container really has; `actual` is its parsed `env` output.
+/// Hash of what the running container really has; `actual` is its environment by name.
 pub fn current_hash(c: &Container, actual: &BTreeMap<String, String>) -> u64 {
     let envs = env_from_metadata(c)
         .into_iter()
@@ -86,29 +115,10 @@ pub fn current_hash(c: &Container, actual: &BTreeMap<String, String>) -> u64 {
     hash_envs(envs)
 }
 
-/// Whether reading the container's env is needed at all.
-pub fn references_metadata(c: &Container) -> bool {
-    !env_from_metadata(c).is_empty()
-}
-
-/// Parses `env` output (`K=V` per line; lines without `=` are continuation noise and skipped).
-pub fn parse_env_output(stdout: &[u8]) -> BTreeMap<String, String> {
-    String::from_utf8_lossy(stdout)
-        .trim()
-        .lines()
-        .filter_map(|l| {
-            let (k, v) = l.trim().split_once('=')?;
-            Some((k.to_string(), v.to_string()))
-        })
-        .collect()
-}
-
 fn hash_envs(mut envs: Vec<(String, String)>) -> u64 {
     // Stable sort by name, as upstream does.
     envs.sort_by(|a, b| a.0.cmp(&b.0));
-    let json = go_json_env_list(&envs);
-    let dump = spew_bytes(json.as_bytes());
-    u64::from(fnv32a(dump.as_bytes()))
+    deep_hash_json(&go_json_env_list(&envs))
 }
 
 /// Go `json.Marshal([]v1.EnvVar)` for name/value pairs: nil slice is `null`, empty value omitted.
@@ -133,9 +143,9 @@ fn go_json_env_list(envs: &[(String, String)]) -> String {
     s
 }
 
-/// Go's encoding/json string escaping, which (unlike serde_json) HTML-escapes `<>&` and
-/// escapes U+2028/U+2029.
-fn go_json_string(v: &str, out: &mut String) {
+/// Appends `v` as a JSON string literal the way Go's encoding/json writes it, which (unlike
+/// serde_json) HTML-escapes `<>&` and escapes U+2028/U+2029.
+pub fn go_json_string(v: &str, out: &mut String) {
     out.push('"');
     for ch in v.chars() {
         match ch {
@@ -154,6 +164,12 @@ fn go_json_string(v: &str, out: &mut String) {
         }
     }
     out.push('"');
+}
+
+/// Kubernetes' `DeepHashObject` of a `[]byte` holding `json` (the Go-encoded JSON of the
+/// hashed value): FNV-32a of its go-spew dump, widened to u64 as upstream stores it.
+pub fn deep_hash_json(json: &str) -> u64 {
+    u64::from(fnv32a(spew_bytes(json.as_bytes()).as_bytes()))
 }
 
 /// go-spew `%#v` of a `[]byte`: the type then the decimal bytes.
@@ -235,6 +251,7 @@ mod tests {
             ]),
             2_251_390_145
         );
+        assert_eq!(spew_bytes(&[]), "([]uint8)[]");
     }
 
     #[test]
@@ -242,6 +259,10 @@ mod tests {
         assert_eq!(
             split_subscripted_path("metadata.labels['app']"),
             Some(("metadata.labels", "app"))
+        );
+        assert_eq!(
+            split_subscripted_path("metadata.labels['a.b/c']"),
+            Some(("metadata.labels", "a.b/c"))
         );
         assert_eq!(split_subscripted_path("metadata.name"), None);
         assert_eq!(split_subscripted_path("['x']"), None);
@@ -259,9 +280,21 @@ mod tests {
         let labels = BTreeMap::from([("l1".to_string(), "foo".to_string())]);
         let annotations = BTreeMap::from([("a1".to_string(), "bar".to_string())]);
         let expect = expected_hash(&c, &labels, &annotations);
-        let actual = parse_env_output(b"PATH=/bin\ne2=foo\ne3=bar\ne1=a\nHOSTNAME=x\n");
+        let env = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        let actual = env(&[
+            ("PATH", "/bin"),
+            ("e2", "foo"),
+            ("e3", "bar"),
+            ("e1", "a"),
+            ("HOSTNAME", "x"),
+        ]);
         assert_eq!(expect, current_hash(&c, &actual));
-        let stale = parse_env_output(b"e2=old\ne3=bar\n");
+        let stale = env(&[("e2", "old"), ("e3", "bar")]);
         assert_ne!(expect, current_hash(&c, &stale));
         // Same as the golden two-entry list: only e2, e3 count.
         assert_eq!(
@@ -294,9 +327,22 @@ mod tests {
     }
 
     #[test]
-    fn env_output_parsing_keeps_equals_in_values() {
-        let m = parse_env_output(b"A=b=c\nnoequals\n B = x\n");
-        assert_eq!(m.get("A").map(String::as_str), Some("b=c"));
-        assert_eq!(m.len(), 2);
+    fn sources_name_their_field_path() {
+        let c = container(vec![
+            from_meta("L", "metadata.labels['l']"),
+            from_meta("A", "metadata.annotations['a']"),
+            from_meta("SIDECARSET_VERSION_ALT", "metadata.labels['v']"),
+        ]);
+        let found: Vec<_> = env_from_metadata(&c)
+            .into_iter()
+            .map(|(name, src)| (name, src.path_and_key()))
+            .collect();
+        assert_eq!(
+            found,
+            vec![
+                ("L", ("metadata.labels", "l")),
+                ("A", ("metadata.annotations", "a")),
+            ]
+        );
     }
 }
