@@ -210,4 +210,5 @@ pub fn container_status<'a>(
 
 pub mod cli;
 pub mod cloneset;
+pub mod cri;
 pub mod recorder;

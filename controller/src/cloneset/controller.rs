@@ -480,6 +480,49 @@ fn invalid_reason(cs: &CloneSet) -> Option<String> {
     None
 }
 
+/// Asks the nodes of the CloneSet's Pods to pull the new images before the in-place update
+/// reaches them (upstream's pre-download). Best effort: a failure is logged and never blocks the
+/// rollout.
+async fn predownload_images(
+    ctx: &Context,
+    cs: &CloneSet,
+    current: &ControllerRevision,
+    update: &ControllerRevision,
+) {
+    let in_place = InPlaceControl::can_update_in_place(
+        &CloneSetHooks,
+        Some(current),
+        update,
+        &update_options(cs),
+    )
+    .is_ok();
+    match crate::imagepulljob::predownload::ensure_predownload_jobs(
+        &ctx.client,
+        cs,
+        current,
+        update,
+        in_place,
+    )
+    .await
+    {
+        Ok(out) => {
+            for job in out.created {
+                ctx.event(
+                    cs,
+                    EventType::Normal,
+                    "CreatedImagePullJob",
+                    format!("created ImagePullJob {job} to pre-download the new images"),
+                    None,
+                )
+                .await;
+            }
+        }
+        Err(e) => {
+            tracing::warn!(cloneset = %cs.name_any(), error = %e, "image pre-download failed")
+        }
+    }
+}
+
 async fn reconcile_inner(cs: &CloneSet, ctx: &Context) -> Result<Action, Error> {
     let ns = cs.namespace().ok_or(Error::Unnamed)?;
     let name = cs.name_any();
@@ -579,6 +622,10 @@ async fn reconcile_inner(cs: &CloneSet, ctx: &Context) -> Result<Action, Error> 
                 (EXPECTATION_TIMEOUT - since).min(Duration::from_secs(5)),
             ));
         }
+    }
+
+    if cs.metadata.deletion_timestamp.is_none() {
+        predownload_images(ctx, cs, &current, &update_rev).await;
     }
 
     let old_status = cs.status.clone().unwrap_or_default();

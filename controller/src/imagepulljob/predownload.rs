@@ -318,12 +318,22 @@ async fn label_revision(
     rev: &ControllerRevision,
     key: &str,
 ) -> Result<(), PreDownloadError> {
+    patch_revision_label(client, rev, key, json!("true")).await
+}
+
+/// Sets (a string) or removes (null) one label of a revision.
+async fn patch_revision_label(
+    client: &Client,
+    rev: &ControllerRevision,
+    key: &str,
+    value: serde_json::Value,
+) -> Result<(), PreDownloadError> {
     let api: Api<ControllerRevision> =
         Api::namespaced(client.clone(), &rev.namespace().unwrap_or_default());
     api.patch(
         &rev.name_any(),
         &PatchParams::default(),
-        &Patch::Merge(json!({"metadata": {"labels": {key: "true"}}})),
+        &Patch::Merge(json!({"metadata": {"labels": {key: value}}})),
     )
     .await?;
     Ok(())
@@ -349,6 +359,14 @@ pub async fn ensure_predownload_jobs(
         can_update_in_place,
     )? {
         Decision::DeleteJobs => {
+            // Jobs exist only for a revision labelled when they were created: a settled
+            // CloneSet costs no API call here, on every reconcile.
+            if !update_revision
+                .labels()
+                .contains_key(keys::IMAGE_PREDOWNLOAD_CREATED_LABEL)
+            {
+                return Ok(out);
+            }
             let uid = cloneset.uid().unwrap_or_default();
             for j in jobs.list(&ListParams::default()).await?.items {
                 let ours = j
@@ -367,6 +385,13 @@ pub async fn ensure_predownload_jobs(
                     Err(e) => return Err(e.into()),
                 }
             }
+            patch_revision_label(
+                client,
+                update_revision,
+                keys::IMAGE_PREDOWNLOAD_CREATED_LABEL,
+                serde_json::Value::Null,
+            )
+            .await?;
         }
         Decision::Wait => out.skipped = Some("waiting for updated ready pods"),
         Decision::Done => out.skipped = Some("already handled"),

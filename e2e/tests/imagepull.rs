@@ -1,0 +1,513 @@
+//! Image pre-pulling end to end: ImagePullJob → NodeImage spec (kruise-manager) → CRI pull and
+//! NodeImage status (kruise-daemon) → job status. Outcomes are checked against CRI itself. Each
+//! test has its own namespace; image tags are pushed fresh so the node cannot have them yet.
+
+use std::process::Command;
+use std::time::Duration;
+
+use k8s_openapi::api::apps::v1::ControllerRevision;
+use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kruise_api::keys;
+use kruise_e2e::cloneset::{self, set_image, status_str, wait_rolled_out, wait_status};
+use kruise_e2e::cri::{self, push_unique_image, unique_tag};
+use kruise_e2e::{TestNamespace, client, image, repo_root, wait_for};
+use kube::api::{
+    ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, PostParams,
+};
+use kube::{Api, Client, ResourceExt};
+use serde_json::{Value, json};
+
+const PULL: Duration = Duration::from_secs(120);
+
+fn resource(kind: &str, plural: &str) -> ApiResource {
+    ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk(keys::APPS_GROUP, keys::VERSION_V1BETA1, kind),
+        plural,
+    )
+}
+
+fn jobs(client: &Client, ns: &str) -> Api<DynamicObject> {
+    Api::namespaced_with(
+        client.clone(),
+        ns,
+        &resource("ImagePullJob", "imagepulljobs"),
+    )
+}
+
+fn node_images(client: &Client) -> Api<DynamicObject> {
+    Api::all_with(client.clone(), &resource("NodeImage", "nodeimages"))
+}
+
+/// The node the suite runs on (the local cluster has one).
+async fn node_name(client: &Client) -> String {
+    let nodes = Api::<Node>::all(client.clone())
+        .list(&ListParams::default())
+        .await
+        .expect("nodes");
+    nodes.items.first().expect("a node").name_any()
+}
+
+fn split(full: &str) -> (&str, &str) {
+    full.rsplit_once(':').expect("image:tag")
+}
+
+/// An ImagePullJob of `image` on `node`; `extra` is merged into the spec.
+fn pull_job(name: &str, image: &str, node: &str, extra: Value) -> DynamicObject {
+    let mut spec = json!({"image": image, "selector": {"names": [node]}});
+    if let (Some(s), Some(e)) = (spec.as_object_mut(), extra.as_object()) {
+        for (k, v) in e {
+            s.insert(k.clone(), v.clone());
+        }
+    }
+    serde_json::from_value(json!({
+        "apiVersion": keys::APPS_V1BETA1, "kind": "ImagePullJob",
+        "metadata": {"name": name}, "spec": spec
+    }))
+    .expect("job json")
+}
+
+/// The NodeImage status of one tag.
+fn tag_status(ni: &DynamicObject, full: &str) -> Option<Value> {
+    let (name, tag) = split(full);
+    ni.data["status"]["imageStatuses"][name]["tags"]
+        .as_array()?
+        .iter()
+        .find(|t| t["tag"] == tag)
+        .cloned()
+}
+
+/// Waits until the tag's status on the node reaches a final phase.
+async fn wait_tag_done(client: &Client, node: &str, full: &str, timeout: Duration) -> Value {
+    let nis = node_images(client);
+    let mut last = Value::Null;
+    let r = wait_for(&format!("{full} done on {node}"), timeout, || {
+        let nis = nis.clone();
+        let last = &mut last;
+        async move {
+            let ni = nis.get(node).await?;
+            let st = tag_status(&ni, full);
+            *last = st.clone().unwrap_or(Value::Null);
+            Ok(st.filter(|s| s["phase"] == "Succeeded" || s["phase"] == "Failed"))
+        }
+    })
+    .await;
+    r.unwrap_or_else(|e| panic!("{e}; tag status: {last}"))
+}
+
+/// Waits until the job has a completionTime and returns its status.
+async fn wait_job_done(api: &Api<DynamicObject>, name: &str) -> Value {
+    wait_for(&format!("ImagePullJob {name} finished"), PULL, || async {
+        let j = api.get(name).await?;
+        Ok((!j.data["status"]["completionTime"].is_null()).then(|| j.data["status"].clone()))
+    })
+    .await
+    .expect("job finished")
+}
+
+fn secs(t: &Value) -> i64 {
+    serde_json::from_value::<Time>(t.clone())
+        .map(|t| t.0.as_second())
+        .unwrap_or(0)
+}
+
+/// a: a tag absent from the node is pulled: Succeeded with the imageID CRI reports, the job
+/// counts it, and ttlSecondsAfterFinished deletes the job afterwards.
+#[tokio::test]
+async fn pull_job_pulls_missing_tag_then_expires() {
+    let client = client().await.expect("cluster");
+    let ns = TestNamespace::create(&client, "e2e-ipj-pull")
+        .await
+        .expect("ns");
+    let node = node_name(&client).await;
+    let cri = cri::connect().await.expect("CRI");
+    let full = push_unique_image(&unique_tag("ipj-a"), 4096).expect("push");
+    assert_eq!(
+        cri::image_id(&cri, &full).await.expect("CRI"),
+        None,
+        "fresh tag absent"
+    );
+
+    let api = jobs(&client, &ns.name);
+    let job = pull_job(
+        "pull",
+        &full,
+        &node,
+        json!({"completionPolicy": {"type": "Always", "ttlSecondsAfterFinished": 10}}),
+    );
+    api.create(&PostParams::default(), &job)
+        .await
+        .expect("create job");
+
+    let st = wait_tag_done(&client, &node, &full, PULL).await;
+    let cri_id = cri::image_id(&cri, &full)
+        .await
+        .expect("CRI")
+        .expect("pulled");
+    assert_eq!(st["phase"], "Succeeded", "{st}");
+    assert_eq!(st["imageID"].as_str(), Some(cri_id.as_str()), "{st}");
+    assert_eq!(st["progress"], 100, "{st}");
+
+    let js = wait_job_done(&api, "pull").await;
+    assert_eq!(
+        (
+            &js["desired"],
+            &js["succeeded"],
+            &js["failed"],
+            &js["active"]
+        ),
+        (&json!(1), &json!(1), &json!(0), &json!(0)),
+        "{js}"
+    );
+    wait_for(
+        "the job deleted after its TTL",
+        Duration::from_secs(60),
+        || async { Ok(api.get_opt("pull").await?.is_none().then_some(())) },
+    )
+    .await
+    .expect("TTL");
+    ns.delete().await.expect("delete ns");
+}
+
+/// b: a tag the registry does not have fails after the backoff limit with the registry's error;
+/// a good tag of the same image in the same NodeImage is not affected.
+#[tokio::test]
+async fn missing_tag_fails_without_hurting_others() {
+    let client = client().await.expect("cluster");
+    let ns = TestNamespace::create(&client, "e2e-ipj-fail")
+        .await
+        .expect("ns");
+    let node = node_name(&client).await;
+    let cri = cri::connect().await.expect("CRI");
+    let good = push_unique_image(&unique_tag("ipj-b-ok"), 4096).expect("push");
+    let missing = image("testapp", &unique_tag("ipj-b-missing"));
+
+    let api = jobs(&client, &ns.name);
+    let backoff = json!({"pullPolicy": {"backoffLimit": 2, "timeoutSeconds": 60}});
+    api.create(
+        &PostParams::default(),
+        &pull_job("bad", &missing, &node, backoff.clone()),
+    )
+    .await
+    .expect("create bad job");
+    api.create(
+        &PostParams::default(),
+        &pull_job("good", &good, &node, backoff),
+    )
+    .await
+    .expect("create good job");
+
+    let bad = wait_tag_done(&client, &node, &missing, PULL).await;
+    assert_eq!(bad["phase"], "Failed", "{bad}");
+    let msg = bad["message"].as_str().unwrap_or("");
+    assert!(
+        msg.contains("not found"),
+        "registry's error in the message: {bad}"
+    );
+    // Three attempts with 1 s and 2 s between them.
+    let took = secs(&bad["completionTime"]) - secs(&bad["startTime"]);
+    assert!(took >= 3, "failed only after the retries ({took}s): {bad}");
+
+    let ok = wait_tag_done(&client, &node, &good, PULL).await;
+    assert_eq!(ok["phase"], "Succeeded", "{ok}");
+    let cri_id = cri::image_id(&cri, &good)
+        .await
+        .expect("CRI")
+        .expect("pulled");
+    assert_eq!(ok["imageID"].as_str(), Some(cri_id.as_str()));
+    // Both tags sit under the same image in the one NodeImage.
+    let ni = node_images(&client).get(&node).await.expect("NodeImage");
+    assert!(tag_status(&ni, &good).is_some() && tag_status(&ni, &missing).is_some());
+
+    let bs = wait_job_done(&api, "bad").await;
+    assert_eq!(
+        (&bs["succeeded"], &bs["failed"]),
+        (&json!(0), &json!(1)),
+        "{bs}"
+    );
+    let gs = wait_job_done(&api, "good").await;
+    assert_eq!(
+        (&gs["succeeded"], &gs["failed"]),
+        (&json!(1), &json!(0)),
+        "{gs}"
+    );
+    ns.delete().await.expect("delete ns");
+}
+
+fn daemon_pid() -> i32 {
+    let p = repo_root().join(".cluster/pids/kruise-daemon.pid");
+    std::fs::read_to_string(&p)
+        .expect("daemon pid file")
+        .trim()
+        .parse()
+        .expect("pid")
+}
+
+fn rss_kb(pid: i32) -> String {
+    Command::new("ps")
+        .args(["-o", "rss=", "-p", &pid.to_string()])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default()
+}
+
+/// c: the daemon SIGKILLed while it pulls, then started again by hack/dev-up.sh: the pull
+/// finishes and the status is right.
+#[tokio::test]
+async fn daemon_killed_mid_pull_recovers() {
+    let client = client().await.expect("cluster");
+    let ns = TestNamespace::create(&client, "e2e-ipj-kill")
+        .await
+        .expect("ns");
+    let node = node_name(&client).await;
+    let cri = cri::connect().await.expect("CRI");
+    // Big and incompressible, so the pull lasts long enough to be interrupted.
+    let full = push_unique_image(&unique_tag("ipj-c"), 384 << 20).expect("push");
+    let pid = daemon_pid();
+    println!("daemon RSS idle: {} kB", rss_kb(pid));
+
+    let api = jobs(&client, &ns.name);
+    api.create(
+        &PostParams::default(),
+        &pull_job("pull", &full, &node, json!({})),
+    )
+    .await
+    .expect("create job");
+    let nis = node_images(&client);
+    wait_for("the daemon to report Pulling", PULL, || async {
+        let ni = nis.get(&node).await?;
+        Ok(tag_status(&ni, &full)
+            .filter(|s| s["phase"] == "Pulling")
+            .map(|_| ()))
+    })
+    .await
+    .expect("Pulling");
+    println!("daemon RSS while pulling: {} kB", rss_kb(pid));
+    let killed = Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status()
+        .expect("kill");
+    assert!(killed.success(), "SIGKILL the daemon");
+    let present_at_kill = cri::image_id(&cri, &full).await.expect("CRI");
+    assert_eq!(
+        present_at_kill, None,
+        "the daemon was killed before the pull finished"
+    );
+
+    let up = Command::new(repo_root().join("hack/dev-up.sh"))
+        .current_dir(repo_root())
+        .output()
+        .expect("dev-up.sh");
+    assert!(
+        up.status.success(),
+        "hack/dev-up.sh: {}",
+        String::from_utf8_lossy(&up.stderr)
+    );
+    assert_ne!(daemon_pid(), pid, "a new daemon process");
+
+    let st = wait_tag_done(&client, &node, &full, Duration::from_secs(300)).await;
+    assert_eq!(st["phase"], "Succeeded", "{st}");
+    let cri_id = cri::image_id(&cri, &full)
+        .await
+        .expect("CRI")
+        .expect("pulled");
+    assert_eq!(st["imageID"].as_str(), Some(cri_id.as_str()), "{st}");
+    let js = wait_job_done(&api, "pull").await;
+    assert_eq!(
+        (&js["succeeded"], &js["failed"]),
+        (&json!(1), &json!(0)),
+        "{js}"
+    );
+    ns.delete().await.expect("delete ns");
+}
+
+/// The node's NodeImage exists with the node's labels; once a job is deleted, its tag leaves the
+/// NodeImage spec (the manager drops tags whose owners are gone).
+#[tokio::test]
+async fn node_image_follows_node_and_drops_orphan_tags() {
+    let client = client().await.expect("cluster");
+    let ns = TestNamespace::create(&client, "e2e-ni-orphan")
+        .await
+        .expect("ns");
+    let node = node_name(&client).await;
+    let n = Api::<Node>::all(client.clone())
+        .get(&node)
+        .await
+        .expect("node");
+    let ni = node_images(&client)
+        .get(&node)
+        .await
+        .expect("NodeImage of the node");
+    assert_eq!(ni.labels(), n.labels(), "NodeImage labels = node labels");
+
+    let full = push_unique_image(&unique_tag("ni-orphan"), 4096).expect("push");
+    let api = jobs(&client, &ns.name);
+    api.create(
+        &PostParams::default(),
+        &pull_job("pull", &full, &node, json!({})),
+    )
+    .await
+    .expect("create job");
+    wait_job_done(&api, "pull").await;
+    let uid = api.get("pull").await.expect("job").uid().expect("uid");
+    let (name, tag) = split(&full);
+    let owned_by_job = |ni: &DynamicObject| {
+        ni.data["spec"]["images"][name]["tags"]
+            .as_array()
+            .is_some_and(|tags| {
+                tags.iter().any(|t| {
+                    t["tag"] == tag
+                        && t["ownerReferences"]
+                            .as_array()
+                            .is_some_and(|o| o.iter().any(|r| r["uid"] == uid.as_str()))
+                })
+            })
+    };
+    assert!(owned_by_job(
+        &node_images(&client).get(&node).await.expect("ni")
+    ));
+    api.delete("pull", &DeleteParams::default())
+        .await
+        .expect("delete job");
+    wait_for("the job's tag dropped from the NodeImage", PULL, || async {
+        let ni = node_images(&client).get(&node).await?;
+        Ok((!owned_by_job(&ni)).then_some(()))
+    })
+    .await
+    .expect("orphan tag removed");
+    ns.delete().await.expect("delete ns");
+}
+
+/// An ImageListPullJob creates one ImagePullJob per image and aggregates their results.
+#[tokio::test]
+async fn image_list_pull_job_fans_out_and_aggregates() {
+    let client = client().await.expect("cluster");
+    let ns = TestNamespace::create(&client, "e2e-ilpj")
+        .await
+        .expect("ns");
+    let node = node_name(&client).await;
+    let lists: Api<DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        &ns.name,
+        &resource("ImageListPullJob", "imagelistpulljobs"),
+    );
+    let list: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": keys::APPS_V1BETA1, "kind": "ImageListPullJob",
+        "metadata": {"name": "images"},
+        "spec": {
+            "images": [image("testapp", "v2"), image("sidecar", "v1")],
+            "selector": {"names": [node]}
+        }
+    }))
+    .expect("list json");
+    lists
+        .create(&PostParams::default(), &list)
+        .await
+        .expect("create list");
+    let st = wait_for("ImageListPullJob finished", PULL, || async {
+        let l = lists.get("images").await?;
+        Ok((!l.data["status"]["completionTime"].is_null()).then(|| l.data["status"].clone()))
+    })
+    .await
+    .expect("list finished");
+    assert_eq!(
+        (&st["desired"], &st["completed"], &st["succeeded"]),
+        (&json!(2), &json!(2), &json!(2)),
+        "{st}"
+    );
+    let owned = jobs(&client, &ns.name)
+        .list(&ListParams::default())
+        .await
+        .expect("jobs")
+        .items;
+    let mut images: Vec<String> = owned
+        .iter()
+        .map(|j| j.data["spec"]["image"].as_str().unwrap_or("").to_string())
+        .collect();
+    images.sort();
+    assert_eq!(images, vec![image("sidecar", "v1"), image("testapp", "v2")]);
+    assert!(owned.iter().all(|j| j.name_any().starts_with("images-")));
+    ns.delete().await.expect("delete ns");
+}
+
+/// f: a CloneSet image change that will not update every Pod at once first creates a pre-download
+/// ImagePullJob (named `<update revision>-<container>`) for the new image on the Pods' nodes.
+#[tokio::test]
+async fn cloneset_image_change_predownloads_first() {
+    let client = client().await.expect("cluster");
+    let ns = TestNamespace::create(&client, "e2e-ipj-predl")
+        .await
+        .expect("ns");
+    let api = cloneset::api(&client, &ns.name);
+    let strategy = json!({"type": "RollingUpdate", "rollingUpdate": {
+        "podUpdatePolicy": "InPlaceIfPossible", "maxUnavailable": 1}});
+    api.create(
+        &PostParams::default(),
+        &cloneset::new("web", 5, "v1", strategy).expect("cs"),
+    )
+    .await
+    .expect("create CloneSet");
+    let first = wait_rolled_out(&api, "web", 5, Duration::from_secs(180))
+        .await
+        .expect("initial rollout");
+
+    set_image(&api, "web", "v3").await.expect("set image");
+    let cs = wait_status(&api, "web", "a new update revision", PULL, |cs| {
+        status_str(cs, "updateRevision") != status_str(&first, "updateRevision")
+    })
+    .await
+    .expect("new revision");
+    let update = status_str(&cs, "updateRevision").to_string();
+    let job_name = format!("{update}-app");
+    let api_jobs = jobs(&client, &ns.name);
+    let job = wait_for(
+        &format!("pre-download job {job_name}"),
+        Duration::from_secs(60),
+        || async { Ok(api_jobs.get_opt(&job_name).await?) },
+    )
+    .await
+    .expect("pre-download job");
+    assert_eq!(
+        job.data["spec"]["image"].as_str(),
+        Some(image("testapp", "v3").as_str())
+    );
+    assert!(
+        job.owner_references()
+            .iter()
+            .any(|o| o.kind == "CloneSet" && o.name == "web" && o.controller == Some(true)),
+        "owned by the CloneSet: {:?}",
+        job.owner_references()
+    );
+    // Created before the first Pod was updated in place.
+    let created = job.creation_timestamp().expect("created").0.as_second();
+    let pods: Api<Pod> = ns.api();
+    for p in cloneset::pods(&pods, "web").await.expect("pods") {
+        let state: Value = p
+            .annotations()
+            .get(keys::INPLACE_UPDATE_STATE_ANNOTATION)
+            .and_then(|s| serde_json::from_str(s).ok())
+            .unwrap_or(Value::Null);
+        let at = secs(&state["updateTimestamp"]);
+        assert!(
+            at == 0 || at >= created,
+            "{} updated at {at}, job created at {created}",
+            p.name_any()
+        );
+    }
+    let rev = Api::<ControllerRevision>::namespaced(client.clone(), &ns.name)
+        .get(&update)
+        .await
+        .expect("update revision");
+    assert!(
+        rev.labels()
+            .contains_key(keys::IMAGE_PREDOWNLOAD_CREATED_LABEL),
+        "revision labelled: {:?}",
+        rev.labels()
+    );
+    let js = wait_job_done(&api_jobs, &job_name).await;
+    assert_eq!(js["failed"], 0, "{js}");
+    wait_rolled_out(&api, "web", 5, Duration::from_secs(240))
+        .await
+        .expect("rollout");
+    ns.delete().await.expect("delete ns");
+}
