@@ -77,6 +77,8 @@ struct Fixture {
 }
 
 async fn fixture(prefix: &str) -> Fixture {
+    // Before creating anything, so a missing binary leaves no namespace behind.
+    kruise_e2e::cli::binary().expect("kubectl-kruise binary");
     let client = client().await.expect("cluster");
     let ns = TestNamespace::create(&client, prefix)
         .await

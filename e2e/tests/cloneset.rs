@@ -214,7 +214,7 @@ async fn max_unavailable_is_respected() {
     api.create(&PostParams::default(), &cs)
         .await
         .expect("create");
-    wait_rolled_out(&api, "web", 4, ROLLOUT)
+    let first = wait_rolled_out(&api, "web", 4, ROLLOUT)
         .await
         .expect("initial rollout");
     let before = snapshot(&cloneset::pods(&pods, "web").await.expect("pods"));
@@ -223,7 +223,7 @@ async fn max_unavailable_is_respected() {
     tokio::time::sleep(Duration::from_secs(1)).await;
     set_image(&api, "web", "v2").await.expect("set image");
     wait_status(&api, "web", "a new update revision", ROLLOUT, |cs| {
-        status_i64(cs, "updatedReplicas") < 4
+        status_str(cs, "updateRevision") != status_str(&first, "updateRevision")
     })
     .await
     .expect("revision change seen");
@@ -261,7 +261,7 @@ async fn env_change_recreates_pods_under_in_place_if_possible() {
     api.create(&PostParams::default(), &cs)
         .await
         .expect("create");
-    wait_rolled_out(&api, "web", 3, ROLLOUT)
+    let first = wait_rolled_out(&api, "web", 3, ROLLOUT)
         .await
         .expect("initial rollout");
     let before = snapshot(&cloneset::pods(&pods, "web").await.expect("pods"));
@@ -269,8 +269,8 @@ async fn env_change_recreates_pods_under_in_place_if_possible() {
     cloneset::json_patch(&api, "web", add_env())
         .await
         .expect("add env");
-    wait_status(&api, "web", "rollout to start", ROLLOUT, |cs| {
-        status_i64(cs, "updatedReplicas") < 3
+    wait_status(&api, "web", "a new update revision", ROLLOUT, |cs| {
+        status_str(cs, "updateRevision") != status_str(&first, "updateRevision")
     })
     .await
     .expect("update seen");
@@ -540,5 +540,88 @@ async fn grace_period_delays_the_patch() {
     wait_rolled_out(&api, "web", 1, ROLLOUT)
         .await
         .expect("rollout");
+    ns.delete().await.expect("delete ns");
+}
+
+/// Scenario 8: a two-container Pod with launch priorities is updated in two batches, the
+/// higher priority first, and both batches are recorded in containerBatchesRecord in that order.
+#[tokio::test]
+async fn launch_priority_updates_containers_in_batches() {
+    let client = client().await.expect("cluster");
+    let ns = TestNamespace::create(&client, "e2e-cs-batches")
+        .await
+        .expect("ns");
+    let api = cloneset::api(&client, &ns.name);
+    let pods: Api<Pod> = ns.api();
+    let mut cs =
+        cloneset::new("web", 2, "v1", in_place(json!({"maxUnavailable": "100%"}))).expect("cs");
+    let containers = &mut cs.data["spec"]["template"]["spec"]["containers"];
+    containers[0]["env"] = json!([{"name": "KRUISE_CONTAINER_PRIORITY", "value": "10"}]);
+    containers.as_array_mut().expect("containers").push(json!({
+        "name": "sidecar",
+        "image": image("sidecar", "v1"),
+        "env": [{"name": "KRUISE_CONTAINER_PRIORITY", "value": "1"}]
+    }));
+    api.create(&PostParams::default(), &cs)
+        .await
+        .expect("create");
+    let first = wait_rolled_out(&api, "web", 2, ROLLOUT)
+        .await
+        .expect("initial rollout");
+    let before = cloneset::pods(&pods, "web").await.expect("pods");
+
+    cloneset::json_patch(
+        &api,
+        "web",
+        json!([
+            {"op": "replace", "path": "/spec/template/spec/containers/0/image", "value": image("testapp", "v2")},
+            {"op": "replace", "path": "/spec/template/spec/containers/1/image", "value": image("sidecar", "v2")}
+        ]),
+    )
+    .await
+    .expect("set both images");
+    // Pods count as updated as soon as their in-place update starts: wait for the revision.
+    wait_status(&api, "web", "a new update revision", ROLLOUT, |cs| {
+        status_str(cs, "updateRevision") != status_str(&first, "updateRevision")
+    })
+    .await
+    .expect("update seen");
+    wait_rolled_out(&api, "web", 2, ROLLOUT)
+        .await
+        .expect("rollout");
+
+    for b in before {
+        let p = pods.get(&b.name_any()).await.expect("pod");
+        assert_eq!(p.uid(), b.uid(), "{} updated in place", b.name_any());
+        let state: kruise_api::appspub::InPlaceUpdateState = serde_json::from_str(
+            p.annotations()
+                .get(keys::INPLACE_UPDATE_STATE_ANNOTATION)
+                .expect("inplace-update-state annotation"),
+        )
+        .expect("state JSON");
+        let batches: Vec<Vec<String>> = state
+            .container_batches_record
+            .iter()
+            .map(|b| b.containers.clone())
+            .collect();
+        assert_eq!(
+            batches,
+            vec![vec!["app".to_string()], vec!["sidecar".to_string()]],
+            "{}",
+            p.name_any()
+        );
+        assert!(
+            state.container_batches_record[0].timestamp.0
+                <= state.container_batches_record[1].timestamp.0
+        );
+        for c in ["app", "sidecar"] {
+            assert_eq!(
+                container_status(&p, c).map(|s| s.restart_count),
+                Some(1),
+                "{} {c}",
+                p.name_any()
+            );
+        }
+    }
     ns.delete().await.expect("delete ns");
 }

@@ -68,6 +68,8 @@ async fn poll_screen(
 
 /// Watches an in-place rollout of 4 Pods, one at a time, in a `width`x`height` terminal.
 async fn live_view_follows_rollout(width: u16, height: u16) {
+    // Before creating anything, so a missing binary leaves no namespace behind.
+    kruise_e2e::cli::binary().expect("kubectl-kruise binary");
     let client = client().await.expect("cluster");
     let ns = TestNamespace::create(&client, "e2e-tui")
         .await
