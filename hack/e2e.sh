@@ -68,10 +68,8 @@ for f in e2e/tests/*.rs; do
   [ "$name" = incluster ] || dev_tests+=(--test "$name")
 done
 run_suite "${dev_tests[@]}"
-# The daemon's CRI client against the cluster's containerd, and the manager's image-pull and
-# container-recreate controllers against the cluster with the dev-mode daemon.
+# The daemon's CRI client against the cluster's containerd.
 KRUISE_CRI_ENDPOINT="unix://$KRS_CONTAINERD_SOCK" cargo test -p kruise-daemon --test cri -- --include-ignored
-cargo test -p kruise-manager --lib -- --ignored cluster_tests --test-threads 2
 
 if $cycle; then
   for round in 1 2; do

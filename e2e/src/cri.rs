@@ -82,3 +82,20 @@ pub fn push_unique_image(tag: &str, size: usize) -> Result<String> {
 pub fn unique_tag(prefix: &str) -> String {
     format!("{prefix}-{:08x}", rand::rng().next_u32())
 }
+
+/// Removes `image` from the runtime (through `ctr`, which talks to containerd directly), so big
+/// test images do not pile up on the node; containerd then collects its layers.
+pub fn remove_image(image: &str) -> Result<()> {
+    let out = Command::new("ctr")
+        .args(["-n", "k8s.io", "--address"])
+        .arg(socket())
+        .args(["images", "rm", image])
+        .output()?;
+    if !out.status.success() {
+        return Err(Error::NoCluster(format!(
+            "ctr images rm {image}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )));
+    }
+    Ok(())
+}

@@ -3,7 +3,11 @@
 //! test has its own namespace; image tags are pushed fresh so the node cannot have them yet.
 
 use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+use futures::StreamExt;
 
 use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::api::core::v1::{Node, Pod};
@@ -15,6 +19,7 @@ use kruise_e2e::{TestNamespace, client, image, repo_root, wait_for};
 use kube::api::{
     ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, PostParams,
 };
+use kube::runtime::watcher;
 use kube::{Api, Client, ResourceExt};
 use serde_json::{Value, json};
 
@@ -80,19 +85,23 @@ fn tag_status(ni: &DynamicObject, full: &str) -> Option<Value> {
 /// Waits until the tag's status on the node reaches a final phase.
 async fn wait_tag_done(client: &Client, node: &str, full: &str, timeout: Duration) -> Value {
     let nis = node_images(client);
-    let mut last = Value::Null;
-    let r = wait_for(&format!("{full} done on {node}"), timeout, || {
-        let nis = nis.clone();
-        let last = &mut last;
-        async move {
-            let ni = nis.get(node).await?;
-            let st = tag_status(&ni, full);
-            *last = st.clone().unwrap_or(Value::Null);
-            Ok(st.filter(|s| s["phase"] == "Succeeded" || s["phase"] == "Failed"))
-        }
+    let r = wait_for(&format!("{full} done on {node}"), timeout, || async {
+        let ni = nis.get(node).await?;
+        Ok(tag_status(&ni, full).filter(|s| s["phase"] == "Succeeded" || s["phase"] == "Failed"))
     })
     .await;
-    r.unwrap_or_else(|e| panic!("{e}; tag status: {last}"))
+    match r {
+        Ok(v) => v,
+        Err(e) => {
+            // Say where it got stuck: the tag's last status.
+            let last = nis
+                .get(node)
+                .await
+                .ok()
+                .and_then(|ni| tag_status(&ni, full));
+            panic!("{e}; tag status: {last:?}")
+        }
+    }
 }
 
 /// Waits until the job has a completionTime and returns its status.
@@ -296,6 +305,7 @@ async fn daemon_killed_mid_pull_recovers() {
 
     let up = Command::new(repo_root().join("hack/dev-up.sh"))
         .current_dir(repo_root())
+        .env("KRUISE_SKIP_BUILD", "1")
         .output()
         .expect("dev-up.sh");
     assert!(
@@ -319,6 +329,8 @@ async fn daemon_killed_mid_pull_recovers() {
         "{js}"
     );
     ns.delete().await.expect("delete ns");
+    // Hundreds of MB per run: not worth keeping on a shared node.
+    cri::remove_image(&full).expect("remove the big image");
 }
 
 /// The node's NodeImage exists with the node's labels; once a job is deleted, its tag leaves the
@@ -451,6 +463,7 @@ async fn cloneset_image_change_predownloads_first() {
         .await
         .expect("initial rollout");
 
+    let watch = Writes::start(&client, &ns.name).await;
     set_image(&api, "web", "v3").await.expect("set image");
     let cs = wait_status(&api, "web", "a new update revision", PULL, |cs| {
         status_str(cs, "updateRevision") != status_str(&first, "updateRevision")
@@ -478,22 +491,15 @@ async fn cloneset_image_change_predownloads_first() {
         "owned by the CloneSet: {:?}",
         job.owner_references()
     );
-    // Created before the first Pod was updated in place.
-    let created = job.creation_timestamp().expect("created").0.as_second();
-    let pods: Api<Pod> = ns.api();
-    for p in cloneset::pods(&pods, "web").await.expect("pods") {
-        let state: Value = p
-            .annotations()
-            .get(keys::INPLACE_UPDATE_STATE_ANNOTATION)
-            .and_then(|s| serde_json::from_str(s).ok())
-            .unwrap_or(Value::Null);
-        let at = secs(&state["updateTimestamp"]);
-        assert!(
-            at == 0 || at >= created,
-            "{} updated at {at}, job created at {created}",
-            p.name_any()
-        );
-    }
+    // Created before the first Pod moved to the new revision. etcd revisions order all writes,
+    // so the job's creation resourceVersion is compared with the Pods' first update to it.
+    let job_rv = watch.first_rv(|s| s.kind == "job" && s.name == job_name);
+    let pod_rv = watch.first_rv(|s| s.kind == "pod" && s.revision == update);
+    assert!(
+        matches!((job_rv, pod_rv), (Some(j), Some(p)) if j < p)
+            || (job_rv.is_some() && pod_rv.is_none()),
+        "job created at rv {job_rv:?}, first pod updated at rv {pod_rv:?}"
+    );
     let rev = Api::<ControllerRevision>::namespaced(client.clone(), &ns.name)
         .get(&update)
         .await
@@ -510,4 +516,96 @@ async fn cloneset_image_change_predownloads_first() {
         .await
         .expect("rollout");
     ns.delete().await.expect("delete ns");
+}
+
+/// One write seen by [`Writes`]: a Pod's revision label or a job's existence, at an etcd revision.
+#[derive(Clone, Debug)]
+struct Write {
+    kind: &'static str,
+    name: String,
+    rv: u64,
+    revision: String,
+}
+
+/// Watches a namespace's Pods and ImagePullJobs and keeps every version seen, to order them.
+struct Writes {
+    seen: Arc<Mutex<Vec<Write>>>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Writes {
+    async fn start(client: &Client, ns: &str) -> Self {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let ready = Arc::new(AtomicUsize::new(0));
+        let pods = watch_into::<Pod>(Api::namespaced(client.clone(), ns), "pod", &seen, &ready);
+        let jobs = watch_into::<DynamicObject>(jobs(client, ns), "job", &seen, &ready);
+        // Both initial lists must be in, so later writes arrive as changes with their own rv.
+        wait_for("watches started", Duration::from_secs(30), || async {
+            Ok((ready.load(Ordering::SeqCst) == 2).then_some(()))
+        })
+        .await
+        .expect("watches");
+        Self {
+            seen,
+            tasks: vec![pods, jobs],
+        }
+    }
+
+    fn first_rv(&self, f: impl Fn(&Write) -> bool) -> Option<u64> {
+        let seen = self.seen.lock().map(|v| v.clone()).unwrap_or_default();
+        seen.iter().filter(|w| f(w)).map(|w| w.rv).min()
+    }
+}
+
+impl Drop for Writes {
+    fn drop(&mut self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
+}
+
+fn watch_into<K>(
+    api: Api<K>,
+    kind: &'static str,
+    seen: &Arc<Mutex<Vec<Write>>>,
+    ready: &Arc<AtomicUsize>,
+) -> tokio::task::JoinHandle<()>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
+{
+    let (seen, ready) = (seen.clone(), ready.clone());
+    tokio::spawn(async move {
+        let mut stream = watcher::watcher(api, watcher::Config::default()).boxed();
+        while let Some(ev) = stream.next().await {
+            let obj = match ev {
+                Ok(watcher::Event::Apply(o)) => o,
+                Ok(watcher::Event::InitDone) => {
+                    ready.fetch_add(1, Ordering::SeqCst);
+                    continue;
+                }
+                _ => continue,
+            };
+            let w = Write {
+                kind,
+                name: obj.meta().name.clone().unwrap_or_default(),
+                rv: obj
+                    .meta()
+                    .resource_version
+                    .as_deref()
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(u64::MAX),
+                revision: obj
+                    .meta()
+                    .labels
+                    .as_ref()
+                    .and_then(|l| l.get(keys::CONTROLLER_REVISION_HASH_LABEL))
+                    .cloned()
+                    .unwrap_or_default(),
+            };
+            if let Ok(mut v) = seen.lock() {
+                v.push(w);
+            }
+        }
+    })
 }

@@ -23,9 +23,6 @@
 pub mod admit;
 pub mod logic;
 
-#[cfg(test)]
-mod cluster_tests;
-
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 

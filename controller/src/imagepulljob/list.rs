@@ -381,30 +381,6 @@ fn error_policy(list: Arc<ImageListPullJob>, err: &Error, _ctx: Arc<Ctx>) -> Act
     Action::requeue(Duration::from_secs(5))
 }
 
-/// The list controller's context without running it, for the cluster checks.
-#[cfg(test)]
-pub(super) fn test_ctx(
-    client: Client,
-    jobs: reflector::Store<ImagePullJob>,
-    metrics: Arc<Metrics>,
-) -> Arc<Ctx> {
-    Arc::new(Ctx {
-        client,
-        jobs,
-        metrics,
-        scale_exp: ScaleExpectations::new(),
-    })
-}
-
-/// One reconcile of `list`, for the cluster checks.
-#[cfg(test)]
-pub(super) async fn reconcile_for_test(
-    list: &ImageListPullJob,
-    ctx: &Ctx,
-) -> Result<Action, Error> {
-    reconcile_inner(list, ctx).await
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

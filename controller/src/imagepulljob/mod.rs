@@ -26,9 +26,6 @@ pub mod logic;
 pub mod predownload;
 pub mod secrets;
 
-#[cfg(test)]
-mod cluster_tests;
-
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 

@@ -17,9 +17,6 @@
 
 pub mod logic;
 
-#[cfg(test)]
-mod cluster_tests;
-
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
