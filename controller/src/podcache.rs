@@ -105,6 +105,28 @@ impl PodCache {
         })
     }
 
+    /// Every cached pod once, then each pod that changes (all of them again after a lag), for
+    /// controllers that look at pods one at a time. Deleted pods are not sent.
+    pub fn live_pods(&self) -> impl Stream<Item = Arc<Pod>> + Send + 'static {
+        let initial: Vec<PodEvent> = self
+            .store
+            .state()
+            .into_iter()
+            .map(PodEvent::Applied)
+            .collect();
+        let store = self.store.clone();
+        futures::stream::iter(initial)
+            .chain(self.events())
+            .flat_map(move |ev| {
+                let pods: Vec<Arc<Pod>> = match ev {
+                    PodEvent::Applied(p) => vec![p],
+                    PodEvent::Deleted(_) => Vec::new(),
+                    PodEvent::Resync => store.state(),
+                };
+                futures::stream::iter(pods)
+            })
+    }
+
     /// Every pod in `namespace`.
     pub fn in_namespace(&self, namespace: &str) -> Vec<Arc<Pod>> {
         self.store

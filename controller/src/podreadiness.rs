@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::cloneset::podutil;
 use crate::metrics::Metrics;
-use crate::podcache::{PodCache, PodEvent};
+use crate::podcache::PodCache;
 
 const METRIC_NAME: &str = "podreadiness";
 const CONCURRENCY: usize = 4;
@@ -149,24 +149,9 @@ pub async fn run(
     metrics: Arc<Metrics>,
     shutdown: CancellationToken,
 ) {
-    // Pods already in the cache are checked once at start; events cover the rest.
-    let initial: Vec<PodEvent> = pods
-        .store()
-        .state()
-        .into_iter()
-        .map(PodEvent::Applied)
-        .collect();
-    let store = pods.store().clone();
-    let events = futures::stream::iter(initial)
-        .chain(pods.events())
-        .flat_map(move |ev| {
-            let todo: Vec<Arc<Pod>> = match ev {
-                PodEvent::Applied(p) => vec![p],
-                PodEvent::Deleted(_) => Vec::new(),
-                PodEvent::Resync => store.state(),
-            };
-            futures::stream::iter(todo.into_iter().filter(|p| needs_condition(p)))
-        })
+    let events = pods
+        .live_pods()
+        .filter(|p| futures::future::ready(needs_condition(p)))
         .take_until(shutdown.cancelled_owned());
     let recent = Arc::new(Recent::default());
     events

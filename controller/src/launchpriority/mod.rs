@@ -24,7 +24,7 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use crate::metrics::Metrics;
-use crate::podcache::{PodCache, PodEvent};
+use crate::podcache::PodCache;
 
 use plan::Step;
 
@@ -66,28 +66,10 @@ pub async fn run(
     metrics: Arc<Metrics>,
     shutdown: CancellationToken,
 ) {
-    // Pods already in the cache are looked at once at start; events cover the rest.
-    let initial: Vec<PodEvent> = pods
-        .store()
-        .state()
-        .into_iter()
-        .map(PodEvent::Applied)
-        .collect();
-    let store = pods.store().clone();
-    let queue = futures::stream::iter(initial)
-        .chain(pods.events())
-        .flat_map(move |ev| {
-            let todo: Vec<Arc<Pod>> = match ev {
-                PodEvent::Applied(p) => vec![p],
-                PodEvent::Deleted(_) => Vec::new(),
-                PodEvent::Resync => store.state(),
-            };
-            futures::stream::iter(
-                todo.into_iter()
-                    .filter(|p| plan::wants_reconcile(p))
-                    .map(|p| Ok::<_, Infallible>(ReconcileRequest::from(ObjectRef::from_obj(&*p)))),
-            )
-        })
+    let queue = pods
+        .live_pods()
+        .filter(|p| futures::future::ready(plan::wants_reconcile(p)))
+        .map(|p| Ok::<_, Infallible>(ReconcileRequest::from(ObjectRef::from_obj(&*p))))
         .take_until(shutdown.cancelled_owned());
     let ctx = Arc::new(Context { client, metrics });
     // The applier dedupes requests per pod, so one pod is never handled twice at once.
