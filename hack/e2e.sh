@@ -55,6 +55,8 @@ export KUBECONFIG="$KRS_DIR/kubeconfig"
 
 if [ "$mode" = incluster ]; then
   hack/install.sh
+  log "checking that deploy/ applies cleanly on a live cluster (server-side dry run)"
+  "$KRS_BIN_DIR/kubectl" apply -k deploy/ --dry-run=server >/dev/null
   KRUISE_E2E_INCLUSTER=1 run_suite "${INCLUSTER_TESTS[@]}"
   hack/install.sh uninstall
   exit 0
