@@ -26,7 +26,9 @@ esac
 # The in-cluster subset: one scenario per component, run against the installed manager and daemon.
 INCLUSTER_TESTS=(--test cluster --test cloneset --test incluster)
 
-log "building the e2e suite"
+log "building Kruise-rs and the e2e suite"
+# The suite drives the binaries (kubectl-kruise, and the manager and daemon in dev mode).
+cargo build --workspace --bins
 cargo test -p kruise-e2e --no-run
 
 run_suite() {
