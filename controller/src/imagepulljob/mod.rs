@@ -362,6 +362,12 @@ async fn reconcile_inner(job: &ImagePullJob, ctx: &Ctx) -> Result<Action, Error>
         return Ok(Action::requeue(Duration::from_secs(1)));
     }
     let all_images = ctx.node_images.state();
+    if all_images.is_empty() {
+        // The NodeImage controller creates one per node a moment after the node appears (and
+        // after a manager start); until then a job would complete on zero nodes.
+        tracing::debug!(job = %key, "no NodeImage in the cluster yet; waiting");
+        return Ok(Action::requeue(Duration::from_secs(2)));
+    }
     let pods: Vec<Arc<Pod>> = if job.spec.template.pod_selector.is_some() {
         ctx.pods
             .store()
