@@ -545,10 +545,7 @@ async fn clonesets_convert_between_versions() {
         a.data["spec"]
     );
     // Round trip: write the v1alpha1 form back unchanged.
-    alpha
-        .replace("from-beta", &PostParams::default(), &a)
-        .await
-        .expect("replace as v1alpha1");
+    write_back_unchanged(&alpha, "from-beta").await;
     let b1 = beta.get("from-beta").await.expect("v1beta1 again");
     assert_eq!(
         comparable(&b1),
@@ -594,9 +591,7 @@ async fn clonesets_convert_between_versions() {
         "{}",
         b.data["spec"]
     );
-    beta.replace("from-alpha", &PostParams::default(), &b)
-        .await
-        .expect("replace as v1beta1");
+    write_back_unchanged(&beta, "from-alpha").await;
     let a1 = alpha.get("from-alpha").await.expect("v1alpha1 again");
     assert_eq!(
         comparable(&a1),
@@ -924,4 +919,19 @@ async fn imagepulljobs_and_nodeimages_are_validated_and_defaulted() {
     assert_eq!(t["pullPolicy"]["backoffLimit"], 3, "{t}");
     assert_eq!(t["pullPolicy"]["ttlSecondsAfterFinished"], 60, "{t}");
     ns.delete().await.expect("delete ns");
+}
+
+/// Reads `name` in the version `api` serves and writes it back unchanged. The controller's
+/// status writes can race the read, so a conflict means read again, not a failed round trip.
+async fn write_back_unchanged(api: &Api<DynamicObject>, name: &str) {
+    for attempt in 0..10 {
+        let obj = api.get(name).await.expect("read back");
+        match api.replace(name, &PostParams::default(), &obj).await {
+            Ok(_) => return,
+            Err(kube::Error::Api(e)) if e.code == 409 && attempt < 9 => {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            Err(e) => panic!("writing {name} back unchanged: {e}"),
+        }
+    }
 }
