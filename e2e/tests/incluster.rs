@@ -310,12 +310,14 @@ async fn daemon_may_write_only_its_own_nodes_objects() {
     })
     .await
     .expect("NodeImage of the node");
+    // Write back what the status holds (the daemon's own numbers), or zeros if it has none yet.
+    let own = admin_ni.get(&node).await.expect("own NodeImage");
+    let own_status = match own.data.get("status") {
+        Some(st) if st.get("desired").is_some() => json!({"status": st}),
+        _ => status.clone(),
+    };
     daemon_ni
-        .patch_status(
-            &node,
-            &PatchParams::default(),
-            &Patch::Merge(&json!({"status": {}})),
-        )
+        .patch_status(&node, &PatchParams::default(), &Patch::Merge(&own_status))
         .await
         .expect("the daemon may write its own node's NodeImage status");
     admin_ni
