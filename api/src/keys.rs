@@ -87,6 +87,8 @@ pub const CLONESET_SCALING_EXCLUDE_PREPARING_DELETE_LABEL: &str =
     "apps.kruise.io/cloneset-scaling-exclude-preparing-delete";
 /// Pod label asking the owning workload to delete (or recreate) this pod.
 pub const SPECIFIED_DELETE_LABEL: &str = "apps.kruise.io/specified-delete";
+/// Label of a NodeImage made by hand for a node that does not exist: kept, not garbage-collected.
+pub const FAKE_NODEIMAGE_LABEL: &str = "apps.kruise.io/fake-nodeimage";
 /// PVC annotation with the hash of the volumeClaimTemplate the PVC was made from.
 pub const CLONESET_VOLUME_CLAIM_TEMPLATE_HASH_ANNOTATION: &str =
     "kruise.io/cloneset-volumeclaimtemplate-hash";

@@ -290,7 +290,9 @@ async fn daemon_may_write_only_its_own_nodes_objects() {
     let daemon_ni: Api<DynamicObject> = Api::all_with(daemon, &ar);
     let other = "e2e-other-node";
     let obj: DynamicObject = serde_json::from_value(json!({
-        "apiVersion": keys::APPS_V1BETA1, "kind": "NodeImage", "metadata": {"name": other}, "spec": {}
+        "apiVersion": keys::APPS_V1BETA1, "kind": "NodeImage",
+        // Marked fake, or the NodeImage controller removes it at once: no such node exists.
+        "metadata": {"name": other, "labels": {keys::FAKE_NODEIMAGE_LABEL: "true"}}, "spec": {}
     }))
     .expect("NodeImage");
     let _ = admin_ni.create(&PostParams::default(), &obj).await;

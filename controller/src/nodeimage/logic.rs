@@ -23,8 +23,7 @@ pub const RESPONSE_TIMEOUT: Duration = Duration::from_secs(10 * 60);
 pub const MSG_NOT_RESPONDED: &str = "node has not responded for a long time";
 /// Message of a tag still unfinished after its activeDeadlineSeconds.
 pub const MSG_DEADLINE: &str = "pulling exceeds the activeDeadlineSeconds";
-/// Label of NodeImages created by hand for nodes that do not exist (kept when no node matches).
-pub const FAKE_NODEIMAGE_LABEL: &str = "apps.kruise.io/fake-nodeimage";
+pub use kruise_api::keys::FAKE_NODEIMAGE_LABEL;
 
 /// Whether (and when) a NodeImage should be created for `node`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
