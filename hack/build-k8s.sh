@@ -3,8 +3,8 @@
 # cache outside the work tree, keyed by version, so later starts and CI on this machine reuse them.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
-# shellcheck source=hack/versions.sh
-source "$here/hack/versions.sh"
+# shellcheck source=hack/lib.sh
+source "$here/hack/lib.sh"
 
 bin="$KRS_BIN_DIR"
 mkdir -p "$bin"
@@ -23,14 +23,16 @@ if [ ${#missing[@]} -gt 0 ]; then
   pkgs=()
   for b in "${missing[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/$b"); done
   tmp=$(mktemp -d "$bin/.build.XXXXXX")
-  (cd "$here/tools/k8s" && CGO_ENABLED=0 go build -trimpath -ldflags "$ld" -o "$tmp/" "${pkgs[@]}")
+  CGO_ENABLED=0 go_build_progress "Kubernetes ${K8S_VERSION}" "$here/tools/k8s" \
+    -trimpath -ldflags "$ld" -o "$tmp/" -- "${pkgs[@]}"
   for b in "${missing[@]}"; do mv "$tmp/$b" "$bin/$b"; done
   rmdir "$tmp"
 fi
 if [ ! -x "$bin/etcd" ]; then
   echo "==> building etcd ${ETCD_VERSION} from its Go module"
   tmp=$(mktemp -d "$bin/.build.XXXXXX")
-  (cd "$here/tools/etcd" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$tmp/etcd" .)
+  CGO_ENABLED=0 go_build_progress "etcd ${ETCD_VERSION}" "$here/tools/etcd" \
+    -trimpath -ldflags "-s -w" -o "$tmp/etcd" -- .
   mv "$tmp/etcd" "$bin/etcd"
   rmdir "$tmp"
 fi

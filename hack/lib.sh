@@ -91,3 +91,34 @@ wait_for() {
 }
 
 kctl() { "$KRS_BIN_DIR/kubectl" --kubeconfig "$KRS_DIR/kubeconfig" "$@"; }
+
+# go_build_progress LABEL DIR GO-BUILD-ARGS... -- PACKAGES...: `go build` in module DIR, printing
+# every 30 s how many of the non-standard packages it needs have been compiled, because a cold
+# build of Kubernetes runs for many minutes without a word otherwise. Compiler errors still show.
+go_build_progress() {
+  local label=$1 dir=$2
+  shift 2
+  local args=() pkgs=()
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do args+=("$1"); shift; done
+  [ $# -gt 0 ] && shift
+  pkgs=("$@")
+  log "$label: resolving packages (downloads the Go modules the first time)"
+  local total
+  total=$(cd "$dir" && go list -deps -f '{{if not .Standard}}{{.ImportPath}}{{end}}' "${pkgs[@]}" | grep -c .)
+  log "$label: compiling up to $total packages (cached ones are skipped)"
+  local start=$SECONDS last=$SECONDS done=0 line status=0
+  # -v names each package as it is compiled (a bare import path); anything else is an error
+  # worth showing as it comes.
+  (cd "$dir" && go build -v "${args[@]}" "${pkgs[@]}") 2>&1 | while IFS= read -r line; do
+    if [[ $line =~ ^[^[:space:]:#]+$ ]]; then
+      [[ ${line%%/*} == *.* ]] && done=$((done + 1))
+    else
+      printf '%s\n' "$line" >&2
+    fi
+    if [ $((SECONDS - last)) -ge 30 ]; then
+      last=$SECONDS
+      log "$label: $done/$total packages compiled ($((done * 100 / (total > 0 ? total : 1)))%), $(((SECONDS - start) / 60))m$(((SECONDS - start) % 60))s so far"
+    fi
+  done || status=$?
+  return "$status"
+}

@@ -227,6 +227,10 @@ pub struct WatchArgs {
     /// No colours (also NO_COLOR or TERM=dumb).
     #[arg(long)]
     pub no_color: bool,
+    /// Leave the view a few seconds after the rollout ends, with `rollout status`'s exit code
+    /// (0 complete, 4 failed, 3 paused), e.g. for demos and recordings.
+    #[arg(long)]
+    pub exit_when_done: bool,
 }
 
 #[derive(Debug, Subcommand)]

@@ -13,6 +13,7 @@ use crate::cli::WatchArgs;
 use crate::cmd::crr::CrrClient;
 use crate::ctx::{Ctx, Workload};
 use crate::error::{CliError, Result, exit};
+use crate::status;
 use crate::target::Kind;
 use crate::view::{PodView, RolloutView};
 use crate::watch::{self, Cache, Update};
@@ -129,6 +130,19 @@ impl ViewCache {
     }
 }
 
+/// How long `--exit-when-done` keeps the final frame on screen.
+const EXIT_LINGER: Duration = Duration::from_secs(3);
+
+/// The exit code once the rollout shown has ended (complete, failed or paused), else None.
+fn final_exit_code(model: &LiveModel) -> Option<i32> {
+    let view = model.rollout.as_ref()?;
+    let decision = status::decide(view, &status::PodSummary::from_pods(&model.pods));
+    match decision.outcome {
+        status::Outcome::Progressing | status::Outcome::TimedOut => None,
+        outcome => Some(status::exit_code(outcome, false, true)),
+    }
+}
+
 /// Restores the terminal even when the loop returns early with an error.
 struct TermGuard;
 
@@ -184,8 +198,19 @@ pub async fn run(ctx: &Ctx, args: &WatchArgs) -> Result<i32> {
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     let mut dirty = true;
     let mut ticks: u64 = 0;
+    // With --exit-when-done: when the rollout ended and with which exit code; the view stays up
+    // a moment so the final state can be read.
+    let mut ended: Option<(tokio::time::Instant, i32)> = None;
 
     loop {
+        if args.exit_when_done {
+            match (ended, final_exit_code(&model)) {
+                (None, Some(code)) => ended = Some((tokio::time::Instant::now(), code)),
+                (Some(_), None) => ended = None,
+                (Some((at, code)), Some(_)) if at.elapsed() >= EXIT_LINGER => return Ok(code),
+                _ => {}
+            }
+        }
         if dirty {
             let size = terminal.size().map_err(|e| CliError::Other(e.into()))?;
             model.page =
