@@ -232,8 +232,13 @@ host_network() {
   fi
   # Pods talk to each other, to the host and to Services, and to nothing beyond this machine.
   iptables -C FORWARD -i cni0 ! -o cni0 -j DROP 2>/dev/null || iptables -I FORWARD -i cni0 ! -o cni0 -j DROP
-  # Service addresses are only ever rewritten by kube-proxy; never route them out of the machine.
-  ip route replace unreachable "$KRS_SERVICE_CIDR" 2>/dev/null || true
+  # Service addresses are only ever rewritten by kube-proxy; never send them out of the machine.
+  # A REJECT in OUTPUT (it sees addresses after kube-proxy's DNAT) rather than an unreachable
+  # route: the route lookup for a host-network Pod (kruise-daemon) happens before the DNAT, so an
+  # unreachable route would keep it from ever reaching the API server at its Service address.
+  ip route del unreachable "$KRS_SERVICE_CIDR" 2>/dev/null || true
+  iptables -C OUTPUT -d "$KRS_SERVICE_CIDR" -j REJECT 2>/dev/null ||
+    iptables -I OUTPUT -d "$KRS_SERVICE_CIDR" -j REJECT
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -405,6 +410,7 @@ cmd_down() {
     iptables-save | grep -v KUBE- | iptables-restore 2>/dev/null || true
   fi
   iptables -D FORWARD -i cni0 ! -o cni0 -j DROP 2>/dev/null || true
+  iptables -D OUTPUT -d "$KRS_SERVICE_CIDR" -j REJECT 2>/dev/null || true
   ip route del unreachable "$KRS_SERVICE_CIDR" 2>/dev/null || true
   rm -rf "$KRS_CONTAINERD_STATE" "$KRS_DIR/etcd" "$KRS_DIR/kubelet" "$KRS_DIR/containerd/root" \
     "$KRS_DIR/cni/ipam" "$KRS_PIDS"

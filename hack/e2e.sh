@@ -23,8 +23,10 @@ case ${1:-} in
   *) echo "usage: $0 [--cycle|--incluster]" >&2; exit 2 ;;
 esac
 
-# The in-cluster subset: one scenario per component, run against the installed manager and daemon.
-INCLUSTER_TESTS=(--test cluster --test cloneset --test incluster)
+# The in-cluster subset, run against the manager and daemon installed from deploy/: the CloneSet
+# scenarios (manager + webhook), ContainerRecreateRequests and image pulls (daemon <-> API server
+# through the Service address, as a user's cluster has it), RBAC and failover.
+INCLUSTER_TESTS=(--test cluster --test cloneset --test crr --test imagepull --test incluster)
 
 log "building Kruise-rs and the e2e suite"
 # The suite drives the binaries (kubectl-kruise, and the manager and daemon in dev mode).

@@ -243,13 +243,21 @@ async fn missing_tag_fails_without_hurting_others() {
     ns.delete().await.expect("delete ns");
 }
 
+/// The daemon's PID on this host: from dev mode's PID file, or else (installed from deploy/, in a
+/// container whose processes the host sees) the oldest process of that name.
 fn daemon_pid() -> i32 {
     let p = repo_root().join(".cluster/pids/kruise-daemon.pid");
-    std::fs::read_to_string(&p)
-        .expect("daemon pid file")
-        .trim()
-        .parse()
-        .expect("pid")
+    let text = match std::fs::read_to_string(&p) {
+        Ok(t) => t,
+        Err(_) => {
+            let out = Command::new("pgrep")
+                .args(["-xo", "kruise-daemon"])
+                .output()
+                .expect("pgrep");
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        }
+    };
+    text.trim().parse().expect("a running kruise-daemon")
 }
 
 fn rss_kb(pid: i32) -> String {

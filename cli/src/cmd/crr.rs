@@ -53,16 +53,13 @@ impl CrrState {
             .filter(|(_, p)| p == "Failed")
             .map(|(n, _)| n.as_str())
             .collect();
+        // Completed only says the request is over: the manager also completes requests the
+        // daemon never picked up, or whose pod went away. Success is every container Succeeded.
+        let all_recreated =
+            !self.containers.is_empty() && self.containers.iter().all(|(_, p)| p == "Succeeded");
         match self.phase.as_str() {
             "Failed" => Some(Err(self.failure_text(&failed))),
-            "Succeeded" | "Completed" if failed.is_empty() && self.message.is_empty() => {
-                Some(Ok(()))
-            }
-            "Succeeded" | "Completed"
-                if failed.is_empty() && self.containers.iter().all(|(_, p)| p == "Succeeded") =>
-            {
-                Some(Ok(()))
-            }
+            "Succeeded" | "Completed" if all_recreated => Some(Ok(())),
             "Succeeded" | "Completed" => Some(Err(self.failure_text(&failed))),
             _ => None,
         }
@@ -75,7 +72,7 @@ impl CrrState {
             format!(" (containers {})", failed.join(","))
         };
         let msg = if self.message.is_empty() {
-            "recreate failed".to_string()
+            "no container was recreated".to_string()
         } else {
             self.message.clone()
         };
@@ -88,9 +85,13 @@ impl CrrState {
             .iter()
             .map(|(n, p)| format!("{n}={p}"))
             .collect();
-        format!("{} {}", self.phase, parts.join(" "))
+        let mut line = format!("{} {}", self.phase, parts.join(" "))
             .trim_end()
-            .to_string()
+            .to_string();
+        if !self.message.is_empty() {
+            line.push_str(&format!(" ({})", self.message));
+        }
+        line
     }
 }
 
@@ -283,6 +284,19 @@ mod tests {
                 .is_some_and(|v| v.is_err())
         );
         assert_eq!(CrrState::from_json(&json!({})).verdict(), None);
+        // Completed by the manager because no daemon answered: nothing was recreated.
+        let unanswered = CrrState::from_json(&json!({"status": {"phase": "Completed",
+            "message": "daemon has not responded for a long time"}}));
+        assert!(
+            matches!(unanswered.verdict(), Some(Err(e)) if e.contains("daemon has not responded"))
+        );
+        assert_eq!(
+            unanswered.line(),
+            "Completed (daemon has not responded for a long time)"
+        );
+        assert!(
+            matches!(st("Completed", json!([])).verdict(), Some(Err(e)) if e == "no container was recreated")
+        );
     }
 
     #[test]

@@ -151,8 +151,15 @@ pub async fn history(
         return Ok(exit::OK);
     }
     println!("{target}");
+    // The images column is as wide as its longest entry, so CHANGE-CAUSE stays aligned.
+    let width = revs
+        .iter()
+        .map(|r| r.images.join(",").chars().count())
+        .max()
+        .unwrap_or(0)
+        .max("IMAGES".len());
     println!(
-        "{:<9} {:<8} {:<40} CHANGE-CAUSE",
+        "{:<9} {:<8} {:<width$} CHANGE-CAUSE",
         "REVISION", "STATE", "IMAGES"
     );
     for r in &revs {
@@ -168,7 +175,7 @@ pub async fn history(
             &r.change_cause
         };
         println!(
-            "{:<9} {:<8} {:<40} {cause}",
+            "{:<9} {:<8} {:<width$} {cause}",
             r.revision,
             state,
             r.images.join(",")

@@ -225,8 +225,9 @@ pub async fn run(ctx: &Ctx, args: &PullArgs) -> Result<i32> {
                     nodes.join(",")
                 )));
             }
+            let nodes = if succeeded == 1 { "node" } else { "nodes" };
             println!(
-                "imagepulljob/{name}: {} pulled on {succeeded} nodes",
+                "imagepulljob/{name}: {} pulled on {succeeded} {nodes}",
                 args.image
             );
             return Ok(exit::OK);
