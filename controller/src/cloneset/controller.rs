@@ -16,7 +16,7 @@ use k8s_openapi::api::core::v1::{
 use kruise_api::apps::v1beta1::{
     CloneSet, CloneSetPodUpdateStrategyType, CloneSetStatus, CloneSetUpdateStrategyType,
 };
-use kruise_api::appspub::{LifecycleHook, LifecycleStateType};
+use kruise_api::appspub::{Lifecycle, LifecycleHook, LifecycleStateType};
 use kruise_api::keys;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::controller::{Action, ReconcileRequest, trigger_self};
@@ -248,6 +248,10 @@ fn report_failure(st: &mut CloneSetStatus, type_: &str, err: Option<&Error>, now
         None => status::remove_condition(st, type_),
     }
 }
+
+/// How many pods of one CloneSet are written to at once during an update (each write is a few
+/// API calls; the client's rate limit, not this, bounds the load on the API server).
+const POD_WRITE_CONCURRENCY: usize = 16;
 
 /// The shortest requeue anyone asked for during a reconcile.
 #[derive(Default)]
@@ -1623,38 +1627,34 @@ impl Sync<'_> {
         let update_name = self.update_name();
         let lifecycle = self.cs.spec.lifecycle.as_ref();
 
+        // Pods are independent: their refreshes (completion checks, InPlaceUpdateReady back to
+        // True) run side by side, so the last pod of a large batch does not wait for every
+        // round trip of the ones before it.
+        // Built eagerly (not inside a stream's closure) so the future stays Send.
+        let refreshes: Vec<_> = pods
+            .iter()
+            .map(|pod| self.refresh_pod(pod, &hooks, &opts, &update_name, lifecycle))
+            .collect();
+        let refreshed: Vec<Result<(bool, Option<Duration>), Error>> =
+            futures::stream::iter(refreshes)
+                .buffer_unordered(POD_WRITE_CONCURRENCY)
+                .collect()
+                .await;
         let mut modified = false;
-        for pod in pods {
-            let out = self
-                .ctx
-                .inplace
-                .refresh(&hooks, pod, &opts, self.now)
-                .await?;
-            self.ctx.expect_version(
-                pod.metadata.uid.as_deref(),
-                out.new_resource_version.as_deref(),
-            );
-            requeue.push(out.requeue_after);
-            let completed = hooks.pod_update_completed(pod).is_ok();
-            if let Some(next) =
-                update::next_lifecycle_state(lifecycle, pod, &update_name, completed)
-            {
-                let was_updating =
-                    podutil::lifecycle_state(pod) == Some(LifecycleStateType::Updating);
-                if self.set_lifecycle(pod, next, None).await? {
-                    modified = true;
-                    if was_updating {
-                        self.ctx.metrics.inplace_completed(METRIC_NAME);
-                        self.event_about(
-                            *pod,
-                            EventType::Normal,
-                            "SuccessfulUpdatePodInPlaceCompleted",
-                            format!("pod {} finished its in-place update", podutil::name(pod)),
-                        )
-                        .await;
-                    }
+        let mut first_err = None;
+        for r in refreshed {
+            match r {
+                Ok((m, after)) => {
+                    modified |= m;
+                    requeue.push(after);
+                }
+                Err(e) => {
+                    first_err.get_or_insert(e);
                 }
             }
+        }
+        if let Some(e) = first_err {
+            return Err(e);
         }
         if modified {
             return Ok(());
@@ -1695,10 +1695,72 @@ impl Sync<'_> {
             self.settings.min_ready_seconds,
             self.now,
         );
-        for i in chosen {
-            self.update_pod(pods[i], &opts, requeue).await?;
+        // Every chosen pod is already within maxUnavailable/partition, so their updates are
+        // sent together (bounded) rather than one pod's round trips after another's.
+        let updates: Vec<_> = chosen
+            .into_iter()
+            .map(|i| self.update_pod_alone(pods[i], &opts))
+            .collect();
+        let results: Vec<(Result<(), Error>, Requeue)> = futures::stream::iter(updates)
+            .buffer_unordered(POD_WRITE_CONCURRENCY)
+            .collect()
+            .await;
+        let mut first_err = None;
+        for (res, r) in results {
+            requeue.push(r.0);
+            if let Err(e) = res {
+                first_err.get_or_insert(e);
+            }
         }
-        Ok(())
+        first_err.map_or(Ok(()), Err)
+    }
+
+    /// One pod's share of the refresh: completion check and InPlaceUpdateReady, then the
+    /// lifecycle state. Returns whether the lifecycle changed and when to look again.
+    async fn refresh_pod(
+        &self,
+        pod: &Pod,
+        hooks: &CloneSetHooks,
+        opts: &UpdateOptions,
+        update_name: &str,
+        lifecycle: Option<&Lifecycle>,
+    ) -> Result<(bool, Option<Duration>), Error> {
+        let out = self.ctx.inplace.refresh(hooks, pod, opts, self.now).await?;
+        self.ctx.expect_version(
+            pod.metadata.uid.as_deref(),
+            out.new_resource_version.as_deref(),
+        );
+        let completed = hooks.pod_update_completed(pod).is_ok();
+        let Some(next) = update::next_lifecycle_state(lifecycle, pod, update_name, completed)
+        else {
+            return Ok((false, out.requeue_after));
+        };
+        let was_updating = podutil::lifecycle_state(pod) == Some(LifecycleStateType::Updating);
+        if !self.set_lifecycle(pod, next, None).await? {
+            return Ok((false, out.requeue_after));
+        }
+        if was_updating {
+            self.ctx.metrics.inplace_completed(METRIC_NAME);
+            self.event_about(
+                pod,
+                EventType::Normal,
+                "SuccessfulUpdatePodInPlaceCompleted",
+                format!("pod {} finished its in-place update", podutil::name(pod)),
+            )
+            .await;
+        }
+        Ok((true, out.requeue_after))
+    }
+
+    /// [`Self::update_pod`] with its own requeue, so several can run at once.
+    async fn update_pod_alone(
+        &self,
+        pod: &Pod,
+        opts: &UpdateOptions,
+    ) -> (Result<(), Error>, Requeue) {
+        let mut r = Requeue::default();
+        let res = self.update_pod(pod, opts, &mut r).await;
+        (res, r)
     }
 
     async fn update_pod(
