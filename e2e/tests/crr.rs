@@ -9,7 +9,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kruise_api::keys;
 use kruise_e2e::cloneset::{self, wait_rolled_out};
 use kruise_e2e::{TestNamespace, client, container_status, image, pod_ready, wait_for, wait_pod};
-use kube::api::{ApiResource, DynamicObject, GroupVersionKind, PostParams};
+use kube::api::{ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams};
 use kube::{Api, Client, ResourceExt};
 use serde_json::{Value, json};
 
@@ -312,5 +312,180 @@ async fn unready_grace_then_ttl() {
     )
     .await
     .expect("TTL");
+    ns.delete().await.expect("delete ns");
+}
+
+/// The webhook, not the controller, admits a request: the object the create call returns already
+/// carries the labels, the defaulted strategy and each container's statusContext taken from the
+/// Pod (in both API versions). Requests it cannot admit are refused with what is wrong, and an
+/// admitted request's spec can not change.
+#[tokio::test]
+async fn webhook_admits_at_create_and_refuses_what_it_cannot() {
+    let client = client().await.expect("cluster");
+    let ns = TestNamespace::create(&client, "e2e-crr-webhook")
+        .await
+        .expect("ns");
+    let pod = one_pod(&client, &ns, false).await;
+    let pod_name = pod.name_any();
+    let (app_id, app_restarts) = id_and_restarts(&pod, "app");
+    let node = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.node_name.clone())
+        .expect("scheduled");
+    let grace = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.termination_grace_period_seconds)
+        .expect("grace");
+    let assert_admitted = |c: &DynamicObject, what: &str| {
+        let l = c.labels();
+        assert_eq!(
+            l.get(keys::CRR_ACTIVE_LABEL).map(String::as_str),
+            Some("true"),
+            "{what}: {l:?}"
+        );
+        assert_eq!(
+            l.get(keys::CRR_POD_UID_LABEL),
+            pod.metadata.uid.as_ref(),
+            "{what}: {l:?}"
+        );
+        assert_eq!(
+            l.get(keys::CRR_NODE_NAME_LABEL),
+            Some(&node),
+            "{what}: {l:?}"
+        );
+        let spec = &c.data["spec"];
+        assert_eq!(spec["strategy"]["failurePolicy"], "Fail", "{what}: {spec}");
+        assert_eq!(
+            spec["strategy"]["terminationGracePeriodSeconds"], grace,
+            "{what}: {spec}"
+        );
+        let ctx = &spec["containers"][0]["statusContext"];
+        assert_eq!(
+            ctx["containerID"].as_str(),
+            Some(app_id.as_str()),
+            "{what}: {spec}"
+        );
+        assert_eq!(ctx["restartCount"], app_restarts, "{what}: {spec}");
+    };
+
+    // v1alpha1, dry run: admission runs, nothing is stored.
+    let alpha_api = {
+        let ar = ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk(keys::APPS_GROUP, "v1alpha1", "ContainerRecreateRequest"),
+            "containerrecreaterequests",
+        );
+        Api::<DynamicObject>::namespaced_with(client.clone(), &ns.name, &ar)
+    };
+    let mut alpha = crr("dry", &pod_name, &["app"], json!({}));
+    alpha.types = Some(kube::api::TypeMeta {
+        api_version: format!("{}/v1alpha1", keys::APPS_GROUP),
+        kind: "ContainerRecreateRequest".into(),
+    });
+    let dry = PostParams {
+        dry_run: true,
+        ..PostParams::default()
+    };
+    let c = alpha_api
+        .create(&dry, &alpha)
+        .await
+        .expect("v1alpha1 CRR admitted (dry run)");
+    assert_admitted(&c, "v1alpha1");
+
+    // v1beta1, stored: the create call's answer is already complete, before any controller ran.
+    let api = crrs(&client, &ns.name);
+    let c = api
+        .create(
+            &PostParams::default(),
+            &crr("r", &pod_name, &["app"], json!({})),
+        )
+        .await
+        .expect("create CRR");
+    assert_admitted(&c, "v1beta1");
+    assert!(
+        c.data["status"].is_null(),
+        "no controller has touched it yet: {}",
+        c.data["status"]
+    );
+
+    // Its spec is frozen from now on (a patch: no resourceVersion to race the daemon with).
+    let change = json!({"spec": {"activeDeadlineSeconds": 600}});
+    match api
+        .patch("r", &PatchParams::default(), &Patch::Merge(&change))
+        .await
+    {
+        Ok(_) => panic!("spec change of an admitted CRR was accepted"),
+        Err(kube::Error::Api(s)) => assert!(
+            s.message.contains(
+                "spec of ContainerRecreateRequest is immutable (changed: activeDeadlineSeconds)"
+            ),
+            "{}",
+            s.message
+        ),
+        Err(e) => panic!("patch CRR: {e}"),
+    }
+
+    let mut forged = crr("forged", &pod_name, &["app"], json!({}));
+    forged.data["spec"]["containers"][0]["statusContext"] =
+        json!({"containerID": "containerd://forged", "restartCount": 0});
+    let refused = [
+        (
+            crr("no-pod", "no-such-pod", &["app"], json!({})),
+            format!("Pod \"no-such-pod\" not found in namespace \"{}\"", ns.name),
+        ),
+        (
+            crr("no-container", &pod_name, &["nope"], json!({})),
+            format!("container \"nope\" not found in Pod \"{pod_name}\" (its containers: app)"),
+        ),
+        (
+            forged,
+            "statusContext of container \"app\" are read-only".to_string(),
+        ),
+        (
+            crr(
+                "twice",
+                &pod_name,
+                &["app", "app"],
+                json!({"activeDeadlineSeconds": 1}),
+            ),
+            "spec.activeDeadlineSeconds: Invalid value: 1".to_string(),
+        ),
+    ];
+    for (obj, want) in refused {
+        let name = obj.name_any();
+        match api.create(&PostParams::default(), &obj).await {
+            Ok(o) => panic!("CRR {name} admitted: {}", o.data["spec"]),
+            Err(kube::Error::Api(s)) => {
+                assert!(
+                    s.message.contains(&want),
+                    "CRR {name}: {:?} should say {want:?}",
+                    s.message
+                );
+            }
+            Err(e) => panic!("create CRR {name}: {e}"),
+        }
+    }
+    // Every problem of a request is named, not only the first.
+    match api
+        .create(
+            &PostParams::default(),
+            &crr(
+                "twice",
+                &pod_name,
+                &["app", "app"],
+                json!({"activeDeadlineSeconds": 1}),
+            ),
+        )
+        .await
+    {
+        Err(kube::Error::Api(s)) => assert!(
+            s.message
+                .contains("spec.containers[1].name: Duplicate value: \"app\""),
+            "{}",
+            s.message
+        ),
+        other => panic!("duplicate containers: {other:?}"),
+    }
     ns.delete().await.expect("delete ns");
 }

@@ -921,6 +921,82 @@ async fn imagepulljobs_and_nodeimages_are_validated_and_defaulted() {
     ns.delete().await.expect("delete ns");
 }
 
+/// (e) ImageListPullJob: refused with the image (by index) or the template field and the rule;
+/// a valid one is stored with upstream's defaults.
+#[tokio::test]
+async fn imagelistpulljobs_are_validated_and_defaulted() {
+    let client = client().await.expect("cluster");
+    let ns = TestNamespace::create(&client, "e2e-wh-imagelists")
+        .await
+        .expect("ns");
+    let lists = kruise_api(
+        &client,
+        Some(&ns.name),
+        "ImageListPullJob",
+        "imagelistpulljobs",
+    );
+    let image = kruise_e2e::image("testapp", "v1");
+    let other = kruise_e2e::image("testapp", "v2");
+    // No node has this name, so the jobs pull nothing anywhere.
+    let nowhere = json!({"names": ["e2e-no-such-node"]});
+    let bad = [
+        (
+            json!({"images": [], "selector": nowhere}),
+            "spec.images: Required value: images can not be empty",
+        ),
+        (
+            json!({"images": [image, other, image], "selector": nowhere}),
+            "spec.images[2]: Invalid value: \"127.0.0.1:5000/kruise-rs/testapp:v1\": images cannot have duplicate values (same as spec.images[0])",
+        ),
+        (
+            json!({"images": [image, "127.0.0.1:5000/Kruise-RS/testapp:v1"], "selector": nowhere}),
+            "spec.images[1]: Invalid value: \"127.0.0.1:5000/Kruise-RS/testapp:v1\": invalid reference format: repository name must be lowercase",
+        ),
+        (
+            json!({"images": [image], "selector": {"names": ["n"], "matchLabels": {"a": "b"}}}),
+            "spec.selector: Forbidden: can not set both names and labelSelector",
+        ),
+        (
+            json!({"images": [image], "selector": nowhere, "podSelector": {"matchLabels": {"a": "b"}}}),
+            "spec.podSelector: Forbidden: can not set both selector and podSelector",
+        ),
+        (
+            json!({"images": [image], "selector": nowhere,
+                "completionPolicy": {"type": "Never", "activeDeadlineSeconds": 60}}),
+            "spec.completionPolicy: Forbidden: activeDeadlineSeconds and ttlSecondsAfterFinished can only work with Always CompletionPolicyType",
+        ),
+    ];
+    for (i, (spec, want)) in bad.into_iter().enumerate() {
+        let status = rejected(
+            &lists,
+            &kruise_object("ImageListPullJob", &format!("bad-{i}"), spec),
+        )
+        .await;
+        assert!(
+            status.message.contains(want),
+            "ImageListPullJob: message {:?} should say {want:?}",
+            status.message
+        );
+    }
+    let list = lists
+        .create(
+            &PostParams::default(),
+            &kruise_object(
+                "ImageListPullJob",
+                "good",
+                json!({"images": [image, other], "selector": nowhere}),
+            ),
+        )
+        .await
+        .expect("a valid ImageListPullJob is admitted");
+    let s = &list.data["spec"];
+    assert_eq!(s["completionPolicy"]["type"], "Always", "{s}");
+    assert_eq!(s["pullPolicy"]["timeoutSeconds"], 600, "{s}");
+    assert_eq!(s["pullPolicy"]["backoffLimit"], 3, "{s}");
+    assert_eq!(s["images"], json!([image, other]), "{s}");
+    ns.delete().await.expect("delete ns");
+}
+
 /// Reads `name` in the version `api` serves and writes it back unchanged. The controller's
 /// status writes can race the read, so a conflict means read again, not a failed round trip.
 async fn write_back_unchanged(api: &Api<DynamicObject>, name: &str) {

@@ -169,6 +169,30 @@ pub fn mutating_configuration(cfg: &WebhookConfig, ca_pem: &str) -> MutatingWebh
                 )],
                 None,
             ),
+            hook(
+                "mimagelistpulljob.kb.io",
+                paths::MUTATE_IMAGELISTPULLJOB,
+                vec![rule(
+                    &[keys::APPS_GROUP],
+                    CLONESET_VERSIONS,
+                    &["CREATE", "UPDATE"],
+                    &["imagelistpulljobs"],
+                )],
+                None,
+            ),
+            // CREATE only: upstream's handler also refuses spec changes on UPDATE, which here
+            // is the validating hook's job (it sees the object after every mutation).
+            hook(
+                "mcontainerrecreaterequest.kb.io",
+                paths::MUTATE_CRR,
+                vec![rule(
+                    &[keys::APPS_GROUP],
+                    CLONESET_VERSIONS,
+                    &["CREATE"],
+                    &["containerrecreaterequests"],
+                )],
+                None,
+            ),
         ]),
     }
 }
@@ -219,6 +243,18 @@ pub fn validating_configuration(
                 paths::VALIDATE_NODEIMAGE,
                 &["CREATE", "UPDATE"],
                 "nodeimages",
+            ),
+            hook(
+                "vimagelistpulljob.kb.io",
+                paths::VALIDATE_IMAGELISTPULLJOB,
+                &["CREATE", "UPDATE"],
+                "imagelistpulljobs",
+            ),
+            hook(
+                "vcontainerrecreaterequest.kb.io",
+                paths::VALIDATE_CRR,
+                &["CREATE", "UPDATE"],
+                "containerrecreaterequests",
             ),
         ]),
     }
@@ -354,10 +390,65 @@ mod tests {
                 paths::ADMISSION.contains(&path.as_str()),
                 "{path} not routed"
             );
-            assert!(
-                crate::admission_handler(&path).is_some(),
-                "{path} has no handler"
-            );
+            let body = br#"{"request": {"uid": "u"}}"#;
+            let pods = crate::crr_admit::ApiPods {
+                client: None,
+                timeout: std::time::Duration::from_secs(1),
+            };
+            let served = tokio::runtime::Builder::new_current_thread()
+                .build()
+                .expect("runtime")
+                .block_on(crate::handle_admission_async(&path, body, &pods));
+            assert!(served.is_some(), "{path} has no handler");
+        }
+    }
+
+    #[test]
+    fn crr_and_imagelistpulljob_are_registered_fail_closed() {
+        let cfg = WebhookConfig::default();
+        let m = mutating_configuration(&cfg, "CA")
+            .webhooks
+            .unwrap_or_default();
+        let v = validating_configuration(&cfg, "CA")
+            .webhooks
+            .unwrap_or_default();
+        let rules_of = |rules: &Option<Vec<RuleWithOperations>>| {
+            let r = &rules.as_ref().expect("rules")[0];
+            (
+                r.resources.clone().unwrap_or_default(),
+                r.operations.clone().unwrap_or_default(),
+                r.api_versions.clone().unwrap_or_default(),
+            )
+        };
+        let crr_m = m
+            .iter()
+            .find(|h| h.name == "mcontainerrecreaterequest.kb.io")
+            .expect("CRR mutating hook");
+        assert_eq!(crr_m.failure_policy.as_deref(), Some("Fail"));
+        assert!(crr_m.timeout_seconds.is_some_and(|t| t <= 10));
+        assert_eq!(
+            rules_of(&crr_m.rules),
+            (
+                vec!["containerrecreaterequests".to_owned()],
+                vec!["CREATE".to_owned()],
+                vec!["v1alpha1".to_owned(), "v1beta1".to_owned()]
+            )
+        );
+        let crr_v = v
+            .iter()
+            .find(|h| h.name == "vcontainerrecreaterequest.kb.io")
+            .expect("CRR validating hook");
+        assert_eq!(crr_v.failure_policy.as_deref(), Some("Fail"));
+        assert_eq!(rules_of(&crr_v.rules).1, vec!["CREATE", "UPDATE"]);
+        for hooks in [
+            m.iter().map(|h| (&h.name, &h.rules)).collect::<Vec<_>>(),
+            v.iter().map(|h| (&h.name, &h.rules)).collect::<Vec<_>>(),
+        ] {
+            let (_, rules) = hooks
+                .into_iter()
+                .find(|(n, _)| n.contains("imagelistpulljob"))
+                .expect("ImageListPullJob hook");
+            assert_eq!(rules_of(rules).0, vec!["imagelistpulljobs"]);
         }
     }
 

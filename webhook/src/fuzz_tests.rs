@@ -4,13 +4,31 @@
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
-use crate::{convert, handle_admission, paths};
+use crate::crr_admit::tests::{StaticPods, pod};
+use crate::{convert, handle_admission_async, paths};
 
-const ADMISSION_PATHS: &[&str] = &[
+/// Every path the server routes, the cluster-reading one included.
+const ADMISSION_PATHS: &[&str] = paths::ADMISSION;
+
+/// The mutating paths, whose patches must apply to the object they were computed from.
+const MUTATING_PATHS: &[&str] = &[
     paths::MUTATE_POD,
     paths::MUTATE_CLONESET,
-    paths::VALIDATE_CLONESET,
+    paths::MUTATE_IMAGEPULLJOB,
+    paths::MUTATE_IMAGELISTPULLJOB,
+    paths::MUTATE_NODEIMAGE,
+    paths::MUTATE_CRR,
 ];
+
+/// Runs a path's handler with Pod `default/p` (running, containers a and b) in the "cluster".
+fn serve(path: &str, body: &[u8]) -> Result<Vec<u8>, TestCaseError> {
+    let pods = StaticPods(vec![pod()]);
+    tokio::runtime::Builder::new_current_thread()
+        .build()
+        .map_err(|e| TestCaseError::fail(e.to_string()))?
+        .block_on(handle_admission_async(path, body, &pods))
+        .ok_or_else(|| TestCaseError::fail(format!("{path} not served")))
+}
 
 fn arb_json() -> impl Strategy<Value = Value> {
     let leaf = prop_oneof![
@@ -30,6 +48,11 @@ fn arb_json() -> impl Strategy<Value = Value> {
             "apps.kruise.io/v1beta1",
             "apps.kruise.io/v1alpha1",
             "KRUISE_CONTAINER_PRIORITY",
+            "p",
+            "a",
+            "Fail",
+            "nginx:1",
+            "Never",
             "20%",
             "-1",
         ])
@@ -67,6 +90,22 @@ fn arb_json() -> impl Strategy<Value = Value> {
                     "generateName",
                     "image",
                     "kind",
+                    "podName",
+                    "strategy",
+                    "failurePolicy",
+                    "statusContext",
+                    "preStop",
+                    "ports",
+                    "activeDeadlineSeconds",
+                    "images",
+                    "completionPolicy",
+                    "pullPolicy",
+                    "podSelector",
+                    "names",
+                    "matchExpressions",
+                    "operator",
+                    "values",
+                    "tags",
                 ])
                 .prop_map(str::to_owned),
                 inner,
@@ -86,6 +125,20 @@ fn arb_review() -> impl Strategy<Value = Value> {
             ("apps.kruise.io", "v1beta1", "CloneSet", "clonesets"),
             ("apps.kruise.io", "v1alpha1", "CloneSet", "clonesets"),
             ("apps.kruise.io", "v2", "CloneSet", "clonesets"),
+            (
+                "apps.kruise.io",
+                "v1beta1",
+                "ContainerRecreateRequest",
+                "containerrecreaterequests",
+            ),
+            (
+                "apps.kruise.io",
+                "v1alpha1",
+                "ImageListPullJob",
+                "imagelistpulljobs",
+            ),
+            ("apps.kruise.io", "v1beta1", "ImagePullJob", "imagepulljobs"),
+            ("apps.kruise.io", "v1beta1", "NodeImage", "nodeimages"),
         ]),
         arb_json(),
         arb_json(),
@@ -103,6 +156,64 @@ fn arb_review() -> impl Strategy<Value = Value> {
             }
             json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": req})
         })
+}
+
+/// ContainerRecreateRequest-shaped objects that often name the Pod and its containers, so the
+/// handler gets past the Pod lookup into admission proper.
+fn arb_crr_review() -> impl Strategy<Value = Value> {
+    // Weighted toward what admits (a lone running container "a", nothing else set).
+    let rare_json = || prop_oneof![3 => Just(None), 1 => arb_json().prop_map(Some)];
+    let container = (
+        proptest::sample::select(vec!["a", "a", "a", "b", "x", ""]),
+        rare_json(),
+    )
+        .prop_map(|(name, extra)| {
+            let mut c = json!({"name": name});
+            if let Some(e) = extra {
+                c["ports"] = e;
+            }
+            c
+        });
+    (
+        proptest::sample::select(vec!["p", "p", "missing", ""]),
+        proptest::collection::vec(container, 0..3),
+        rare_json(),
+        rare_json(),
+        any::<bool>(),
+    )
+        .prop_map(|(pod, containers, strategy, metadata, create)| {
+            let mut spec = json!({"podName": pod, "containers": containers});
+            if let Some(st) = strategy {
+                spec["strategy"] = st;
+            }
+            let mut obj = json!({"apiVersion": "apps.kruise.io/v1beta1",
+                "kind": "ContainerRecreateRequest", "spec": spec});
+            if let Some(m) = metadata {
+                obj["metadata"] = m;
+            }
+            let g = ("apps.kruise.io", "v1beta1", "ContainerRecreateRequest");
+            json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
+                "uid": "u", "kind": {"group": g.0, "version": g.1, "kind": g.2},
+                "resource": {"group": g.0, "version": g.1, "resource": "containerrecreaterequests"},
+                "operation": if create { "CREATE" } else { "UPDATE" },
+                "userInfo": {"username": "u"}, "namespace": "default", "name": "r",
+                "object": obj.clone(), "oldObject": if create { Value::Null } else { obj }}})
+        })
+}
+
+fn patch_of(out: &[u8]) -> Result<Option<json_patch::Patch>, TestCaseError> {
+    let v: Value = serde_json::from_slice(out).map_err(|e| TestCaseError::fail(e.to_string()))?;
+    let Some(bytes) = v["response"]["patch"].as_array() else {
+        return Ok(None);
+    };
+    let bytes: Vec<u8> = bytes
+        .iter()
+        .filter_map(|b| b.as_u64())
+        .map(|b| b as u8)
+        .collect();
+    serde_json::from_slice(&bytes)
+        .map(Some)
+        .map_err(|e| TestCaseError::fail(e.to_string()))
 }
 
 fn assert_admission_review(out: &[u8]) -> Result<(), TestCaseError> {
@@ -146,8 +257,7 @@ proptest! {
     #[test]
     fn admission_handlers_survive_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..256)) {
         for p in ADMISSION_PATHS {
-            let out = handle_admission(p, &bytes).ok_or_else(|| TestCaseError::fail("path"))?;
-            assert_admission_review(&out)?;
+            assert_admission_review(&serve(p, &bytes)?)?;
         }
         assert_conversion_review(&convert::handle(&bytes))?;
     }
@@ -156,8 +266,7 @@ proptest! {
     fn admission_handlers_survive_review_shaped_json(review in arb_review()) {
         let body = serde_json::to_vec(&review).map_err(|e| TestCaseError::fail(e.to_string()))?;
         for p in ADMISSION_PATHS {
-            let out = handle_admission(p, &body).ok_or_else(|| TestCaseError::fail("path"))?;
-            assert_admission_review(&out)?;
+            assert_admission_review(&serve(p, &body)?)?;
         }
     }
 
@@ -165,8 +274,8 @@ proptest! {
     fn patches_apply_to_the_request_object(review in arb_review()) {
         // When a mutating handler answers with a patch, it must apply to the object it was sent.
         let body = serde_json::to_vec(&review).map_err(|e| TestCaseError::fail(e.to_string()))?;
-        for p in [paths::MUTATE_POD, paths::MUTATE_CLONESET] {
-            let out = handle_admission(p, &body).ok_or_else(|| TestCaseError::fail("path"))?;
+        for p in MUTATING_PATHS {
+            let out = serve(p, &body)?;
             let v: Value = serde_json::from_slice(&out).map_err(|e| TestCaseError::fail(e.to_string()))?;
             if let Some(bytes) = v["response"]["patch"].as_array() {
                 let bytes: Vec<u8> = bytes.iter().filter_map(|b| b.as_u64()).map(|b| b as u8).collect();
@@ -174,6 +283,26 @@ proptest! {
                     .map_err(|e| TestCaseError::fail(e.to_string()))?;
                 let mut obj = review["request"]["object"].clone();
                 prop_assert!(json_patch::patch(&mut obj, &patch).is_ok(), "{:?} on {}", patch, obj);
+            }
+        }
+    }
+
+    #[test]
+    fn crr_admission_survives_crr_shaped_json(review in arb_crr_review()) {
+        let body = serde_json::to_vec(&review).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        for p in [paths::MUTATE_CRR, paths::VALIDATE_CRR] {
+            let out = serve(p, &body)?;
+            assert_admission_review(&out)?;
+            if let Some(patch) = patch_of(&out)? {
+                let mut obj = review["request"]["object"].clone();
+                prop_assert!(json_patch::patch(&mut obj, &patch).is_ok(), "{:?} on {}", patch, obj);
+                // An admitted request is complete: the daemon can act on it as stored.
+                let containers = obj["spec"]["containers"].as_array().cloned().unwrap_or_default();
+                prop_assert!(!containers.is_empty());
+                for c in containers {
+                    prop_assert!(c["statusContext"]["containerID"].is_string(), "{}", obj);
+                }
+                prop_assert_eq!(&obj["metadata"]["labels"]["crr.apps.kruise.io/pod-uid"], "pod-uid");
             }
         }
     }

@@ -1,6 +1,6 @@
-//! ImagePullJob and NodeImage admission (defaulting and validation), after upstream's
-//! `pkg/webhook/imagepulljob` and `pkg/webhook/nodeimage`. Both versions share one shape, so one
-//! handler serves v1alpha1 and v1beta1. Raw JSON for the same reason as the CloneSet handlers:
+//! ImagePullJob, ImageListPullJob and NodeImage admission (defaulting and validation), after
+//! upstream's `pkg/webhook/{imagepulljob,imagelistpulljob,nodeimage}`. Both versions share one
+//! shape, so one handler serves v1alpha1 and v1beta1. Raw JSON for the same reason as the CloneSet handlers:
 //! a wrongly typed field is reported by path instead of failing to decode.
 
 use std::collections::BTreeSet;
@@ -18,6 +18,8 @@ const DEFAULT_PULL_TIMEOUT_SECONDS: i64 = 600;
 const DEFAULT_BACKOFF_LIMIT: i64 = 3;
 /// Upstream caps the images one node may be asked to hold.
 const MAX_IMAGES_PER_NODE: usize = 256;
+/// Upstream caps the images of one ImageListPullJob.
+const MAX_IMAGES_PER_LIST: usize = 255;
 
 fn creating_or_updating(req: &Request) -> Result<Option<&Value>, Outcome> {
     if !matches!(req.operation, Operation::Create | Operation::Update) {
@@ -66,6 +68,20 @@ pub fn mutate_imagepulljob(req: &Request) -> Outcome {
 
 /// Upstream's `SetDefaultsImagePullJob`; `false` when a field that must be an object is not.
 pub fn default_imagepulljob(job: &mut Value) -> bool {
+    if !default_template(job) {
+        return false;
+    }
+    let Some(spec) = obj_mut(job, &["spec"]) else {
+        return false;
+    };
+    default_string(spec, "imagePullPolicy", "IfNotPresent");
+    true
+}
+
+/// Defaults of the pull template ImagePullJob and ImageListPullJob share (upstream's
+/// `SetDefaultsImageListPullJob` is exactly this); `false` when a field that must be an object
+/// is not.
+pub fn default_template(job: &mut Value) -> bool {
     let Some(cp) = obj_mut(job, &["spec", "completionPolicy"]) else {
         return false;
     };
@@ -75,10 +91,6 @@ pub fn default_imagepulljob(job: &mut Value) -> bool {
     };
     default_field(pp, "timeoutSeconds", json!(DEFAULT_PULL_TIMEOUT_SECONDS));
     default_field(pp, "backoffLimit", json!(DEFAULT_BACKOFF_LIMIT));
-    let Some(spec) = obj_mut(job, &["spec"]) else {
-        return false;
-    };
-    default_string(spec, "imagePullPolicy", "IfNotPresent");
     true
 }
 
@@ -96,15 +108,6 @@ pub fn imagepulljob_errors(job: &Value) -> Vec<FieldError> {
     let mut errs = Vec::new();
     let null = Value::Null;
     let spec = get(job, &["spec"]).unwrap_or(&null);
-    if let Some(sel) = spec.get("selector").filter(|s| !s.is_null()) {
-        let set = |k: &str| sel.get(k).is_some_and(|v| !v.is_null());
-        if set("names") && (set("matchLabels") || set("matchExpressions")) {
-            errs.push(FieldError::forbidden(
-                "spec.selector",
-                "can not set both names and labelSelector in this spec.selector",
-            ));
-        }
-    }
     match spec.get("image").and_then(Value::as_str) {
         None | Some("") => errs.push(FieldError::required("spec.image", "image can not be empty")),
         Some(image) => {
@@ -113,6 +116,47 @@ pub fn imagepulljob_errors(job: &Value) -> Vec<FieldError> {
             }
         }
     }
+    errs.extend(template_errors(spec));
+    errs
+}
+
+/// Every problem of the pull template (selectors, completion and pull policies) that
+/// ImagePullJob and ImageListPullJob share; `spec` is the job's spec.
+pub fn template_errors(spec: &Value) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let null = Value::Null;
+    let set = |v: &Value, k: &str| v.get(k).is_some_and(|v| !v.is_null());
+    let selector = spec.get("selector").filter(|s| !s.is_null());
+    if let Some(sel) = selector {
+        if set(sel, "names") && (set(sel, "matchLabels") || set(sel, "matchExpressions")) {
+            errs.push(FieldError::forbidden(
+                "spec.selector",
+                "can not set both names and labelSelector in this spec.selector",
+            ));
+        }
+        if let Some(names) = sel.get("names").and_then(Value::as_array) {
+            let mut seen = BTreeSet::new();
+            for (i, n) in names.iter().enumerate() {
+                if !seen.insert(n.to_string()) {
+                    errs.push(FieldError::invalid(
+                        format!("spec.selector.names[{i}]"),
+                        n,
+                        "duplicated name in selector names",
+                    ));
+                }
+            }
+        }
+        label_selector_errors(sel, "spec.selector", &mut errs);
+    }
+    if let Some(ps) = spec.get("podSelector").filter(|s| !s.is_null()) {
+        if selector.is_some() {
+            errs.push(FieldError::forbidden(
+                "spec.podSelector",
+                "can not set both selector and podSelector",
+            ));
+        }
+        label_selector_errors(ps, "spec.podSelector", &mut errs);
+    }
     let cp = spec.get("completionPolicy").unwrap_or(&null);
     let ty = cp.get("type").unwrap_or(&null);
     match ty.as_str() {
@@ -120,8 +164,7 @@ pub fn imagepulljob_errors(job: &Value) -> Vec<FieldError> {
         _ if ty.is_null() => {}
         Some("Always") => {}
         Some("Never") => {
-            let set = |k: &str| cp.get(k).is_some_and(|v| !v.is_null());
-            if set("activeDeadlineSeconds") || set("ttlSecondsAfterFinished") {
+            if set(cp, "activeDeadlineSeconds") || set(cp, "ttlSecondsAfterFinished") {
                 errs.push(FieldError::forbidden(
                     "spec.completionPolicy",
                     "activeDeadlineSeconds and ttlSecondsAfterFinished can only work with Always CompletionPolicyType",
@@ -145,6 +188,135 @@ pub fn imagepulljob_errors(job: &Value) -> Vec<FieldError> {
             ));
         }
     }
+    errs
+}
+
+/// The rules apimachinery's `LabelSelectorAsSelector` enforces on `matchExpressions`.
+fn label_selector_errors(sel: &Value, path: &str, errs: &mut Vec<FieldError>) {
+    let Some(exprs) = sel.get("matchExpressions").and_then(Value::as_array) else {
+        return;
+    };
+    for (i, e) in exprs.iter().enumerate() {
+        let at = format!("{path}.matchExpressions[{i}]");
+        let values = e
+            .get("values")
+            .and_then(Value::as_array)
+            .map_or(0, Vec::len);
+        let op = e.get("operator").unwrap_or(&Value::Null);
+        match op.as_str() {
+            Some("In" | "NotIn") if values == 0 => errs.push(FieldError::required(
+                format!("{at}.values"),
+                "must be specified when `operator` is 'In' or 'NotIn'",
+            )),
+            Some("Exists" | "DoesNotExist") if values > 0 => errs.push(FieldError::forbidden(
+                format!("{at}.values"),
+                "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
+            )),
+            Some("In" | "NotIn" | "Exists" | "DoesNotExist") => {}
+            _ => errs.push(FieldError::not_supported(
+                format!("{at}.operator"),
+                op,
+                &["In", "NotIn", "Exists", "DoesNotExist"],
+            )),
+        }
+        if e.get("key")
+            .and_then(Value::as_str)
+            .is_none_or(str::is_empty)
+        {
+            errs.push(FieldError::required(format!("{at}.key"), ""));
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// ImageListPullJob
+// ---------------------------------------------------------------------------------------------
+
+/// `/mutate-apps-kruise-io-v1alpha1-imagelistpulljob`.
+pub fn mutate_imagelistpulljob(req: &Request) -> Outcome {
+    let obj = match creating_or_updating(req) {
+        Ok(Some(o)) => o,
+        Ok(None) => return Outcome::Allow,
+        Err(o) => return o,
+    };
+    let mut after = obj.clone();
+    if !default_template(&mut after) {
+        return Outcome::bad_request(
+            "ImageListPullJob has a non-object where an object is expected",
+        );
+    }
+    patch_or_allow(obj, &after)
+}
+
+/// `/validate-apps-kruise-io-v1alpha1-imagelistpulljob`.
+pub fn validate_imagelistpulljob(req: &Request) -> Outcome {
+    match creating_or_updating(req) {
+        Ok(Some(o)) => verdict(&imagelistpulljob_errors(o)),
+        Ok(None) => Outcome::Allow,
+        Err(o) => o,
+    }
+}
+
+/// Every problem of an ImageListPullJob: its images, then the template's.
+pub fn imagelistpulljob_errors(job: &Value) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let null = Value::Null;
+    let spec = get(job, &["spec"]).unwrap_or(&null);
+    match spec.get("images") {
+        None | Some(Value::Null) => {
+            errs.push(FieldError::required(
+                "spec.images",
+                "images can not be empty",
+            ));
+        }
+        Some(Value::Array(images)) => {
+            if images.is_empty() {
+                errs.push(FieldError::required(
+                    "spec.images",
+                    "images can not be empty",
+                ));
+            }
+            if images.len() > MAX_IMAGES_PER_LIST {
+                errs.push(FieldError::invalid(
+                    "spec.images",
+                    &json!(images.len()),
+                    format!("the number of images can not be more than {MAX_IMAGES_PER_LIST}"),
+                ));
+            }
+            let mut first_at = std::collections::BTreeMap::new();
+            for (i, image) in images.iter().enumerate() {
+                let path = format!("spec.images[{i}]");
+                let Some(name) = image.as_str() else {
+                    errs.push(FieldError::invalid(path, image, "must be a string"));
+                    continue;
+                };
+                if name.is_empty() {
+                    errs.push(FieldError::required(path, "image can not be empty"));
+                    continue;
+                }
+                if let Some(first) = first_at.get(name) {
+                    errs.push(FieldError::invalid(
+                        path,
+                        image,
+                        format!(
+                            "images cannot have duplicate values (same as spec.images[{first}])"
+                        ),
+                    ));
+                    continue;
+                }
+                first_at.insert(name, i);
+                if let Some(rule) = image_reference_problem(name) {
+                    errs.push(FieldError::invalid(path, image, rule));
+                }
+            }
+        }
+        Some(other) => errs.push(FieldError::invalid(
+            "spec.images",
+            other,
+            "must be a list of images",
+        )),
+    }
+    errs.extend(template_errors(spec));
     errs
 }
 
@@ -406,6 +578,104 @@ mod tests {
             let got = messages(&imagepulljob_errors(&job(spec.clone())));
             assert!(got.contains(want), "{spec}: {got}");
         }
+    }
+
+    #[test]
+    fn template_rules_apply_to_both_kinds() {
+        let cases = [
+            (
+                json!({"selector": {"names": ["n", "m", "n"]}}),
+                "spec.selector.names[2]: Invalid value: \"n\": duplicated name in selector names",
+            ),
+            (
+                json!({"selector": {"names": ["n"]}, "podSelector": {"matchLabels": {"a": "b"}}}),
+                "spec.podSelector: Forbidden: can not set both selector and podSelector",
+            ),
+            (
+                json!({"podSelector": {"matchExpressions": [{"key": "a", "operator": "In"}]}}),
+                "spec.podSelector.matchExpressions[0].values: Required value",
+            ),
+            (
+                json!({"selector": {"matchExpressions": [{"key": "a", "operator": "Is"}]}}),
+                "spec.selector.matchExpressions[0].operator: Unsupported value: \"Is\"",
+            ),
+        ];
+        for (template, want) in cases {
+            let mut one = template.clone();
+            one["image"] = json!("nginx:1");
+            let got = messages(&imagepulljob_errors(&job(one)));
+            assert!(got.contains(want), "ImagePullJob {template}: {got}");
+            let mut list = template.clone();
+            list["images"] = json!(["nginx:1"]);
+            let got = messages(&imagelistpulljob_errors(&job(list)));
+            assert!(got.contains(want), "ImageListPullJob {template}: {got}");
+        }
+    }
+
+    #[test]
+    fn imagelistpulljob_defaults_without_pull_policy_of_images() {
+        let mut j = job(json!({"images": ["nginx:1"]}));
+        assert!(default_template(&mut j));
+        assert_eq!(j["spec"]["completionPolicy"]["type"], "Always");
+        assert_eq!(j["spec"]["pullPolicy"]["timeoutSeconds"], 600);
+        assert_eq!(j["spec"]["pullPolicy"]["backoffLimit"], 3);
+        // Upstream leaves imagePullPolicy to each ImagePullJob's own defaulting.
+        assert!(j["spec"].get("imagePullPolicy").is_none());
+        assert!(imagelistpulljob_errors(&j).is_empty());
+    }
+
+    #[test]
+    fn imagelistpulljob_rules() {
+        let cases = [
+            (
+                json!({}),
+                "spec.images: Required value: images can not be empty",
+            ),
+            (
+                json!({"images": []}),
+                "spec.images: Required value: images can not be empty",
+            ),
+            (
+                json!({"images": ["nginx:1", "redis", "nginx:1"]}),
+                "spec.images[2]: Invalid value: \"nginx:1\": images cannot have duplicate values (same as spec.images[0])",
+            ),
+            (
+                json!({"images": ["nginx:1", "Bad/Image"]}),
+                "spec.images[1]: Invalid value: \"Bad/Image\": invalid reference format: repository name must be lowercase",
+            ),
+            (
+                json!({"images": ["nginx:1", ""]}),
+                "spec.images[1]: Required value: image can not be empty",
+            ),
+            (
+                json!({"images": "nginx"}),
+                "spec.images: Invalid value: \"nginx\": must be a list of images",
+            ),
+            (
+                json!({"images": ["a"], "completionPolicy": {"type": "Never", "ttlSecondsAfterFinished": 1}}),
+                "can only work with Always CompletionPolicyType",
+            ),
+        ];
+        for (spec, want) in cases {
+            let got = messages(&imagelistpulljob_errors(&job(spec.clone())));
+            assert!(got.contains(want), "{spec}: {got}");
+        }
+        let many: Vec<String> = (0..=MAX_IMAGES_PER_LIST)
+            .map(|i| format!("img{i}"))
+            .collect();
+        let got = messages(&imagelistpulljob_errors(&job(json!({"images": many}))));
+        assert!(got.contains("can not be more than 255"), "{got}");
+        // Every problem is reported, not only the first.
+        let got = messages(&imagelistpulljob_errors(&job(
+            json!({"images": ["A", "A"], "pullPolicy": {"timeoutSeconds": -1}}),
+        )));
+        assert!(
+            got.starts_with('[')
+                && got.contains("spec.images[0]")
+                && got.contains("spec.images[1]")
+                && got.contains("spec.pullPolicy.timeoutSeconds"),
+            "{got}"
+        );
     }
 
     #[test]

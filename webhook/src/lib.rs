@@ -36,17 +36,21 @@
 //!   for dev mode, the host the API server can reach (`WEBHOOK_HOST`, or set `host_url`).
 //!   [`WebhookConfig::from_env`] reads upstream's variable names.
 //! * RBAC: Secrets get/list/watch/create/update in its namespace; mutating and validating
-//!   webhook configurations get/create/patch; CustomResourceDefinitions list/patch.
+//!   webhook configurations get/create/patch; CustomResourceDefinitions list/patch; Pods get
+//!   (ContainerRecreateRequest admission).
 //! * In cluster: Service `kruise-webhook-service` port 443 → the pod's 9876.
 //!
 //! # Paths
 //!
 //! See [`paths`]: `/mutate-pod`, `/mutate-apps-kruise-io-cloneset`,
 //! `/validate-apps-kruise-io-cloneset` (upstream's, serving v1alpha1 and v1beta1, also reachable
-//! with a `-v1alpha1-`/`-v1beta1-` infix), `/convert`, `/healthz`.
+//! with a `-v1alpha1-`/`-v1beta1-` infix), ImagePullJob, ImageListPullJob, NodeImage and
+//! ContainerRecreateRequest defaulting and validation, `/convert`, `/healthz`.
 //!
 //! The handlers are plain functions from request bytes to response bytes
-//! ([`handle_admission`], [`convert::handle`]) so they can be tested without a server.
+//! ([`handle_admission`], [`convert::handle`]) so they can be tested without a server; the one
+//! that reads the cluster (ContainerRecreateRequest, which GETs its Pod) is async and takes the
+//! Pod source as a parameter ([`handle_admission_async`]).
 
 pub mod certs;
 pub mod cloneset;
@@ -54,6 +58,7 @@ pub mod configuration;
 pub mod conversion;
 pub mod convert;
 pub mod crr;
+pub mod crr_admit;
 pub mod field;
 pub mod imagepull;
 pub mod keys;
@@ -91,7 +96,17 @@ pub mod paths {
     pub const MUTATE_NODEIMAGE: &str = "/mutate-apps-kruise-io-v1alpha1-nodeimage";
     /// NodeImage validation (upstream's path; both versions).
     pub const VALIDATE_NODEIMAGE: &str = "/validate-apps-kruise-io-v1alpha1-nodeimage";
-    /// Every admission path the server routes; each has a handler in `admission_handler`.
+    /// ImageListPullJob defaulting (upstream's path; both versions).
+    pub const MUTATE_IMAGELISTPULLJOB: &str = "/mutate-apps-kruise-io-v1alpha1-imagelistpulljob";
+    /// ImageListPullJob validation (upstream's path; both versions).
+    pub const VALIDATE_IMAGELISTPULLJOB: &str =
+        "/validate-apps-kruise-io-v1alpha1-imagelistpulljob";
+    /// ContainerRecreateRequest admission against its Pod (upstream's path; both versions).
+    /// The only handler that reads the cluster, see [`crate::handle_admission_async`].
+    pub const MUTATE_CRR: &str = "/mutate-apps-kruise-io-v1alpha1-containerrecreaterequest";
+    /// ContainerRecreateRequest validation (upstream's path; both versions).
+    pub const VALIDATE_CRR: &str = "/validate-apps-kruise-io-v1alpha1-containerrecreaterequest";
+    /// Every admission path the server routes; each is served by `handle_admission_async`.
     pub const ADMISSION: &[&str] = &[
         MUTATE_POD,
         MUTATE_CLONESET,
@@ -104,6 +119,10 @@ pub mod paths {
         VALIDATE_IMAGEPULLJOB,
         MUTATE_NODEIMAGE,
         VALIDATE_NODEIMAGE,
+        MUTATE_IMAGELISTPULLJOB,
+        VALIDATE_IMAGELISTPULLJOB,
+        MUTATE_CRR,
+        VALIDATE_CRR,
     ];
     /// CRD conversion.
     pub const CONVERT: &str = crate::keys::CONVERSION_WEBHOOK_PATH;
@@ -111,7 +130,8 @@ pub mod paths {
     pub const HEALTHZ: &str = crate::keys::WEBHOOK_HEALTHZ_PATH;
 }
 
-/// Admission handlers by path, for servers and tests alike.
+/// The synchronous (pure) admission handlers by path, for servers and tests alike. Paths whose
+/// handler needs the cluster ([`paths::MUTATE_CRR`]) are not here; see [`handle_admission_async`].
 pub fn admission_handler(path: &str) -> Option<fn(&review::Request) -> review::Outcome> {
     match path {
         paths::MUTATE_POD => Some(pod::mutate),
@@ -125,14 +145,37 @@ pub fn admission_handler(path: &str) -> Option<fn(&review::Request) -> review::O
         paths::VALIDATE_IMAGEPULLJOB => Some(imagepull::validate_imagepulljob),
         paths::MUTATE_NODEIMAGE => Some(imagepull::mutate_nodeimage),
         paths::VALIDATE_NODEIMAGE => Some(imagepull::validate_nodeimage),
+        paths::MUTATE_IMAGELISTPULLJOB => Some(imagepull::mutate_imagelistpulljob),
+        paths::VALIDATE_IMAGELISTPULLJOB => Some(imagepull::validate_imagelistpulljob),
+        paths::VALIDATE_CRR => Some(crr_admit::validate),
         _ => None,
     }
 }
 
-/// Runs the admission handler for `path` on a raw AdmissionReview body; always returns a
-/// serialized AdmissionReview (`None` only for an unknown path).
+/// Runs the synchronous admission handler for `path` on a raw AdmissionReview body; always
+/// returns a serialized AdmissionReview (`None` for an unknown path or one that needs the
+/// cluster).
 pub fn handle_admission(path: &str, body: &[u8]) -> Option<Vec<u8>> {
     admission_handler(path).map(|h| review::admit(body, h))
+}
+
+/// Runs the admission handler for any path in [`paths::ADMISSION`]; `pods` is where the
+/// ContainerRecreateRequest handler reads the request's Pod. Always returns a serialized
+/// AdmissionReview (`None` only for an unknown path).
+pub async fn handle_admission_async<P: crr_admit::PodLookup>(
+    path: &str,
+    body: &[u8],
+    pods: &P,
+) -> Option<Vec<u8>> {
+    if let Some(out) = handle_admission(path, body) {
+        return Some(out);
+    }
+    match path {
+        paths::MUTATE_CRR => {
+            Some(review::admit_async(body, |req| crr_admit::mutate(req, pods)).await)
+        }
+        _ => None,
+    }
 }
 
 /// Webhook settings. Clones share the readiness state used by [`wait_ready`].

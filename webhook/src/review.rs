@@ -5,7 +5,10 @@
 //! that cannot be decoded, or a handler that panics, becomes `allowed: false` with a message, so
 //! the API server never sees an HTTP 500 from us.
 
+use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use futures::FutureExt;
 
 use kube::core::{
     DynamicObject, Status, TypeMeta,
@@ -106,8 +109,11 @@ pub fn admit<F>(body: &[u8], handler: F) -> Vec<u8>
 where
     F: Fn(&Request) -> Outcome,
 {
-    let review = admit_review(body, handler);
-    serde_json::to_vec(&review).unwrap_or_else(|e| {
+    encode(&admit_review(body, handler))
+}
+
+fn encode(review: &AdmissionReview<DynamicObject>) -> Vec<u8> {
+    serde_json::to_vec(review).unwrap_or_else(|e| {
         // Serializing our own response cannot realistically fail; answer minimally if it does.
         tracing::error!(error = %e, "serializing AdmissionReview failed");
         br#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{"uid":"","allowed":false,"status":{"message":"webhook failed to encode its response","code":500}}}"#.to_vec()
@@ -119,28 +125,50 @@ pub fn admit_review<F>(body: &[u8], handler: F) -> AdmissionReview<DynamicObject
 where
     F: Fn(&Request) -> Outcome,
 {
-    let (req, mut resp) = match decode(body) {
+    let (req, resp) = match decode(body) {
         Ok(pair) => pair,
-        Err((uid, message)) => {
-            tracing::warn!(%uid, %message, "rejecting undecodable AdmissionReview");
-            let mut resp = AdmissionResponse::invalid(&message);
-            resp.uid = uid;
-            resp.result = Status::failure(&message, "BadRequest").with_code(400);
-            resp.types = review_types();
-            return resp.into_review();
-        }
+        Err(review) => return *review,
     };
-    let outcome = match catch_unwind(AssertUnwindSafe(|| handler(&req))) {
-        Ok(outcome) => outcome,
-        Err(_) => {
-            tracing::error!(uid = %req.uid, kind = %req.kind, "admission handler panicked");
-            Outcome::Deny {
-                code: 500,
-                reason: "InternalError",
-                message: "internal error in kruise webhook handler".to_owned(),
-            }
+    let outcome =
+        catch_unwind(AssertUnwindSafe(|| handler(&req))).unwrap_or_else(|_| panicked(&req));
+    respond(&req, resp, outcome)
+}
+
+/// [`admit`] for handlers that must wait on something (the API server): same guarantees, a
+/// well-formed review whatever the body, a panic in the handler becomes a denial.
+pub async fn admit_async<F, Fut>(body: &[u8], handler: F) -> Vec<u8>
+where
+    F: FnOnce(Request) -> Fut,
+    Fut: Future<Output = Outcome>,
+{
+    let review = match decode(body) {
+        Ok((req, resp)) => {
+            let outcome = AssertUnwindSafe(handler(req.clone()))
+                .catch_unwind()
+                .await
+                .unwrap_or_else(|_| panicked(&req));
+            respond(&req, resp, outcome)
         }
+        Err(review) => *review,
     };
+    encode(&review)
+}
+
+fn panicked(req: &Request) -> Outcome {
+    tracing::error!(uid = %req.uid, kind = %req.kind, "admission handler panicked");
+    Outcome::Deny {
+        code: 500,
+        reason: "InternalError",
+        message: "internal error in kruise webhook handler".to_owned(),
+    }
+}
+
+/// The review answering `req` with `outcome`.
+fn respond(
+    req: &Request,
+    mut resp: AdmissionResponse,
+    outcome: Outcome,
+) -> AdmissionReview<DynamicObject> {
     resp.types = review_types();
     let resp = match outcome {
         Outcome::Allow => resp,
@@ -168,8 +196,21 @@ fn deny(resp: AdmissionResponse, code: u16, reason: &str, message: &str) -> Admi
     resp
 }
 
-/// Decodes the body; on failure returns the uid (if one could be found) and a message.
-fn decode(body: &[u8]) -> Result<(Request, AdmissionResponse), (String, String)> {
+/// Decodes the body; on failure, the review rejecting it (with the uid, if one was found).
+fn decode(
+    body: &[u8],
+) -> Result<(Request, AdmissionResponse), Box<AdmissionReview<DynamicObject>>> {
+    decode_parts(body).map_err(|(uid, message)| {
+        tracing::warn!(%uid, %message, "rejecting undecodable AdmissionReview");
+        let mut resp = AdmissionResponse::invalid(&message);
+        resp.uid = uid;
+        resp.result = Status::failure(&message, "BadRequest").with_code(400);
+        resp.types = review_types();
+        Box::new(resp.into_review())
+    })
+}
+
+fn decode_parts(body: &[u8]) -> Result<(Request, AdmissionResponse), (String, String)> {
     let raw: Value = serde_json::from_slice(body)
         .map_err(|e| (String::new(), format!("request body is not JSON: {e}")))?;
     let uid = raw

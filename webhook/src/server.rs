@@ -21,7 +21,8 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 
 use crate::certs::{self, CertBundle};
-use crate::{Error, WebhookConfig, configuration, convert, handle_admission, paths};
+use crate::crr_admit::ApiPods;
+use crate::{Error, WebhookConfig, configuration, convert, handle_admission_async, paths};
 
 /// State shared between [`run`] and [`wait_ready`] through clones of the config.
 #[derive(Debug, Default)]
@@ -69,8 +70,10 @@ fn json_response(body: Vec<u8>) -> impl IntoResponse {
     )
 }
 
-/// Every route; handlers are synchronous and cheap, so they run inline.
-pub(crate) fn router() -> Router {
+/// Every route. `pods` is where ContainerRecreateRequest admission reads Pods; the other
+/// handlers are synchronous and cheap, so they run inline.
+pub(crate) fn router(pods: ApiPods) -> Router {
+    let pods = Arc::new(pods);
     let mut r = Router::new()
         .route(paths::HEALTHZ, get(|| async { "ok" }))
         .route(
@@ -78,10 +81,12 @@ pub(crate) fn router() -> Router {
             post(|body: Bytes| async move { json_response(convert::handle(&body)) }),
         );
     for &path in paths::ADMISSION {
+        let pods = pods.clone();
         r = r.route(
             path,
             post(move |body: Bytes| async move {
-                json_response(handle_admission(path, &body).unwrap_or_default())
+                let out = handle_admission_async(path, &body, pods.as_ref()).await;
+                json_response(out.unwrap_or_default())
             }),
         );
     }
@@ -120,7 +125,13 @@ pub async fn run(
     let server = axum_server::from_tcp_rustls(listener, tls.clone())
         .map_err(|source| Error::Serve { addr, source })?
         .handle(handle.clone())
-        .serve(router().into_make_service());
+        .serve(
+            router(ApiPods {
+                client: Some(client.clone()),
+                timeout: pod_lookup_timeout(&cfg),
+            })
+            .into_make_service(),
+        );
     let mut server = tokio::spawn(server);
     cfg.state.0.publish(&bundle.ca_cert);
     tracing::info!(%addr, names = ?names, "webhook serving");
@@ -137,6 +148,13 @@ pub async fn run(
             flatten(addr, server.await)
         }
     }
+}
+
+/// Half the API server's patience with us: a Pod read that takes longer is answered with its
+/// own reason while the API server still listens.
+fn pod_lookup_timeout(cfg: &WebhookConfig) -> Duration {
+    let secs = u64::try_from(cfg.timeout_seconds).unwrap_or(10);
+    Duration::from_millis(secs.max(1) * 500)
 }
 
 fn flatten(
@@ -328,7 +346,13 @@ mod tests {
         let server = axum_server::from_tcp_rustls(listener, tls.clone())
             .expect("from tcp")
             .handle(handle.clone())
-            .serve(router().into_make_service());
+            .serve(
+                router(ApiPods {
+                    client: None,
+                    timeout: Duration::from_secs(1),
+                })
+                .into_make_service(),
+            );
         let task = tokio::spawn(server);
 
         // Not ready until a CA is published.

@@ -15,7 +15,7 @@ use kruise_api::appspub::{PodReadinessMessage, add_readiness_message, remove_rea
 use kruise_api::keys;
 use kube::ResourceExt;
 
-use super::admit;
+use kruise_webhook::crr_admit::{self as admit, AdmitError};
 
 /// How long a new request may wait for the daemon to give it a phase.
 pub const RESPONSE_TIMEOUT: Duration = Duration::from_secs(60);
@@ -82,7 +82,7 @@ pub enum Step {
     DropActiveLabel,
     /// Finished and past `ttlSecondsAfterFinished`.
     Delete,
-    /// Fill in what the CRR webhook would have (see [`admit`]).
+    /// Fill in what the CRR webhook would have (see [`admit::admit`]).
     Admit(Box<ContainerRecreateRequest>),
     /// Complete the request (phase Completed, completionTime, message).
     Complete(String),
@@ -130,7 +130,13 @@ pub fn next_step(crr: &ContainerRecreateRequest, pod: Option<&Pod>, now: Timesta
                 Ok(a) => Step::Admit(Box::new(a)),
                 Err(e) => Step::Complete(e.to_string()),
             },
-            None => Step::Complete(format!("no found Pod named {}", crr.spec.pod_name)),
+            None => Step::Complete(
+                AdmitError::PodNotFound {
+                    namespace: crr.namespace().unwrap_or_default(),
+                    pod: crr.spec.pod_name.clone(),
+                }
+                .to_string(),
+            ),
         };
     }
     let Some(pod) = live_pod.filter(|p| p.metadata.uid.as_ref() == pod_uid) else {

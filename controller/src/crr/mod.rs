@@ -2,11 +2,11 @@
 //! the contract is in daemon/README.md).
 //!
 //! For each request this controller, one step per reconcile ([`logic::next_step`]):
-//! - fills in what upstream's CRR mutating webhook would (labels `crr.apps.kruise.io/active`,
+//! - fills in what the CRR mutating webhook does (labels `crr.apps.kruise.io/active`,
 //!   `node-name`, `pod-uid`; strategy defaults; each container's preStop, ports and
-//!   `statusContext`) when the request lacks it — Kruise-rs has no CRR webhook yet, and the
-//!   daemon only watches requests carrying those labels ([`admit`] is the pure function a
-//!   webhook can take over);
+//!   `statusContext`) when a request lacks it, i.e. was created while the webhook was off
+//!   (`--disable-webhook`): the daemon only watches requests carrying those labels. It is the
+//!   webhook's own pure function, [`kruise_webhook::crr_admit::admit`];
 //! - completes requests whose pod is gone or was recreated, that the daemon never picked up
 //!   within a minute, or that passed `activeDeadlineSeconds`;
 //! - while Recreating, keeps `status.containerStatusSnapshot` current (the daemon marks a
@@ -20,7 +20,6 @@
 //! RBAC: `containerrecreaterequests` get/list/watch/update/patch/delete,
 //! `containerrecreaterequests/status` patch; `pods` get (cache fallback), `pods/status` patch.
 
-pub mod admit;
 pub mod logic;
 
 use std::sync::Arc;

@@ -211,7 +211,7 @@ fn next_step_table() {
             unadmitted,
             None,
             T0,
-            "Complete(\"no found Pod named p\")",
+            r#"Complete("spec.podName: Not found: Pod \"p\" not found in namespace \"ns\"")"#,
         ),
         ("pod gone", crr(), None, T0, "Complete(\"pod has gone\")"),
         (
