@@ -24,6 +24,10 @@ use kube::{Api, Client, ResourceExt};
 use serde_json::{Value, json};
 
 const PULL: Duration = Duration::from_secs(120);
+/// The daemon only reports intermediate progress while it runs a single pull (containerd's
+/// ingests do not say which pull they belong to), so the progress test runs alone: every other
+/// test here shares this lock, the progress test takes it exclusively.
+static PULLS: tokio::sync::RwLock<()> = tokio::sync::RwLock::const_new(());
 
 fn resource(kind: &str, plural: &str) -> ApiResource {
     ApiResource::from_gvk_with_plural(
@@ -124,6 +128,7 @@ fn secs(t: &Value) -> i64 {
 /// counts it, and ttlSecondsAfterFinished deletes the job afterwards.
 #[tokio::test]
 async fn pull_job_pulls_missing_tag_then_expires() {
+    let _pulls = PULLS.read().await;
     let client = client().await.expect("cluster");
     let ns = TestNamespace::create(&client, "e2e-ipj-pull")
         .await
@@ -182,6 +187,7 @@ async fn pull_job_pulls_missing_tag_then_expires() {
 /// a good tag of the same image in the same NodeImage is not affected.
 #[tokio::test]
 async fn missing_tag_fails_without_hurting_others() {
+    let _pulls = PULLS.read().await;
     let client = client().await.expect("cluster");
     let ns = TestNamespace::create(&client, "e2e-ipj-fail")
         .await
@@ -272,6 +278,7 @@ fn rss_kb(pid: i32) -> String {
 /// finishes and the status is right.
 #[tokio::test]
 async fn daemon_killed_mid_pull_recovers() {
+    let _pulls = PULLS.read().await;
     let client = client().await.expect("cluster");
     let ns = TestNamespace::create(&client, "e2e-ipj-kill")
         .await
@@ -341,10 +348,69 @@ async fn daemon_killed_mid_pull_recovers() {
     cri::remove_image(&full).expect("remove the big image");
 }
 
+/// d: a big pull through containerd shows progress strictly between 0 and 100 in the NodeImage
+/// status while it runs (read from containerd's content ingests), then 100 on success.
+#[tokio::test]
+async fn big_pull_reports_intermediate_progress() {
+    let _alone = PULLS.write().await;
+    let client = client().await.expect("cluster");
+    let ns = TestNamespace::create(&client, "e2e-ipj-progress")
+        .await
+        .expect("ns");
+    let node = node_name(&client).await;
+    let full = push_unique_image(&unique_tag("ipj-p"), 384 << 20).expect("push");
+    let api = jobs(&client, &ns.name);
+    api.create(
+        &PostParams::default(),
+        &pull_job("pull", &full, &node, json!({})),
+    )
+    .await
+    .expect("create job");
+    // Status writes are at most one a second; polling faster sees each of them.
+    let nis = node_images(&client);
+    let mut seen: Vec<i64> = Vec::new();
+    let deadline = std::time::Instant::now() + Duration::from_secs(300);
+    let last = loop {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{full} not done within 300 s; progress seen {seen:?}"
+        );
+        let st = match nis.get(&node).await {
+            Ok(ni) => tag_status(&ni, &full),
+            // Transient API errors: the next round retries.
+            Err(_) => None,
+        };
+        if let Some(st) = st {
+            let p = st["progress"].as_i64().unwrap_or(0);
+            if seen.last() != Some(&p) {
+                seen.push(p);
+            }
+            if st["phase"] == "Succeeded" || st["phase"] == "Failed" {
+                break st;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    println!("progress values seen: {seen:?}");
+    assert_eq!(last["phase"], "Succeeded", "{last}");
+    assert_eq!(last["progress"], 100, "{last}");
+    assert!(
+        seen.iter().any(|p| *p > 0 && *p < 100),
+        "no intermediate progress seen: {seen:?}"
+    );
+    assert!(
+        seen.windows(2).all(|w| w[0] <= w[1]),
+        "progress went back: {seen:?}"
+    );
+    ns.delete().await.expect("delete ns");
+    cri::remove_image(&full).expect("remove the big image");
+}
+
 /// The node's NodeImage exists with the node's labels; once a job is deleted, its tag leaves the
 /// NodeImage spec (the manager drops tags whose owners are gone).
 #[tokio::test]
 async fn node_image_follows_node_and_drops_orphan_tags() {
+    let _pulls = PULLS.read().await;
     let client = client().await.expect("cluster");
     let ns = TestNamespace::create(&client, "e2e-ni-orphan")
         .await
@@ -401,6 +467,7 @@ async fn node_image_follows_node_and_drops_orphan_tags() {
 /// An ImageListPullJob creates one ImagePullJob per image and aggregates their results.
 #[tokio::test]
 async fn image_list_pull_job_fans_out_and_aggregates() {
+    let _pulls = PULLS.read().await;
     let client = client().await.expect("cluster");
     let ns = TestNamespace::create(&client, "e2e-ilpj")
         .await
@@ -454,6 +521,7 @@ async fn image_list_pull_job_fans_out_and_aggregates() {
 /// ImagePullJob (named `<update revision>-<container>`) for the new image on the Pods' nodes.
 #[tokio::test]
 async fn cloneset_image_change_predownloads_first() {
+    let _pulls = PULLS.read().await;
     let client = client().await.expect("cluster");
     let ns = TestNamespace::create(&client, "e2e-ipj-predl")
         .await

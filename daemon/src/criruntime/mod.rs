@@ -125,6 +125,8 @@ pub struct ExecOutput {
 /// A connected CRI runtime. Cheap to clone: the gRPC channel is shared.
 #[derive(Clone, Debug)]
 pub struct CriClient {
+    /// The runtime's socket also serves its native API (containerd's content service).
+    channel: Channel,
     runtime: RuntimeServiceClient<Channel>,
     image: ImageServiceClient<Channel>,
     socket: PathBuf,
@@ -179,7 +181,8 @@ impl CriClient {
             })?;
         let mut runtime =
             RuntimeServiceClient::new(channel.clone()).max_decoding_message_size(MAX_MESSAGE_SIZE);
-        let image = ImageServiceClient::new(channel).max_decoding_message_size(MAX_MESSAGE_SIZE);
+        let image =
+            ImageServiceClient::new(channel.clone()).max_decoding_message_size(MAX_MESSAGE_SIZE);
         let version = runtime
             .version(with_timeout(
                 cri::VersionRequest {
@@ -201,6 +204,7 @@ impl CriClient {
             "connected to CRI runtime"
         );
         Ok(CriClient {
+            channel,
             runtime,
             image,
             socket: path.to_path_buf(),
@@ -220,6 +224,11 @@ impl CriClient {
 
     pub fn runtime_version(&self) -> &str {
         &self.runtime_version
+    }
+
+    /// The connection to the runtime's socket, for its non-CRI services.
+    pub fn channel(&self) -> Channel {
+        self.channel.clone()
     }
 
     /// The raw RuntimeService client, for calls this wrapper does not cover (integration tests

@@ -2,10 +2,13 @@
 //! written back to the NodeImage.
 
 pub mod keyring;
+pub mod progress;
 pub mod status;
 
 use std::collections::{BTreeMap, HashMap};
+use std::future::Future;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
@@ -124,6 +127,26 @@ struct Ctx {
     limit: Option<Arc<Semaphore>>,
     metrics: Metrics,
     events: Events,
+    /// containerd's content service, for progress; `None` on other runtimes.
+    content: Option<progress::ContentClient>,
+    /// Pulls running now: progress is only attributed while there is one.
+    active_pulls: Arc<AtomicUsize>,
+}
+
+/// Counts a running pull for as long as it lives.
+struct ActivePull(Arc<AtomicUsize>);
+
+impl ActivePull {
+    fn enter(n: &Arc<AtomicUsize>) -> Self {
+        n.fetch_add(1, Ordering::SeqCst);
+        ActivePull(n.clone())
+    }
+}
+
+impl Drop for ActivePull {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 impl Ctx {
@@ -154,7 +177,10 @@ pub async fn run(
     shutdown: CancellationToken,
 ) -> Result<(), Error> {
     let api: Api<NodeImage> = Api::all(client.clone());
+    let content = progress::ContentClient::for_runtime(&cri);
     let ctx = Ctx {
+        content,
+        active_pulls: Arc::default(),
         cri,
         secrets: SecretCache {
             client,
@@ -236,7 +262,11 @@ pub async fn run(
         if obj.status.as_ref() == Some(&new_status) {
             continue;
         }
-        if last_write.is_some_and(|t| t.elapsed() < MIN_WRITE_INTERVAL) {
+        // A tag that just finished is written at once: progress writes must not delay the
+        // Succeeded an ImagePullJob waits for. Each tag finishes once, so this stays bounded.
+        if last_write.is_some_and(|t| t.elapsed() < MIN_WRITE_INTERVAL)
+            && !status::more_finished(obj.status.as_ref(), &new_status)
+        {
             wait = MIN_WRITE_INTERVAL;
             continue;
         }
@@ -418,7 +448,13 @@ async fn worker(
                 tracing::info!(image = %full, "pull cancelled");
                 return;
             }
-            r = pull_once(&ctx.cri, &full, !always, &auths, &labels, &annotations, this_timeout) => r,
+            r = with_progress(
+                &ctx,
+                &image,
+                &mut st,
+                &cancel,
+                pull_once(&ctx.cri, &full, !always, &auths, &labels, &annotations, this_timeout),
+            ) => r,
         };
         match res {
             Ok(image_id) => {
@@ -462,6 +498,53 @@ async fn worker(
             .emit(owner, true, "PullImageFailed", "PullImage", note.clone());
     }
     ctx.set_status(&image, st, &cancel).await;
+}
+
+/// Runs one pull attempt and, on containerd, raises `st.progress` from the runtime's ingests
+/// about once a second while it runs (the sync loop throttles the status writes).
+async fn with_progress(
+    ctx: &Ctx,
+    image: &str,
+    st: &mut ImageTagStatus,
+    cancel: &CancellationToken,
+    pull: impl Future<Output = Result<String, String>>,
+) -> Result<String, String> {
+    let _active = ActivePull::enter(&ctx.active_pulls);
+    let Some(content) = ctx.content.clone() else {
+        return pull.await;
+    };
+    // What is in flight before the pull starts belongs to someone else.
+    let baseline = match content.ingests().await {
+        Ok(b) => b,
+        Err(e) => {
+            tracing::debug!(error = %e, "containerd content service unavailable: no pull progress");
+            return pull.await;
+        }
+    };
+    let mut tracker = progress::Tracker::new(&baseline);
+    let mut tick = tokio::time::interval(progress::POLL_INTERVAL);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    tick.tick().await;
+    tokio::pin!(pull);
+    loop {
+        tokio::select! {
+            r = &mut pull => return r,
+            _ = tick.tick() => {
+                if ctx.active_pulls.load(Ordering::SeqCst) != 1 {
+                    continue;
+                }
+                match content.ingests().await {
+                    Ok(list) => {
+                        if let Some(p) = tracker.observe(&list).filter(|p| *p > st.progress) {
+                            st.progress = p;
+                            ctx.set_status(image, st.clone(), cancel).await;
+                        }
+                    }
+                    Err(e) => tracing::debug!(error = %e, "cannot list containerd ingests"),
+                }
+            }
+        }
+    }
 }
 
 /// One attempt: skip if present (unless Always), else pull with each matching credential, then

@@ -115,9 +115,34 @@ pub fn in_progress(spec: &NodeImageSpec, status: &NodeImageStatus) -> bool {
     })
 }
 
+/// Whether `new` has more finished (Succeeded or Failed) tags than `old`.
+pub fn more_finished(old: Option<&NodeImageStatus>, new: &NodeImageStatus) -> bool {
+    let done = |s: &NodeImageStatus| s.succeeded + s.failed;
+    new.succeeded + new.failed > old.map(done).unwrap_or(0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn finishing_a_tag_is_more_finished() {
+        let pulling = NodeImageStatus {
+            desired: 2,
+            pulling: 2,
+            ..Default::default()
+        };
+        let one_done = NodeImageStatus {
+            desired: 2,
+            pulling: 1,
+            succeeded: 1,
+            ..Default::default()
+        };
+        assert!(more_finished(Some(&pulling), &one_done));
+        assert!(more_finished(None, &one_done));
+        assert!(!more_finished(Some(&one_done), &one_done));
+        assert!(!more_finished(Some(&pulling), &pulling));
+    }
     use crate::apitypes::{ImageSpec, ImageTagPullPolicy};
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
