@@ -76,9 +76,28 @@ uninstall: ## remove Kruise-rs and everything it created
 	hack/install.sh uninstall
 
 .PHONY: bench
-bench: cluster-up ## rollout benchmark (in-place vs recreate vs Deployment vs bare Pods); appends to BENCHMARKS.md
+bench: bench-scale bench-node cluster-up ## every benchmark; the rollout one (in-place vs recreate vs Deployment vs bare Pods, 3 interleaved runs, release manager); appends to BENCHMARKS.md
+	hack/dev-up.sh down
+	KRUISE_PROFILE=release hack/dev-up.sh
+	$(CARGO) run --release -p kruise-e2e --bin kruise-bench -- --runs 3 --append BENCHMARKS.md
+	hack/dev-up.sh down
+
+.PHONY: bench-scale
+bench-scale: ## controller at scale: 1,000 and 5,000 Pods on kwok nodes, manager vs. floor, RSS, CPU; appends to BENCHMARKS.md
+	hack/bench-scale.sh --append BENCHMARKS.md
+
+# The daemon pull bench starts its own release daemon (the dev-mode manager keeps running for its
+# NodeImage webhook), so the dev-mode daemon is stopped for it and started again after.
+.PHONY: bench-node
+bench-node: cluster-up ## live-view render at 1,000 Pods, CLI first status line, daemon pull vs direct CRI; appends to BENCHMARKS.md
+	$(CARGO) build --release -p kubectl-kruise -p kruise-daemon
+	$(CARGO) build -p kruise-e2e --bin kruise-daemon-bench
+	$${CARGO_TARGET_DIR:-target}/release/kubectl-kruise __bench-tui --append BENCHMARKS.md
 	hack/dev-up.sh
-	$(CARGO) run -p kruise-e2e --bin kruise-bench -- --append BENCHMARKS.md
+	KRUISE_SKIP_BUILD=1 hack/bench-cli.sh --append BENCHMARKS.md
+	source hack/lib.sh && stop kruise-daemon 15
+	$${CARGO_TARGET_DIR:-target}/debug/kruise-daemon-bench --append BENCHMARKS.md
+	KRUISE_SKIP_BUILD=1 hack/dev-up.sh
 
 .PHONY: demo
 demo: ## fresh machine to a live in-place rollout: cluster, Kruise-rs in cluster, demo CloneSet

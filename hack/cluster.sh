@@ -20,54 +20,8 @@ need_root() {
 }
 
 # ---------------------------------------------------------------------------------------------
-# Certificates: one CA signs every serving and client certificate of the cluster.
-
-cert() { # name CN O SANs(comma list or "") kind(server|client|both)
-  local name=$1 cn=$2 org=$3 sans=$4 kind=$5 ext="$KRS_PKI/$1.ext"
-  [ -f "$KRS_PKI/$name.crt" ] && return 0
-  {
-    echo "basicConstraints=CA:FALSE"
-    echo "keyUsage=critical,digitalSignature,keyEncipherment"
-    case $kind in
-      server) echo "extendedKeyUsage=serverAuth" ;;
-      client) echo "extendedKeyUsage=clientAuth" ;;
-      both) echo "extendedKeyUsage=serverAuth,clientAuth" ;;
-    esac
-    [ -n "$sans" ] && echo "subjectAltName=$sans"
-  } >"$ext"
-  local subj="/CN=$cn"
-  [ -n "$org" ] && subj="/O=$org$subj"
-  openssl ecparam -name prime256v1 -genkey -noout -out "$KRS_PKI/$name.key" 2>/dev/null
-  openssl req -new -key "$KRS_PKI/$name.key" -subj "$subj" -out "$KRS_PKI/$name.csr" 2>/dev/null
-  openssl x509 -req -in "$KRS_PKI/$name.csr" -CA "$KRS_PKI/ca.crt" -CAkey "$KRS_PKI/ca.key" \
-    -CAcreateserial -days 365 -extfile "$ext" -out "$KRS_PKI/$name.crt" 2>/dev/null
-  rm -f "$KRS_PKI/$name.csr" "$ext"
-}
-
-kubeconfig() { # file user-cert-name
-  local file=$1 user=$2
-  cat >"$file" <<EOF
-apiVersion: v1
-kind: Config
-clusters:
-- name: kruise-local
-  cluster:
-    server: https://127.0.0.1:6443
-    certificate-authority-data: $(base64 -w0 <"$KRS_PKI/ca.crt")
-users:
-- name: $user
-  user:
-    client-certificate-data: $(base64 -w0 <"$KRS_PKI/$user.crt")
-    client-key-data: $(base64 -w0 <"$KRS_PKI/$user.key")
-contexts:
-- name: kruise-local
-  context:
-    cluster: kruise-local
-    user: $user
-current-context: kruise-local
-EOF
-  chmod 600 "$file"
-}
+# Certificates: one CA signs every serving and client certificate of the cluster (cert and
+# kubeconfig live in lib.sh, shared with hack/scale-cluster.sh).
 
 make_pki() {
   local ip=$1

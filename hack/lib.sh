@@ -53,7 +53,9 @@ start() {
   if pid_alive "$name"; then
     return 0
   fi
-  setsid "$@" >>"$KRS_LOGS/$name.log" 2>&1 </dev/null &
+  # Descriptors 3-9 are closed: a daemon must not inherit, say, the lock of a script that ran
+  # `flock LOCK hack/cluster.sh up`, or that lock would be held for the cluster's whole life.
+  setsid "$@" >>"$KRS_LOGS/$name.log" 2>&1 </dev/null 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&- &
   echo $! >"$KRS_PIDS/$name.pid"
 }
 
@@ -121,4 +123,54 @@ go_build_progress() {
     fi
   done || status=$?
   return "$status"
+}
+
+# Certificates of a cluster: one CA in $KRS_PKI signs every serving and client certificate.
+# cert NAME CN O SANS KIND: creates $KRS_PKI/NAME.{crt,key} unless it exists.
+
+cert() { # name CN O SANs(comma list or "") kind(server|client|both)
+  local name=$1 cn=$2 org=$3 sans=$4 kind=$5 ext="$KRS_PKI/$1.ext"
+  [ -f "$KRS_PKI/$name.crt" ] && return 0
+  {
+    echo "basicConstraints=CA:FALSE"
+    echo "keyUsage=critical,digitalSignature,keyEncipherment"
+    case $kind in
+      server) echo "extendedKeyUsage=serverAuth" ;;
+      client) echo "extendedKeyUsage=clientAuth" ;;
+      both) echo "extendedKeyUsage=serverAuth,clientAuth" ;;
+    esac
+    [ -n "$sans" ] && echo "subjectAltName=$sans"
+  } >"$ext"
+  local subj="/CN=$cn"
+  [ -n "$org" ] && subj="/O=$org$subj"
+  openssl ecparam -name prime256v1 -genkey -noout -out "$KRS_PKI/$name.key" 2>/dev/null
+  openssl req -new -key "$KRS_PKI/$name.key" -subj "$subj" -out "$KRS_PKI/$name.csr" 2>/dev/null
+  openssl x509 -req -in "$KRS_PKI/$name.csr" -CA "$KRS_PKI/ca.crt" -CAkey "$KRS_PKI/ca.key" \
+    -CAcreateserial -days 365 -extfile "$ext" -out "$KRS_PKI/$name.crt" 2>/dev/null
+  rm -f "$KRS_PKI/$name.csr" "$ext"
+}
+
+kubeconfig() { # file user-cert-name
+  local file=$1 user=$2
+  cat >"$file" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: ${KRS_CLUSTER_NAME:-kruise-local}
+  cluster:
+    server: ${KRS_APISERVER_URL:-https://127.0.0.1:6443}
+    certificate-authority-data: $(base64 -w0 <"$KRS_PKI/ca.crt")
+users:
+- name: $user
+  user:
+    client-certificate-data: $(base64 -w0 <"$KRS_PKI/$user.crt")
+    client-key-data: $(base64 -w0 <"$KRS_PKI/$user.key")
+contexts:
+- name: ${KRS_CLUSTER_NAME:-kruise-local}
+  context:
+    cluster: ${KRS_CLUSTER_NAME:-kruise-local}
+    user: $user
+current-context: ${KRS_CLUSTER_NAME:-kruise-local}
+EOF
+  chmod 600 "$file"
 }

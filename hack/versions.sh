@@ -2,6 +2,8 @@
 # Pinned versions of the local cluster, sourced by the hack/ scripts. Keep in step with tools/*/go.mod.
 K8S_VERSION=v1.34.4
 ETCD_VERSION=v3.6.16
+# Simulated nodes of the scale benchmark only (hack/build-kwok.sh); tools/kwok/go.mod pins it too.
+KWOK_VERSION=v0.8.0
 KRS_CACHE=${KRS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kruise-rs}
 KRS_BIN_DIR="$KRS_CACHE/k8s-${K8S_VERSION}-etcd-${ETCD_VERSION}/bin"
-export K8S_VERSION ETCD_VERSION KRS_CACHE KRS_BIN_DIR
+export K8S_VERSION ETCD_VERSION KWOK_VERSION KRS_CACHE KRS_BIN_DIR

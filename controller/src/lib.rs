@@ -11,5 +11,6 @@ pub mod metrics;
 pub mod nodeimage;
 pub mod podcache;
 pub mod podreadiness;
+pub mod ratelimit;
 pub mod revision;
 pub mod server;

@@ -14,7 +14,7 @@ use kruise_manager::leader::{self, LeaseSettings};
 use kruise_manager::metrics::Metrics;
 use kruise_manager::podcache::PodCache;
 use kruise_manager::server::{self, Health};
-use kruise_manager::{crr, imagepulljob, launchpriority, nodeimage, podreadiness};
+use kruise_manager::{crr, imagepulljob, launchpriority, nodeimage, podreadiness, ratelimit};
 use kube::Client;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use tokio_util::sync::CancellationToken;
@@ -76,6 +76,12 @@ struct Args {
     /// Log as JSON lines.
     #[arg(long)]
     log_json: bool,
+    /// Client-side limit of API requests per second (client-go's --kube-api-qps); 0: no limit.
+    #[arg(long, default_value_t = 0.0)]
+    kube_api_qps: f32,
+    /// Requests allowed at once above --kube-api-qps (client-go's --kube-api-burst).
+    #[arg(long, default_value_t = 0)]
+    kube_api_burst: u32,
 }
 
 fn init_tracing(json: bool) {
@@ -90,8 +96,10 @@ fn init_tracing(json: bool) {
 
 async fn client(args: &Args) -> anyhow::Result<Client> {
     let Some(path) = &args.kubeconfig else {
-        return Client::try_default()
+        let cfg = kube::Config::infer()
             .await
+            .context("inferring the Kubernetes client configuration")?;
+        return ratelimit::client(cfg, args.kube_api_qps, args.kube_api_burst)
             .context("building the Kubernetes client");
     };
     let kc = Kubeconfig::read_from(path).with_context(|| format!("reading {}", path.display()))?;
@@ -102,7 +110,8 @@ async fn client(args: &Args) -> anyhow::Result<Client> {
     let cfg = kube::Config::from_custom_kubeconfig(kc, &opts)
         .await
         .context("loading kubeconfig")?;
-    Client::try_from(cfg).context("building the Kubernetes client")
+    ratelimit::client(cfg, args.kube_api_qps, args.kube_api_burst)
+        .context("building the Kubernetes client")
 }
 
 /// Cancels `token` on SIGTERM or Ctrl-C.

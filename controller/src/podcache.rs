@@ -10,7 +10,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::runtime::WatchStreamExt;
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::watcher::{self, watcher};
-use kube::{Api, Client};
+use kube::{Api, Client, ResourceExt};
 use tokio::sync::{broadcast, watch};
 use tokio_util::sync::CancellationToken;
 
@@ -46,8 +46,11 @@ impl PodCache {
         };
         let sender = tx.clone();
         tokio::spawn(async move {
+            // managedFields are often the largest part of a Pod and no controller reads them;
+            // dropping them before the store keeps the cache (and its copies) small.
             let stream = watcher(api, watcher::Config::default())
                 .default_backoff()
+                .modify(|p: &mut Pod| p.managed_fields_mut().clear())
                 .reflect(writer);
             let mut stream = std::pin::pin!(stream);
             loop {

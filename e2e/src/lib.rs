@@ -208,6 +208,7 @@ pub fn container_status<'a>(
         .find(|c| c.name == container)
 }
 
+pub mod bench;
 pub mod cli;
 pub mod cloneset;
 pub mod cri;

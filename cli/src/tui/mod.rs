@@ -3,6 +3,7 @@
 //! `model` holds the state and key handling, `render` draws it (pure), and this module is the
 //! event loop: cluster watches and key presses in, actions out, a redraw only after a change.
 
+pub mod bench;
 pub mod model;
 pub mod render;
 

@@ -11,7 +11,11 @@ use std::time::{Duration, Instant};
 use futures::future::try_join_all;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Pod;
-use kruise_e2e::{TestNamespace, client, cloneset, container_status, image, pod_ready, wait_for};
+use kruise_api::keys;
+use kruise_e2e::bench::{append, machine, median, secs};
+use kruise_e2e::{
+    TestNamespace, client, cloneset, container_status, image, pod_condition, pod_ready, wait_for,
+};
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client, ResourceExt};
 use serde_json::json;
@@ -235,12 +239,101 @@ fn per_pod_latencies(history: &[(Instant, Pod)]) -> Vec<Duration> {
     done.into_values().collect()
 }
 
-fn median(v: &mut [Duration]) -> Duration {
-    v.sort();
-    if v.is_empty() {
-        return Duration::ZERO;
+/// Where the time of an in-place rollout goes, from the same watch: how long until the
+/// manager had patched every Pod, and per Pod the kubelet restarting the container (patch →
+/// new container running), the manager noticing (running → InPlaceUpdateReady True), and the
+/// kubelet folding the readiness gate into Ready (InPlaceUpdateReady True → Ready).
+#[derive(Default)]
+struct Phases {
+    dispatch: Vec<Duration>,
+    restart: Vec<Duration>,
+    notice: Vec<Duration>,
+    gate: Vec<Duration>,
+}
+
+impl Phases {
+    fn add(&mut self, start: Instant, history: &[(Instant, Pod)]) {
+        let want = image("testapp", "v2");
+        #[derive(Default)]
+        struct Seen {
+            patched: Option<Instant>,
+            running: Option<Instant>,
+            gate_true: Option<Instant>,
+            ready: Option<Instant>,
+        }
+        let mut pods: BTreeMap<String, Seen> = BTreeMap::new();
+        for (at, p) in history {
+            let s = pods.entry(p.uid().unwrap_or_default()).or_default();
+            let spec_new = p.spec.as_ref().is_some_and(|sp| {
+                sp.containers
+                    .iter()
+                    .any(|c| c.image.as_deref() == Some(want.as_str()))
+            });
+            if spec_new && s.patched.is_none() {
+                s.patched = Some(*at);
+            }
+            let running = container_status(p, "app").is_some_and(|c| {
+                c.image == want && c.state.as_ref().is_some_and(|st| st.running.is_some())
+            });
+            if s.patched.is_some() && running && s.running.is_none() {
+                s.running = Some(*at);
+            }
+            let gate = pod_condition(p, keys::INPLACE_UPDATE_READY) == Some("True");
+            if s.running.is_some() && gate && s.gate_true.is_none() {
+                s.gate_true = Some(*at);
+            }
+            if s.gate_true.is_some() && pod_ready(p) && s.ready.is_none() {
+                s.ready = Some(*at);
+            }
+        }
+        let last_patch = pods.values().filter_map(|s| s.patched).max();
+        if let Some(t) = last_patch {
+            self.dispatch.push(t.duration_since(start));
+        }
+        for s in pods.values() {
+            if let (Some(a), Some(b)) = (s.patched, s.running) {
+                self.restart.push(b.duration_since(a));
+            }
+            if let (Some(a), Some(b)) = (s.running, s.gate_true) {
+                self.notice.push(b.duration_since(a));
+            }
+            if let (Some(a), Some(b)) = (s.gate_true, s.ready) {
+                self.gate.push(b.duration_since(a));
+            }
+        }
     }
-    v[v.len() / 2]
+
+    fn table(&mut self) -> String {
+        let row = |what: &str, v: &mut Vec<Duration>| {
+            let max = v.iter().max().copied().unwrap_or_default();
+            format!(
+                "| {what} | {} | {} | {} |\n",
+                secs(median(v)),
+                secs(max),
+                v.len()
+            )
+        };
+        let mut out = String::from(
+            "\nWhere (a)'s time goes (from a watch of its Pods):\n\n| phase | median s | max s | samples |\n|---|---|---|---|\n",
+        );
+        out.push_str(&row(
+            "template change → last Pod patched (manager)",
+            &mut self.dispatch,
+        ));
+        out.push_str(&row(
+            "patch → new container running (kubelet)",
+            &mut self.restart,
+        ));
+        out.push_str(&row(
+            "running → InPlaceUpdateReady True (manager)",
+            &mut self.notice,
+        ));
+        out.push_str(&row(
+            "InPlaceUpdateReady True → Ready (kubelet)",
+            &mut self.gate,
+        ));
+        out
+    }
 }
 
 async fn one_run(
@@ -248,6 +341,7 @@ async fn one_run(
     v: Variant,
     n: i32,
     run: usize,
+    phases: &mut Phases,
 ) -> kruise_e2e::Result<(Duration, Vec<Duration>)> {
     let ns = TestNamespace::create(client, "bench").await?;
     let name = format!("bench-{run}");
@@ -258,7 +352,11 @@ async fn one_run(
     update(client, &ns.name, v, &name).await?;
     wait_all_on(&pods, &name, n as usize, "v2").await?;
     let took = start.elapsed();
-    let lat = per_pod_latencies(&watch.history());
+    let history = watch.history();
+    let lat = per_pod_latencies(&history);
+    if v == Variant::InPlace {
+        phases.add(start, &history);
+    }
     drop(watch);
     ns.delete().await?;
     Ok((took, lat))
@@ -325,10 +423,6 @@ async fn prepull(client: &Client) -> kruise_e2e::Result<()> {
     ns.delete().await
 }
 
-fn secs(d: Duration) -> String {
-    format!("{:.2}", d.as_secs_f64())
-}
-
 #[tokio::main]
 async fn main() {
     let args = match parse_args() {
@@ -349,9 +443,10 @@ async fn run(args: Args) -> kruise_e2e::Result<()> {
     prepull(&client).await?;
     let mut times: BTreeMap<Variant, Vec<Duration>> = BTreeMap::new();
     let mut latencies: Vec<Duration> = Vec::new();
+    let mut phases = Phases::default();
     for run in 0..args.runs {
         for v in Variant::ALL {
-            let (took, lat) = one_run(&client, v, args.pods, run).await?;
+            let (took, lat) = one_run(&client, v, args.pods, run, &mut phases).await?;
             eprintln!("run {} {}: {}s", run + 1, v.label(), secs(took));
             times.entry(v).or_default().push(took);
             if v == Variant::InPlace {
@@ -366,7 +461,10 @@ async fn run(args: Args) -> kruise_e2e::Result<()> {
         "\n## Rollout of {} Pods, one image change ({} runs each, interleaved, medians)\n\n",
         args.pods, args.runs
     ));
-    out.push_str(&format!("Machine: {}\n\n", machine()));
+    out.push_str(&format!(
+        "Machine: {}, local cluster (Kubernetes v1.34.4, containerd)\n\n",
+        machine()
+    ));
     out.push_str("| variant | median s | runs s |\n|---|---|---|\n");
     for v in Variant::ALL {
         let runs: Vec<String> = times[&v].iter().map(|d| secs(*d)).collect();
@@ -389,35 +487,10 @@ async fn run(args: Args) -> kruise_e2e::Result<()> {
         secs(max),
         lat.len()
     ));
+    out.push_str(&phases.table());
     print!("{out}");
     if let Some(path) = args.append {
-        use std::io::Write;
-        let mut f = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)?;
-        f.write_all(out.as_bytes())?;
+        append(&path, &out)?;
     }
     Ok(())
-}
-
-fn machine() -> String {
-    let cores = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(0);
-    let mem = std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|m| {
-            m.lines()
-                .next()
-                .map(|l| l.split_whitespace().nth(1).unwrap_or("0").to_string())
-        })
-        .and_then(|kb| kb.parse::<u64>().ok())
-        .map(|kb| format!("{} GiB", kb / 1024 / 1024))
-        .unwrap_or_default();
-    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-    format!(
-        "{cores} cores, {mem}, Linux {}, local cluster (Kubernetes v1.34.4, containerd)",
-        kernel.trim()
-    )
 }

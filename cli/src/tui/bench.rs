@@ -1,0 +1,375 @@
+//! Live-view cost at scale, without a cluster: a CloneSet with 1,000 Pods in mixed in-place
+//! states, built from real `Pod` objects the way the event loop builds its model, then drawn
+//! into a ratatui `TestBackend` again and again. Hidden command, run it from a release build:
+//!
+//! `kubectl-kruise __bench-tui [--pods N] [--iterations N] [--append FILE]`
+//!
+//! Prints a markdown table (median and p99 per frame, and per model rebuild).
+
+use super::model::LiveModel;
+use super::{ViewCache, relevant_events, render};
+use crate::view::RolloutView;
+use crate::watch::{self, Cache};
+use k8s_openapi::api::core::v1::{Event as K8sEvent, Pod};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use serde_json::json;
+use std::time::{Duration, Instant};
+
+const OLD_REV: &str = "web-6b8c9d7f5";
+const NEW_REV: &str = "web-7d4f8b9c6";
+const SIZES: [(u16, u16); 2] = [(120, 40), (200, 60)];
+const USAGE: &str = "usage: kubectl-kruise __bench-tui [--pods N] [--iterations N] [--append FILE]";
+
+struct Args {
+    pods: usize,
+    iterations: usize,
+    append: Option<String>,
+}
+
+fn parse(args: &[String]) -> Result<Args, String> {
+    let mut out = Args {
+        pods: 1000,
+        iterations: 2000,
+        append: None,
+    };
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let mut value = || it.next().cloned().ok_or(format!("{a} needs a value"));
+        match a.as_str() {
+            "--pods" => out.pods = value()?.parse().map_err(|e| format!("--pods: {e}"))?,
+            "--iterations" => {
+                out.iterations = value()?.parse().map_err(|e| format!("--iterations: {e}"))?
+            }
+            "--append" => out.append = Some(value()?),
+            "-h" | "--help" => return Err(USAGE.into()),
+            other => return Err(format!("unknown argument {other}\n{USAGE}")),
+        }
+    }
+    if out.pods == 0 || out.iterations == 0 {
+        return Err("--pods and --iterations must be at least 1".into());
+    }
+    Ok(out)
+}
+
+fn cloneset(replicas: usize) -> RolloutView {
+    let n = replicas as i64;
+    RolloutView::from_json(&json!({
+        "apiVersion": "apps.kruise.io/v1beta1", "kind": "CloneSet",
+        "metadata": {"name": "web", "namespace": "bench", "generation": 4, "uid": "cs-uid"},
+        "spec": {"replicas": n, "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {
+            "podUpdatePolicy": "InPlaceIfPossible", "partition": 0, "maxUnavailable": "20%",
+            "inPlaceUpdateStrategy": {"gracePeriodSeconds": 30}}}},
+        "status": {"observedGeneration": 4, "replicas": n, "readyReplicas": n * 3 / 4,
+                   "availableReplicas": n * 3 / 4, "updatedReplicas": n / 2,
+                   "updatedReadyReplicas": n / 4,
+                   "currentRevision": OLD_REV, "updateRevision": NEW_REV}
+    }))
+}
+
+/// Pod `i` of the CloneSet, in one of five states: old revision, updated and done, first batch
+/// patched with the runtime still on the old image, in its grace period, terminating.
+fn pod(i: usize, resource_version: u64) -> Result<Pod, serde_json::Error> {
+    let state = i % 5;
+    let updated = matches!(state, 1..=3);
+    let app = if matches!(state, 1 | 2) {
+        "127.0.0.1:5000/kruise-rs/testapp:v2"
+    } else {
+        "127.0.0.1:5000/kruise-rs/testapp:v1"
+    };
+    // The runtime lags the spec while a batch is in flight.
+    let app_status = if state == 2 {
+        "127.0.0.1:5000/kruise-rs/testapp:v1"
+    } else {
+        app
+    };
+    let in_flight = matches!(state, 2 | 3);
+    let mut annotations = serde_json::Map::new();
+    if matches!(state, 1 | 2) {
+        let mut st = json!({
+            "revision": NEW_REV, "updateTimestamp": "2026-01-01T11:59:30Z",
+            "lastContainerStatuses": {"app": {"imageID": "sha256:0123456789abcdef"}},
+            "updateImages": true,
+            "containerBatchesRecord": [{"timestamp": "2026-01-01T11:59:30Z", "containers": ["app"]}]
+        });
+        if state == 2 {
+            st["nextContainerImages"] = json!({"sidecar": "127.0.0.1:5000/kruise-rs/sidecar:v2"});
+            st["preCheckBeforeNext"] = json!({"containersRequiredReady": ["app"]});
+        }
+        annotations.insert(
+            "apps.kruise.io/inplace-update-state".into(),
+            json!(st.to_string()),
+        );
+    }
+    if state == 3 {
+        let grace = json!({"revision": NEW_REV, "containerImages": {"app": "127.0.0.1:5000/kruise-rs/testapp:v2"}, "graceSeconds": 30});
+        annotations.insert(
+            "apps.kruise.io/inplace-update-grace".into(),
+            json!(grace.to_string()),
+        );
+    }
+    let cond = |t: &str, ok: bool| json!({"type": t, "status": if ok {"True"} else {"False"}});
+    let mut metadata = json!({
+        "name": format!("web-{:05x}", i * 7919 % 0xfffff),
+        "namespace": "bench",
+        "uid": format!("pod-uid-{i}"),
+        "resourceVersion": resource_version.to_string(),
+        "labels": {
+            "app": "web",
+            "controller-revision-hash": if updated { NEW_REV } else { OLD_REV },
+            "lifecycle.apps.kruise.io/state": if in_flight { "Updating" } else { "Normal" },
+        },
+        "annotations": annotations,
+        "ownerReferences": [{"apiVersion": "apps.kruise.io/v1beta1", "kind": "CloneSet",
+                             "name": "web", "uid": "cs-uid", "controller": true}],
+    });
+    if state == 4 {
+        metadata["deletionTimestamp"] = json!("2026-01-01T11:59:55Z");
+    }
+    serde_json::from_value(json!({
+        "metadata": metadata,
+        "spec": {
+            "nodeName": format!("node-{}", i % 7 + 1),
+            "containers": [
+                {"name": "app", "image": app},
+                {"name": "sidecar", "image": "127.0.0.1:5000/kruise-rs/sidecar:v1"},
+            ]
+        },
+        "status": {
+            "phase": "Running",
+            "conditions": [cond("Ready", !in_flight), cond("InPlaceUpdateReady", !in_flight)],
+            "containerStatuses": [
+                {"name": "app", "image": app_status, "imageID": "", "ready": !in_flight,
+                 "restartCount": if updated { 1 } else { 0 }},
+                {"name": "sidecar", "image": "127.0.0.1:5000/kruise-rs/sidecar:v1", "imageID": "",
+                 "ready": true, "restartCount": 0},
+            ]
+        }
+    }))
+}
+
+fn events(n: usize) -> Result<Cache<K8sEvent>, serde_json::Error> {
+    let mut cache = Cache::default();
+    for i in 0..n {
+        let e: K8sEvent = serde_json::from_value(json!({
+            "metadata": {"name": format!("ev-{i}"), "namespace": "bench",
+                         "creationTimestamp": "2026-01-01T11:59:00Z"},
+            "involvedObject": {"kind": "Pod", "name": format!("web-{:05x}", i * 7919 % 0xfffff)},
+            "reason": "Pulled", "type": "Normal",
+            "message": "Container image \"127.0.0.1:5000/kruise-rs/testapp:v2\" already present on machine",
+            "lastTimestamp": format!("2026-01-01T11:{:02}:{:02}Z", 30 + i % 29, i % 60),
+        }))?;
+        cache.items.insert(format!("ev-{i}"), e);
+    }
+    Ok(cache)
+}
+
+/// What the event loop does on a Pod event: views (cached by resourceVersion), sort, events.
+fn rebuild(model: &mut LiveModel, pods: &Cache<Pod>, views: &mut ViewCache, evs: &Cache<K8sEvent>) {
+    model.set_pods(
+        watch::owned(pods, Some("cs-uid"))
+            .map(|p| views.get(p))
+            .collect(),
+    );
+    model.events = relevant_events(evs, "web", &model.pods);
+}
+
+struct Stats {
+    median: Duration,
+    p99: Duration,
+    max: Duration,
+    n: usize,
+}
+
+fn stats(mut v: Vec<Duration>) -> Stats {
+    v.sort();
+    let at = |q: f64| v[((v.len() as f64 * q).ceil() as usize).clamp(1, v.len()) - 1];
+    Stats {
+        median: at(0.5),
+        p99: at(0.99),
+        max: v[v.len() - 1],
+        n: v.len(),
+    }
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.3}", d.as_secs_f64() * 1000.0)
+}
+
+fn machine() -> String {
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(0);
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    format!(
+        "{cores} cores, Linux {}, {} build",
+        kernel.trim(),
+        if cfg!(debug_assertions) {
+            "debug"
+        } else {
+            "release"
+        }
+    )
+}
+
+fn bench(args: &Args) -> Result<String, String> {
+    let n = args.pods;
+    let iters = args.iterations;
+    let json_err = |e: serde_json::Error| format!("building a test object: {e}");
+    let mut pods: Cache<Pod> = Cache::default();
+    for i in 0..n {
+        let p = pod(i, 1).map_err(json_err)?;
+        pods.items
+            .insert(p.metadata.name.clone().unwrap_or_default(), p);
+    }
+    let evs = events(200).map_err(json_err)?;
+    let now: jiff::Timestamp = "2026-01-01T12:00:00Z"
+        .parse()
+        .map_err(|e| format!("timestamp: {e}"))?;
+    let new_model = || {
+        let mut m = LiveModel::new("cloneset/web", "bench", now, true);
+        m.connected = true;
+        m.rollout = Some(cloneset(n));
+        m
+    };
+
+    // Cold: every Pod parsed (first list, or a restart of the view).
+    let mut cold = Vec::new();
+    for _ in 0..iters.clamp(1, 50) {
+        let mut views = ViewCache::default();
+        let mut m = new_model();
+        let t = Instant::now();
+        rebuild(&mut m, &pods, &mut views, &evs);
+        cold.push(t.elapsed());
+    }
+    // Per Pod event: one Pod changed (new resourceVersion), the rest come from the cache.
+    let mut views = ViewCache::default();
+    let mut model = new_model();
+    rebuild(&mut model, &pods, &mut views, &evs);
+    let names: Vec<String> = pods.items.keys().cloned().collect();
+    let mut warm = Vec::with_capacity(iters);
+    for k in 0..iters {
+        let i = k % n;
+        let p = pod(i, 2 + k as u64).map_err(json_err)?;
+        pods.items.insert(names[i].clone(), p);
+        let t = Instant::now();
+        rebuild(&mut model, &pods, &mut views, &evs);
+        warm.push(t.elapsed());
+    }
+    let mut rows = vec![
+        (
+            format!("model from {n} Pod objects, cold (every Pod parsed)"),
+            stats(cold),
+        ),
+        (
+            format!("model rebuild per Pod event ({n} Pods, 1 changed)"),
+            stats(warm),
+        ),
+    ];
+
+    for (w, h) in SIZES {
+        let mut term =
+            Terminal::new(TestBackend::new(w, h)).map_err(|e| format!("terminal: {e}"))?;
+        let area = ratatui::layout::Rect::new(0, 0, w, h);
+        let mut m = model.clone();
+        m.page = render::table_rows(area);
+        let down = KeyEvent::new(KeyCode::Down, KeyModifiers::NONE);
+        let home = KeyEvent::new(KeyCode::Home, KeyModifiers::NONE);
+        let mut frames = Vec::with_capacity(iters);
+        for k in 0..iters + 20 {
+            // The cursor walks down the list so every frame differs, as while scrolling.
+            m.on_key(if m.selected + 1 >= n { home } else { down });
+            let t = Instant::now();
+            term.draw(|f| render::render(f, &m))
+                .map_err(|e| format!("draw: {e}"))?;
+            // The first frames warm caches and allocations.
+            if k >= 20 {
+                frames.push(t.elapsed());
+            }
+        }
+        rows.push((
+            format!("full frame render, {w}x{h}, {n} Pods, colour"),
+            stats(frames),
+        ));
+    }
+
+    let mut out = format!(
+        "\n## Live view (`rollout watch`) at {n} Pods, no cluster\n\nMachine: {}. \
+         `kubectl-kruise __bench-tui`: a CloneSet with {n} Pods (old revision, updated, mid-batch, \
+         in grace, terminating) built from Pod objects as the event loop does, drawn into a \
+         ratatui TestBackend.\n\n| what | median ms | p99 ms | max ms | samples |\n|---|---|---|---|---|\n",
+        machine()
+    );
+    for (label, s) in rows.drain(..) {
+        out.push_str(&format!(
+            "| {label} | {} | {} | {} | {} |\n",
+            ms(s.median),
+            ms(s.p99),
+            ms(s.max),
+            s.n
+        ));
+    }
+    Ok(out)
+}
+
+/// Entry point of the hidden `__bench-tui` command; returns the process exit code.
+pub fn main(args: &[String]) -> i32 {
+    let args = match parse(args) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("{e}");
+            return 2;
+        }
+    };
+    let out = match bench(&args) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return 1;
+        }
+    };
+    print!("{out}");
+    if let Some(path) = &args.append {
+        use std::io::Write;
+        let written = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .and_then(|mut f| f.write_all(out.as_bytes()));
+        if let Err(e) = written {
+            eprintln!("error: cannot append to {path}: {e}");
+            return 1;
+        }
+    }
+    0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::view::PodView;
+
+    #[test]
+    fn pods_have_every_state() {
+        let views: Vec<PodView> = (0..5)
+            .map(|i| PodView::from_pod(&pod(i, 1).expect("pod")))
+            .collect();
+        assert!(views[0].inplace.is_none() && views[0].revision == OLD_REV);
+        assert!(views[1].inplace.is_some() && !views[1].in_place_in_progress());
+        assert!(views[2].in_place_in_progress());
+        assert_eq!(views[3].inplace.as_ref().map(|i| i.grace_seconds), Some(30));
+        assert!(views[4].terminating);
+    }
+
+    #[test]
+    fn runs_small() {
+        let out = bench(&Args {
+            pods: 20,
+            iterations: 3,
+            append: None,
+        })
+        .expect("bench");
+        assert!(out.contains("full frame render, 200x60"), "{out}");
+    }
+}

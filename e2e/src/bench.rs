@@ -1,0 +1,105 @@
+//! Helpers of the benchmark binaries: medians, the machine a table was measured on, appending a
+//! table to BENCHMARKS.md, and a process's memory and CPU time from /proc.
+
+use std::time::Duration;
+
+/// The median (upper median for an even count); zero for no samples.
+pub fn median(v: &mut [Duration]) -> Duration {
+    v.sort();
+    v.get(v.len() / 2).copied().unwrap_or_default()
+}
+
+/// Seconds with two decimals.
+pub fn secs(d: Duration) -> String {
+    format!("{:.2}", d.as_secs_f64())
+}
+
+/// "N cores, M GiB, Linux <kernel>" of this machine.
+pub fn machine() -> String {
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(0);
+    let mem = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| meminfo_kib(&m, "MemTotal"))
+        .map(|kib| format!("{} GiB", kib / 1024 / 1024))
+        .unwrap_or_default();
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    format!("{cores} cores, {mem}, Linux {}", kernel.trim())
+}
+
+fn meminfo_kib(text: &str, key: &str) -> Option<u64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(key)?.strip_prefix(':'))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+}
+
+/// Appends `text` to the file at `path`, creating it if needed.
+pub fn append(path: &str, text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)?
+        .write_all(text.as_bytes())
+}
+
+/// Resident set size of process `pid` in KiB (VmRSS), if it still runs.
+pub fn rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    meminfo_kib(&status, "VmRSS")
+}
+
+/// Clock ticks per second of /proc/<pid>/stat times. USER_HZ is 100 on every Linux
+/// architecture we build for; asking `getconf` keeps it honest elsewhere.
+fn clock_ticks() -> f64 {
+    std::process::Command::new("getconf")
+        .arg("CLK_TCK")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .and_then(|s| s.trim().parse::<f64>().ok())
+        .filter(|t| *t > 0.0)
+        .unwrap_or(100.0)
+}
+
+/// CPU time (user + system) process `pid` has used so far.
+pub fn cpu_time(pid: u32) -> Option<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command name, which is in parentheses and may contain spaces.
+    let rest = stat.rsplit_once(')')?.1;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // utime and stime are fields 14 and 15 of stat(5); `rest` starts at field 3.
+    let utime: f64 = fields.get(11)?.parse().ok()?;
+    let stime: f64 = fields.get(12)?.parse().ok()?;
+    Some(Duration::from_secs_f64((utime + stime) / clock_ticks()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_of_odd_and_even() {
+        let s = Duration::from_secs;
+        assert_eq!(median(&mut [s(3), s(1), s(2)]), s(2));
+        assert_eq!(median(&mut [s(4), s(1), s(2), s(3)]), s(3));
+        assert_eq!(median(&mut []), Duration::ZERO);
+    }
+
+    #[test]
+    fn reads_this_process() {
+        let me = std::process::id();
+        assert!(rss_kib(me).is_some_and(|k| k > 0));
+        assert!(cpu_time(me).is_some());
+    }
+
+    #[test]
+    fn meminfo_line() {
+        assert_eq!(
+            meminfo_kib("VmPeak:\t 10 kB\nVmRSS:\t  2048 kB\n", "VmRSS"),
+            Some(2048)
+        );
+    }
+}

@@ -1,0 +1,779 @@
+//! Controller-at-scale benchmark on the scale cluster (hack/scale-cluster.sh: a control plane
+//! and kwok's fake nodes). For each size N: a CloneSet of N Pods (InPlaceIfPossible,
+//! maxUnavailable 100%) gets a new image, and we time how long kruise-manager takes to issue every
+//! in-place patch (a pod watch sees every Pod's spec on the new image) and to finish the rollout
+//! (status.updatedReadyReplicas == N). The floor: a minimal client sending the same two patches
+//! per Pod (the InPlaceUpdateReady=False status patch, then the guarded JSON patch of labels,
+//! the in-place state annotation and the image) to N bare Pods, through the same client rate
+//! limiter with the same QPS and burst. Manager and floor runs are interleaved; medians.
+//!
+//! The manager is started here, once per size (a fresh process, so RSS belongs to that size),
+//! from a release build; its PID file goes to .cluster/scale/pids so `hack/scale-cluster.sh down`
+//! stops it even if this program is killed.
+//!
+//! Usage: kruise-scale-bench [--sizes 1000,5000] [--runs 3] [--qps Q] [--burst B]
+//!        [--concurrency C] [--manager BIN] [--kubeconfig FILE] [--append FILE]
+
+use std::collections::HashSet;
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures::{StreamExt, TryStreamExt, stream};
+use k8s_openapi::api::core::v1::{Namespace, Pod};
+use kruise_e2e::bench::{self, median, secs};
+use kruise_e2e::{Error, Result, cloneset, wait_for};
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Api, Client, ResourceExt};
+use serde_json::json;
+
+const IMAGE_V1: &str = "kwok.local/kruise-rs/app:v1";
+const IMAGE_V2: &str = "kwok.local/kruise-rs/app:v2";
+/// Ports of the benchmark's manager; the local cluster's dev manager uses 9876/8080/8000.
+const WEBHOOK_PORT: u16 = 19876;
+const METRICS_ADDR: &str = "127.0.0.1:18080";
+const HEALTH_ADDR: &str = "127.0.0.1:18000";
+/// Requests the setup (creating and deleting bare Pods) keeps in flight; not measured.
+const SETUP_CONCURRENCY: usize = 64;
+
+struct Args {
+    sizes: Vec<usize>,
+    runs: usize,
+    qps: f32,
+    burst: u32,
+    concurrency: usize,
+    manager: PathBuf,
+    kubeconfig: PathBuf,
+    state: PathBuf,
+    append: Option<String>,
+}
+
+const USAGE: &str = "usage: kruise-scale-bench [--sizes 1000,5000] [--runs 3] [--qps Q] [--burst B] \
+[--concurrency C] [--manager BIN] [--kubeconfig FILE] [--append FILE]";
+
+fn parse_args() -> std::result::Result<Args, String> {
+    let root = kruise_e2e::repo_root();
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target"));
+    let state = root.join(".cluster/scale");
+    let mut args = Args {
+        sizes: vec![1000, 5000],
+        runs: 3,
+        qps: 0.0,
+        burst: 0,
+        concurrency: 32,
+        manager: target.join("release/kruise-manager"),
+        kubeconfig: state.join("kubeconfig"),
+        state,
+        append: None,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(a) = it.next() {
+        let mut value = || it.next().ok_or(format!("{a} needs a value"));
+        match a.as_str() {
+            "--sizes" => {
+                args.sizes = value()?
+                    .split(',')
+                    .map(|s| s.trim().parse::<usize>())
+                    .collect::<std::result::Result<_, _>>()
+                    .map_err(|e| format!("--sizes: {e}"))?;
+            }
+            "--runs" => args.runs = value()?.parse().map_err(|e| format!("--runs: {e}"))?,
+            "--qps" => args.qps = value()?.parse().map_err(|e| format!("--qps: {e}"))?,
+            "--burst" => args.burst = value()?.parse().map_err(|e| format!("--burst: {e}"))?,
+            "--concurrency" => {
+                args.concurrency = value()?
+                    .parse()
+                    .map_err(|e| format!("--concurrency: {e}"))?;
+            }
+            "--manager" => args.manager = PathBuf::from(value()?),
+            "--kubeconfig" => args.kubeconfig = PathBuf::from(value()?),
+            "--append" => args.append = Some(value()?),
+            "-h" | "--help" => return Err(USAGE.into()),
+            other => return Err(format!("unknown argument {other} (try --help)")),
+        }
+    }
+    if args.sizes.is_empty() || args.sizes.contains(&0) || args.runs < 1 || args.concurrency < 1 {
+        return Err("--sizes, --runs and --concurrency must be at least 1".into());
+    }
+    Ok(args)
+}
+
+fn other(msg: impl Into<String>) -> Error {
+    Error::Io(std::io::Error::other(msg.into()))
+}
+
+/// Generous: creating 5,000 Pods goes through the manager's slow start, the webhook, the
+/// scheduler and kwok.
+fn timeout_for(n: usize) -> Duration {
+    Duration::from_secs(180 + (n as u64) / 4)
+}
+
+// ---------------------------------------------------------------------------------------------
+// The manager process.
+
+struct Manager {
+    child: std::process::Child,
+    pid_file: PathBuf,
+}
+
+impl Manager {
+    fn start(args: &Args, n: usize) -> Result<Self> {
+        let logs = args.state.join("logs");
+        let pids = args.state.join("pids");
+        std::fs::create_dir_all(&logs)?;
+        std::fs::create_dir_all(&pids)?;
+        let log = std::fs::File::create(logs.join(format!("kruise-manager-{n}.log")))?;
+        let child = std::process::Command::new(&args.manager)
+            .arg("--kubeconfig")
+            .arg(&args.kubeconfig)
+            .args(["--webhook-host", "127.0.0.1"])
+            .args(["--webhook-port", &WEBHOOK_PORT.to_string()])
+            .args(["--metrics-addr", METRICS_ADDR, "--health-addr", HEALTH_ADDR])
+            .args(["--leader-elect", "false"])
+            .args(["--kube-api-qps", &args.qps.to_string()])
+            .args(["--kube-api-burst", &args.burst.to_string()])
+            .env("POD_NAMESPACE", "kruise-system")
+            .env(
+                "RUST_LOG",
+                std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into()),
+            )
+            .stdin(std::process::Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .spawn()
+            .map_err(|e| other(format!("starting {}: {e}", args.manager.display())))?;
+        let pid_file = pids.join("kruise-manager.pid");
+        std::fs::write(&pid_file, child.id().to_string())?;
+        Ok(Self { child, pid_file })
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    async fn wait_ready(&mut self) -> Result<()> {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            if let Some(status) = self.child.try_wait()? {
+                return Err(other(format!(
+                    "kruise-manager exited ({status}) before it was ready; see .cluster/scale/logs/"
+                )));
+            }
+            if http_ok(HEALTH_ADDR, "/readyz") {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                return Err(other("kruise-manager not ready after 120 s"));
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+    }
+
+    /// SIGTERM, then SIGKILL after 15 s.
+    async fn stop(mut self) {
+        let _ = std::process::Command::new("kill")
+            .args(["-TERM", &self.pid().to_string()])
+            .status();
+        for _ in 0..150 {
+            if matches!(self.child.try_wait(), Ok(Some(_))) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+impl Drop for Manager {
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+        let _ = std::fs::remove_file(&self.pid_file);
+    }
+}
+
+/// A plain HTTP GET answered with 200 (the manager's health server speaks HTTP/1.1).
+fn http_ok(addr: &str, path: &str) -> bool {
+    let Ok(mut s) = std::net::TcpStream::connect(addr) else {
+        return false;
+    };
+    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+    if s.write_all(
+        format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes(),
+    )
+    .is_err()
+    {
+        return false;
+    }
+    let mut buf = [0u8; 16];
+    let n = s.read(&mut buf).unwrap_or(0);
+    buf[..n].starts_with(b"HTTP/1.1 200")
+}
+
+/// Samples the process's RSS every 100 ms and keeps the peak.
+struct RssPeak {
+    peak: Arc<AtomicU64>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl RssPeak {
+    fn start(pid: u32) -> Self {
+        let peak = Arc::new(AtomicU64::new(bench::rss_kib(pid).unwrap_or(0)));
+        let p = peak.clone();
+        let task = tokio::spawn(async move {
+            loop {
+                if let Some(k) = bench::rss_kib(pid) {
+                    p.fetch_max(k, Ordering::Relaxed);
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        });
+        Self { peak, task }
+    }
+    fn stop(self) -> u64 {
+        self.task.abort();
+        self.peak.load(Ordering::Relaxed)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Observing the patches.
+
+/// Watches the Pods of a selector and notes when all `n` of them have the new image in their
+/// spec — the moment the last in-place patch reached the API server.
+struct ImageWatch {
+    synced: Arc<AtomicBool>,
+    done: Arc<Mutex<Option<Instant>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+fn has_image(p: &Pod, image: &str) -> bool {
+    p.spec.as_ref().is_some_and(|s| {
+        s.containers
+            .iter()
+            .any(|c| c.image.as_deref() == Some(image))
+    })
+}
+
+impl ImageWatch {
+    async fn start(api: Api<Pod>, selector: &str, image: &str, n: usize) -> Result<Self> {
+        use kube::runtime::watcher::{self, Event};
+        let synced = Arc::new(AtomicBool::new(false));
+        let done = Arc::new(Mutex::new(None));
+        let (s, d, image) = (synced.clone(), done.clone(), image.to_string());
+        let cfg = watcher::Config::default().labels(selector);
+        let task = tokio::spawn(async move {
+            let mut updated: HashSet<String> = HashSet::new();
+            let mut events = watcher::watcher(api, cfg).boxed();
+            while let Some(ev) = events.next().await {
+                match ev {
+                    Ok(Event::Apply(p) | Event::InitApply(p)) => {
+                        if has_image(&p, &image) {
+                            updated.insert(p.name_any());
+                        } else {
+                            updated.remove(&p.name_any());
+                        }
+                    }
+                    Ok(Event::Delete(p)) => {
+                        updated.remove(&p.name_any());
+                    }
+                    Ok(Event::InitDone) => s.store(true, Ordering::SeqCst),
+                    Ok(Event::Init) | Err(_) => {}
+                }
+                if updated.len() >= n
+                    && let Ok(mut d) = d.lock()
+                {
+                    d.get_or_insert_with(Instant::now);
+                }
+            }
+        });
+        let w = Self { synced, done, task };
+        wait_for("the pod watch to sync", Duration::from_secs(60), || async {
+            Ok(w.synced.load(Ordering::SeqCst).then_some(()))
+        })
+        .await?;
+        Ok(w)
+    }
+
+    async fn wait_done(&self, timeout: Duration) -> Result<Instant> {
+        let start = Instant::now();
+        loop {
+            if let Some(t) = self.done.lock().ok().and_then(|d| *d) {
+                return Ok(t);
+            }
+            if start.elapsed() > timeout {
+                return Err(other("not every pod was patched in time"));
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+impl Drop for ImageWatch {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Namespaces and Pods. The scale cluster has no controller-manager: no ServiceAccounts to wait
+// for, and no garbage collector, so Pods are deleted here.
+
+async fn create_ns(client: &Client, name: &str) -> Result<Api<Pod>> {
+    let ns: Namespace = serde_json::from_value(json!({
+        "metadata": {"name": name, "labels": {kruise_e2e::E2E_LABEL: "scale-bench"}}
+    }))?;
+    let api = Api::<Namespace>::all(client.clone());
+    if api.get_opt(name).await?.is_none() {
+        api.create(&PostParams::default(), &ns).await?;
+    }
+    Ok(Api::namespaced(client.clone(), name))
+}
+
+/// Deletes the Pods one by one (one delete-collection of 5,000 Pods outlives the client's
+/// request timeout), retrying on errors, and waits until they are gone.
+async fn delete_pods(pods: &Api<Pod>, selector: &str, n: usize) -> Result<()> {
+    wait_for(
+        &format!("{selector} pods deleted"),
+        timeout_for(n),
+        || async {
+            let left = pods
+                .list_metadata(&ListParams::default().labels(selector))
+                .await?;
+            if left.items.is_empty() {
+                return Ok(Some(()));
+            }
+            let live = left
+                .items
+                .iter()
+                .filter(|p| p.metadata.deletion_timestamp.is_none())
+                .map(|p| p.name_any());
+            // Errors (a Pod already gone, a dropped connection) are retried by the next round.
+            stream::iter(live)
+                .for_each_concurrent(SETUP_CONCURRENCY, |name| async move {
+                    let _ = pods.delete(&name, &DeleteParams::default()).await;
+                })
+                .await;
+            Ok(None)
+        },
+    )
+    .await
+}
+
+fn pod_spec(image: &str) -> serde_json::Value {
+    json!({
+        "terminationGracePeriodSeconds": 5,
+        "containers": [{"name": "app", "image": image}]
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// One manager run and one floor run.
+
+struct ManagerSample {
+    patched: Duration,
+    complete: Duration,
+    rss_steady_kib: u64,
+    rss_peak_kib: u64,
+    cpu: Duration,
+}
+
+async fn manager_run(client: &Client, pid: u32, n: usize, run: usize) -> Result<ManagerSample> {
+    let ns = format!("scale-cs-{n}-{run}");
+    let pods = create_ns(client, &ns).await?;
+    let api = cloneset::api(client, &ns);
+    let name = "scale";
+    let cs: kube::api::DynamicObject = serde_json::from_value(json!({
+        "apiVersion": kruise_api::keys::APPS_V1BETA1,
+        "kind": "CloneSet",
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": n,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {"metadata": {"labels": {"app": name}}, "spec": pod_spec(IMAGE_V1)},
+            "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"podUpdatePolicy": "InPlaceIfPossible", "maxUnavailable": "100%"}}
+        }
+    }))?;
+    api.create(&PostParams::default(), &cs).await?;
+    let n64 = n as i64;
+    cloneset::wait_status(
+        &api,
+        name,
+        &format!("{n} pods of the CloneSet ready"),
+        timeout_for(n),
+        |cs| cloneset::status_i64(cs, "readyReplicas") == n64,
+    )
+    .await?;
+    let rss_steady_kib = bench::rss_kib(pid).unwrap_or(0);
+    let watch = ImageWatch::start(pods.clone(), &format!("app={name}"), IMAGE_V2, n).await?;
+    let rss = RssPeak::start(pid);
+    let cpu0 = bench::cpu_time(pid).unwrap_or_default();
+
+    let start = Instant::now();
+    cloneset::json_patch(
+        &api,
+        name,
+        json!([{"op": "replace", "path": "/spec/template/spec/containers/0/image", "value": IMAGE_V2}]),
+    )
+    .await?;
+    let patched = watch.wait_done(timeout_for(n)).await? - start;
+    cloneset::wait_status(
+        &api,
+        name,
+        &format!("{n} pods updated and ready"),
+        timeout_for(n),
+        |cs| {
+            cloneset::status_i64(cs, "updatedReadyReplicas") == n64
+                && cloneset::status_i64(cs, "readyReplicas") == n64
+        },
+    )
+    .await?;
+    let complete = start.elapsed();
+    let cpu = bench::cpu_time(pid)
+        .unwrap_or_default()
+        .saturating_sub(cpu0);
+    let rss_peak_kib = rss.stop();
+    drop(watch);
+    let sample = ManagerSample {
+        patched,
+        complete,
+        rss_steady_kib,
+        rss_peak_kib,
+        cpu,
+    };
+    eprintln!(
+        "N={n} run {}: manager patched all in {}s, rollout complete in {}s, cpu {}s, rss {} MiB steady / {} MiB peak",
+        run + 1,
+        secs(sample.patched),
+        secs(sample.complete),
+        secs(sample.cpu),
+        sample.rss_steady_kib / 1024,
+        sample.rss_peak_kib / 1024
+    );
+
+    // Without a garbage collector the Pods stay: delete the CloneSet first (else it recreates
+    // them), then its Pods. A failed delete is retried until the CloneSet is gone.
+    wait_for("the CloneSet deleted", timeout_for(n), || async {
+        let _ = api.delete(name, &DeleteParams::default()).await;
+        Ok(api.get_opt(name).await?.is_none().then_some(()))
+    })
+    .await?;
+    delete_pods(&pods, &format!("app={name}"), n).await?;
+    Ok(sample)
+}
+
+/// The two writes the in-place engine makes per Pod, with the same guards: the status patch
+/// that sets InPlaceUpdateReady False, then the JSON patch, guarded by the resourceVersion the
+/// status patch returned, of the revision label, the in-place state annotation and the image.
+/// A conflict re-reads the Pod and tries again, as the engine does.
+async fn floor_patch(pods: &Api<Pod>, pod: &Pod) -> Result<()> {
+    let name = pod.name_any();
+    let mut current = pod.clone();
+    for _ in 0..5 {
+        let now = rfc3339_now();
+        let rv = current.resource_version().unwrap_or_default();
+        let status: json_patch::Patch = serde_json::from_value(json!([
+            {"op": "replace", "path": "/metadata/resourceVersion", "value": rv},
+            {"op": "add", "path": "/status/conditions/-", "value": {
+                "type": "InPlaceUpdateReady", "status": "False",
+                "reason": "StartInPlaceUpdate", "lastTransitionTime": now}}
+        ]))?;
+        let after = match pods
+            .patch_status(&name, &PatchParams::default(), &Patch::Json::<()>(status))
+            .await
+        {
+            Ok(p) => p,
+            Err(kube::Error::Api(s)) if s.is_conflict() => {
+                current = pods.get(&name).await?;
+                continue;
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let state = json!({
+            "revision": "floor-v2",
+            "updateTimestamp": now,
+            "lastContainerStatuses": {"app": {"imageID": format!("kwok://{IMAGE_V1}")}},
+            "updateImages": true,
+            "containerBatchesRecord": [{"timestamp": now, "containers": ["app"]}]
+        })
+        .to_string();
+        let spec: json_patch::Patch = serde_json::from_value(json!([
+            {"op": "replace", "path": "/metadata/resourceVersion", "value": after.resource_version().unwrap_or_default()},
+            {"op": "add", "path": "/metadata/labels/controller-revision-hash", "value": "floor-v2"},
+            {"op": "add", "path": "/metadata/annotations/apps.kruise.io~1inplace-update-state", "value": state},
+            {"op": "replace", "path": "/spec/containers/0/image", "value": IMAGE_V2}
+        ]))?;
+        match pods
+            .patch(&name, &PatchParams::default(), &Patch::Json::<()>(spec))
+            .await
+        {
+            Ok(_) => return Ok(()),
+            Err(kube::Error::Api(s)) if s.is_conflict() => {
+                current = pods.get(&name).await?;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(other(format!(
+        "pod {name}: still conflicting after 5 attempts"
+    )))
+}
+
+fn rfc3339_now() -> String {
+    // RFC 3339 in UTC, seconds precision, as Kubernetes writes times.
+    let d = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let secs = d.as_secs() as i64;
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let (y, m, dd) = civil_from_days(days);
+    format!(
+        "{y:04}-{m:02}-{dd:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// Days since 1970-01-01 to (year, month, day), Howard Hinnant's algorithm.
+fn civil_from_days(z: i64) -> (i64, i64, i64) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
+async fn floor_run(
+    client: &Client,
+    limited: &Client,
+    n: usize,
+    run: usize,
+    concurrency: usize,
+) -> Result<Duration> {
+    let ns = format!("scale-floor-{n}-{run}");
+    let pods = create_ns(client, &ns).await?;
+    let selector = "app=floor";
+    stream::iter(0..n)
+        .map(|i| {
+            let pods = pods.clone();
+            async move {
+                let pod: Pod = serde_json::from_value(json!({
+                    "metadata": {
+                        "name": format!("floor-{i}"),
+                        "labels": {"app": "floor"},
+                        "annotations": {"kruise-rs.bench/floor": "true"}
+                    },
+                    "spec": pod_spec(IMAGE_V1)
+                }))?;
+                pods.create(&PostParams::default(), &pod).await?;
+                Ok::<_, Error>(())
+            }
+        })
+        .buffer_unordered(SETUP_CONCURRENCY)
+        .try_collect::<Vec<_>>()
+        .await?;
+    let running = wait_for(
+        &format!("{n} floor pods running"),
+        timeout_for(n),
+        || async {
+            let list = pods.list(&ListParams::default().labels(selector)).await?;
+            let running = list
+                .items
+                .iter()
+                .filter(|p| {
+                    p.status
+                        .as_ref()
+                        .and_then(|s| s.phase.as_deref())
+                        .is_some_and(|ph| ph == "Running")
+                })
+                .count();
+            Ok((running == n).then_some(list.items))
+        },
+    )
+    .await?;
+    let watch = ImageWatch::start(pods.clone(), selector, IMAGE_V2, n).await?;
+    let limited_pods: Api<Pod> = Api::namespaced(limited.clone(), &ns);
+
+    let start = Instant::now();
+    stream::iter(running.iter())
+        .map(|p| floor_patch(&limited_pods, p))
+        .buffer_unordered(concurrency)
+        .try_collect::<Vec<_>>()
+        .await?;
+    let patched = watch.wait_done(timeout_for(n)).await? - start;
+    drop(watch);
+    delete_pods(&pods, selector, n).await?;
+    Ok(patched)
+}
+
+// ---------------------------------------------------------------------------------------------
+
+#[derive(Default)]
+struct SizeResult {
+    patched: Vec<Duration>,
+    floor: Vec<Duration>,
+    complete: Vec<Duration>,
+    cpu: Vec<Duration>,
+    rss_steady_kib: u64,
+    rss_peak_kib: u64,
+}
+
+async fn measure_size(
+    args: &Args,
+    client: &Client,
+    limited: &Client,
+    n: usize,
+) -> Result<SizeResult> {
+    let mut manager = Manager::start(args, n)?;
+    manager.wait_ready().await?;
+    let pid = manager.pid();
+    let mut r = SizeResult::default();
+    for run in 0..args.runs {
+        // Alternate which goes first, so a drifting machine does not favour one side.
+        let floor_first = run % 2 == 1;
+        if floor_first {
+            r.floor
+                .push(floor_run(client, limited, n, run, args.concurrency).await?);
+        }
+        let m = manager_run(client, pid, n, run).await?;
+        r.patched.push(m.patched);
+        r.complete.push(m.complete);
+        r.cpu.push(m.cpu);
+        r.rss_steady_kib = r.rss_steady_kib.max(m.rss_steady_kib);
+        r.rss_peak_kib = r.rss_peak_kib.max(m.rss_peak_kib);
+        if !floor_first {
+            r.floor
+                .push(floor_run(client, limited, n, run, args.concurrency).await?);
+        }
+        if let Some(f) = r.floor.last() {
+            eprintln!("N={n} run {}: floor patched all in {}s", run + 1, secs(*f));
+        }
+    }
+    manager.stop().await;
+    Ok(r)
+}
+
+fn list(v: &[Duration]) -> String {
+    v.iter().map(|d| secs(*d)).collect::<Vec<_>>().join(", ")
+}
+
+fn mib(kib: u64) -> String {
+    format!("{:.1}", kib as f64 / 1024.0)
+}
+
+async fn run(args: Args) -> Result<()> {
+    let kc = Kubeconfig::read_from(&args.kubeconfig)
+        .map_err(|e| Error::NoCluster(format!("{}: {e}", args.kubeconfig.display())))?;
+    let cfg = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
+        .await
+        .map_err(|e| Error::NoCluster(e.to_string()))?;
+    // Setup and observation are not measured: no limit. The floor's patches go through the
+    // manager's own limiter with the manager's QPS and burst.
+    let client = Client::try_from(cfg.clone())?;
+    let limited = kruise_manager::ratelimit::client(cfg, args.qps, args.burst)?;
+    if !args.manager.exists() {
+        return Err(other(format!(
+            "{} not found: cargo build --release -p kruise-manager",
+            args.manager.display()
+        )));
+    }
+
+    let mut results = Vec::new();
+    for &n in &args.sizes {
+        results.push((n, measure_size(&args, &client, &limited, n).await?));
+    }
+
+    let limit = if args.qps > 0.0 {
+        format!(
+            "client-side limit QPS {} burst {} on both sides (`--kube-api-qps/--kube-api-burst`, controller/src/ratelimit.rs)",
+            args.qps, args.burst
+        )
+    } else {
+        "no client-side rate limit on either side (kube-rs has none; `--kube-api-qps 0`)"
+            .to_string()
+    };
+    let mut out = String::new();
+    out.push_str(&format!(
+        "\n## Controller at scale: in-place rollout of N Pods on kwok nodes ({} runs each, interleaved, medians)\n\n",
+        args.runs
+    ));
+    out.push_str(&format!(
+        "Machine: {}; scale cluster (Kubernetes {} control plane, kwok {} with 50 fake nodes, no kube-controller-manager), kruise-manager release build. \
+{limit}; the floor keeps {} Pods' patches in flight.\n\n",
+        bench::machine(),
+        std::env::var("K8S_VERSION").unwrap_or_else(|_| "v1.34.4".into()),
+        std::env::var("KWOK_VERSION").unwrap_or_else(|_| "v0.8.0".into()),
+        args.concurrency
+    ));
+    out.push_str("| N | manager: all patches issued s | floor s | ratio | rollout complete s | RSS steady / peak MiB | CPU s (rollout) |\n|---|---|---|---|---|---|---|\n");
+    for (n, r) in &mut results {
+        let (p, f) = (median(&mut r.patched), median(&mut r.floor));
+        out.push_str(&format!(
+            "| {n} | {} | {} | {:.2} | {} | {} / {} | {} |\n",
+            secs(p),
+            secs(f),
+            p.as_secs_f64() / f.as_secs_f64().max(1e-9),
+            secs(median(&mut r.complete)),
+            mib(r.rss_steady_kib),
+            mib(r.rss_peak_kib),
+            secs(median(&mut r.cpu)),
+        ));
+    }
+    out.push_str("\nRuns (s): ");
+    let runs: Vec<String> = results
+        .iter()
+        .map(|(n, r)| {
+            format!(
+                "N={n}: manager {}; floor {}; complete {}",
+                list(&r.patched),
+                list(&r.floor),
+                list(&r.complete)
+            )
+        })
+        .collect();
+    out.push_str(&runs.join(". "));
+    out.push_str(".\nTargets: ratio ≤ 1.2; manager RSS ≤ 64 MiB at 1,000 Pods.\n");
+    print!("{out}");
+    if let Some(path) = &args.append {
+        bench::append(path, &out)?;
+    }
+    Ok(())
+}
+
+#[tokio::main]
+async fn main() {
+    let args = match parse_args() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("{e}");
+            std::process::exit(2);
+        }
+    };
+    if let Err(e) = run(args).await {
+        eprintln!("kruise-scale-bench: {e}");
+        std::process::exit(1);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::civil_from_days;
+
+    #[test]
+    fn civil_dates() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(19_723), (2024, 1, 1));
+        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+    }
+}
