@@ -739,7 +739,7 @@ async fn image_pull_waits_until_the_node_has_the_image() {
         .await
         .expect("run");
     assert_code(&run, OK);
-    assert!(run.stdout.contains("pulled on 1 nodes"), "{run}");
+    assert!(run.stdout.contains("pulled on 1 node\n"), "{run}");
 
     let node = Api::<Node>::all(fx.client.clone())
         .list(&ListParams::default())
