@@ -212,40 +212,15 @@ async fn update(client: &Client, ns: &str, v: Variant, name: &str) -> kruise_e2e
     Ok(())
 }
 
-/// Per-Pod latency from the Pod's spec showing the new image to the Pod being Ready again,
-/// taken from a watch of the rollout.
-fn per_pod_latencies(history: &[(Instant, Pod)]) -> Vec<Duration> {
-    let want = image("testapp", "v2");
-    let mut patched: BTreeMap<String, Instant> = BTreeMap::new();
-    let mut done: BTreeMap<String, Duration> = BTreeMap::new();
-    for (at, p) in history {
-        let uid = p.uid().unwrap_or_default();
-        let spec_new = p.spec.as_ref().is_some_and(|s| {
-            s.containers
-                .iter()
-                .any(|c| c.image.as_deref() == Some(want.as_str()))
-        });
-        if spec_new {
-            patched.entry(uid.clone()).or_insert(*at);
-        }
-        let running_new = container_status(p, "app").is_some_and(|c| c.image == want && c.ready);
-        if let Some(start) = patched.get(&uid)
-            && running_new
-            && pod_ready(p)
-        {
-            done.entry(uid).or_insert(at.duration_since(*start));
-        }
-    }
-    done.into_values().collect()
-}
-
 /// Where the time of an in-place rollout goes, from the same watch: how long until the
 /// manager had patched every Pod, and per Pod the kubelet restarting the container (patch →
 /// new container running), the manager noticing (running → InPlaceUpdateReady True), and the
-/// kubelet folding the readiness gate into Ready (InPlaceUpdateReady True → Ready).
+/// kubelet folding the readiness gate into Ready (InPlaceUpdateReady True → Ready); and the
+/// whole per-Pod latency, patch → Ready on the new image.
 #[derive(Default)]
 struct Phases {
     dispatch: Vec<Duration>,
+    patch_to_ready: Vec<Duration>,
     restart: Vec<Duration>,
     notice: Vec<Duration>,
     gate: Vec<Duration>,
@@ -260,6 +235,8 @@ impl Phases {
             running: Option<Instant>,
             gate_true: Option<Instant>,
             ready: Option<Instant>,
+            /// Ready with the app container ready on the new image, gate or not.
+            done: Option<Instant>,
         }
         let mut pods: BTreeMap<String, Seen> = BTreeMap::new();
         for (at, p) in history {
@@ -285,6 +262,10 @@ impl Phases {
             if s.gate_true.is_some() && pod_ready(p) && s.ready.is_none() {
                 s.ready = Some(*at);
             }
+            let ready_new = container_status(p, "app").is_some_and(|c| c.image == want && c.ready);
+            if s.patched.is_some() && ready_new && pod_ready(p) && s.done.is_none() {
+                s.done = Some(*at);
+            }
         }
         let last_patch = pods.values().filter_map(|s| s.patched).max();
         if let Some(t) = last_patch {
@@ -299,6 +280,9 @@ impl Phases {
             }
             if let (Some(a), Some(b)) = (s.gate_true, s.ready) {
                 self.gate.push(b.duration_since(a));
+            }
+            if let (Some(a), Some(b)) = (s.patched, s.done) {
+                self.patch_to_ready.push(b.duration_since(a));
             }
         }
     }
@@ -342,7 +326,7 @@ async fn one_run(
     n: i32,
     run: usize,
     phases: &mut Phases,
-) -> kruise_e2e::Result<(Duration, Vec<Duration>)> {
+) -> kruise_e2e::Result<Duration> {
     let ns = TestNamespace::create(client, "bench").await?;
     let name = format!("bench-{run}");
     create(client, &ns.name, v, &name, n).await?;
@@ -352,14 +336,12 @@ async fn one_run(
     update(client, &ns.name, v, &name).await?;
     wait_all_on(&pods, &name, n as usize, "v2").await?;
     let took = start.elapsed();
-    let history = watch.history();
-    let lat = per_pod_latencies(&history);
     if v == Variant::InPlace {
-        phases.add(start, &history);
+        phases.add(start, &watch.history());
     }
     drop(watch);
     ns.delete().await?;
-    Ok((took, lat))
+    Ok(took)
 }
 
 /// A watch that keeps every Pod it sees with the moment it saw it.
@@ -442,16 +424,12 @@ async fn run(args: Args) -> kruise_e2e::Result<()> {
     let client = client().await?;
     prepull(&client).await?;
     let mut times: BTreeMap<Variant, Vec<Duration>> = BTreeMap::new();
-    let mut latencies: Vec<Duration> = Vec::new();
     let mut phases = Phases::default();
     for run in 0..args.runs {
         for v in Variant::ALL {
-            let (took, lat) = one_run(&client, v, args.pods, run, &mut phases).await?;
+            let took = one_run(&client, v, args.pods, run, &mut phases).await?;
             eprintln!("run {} {}: {}s", run + 1, v.label(), secs(took));
             times.entry(v).or_default().push(took);
-            if v == Variant::InPlace {
-                latencies.extend(lat);
-            }
         }
     }
     let med: BTreeMap<Variant, Duration> = times.iter_mut().map(|(v, t)| (*v, median(t))).collect();
@@ -475,8 +453,8 @@ async fn run(args: Args) -> kruise_e2e::Result<()> {
             runs.join(", ")
         ));
     }
-    let mut lat = latencies.clone();
-    let p50 = median(&mut lat);
+    let lat = &mut phases.patch_to_ready;
+    let p50 = median(lat);
     let max = lat.iter().max().copied().unwrap_or_default();
     out.push_str(&format!(
         "\n| ratio | value | target |\n|---|---|---|\n| (a)/(c) in-place vs Deployment | {:.2} | ≤ 0.3 |\n| (b)/(c) recreate vs Deployment | {:.2} | |\n| (a)/(d) in-place vs bare-Pod floor | {:.2} | ≤ 1.1 |\n\nPer-Pod latency of (a), spec patched → Ready: median {}s, max {}s over {} Pods.\n",
