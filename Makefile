@@ -64,11 +64,11 @@ dev-down: ## stop the host-process manager and daemon
 	hack/dev-up.sh down
 
 .PHONY: images
-images: ## build the manager and daemon images (no Docker) and push them to the local registry
+images: ## build the manager and daemon images (release binaries; PROFILE=dev for debug ones; no Docker) and push them to the local registry
 	hack/build-images.sh
 
 .PHONY: install
-install: ## install Kruise-rs from deploy/ on KUBECONFIG (default: the local cluster) and wait until ready
+install: ## install Kruise-rs from deploy/ (release images, PROFILE=dev for debug) on KUBECONFIG (default: the local cluster) and wait until ready
 	hack/install.sh
 
 .PHONY: uninstall

@@ -3,7 +3,8 @@
 # registry (default: the local cluster's, 127.0.0.1:5000) as kruise-rs/kruise-{manager,daemon}:dev,
 # and writes their digests to .cluster/images.env (KRUISE_MANAGER_IMAGE=…@sha256:…) for install.
 # Each image is two layers: the glibc runtime the binary links against (found with ldd) and the
-# stripped binary. PROFILE=release builds optimised binaries (slower to build).
+# stripped binary. Release (optimised) binaries by default, as users get them; PROFILE=dev builds
+# unoptimised ones (faster to build, for iterating on the in-cluster install).
 # Users with Docker can use the Dockerfiles in the repository root instead.
 set -euo pipefail
 # shellcheck source=hack/lib.sh
@@ -12,10 +13,10 @@ cd "$KRS_ROOT"
 
 registry=${KRS_REGISTRY:-127.0.0.1:5000}
 tag=${TAG:-dev}
-profile=${PROFILE:-dev}
+profile=${PROFILE:-release}
 target=${CARGO_TARGET_DIR:-$KRS_ROOT/target}
-outdir=$target/debug
-[ "$profile" = release ] && outdir=$target/release
+outdir=$target/release
+[ "$profile" = dev ] && outdir=$target/debug
 
 log "building kruise-manager and kruise-daemon ($profile profile)"
 cargo build --profile "$profile" -p kruise-manager -p kruise-daemon --bins

@@ -178,6 +178,52 @@ EOF
 # ---------------------------------------------------------------------------------------------
 # Network plumbing of the host.
 
+# The KUBE-* chains of every table, one `TOOL TABLE CHAIN` a line (iptables and ip6tables).
+kube_chains() {
+  local tool
+  for tool in iptables ip6tables; do
+    command -v "$tool-save" >/dev/null || continue
+    "$tool-save" 2>/dev/null | awk -v tool="$tool" '/^\*/ {t = substr($0, 2)} /^:KUBE-/ {print tool, t, substr($1, 2)}'
+  done
+}
+
+# remove_new_kube_chains BEFORE: deletes the KUBE-* chains that are not listed in BEFORE, after
+# removing the rules (in any chain) that jump to them. Without BEFORE nothing is removed.
+remove_new_kube_chains() {
+  local before=$1 tool table chain from num
+  [ -f "$before" ] || return 0
+  local new
+  new=$(kube_chains | grep -vxF -f "$before" || true)
+  [ -n "$new" ] || return 0
+  while read -r tool table chain; do
+    # Rules elsewhere that jump to the chain, deleted by number (highest first, so the others
+    # keep theirs); numbers avoid re-parsing the saved rules' quoted comments.
+    for from in $("$tool-save" -t "$table" 2>/dev/null | awk -v c="$chain" '$1 == "-A" && / -j / {for (i = 1; i < NF; i++) if ($i == "-j" && $(i + 1) == c) print $2}' | sort -u); do
+      "$tool" -t "$table" -L "$from" -n --line-numbers 2>/dev/null | awk -v c="$chain" '$2 == c {print $1}' | sort -rn |
+        while read -r num; do "$tool" -t "$table" -D "$from" "$num" 2>/dev/null || true; done
+    done
+  done <<<"$new"
+  while read -r tool table chain; do
+    "$tool" -t "$table" -F "$chain" 2>/dev/null || true
+  done <<<"$new"
+  while read -r tool table chain; do
+    "$tool" -t "$table" -X "$chain" 2>/dev/null || true
+  done <<<"$new"
+}
+
+# PIDs of the shims serving this cluster's containerd (recorded in their bundles).
+our_shim_pids() {
+  local f pid
+  for f in "$KRS_CONTAINERD_STATE"/io.containerd.runtime.v2.task/*/*/shim.pid; do
+    [ -f "$f" ] || continue
+    pid=$(cat "$f")
+    # Only if that PID still is a shim serving our socket (PIDs are reused).
+    if tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q -- "containerd-shim.* -address $KRS_CONTAINERD_SOCK"; then
+      echo "$pid"
+    fi
+  done
+}
+
 host_network() {
   sysctl -qw net.ipv4.ip_forward=1
   modprobe br_netfilter 2>/dev/null || true
@@ -238,6 +284,8 @@ cmd_up() {
   log "certificates and configuration (node $KRS_NODE, address $ip)"
   make_pki "$ip"
   write_configs "$ip"
+  # The KUBE-* chains that exist before this cluster starts are not ours: down leaves them alone.
+  kube_chains >"$KRS_DIR/iptables-chains-before"
   host_network
 
   log "starting the image registry on $KRS_REGISTRY"
@@ -340,9 +388,12 @@ cmd_down() {
       ctr --address "$KRS_CONTAINERD_SOCK" -n k8s.io tasks kill -s KILL "$c" >/dev/null 2>&1 || true
     done
   fi
+  # Shims outlive containerd by design. Ours are the ones whose bundles live in this cluster's
+  # containerd state dir: each bundle records its shim's PID; read them before containerd goes.
+  local shims
+  shims=$(our_shim_pids)
   stop containerd
-  # Shims outlive containerd by design; ours are the ones serving containerd's state dir.
-  pkill -KILL -f "containerd-shim-runc-v2 -namespace k8s.io" 2>/dev/null || true
+  for pid in $shims; do kill -KILL "$pid" 2>/dev/null || true; done
   stop registry
   sleep 0.5
   local m
@@ -355,14 +406,11 @@ cmd_down() {
     ip netns delete "$ns" 2>/dev/null || true
   done
   ip link delete cni0 2>/dev/null || true
-  # kube-proxy's rules point at Pods that are gone.
-  if [ -x "$KRS_BIN_DIR/kube-proxy" ]; then
-    "$KRS_BIN_DIR/kube-proxy" --cleanup >/dev/null 2>&1 || true
-  fi
-  # What is left are the kubelet's own KUBE-* chains (firewall, canaries).
-  if iptables-save 2>/dev/null | grep -q KUBE-; then
-    iptables-save | grep -v KUBE- | iptables-restore 2>/dev/null || true
-  fi
+  # kube-proxy's and the kubelet's KUBE-* chains (services, firewall, canaries): only those this
+  # cluster made, the ones that were not there before it started (`kube-proxy --cleanup` would
+  # remove every kube-proxy chain on the host, ours or not).
+  remove_new_kube_chains "$KRS_DIR/iptables-chains-before"
+  rm -f "$KRS_DIR/iptables-chains-before"
   iptables -D FORWARD -i cni0 ! -o cni0 -j DROP 2>/dev/null || true
   iptables -D OUTPUT -d "$KRS_SERVICE_CIDR" -j REJECT 2>/dev/null || true
   ip route del unreachable "$KRS_SERVICE_CIDR" 2>/dev/null || true

@@ -23,10 +23,13 @@ case ${1:-} in
   *) echo "usage: $0 [--cycle|--incluster]" >&2; exit 2 ;;
 esac
 
-# The in-cluster subset, run against the manager and daemon installed from deploy/: the CloneSet
-# scenarios (manager + webhook), ContainerRecreateRequests and image pulls (daemon <-> API server
-# through the Service address, as a user's cluster has it), RBAC and failover.
-INCLUSTER_TESTS=(--test cluster --test cloneset --test crr --test imagepull --test incluster)
+# The in-cluster subset, run against the manager and daemon installed from deploy/ (release
+# images): the CloneSet scenarios (manager + webhook), every duty of the daemon under its shipped
+# RBAC (ContainerRecreateRequests, image pulls, runtime-containers-meta; daemon <-> API server
+# through the Service address, as a user's cluster has it), the Pod webhook's namespace scope,
+# RBAC and failover. The tests read KRUISE_E2E_INCLUSTER and never start host processes then.
+INCLUSTER_TESTS=(--test cluster --test cloneset --test crr --test imagepull --test runtime_meta
+  --test webhook_scope --test incluster)
 
 log "building Kruise-rs and the e2e suite"
 # The suite drives the binaries (kubectl-kruise, and the manager and daemon in dev mode).
@@ -58,6 +61,8 @@ local_up=true
 export KUBECONFIG="$KRS_DIR/kubeconfig"
 
 if [ "$mode" = incluster ]; then
+  # A dev-mode manager or daemon left running would serve beside the installed ones.
+  hack/dev-up.sh down
   hack/install.sh
   log "checking that deploy/ applies cleanly on a live cluster (server-side dry run)"
   "$KRS_BIN_DIR/kubectl" apply -k deploy/ --dry-run=server >/dev/null
@@ -81,6 +86,25 @@ if $cycle; then
   for round in 1 2; do
     log "cluster down/up cycle $round of 2"
     hack/cluster.sh down
+    if [ "$round" = 1 ]; then
+      # What is not the cluster's must survive its teardown: a KUBE-* chain made before it started
+      # and a process that looks like a containerd shim of namespace k8s.io.
+      before=$(iptables-save | grep '^:KUBE-' | cut -d' ' -f1 || true)
+      iptables -N KUBE-E2E-FOREIGN
+      setsid bash -c 'exec -a "containerd-shim-runc-v2 -namespace k8s.io -id e2e-foreign" sleep 600' </dev/null >/dev/null 2>&1 &
+      foreign_pid=$!
+      hack/cluster.sh up
+      hack/cluster.sh down
+      alive=true; kill -0 "$foreign_pid" 2>/dev/null || alive=false
+      chain=true; iptables -S KUBE-E2E-FOREIGN >/dev/null 2>&1 || chain=false
+      kill "$foreign_pid" 2>/dev/null || true
+      iptables -X KUBE-E2E-FOREIGN 2>/dev/null || true
+      $alive || { warn "cluster down killed a shim-like process it did not start"; exit 1; }
+      $chain || { warn "cluster down removed a KUBE-* chain it did not make"; exit 1; }
+      after=$(iptables-save | grep '^:KUBE-' | cut -d' ' -f1 || true)
+      [ "$after" = "$before" ] || { warn "cluster down left KUBE-* chains: $(echo "$after" | tr '\n' ' ')"; exit 1; }
+      log "cluster down removed only what the cluster made"
+    fi
     hack/cluster.sh up
     cargo test -p kruise-e2e --test cluster -- node_is_ready pod_runs_from_local_registry
   done

@@ -313,6 +313,9 @@ pub const MUTATE_POD_PATH: &str = "/mutate-pod";
 pub const VALIDATE_POD_PATH: &str = "/validate-pod";
 /// HTTP path of the webhook server's health check.
 pub const WEBHOOK_HEALTHZ_PATH: &str = "/healthz";
+/// Namespace label: Pods created in a namespace carrying it (any value) skip the Pod webhook, so a
+/// manager outage cannot block them (they then get no readiness gate or launch barrier).
+pub const WEBHOOK_EXEMPT_NAMESPACE_LABEL: &str = "kruise.io/webhook-exempt";
 /// Env overriding `WEBHOOK_SECRET_NAME`.
 pub const ENV_WEBHOOK_SECRET_NAME: &str = "SECRET_NAME";
 /// Env overriding `WEBHOOK_SERVICE_NAME`.

@@ -27,6 +27,8 @@ pub enum Error {
     Json(#[from] serde_json::Error),
     #[error("kubernetes API: {0}")]
     Kube(#[from] kube::Error),
+    #[error("test mode: {0}")]
+    Mode(String),
     #[error("timed out after {timeout:?} waiting for {what}; last seen: {last}")]
     Timeout {
         what: String,
@@ -57,8 +59,10 @@ pub fn image(name: &str, tag: &str) -> String {
     format!("{}/kruise-rs/{name}:{tag}", registry())
 }
 
-/// A client for the cluster under test.
+/// A client for the cluster under test. In cluster mode it first checks that no dev-mode
+/// process runs beside the installed Kruise-rs (see [`mode::check_isolation`]).
 pub async fn client() -> Result<Client> {
+    mode::check_isolation()?;
     let config = if std::env::var_os("KUBECONFIG").is_some() {
         Config::infer()
             .await
@@ -212,4 +216,5 @@ pub mod bench;
 pub mod cli;
 pub mod cloneset;
 pub mod cri;
+pub mod mode;
 pub mod recorder;

@@ -15,7 +15,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kruise_api::keys;
 use kruise_e2e::cloneset::{self, set_image, status_str, wait_rolled_out, wait_status};
 use kruise_e2e::cri::{self, push_unique_image, unique_tag};
-use kruise_e2e::{TestNamespace, client, image, repo_root, wait_for};
+use kruise_e2e::{TestNamespace, client, image, mode, wait_for};
 use kube::api::{
     ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, PostParams,
 };
@@ -249,23 +249,6 @@ async fn missing_tag_fails_without_hurting_others() {
     ns.delete().await.expect("delete ns");
 }
 
-/// The daemon's PID on this host: from dev mode's PID file, or else (installed from deploy/, in a
-/// container whose processes the host sees) the oldest process of that name.
-fn daemon_pid() -> i32 {
-    let p = repo_root().join(".cluster/pids/kruise-daemon.pid");
-    let text = match std::fs::read_to_string(&p) {
-        Ok(t) => t,
-        Err(_) => {
-            let out = Command::new("pgrep")
-                .args(["-xo", "kruise-daemon"])
-                .output()
-                .expect("pgrep");
-            String::from_utf8_lossy(&out.stdout).into_owned()
-        }
-    };
-    text.trim().parse().expect("a running kruise-daemon")
-}
-
 fn rss_kb(pid: i32) -> String {
     Command::new("ps")
         .args(["-o", "rss=", "-p", &pid.to_string()])
@@ -274,8 +257,9 @@ fn rss_kb(pid: i32) -> String {
         .unwrap_or_default()
 }
 
-/// c: the daemon SIGKILLed while it pulls, then started again by hack/dev-up.sh: the pull
-/// finishes and the status is right.
+/// c: the daemon SIGKILLed while it pulls, then brought back the way the mode allows (dev mode:
+/// hack/dev-up.sh; in cluster: its Pod deleted and recreated by the DaemonSet): the pull finishes
+/// and the status is right.
 #[tokio::test]
 async fn daemon_killed_mid_pull_recovers() {
     let _pulls = PULLS.read().await;
@@ -287,7 +271,7 @@ async fn daemon_killed_mid_pull_recovers() {
     let cri = cri::connect().await.expect("CRI");
     // Big and incompressible, so the pull lasts long enough to be interrupted.
     let full = push_unique_image(&unique_tag("ipj-c"), 384 << 20).expect("push");
-    let pid = daemon_pid();
+    let pid = mode::daemon_pid().expect("the daemon's process");
     println!("daemon RSS idle: {} kB", rss_kb(pid));
 
     let api = jobs(&client, &ns.name);
@@ -307,28 +291,15 @@ async fn daemon_killed_mid_pull_recovers() {
     .await
     .expect("Pulling");
     println!("daemon RSS while pulling: {} kB", rss_kb(pid));
-    let killed = Command::new("kill")
-        .args(["-KILL", &pid.to_string()])
-        .status()
-        .expect("kill");
-    assert!(killed.success(), "SIGKILL the daemon");
-    let present_at_kill = cri::image_id(&cri, &full).await.expect("CRI");
-    assert_eq!(
-        present_at_kill, None,
-        "the daemon was killed before the pull finished"
-    );
-
-    let up = Command::new(repo_root().join("hack/dev-up.sh"))
-        .current_dir(repo_root())
-        .env("KRUISE_SKIP_BUILD", "1")
-        .output()
-        .expect("dev-up.sh");
-    assert!(
-        up.status.success(),
-        "hack/dev-up.sh: {}",
-        String::from_utf8_lossy(&up.stderr)
-    );
-    assert_ne!(daemon_pid(), pid, "a new daemon process");
+    mode::crash_daemon(&client, async || {
+        let present_at_kill = cri::image_id(&cri, &full).await.expect("CRI");
+        assert_eq!(
+            present_at_kill, None,
+            "the daemon was killed before the pull finished"
+        );
+    })
+    .await
+    .expect("the daemon is killed and comes back");
 
     let st = wait_tag_done(&client, &node, &full, Duration::from_secs(300)).await;
     assert_eq!(st["phase"], "Succeeded", "{st}");

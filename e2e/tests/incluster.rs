@@ -93,6 +93,23 @@ async fn components_run_under_their_own_service_accounts() {
             );
         }
     }
+    // The daemon sees only the runtime socket's directory of the host, not all of /var/run.
+    let daemon_pod = pods
+        .list(&ListParams::default().labels("app.kubernetes.io/name=kruise-daemon"))
+        .await
+        .expect("daemon pods")
+        .items
+        .into_iter()
+        .next()
+        .expect("a daemon Pod");
+    let host_paths: Vec<String> = daemon_pod
+        .spec
+        .and_then(|s| s.volumes)
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|v| v.host_path.map(|h| h.path))
+        .collect();
+    assert_eq!(host_paths, vec!["/var/run/containerd".to_string()]);
     let lease = Api::<Lease>::namespaced(client.clone(), NS)
         .get("kruise-manager")
         .await
@@ -137,6 +154,26 @@ async fn rbac_is_least_privilege() {
         "daemon must not read Secrets elsewhere"
     );
     assert!(!allowed(&client, DAEMON_SA, "list", "secrets", "", "", None).await);
+    // It writes Pod status (runtime-containers-meta goes through pods/status), never Pod specs.
+    assert!(
+        allowed(
+            &client,
+            DAEMON_SA,
+            "patch",
+            "pods",
+            "status",
+            "",
+            Some("default")
+        )
+        .await,
+        "daemon must patch pods/status to report runtime-containers-meta"
+    );
+    for verb in ["patch", "update"] {
+        assert!(
+            !allowed(&client, DAEMON_SA, verb, "pods", "", "", Some("default")).await,
+            "daemon must not {verb} Pod specs"
+        );
+    }
     // It writes status, not specs; never deletes pods; never touches workloads.
     assert!(
         allowed(
@@ -419,6 +456,22 @@ async fn standby_manager_finishes_the_rollout() {
     assert!(
         !new_holder.starts_with(&leader_pod),
         "another replica leads now: {new_holder}"
+    );
+    // The new leader must be an installed manager Pod, not some other process holding the Lease
+    // (a dev-mode manager on the host would also finish the rollout).
+    let new_pod = new_holder.split('_').next().unwrap_or_default();
+    let manager_pods = Api::<Pod>::namespaced(client.clone(), NS)
+        .list(&ListParams::default().labels("app.kubernetes.io/name=kruise-manager"))
+        .await
+        .expect("manager pods");
+    assert!(
+        manager_pods.items.iter().any(|p| p.name_any() == new_pod),
+        "the Lease holder {new_holder} is one of the manager Pods {:?}",
+        manager_pods
+            .items
+            .iter()
+            .map(|p| p.name_any())
+            .collect::<Vec<_>>()
     );
     ns.delete().await.expect("delete ns");
 }

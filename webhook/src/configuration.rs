@@ -88,17 +88,25 @@ fn rule(
     }
 }
 
-/// Keeps the webhook away from system namespaces and from its own namespace, so a manager that
-/// is down can still be restarted (its pods would otherwise need the webhook to be created).
+/// Keeps the Pod webhook away from kube-system, from its own namespace and from any namespace
+/// labelled `kruise.io/webhook-exempt`: with failurePolicy Fail a manager that is down would
+/// otherwise block Pod creation there, including the Pods that would bring it back.
 fn excluded_namespaces(cfg: &WebhookConfig) -> LabelSelector {
     let mut values = vec!["kube-system".to_owned(), cfg.namespace.clone()];
     values.dedup();
     LabelSelector {
-        match_expressions: Some(vec![LabelSelectorRequirement {
-            key: "kubernetes.io/metadata.name".to_owned(),
-            operator: "NotIn".to_owned(),
-            values: Some(values),
-        }]),
+        match_expressions: Some(vec![
+            LabelSelectorRequirement {
+                key: "kubernetes.io/metadata.name".to_owned(),
+                operator: "NotIn".to_owned(),
+                values: Some(values),
+            },
+            LabelSelectorRequirement {
+                key: kruise_api::keys::WEBHOOK_EXEMPT_NAMESPACE_LABEL.to_owned(),
+                operator: "DoesNotExist".to_owned(),
+                values: None,
+            },
+        ]),
         match_labels: None,
     }
 }
@@ -357,11 +365,13 @@ mod tests {
         assert_eq!(svc.namespace, "kruise-system");
         assert_eq!(svc.path.as_deref(), Some("/mutate-pod"));
         let sel = pod.namespace_selector.clone().expect("selector");
-        let vals = sel.match_expressions.unwrap_or_default()[0]
-            .values
-            .clone()
-            .unwrap_or_default();
+        let exprs = sel.match_expressions.unwrap_or_default();
+        let vals = exprs[0].values.clone().unwrap_or_default();
+        assert_eq!(exprs[0].key, "kubernetes.io/metadata.name");
         assert_eq!(vals, vec!["kube-system", "kruise-system"]);
+        // Namespaces labelled webhook-exempt (the label deploy/ puts on kruise-system) are skipped.
+        assert_eq!(exprs[1].key, "kruise.io/webhook-exempt");
+        assert_eq!(exprs[1].operator, "DoesNotExist");
         assert!(pod.timeout_seconds.is_some_and(|t| (1..=10).contains(&t)));
     }
 

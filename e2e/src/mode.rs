@@ -1,0 +1,185 @@
+//! How Kruise-rs runs on the cluster under test, and the faults a test injects into it the way
+//! that mode allows.
+//!
+//! - **Dev**: the manager and daemon are host processes started by `hack/dev-up.sh` (PID files in
+//!   `.cluster/pids/`); a test may kill them and start them again with that script.
+//! - **In cluster** (`KRUISE_E2E_INCLUSTER=1`, set by `hack/e2e.sh --incluster`): they run from
+//!   `deploy/` under their own ServiceAccounts. A test must never start a host process then: a
+//!   dev-mode manager runs with admin rights, re-points the webhooks and would hide the shipped
+//!   RBAC. Restarts go through the API, as a user would do them.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{DeleteParams, ListParams};
+use kube::{Api, Client, ResourceExt};
+
+use crate::{Error, Result, pod_ready, repo_root, wait_for};
+
+/// Env that `hack/e2e.sh --incluster` sets.
+pub const INCLUSTER_ENV: &str = "KRUISE_E2E_INCLUSTER";
+/// Namespace the installed components run in.
+pub const KRUISE_NS: &str = "kruise-system";
+/// Label of the installed daemon's Pods (deploy/daemon/daemon.yaml).
+pub const DAEMON_POD_SELECTOR: &str = "app.kubernetes.io/name=kruise-daemon";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Dev,
+    InCluster,
+}
+
+/// The mode this run tests.
+pub fn mode() -> Mode {
+    match std::env::var(INCLUSTER_ENV).as_deref() {
+        Ok("1") | Ok("true") => Mode::InCluster,
+        _ => Mode::Dev,
+    }
+}
+
+fn pid_file(name: &str) -> PathBuf {
+    repo_root().join(format!(".cluster/pids/{name}.pid"))
+}
+
+/// The PID of a dev-mode process (from its PID file) if that process is alive.
+pub fn dev_pid(name: &str) -> Option<i32> {
+    let pid: i32 = std::fs::read_to_string(pid_file(name))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    alive(pid).then_some(pid)
+}
+
+/// `kill -0`: the process exists.
+pub fn alive(pid: i32) -> bool {
+    Command::new("kill")
+        .args(["-0", &pid.to_string()])
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// In cluster, no dev-mode manager or daemon may run beside the installed ones: it would answer
+/// health checks on the same ports, could take the manager Lease, and runs with admin rights.
+pub fn check_isolation() -> Result<()> {
+    if mode() != Mode::InCluster {
+        return Ok(());
+    }
+    for name in ["kruise-manager", "kruise-daemon"] {
+        if let Some(pid) = dev_pid(name) {
+            return Err(Error::Mode(format!(
+                "a dev-mode {name} (pid {pid}) runs beside the in-cluster install; stop it with \
+                 `hack/dev-up.sh down`"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The daemon process serving this host, whatever the mode: dev mode's PID file, or (in
+/// cluster, where `check_isolation` guarantees no host daemon runs) the host's one
+/// `kruise-daemon` process, which is the installed daemon's container.
+pub fn daemon_pid() -> Result<i32> {
+    match mode() {
+        Mode::Dev => dev_pid("kruise-daemon")
+            .ok_or_else(|| Error::Mode("no dev-mode kruise-daemon runs (hack/dev-up.sh)".into())),
+        Mode::InCluster => {
+            check_isolation()?;
+            let out = Command::new("pgrep")
+                .args(["-x", "kruise-daemon"])
+                .output()?;
+            let pids: Vec<i32> = String::from_utf8_lossy(&out.stdout)
+                .split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .collect();
+            match pids.as_slice() {
+                [pid] => Ok(*pid),
+                _ => Err(Error::Mode(format!(
+                    "expected one kruise-daemon process on this host, found {pids:?}"
+                ))),
+            }
+        }
+    }
+}
+
+/// SIGKILLs the daemon (a crash), then brings it back the way the mode allows: dev mode starts
+/// it again with `hack/dev-up.sh`; in cluster its Pod is deleted, as a user restarts a daemon,
+/// and the DaemonSet's new Pod must become Ready. Returns once a new daemon process serves.
+pub async fn crash_daemon(client: &Client, between: impl AsyncFnOnce()) -> Result<()> {
+    let pid = daemon_pid()?;
+    let old_pod = match mode() {
+        Mode::InCluster => Some(daemon_pod(client).await?),
+        Mode::Dev => None,
+    };
+    let killed = Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status()?;
+    if !killed.success() {
+        return Err(Error::Mode(format!("kill -KILL {pid} failed")));
+    }
+    wait_for(
+        "the killed daemon to exit",
+        Duration::from_secs(10),
+        || async { Ok((!alive(pid)).then_some(())) },
+    )
+    .await?;
+    between().await;
+    match old_pod {
+        None => {
+            let up = Command::new(repo_root().join("hack/dev-up.sh"))
+                .current_dir(repo_root())
+                .env("KRUISE_SKIP_BUILD", "1")
+                .output()?;
+            if !up.status.success() {
+                return Err(Error::Mode(format!(
+                    "hack/dev-up.sh: {}",
+                    String::from_utf8_lossy(&up.stderr)
+                )));
+            }
+        }
+        Some(old) => {
+            let pods: Api<Pod> = Api::namespaced(client.clone(), KRUISE_NS);
+            let old_uid = old.uid().unwrap_or_default();
+            match pods.delete(&old.name_any(), &DeleteParams::default()).await {
+                // Already gone is what we want.
+                Err(kube::Error::Api(ae)) if ae.code == 404 => {}
+                r => {
+                    r?;
+                }
+            }
+            wait_for(
+                "a new daemon Pod to be Ready",
+                Duration::from_secs(120),
+                || async {
+                    let p = daemon_pod(client).await.ok();
+                    Ok(
+                        p.filter(|p| p.uid().unwrap_or_default() != old_uid && pod_ready(p))
+                            .map(|_| ()),
+                    )
+                },
+            )
+            .await?;
+        }
+    }
+    // In cluster the old container may still be shutting down for a moment.
+    wait_for(
+        "one new daemon process",
+        Duration::from_secs(60),
+        || async { Ok(daemon_pid().ok().filter(|p| *p != pid).map(|_| ())) },
+    )
+    .await
+}
+
+/// The installed daemon's Pod (the local cluster has one node, so one Pod).
+pub async fn daemon_pod(client: &Client) -> Result<Pod> {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), KRUISE_NS);
+    let list = pods
+        .list(&ListParams::default().labels(DAEMON_POD_SELECTOR))
+        .await?;
+    list.items
+        .into_iter()
+        .find(|p| p.metadata.deletion_timestamp.is_none())
+        .ok_or_else(|| Error::Mode("no kruise-daemon Pod in kruise-system".into()))
+}
