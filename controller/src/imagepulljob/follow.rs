@@ -148,7 +148,7 @@ async fn round(
     let (refs, memory) = resync(&all, &cfg_ns, &sources, &copies, requeued);
     *requeued = memory;
     for r in &refs {
-        tracing::info!(job = %r, "pull secret source changed; resyncing its copy");
+        tracing::info!(job = %r, "pull-secret copy differs from its source; resyncing");
     }
     refs
 }
