@@ -656,3 +656,383 @@ where
         }
     })
 }
+
+// ---------------------------------------------------------------------------------------------
+// Pull-secret copies in kruise-daemon-config
+// ---------------------------------------------------------------------------------------------
+
+/// A docker-registry Secret whose only credential is for a host no test pulls from, so it never
+/// changes how an image is pulled; `user` tells its versions apart.
+fn pull_secret(name: &str, user: &str) -> k8s_openapi::api::core::v1::Secret {
+    let auth =
+        json!({"auths": {"registry.kruise-e2e.invalid": {"username": user, "password": "x"}}});
+    serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": name},
+        "type": "kubernetes.io/dockerconfigjson",
+        "stringData": {".dockerconfigjson": auth.to_string()}
+    }))
+    .expect("secret json")
+}
+
+fn secret_user(s: &k8s_openapi::api::core::v1::Secret) -> Option<String> {
+    let raw = s.data.as_ref()?.get(".dockerconfigjson")?;
+    let v: Value = serde_json::from_slice(&raw.0).ok()?;
+    v["auths"]["registry.kruise-e2e.invalid"]["username"]
+        .as_str()
+        .map(str::to_string)
+}
+
+fn daemon_config_secrets(client: &Client) -> Api<k8s_openapi::api::core::v1::Secret> {
+    Api::namespaced(client.clone(), keys::KRUISE_DAEMON_CONFIG_NAMESPACE)
+}
+
+/// Copies of `ns/name` in kruise-daemon-config.
+async fn copies_of(
+    client: &Client,
+    ns: &str,
+    name: &str,
+) -> Vec<k8s_openapi::api::core::v1::Secret> {
+    let source = format!("{ns}/{name}");
+    daemon_config_secrets(client)
+        .list(&ListParams::default())
+        .await
+        .expect("list kruise-daemon-config")
+        .items
+        .into_iter()
+        .filter(|s| {
+            s.annotations()
+                .get(keys::IMAGEPULLJOB_SECRET_SOURCE_KEY_ANNOTATION)
+                == Some(&source)
+        })
+        .collect()
+}
+
+/// Issue 12 item 8: while a job runs, editing its pull Secret updates the copy the daemon reads
+/// in kruise-daemon-config within seconds (nothing used to look at the source again).
+#[tokio::test]
+async fn pull_secret_copy_follows_its_source() {
+    let _pulls = PULLS.read().await;
+    let client = client().await.expect("cluster");
+    let ns = TestNamespace::create(&client, "e2e-ipj-secret")
+        .await
+        .expect("ns");
+    let secrets: Api<k8s_openapi::api::core::v1::Secret> = ns.api();
+    secrets
+        .create(&PostParams::default(), &pull_secret("regcred", "v1"))
+        .await
+        .expect("create secret");
+    let api = jobs(&client, &ns.name);
+    // A `Never` job stays running with its copy claimed. It names no existing node, so nothing
+    // else wakes it: a NodeImage change reconciles the running jobs that may target that node,
+    // and that reconcile would copy the source as a side effect (other tests write the real
+    // node's NodeImage all the time).
+    api.create(
+        &PostParams::default(),
+        &pull_job(
+            "follow",
+            &image("testapp", "v1"),
+            "e2e-no-such-node",
+            json!({"pullSecrets": ["regcred"], "completionPolicy": {"type": "Never"}}),
+        ),
+    )
+    .await
+    .expect("create job");
+    let job_ref = format!("{}/follow", ns.name);
+    let copy = wait_for("the copy of regcred", PULL, || async {
+        Ok(copies_of(&client, &ns.name, "regcred")
+            .await
+            .into_iter()
+            .find(|c| {
+                c.annotations()
+                    .get(keys::IMAGEPULLJOB_SECRET_REFERENCES_ANNOTATION)
+                    .is_some_and(|r| r.split(',').any(|j| j == job_ref))
+            }))
+    })
+    .await
+    .expect("copy");
+    assert_eq!(
+        secret_user(&copy).as_deref(),
+        Some("v1"),
+        "copy has the source's data"
+    );
+    let running = wait_for("the job's first status", PULL, || async {
+        let j = api.get("follow").await?;
+        Ok((!j.data["status"]["startTime"].is_null()).then(|| j.data["status"].clone()))
+    })
+    .await
+    .expect("job status");
+    assert!(
+        running["completionTime"].is_null(),
+        "still running: {running}"
+    );
+    // Let the reconciles that follow its own status write settle.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+
+    let mut edited = secrets.get("regcred").await.expect("source");
+    edited.data = None;
+    edited.string_data = pull_secret("regcred", "v2").string_data;
+    secrets
+        .replace("regcred", &PostParams::default(), &edited)
+        .await
+        .expect("edit source");
+    let edited_at = std::time::Instant::now();
+    let cfg = daemon_config_secrets(&client);
+    let copy_name = copy.name_any();
+    let updated = wait_for(
+        "the copy to carry the edited data",
+        Duration::from_secs(15),
+        || async {
+            let c = cfg.get(&copy_name).await?;
+            Ok((secret_user(&c).as_deref() == Some("v2")).then_some(()))
+        },
+    )
+    .await;
+    let took = edited_at.elapsed();
+    println!("copy followed its source after {took:?}");
+    updated.expect("copy updated");
+    assert!(
+        took < Duration::from_secs(8),
+        "the copy took {took:?} to follow its source"
+    );
+
+    api.delete("follow", &DeleteParams::default())
+        .await
+        .expect("delete job");
+    wait_for("the copy released", PULL, || async {
+        Ok(cfg.get_opt(&copy_name).await?.is_none().then_some(()))
+    })
+    .await
+    .expect("copy deleted with its only job");
+    ns.delete().await.expect("delete ns");
+}
+
+/// One version of an object seen by [`History`], at its etcd revision.
+#[derive(Clone, Debug)]
+struct Seen {
+    rv: u64,
+    deleted: bool,
+    obj: Value,
+}
+
+/// Every version of the objects one watch delivers, to order writes of different objects by
+/// their resourceVersion (etcd's revision orders all writes of the cluster).
+struct History {
+    seen: Arc<Mutex<Vec<Seen>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl History {
+    async fn start<K>(api: Api<K>, cfg: watcher::Config) -> Self
+    where
+        K: kube::Resource
+            + Clone
+            + serde::de::DeserializeOwned
+            + serde::Serialize
+            + std::fmt::Debug
+            + Send
+            + 'static,
+    {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let ready = Arc::new(AtomicUsize::new(0));
+        let (s, r) = (seen.clone(), ready.clone());
+        let task = tokio::spawn(async move {
+            let mut stream = watcher::watcher(api, cfg).boxed();
+            while let Some(ev) = stream.next().await {
+                let (obj, deleted) = match ev {
+                    Ok(watcher::Event::Apply(o) | watcher::Event::InitApply(o)) => (o, false),
+                    Ok(watcher::Event::Delete(o)) => (o, true),
+                    Ok(watcher::Event::InitDone) => {
+                        r.fetch_add(1, Ordering::SeqCst);
+                        continue;
+                    }
+                    _ => continue,
+                };
+                let rv = obj
+                    .meta()
+                    .resource_version
+                    .as_deref()
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(0);
+                let obj = serde_json::to_value(&obj).unwrap_or(Value::Null);
+                if let Ok(mut v) = s.lock() {
+                    v.push(Seen { rv, deleted, obj });
+                }
+            }
+        });
+        wait_for("watch started", Duration::from_secs(30), || async {
+            Ok((ready.load(Ordering::SeqCst) > 0).then_some(()))
+        })
+        .await
+        .expect("watch");
+        Self { seen, task }
+    }
+
+    fn all(&self) -> Vec<Seen> {
+        let mut v = self.seen.lock().map(|v| v.clone()).unwrap_or_default();
+        v.sort_by_key(|s| s.rv);
+        v
+    }
+}
+
+impl Drop for History {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// The job's tag in a NodeImage: its spec version, and the status version and phase if any.
+type JobTag = (i64, Option<(i64, String)>);
+
+fn job_tag(ni: &Value, full: &str, uid: &str) -> Option<JobTag> {
+    let (name, tag) = split(full);
+    let spec = ni["spec"]["images"][name]["tags"]
+        .as_array()?
+        .iter()
+        .find(|t| {
+            t["tag"] == tag
+                && t["ownerReferences"]
+                    .as_array()
+                    .is_some_and(|o| o.iter().any(|r| r["uid"] == uid))
+        })?;
+    let status = ni["status"]["imageStatuses"][name]["tags"]
+        .as_array()
+        .and_then(|tags| tags.iter().find(|t| t["tag"] == tag))
+        .map(|t| {
+            (
+                t["version"].as_i64().unwrap_or(0),
+                t["phase"].as_str().unwrap_or("").to_string(),
+            )
+        });
+    Some((spec["version"].as_i64().unwrap_or(0), status))
+}
+
+/// Issue 12 item 8: a job for an image already on the node (pulled by an earlier job whose
+/// Succeeded status is still in the NodeImage) counts the node done only once the daemon
+/// reports the tag at this job's version, as upstream's calculateStatus does; its pull-secret
+/// copy exists from before its tag reaches the NodeImage until the job has completed.
+#[tokio::test]
+async fn job_for_present_image_waits_for_its_version_and_keeps_its_copy() {
+    let _pulls = PULLS.read().await;
+    let client = client().await.expect("cluster");
+    let ns = TestNamespace::create(&client, "e2e-ipj-present")
+        .await
+        .expect("ns");
+    let node = node_name(&client).await;
+    let cri = cri::connect().await.expect("CRI");
+    let full = push_unique_image(&unique_tag("ipj-present"), 4096).expect("push");
+    let api = jobs(&client, &ns.name);
+    api.create(
+        &PostParams::default(),
+        &pull_job("first", &full, &node, json!({})),
+    )
+    .await
+    .expect("create first job");
+    wait_job_done(&api, "first").await;
+    assert!(
+        cri::image_id(&cri, &full).await.expect("CRI").is_some(),
+        "the image is on the node"
+    );
+    let secrets: Api<k8s_openapi::api::core::v1::Secret> = ns.api();
+    secrets
+        .create(&PostParams::default(), &pull_secret("regcred", "v1"))
+        .await
+        .expect("create secret");
+
+    let nis = History::start(
+        node_images(&client),
+        watcher::Config::default().fields(&format!("metadata.name={node}")),
+    )
+    .await;
+    let job_history = History::start(api.clone(), watcher::Config::default()).await;
+    let copy_history =
+        History::start(daemon_config_secrets(&client), watcher::Config::default()).await;
+    let created_at = std::time::Instant::now();
+    let job = api
+        .create(
+            &PostParams::default(),
+            &pull_job("second", &full, &node, json!({"pullSecrets": ["regcred"]})),
+        )
+        .await
+        .expect("create second job");
+    let uid = job.uid().expect("uid");
+    let st = wait_job_done(&api, "second").await;
+    println!(
+        "job for a present image completed after {:?}",
+        created_at.elapsed()
+    );
+    assert_eq!(
+        (&st["desired"], &st["succeeded"], &st["failed"]),
+        (&json!(1), &json!(1), &json!(0)),
+        "{st}"
+    );
+    // Let the copy's release reach the watch.
+    let source = format!("{}/regcred", ns.name);
+    let is_copy = |s: &Seen| {
+        s.obj["metadata"]["annotations"][keys::IMAGEPULLJOB_SECRET_SOURCE_KEY_ANNOTATION]
+            == source.as_str()
+    };
+    wait_for("the copy released", PULL, || async {
+        Ok(copy_history
+            .all()
+            .iter()
+            .any(|s| is_copy(s) && s.deleted)
+            .then_some(()))
+    })
+    .await
+    .expect("copy deleted after the job completed");
+
+    let completed_rv = job_history
+        .all()
+        .iter()
+        .find(|s| {
+            s.obj["metadata"]["name"] == "second" && !s.obj["status"]["completionTime"].is_null()
+        })
+        .map(|s| s.rv)
+        .expect("a job version with completionTime");
+    let ni_versions = nis.all();
+    let tags: Vec<(u64, JobTag)> = ni_versions
+        .iter()
+        .filter_map(|s| job_tag(&s.obj, &full, &uid).map(|t| (s.rv, t)))
+        .collect();
+    let (tag_rv, (spec_version, first_status)) = tags
+        .first()
+        .cloned()
+        .expect("the job's tag in the NodeImage");
+    // The premise: when the job's tag was written, the NodeImage already said Succeeded for
+    // this tag, at the earlier job's (older) version.
+    assert!(
+        first_status
+            .as_ref()
+            .is_some_and(|(v, p)| *v < spec_version && p == "Succeeded"),
+        "the tag got a new version over an older Succeeded status: {tags:?}"
+    );
+    let reported_rv = tags
+        .iter()
+        .find(|(_, (v, st))| {
+            st.as_ref()
+                .is_some_and(|(sv, p)| sv == v && p == "Succeeded")
+        })
+        .map(|(rv, _)| *rv)
+        .expect("the daemon reported the tag at the job's version");
+    assert!(
+        reported_rv < completed_rv,
+        "the job completed (rv {completed_rv}) before the daemon reported its version (rv {reported_rv}): {tags:?}"
+    );
+    let copies: Vec<Seen> = copy_history.all().into_iter().filter(is_copy).collect();
+    let copy_created = copies
+        .iter()
+        .find(|s| !s.deleted)
+        .map(|s| s.rv)
+        .expect("a copy was made");
+    let copy_deleted = copies
+        .iter()
+        .find(|s| s.deleted)
+        .map(|s| s.rv)
+        .expect("the copy was released");
+    assert!(
+        copy_created < tag_rv && completed_rv < copy_deleted,
+        "the copy existed from rv {copy_created} to {copy_deleted}; the tag was written at rv {tag_rv}, the job completed at rv {completed_rv}"
+    );
+    ns.delete().await.expect("delete ns");
+}

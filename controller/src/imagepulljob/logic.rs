@@ -164,6 +164,15 @@ pub fn job_may_target(job: &ImagePullJob, ni: &NodeImage, pods_on_node: &[Arc<Po
     }
 }
 
+/// Whether a job is neither finished nor being deleted.
+pub fn is_running(job: &ImagePullJob) -> bool {
+    job.metadata.deletion_timestamp.is_none()
+        && job
+            .status
+            .as_ref()
+            .is_none_or(|s| s.completion_time.is_none())
+}
+
 /// The reference a job leaves on the NodeImage tags it owns.
 pub fn owner_ref(job: &ImagePullJob) -> ObjectReference {
     ObjectReference {

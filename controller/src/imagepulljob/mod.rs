@@ -8,7 +8,8 @@
 //! writes. `completionPolicy: Always` jobs finish when every target node is done or at
 //! `activeDeadlineSeconds`, and are deleted `ttlSecondsAfterFinished` later; `Never` jobs keep
 //! serving new nodes. The finalizer `apps.kruise.io/deletion-protection` makes sure the secret
-//! copies are released. An ImageListPullJob ([`list`]) owns one ImagePullJob per image.
+//! copies are released, and [`follow`] keeps each copy equal to its source while the job runs.
+//! An ImageListPullJob ([`list`]) owns one ImagePullJob per image.
 //!
 //! Entry point: [`run`]`(client, pods, metrics, shutdown)` runs both controllers; `pods` is the
 //! manager's shared [`PodCache`] (podSelector jobs follow pods). CloneSet pre-download is
@@ -16,10 +17,12 @@
 //!
 //! RBAC: `imagepulljobs` get/list/watch/create/update/patch/delete, `imagepulljobs/status`
 //! update; `imagelistpulljobs` get/list/watch/patch/delete, `imagelistpulljobs/status` update;
-//! `nodeimages` get/list/watch/update; `secrets` get (any namespace) and
+//! `nodeimages` get/list/watch/update; `secrets` get (any namespace: only the sources jobs
+//! name, read by name, never listed or watched) and
 //! list/create/update/delete (kruise-daemon-config); `namespaces` get; `pods` via the cache;
 //! `controllerrevisions` patch (pre-download).
 
+pub mod follow;
 pub mod image;
 pub mod list;
 pub mod logic;
@@ -101,14 +104,6 @@ pub async fn run(
     tokio::join!(jobs, lists);
 }
 
-fn is_running(job: &ImagePullJob) -> bool {
-    job.metadata.deletion_timestamp.is_none()
-        && job
-            .status
-            .as_ref()
-            .is_none_or(|s| s.completion_time.is_none())
-}
-
 fn pods_on_node(pods: &PodCache, node: &str) -> Vec<Arc<Pod>> {
     pods.store()
         .state()
@@ -166,7 +161,7 @@ async fn run_jobs(
         let running: Vec<Arc<ImagePullJob>> = store
             .state()
             .into_iter()
-            .filter(|j| is_running(j))
+            .filter(|j| logic::is_running(j))
             .collect();
         let on_node = if running
             .iter()
@@ -194,7 +189,7 @@ async fn run_jobs(
             store
                 .state()
                 .into_iter()
-                .filter(|j| is_running(j))
+                .filter(|j| logic::is_running(j))
                 .filter(|j| {
                     let Some(ps) = &j.spec.template.pod_selector else {
                         return false;
@@ -217,6 +212,9 @@ async fn run_jobs(
         requests(refs)
     });
 
+    // A pull secret's source changed: the jobs using it rewrite their copies.
+    let secret_events = follow::requests(client.clone(), jobs.clone());
+
     let ctx = Arc::new(Ctx {
         client,
         pods,
@@ -227,7 +225,7 @@ async fn run_jobs(
     });
     let queue = futures::stream::select(
         futures::stream::select(trigger_self(job_events, ()), ni_events),
-        pod_events,
+        futures::stream::select(pod_events, secret_events),
     )
     .take_until(shutdown.cancelled_owned());
     let cfg = kube::runtime::Config::default().concurrency(CONCURRENCY);
