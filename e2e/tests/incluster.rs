@@ -32,13 +32,28 @@ async fn allowed(
     group: &str,
     ns: Option<&str>,
 ) -> bool {
+    allowed_named(client, user, verb, resource, sub, group, ns, "").await
+}
+
+/// `allowed` for one object by name (RBAC resourceNames).
+#[allow(clippy::too_many_arguments)]
+async fn allowed_named(
+    client: &Client,
+    user: &str,
+    verb: &str,
+    resource: &str,
+    sub: &str,
+    group: &str,
+    ns: Option<&str>,
+    name: &str,
+) -> bool {
     let sar: SubjectAccessReview = serde_json::from_value(json!({
         "spec": {
             "user": user,
             "groups": ["system:serviceaccounts", "system:serviceaccounts:kruise-system", "system:authenticated"],
             "resourceAttributes": {
                 "verb": verb, "resource": resource, "subresource": sub, "group": group,
-                "namespace": ns.unwrap_or("")
+                "namespace": ns.unwrap_or(""), "name": name
             }
         }
     }))
@@ -249,6 +264,33 @@ async fn rbac_is_least_privilege() {
         .await
     );
     assert!(!allowed(&client, MANAGER_SA, "delete", "nodes", "", "", None).await);
+    // It writes its own webhook configurations and CRDs, nobody else's.
+    for (resource, group, own) in [
+        (
+            "mutatingwebhookconfigurations",
+            "admissionregistration.k8s.io",
+            keys::MUTATING_WEBHOOK_CONFIGURATION_NAME,
+        ),
+        (
+            "validatingwebhookconfigurations",
+            "admissionregistration.k8s.io",
+            keys::VALIDATING_WEBHOOK_CONFIGURATION_NAME,
+        ),
+        (
+            "customresourcedefinitions",
+            "apiextensions.k8s.io",
+            "clonesets.apps.kruise.io",
+        ),
+    ] {
+        assert!(
+            allowed_named(&client, MANAGER_SA, "patch", resource, "", group, None, own).await,
+            "manager patches its own {resource} {own}"
+        );
+        assert!(
+            !allowed_named(&client, MANAGER_SA, "patch", resource, "", group, None, "someone-else").await,
+            "manager must not patch another {resource}"
+        );
+    }
     assert!(
         !allowed(
             &client,
