@@ -41,6 +41,12 @@ images:
     newName: ${KRUISE_DAEMON_IMAGE%@*}
     digest: ${KRUISE_DAEMON_IMAGE#*@}
 YAML
+# CRDs left by dev mode (hack/dev-up.sh, kubectl kruise dev) point conversion at a URL on the
+# host; an apply would merge deploy/'s Service into that and be refused ("exactly one of url or
+# service"), so existing CRDs are replaced whole first.
+for crd in deploy/crds/*.yaml; do
+  if k get -f "$crd" >/dev/null 2>&1; then k replace -f "$crd" >/dev/null; fi
+done
 log "applying deploy/ with $KRUISE_MANAGER_IMAGE and $KRUISE_DAEMON_IMAGE"
 k apply --server-side --force-conflicts -k "$KRS_DIR/install" >/dev/null
 log "waiting for the manager and the daemon"
