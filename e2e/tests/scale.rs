@@ -354,8 +354,12 @@ async fn pod_creation_backs_off_while_the_namespace_is_deleted() {
     };
 
     // Let the namespace go, whatever happened above.
-    let _ = bindings.delete(&policy_name, &DeleteParams::default()).await;
-    let _ = policies.delete(&policy_name, &DeleteParams::default()).await;
+    let _ = bindings
+        .delete(&policy_name, &DeleteParams::default())
+        .await;
+    let _ = policies
+        .delete(&policy_name, &DeleteParams::default())
+        .await;
     policy_active.expect("the admission policy takes effect");
     let attempts = outcome.expect("attempts were counted");
 
