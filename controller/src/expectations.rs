@@ -31,6 +31,29 @@ impl ScaleAction {
     }
 }
 
+/// What the cache shows of an object named in a scale expectation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cached {
+    /// Not in the cache.
+    Absent,
+    /// In the cache, not being deleted.
+    Present,
+    /// In the cache with a `deletionTimestamp`: upstream counts this as the deletion.
+    Terminating,
+}
+
+impl Cached {
+    /// Whether this view of the cache shows that `action` took effect. A create shows once the
+    /// object is there (even if already being deleted); a delete shows once it is terminating
+    /// or gone: we only delete what the cache showed us, so absence means it went.
+    pub fn shows(self, action: ScaleAction) -> bool {
+        match action {
+            ScaleAction::Create => self != Cached::Absent,
+            ScaleAction::Delete => self != Cached::Present,
+        }
+    }
+}
+
 /// The answer of [`ScaleExpectations::satisfied`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ScaleSatisfaction {
@@ -93,6 +116,38 @@ impl ScaleExpectations {
         if exp.is_empty() {
             map.remove(key);
         }
+    }
+
+    /// Observes every pending name of `key` that `lookup` (a view of the cache) shows done. Events
+    /// are only a fast path: a subscriber that lagged, or a watch that relisted, loses events but
+    /// not the store, so checking the store this way is what guarantees expectations clear.
+    /// Returns how many names were observed.
+    pub fn observe_cache(&self, key: &str, lookup: impl Fn(&str) -> Cached) -> usize {
+        let mut map = self.lock();
+        let Some(exp) = map.get_mut(key) else {
+            return 0;
+        };
+        let mut observed = 0;
+        for (action, names) in exp.pending.iter_mut() {
+            let before = names.len();
+            names.retain(|n| !lookup(n).shows(*action));
+            observed += before - names.len();
+        }
+        if exp.is_empty() {
+            map.remove(key);
+        }
+        observed
+    }
+
+    /// The workload keys that still expect something.
+    pub fn keys(&self) -> Vec<String> {
+        self.lock().keys().cloned().collect()
+    }
+
+    /// Drops the expectations of every workload key for which `keep` is false (workloads that no
+    /// longer exist).
+    pub fn retain_keys(&self, keep: impl Fn(&str) -> bool) {
+        self.lock().retain(|k, _| keep(k));
     }
 
     /// Whether the cache has caught up with every create and delete recorded for `key`.
@@ -207,6 +262,11 @@ impl ResourceVersionExpectations {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// Drops the expectations of objects for which `keep` is false (objects that are gone).
+    pub fn retain(&self, keep: impl Fn(&str) -> bool) {
+        self.lock().retain(|uid, _| keep(uid));
     }
 }
 
@@ -356,7 +416,98 @@ mod tests {
         assert!(!is_version_newer_or_equal("11", "10"));
     }
 
+    /// The cache as a map of name to state; names not in it are absent.
+    fn cache<'a>(entries: &'a [(&'a str, Cached)]) -> impl Fn(&str) -> Cached + 'a {
+        move |n| {
+            entries
+                .iter()
+                .find(|(k, _)| *k == n)
+                .map_or(Cached::Absent, |(_, c)| *c)
+        }
+    }
+
+    #[test]
+    fn cache_view_decides_each_action() {
+        // (action, what the cache shows, observed?)
+        let table = [
+            (ScaleAction::Create, Cached::Absent, false),
+            (ScaleAction::Create, Cached::Present, true),
+            (ScaleAction::Create, Cached::Terminating, true),
+            (ScaleAction::Delete, Cached::Absent, true),
+            (ScaleAction::Delete, Cached::Present, false),
+            // A graceful deletion counts as the delete, as upstream's event handler does.
+            (ScaleAction::Delete, Cached::Terminating, true),
+        ];
+        for (action, cached, want) in table {
+            assert_eq!(cached.shows(action), want, "{action:?} with {cached:?}");
+        }
+    }
+
+    #[test]
+    fn observe_cache_clears_what_the_store_shows_after_lost_events() {
+        let e = ScaleExpectations::new();
+        e.expect("ns/cs", ScaleAction::Create, "cs-a");
+        e.expect("ns/cs", ScaleAction::Create, "cs-b");
+        e.expect("ns/cs", ScaleAction::Delete, "cs-old1");
+        e.expect("ns/cs", ScaleAction::Delete, "cs-old2");
+        e.expect("ns/other", ScaleAction::Create, "other-x");
+        // No event was seen: cs-a is cached, cs-b not yet; cs-old1 is terminating, cs-old2 is
+        // still there.
+        let view = [
+            ("cs-a", Cached::Present),
+            ("cs-old1", Cached::Terminating),
+            ("cs-old2", Cached::Present),
+        ];
+        assert_eq!(e.observe_cache("ns/cs", cache(&view)), 2);
+        assert_eq!(e.pending("ns/cs", ScaleAction::Create), vec!["cs-b"]);
+        assert_eq!(e.pending("ns/cs", ScaleAction::Delete), vec!["cs-old2"]);
+        // Other workloads are left alone.
+        assert_eq!(e.pending("ns/other", ScaleAction::Create), vec!["other-x"]);
+
+        // Later snapshot: cs-b arrived and cs-old2 is gone (deleted during a watch gap).
+        let view = [("cs-a", Cached::Present), ("cs-b", Cached::Present)];
+        assert_eq!(e.observe_cache("ns/cs", cache(&view)), 2);
+        assert_eq!(
+            e.satisfied("ns/cs", Instant::now()),
+            ScaleSatisfaction::Satisfied
+        );
+        assert!(!e.keys().contains(&"ns/cs".to_string()));
+    }
+
+    #[test]
+    fn retain_keys_drops_deleted_workloads() {
+        let e = ScaleExpectations::new();
+        e.expect("ns/gone", ScaleAction::Create, "x");
+        e.expect("ns/live", ScaleAction::Create, "y");
+        e.retain_keys(|k| k == "ns/live");
+        assert_eq!(e.keys(), vec!["ns/live".to_string()]);
+    }
+
     proptest::proptest! {
+        /// Whatever was expected, a snapshot in which every create is present and every delete
+        /// is absent or terminating satisfies the workload.
+        #[test]
+        fn a_snapshot_that_shows_everything_satisfies(
+            creates in proptest::collection::btree_set("[a-z]{1,4}", 0..6),
+            deletes in proptest::collection::btree_set("[A-Z]{1,4}", 0..6),
+            terminating in proptest::bool::ANY,
+        ) {
+            let e = ScaleExpectations::new();
+            for n in &creates { e.expect("k", ScaleAction::Create, n); }
+            for n in &deletes { e.expect("k", ScaleAction::Delete, n); }
+            let view = |n: &str| {
+                if creates.contains(n) {
+                    Cached::Present
+                } else if terminating && deletes.contains(n) {
+                    Cached::Terminating
+                } else {
+                    Cached::Absent
+                }
+            };
+            e.observe_cache("k", view);
+            proptest::prop_assert_eq!(e.satisfied("k", Instant::now()), ScaleSatisfaction::Satisfied);
+        }
+
         #[test]
         fn version_satisfied_iff_cached_reaches_expected(exp in 0u64..1000, cached in 0u64..1000) {
             let e = ResourceVersionExpectations::new();

@@ -1,5 +1,6 @@
 //! kruise-manager: the controllers and the shared in-place update engine.
 
+pub mod backoff;
 pub mod cloneset;
 pub mod crr;
 pub mod expectations;

@@ -22,6 +22,11 @@ use tracing_subscriber::EnvFilter;
 
 /// Name of the leader-election Lease (upstream's lock name).
 const LEASE_NAME: &str = "kruise-manager";
+/// Client-side request rate and burst by default: OpenKruise's manager flags
+/// (`--rest-config-qps=30 --rest-config-burst=50`), so that a busy controller cannot flood the
+/// API server; benchmarks and large clusters raise them with the flags.
+const DEFAULT_KUBE_API_QPS: f32 = 30.0;
+const DEFAULT_KUBE_API_BURST: u32 = 50;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -77,10 +82,12 @@ struct Args {
     #[arg(long)]
     log_json: bool,
     /// Client-side limit of API requests per second (client-go's --kube-api-qps); 0: no limit.
-    #[arg(long, default_value_t = 0.0)]
+    /// The default is OpenKruise's manager default (`--rest-config-qps=30`).
+    #[arg(long, default_value_t = DEFAULT_KUBE_API_QPS)]
     kube_api_qps: f32,
-    /// Requests allowed at once above --kube-api-qps (client-go's --kube-api-burst).
-    #[arg(long, default_value_t = 0)]
+    /// Requests allowed at once above --kube-api-qps (client-go's --kube-api-burst). The default
+    /// is OpenKruise's manager default (`--rest-config-burst=50`).
+    #[arg(long, default_value_t = DEFAULT_KUBE_API_BURST)]
     kube_api_burst: u32,
 }
 

@@ -17,6 +17,12 @@ use tokio_util::sync::CancellationToken;
 /// Capacity of the event fan-out; a controller that falls this far behind resyncs everything.
 const BROADCAST_CAPACITY: usize = 4096;
 
+/// Test knob, deliberately not a flag: when this environment variable is `1`, every subscriber
+/// behaves as if it had lagged on every event (it receives `Resync` instead of each event), the
+/// worst case of a slow subscriber. The e2e suite (`e2e/tests/scale.rs`) starts a manager with
+/// it to prove that controllers converge from the store alone.
+pub const ENV_DEBUG_POD_EVENT_LAG: &str = "KRUISE_DEBUG_POD_EVENT_LAG";
+
 #[derive(Clone, Debug)]
 pub enum PodEvent {
     Applied(Arc<Pod>),
@@ -31,6 +37,8 @@ pub struct PodCache {
     store: Store<Pod>,
     tx: broadcast::Sender<PodEvent>,
     synced: watch::Receiver<bool>,
+    /// See [`ENV_DEBUG_POD_EVENT_LAG`].
+    always_lag: bool,
 }
 
 impl PodCache {
@@ -76,7 +84,19 @@ impl PodCache {
             }
             tracing::info!("pod cache stopped");
         });
-        Self { store, tx, synced }
+        let always_lag = std::env::var(ENV_DEBUG_POD_EVENT_LAG).is_ok_and(|v| v == "1");
+        if always_lag {
+            tracing::warn!(
+                env = ENV_DEBUG_POD_EVENT_LAG,
+                "test mode: every pod event reaches subscribers as a lag (Resync)"
+            );
+        }
+        Self {
+            store,
+            tx,
+            synced,
+            always_lag,
+        }
     }
 
     pub fn store(&self) -> &Store<Pod> {
@@ -96,8 +116,10 @@ impl PodCache {
     /// Every change from now on, as a stream. Lagging turns into a `Resync`.
     pub fn events(&self) -> impl Stream<Item = PodEvent> + Send + 'static {
         let rx = self.tx.subscribe();
-        futures::stream::unfold(rx, |mut rx| async move {
+        let always_lag = self.always_lag;
+        futures::stream::unfold(rx, move |mut rx| async move {
             match rx.recv().await {
+                Ok(_) if always_lag => Some((PodEvent::Resync, rx)),
                 Ok(ev) => Some((ev, rx)),
                 Err(broadcast::error::RecvError::Lagged(n)) => {
                     tracing::warn!(missed = n, "pod event subscriber lagged, resyncing");

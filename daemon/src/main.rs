@@ -19,6 +19,15 @@ use prometheus_client::registry::Registry;
 use tokio_util::sync::CancellationToken;
 use tracing_subscriber::EnvFilter;
 
+// The manager's client-side rate limiter (client-go's QPS/burst), compiled from the same file.
+#[path = "../../controller/src/ratelimit.rs"]
+mod ratelimit;
+
+/// Client-side request rate and burst by default: client-go's defaults, which OpenKruise's
+/// daemon keeps (its --rest-config-qps/--rest-config-burst default to 0, "use client-go's").
+const DEFAULT_KUBE_API_QPS: f32 = 5.0;
+const DEFAULT_KUBE_API_BURST: u32 = 10;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 enum Duty {
     Imagepuller,
@@ -72,6 +81,14 @@ struct Flags {
     /// Log format.
     #[arg(long, value_enum, default_value = "text")]
     log_format: LogFormat,
+
+    /// Client-side limit of API requests per second (client-go's --kube-api-qps); 0: no limit.
+    #[arg(long, default_value_t = DEFAULT_KUBE_API_QPS)]
+    kube_api_qps: f32,
+
+    /// Requests allowed at once above --kube-api-qps (client-go's --kube-api-burst).
+    #[arg(long, default_value_t = DEFAULT_KUBE_API_BURST)]
+    kube_api_burst: u32,
 }
 
 #[derive(Clone)]
@@ -111,18 +128,20 @@ async fn metrics_handler(
     }
 }
 
-async fn kube_client(path: Option<&PathBuf>) -> anyhow::Result<kube::Client> {
-    let Some(path) = path else {
-        return kube::Client::try_default()
+async fn kube_client(path: Option<&PathBuf>, qps: f32, burst: u32) -> anyhow::Result<kube::Client> {
+    let cfg = match path {
+        None => kube::Config::infer()
             .await
-            .context("cannot build a Kubernetes client (no kubeconfig and not in a cluster)");
+            .context("cannot build a Kubernetes client (no kubeconfig and not in a cluster)")?,
+        Some(path) => {
+            let kc = kube::config::Kubeconfig::read_from(path)
+                .with_context(|| format!("cannot read kubeconfig {}", path.display()))?;
+            kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
+                .await
+                .with_context(|| format!("invalid kubeconfig {}", path.display()))?
+        }
     };
-    let kc = kube::config::Kubeconfig::read_from(path)
-        .with_context(|| format!("cannot read kubeconfig {}", path.display()))?;
-    let cfg = kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
-        .await
-        .with_context(|| format!("invalid kubeconfig {}", path.display()))?;
-    Ok(kube::Client::try_from(cfg)?)
+    ratelimit::client(cfg, qps, burst).context("cannot build the Kubernetes client")
 }
 
 async fn shutdown_signal() {
@@ -185,7 +204,12 @@ async fn run(flags: Flags) -> anyhow::Result<()> {
     let cri = CriClient::connect(&source)
         .await
         .context("cannot connect to the container runtime (see --runtime-endpoint / --var-run)")?;
-    let client = kube_client(flags.kubeconfig.as_ref()).await?;
+    let client = kube_client(
+        flags.kubeconfig.as_ref(),
+        flags.kube_api_qps,
+        flags.kube_api_burst,
+    )
+    .await?;
 
     let mut registry = Registry::default();
     let m = Metrics::new(&mut registry);

@@ -30,8 +30,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::diff::{self, Rolling, Settings};
 use super::{claim, podutil, scale, status, update};
+use crate::backoff::{self, Backoff, Policy};
 use crate::expectations::{
-    EXPECTATION_TIMEOUT, ResourceVersionExpectations, ScaleAction, ScaleExpectations,
+    Cached, EXPECTATION_TIMEOUT, ResourceVersionExpectations, ScaleAction, ScaleExpectations,
     ScaleSatisfaction, VersionSatisfaction,
 };
 use crate::inplace::{
@@ -50,6 +51,17 @@ const METRIC_NAME: &str = "cloneset";
 const INITIAL_CREATE_BATCH: usize = 1;
 /// Reconciles of different CloneSets running at once (upstream's default worker count).
 const CONCURRENCY: u16 = 3;
+/// Pod creations of a CloneSet after a failed one: an event-triggered reconcile (every Pod
+/// event of the CloneSet triggers one) would otherwise retry the creation each time, which in a
+/// namespace being deleted meant about ten refused creates a second. A failed create is an API
+/// write and a Warning Event; the first retry comes after 1 s, doubling up to the usual cap.
+const CREATE_BACKOFF: Policy = Policy {
+    base: Duration::from_secs(1),
+    cap: Policy::DEFAULT.cap,
+};
+/// Longest wait for unsatisfied scale expectations before looking at the cache again; events
+/// and resyncs normally end the wait much sooner.
+const EXPECTATION_RECHECK: Duration = Duration::from_secs(30);
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -105,6 +117,10 @@ pub struct Context {
     pub metrics: Arc<Metrics>,
     /// Only CloneSets in this namespace (all when `None`).
     pub namespace: Option<String>,
+    /// Failed reconciles per CloneSet (the error policy's delays).
+    pub backoff: Arc<Backoff>,
+    /// Failed Pod creations per CloneSet (see [`CREATE_BACKOFF`]).
+    pub create_backoff: Backoff,
 }
 
 impl Context {
@@ -128,7 +144,25 @@ impl Context {
             rv_exp: ResourceVersionExpectations::new(),
             metrics,
             namespace,
+            backoff: Arc::new(Backoff::new(Policy::DEFAULT)),
+            create_backoff: Backoff::new(CREATE_BACKOFF),
         }
+    }
+
+    /// Observes the scale expectations of `key` (`namespace/name`) that the Pod cache already
+    /// shows, whether or not their events reached us.
+    fn observe_from_cache(&self, key: &str) -> usize {
+        let Some((ns, _)) = key.split_once('/') else {
+            return 0;
+        };
+        let store = self.pods.store();
+        self.scale_exp.observe_cache(key, |name| {
+            match store.get(&ObjectRef::<Pod>::new(name).within(ns)) {
+                None => Cached::Absent,
+                Some(p) if p.metadata.deletion_timestamp.is_some() => Cached::Terminating,
+                Some(_) => Cached::Present,
+            }
+        })
     }
 
     /// Publish an Event on the CloneSet. `related` (the pod, PVC or revision concerned) also keeps
@@ -275,9 +309,12 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
         Some(ns) => Api::namespaced(ctx.client.clone(), ns),
         None => Api::all(ctx.client.clone()),
     };
+    let exp_ctx = ctx.clone();
+    let cs_store = reader.clone();
     let cs_events = watcher(api, watcher::Config::default())
         .default_backoff()
         .reflect(writer)
+        .inspect(move |ev| forget_deleted(&exp_ctx, &cs_store, ev))
         .applied_objects();
     let self_triggers = trigger_self(cs_events, ());
 
@@ -294,9 +331,10 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
     let queue =
         futures::stream::select(self_triggers, pod_triggers).take_until(shutdown.cancelled_owned());
     let cfg = kube::runtime::Config::default().concurrency(CONCURRENCY);
+    let backoff = ctx.backoff.clone();
     applier(
-        |cs, ctx| Box::pin(reconcile(cs, ctx)),
-        error_policy,
+        backoff::reset_on_success(backoff.clone(), reconcile),
+        backoff::requeue_with_backoff(backoff, error_policy),
         ctx,
         reader,
         queue,
@@ -313,16 +351,58 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
     tracing::info!("cloneset controller stopped");
 }
 
+/// A deleted CloneSet will never be reconciled again: drop what it expected. After a relist
+/// (`InitDone`), CloneSets deleted during the watch gap are dropped too.
+fn forget_deleted(
+    ctx: &Context,
+    store: &reflector::Store<CloneSet>,
+    ev: &Result<watcher::Event<CloneSet>, watcher::Error>,
+) {
+    match ev {
+        Ok(watcher::Event::Delete(cs)) => {
+            let key = format!("{}/{}", cs.namespace().unwrap_or_default(), cs.name_any());
+            ctx.scale_exp.delete(&key);
+            ctx.create_backoff.reset(&key);
+        }
+        Ok(watcher::Event::InitDone) => {
+            ctx.scale_exp.retain_keys(|key| {
+                key.split_once('/').is_some_and(|(ns, name)| {
+                    store
+                        .get(&ObjectRef::<CloneSet>::new(name).within(ns))
+                        .is_some()
+                })
+            });
+        }
+        _ => {}
+    }
+}
+
 /// Which CloneSets a pod event concerns; observes scale expectations on the way.
 fn pod_event_targets(
     ctx: &Context,
     store: &reflector::Store<CloneSet>,
     ev: PodEvent,
 ) -> Vec<ObjectRef<CloneSet>> {
-    let (pod, action) = match ev {
-        PodEvent::Applied(p) => (p, ScaleAction::Create),
-        PodEvent::Deleted(p) => (p, ScaleAction::Delete),
+    let (pod, deleted) = match ev {
+        PodEvent::Applied(p) => (p, false),
+        PodEvent::Deleted(p) => (p, true),
         PodEvent::Resync => {
+            // The events we missed are lost, the store is not: settle every pending expectation
+            // against it before the CloneSets reconcile.
+            for key in ctx.scale_exp.keys() {
+                let n = ctx.observe_from_cache(&key);
+                if n > 0 {
+                    tracing::debug!(cloneset = %key, observed = n, "scale expectations observed from the cache after a resync");
+                }
+            }
+            let live: BTreeSet<String> = ctx
+                .pods
+                .store()
+                .state()
+                .iter()
+                .filter_map(|p| p.metadata.uid.clone())
+                .collect();
+            ctx.rv_exp.retain(|uid| live.contains(uid));
             return store
                 .state()
                 .iter()
@@ -353,9 +433,21 @@ fn pod_event_targets(
     }
     let ns = pod.metadata.namespace.clone().unwrap_or_default();
     let key = format!("{ns}/{}", owner.name);
-    ctx.scale_exp.observe(&key, action, podutil::name(&pod));
+    // Whatever the event, the store (updated before it was sent) tells what became of the pod:
+    // there (its create is seen), terminating (its create and its delete are seen) or gone.
+    let cached = match ctx.pods.store().get(&ObjectRef::from_obj(pod.as_ref())) {
+        None => Cached::Absent,
+        Some(p) if p.metadata.deletion_timestamp.is_some() => Cached::Terminating,
+        Some(_) => Cached::Present,
+    };
+    for action in [ScaleAction::Create, ScaleAction::Delete] {
+        // A delete event also proves the pod was created, even if we never saw it before.
+        if cached.shows(action) || deleted {
+            ctx.scale_exp.observe(&key, action, podutil::name(&pod));
+        }
+    }
     // A pod that is gone will not be seen again: forget what we expected of its version.
-    if action == ScaleAction::Delete
+    if cached == Cached::Absent
         && let Some(uid) = pod.metadata.uid.as_deref()
     {
         ctx.rv_exp.delete(uid);
@@ -363,14 +455,17 @@ fn pod_event_targets(
     vec![ObjectRef::new(&owner.name).within(&ns)]
 }
 
-fn error_policy(cs: Arc<CloneSet>, err: &Error, _ctx: Arc<Context>) -> Action {
-    // Errors that only a spec change can fix are retried slowly; the Event is already out.
-    let wait = match err {
-        Error::InPlaceOnly { .. } | Error::BadLifecycle { .. } | Error::Template(_) => 30,
-        _ => 5,
-    };
-    tracing::warn!(cloneset = %cs.name_any(), namespace = cs.namespace().unwrap_or_default(), error = %err, "reconcile failed");
-    Action::requeue(Duration::from_secs(wait))
+/// Logs a failed reconcile; the retry comes after the CloneSet's backoff delay
+/// ([`backoff::requeue_with_backoff`]), so errors that only a spec change can fix (InPlaceOnly,
+/// a bad lifecycle state, a bad template) slow down by themselves.
+fn error_policy(cs: &CloneSet, err: &Error, retry_in: Duration) {
+    tracing::warn!(
+        cloneset = %cs.name_any(),
+        namespace = cs.namespace().unwrap_or_default(),
+        error = %err,
+        retry_in_ms = u64::try_from(retry_in.as_millis()).unwrap_or(u64::MAX),
+        "reconcile failed"
+    );
 }
 
 /// The namespace is being deleted: nothing can be created there any more, and everything in it
@@ -556,12 +651,15 @@ async fn reconcile_inner(cs: &CloneSet, ctx: &Context) -> Result<Action, Error> 
         return Ok(Action::await_change());
     }
 
+    ctx.observe_from_cache(&key);
     match ctx.scale_exp.satisfied(&key, clock) {
         ScaleSatisfaction::Satisfied => {}
         ScaleSatisfaction::Unsatisfied { since, dirty } => {
             if since < EXPECTATION_TIMEOUT {
                 tracing::debug!(cloneset = %key, ?dirty, "scale expectations not satisfied yet");
-                return Ok(Action::requeue(EXPECTATION_TIMEOUT - since));
+                return Ok(Action::requeue(
+                    (EXPECTATION_TIMEOUT - since).min(EXPECTATION_RECHECK),
+                ));
             }
             // A lost watch event must not freeze the CloneSet forever.
             tracing::warn!(cloneset = %key, ?dirty, "scale expectations timed out; dropping them");
@@ -701,13 +799,13 @@ async fn reconcile_inner(cs: &CloneSet, ctx: &Context) -> Result<Action, Error> 
         }
     }
 
-    if sync_result.is_ok()
-        && cs.spec.min_ready_seconds > 0
-        && new_status.available_replicas != new_status.ready_replicas
-    {
-        requeue.push(Some(Duration::from_secs(
-            u64::try_from(cs.spec.min_ready_seconds).unwrap_or(0),
-        )));
+    if sync_result.is_ok() {
+        // Look again the moment the next pod becomes available (minReadySeconds after it became
+        // Ready), not minReadySeconds after this reconcile: scale-up under
+        // scaleStrategy.maxUnavailable and updates under maxUnavailable wait for exactly that.
+        for pod in &pods {
+            requeue.push(podutil::available_in(pod, cs.spec.min_ready_seconds, now));
+        }
     }
     sync_result?;
     Ok(requeue.action())
@@ -1190,16 +1288,20 @@ impl Sync<'_> {
                 )
                 .await;
         }
-        let (scaled, scale_err) = match self.scale(pods).await {
+        let mut deferred = false;
+        let (scaled, scale_err) = match self.scale(pods, requeue, &mut deferred).await {
             Ok(s) => (s, None),
             Err(e) => (false, Some(e)),
         };
-        report_failure(
-            st,
-            keys::CLONESET_CONDITION_FAILED_SCALE,
-            scale_err.as_ref(),
-            self.now,
-        );
+        // A creation waiting out its backoff leaves the last FailedScale condition standing.
+        if !deferred {
+            report_failure(
+                st,
+                keys::CLONESET_CONDITION_FAILED_SCALE,
+                scale_err.as_ref(),
+                self.now,
+            );
+        }
         if scaled {
             return scale_err.map_or(Ok(()), Err);
         }
@@ -1218,7 +1320,15 @@ impl Sync<'_> {
 
     // ----- scale -------------------------------------------------------------------------------
 
-    async fn scale(&self, pods: &[&Pod]) -> Result<bool, Error> {
+    /// One scale step; returns whether it wrote anything. `deferred` is set when pods are
+    /// missing but their creation waits for the CloneSet's creation backoff (`requeue` gets the
+    /// moment it ends).
+    async fn scale(
+        &self,
+        pods: &[&Pod],
+        requeue: &mut Requeue,
+        deferred: &mut bool,
+    ) -> Result<bool, Error> {
         let planned = scale::planned_deletes(&self.settings, pods);
         let cancel = scale::pre_deletes_to_cancel(
             &self.settings,
@@ -1243,9 +1353,17 @@ impl Sync<'_> {
         let (mut diffs, _) = diff::calculate_diffs(
             &self.settings,
             pods,
-            &|p| podutil::is_at_revision(p, &update_name),
+            &|p| scale::counts_as_updated(p, &update_name),
             self.now,
         );
+        if diffs.scale_up_num > 0
+            && let Some(wait) = self.ctx.create_backoff.remaining(self.key, Instant::now())
+        {
+            tracing::debug!(cloneset = %self.key, wait_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX), "pod creation backs off after a failure");
+            requeue.push(Some(wait));
+            *deferred = true;
+            return Ok(false);
+        }
         if diffs.scale_up_num > diffs.scale_up_limit {
             self.ctx
                 .event(
@@ -1406,12 +1524,15 @@ impl Sync<'_> {
                 .observe(self.key, ScaleAction::Create, podutil::name(p));
         }
         match first_err {
-            Some(e) if created == 0 => Err(e),
             Some(e) => {
-                tracing::warn!(cloneset = %self.key, error = %e, created, "some pods could not be created");
+                let wait = self.ctx.create_backoff.fail(self.key, Instant::now());
+                tracing::warn!(cloneset = %self.key, error = %e, created, retry_in_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX), "pods could not be created");
                 Err(e)
             }
-            None => Ok(created > 0),
+            None => {
+                self.ctx.create_backoff.reset(self.key);
+                Ok(created > 0)
+            }
         }
     }
 

@@ -3,7 +3,9 @@
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
-use jiff::Timestamp;
+use std::time::Duration;
+
+use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::{Pod, PodCondition};
 use kruise_api::appspub::{LifecycleHook, LifecycleStateType};
 use kruise_api::keys;
@@ -83,13 +85,37 @@ pub fn is_available_k8s(pod: &Pod, min_ready_seconds: i32, now: Timestamp) -> bo
     if min_ready_seconds <= 0 {
         return true;
     }
+    // Kubernetes: `lastTransitionTime + minReadySeconds` is before `now`. Comparing whole
+    // seconds instead would add up to a second, and a requeue made for the exact moment would
+    // then find the pod still unavailable and wait another `minReadySeconds`.
     match ready_since(pod) {
-        Some(t) => {
-            let secs = now.as_second() - t.as_second();
-            secs > i64::from(min_ready_seconds)
-        }
+        Some(t) => now.duration_since(t) > SignedDuration::from_secs(i64::from(min_ready_seconds)),
         None => false,
     }
+}
+
+/// Margin past the exact moment of availability, so the check at the requeue is strictly after
+/// it (Kubernetes' comparison is strict) despite timer rounding.
+const AVAILABILITY_MARGIN: Duration = Duration::from_millis(20);
+
+/// How long until `pod` becomes available by the passing of time alone: it is Running, Ready,
+/// InPlaceUpdateReady (or without the condition) and in lifecycle Normal, but has not been
+/// Ready for `min_ready_seconds` yet. `None` when it is available already or needs more than
+/// time (the requeue for those comes from their own events).
+pub fn available_in(pod: &Pod, min_ready_seconds: i32, now: Timestamp) -> Option<Duration> {
+    if min_ready_seconds <= 0 || is_available(pod, min_ready_seconds, now) {
+        return None;
+    }
+    // Available as soon as it has been Ready long enough: everything else already holds.
+    if !is_available(pod, 0, now) {
+        return None;
+    }
+    let since = ready_since(pod)?;
+    let at = since
+        .checked_add(SignedDuration::from_secs(i64::from(min_ready_seconds)))
+        .ok()?;
+    let left = Duration::try_from(at.duration_since(now)).unwrap_or(Duration::ZERO);
+    Some(left + AVAILABILITY_MARGIN)
 }
 
 /// Running, available, and the InPlaceUpdateReady condition (when present) is True.
@@ -409,6 +435,64 @@ mod tests {
         assert!(is_update_ready(&p, 5, now));
         assert!(!is_update_ready(&p, 10, now));
         assert!(!is_update_ready(&pod("b").build(), 0, now));
+    }
+
+    #[test]
+    fn availability_is_strictly_after_min_ready_to_the_subsecond() {
+        let t = |ms: i64| Timestamp::from_millisecond(1_700_000_000_000 + ms).expect("ts");
+        let p = pod("a").running_ready(90).build();
+        assert!(!is_available(&p, 10, t(100_000)), "exactly 10 s: not yet");
+        assert!(is_available(&p, 10, t(100_001)), "just past 10 s");
+        assert!(is_available(&p, 10, t(100_500)));
+    }
+
+    #[test]
+    fn available_in_is_the_moment_the_pod_becomes_available() {
+        let t = |ms: i64| Timestamp::from_millisecond(1_700_000_000_000 + ms).expect("ts");
+        let p = pod("a").running_ready(90).build();
+        // Ready at 90 s, minReadySeconds 10: due at 100 s, plus the margin.
+        assert_eq!(
+            available_in(&p, 10, t(95_300)),
+            Some(Duration::from_millis(4_700) + AVAILABILITY_MARGIN)
+        );
+        assert_eq!(
+            available_in(&p, 10, t(100_000)),
+            Some(AVAILABILITY_MARGIN),
+            "at the exact moment it is not available yet"
+        );
+        assert_eq!(available_in(&p, 10, t(100_001)), None, "available already");
+        // Following the answer lands on an available pod.
+        let now = t(93_250);
+        let wait = available_in(&p, 10, now).expect("due");
+        let later = now
+            .checked_add(SignedDuration::try_from(wait).expect("fits"))
+            .expect("ts");
+        assert!(is_available(&p, 10, later));
+        assert_eq!(available_in(&p, 0, now), None, "no minReadySeconds");
+    }
+
+    #[test]
+    fn available_in_ignores_pods_that_need_more_than_time() {
+        let now = ts(95);
+        assert_eq!(available_in(&pod("b").build(), 10, now), None, "not ready");
+        let held = pod("a")
+            .running_ready(90)
+            .cond(keys::INPLACE_UPDATE_READY, "False", 0)
+            .build();
+        assert_eq!(
+            available_in(&held, 10, now),
+            None,
+            "in-place update not ready"
+        );
+        let updating = pod("a")
+            .running_ready(90)
+            .state(LifecycleStateType::Updating)
+            .build();
+        assert_eq!(
+            available_in(&updating, 10, now),
+            None,
+            "lifecycle not Normal"
+        );
     }
 
     #[test]

@@ -11,6 +11,17 @@ use rand::Rng;
 use super::diff::Settings;
 use super::podutil;
 
+/// Whether `pod` counts as the update revision when the CloneSet scales (upstream
+/// `revision.IsPodUpdate`, under its PreparingUpdateAsUpdate gate): at the update revision, or
+/// held in PreparingUpdate by a lifecycle hook on its way there. Counting it as old would make
+/// the scale-up after an old pod's deletion create the replacement at the update revision, and
+/// once the held pods finish, more pods than the partition allows would run the update
+/// revision. Updates and scale-in choices still split pods by their revision label.
+pub fn counts_as_updated(pod: &Pod, update_revision: &str) -> bool {
+    podutil::lifecycle_state(pod) == Some(LifecycleStateType::PreparingUpdate)
+        || podutil::is_at_revision(pod, update_revision)
+}
+
 /// Length of the random instance id in pod names (`{cs}-{id}`).
 pub const INSTANCE_ID_LEN: usize = 5;
 
@@ -232,6 +243,87 @@ mod tests {
     use super::*;
     use kruise_api::appspub::LifecycleHook;
     use kruise_api::keys;
+
+    /// Partition 2 of 4, an inPlaceUpdate hook holding the two pods chosen for the update in
+    /// PreparingUpdate (still labelled with the old revision); then an old pod that was not
+    /// chosen is deleted. The replacement must be at the current revision, so that two pods stay
+    /// there as the partition asks.
+    #[test]
+    fn replacement_of_an_old_pod_next_to_held_pods_is_at_the_current_revision() {
+        use super::super::diff::calculate_diffs;
+        use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+        let settings = Settings {
+            replicas: 4,
+            rolling: Some(Rolling {
+                partition: Some(IntOrString::Int(2)),
+                max_unavailable: Some(IntOrString::Int(2)),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let held = |n: &str| {
+            pod(n)
+                .rev("cs-old")
+                .running_ready(0)
+                .state(LifecycleStateType::PreparingUpdate)
+                .build()
+        };
+        let normal = |n: &str| {
+            pod(n)
+                .rev("cs-old")
+                .running_ready(0)
+                .state(LifecycleStateType::Normal)
+                .build()
+        };
+        // cs-d was deleted: three pods left.
+        let pods = [held("cs-a"), held("cs-b"), normal("cs-c")];
+        let refs: Vec<&Pod> = pods.iter().collect();
+        let (d, _) = calculate_diffs(
+            &settings,
+            &refs,
+            &|p| counts_as_updated(p, "cs-new"),
+            ts(1000),
+        );
+        assert_eq!(d.scale_up_num, 1);
+        assert_eq!(
+            d.scale_up_num_old_revision, 1,
+            "the new pod is created at the current revision"
+        );
+        // Counting the held pods by their label (the old behaviour) puts it at the update
+        // revision: three pods would end up updated where the partition allows two.
+        let (d, _) = calculate_diffs(
+            &settings,
+            &refs,
+            &|p| podutil::is_at_revision(p, "cs-new"),
+            ts(1000),
+        );
+        assert_eq!(d.scale_up_num_old_revision, 0);
+    }
+
+    #[test]
+    fn held_and_updated_pods_count_as_updated_others_do_not() {
+        let at = |rev: &str, state: LifecycleStateType| pod("p").rev(rev).state(state).build();
+        assert!(counts_as_updated(
+            &at("cs-new", LifecycleStateType::Normal),
+            "cs-new"
+        ));
+        assert!(counts_as_updated(
+            &at("cs-old", LifecycleStateType::PreparingUpdate),
+            "cs-new"
+        ));
+        assert!(!counts_as_updated(
+            &at("cs-old", LifecycleStateType::Normal),
+            "cs-new"
+        ));
+        assert!(!counts_as_updated(
+            &at("cs-old", LifecycleStateType::Updating),
+            "cs-new"
+        ));
+        assert!(!counts_as_updated(
+            &at("cs-old", LifecycleStateType::PreparingDelete),
+            "cs-new"
+        ));
+    }
 
     fn st(replicas: i32) -> Settings {
         Settings {

@@ -40,6 +40,7 @@ use kube::{Api, Client, ResourceExt};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
+use crate::backoff::{self, Backoff, Policy};
 use crate::metrics::Metrics;
 use crate::podcache::{PodCache, PodEvent};
 use logic::Step;
@@ -124,9 +125,10 @@ pub async fn run(
     let queue = futures::stream::select(trigger_self(crr_events, ()), pod_events)
         .take_until(shutdown.cancelled_owned());
     let cfg = kube::runtime::Config::default().concurrency(CONCURRENCY);
+    let backoff = Arc::new(Backoff::new(Policy::DEFAULT));
     applier(
-        |crr, ctx| Box::pin(reconcile(crr, ctx)),
-        error_policy,
+        backoff::reset_on_success(backoff.clone(), reconcile),
+        backoff::requeue_with_backoff(backoff, error_policy),
         ctx,
         store,
         queue,
@@ -346,11 +348,13 @@ async fn set_not_ready(
     Err(Error::Conflict(name))
 }
 
-fn error_policy(crr: Arc<ContainerRecreateRequest>, err: &Error, _ctx: Arc<Ctx>) -> Action {
+/// Logs a failure; the retry comes after the request's backoff delay (a conflict, which only
+/// means the cache was stale, is retried within milliseconds by the same curve).
+fn error_policy(crr: &ContainerRecreateRequest, err: &Error, retry_in: Duration) {
     let conflict = matches!(err, Error::Kube(kube::Error::Api(e)) if e.code == 409);
     if conflict {
-        return Action::requeue(Duration::from_millis(500));
+        tracing::debug!(crr = %key(crr), retry_in_ms = u64::try_from(retry_in.as_millis()).unwrap_or(u64::MAX), "conflict, retrying");
+        return;
     }
-    tracing::warn!(crr = %key(&crr), error = %err, "CRR sync failed");
-    Action::requeue(Duration::from_secs(3))
+    tracing::warn!(crr = %key(crr), error = %err, retry_in_ms = u64::try_from(retry_in.as_millis()).unwrap_or(u64::MAX), "CRR sync failed");
 }

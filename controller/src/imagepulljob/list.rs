@@ -25,6 +25,7 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::logic::{self, Ttl};
+use crate::backoff::{self, Backoff, Policy};
 use crate::expectations::{EXPECTATION_TIMEOUT, ScaleAction, ScaleExpectations, ScaleSatisfaction};
 use crate::metrics::Metrics;
 
@@ -100,9 +101,10 @@ pub async fn run(client: Client, metrics: Arc<Metrics>, shutdown: CancellationTo
     let queue = futures::stream::select(trigger_self(list_events, ()), job_events)
         .take_until(shutdown.cancelled_owned());
     let cfg = kube::runtime::Config::default().concurrency(CONCURRENCY);
+    let backoff = Arc::new(Backoff::new(Policy::DEFAULT));
     applier(
-        |l, ctx| Box::pin(reconcile(l, ctx)),
-        error_policy,
+        backoff::reset_on_success(backoff.clone(), reconcile),
+        backoff::requeue_with_backoff(backoff, error_policy),
         ctx,
         lists,
         queue,
@@ -373,12 +375,14 @@ async fn reconcile_inner(list: &ImageListPullJob, ctx: &Ctx) -> Result<Action, E
     Ok(Action::await_change())
 }
 
-fn error_policy(list: Arc<ImageListPullJob>, err: &Error, _ctx: Arc<Ctx>) -> Action {
+/// Logs a failure; the retry comes after the list's backoff delay (a conflict, which only means
+/// the cache was stale, is retried within milliseconds by the same curve).
+fn error_policy(list: &ImageListPullJob, err: &Error, retry_in: Duration) {
     if matches!(err, Error::Kube(kube::Error::Api(e)) if e.code == 409) {
-        return Action::requeue(Duration::from_millis(500));
+        tracing::debug!(list = %list.name_any(), retry_in_ms = u64::try_from(retry_in.as_millis()).unwrap_or(u64::MAX), "conflict, retrying");
+        return;
     }
-    tracing::warn!(list = %list.name_any(), namespace = ?list.namespace(), error = %err, "ImageListPullJob sync failed");
-    Action::requeue(Duration::from_secs(5))
+    tracing::warn!(list = %list.name_any(), namespace = ?list.namespace(), error = %err, retry_in_ms = u64::try_from(retry_in.as_millis()).unwrap_or(u64::MAX), "ImageListPullJob sync failed");
 }
 
 #[cfg(test)]

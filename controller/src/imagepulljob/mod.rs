@@ -46,6 +46,7 @@ use kube::{Api, Client, ResourceExt};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
+use crate::backoff::{self, Backoff, Policy};
 use crate::expectations::{EXPECTATION_TIMEOUT, ResourceVersionExpectations, VersionSatisfaction};
 use crate::metrics::Metrics;
 use crate::podcache::{PodCache, PodEvent};
@@ -229,9 +230,10 @@ async fn run_jobs(
     )
     .take_until(shutdown.cancelled_owned());
     let cfg = kube::runtime::Config::default().concurrency(CONCURRENCY);
+    let backoff = Arc::new(Backoff::new(Policy::DEFAULT));
     applier(
-        |job, ctx| Box::pin(reconcile(job, ctx)),
-        error_policy,
+        backoff::reset_on_success(backoff.clone(), reconcile),
+        backoff::requeue_with_backoff(backoff, error_policy),
         ctx,
         jobs,
         queue,
@@ -468,15 +470,13 @@ async fn write_tag(
     Err(Error::Conflict(node.to_string()))
 }
 
-fn error_policy(job: Arc<ImagePullJob>, err: &Error, _ctx: Arc<Ctx>) -> Action {
-    // A conflict only means the cached job was stale; the fresh one is on its way.
+/// Logs a failure; the retry comes after the job's backoff delay, so a spec error (which only
+/// an edit fixes) slows down by itself, and a conflict (the cached job was stale, the fresh one
+/// is on its way) is retried within milliseconds.
+fn error_policy(job: &ImagePullJob, err: &Error, retry_in: Duration) {
     if matches!(err, Error::Kube(kube::Error::Api(e)) if e.code == 409) {
-        tracing::debug!(job = %logic::job_key(&job), "conflict, retrying");
-        return Action::requeue(Duration::from_millis(500));
+        tracing::debug!(job = %logic::job_key(job), retry_in_ms = u64::try_from(retry_in.as_millis()).unwrap_or(u64::MAX), "conflict, retrying");
+        return;
     }
-    tracing::warn!(job = %logic::job_key(&job), error = %err, "ImagePullJob sync failed");
-    match err {
-        Error::Logic(_) => Action::requeue(Duration::from_secs(60)),
-        _ => Action::requeue(Duration::from_secs(5)),
-    }
+    tracing::warn!(job = %logic::job_key(job), error = %err, retry_in_ms = u64::try_from(retry_in.as_millis()).unwrap_or(u64::MAX), "ImagePullJob sync failed");
 }

@@ -23,6 +23,7 @@ use kube::{Api, Client, ResourceExt};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
+use crate::backoff::{self, Backoff, Policy};
 use crate::metrics::Metrics;
 use crate::podcache::PodCache;
 
@@ -32,8 +33,6 @@ use plan::Step;
 const METRIC_NAME: &str = "containerlaunchpriority";
 /// Pods handled at once (upstream's worker count).
 const CONCURRENCY: u16 = 4;
-/// Retry delay after a failed reconcile.
-const RETRY: Duration = Duration::from_secs(3);
 /// Wait before looking again at a stale barrier that is being deleted.
 const STALE_BARRIER_RETRY: Duration = Duration::from_secs(1);
 
@@ -73,9 +72,10 @@ pub async fn run(
         .take_until(shutdown.cancelled_owned());
     let ctx = Arc::new(Context { client, metrics });
     // The applier dedupes requests per pod, so one pod is never handled twice at once.
+    let backoff = Arc::new(Backoff::new(Policy::DEFAULT));
     applier(
-        |pod, ctx| Box::pin(reconcile(pod, ctx)),
-        error_policy,
+        backoff::reset_on_success(backoff.clone(), reconcile),
+        backoff::requeue_with_backoff(backoff, error_policy),
         ctx,
         pods.store().clone(),
         queue,
@@ -91,9 +91,9 @@ pub async fn run(
     tracing::info!("launch-priority controller stopped");
 }
 
-fn error_policy(pod: Arc<Pod>, err: &Error, _ctx: Arc<Context>) -> Action {
-    tracing::warn!(pod = %pod.name_any(), namespace = pod.namespace().unwrap_or_default(), error = %err, "launch-priority reconcile failed");
-    Action::requeue(RETRY)
+/// Logs a failure; the retry comes after the pod's backoff delay.
+fn error_policy(pod: &Pod, err: &Error, retry_in: Duration) {
+    tracing::warn!(pod = %pod.name_any(), namespace = pod.namespace().unwrap_or_default(), error = %err, retry_in_ms = u64::try_from(retry_in.as_millis()).unwrap_or(u64::MAX), "launch-priority reconcile failed");
 }
 
 async fn reconcile(pod: Arc<Pod>, ctx: Arc<Context>) -> Result<Action, Error> {

@@ -35,6 +35,7 @@ use kube::{Api, Client, Resource, ResourceExt};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
+use crate::backoff::{self, Backoff, Policy};
 use crate::metrics::Metrics;
 use logic::{Creation, Owner};
 
@@ -177,9 +178,10 @@ pub async fn run(client: Client, metrics: Arc<Metrics>, shutdown: CancellationTo
     )
     .take_until(shutdown.cancelled_owned());
     let cfg = kube::runtime::Config::default().concurrency(CONCURRENCY);
+    let backoff = Arc::new(Backoff::new(Policy::DEFAULT));
     let applier = applier(
-        |ni, ctx| Box::pin(reconcile(ni, ctx)),
-        error_policy,
+        backoff::reset_on_success(backoff.clone(), reconcile),
+        backoff::requeue_with_backoff(backoff, error_policy),
         ctx,
         images,
         queue,
@@ -401,12 +403,13 @@ async fn publish(ctx: &Ctx, r: &ObjectReference, note: &str) {
     }
 }
 
-fn error_policy(ni: Arc<NodeImage>, err: &Error, _ctx: Arc<Ctx>) -> Action {
+/// Logs a failure; the retry comes after the NodeImage's backoff delay (a conflict, which
+/// only means the cache was stale, is retried within milliseconds by the same curve).
+fn error_policy(ni: &NodeImage, err: &Error, retry_in: Duration) {
     let conflict = matches!(err, Error::Kube(kube::Error::Api(s)) if s.code == 409);
     if conflict {
-        tracing::debug!(nodeimage = %ni.name_any(), "conflict, retrying");
-        return Action::requeue(Duration::from_millis(500));
+        tracing::debug!(nodeimage = %ni.name_any(), retry_in_ms = u64::try_from(retry_in.as_millis()).unwrap_or(u64::MAX), "conflict, retrying");
+        return;
     }
-    tracing::warn!(nodeimage = %ni.name_any(), error = %err, "NodeImage sync failed");
-    Action::requeue(Duration::from_secs(5))
+    tracing::warn!(nodeimage = %ni.name_any(), error = %err, retry_in_ms = u64::try_from(retry_in.as_millis()).unwrap_or(u64::MAX), "NodeImage sync failed");
 }

@@ -18,6 +18,7 @@ use kube::runtime::watcher;
 use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 
+use crate::backoff::{self, Backoff, Policy};
 use crate::criruntime::labels::{container_id_with_runtime, newest_by_name, split_container_id};
 use crate::criruntime::{ContainerInfo, CriClient, CriError, State};
 use crate::events::{Events, pod_ref};
@@ -263,9 +264,9 @@ async fn restart_stale(ctx: &Ctx, info: &ContainerInfo, ns: &str, pod: &str) {
     }
 }
 
-fn error_policy(pod: Arc<Pod>, err: &Error, _ctx: Arc<Ctx>) -> Action {
-    tracing::warn!(pod = ?pod.metadata.name, error = %err, "containermeta sync failed");
-    Action::requeue(Duration::from_secs(5))
+/// Logs a failure; the retry comes after the pod's backoff delay.
+fn error_policy(pod: &Pod, err: &Error, retry_in: Duration) {
+    tracing::warn!(pod = ?pod.metadata.name, error = %err, retry_in_ms = u64::try_from(retry_in.as_millis()).unwrap_or(u64::MAX), "containermeta sync failed");
 }
 
 /// Runs the duty until `shutdown` fires. Watches only pods bound to this node.
@@ -286,9 +287,14 @@ pub async fn run(
         events,
         restarts: Mutex::default(),
     });
+    let backoff = Arc::new(Backoff::new(Policy::DEFAULT));
     Controller::new(pods, cfg)
         .graceful_shutdown_on(async move { shutdown.cancelled().await })
-        .run(reconcile, error_policy, ctx)
+        .run(
+            backoff::reset_on_success(backoff.clone(), reconcile),
+            backoff::requeue_with_backoff(backoff, error_policy),
+            ctx,
+        )
         .for_each(|_| futures::future::ready(()))
         .await;
 }

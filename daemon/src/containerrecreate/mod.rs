@@ -18,6 +18,7 @@ use kube::runtime::watcher;
 use tokio_util::sync::CancellationToken;
 
 use crate::apitypes::{ContainerRecreateRequest, ContainerRecreateState, CrrPhase, ProbeHandler};
+use crate::backoff::{self, Backoff, Policy};
 use crate::criruntime::labels::{newest_by_name, split_container_id};
 use crate::criruntime::{CriClient, CriError};
 use crate::events::{Events, pod_ref};
@@ -261,9 +262,9 @@ async fn reconcile(obj: Arc<ContainerRecreateRequest>, ctx: Arc<Ctx>) -> Result<
     Ok(Action::requeue(wait))
 }
 
-fn error_policy(crr: Arc<ContainerRecreateRequest>, err: &Error, _ctx: Arc<Ctx>) -> Action {
-    tracing::warn!(crr = %key(&crr), error = %err, "CRR sync failed");
-    Action::requeue(Duration::from_secs(2))
+/// Logs a failure; the retry comes after the request's backoff delay.
+fn error_policy(crr: &ContainerRecreateRequest, err: &Error, retry_in: Duration) {
+    tracing::warn!(crr = %key(crr), error = %err, retry_in_ms = u64::try_from(retry_in.as_millis()).unwrap_or(u64::MAX), "CRR sync failed");
 }
 
 /// Runs the duty until `shutdown` fires. Watches only active requests for this node.
@@ -281,6 +282,7 @@ pub async fn run(
         keys::CRR_NODE_NAME_LABEL,
         keys::CRR_ACTIVE_LABEL
     ));
+    let backoff = Arc::new(Backoff::new(Policy::DEFAULT));
     let controller = Controller::new(crrs, cfg);
     let ctx = Arc::new(Ctx {
         client,
@@ -291,7 +293,11 @@ pub async fn run(
     });
     controller
         .graceful_shutdown_on(async move { shutdown.cancelled().await })
-        .run(reconcile, error_policy, ctx)
+        .run(
+            backoff::reset_on_success(backoff.clone(), reconcile),
+            backoff::requeue_with_backoff(backoff, error_policy),
+            ctx,
+        )
         .for_each(|_| futures::future::ready(()))
         .await;
 }
