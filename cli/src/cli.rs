@@ -228,7 +228,7 @@ pub struct WatchArgs {
     #[arg(long)]
     pub no_color: bool,
     /// Leave the view a few seconds after the rollout ends, with `rollout status`'s exit code
-    /// (0 complete, 4 failed, 3 paused), e.g. for demos and recordings.
+    /// (0 complete, 1 failed, 3 paused), e.g. for demos and recordings.
     #[arg(long)]
     pub exit_when_done: bool,
 }
@@ -347,5 +347,47 @@ mod tests {
         );
         let tui = Cli::try_parse_from(["kubectl-kruise", "rollout", "tui", "clone/web"]).unwrap();
         assert!(matches!(tui.command, Command::Rollout(Rollout::Watch(_))));
+    }
+
+    /// The exit codes `rollout watch --help` promises are the ones the view exits with.
+    #[test]
+    fn watch_help_names_the_real_exit_codes() {
+        use crate::error::exit;
+        let mut cmd = Cli::command();
+        let watch = cmd
+            .find_subcommand_mut("rollout")
+            .and_then(|r| r.find_subcommand_mut("watch"))
+            .expect("rollout watch");
+        // Words only: clap wraps and indents the text.
+        let help = watch
+            .render_long_help()
+            .to_string()
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        let promised = format!(
+            "({} complete, {} failed, {} paused)",
+            exit::OK,
+            exit::FAILED,
+            exit::PAUSED
+        );
+        assert!(help.contains(&promised), "{help}");
+    }
+
+    #[test]
+    fn partition_over_100_percent_says_so() {
+        let err = Cli::try_parse_from([
+            "kubectl-kruise",
+            "rollout",
+            "partition",
+            "clone/web",
+            "150%",
+        ])
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("a percentage must be between 0% and 100%"),
+            "{err}"
+        );
     }
 }

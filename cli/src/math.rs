@@ -20,25 +20,36 @@ impl fmt::Display for IntOrPercent {
     }
 }
 
+/// Why a partition, batch size or maxUnavailable given on the command line is unusable; each
+/// message says what would be accepted.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0:?} is neither a non-negative integer nor a percentage like 30%")]
-pub struct BadIntOrPercent(pub String);
+pub enum BadIntOrPercent {
+    #[error("{0:?} is neither a non-negative integer nor a percentage like 30%")]
+    Malformed(String),
+    #[error("{0:?} is out of range: a percentage must be between 0% and 100%")]
+    PercentOutOfRange(String),
+    #[error("{0:?} is negative: give a non-negative integer or a percentage like 30%")]
+    Negative(String),
+}
 
 impl FromStr for IntOrPercent {
     type Err = BadIntOrPercent;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let bad = || BadIntOrPercent(s.to_string());
         let t = s.trim();
         if let Some(p) = t.strip_suffix('%') {
-            let v: i64 = p.parse().map_err(|_| bad())?;
+            let v: i64 = p
+                .parse()
+                .map_err(|_| BadIntOrPercent::Malformed(s.to_string()))?;
             if !(0..=100).contains(&v) {
-                return Err(bad());
+                return Err(BadIntOrPercent::PercentOutOfRange(s.to_string()));
             }
             Ok(IntOrPercent::Percent(v))
         } else {
-            let v: i64 = t.parse().map_err(|_| bad())?;
+            let v: i64 = t
+                .parse()
+                .map_err(|_| BadIntOrPercent::Malformed(s.to_string()))?;
             if v < 0 {
-                return Err(bad());
+                return Err(BadIntOrPercent::Negative(s.to_string()));
             }
             Ok(IntOrPercent::Int(v))
         }
@@ -139,6 +150,30 @@ mod tests {
         );
         assert_eq!(p("40%").to_json(), serde_json::json!("40%"));
         assert_eq!(p("4").to_json(), serde_json::json!(4));
+    }
+
+    /// Each refusal says what is wrong with the value, not only what the syntax is.
+    #[test]
+    fn parse_errors_name_the_problem() {
+        let err = |s: &str| s.parse::<IntOrPercent>().unwrap_err().to_string();
+        assert_eq!(
+            err("150%"),
+            "\"150%\" is out of range: a percentage must be between 0% and 100%"
+        );
+        assert_eq!(
+            err("-5%"),
+            "\"-5%\" is out of range: a percentage must be between 0% and 100%"
+        );
+        assert_eq!(
+            err("-1"),
+            "\"-1\" is negative: give a non-negative integer or a percentage like 30%"
+        );
+        assert_eq!(
+            err("half"),
+            "\"half\" is neither a non-negative integer nor a percentage like 30%"
+        );
+        assert_eq!(p("100%"), IntOrPercent::Percent(100));
+        assert_eq!(p("0%"), IntOrPercent::Percent(0));
     }
 
     #[test]

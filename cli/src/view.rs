@@ -328,6 +328,9 @@ pub struct InPlaceProgress {
     pub waiting_on: Vec<String>,
     /// Seconds of grace configured before the spec gets patched (0 = none pending).
     pub grace_seconds: i64,
+    /// Images not yet in the spec, by container: what the grace period or a later batch will
+    /// patch in. Until then the runtime runs the old image, which is not the update's.
+    pub pending_images: BTreeMap<String, String>,
 }
 
 impl InPlaceProgress {
@@ -388,6 +391,14 @@ fn parse_inplace(annotations: &BTreeMap<String, String>) -> Option<InPlaceProgre
         }
     });
     let grace: Option<UpdateSpec> = grace.and_then(|g| serde_json::from_str(g).ok());
+    // A later batch's images, then the grace spec's (the whole update, when one is pending).
+    let mut pending_images: BTreeMap<String, String> = state
+        .as_ref()
+        .map(|s| s.next_container_images.clone())
+        .unwrap_or_default();
+    if let Some(g) = &grace {
+        pending_images.extend(g.container_images.clone());
+    }
     let mut next: Vec<String> = Vec::new();
     if let Some(st) = &state {
         let keys = st
@@ -425,6 +436,7 @@ fn parse_inplace(annotations: &BTreeMap<String, String>) -> Option<InPlaceProgre
             .map(|p| p.containers_required_ready.clone())
             .unwrap_or_default(),
         grace_seconds: grace.map(|g| i64::from(g.grace_seconds)).unwrap_or(0),
+        pending_images,
     })
 }
 
@@ -674,6 +686,10 @@ mod tests {
         ));
         let ip = next.inplace.clone().unwrap();
         assert_eq!(
+            ip.pending_images,
+            BTreeMap::from([("log".to_string(), "busybox:2".to_string())])
+        );
+        assert_eq!(
             (ip.next_batch, ip.waiting_on),
             (vec!["log".to_string()], vec!["app".to_string()])
         );
@@ -686,6 +702,13 @@ mod tests {
             "docker.io/library/nginx:1.27",
         ));
         assert_eq!(g.inplace.as_ref().map(|i| i.grace_seconds), Some(30));
+        assert_eq!(
+            g.inplace.as_ref().map(|i| i.pending_images.clone()),
+            Some(BTreeMap::from([(
+                "app".to_string(),
+                "nginx:1.27".to_string()
+            )]))
+        );
         assert!(g.in_place_in_progress());
         let nr = PodView::from_pod(&pod_json(
             json!({"apps.kruise.io/inplace-update-state": state}),

@@ -917,6 +917,18 @@ async fn error_paths_have_documented_codes() {
         .await
         .expect("run");
     assert_code(&run, USAGE);
+    // A percentage over 100% is refused for what it is, not as unreadable.
+    let run = kk
+        .run(&["rollout", "partition", "clone/web", "150%"])
+        .await
+        .expect("run");
+    assert_code(&run, USAGE);
+    assert!(
+        run.stderr
+            .contains("\"150%\" is out of range: a percentage must be between 0% and 100%"),
+        "{run}"
+    );
+    assert!(!run.stderr.contains("neither"), "{run}");
 
     let mut unusable = kk.clone();
     unusable.kubeconfig = std::env::temp_dir().join("kruise-e2e-no-such-kubeconfig");

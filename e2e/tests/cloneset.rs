@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use futures::FutureExt;
 use k8s_openapi::api::core::v1::{Event, Pod};
 use kruise_api::keys;
 use kruise_e2e::cloneset::{
@@ -286,10 +287,10 @@ async fn env_change_recreates_pods_under_in_place_if_possible() {
     ns.delete().await.expect("delete ns");
 }
 
-/// Scenario 4b: under InPlaceOnly the same change touches no Pod; an Event and the FailedUpdate
-/// condition say why.
+/// Scenario 4b: under InPlaceOnly the webhook refuses a template change that cannot go in place,
+/// so nothing reaches the Pods.
 #[tokio::test]
-async fn env_change_is_refused_under_in_place_only() {
+async fn env_change_is_refused_by_the_webhook_under_in_place_only() {
     let client = client().await.expect("cluster");
     let ns = TestNamespace::create(&client, "e2e-cs-inplaceonly")
         .await
@@ -308,46 +309,179 @@ async fn env_change_is_refused_under_in_place_only() {
         .expect("initial rollout");
     let before = snapshot(&cloneset::pods(&pods, "web").await.expect("pods"));
 
-    // The webhook may refuse the change outright (InPlaceOnly allows image changes only); if it
-    // admits it, the controller must refuse to act.
-    if let Err(e) = cloneset::json_patch(&api, "web", add_env()).await {
-        let msg = e.to_string();
-        assert!(
-            msg.contains("InPlaceOnly") || msg.contains("in place") || msg.contains("in-place"),
-            "rejection names the rule: {msg}"
-        );
-    } else {
-        let failed = wait_status(&api, "web", "a FailedUpdate condition", ROLLOUT, |cs| {
-            cs.data["status"]["conditions"].as_array().is_some_and(|c| {
-                c.iter().any(|c| {
-                    c["type"] == keys::CLONESET_CONDITION_FAILED_UPDATE && c["status"] == "True"
-                })
-            })
-        })
+    let msg = cloneset::json_patch(&api, "web", add_env())
         .await
-        .expect("FailedUpdate condition");
-        let events: Api<Event> = ns.api();
-        let warned = wait_for(
-            "a Warning Event on the CloneSet",
-            Duration::from_secs(30),
-            || async {
-                let list = events.list(&ListParams::default()).await?;
-                Ok(list.items.into_iter().find(|e| {
-                    e.involved_object.name.as_deref() == Some("web")
-                        && e.type_.as_deref() == Some("Warning")
-                }))
-            },
-        )
-        .await
-        .expect("event");
-        println!(
-            "condition: {}; event: {:?}",
-            failed.data["status"]["conditions"], warned.message
-        );
-    }
+        .expect_err("the webhook refuses an env change under InPlaceOnly")
+        .to_string();
+    assert!(
+        msg.contains("only allowed to update images in spec for InPlaceOnly"),
+        "rejection names the rule: {msg}"
+    );
     tokio::time::sleep(Duration::from_secs(5)).await;
     let after = snapshot(&cloneset::pods(&pods, "web").await.expect("pods"));
     assert_eq!(after, before, "no Pod was touched");
+    ns.delete().await.expect("delete ns");
+}
+
+/// How many times the CloneSet's Events with `reason` were emitted, per related Pod name found
+/// in the message (a repeated Event is one object whose series count grows).
+fn event_counts(events: &[Event], reason: &str, pods: &[String]) -> BTreeMap<String, i32> {
+    let mut out = BTreeMap::new();
+    for e in events.iter().filter(|e| {
+        e.involved_object.kind.as_deref() == Some("CloneSet")
+            && e.involved_object.name.as_deref() == Some("web")
+            && e.reason.as_deref() == Some(reason)
+    }) {
+        let msg = e.message.clone().unwrap_or_default();
+        let Some(pod) = pods.iter().find(|p| msg.contains(p.as_str())) else {
+            continue;
+        };
+        let n = e
+            .series
+            .as_ref()
+            .and_then(|s| s.count)
+            .or(e.count)
+            .unwrap_or(1)
+            .max(1);
+        *out.entry(pod.clone()).or_insert(0) += n;
+    }
+    out
+}
+
+/// Scenario 4c: the controller's own refusal under InPlaceOnly. The webhook lets the change in
+/// while the policy is InPlaceIfPossible and a partition holds every Pod back; switching the
+/// policy alone (no template change, so the webhook has nothing to refuse) and then lifting the
+/// partition leaves the controller with Pods it cannot update in place. It must leave them alone,
+/// say why in a Warning Event and the FailedUpdate condition, and retry slowly, not in a loop.
+#[tokio::test]
+async fn controller_refuses_recreate_under_in_place_only() {
+    let client = client().await.expect("cluster");
+    let ns = TestNamespace::create(&client, "e2e-cs-refuse")
+        .await
+        .expect("ns");
+    let api = cloneset::api(&client, &ns.name);
+    let pods: Api<Pod> = ns.api();
+    // Three Pods, all refused at once: the refusal must not depend on which one is reported.
+    let cs = cloneset::new(
+        "web",
+        3,
+        "v1",
+        in_place(json!({"partition": 3, "maxUnavailable": "100%"})),
+    )
+    .expect("cs");
+    api.create(&PostParams::default(), &cs)
+        .await
+        .expect("create");
+    let first = wait_rolled_out(&api, "web", 3, ROLLOUT)
+        .await
+        .expect("initial rollout");
+    let before = snapshot(&cloneset::pods(&pods, "web").await.expect("pods"));
+    let names: Vec<String> = before.keys().cloned().collect();
+
+    // Admitted under InPlaceIfPossible; the partition keeps both Pods on the old revision.
+    cloneset::json_patch(&api, "web", add_env())
+        .await
+        .expect("env change admitted under InPlaceIfPossible");
+    let held = wait_status(&api, "web", "a new update revision", ROLLOUT, |cs| {
+        status_str(cs, "updateRevision") != status_str(&first, "updateRevision")
+    })
+    .await
+    .expect("new revision");
+    assert_eq!(status_i64(&held, "updatedReplicas"), 0, "partition holds");
+    patch_spec(
+        &api,
+        "web",
+        json!({"updateStrategy": {"rollingUpdate": {"podUpdatePolicy": "InPlaceOnly"}}}),
+    )
+    .await
+    .expect("the policy alone changes: the webhook admits it");
+    patch_spec(
+        &api,
+        "web",
+        json!({"updateStrategy": {"rollingUpdate": {"partition": 0}}}),
+    )
+    .await
+    .expect("partition 0");
+
+    let failed = wait_status(&api, "web", "the FailedUpdate condition", ROLLOUT, |cs| {
+        cs.data["status"]["conditions"].as_array().is_some_and(|c| {
+            c.iter().any(|c| {
+                c["type"] == keys::CLONESET_CONDITION_FAILED_UPDATE && c["status"] == "True"
+            })
+        })
+    })
+    .await
+    .expect("FailedUpdate condition");
+    let refused_at = Instant::now();
+    let cond = failed.data["status"]["conditions"]
+        .as_array()
+        .and_then(|c| {
+            c.iter()
+                .find(|c| c["type"] == keys::CLONESET_CONDITION_FAILED_UPDATE)
+        })
+        .cloned()
+        .unwrap_or_default();
+    let cond_msg = cond["message"].as_str().unwrap_or_default();
+    assert!(
+        cond_msg.contains("InPlaceOnly") && names.iter().any(|n| cond_msg.contains(n.as_str())),
+        "the condition names the policy and the Pod: {cond}"
+    );
+
+    let events: Api<Event> = ns.api();
+    let warned = wait_for(
+        "a Warning FailedUpdate Event on the CloneSet",
+        Duration::from_secs(30),
+        || async {
+            let list = events.list(&ListParams::default()).await?;
+            Ok(list.items.into_iter().find(|e| {
+                e.involved_object.kind.as_deref() == Some("CloneSet")
+                    && e.involved_object.name.as_deref() == Some("web")
+                    && e.type_.as_deref() == Some("Warning")
+                    && e.reason.as_deref() == Some("FailedUpdate")
+            }))
+        },
+    )
+    .await
+    .expect("event");
+    let ev_msg = warned.message.clone().unwrap_or_default();
+    assert!(
+        ev_msg.contains("InPlaceOnly")
+            && ev_msg.contains("cannot be updated in place")
+            && names.iter().any(|n| ev_msg.contains(n.as_str())),
+        "the Event says which Pod and why: {ev_msg}"
+    );
+
+    // Watch the refusals for a while: Pods untouched, and the retries are slow.
+    tokio::time::sleep(Duration::from_secs(20)).await;
+    let window = refused_at.elapsed();
+    let list = events.list(&ListParams::default()).await.expect("events");
+    let counts = event_counts(&list.items, "FailedUpdate", &names);
+    println!(
+        "condition: {cond}; event: {ev_msg}; refusals per Pod in {:.0}s: {counts:?}",
+        window.as_secs_f64()
+    );
+    let most = counts.values().copied().max().unwrap_or(0);
+    assert!(most >= 1, "refusals were recorded: {counts:?}");
+    // The retry of an error only a spec change can fix is slow (30 s): the first refusal, and
+    // at most the re-check its own status write triggers, and one retry fit in this window. A
+    // loop, however short, refuses more.
+    assert!(
+        most <= 3,
+        "at most 3 refusals per Pod in {window:?} (slow retry), saw {counts:?}"
+    );
+    let after_pods = cloneset::pods(&pods, "web").await.expect("pods");
+    let after = snapshot(&after_pods);
+    assert_eq!(after, before, "no Pod was recreated or restarted");
+    let cs = api.get("web").await.expect("get");
+    for p in &after_pods {
+        assert_ne!(
+            pod_revision(p),
+            status_str(&cs, "updateRevision"),
+            "{} stays on the old revision",
+            p.name_any()
+        );
+    }
+    assert_eq!(status_i64(&cs, "updatedReplicas"), 0);
     ns.delete().await.expect("delete ns");
 }
 
@@ -623,5 +757,514 @@ async fn launch_priority_updates_containers_in_batches() {
             );
         }
     }
+    ns.delete().await.expect("delete ns");
+}
+
+/// The Pod's lifecycle state label (empty when absent).
+fn lifecycle_state(p: &Pod) -> String {
+    p.labels()
+        .get(keys::LIFECYCLE_STATE_LABEL)
+        .cloned()
+        .unwrap_or_default()
+}
+
+fn spec_image(p: &Pod) -> String {
+    p.spec
+        .as_ref()
+        .and_then(|s| s.containers.first())
+        .and_then(|c| c.image.clone())
+        .unwrap_or_default()
+}
+
+/// Waits until the Pod's lifecycle state is Normal (a new Pod starts in PreparingNormal).
+async fn wait_normal(pods: &Api<Pod>, name: &str) -> Pod {
+    kruise_e2e::wait_pod(
+        pods,
+        name,
+        "lifecycle Normal",
+        Duration::from_secs(60),
+        |p| lifecycle_state(p) == "Normal",
+    )
+    .await
+    .expect("Normal")
+}
+
+/// Merge-patches a Pod's metadata, as the owner of a lifecycle hook would.
+async fn patch_pod_meta(pods: &Api<Pod>, name: &str, meta: serde_json::Value) {
+    pods.patch(
+        name,
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(&json!({ "metadata": meta })),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("patch {name}: {e}"));
+}
+
+/// Removes `finalizer` from every Pod that has it (best effort: this is cleanup).
+async fn release_finalizers(pods: &Api<Pod>, finalizer: &str) {
+    let Ok(list) = pods.list(&ListParams::default()).await else {
+        return;
+    };
+    for p in list.items {
+        if p.finalizers().iter().any(|f| f == finalizer) {
+            let keep: Vec<&String> = p.finalizers().iter().filter(|f| *f != finalizer).collect();
+            let _ = pods
+                .patch(
+                    &p.name_any(),
+                    &kube::api::PatchParams::default(),
+                    &kube::api::Patch::Merge(&json!({"metadata": {"finalizers": keep}})),
+                )
+                .await;
+        }
+    }
+}
+
+/// Lifecycle preDelete (upstream `lifecycle.preDelete.finalizersHandler`): a Pod chosen for
+/// scale-down that carries the hook's finalizer goes to PreparingDelete and stays until the
+/// hook's owner removes the finalizer; then the CloneSet deletes it. The other Pod is untouched.
+#[tokio::test]
+async fn pre_delete_hook_holds_scale_down_until_released() {
+    const HOLD: &str = "e2e.kruise.io/pre-delete-hold";
+    let client = client().await.expect("cluster");
+    let ns = TestNamespace::create(&client, "e2e-cs-predelete")
+        .await
+        .expect("ns");
+    let api = cloneset::api(&client, &ns.name);
+    let pods: Api<Pod> = ns.api();
+    let test = async {
+        let mut cs = cloneset::new("web", 2, "v1", in_place(json!({}))).expect("cs");
+        cs.data["spec"]["lifecycle"] = json!({"preDelete": {"finalizersHandler": [HOLD]}});
+        api.create(&PostParams::default(), &cs)
+            .await
+            .expect("create");
+        wait_rolled_out(&api, "web", 2, ROLLOUT)
+            .await
+            .expect("initial rollout");
+        let two = cloneset::pods(&pods, "web").await.expect("pods");
+        let (victim, keeper) = (two[0].name_any(), two[1].name_any());
+        for p in &two {
+            wait_normal(&pods, &p.name_any()).await;
+            // The hook's owner puts its finalizer on every Pod it wants a say in.
+            patch_pod_meta(&pods, &p.name_any(), json!({"finalizers": [HOLD]})).await;
+        }
+
+        patch_spec(
+            &api,
+            "web",
+            json!({"replicas": 1, "scaleStrategy": {"podsToDelete": [victim]}}),
+        )
+        .await
+        .expect("scale to 1");
+        let preparing = kruise_e2e::wait_pod(
+            &pods,
+            &victim,
+            "lifecycle PreparingDelete",
+            Duration::from_secs(60),
+            |p| lifecycle_state(p) == "PreparingDelete",
+        )
+        .await
+        .expect("PreparingDelete");
+        assert!(
+            preparing.metadata.deletion_timestamp.is_none(),
+            "held, not deleted"
+        );
+        // It waits there while the hook holds.
+        tokio::time::sleep(Duration::from_secs(8)).await;
+        let still = pods.get(&victim).await.expect("victim still exists");
+        assert_eq!(still.uid(), preparing.uid());
+        assert_eq!(lifecycle_state(&still), "PreparingDelete");
+        assert!(
+            still.metadata.deletion_timestamp.is_none(),
+            "not deleted while the hook holds"
+        );
+        let kept = pods.get(&keeper).await.expect("keeper");
+        assert_eq!(
+            lifecycle_state(&kept),
+            "Normal",
+            "the other Pod is untouched"
+        );
+
+        // The hook's owner is done: the CloneSet deletes the Pod.
+        patch_pod_meta(&pods, &victim, json!({"finalizers": null})).await;
+        wait_for(
+            "the held Pod to be deleted",
+            Duration::from_secs(60),
+            || async {
+                Ok(pods
+                    .get_opt(&victim)
+                    .await?
+                    .is_none_or(|p| p.metadata.deletion_timestamp.is_some())
+                    .then_some(()))
+            },
+        )
+        .await
+        .expect("deleted after release");
+        let done = wait_status(&api, "web", "1 replica", ROLLOUT, |cs| {
+            status_i64(cs, "replicas") == 1
+        })
+        .await
+        .expect("scaled down");
+        assert_eq!(status_i64(&done, "replicas"), 1);
+        let left = cloneset::pods(&pods, "web").await.expect("pods");
+        assert_eq!(
+            left.iter().map(|p| p.name_any()).collect::<Vec<_>>(),
+            vec![keeper.clone()]
+        );
+    };
+    let res = std::panic::AssertUnwindSafe(test).catch_unwind().await;
+    // Pass or fail, take the finalizer off every Pod, or the namespace could never go away.
+    release_finalizers(&pods, HOLD).await;
+    if let Err(panic) = res {
+        std::panic::resume_unwind(panic);
+    }
+    ns.delete().await.expect("delete ns");
+}
+
+/// Lifecycle inPlaceUpdate (upstream `lifecycle.inPlaceUpdate.labelsHandler`): a Pod carrying the
+/// hook's label waits in PreparingUpdate, its spec untouched, until the hook's owner removes the
+/// label; then it is updated in place and ends in Updated (the hook is not held again), and goes
+/// Normal once the owner puts the label back.
+#[tokio::test]
+async fn in_place_update_hook_holds_the_update_until_released() {
+    const HOLD: &str = "e2e.kruise.io/update-hold";
+    let client = client().await.expect("cluster");
+    let ns = TestNamespace::create(&client, "e2e-cs-updatehook")
+        .await
+        .expect("ns");
+    let api = cloneset::api(&client, &ns.name);
+    let pods: Api<Pod> = ns.api();
+    let mut cs =
+        cloneset::new("web", 1, "v1", in_place(json!({"maxUnavailable": "100%"}))).expect("cs");
+    cs.data["spec"]["template"]["metadata"]["labels"][HOLD] = json!("true");
+    cs.data["spec"]["lifecycle"] = json!({"inPlaceUpdate": {"labelsHandler": {HOLD: "true"}}});
+    api.create(&PostParams::default(), &cs)
+        .await
+        .expect("create");
+    let first = wait_rolled_out(&api, "web", 1, ROLLOUT)
+        .await
+        .expect("initial rollout");
+    let pod0 = cloneset::pods(&pods, "web").await.expect("pods")[0].clone();
+    let name = pod0.name_any();
+    let pod0 = wait_normal(&pods, &name).await;
+    let before = snapshot(std::slice::from_ref(&pod0));
+
+    set_image(&api, "web", "v2").await.expect("set image");
+    wait_status(&api, "web", "a new update revision", ROLLOUT, |cs| {
+        status_str(cs, "updateRevision") != status_str(&first, "updateRevision")
+    })
+    .await
+    .expect("new revision");
+    let preparing = kruise_e2e::wait_pod(
+        &pods,
+        &name,
+        "lifecycle PreparingUpdate",
+        Duration::from_secs(60),
+        |p| lifecycle_state(p) == "PreparingUpdate",
+    )
+    .await
+    .expect("PreparingUpdate");
+    tokio::time::sleep(Duration::from_secs(8)).await;
+    let held = pods.get(&name).await.expect("pod");
+    assert_eq!(
+        lifecycle_state(&held),
+        "PreparingUpdate",
+        "waits for the hook"
+    );
+    assert_eq!(
+        spec_image(&held),
+        image("testapp", "v1"),
+        "not patched while held"
+    );
+    assert_eq!(
+        snapshot(std::slice::from_ref(&held)),
+        before,
+        "not restarted"
+    );
+    assert_eq!(held.uid(), preparing.uid());
+
+    // The hook's owner lets the update go.
+    patch_pod_meta(&pods, &name, json!({"labels": {HOLD: null}})).await;
+    let updated = kruise_e2e::wait_pod(
+        &pods,
+        &name,
+        "updated in place and in lifecycle Updated",
+        ROLLOUT,
+        |p| {
+            lifecycle_state(p) == "Updated"
+                && container_status(p, "app").is_some_and(|c| c.image == image("testapp", "v2"))
+        },
+    )
+    .await
+    .expect("Updated");
+    assert_eq!(updated.uid(), pod0.uid(), "updated in place");
+    assert_eq!(
+        container_status(&updated, "app").map(|c| c.restart_count),
+        Some(1),
+        "restarted once"
+    );
+    // Updated stays Updated while the hook is not held again.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert_eq!(
+        lifecycle_state(&pods.get(&name).await.expect("pod")),
+        "Updated"
+    );
+
+    // The owner holds the hook again: the Pod is Normal.
+    patch_pod_meta(&pods, &name, json!({"labels": {HOLD: "true"}})).await;
+    wait_normal(&pods, &name).await;
+    wait_rolled_out(&api, "web", 1, ROLLOUT)
+        .await
+        .expect("rollout complete");
+    ns.delete().await.expect("delete ns");
+}
+
+/// A validating webhook on Pod creation in one namespace, served by the test itself, so the test
+/// sees every create the controller attempts: when it arrived, and whether it was admitted. Each
+/// request is held `GATE_HOLD` before the answer, so the creates of one batch (sent together)
+/// arrive together and the next batch only after. The first `admit` creates are admitted, the rest
+/// denied. The API server runs on this host (the local cluster), so it reaches 127.0.0.1.
+struct CreateGate {
+    state: std::sync::Arc<GateState>,
+    config: String,
+    client: kube::Client,
+    server: tokio::task::JoinHandle<()>,
+}
+
+const GATE_HOLD: Duration = Duration::from_millis(400);
+
+#[derive(Default)]
+struct GateState {
+    admit: usize,
+    arrivals: std::sync::Mutex<Vec<Instant>>,
+    /// Dry-run creates: the probe that shows the API server calls us.
+    probes: std::sync::atomic::AtomicUsize,
+}
+
+type Review = kube::core::admission::AdmissionReview<kube::api::DynamicObject>;
+
+async fn gate_review(
+    axum::extract::State(st): axum::extract::State<std::sync::Arc<GateState>>,
+    axum::Json(review): axum::Json<Review>,
+) -> axum::Json<Review> {
+    use kube::core::admission::{AdmissionRequest, AdmissionResponse};
+    let req: AdmissionRequest<kube::api::DynamicObject> = match review.try_into() {
+        Ok(r) => r,
+        Err(e) => return axum::Json(AdmissionResponse::invalid(e.to_string()).into_review()),
+    };
+    let resp = AdmissionResponse::from(&req);
+    if req.dry_run {
+        st.probes.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        return axum::Json(resp.deny("e2e create gate: probe").into_review());
+    }
+    let seq = match st.arrivals.lock() {
+        Ok(mut a) => {
+            a.push(Instant::now());
+            a.len()
+        }
+        Err(_) => usize::MAX,
+    };
+    tokio::time::sleep(GATE_HOLD).await;
+    let resp = if seq <= st.admit {
+        resp
+    } else {
+        resp.deny("e2e create gate: no more Pods")
+    };
+    axum::Json(resp.into_review())
+}
+
+impl CreateGate {
+    async fn start(client: &kube::Client, ns: &str, selector: &str, admit: usize) -> Self {
+        use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let bundle = kruise_webhook::certs::generate_bundle(
+            &["127.0.0.1".to_string()],
+            std::time::SystemTime::now(),
+            &kruise_webhook::certs::CertPolicy::default(),
+        )
+        .expect("certificates");
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        listener.set_nonblocking(true).expect("nonblocking");
+        let port = listener.local_addr().expect("addr").port();
+        let tls = axum_server::tls_rustls::RustlsConfig::from_pem(
+            bundle.cert.clone().into_bytes(),
+            bundle.key.clone().into_bytes(),
+        )
+        .await
+        .expect("tls config");
+        let state = std::sync::Arc::new(GateState {
+            admit,
+            ..Default::default()
+        });
+        let app = axum::Router::new()
+            .route("/validate", axum::routing::post(gate_review))
+            .with_state(state.clone());
+        let server = axum_server::from_tcp_rustls(listener, tls)
+            .expect("server")
+            .serve(app.into_make_service());
+        let server = tokio::spawn(async move {
+            if let Err(e) = server.await {
+                eprintln!("create gate stopped: {e}");
+            }
+        });
+
+        let (key, value) = selector.split_once('=').expect("selector k=v");
+        let config = format!("e2e-create-gate-{ns}");
+        let mut cfg: ValidatingWebhookConfiguration = serde_json::from_value(json!({
+            "metadata": {"name": config, "labels": {kruise_e2e::E2E_LABEL: "create-gate"}},
+            "webhooks": [{
+                "name": "create-gate.e2e.kruise.io",
+                "clientConfig": {"url": format!("https://127.0.0.1:{port}/validate")},
+                "rules": [{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"]}],
+                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}},
+                "objectSelector": {"matchLabels": {key: value}},
+                "sideEffects": "None",
+                "admissionReviewVersions": ["v1"],
+                // Left behind by a failed test, it must not block anyone: its namespace is gone.
+                "failurePolicy": "Ignore",
+                "timeoutSeconds": 10
+            }]
+        }))
+        .expect("webhook configuration");
+        cfg.webhooks.as_mut().expect("webhooks")[0]
+            .client_config
+            .ca_bundle = Some(k8s_openapi::ByteString(bundle.ca_cert.into_bytes()));
+        let api: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
+        api.create(&PostParams::default(), &cfg)
+            .await
+            .expect("register the create gate");
+        let gate = Self {
+            state,
+            config,
+            client: client.clone(),
+            server,
+        };
+        // The API server picks the configuration up a moment later: probe with dry-run creates.
+        let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+        let probe: Pod = serde_json::from_value(json!({
+            "metadata": {"generateName": "gate-probe-", "labels": {key: value}},
+            "spec": {"containers": [{"name": "p", "image": image("testapp", "v1")}]}
+        }))
+        .expect("probe pod");
+        let dry = PostParams {
+            dry_run: true,
+            ..Default::default()
+        };
+        wait_for(
+            "the API server to call the create gate",
+            Duration::from_secs(30),
+            || async {
+                let _ = pods.create(&dry, &probe).await;
+                Ok((gate.state.probes.load(std::sync::atomic::Ordering::SeqCst) > 0).then_some(()))
+            },
+        )
+        .await
+        .expect("gate active");
+        gate
+    }
+
+    /// Sizes of the batches of creates seen so far: arrivals closer together than half the hold
+    /// time belong to one batch (a batch's creates are sent together, the next only after the
+    /// answers).
+    fn batches(&self) -> Vec<usize> {
+        let arrivals = self
+            .state
+            .arrivals
+            .lock()
+            .map(|a| a.clone())
+            .unwrap_or_default();
+        let mut out: Vec<usize> = Vec::new();
+        let mut last: Option<Instant> = None;
+        for t in arrivals {
+            match last {
+                Some(l) if t.duration_since(l) < GATE_HOLD / 2 => {
+                    if let Some(n) = out.last_mut() {
+                        *n += 1;
+                    }
+                }
+                _ => out.push(1),
+            }
+            last = Some(t);
+        }
+        out
+    }
+
+    async fn stop(self) {
+        use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
+        let api: Api<ValidatingWebhookConfiguration> = Api::all(self.client.clone());
+        api.delete(&self.config, &Default::default())
+            .await
+            .expect("remove the create gate");
+        self.server.abort();
+    }
+}
+
+/// Slow start (upstream `slowStartBatch` in the CloneSet's scale): Pods are created in batches of
+/// 1, 2, 4, ... and a batch with a failure ends the round, so a quota or webhook refusal costs
+/// one batch, not one call per missing Pod. Here admission allows 3 Pods of 10: the controller
+/// sends 1 (admitted), 2 (admitted), 4 (all refused) and stops; each later retry sends 1. When
+/// admission allows again, the CloneSet reaches its 10 replicas.
+#[tokio::test]
+async fn scale_up_creates_pods_in_slow_start_batches() {
+    let client = client().await.expect("cluster");
+    let ns = TestNamespace::create(&client, "e2e-cs-slowstart")
+        .await
+        .expect("ns");
+    let api = cloneset::api(&client, &ns.name);
+    let pods: Api<Pod> = ns.api();
+    let gate = CreateGate::start(&client, &ns.name, "app=web", 3).await;
+
+    let test = async {
+        api.create(
+            &PostParams::default(),
+            &cloneset::new("web", 10, "v1", in_place(json!({}))).expect("cs"),
+        )
+        .await
+        .expect("create");
+        // The first round and at least one retry.
+        let seen = wait_for(
+            "the first round of creates and a retry",
+            Duration::from_secs(60),
+            || async {
+                let b = gate.batches();
+                Ok((b.len() >= 4).then_some(b))
+            },
+        )
+        .await
+        .expect("creates");
+        let failed = wait_status(&api, "web", "the FailedScale condition", ROLLOUT, |cs| {
+            cs.data["status"]["conditions"].as_array().is_some_and(|c| {
+                c.iter().any(|c| {
+                    c["type"] == keys::CLONESET_CONDITION_FAILED_SCALE && c["status"] == "True"
+                })
+            })
+        })
+        .await
+        .expect("FailedScale");
+        let batches = gate.batches();
+        println!(
+            "create batches seen: {batches:?}; FailedScale: {}",
+            failed.data["status"]["conditions"]
+        );
+        assert_eq!(
+            &seen[..3],
+            &[1, 2, 4],
+            "batches of 1, 2, 4, stopping at the refused one: {batches:?}"
+        );
+        assert!(
+            batches[3..].iter().all(|&n| n == 1),
+            "each retry starts again with a batch of 1 and stops at its refusal: {batches:?}"
+        );
+        let existing = cloneset::pods(&pods, "web").await.expect("pods");
+        assert_eq!(existing.len(), 3, "only the admitted Pods exist");
+    };
+    let res = std::panic::AssertUnwindSafe(test).catch_unwind().await;
+    // Pass or fail, the webhook configuration goes (it is cluster-scoped).
+    gate.stop().await;
+    if let Err(panic) = res {
+        std::panic::resume_unwind(panic);
+    }
+    wait_rolled_out(&api, "web", 10, ROLLOUT)
+        .await
+        .expect("10 replicas once creates are admitted");
     ns.delete().await.expect("delete ns");
 }

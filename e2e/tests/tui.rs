@@ -251,3 +251,99 @@ async fn live_view_follows_in_place_rollout_120x40() {
 async fn live_view_follows_in_place_rollout_80x24() {
     live_view_follows_rollout(80, 24).await;
 }
+
+/// Runs `rollout watch --exit-when-done` in the terminal and returns the exit code it printed.
+async fn watch_until_done(tmux: &Tmux, kk: &Kruise, ns: &str, timeout: Duration) -> String {
+    // Clear the previous run's output first, so its EXIT= line is not read again.
+    tmux.type_text("clear").expect("type");
+    tmux.key("Enter").expect("enter");
+    poll_screen(tmux, "a cleared screen", Duration::from_secs(10), |s| {
+        !s.contains("EXIT=")
+    })
+    .await;
+    tmux.type_text(&format!(
+        "\"{}\" --kubeconfig \"{}\" -n {ns} rollout watch clone/web --exit-when-done; echo \"EXIT=$?\"",
+        kk.bin.display(),
+        kk.kubeconfig.display()
+    ))
+    .expect("type");
+    tmux.key("Enter").expect("enter");
+    let screen = poll_screen(tmux, "the view to exit by itself", timeout, |s| {
+        s.lines().any(|l| {
+            l.trim_end()
+                .strip_prefix("EXIT=")
+                .is_some_and(|c| !c.is_empty() && c.bytes().all(|b| b.is_ascii_digit()))
+        })
+    })
+    .await;
+    screen
+        .lines()
+        .find_map(|l| l.trim_end().strip_prefix("EXIT="))
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// `--exit-when-done` leaves with `rollout status`'s codes, as its help says: 0 once the rollout
+/// is complete, 1 once it has failed (the controller refuses an update under InPlaceOnly and sets
+/// FailedUpdate).
+#[tokio::test]
+async fn exit_when_done_exits_0_when_complete_and_1_when_failed() {
+    kruise_e2e::cli::binary().expect("kubectl-kruise binary");
+    let client = client().await.expect("cluster");
+    let ns = TestNamespace::create(&client, "e2e-tui-exit")
+        .await
+        .expect("test namespace");
+    let kk = Kruise::new(&ns.name).expect("kubectl-kruise binary and kubeconfig");
+    let api = cloneset::api(&client, &ns.name);
+    let strategy = json!({"type": "RollingUpdate",
+        "rollingUpdate": {"podUpdatePolicy": "InPlaceIfPossible", "partition": 1, "maxUnavailable": 1}});
+    api.create(
+        &PostParams::default(),
+        &cloneset::new("web", 1, "v1", strategy).expect("CloneSet"),
+    )
+    .await
+    .expect("create CloneSet");
+    let first = wait_rolled_out(&api, "web", 1, ROLLOUT)
+        .await
+        .expect("initial rollout");
+    let tmux = Tmux::start(100, 30, PROMPT, &[]).expect("tmux session");
+    poll_screen(&tmux, "the shell prompt", Duration::from_secs(10), |s| {
+        s.contains(PROMPT.trim_end())
+    })
+    .await;
+    let code = watch_until_done(&tmux, &kk, &ns.name, Duration::from_secs(30)).await;
+    assert_eq!(code, "0", "a complete rollout exits 0");
+
+    // An env change cannot go in place; admitted under InPlaceIfPossible behind the partition,
+    // then the policy becomes InPlaceOnly and the partition goes: the controller refuses.
+    cloneset::json_patch(
+        &api,
+        "web",
+        json!([{"op": "add", "path": "/spec/template/spec/containers/0/env", "value": [{"name": "MODE", "value": "b"}]}]),
+    )
+    .await
+    .expect("env change");
+    wait_status(&api, "web", "the new revision", ROLLOUT, |cs| {
+        status_str(cs, "updateRevision") != status_str(&first, "updateRevision")
+    })
+    .await
+    .expect("new revision");
+    cloneset::patch_spec(
+        &api,
+        "web",
+        json!({"updateStrategy": {"rollingUpdate": {"podUpdatePolicy": "InPlaceOnly"}}}),
+    )
+    .await
+    .expect("InPlaceOnly");
+    cloneset::patch_spec(
+        &api,
+        "web",
+        json!({"updateStrategy": {"rollingUpdate": {"partition": 0}}}),
+    )
+    .await
+    .expect("partition 0");
+    let code = watch_until_done(&tmux, &kk, &ns.name, Duration::from_secs(60)).await;
+    assert_eq!(code, "1", "a failed rollout exits 1 (4 is only a timeout)");
+    drop(tmux);
+    ns.delete().await.expect("delete ns");
+}

@@ -4,7 +4,7 @@
 use super::model::LiveModel;
 use crate::math;
 use crate::status::Outcome;
-use crate::view::{PodView, RolloutView};
+use crate::view::{PodView, RolloutView, normalize_image};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
@@ -182,19 +182,60 @@ fn counts(r: &RolloutView, width: usize) -> String {
     )
 }
 
-fn image_cell(pod: &PodView) -> String {
+/// The last path segment of an image reference (`nginx:1.27` of `docker.io/library/nginx:1.27`).
+fn short_image(image: &str) -> &str {
+    image.rsplit('/').next().unwrap_or(image)
+}
+
+/// An image's repository and tag (or digest), split at the first `:` or `@` of its last segment.
+fn repo_and_tag(image: &str) -> (&str, &str) {
+    let last = short_image(image);
+    last.find(['@', ':'])
+        .map_or((last, ""), |p| (&last[..p], &last[p + 1..]))
+}
+
+/// `to` as shown after `from →`: only its tag (or digest) when the repository is the same.
+fn target_image<'a>(from: &str, to: &'a str) -> &'a str {
+    match repo_and_tag(to) {
+        (repo, tag) if repo == repo_and_tag(from).0 && !tag.is_empty() => tag,
+        _ => short_image(to),
+    }
+}
+
+/// Each container's image: `✓` once the runtime runs the spec image; `⧗` with `old→new` while
+/// the update has yet to reach it: the runtime still on another image, or a new image the grace
+/// period (with its time left) or a later batch has not patched into the spec yet. Narrow
+/// terminals drop the repository of a pending tag change so the time left still fits.
+fn image_cell(pod: &PodView, now: jiff::Timestamp, wide: bool) -> String {
+    let inplace = pod.inplace.as_ref();
+    let grace_left = inplace.and_then(|ip| ip.grace_left(now));
     pod.containers
         .iter()
         .map(|c| {
-            let mark = if c.status_image.is_empty() {
-                "?"
+            let spec = c.spec_image.as_str();
+            let pending = inplace
+                .and_then(|ip| ip.pending_images.get(&c.name))
+                .filter(|next| normalize_image(next) != normalize_image(spec));
+            if let Some(next) = pending {
+                let left = grace_left.map(|s| format!("{s}s")).unwrap_or_default();
+                let to = target_image(spec, next);
+                let from = match repo_and_tag(spec) {
+                    (_, tag) if !wide && to != short_image(next) && !tag.is_empty() => tag,
+                    _ => short_image(spec),
+                };
+                format!("{}={from}→{to}⧗{left}", c.name)
+            } else if c.status_image.is_empty() {
+                format!("{}={}?", c.name, short_image(spec))
             } else if c.runtime_has_spec_image() {
-                "✓"
+                format!("{}={}✓", c.name, short_image(spec))
             } else {
-                "⧗"
-            };
-            let img = c.spec_image.rsplit('/').next().unwrap_or(&c.spec_image);
-            format!("{}={img}{mark}", c.name)
+                format!(
+                    "{}={}→{}⧗",
+                    c.name,
+                    short_image(&c.status_image),
+                    target_image(&c.status_image, spec)
+                )
+            }
         })
         .collect::<Vec<_>>()
         .join(" ")
@@ -256,7 +297,7 @@ fn pod_table(f: &mut Frame, area: Rect, m: &LiveModel, p: &Palette) {
                 Cell::from(yes_no(pod.ready)),
                 Cell::from(ipr),
                 Cell::from(pod.restarts.to_string()),
-                Cell::from(image_cell(pod)),
+                Cell::from(image_cell(pod, m.now, wide)),
             ])
             .style(style)
         })
@@ -293,9 +334,9 @@ fn pod_table(f: &mut Frame, area: Rect, m: &LiveModel, p: &Palette) {
         "IPR",
         "RST",
         if wide {
-            "IMAGES (✓ runtime reports the spec image, ⧗ not yet)"
+            "IMAGES (✓ ok: runs the spec image · ⧗ pending: old→new, grace left)"
         } else {
-            "IMAGES ✓ new ⧗ old"
+            "IMAGES ✓ok ⧗pending"
         },
     ])
     .style(p.bold().patch(p.dim()));

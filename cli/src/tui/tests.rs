@@ -95,6 +95,7 @@ fn pod_in_grace(i: usize) -> PodView {
         revision: "web-7d4f8b9c6".into(),
         update_timestamp: Some(ts("2026-01-01T11:59:48Z")),
         grace_seconds: 30,
+        pending_images: [("app".to_string(), "nginx:1.27".to_string())].into(),
         ..Default::default()
     });
     p
@@ -115,6 +116,7 @@ fn pod_mid_batch(i: usize) -> PodView {
         next_batch: vec!["log".into()],
         waiting_on: vec!["app".into()],
         grace_seconds: 0,
+        pending_images: [("log".to_string(), "busybox:1.37".to_string())].into(),
     });
     p
 }
@@ -267,4 +269,104 @@ fn colour_is_optional() {
             .iter()
             .any(|c| c.fg != ratatui::style::Color::Reset)
     );
+}
+
+/// The header row of the pod table.
+fn table_header(screen: &str) -> String {
+    screen
+        .lines()
+        .find(|l| l.contains("NAME") && l.contains("IMAGES"))
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// The table row of the named pod.
+fn row_of(screen: &str, pod: &str) -> String {
+    screen
+        .lines()
+        .find(|l| l.trim_start_matches('"').starts_with(pod))
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// A Pod as the API returns it during its grace period: labels already on the update revision,
+/// the grace annotation holding the new image, spec and runtime still on the old one. The live
+/// view must show it pending (old → new, time left), not done.
+#[test]
+fn pod_in_grace_shows_pending_image_with_time_left() {
+    let state = json!({"revision": "web-7d4f8b9c6", "updateTimestamp": "2026-01-01T11:59:48Z",
+        "lastContainerStatuses": {"app": {"imageID": "sha256:old"}}})
+    .to_string();
+    let grace = json!({"revision": "web-7d4f8b9c6", "containerImages": {"app": "nginx:1.27"},
+        "graceSeconds": 30})
+    .to_string();
+    let pod: k8s_openapi::api::core::v1::Pod = serde_json::from_value(json!({
+        "metadata": {"name": "web-graced", "uid": "g1",
+            "labels": {"controller-revision-hash": "web-7d4f8b9c6", "lifecycle.apps.kruise.io/state": "Updating"},
+            "annotations": {"apps.kruise.io/inplace-update-state": state, "apps.kruise.io/inplace-update-grace": grace}},
+        "spec": {"nodeName": "node-1", "containers": [{"name": "app", "image": "nginx:1.25"}]},
+        "status": {"phase": "Running",
+            "conditions": [{"type": "Ready", "status": "False"}, {"type": "InPlaceUpdateReady", "status": "False"}],
+            "containerStatuses": [{"name": "app", "image": "docker.io/library/nginx:1.25", "imageID": "sha256:old",
+                "ready": true, "restartCount": 0}]}
+    }))
+    .expect("pod");
+    let mut m = model(
+        cloneset(json!(0), false, 1, 0),
+        vec![PodView::from_pod(&pod)],
+        vec![],
+    );
+    for (w, h, cell) in [
+        (80, 24, "app=1.25→1.27⧗18s"),
+        (160, 40, "app=nginx:1.25→1.27⧗18s"),
+    ] {
+        let row = row_of(&draw(&m, w, h), "web-graced");
+        assert!(row.contains(cell), "{w}x{h}: pending with time left: {row}");
+        assert!(!row.contains('✓'), "{w}x{h}: not shown as done: {row}");
+    }
+    m.now = ts("2026-01-01T12:00:10Z");
+    let row = row_of(&draw(&m, 160, 40), "web-graced");
+    assert!(row.contains("app=nginx:1.25→1.27⧗8s"), "{row}");
+}
+
+/// The 80- and 160-column legends of the image column say the same thing.
+#[test]
+fn image_legend_is_the_same_at_both_widths() {
+    let (_, m) = scripted().remove(1);
+    let narrow = table_header(&draw(&m, 80, 24));
+    let wide = table_header(&draw(&m, 160, 40));
+    assert!(narrow.contains("✓ok ⧗pending"), "{narrow}");
+    assert!(
+        wide.contains("✓ ok: runs the spec image · ⧗ pending: old→new"),
+        "{wide}"
+    );
+    assert!(
+        !narrow.contains("new") && !narrow.contains("old"),
+        "{narrow}"
+    );
+}
+
+/// `--exit-when-done` leaves with `rollout status`'s codes: 1 for a failed rollout (4 is only
+/// `--timeout`, which the view does not have), 3 paused, 0 complete.
+#[test]
+fn exit_when_done_codes() {
+    use crate::error::exit;
+    let failed = RolloutView::from_json(&json!({
+        "apiVersion": "apps.kruise.io/v1beta1", "kind": "CloneSet",
+        "metadata": {"name": "web", "namespace": "shop", "generation": 4, "uid": "u1"},
+        "spec": {"replicas": 2, "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {
+            "podUpdatePolicy": "InPlaceOnly"}}},
+        "status": {"observedGeneration": 4, "replicas": 2, "readyReplicas": 2, "updatedReplicas": 0,
+            "currentRevision": "web-6b8c9d7f5", "updateRevision": "web-7d4f8b9c6",
+            "conditions": [{"type": "FailedUpdate", "status": "True",
+                "message": "pod web-00000 cannot be updated in place"}]}
+    }));
+    let m = model(failed, (0..2).map(|i| pod(i, false)).collect(), vec![]);
+    assert_eq!(super::final_exit_code(&m), Some(exit::FAILED));
+    let (_, paused) = scripted().remove(3);
+    assert_eq!(super::final_exit_code(&paused), Some(exit::PAUSED));
+    let (_, finished) = scripted().remove(4);
+    assert_eq!(super::final_exit_code(&finished), Some(exit::OK));
+    let (_, mid) = scripted().remove(1);
+    assert_eq!(super::final_exit_code(&mid), None);
 }
