@@ -1,6 +1,6 @@
 //! kruise-manager: the controllers and the shared in-place update engine.
 
-pub mod backoff;
+pub use kruise_runtime::backoff;
 pub mod cloneset;
 pub mod crr;
 pub mod expectations;
@@ -12,6 +12,6 @@ pub mod metrics;
 pub mod nodeimage;
 pub mod podcache;
 pub mod podreadiness;
-pub mod ratelimit;
+pub use kruise_runtime::ratelimit;
 pub mod revision;
 pub mod server;

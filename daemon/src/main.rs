@@ -19,9 +19,8 @@ use prometheus_client::registry::Registry;
 use tokio_util::sync::CancellationToken;
 use tracing_subscriber::EnvFilter;
 
-// The manager's client-side rate limiter (client-go's QPS/burst), compiled from the same file.
-#[path = "../../controller/src/ratelimit.rs"]
-mod ratelimit;
+// Client-side rate limit (client-go's QPS/burst), shared with the manager.
+use kruise_runtime::ratelimit;
 
 /// Client-side request rate and burst by default: client-go's defaults, which OpenKruise's
 /// daemon keeps (its --rest-config-qps/--rest-config-burst default to 0, "use client-go's").

@@ -287,7 +287,17 @@ async fn rbac_is_least_privilege() {
             "manager patches its own {resource} {own}"
         );
         assert!(
-            !allowed_named(&client, MANAGER_SA, "patch", resource, "", group, None, "someone-else").await,
+            !allowed_named(
+                &client,
+                MANAGER_SA,
+                "patch",
+                resource,
+                "",
+                group,
+                None,
+                "someone-else"
+            )
+            .await,
             "manager must not patch another {resource}"
         );
     }

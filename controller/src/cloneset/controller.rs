@@ -91,6 +91,17 @@ pub enum Error {
 }
 
 impl Error {
+    /// The text a condition shows: the API server's own message for a refused request (what
+    /// upstream shows), not the client's debug rendering of the whole Status.
+    fn condition_message(&self) -> String {
+        match self {
+            Error::Kube(kube::Error::Api(status)) if !status.message.is_empty() => {
+                status.message.clone()
+            }
+            e => e.to_string(),
+        }
+    }
+
     pub fn metric_label(&self) -> &'static str {
         match self {
             Error::Kube(_) => "kube",
@@ -277,7 +288,7 @@ fn report_failure(st: &mut CloneSetStatus, type_: &str, err: Option<&Error>, now
     match err {
         Some(e) => status::set_condition(
             st,
-            status::new_condition(type_, true, "", &e.to_string(), now),
+            status::new_condition(type_, true, "", &e.condition_message(), now),
         ),
         None => status::remove_condition(st, type_),
     }
@@ -1756,9 +1767,12 @@ impl Sync<'_> {
             .iter()
             .map(|pod| self.refresh_pod(pod, &hooks, &opts, &update_name, lifecycle))
             .collect();
+        // `buffered`, not `buffer_unordered`: results come back in Pod order, so the error a
+        // condition reports is always the same Pod's and the condition does not flip (each
+        // flip would be a status write that triggers the next reconcile at once).
         let refreshed: Vec<Result<(bool, Option<Duration>), Error>> =
             futures::stream::iter(refreshes)
-                .buffer_unordered(POD_WRITE_CONCURRENCY)
+                .buffered(POD_WRITE_CONCURRENCY)
                 .collect()
                 .await;
         let mut modified = false;
@@ -1822,8 +1836,9 @@ impl Sync<'_> {
             .into_iter()
             .map(|i| self.update_pod_alone(pods[i], &opts))
             .collect();
+        // In update order, for the same reason as the refreshes above.
         let results: Vec<(Result<(), Error>, Requeue)> = futures::stream::iter(updates)
-            .buffer_unordered(POD_WRITE_CONCURRENCY)
+            .buffered(POD_WRITE_CONCURRENCY)
             .collect()
             .await;
         let mut first_err = None;
