@@ -129,6 +129,7 @@ pub async fn run(
             router(ApiPods {
                 client: Some(client.clone()),
                 timeout: pod_lookup_timeout(&cfg),
+                template_dry_run: cfg.template_dry_run,
             })
             .into_make_service(),
         );
@@ -350,6 +351,7 @@ mod tests {
                 router(ApiPods {
                     client: None,
                     timeout: Duration::from_secs(1),
+                    template_dry_run: true,
                 })
                 .into_make_service(),
             );
