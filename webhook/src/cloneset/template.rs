@@ -295,7 +295,10 @@ pub async fn validate<D: PodDryRun>(req: Request, cluster: &D) -> Outcome {
     let Some(draft) = PodDraft::from_cloneset(obj, namespace) else {
         return verdict(&errors);
     };
+    let started = std::time::Instant::now();
     let outcome = cluster.dry_run_create(namespace, &draft.pod).await;
+    tracing::debug!(%namespace, name = %req.name, elapsed_ms = started.elapsed().as_secs_f64() * 1e3,
+        "CloneSet template dry-run answered");
     match judge(&draft, outcome) {
         Verdict::Valid => {}
         Verdict::Invalid(found) => {
