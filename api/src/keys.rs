@@ -324,6 +324,9 @@ pub const ENV_WEBHOOK_SERVICE_NAME: &str = "SERVICE_NAME";
 pub const ENV_WEBHOOK_PORT: &str = "WEBHOOK_PORT";
 /// Env with a host to call instead of the Service (dev mode, manager outside the cluster).
 pub const ENV_WEBHOOK_HOST: &str = "WEBHOOK_HOST";
+/// Kruise-rs only: env set to `false` to stop the CloneSet webhook dry-running a Pod from each
+/// new template (full Pod validation); on by default.
+pub const ENV_WEBHOOK_TEMPLATE_DRY_RUN: &str = "KRUISE_WEBHOOK_TEMPLATE_DRY_RUN";
 
 #[cfg(test)]
 mod tests {

@@ -404,6 +404,7 @@ mod tests {
             let pods = crate::crr_admit::ApiPods {
                 client: None,
                 timeout: std::time::Duration::from_secs(1),
+                template_dry_run: true,
             };
             let served = tokio::runtime::Builder::new_current_thread()
                 .build()

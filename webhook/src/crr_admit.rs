@@ -354,14 +354,17 @@ pub trait PodLookup: Sync {
     ) -> impl Future<Output = Result<Option<Pod>, String>> + Send;
 }
 
-/// Pods read from the API server. The read gives up after `timeout`, shorter than the webhook's
-/// own, so the API server relays our reason instead of a bare webhook timeout.
+/// Pods read from (and dry-run created through, see [`crate::cloneset::template`]) the API
+/// server. A call gives up after `timeout`, shorter than the webhook's own, so the API server
+/// relays our reason instead of a bare webhook timeout.
 #[derive(Clone)]
 pub struct ApiPods {
     /// `None` when the server runs without a cluster (tests): every lookup fails.
     pub client: Option<kube::Client>,
-    /// Bound on one GET.
+    /// Bound on one call.
     pub timeout: Duration,
+    /// Whether CloneSet templates are dry-run as Pods ([`crate::WebhookConfig::template_dry_run`]).
+    pub template_dry_run: bool,
 }
 
 impl PodLookup for ApiPods {

@@ -25,6 +25,9 @@ pub enum FieldErrorKind {
     Forbidden(String),
     /// The value is not one of the allowed ones: (rendered value, allowed values).
     NotSupported(String, Vec<String>),
+    /// Already phrased by the API server (a cause of a dry-run refusal), shown after the path
+    /// as it came, e.g. `Invalid value: "Main_X": a lowercase RFC 1123 label must ...`.
+    Reported(String),
 }
 
 impl FieldError {
@@ -49,6 +52,14 @@ impl FieldError {
         Self {
             path: path.into(),
             kind: FieldErrorKind::Forbidden(detail.into()),
+        }
+    }
+
+    /// `path: <detail>`, the detail as the API server phrased it.
+    pub fn reported(path: impl Into<String>, detail: impl Into<String>) -> Self {
+        Self {
+            path: path.into(),
+            kind: FieldErrorKind::Reported(detail.into()),
         }
     }
 
@@ -87,6 +98,7 @@ impl fmt::Display for FieldError {
             }
             FieldErrorKind::Required(d) => write!(f, "{}: Required value: {d}", self.path),
             FieldErrorKind::Forbidden(d) => write!(f, "{}: Forbidden: {d}", self.path),
+            FieldErrorKind::Reported(d) => write!(f, "{}: {d}", self.path),
             FieldErrorKind::NotSupported(v, allowed) => {
                 let allowed: Vec<String> = allowed.iter().map(|a| format!("{a:?}")).collect();
                 write!(

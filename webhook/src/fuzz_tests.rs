@@ -4,6 +4,9 @@
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
+use kube::core::{Status, response::StatusCause, response::StatusDetails};
+
+use crate::cloneset::template::{DryRun, PodDraft, PodDryRun, Verdict, judge};
 use crate::crr_admit::tests::{StaticPods, pod};
 use crate::{convert, handle_admission_async, paths};
 
@@ -106,6 +109,13 @@ fn arb_json() -> impl Strategy<Value = Value> {
                     "operator",
                     "values",
                     "tags",
+                    "revisionHistoryLimit",
+                    "parallelism",
+                    "pullSecrets",
+                    "volumeClaimTemplates",
+                    "volumes",
+                    "finalizers",
+                    "persistentVolumeClaim",
                 ])
                 .prop_map(str::to_owned),
                 inner,
@@ -251,8 +261,113 @@ fn assert_conversion_review(out: &[u8]) -> Result<(), TestCaseError> {
     Ok(())
 }
 
+/// A Status as an API server (or a proxy in front of it) might answer a dry-run Pod create.
+fn arb_status() -> impl Strategy<Value = Status> {
+    let field = proptest::sample::select(vec![
+        "",
+        "spec.containers[0].name",
+        "metadata.labels",
+        "spec.volumes[0].name",
+        "spec.volumes[1].name",
+        "spec.volumes[7].persistentVolumeClaim.claimName",
+        "spec.volumes[",
+        "spec.volumes[99999999999999999999].name",
+    ]);
+    let cause = (field, "[ -~]{0,20}").prop_map(|(f, m)| StatusCause {
+        reason: "FieldValueInvalid".into(),
+        message: m,
+        field: f.to_owned(),
+    });
+    (
+        proptest::sample::select(vec![0u16, 200, 400, 401, 403, 404, 409, 422, 429, 500, 503]),
+        prop_oneof![
+            "[ -~]{0,40}",
+            Just("admission webhook \"x\" denied the request: no".to_owned()),
+            Just("Pod \"kruise-template-check-a\" is invalid: spec: bad".to_owned()),
+        ],
+        proptest::option::of(proptest::collection::vec(cause, 0..4)),
+    )
+        .prop_map(|(code, message, causes)| Status {
+            code,
+            message,
+            details: causes.map(|causes| StatusDetails {
+                name: String::new(),
+                group: String::new(),
+                kind: "Pod".into(),
+                uid: String::new(),
+                causes,
+                retry_after_seconds: 0,
+            }),
+            ..Default::default()
+        })
+}
+
+/// Answers every dry-run with the same Status.
+struct Answer(Status);
+
+impl crate::crr_admit::PodLookup for Answer {
+    async fn pod(
+        &self,
+        _namespace: &str,
+        _name: &str,
+    ) -> Result<Option<k8s_openapi::api::core::v1::Pod>, String> {
+        Ok(None)
+    }
+}
+
+impl PodDryRun for Answer {
+    async fn dry_run_create(&self, _namespace: &str, _pod: &Value) -> DryRun {
+        DryRun::Refused(Box::new(self.0.clone()))
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(400))]
+
+    #[test]
+    fn dry_run_pods_come_from_the_template_only(cs in arb_json(), ns in "[a-z]{1,8}") {
+        if let Some(draft) = PodDraft::from_cloneset(&cs, &ns) {
+            let meta = &draft.pod["metadata"];
+            prop_assert_eq!(&meta["generateName"], crate::cloneset::template::DRY_RUN_GENERATE_NAME);
+            prop_assert_eq!(&meta["namespace"], &json!(ns));
+            prop_assert!(meta.get("name").is_none() && meta.get("ownerReferences").is_none());
+            let volumes = draft.pod["spec"]["volumes"].as_array().map_or(0, Vec::len);
+            if draft.pod["spec"]["volumes"].is_array() {
+                prop_assert_eq!(volumes, draft.template_volumes + draft.claims.len());
+            }
+        }
+    }
+
+    #[test]
+    fn any_answer_is_read_without_panicking(status in arb_status(), cs in arb_json()) {
+        let cs = if cs.is_object() { cs } else { json!({}) };
+        let draft = PodDraft::from_cloneset(&cs, "ns").unwrap_or(PodDraft {
+            pod: json!({}), template_volumes: 1, claims: vec![3],
+        });
+        match judge(&draft, DryRun::Refused(Box::new(status.clone()))) {
+            Verdict::Invalid(errs) => {
+                prop_assert!(matches!(status.code, 400 | 422), "{:?}", status);
+                prop_assert!(!errs.is_empty());
+                for e in errs {
+                    prop_assert!(e.path.starts_with("spec.template")
+                        || e.path.starts_with("spec.volumeClaimTemplates["), "{}", e.path);
+                }
+            }
+            Verdict::Valid => prop_assert!(false, "a refusal is never valid: {:?}", status),
+            Verdict::NotJudged(_) | Verdict::Unavailable(_) => {}
+        }
+    }
+
+    #[test]
+    fn cloneset_validation_answers_any_dry_run_outcome(review in arb_review(), status in arb_status()) {
+        let body = serde_json::to_vec(&review).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let out = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .map_err(|e| TestCaseError::fail(e.to_string()))?
+            .block_on(handle_admission_async(paths::VALIDATE_CLONESET, &body, &Answer(status)))
+            .ok_or_else(|| TestCaseError::fail("not served"))?;
+        assert_admission_review(&out)?;
+    }
 
     #[test]
     fn admission_handlers_survive_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..256)) {

@@ -97,9 +97,36 @@ pub fn default_template(job: &mut Value) -> bool {
 /// `/validate-apps-kruise-io-imagepulljob`.
 pub fn validate_imagepulljob(req: &Request) -> Outcome {
     match creating_or_updating(req) {
-        Ok(Some(o)) => verdict(&imagepulljob_errors(o)),
+        Ok(Some(o)) => {
+            let mut errs = imagepulljob_errors(o);
+            if req.operation == Operation::Update
+                && let Some(old) = &req.old_object
+            {
+                errs.extend(imagepulljob_update_errors(o, old));
+            }
+            verdict(&errs)
+        }
         Ok(None) => Outcome::Allow,
         Err(o) => o,
+    }
+}
+
+/// Upstream refuses changing the pull secrets of a running job (the daemon's copies follow
+/// the names the job was created with).
+pub fn imagepulljob_update_errors(job: &Value, old: &Value) -> Vec<FieldError> {
+    let secrets = |v: &Value| {
+        get(v, &["spec", "pullSecrets"])
+            .filter(|s| !s.is_null())
+            .cloned()
+            .unwrap_or_else(|| json!([]))
+    };
+    if secrets(job) == secrets(old) {
+        Vec::new()
+    } else {
+        vec![FieldError::forbidden(
+            "spec.pullSecrets",
+            "field is immutable",
+        )]
     }
 }
 
@@ -117,7 +144,56 @@ pub fn imagepulljob_errors(job: &Value) -> Vec<FieldError> {
         }
     }
     errs.extend(template_errors(spec));
+    // Upstream: under Always, the deadline must leave room for one pull (default 600 s).
+    let deadline = get(spec, &["completionPolicy", "activeDeadlineSeconds"]);
+    let always = get(spec, &["completionPolicy", "type"])
+        .is_none_or(|t| t.is_null() || t.as_str() == Some("Always"));
+    let timeout = match get(spec, &["pullPolicy", "timeoutSeconds"]) {
+        None | Some(Value::Null) => Some(DEFAULT_PULL_TIMEOUT_SECONDS),
+        Some(v) => v.as_i64(),
+    };
+    if always
+        && let Some(d) = deadline
+        && let (Some(dl), Some(t)) = (d.as_i64(), timeout)
+        && dl >= 0
+        && t > dl
+    {
+        errs.push(FieldError::invalid(
+            "spec.completionPolicy.activeDeadlineSeconds",
+            d,
+            format!(
+                "must be greater than or equal to spec.pullPolicy.timeoutSeconds ({t}, default {DEFAULT_PULL_TIMEOUT_SECONDS})"
+            ),
+        ));
+    }
     errs
+}
+
+/// Upstream's rule for `parallelism`, an int-or-string that takes integers only.
+fn parallelism_errors(p: &Value, errs: &mut Vec<FieldError>) {
+    const PATH: &str = "spec.parallelism";
+    let n = match p {
+        Value::String(s) if s.ends_with('%') => {
+            errs.push(FieldError::invalid(
+                PATH,
+                p,
+                "parallelism does not support percentage value",
+            ));
+            return;
+        }
+        Value::String(s) => s.trim().parse::<i32>().ok().map(i64::from),
+        Value::Number(n) => n.as_i64().filter(|i| i32::try_from(*i).is_ok()),
+        _ => None,
+    };
+    match n {
+        None => errs.push(FieldError::invalid(PATH, p, "must be a 32-bit integer")),
+        Some(n) if n < 0 => errs.push(FieldError::invalid(
+            PATH,
+            p,
+            "must be greater than or equal to 0",
+        )),
+        Some(_) => {}
+    }
 }
 
 /// Every problem of the pull template (selectors, completion and pull policies) that
@@ -187,6 +263,45 @@ pub fn template_errors(spec: &Value) -> Vec<FieldError> {
                 "must be a non-negative integer",
             ));
         }
+    }
+    // Not checked upstream; a negative count of seconds means nothing (Kubernetes refuses it
+    // on a Job).
+    for key in ["activeDeadlineSeconds", "ttlSecondsAfterFinished"] {
+        if let Some(v) = cp.get(key).filter(|v| !v.is_null())
+            && v.as_i64().is_none_or(|n| n < 0)
+        {
+            errs.push(FieldError::invalid(
+                format!("spec.completionPolicy.{key}"),
+                v,
+                "must be a non-negative integer",
+            ));
+        }
+    }
+    if let Some(p) = spec.get("parallelism").filter(|v| !v.is_null()) {
+        parallelism_errors(p, &mut errs);
+    }
+    match spec.get("pullSecrets") {
+        None | Some(Value::Null) => {}
+        Some(Value::Array(names)) => {
+            for (i, n) in names.iter().enumerate() {
+                let path = format!("spec.pullSecrets[{i}]");
+                match n.as_str() {
+                    Some("") => errs.push(FieldError::required(path, "")),
+                    Some(name) => {
+                        if let Some(rule) = crate::cloneset::validation::dns_subdomain_problem(name)
+                        {
+                            errs.push(FieldError::invalid(path, n, rule));
+                        }
+                    }
+                    None => errs.push(FieldError::invalid(path, n, "must be a Secret name")),
+                }
+            }
+        }
+        Some(other) => errs.push(FieldError::invalid(
+            "spec.pullSecrets",
+            other,
+            "must be a list of Secret names",
+        )),
     }
     errs
 }
@@ -573,11 +688,77 @@ mod tests {
                 json!({"image": "a", "pullPolicy": {"backoffLimit": -1}}),
                 "spec.pullPolicy.backoffLimit: Invalid value: -1",
             ),
+            (
+                json!({"image": "a", "completionPolicy": {"activeDeadlineSeconds": 300}}),
+                "spec.completionPolicy.activeDeadlineSeconds: Invalid value: 300: must be greater than or equal to spec.pullPolicy.timeoutSeconds (600, default 600)",
+            ),
+            (
+                json!({"image": "a", "completionPolicy": {"type": "Always", "activeDeadlineSeconds": 30},
+                    "pullPolicy": {"timeoutSeconds": 60}}),
+                "spec.completionPolicy.activeDeadlineSeconds: Invalid value: 30: must be greater than or equal to spec.pullPolicy.timeoutSeconds (60, default 600)",
+            ),
         ];
         for (spec, want) in cases {
             let got = messages(&imagepulljob_errors(&job(spec.clone())));
             assert!(got.contains(want), "{spec}: {got}");
         }
+    }
+
+    #[test]
+    fn valid_parallelism_and_deadlines_pass() {
+        for spec in [
+            json!({"image": "a", "parallelism": 0}),
+            json!({"image": "a", "parallelism": "3"}),
+            json!({"image": "a", "completionPolicy": {"activeDeadlineSeconds": 600}}),
+            json!({"image": "a", "completionPolicy": {"activeDeadlineSeconds": 60},
+                "pullPolicy": {"timeoutSeconds": 60}}),
+            json!({"image": "a", "pullSecrets": ["reg-cred", "other.cred"]}),
+        ] {
+            assert!(
+                imagepulljob_errors(&job(spec.clone())).is_empty(),
+                "{spec}: {}",
+                messages(&imagepulljob_errors(&job(spec.clone())))
+            );
+        }
+    }
+
+    #[test]
+    fn pull_secrets_are_immutable() {
+        let body = |old: Value, new: Value| {
+            crate::review::tests::review_body(
+                "UPDATE",
+                ("apps.kruise.io", "v1beta1", "ImagePullJob"),
+                "imagepulljobs",
+                Some(job(new)),
+                Some(job(old)),
+            )
+        };
+        let run = |old: Value, new: Value| {
+            crate::review::tests::response(&crate::review::admit(
+                &body(old, new),
+                validate_imagepulljob,
+            ))
+        };
+        let r = run(
+            json!({"image": "a", "pullSecrets": ["s1"]}),
+            json!({"image": "a", "pullSecrets": ["s2"]}),
+        );
+        assert_eq!(r["allowed"], false, "{r}");
+        assert_eq!(
+            r["status"]["message"],
+            "spec.pullSecrets: Forbidden: field is immutable"
+        );
+        let r = run(
+            json!({"image": "a"}),
+            json!({"image": "a", "pullSecrets": ["s1"]}),
+        );
+        assert_eq!(r["allowed"], false, "{r}");
+        // Other fields may change; absent and empty are the same list.
+        let r = run(
+            json!({"image": "a", "pullSecrets": []}),
+            json!({"image": "a", "parallelism": 3}),
+        );
+        assert_eq!(r["allowed"], true, "{r}");
     }
 
     #[test]
@@ -598,6 +779,46 @@ mod tests {
             (
                 json!({"selector": {"matchExpressions": [{"key": "a", "operator": "Is"}]}}),
                 "spec.selector.matchExpressions[0].operator: Unsupported value: \"Is\"",
+            ),
+            (
+                json!({"parallelism": -2}),
+                "spec.parallelism: Invalid value: -2: must be greater than or equal to 0",
+            ),
+            (
+                json!({"parallelism": "-2"}),
+                "spec.parallelism: Invalid value: \"-2\": must be greater than or equal to 0",
+            ),
+            (
+                json!({"parallelism": "50%"}),
+                "spec.parallelism: Invalid value: \"50%\": parallelism does not support percentage value",
+            ),
+            (
+                json!({"parallelism": "two"}),
+                "spec.parallelism: Invalid value: \"two\": must be a 32-bit integer",
+            ),
+            (
+                json!({"parallelism": 4294967296_i64}),
+                "spec.parallelism: Invalid value: 4294967296: must be a 32-bit integer",
+            ),
+            (
+                json!({"completionPolicy": {"ttlSecondsAfterFinished": -1}}),
+                "spec.completionPolicy.ttlSecondsAfterFinished: Invalid value: -1: must be a non-negative integer",
+            ),
+            (
+                json!({"completionPolicy": {"activeDeadlineSeconds": -5}}),
+                "spec.completionPolicy.activeDeadlineSeconds: Invalid value: -5: must be a non-negative integer",
+            ),
+            (
+                json!({"pullSecrets": ["Bad_Secret"]}),
+                "spec.pullSecrets[0]: Invalid value: \"Bad_Secret\": a lowercase RFC 1123 subdomain",
+            ),
+            (
+                json!({"pullSecrets": ["ok", ""]}),
+                "spec.pullSecrets[1]: Required value",
+            ),
+            (
+                json!({"pullSecrets": "ok"}),
+                "spec.pullSecrets: Invalid value: \"ok\": must be a list of Secret names",
             ),
         ];
         for (template, want) in cases {

@@ -37,7 +37,8 @@
 //!   [`WebhookConfig::from_env`] reads upstream's variable names.
 //! * RBAC: Secrets get/list/watch/create/update in its namespace; mutating and validating
 //!   webhook configurations get/create/patch; CustomResourceDefinitions list/patch; Pods get
-//!   (ContainerRecreateRequest admission).
+//!   (ContainerRecreateRequest admission) and create in every namespace (the dry-run of CloneSet
+//!   templates, `dryRun=All`: nothing is stored; the controller needs the verb anyway).
 //! * In cluster: Service `kruise-webhook-service` port 443 → the pod's 9876.
 //!
 //! # Paths
@@ -48,9 +49,10 @@
 //! ContainerRecreateRequest defaulting and validation, `/convert`, `/healthz`.
 //!
 //! The handlers are plain functions from request bytes to response bytes
-//! ([`handle_admission`], [`convert::handle`]) so they can be tested without a server; the one
-//! that reads the cluster (ContainerRecreateRequest, which GETs its Pod) is async and takes the
-//! Pod source as a parameter ([`handle_admission_async`]).
+//! ([`handle_admission`], [`convert::handle`]) so they can be tested without a server; the ones
+//! that call the cluster (ContainerRecreateRequest, which GETs its Pod; CloneSet validation,
+//! which dry-run creates a Pod from the template) are async and take the cluster as a
+//! parameter ([`handle_admission_async`]).
 
 pub mod certs;
 pub mod cloneset;
@@ -131,16 +133,14 @@ pub mod paths {
 }
 
 /// The synchronous (pure) admission handlers by path, for servers and tests alike. Paths whose
-/// handler needs the cluster ([`paths::MUTATE_CRR`]) are not here; see [`handle_admission_async`].
+/// handler needs the cluster ([`paths::MUTATE_CRR`], CloneSet validation, which dry-runs its
+/// Pod template) are not here; see [`handle_admission_async`].
 pub fn admission_handler(path: &str) -> Option<fn(&review::Request) -> review::Outcome> {
     match path {
         paths::MUTATE_POD => Some(pod::mutate),
         paths::MUTATE_CLONESET
         | paths::MUTATE_CLONESET_V1ALPHA1
         | paths::MUTATE_CLONESET_V1BETA1 => Some(cloneset::defaults::mutate),
-        paths::VALIDATE_CLONESET
-        | paths::VALIDATE_CLONESET_V1ALPHA1
-        | paths::VALIDATE_CLONESET_V1BETA1 => Some(cloneset::validation::validate),
         paths::MUTATE_IMAGEPULLJOB => Some(imagepull::mutate_imagepulljob),
         paths::VALIDATE_IMAGEPULLJOB => Some(imagepull::validate_imagepulljob),
         paths::MUTATE_NODEIMAGE => Some(imagepull::mutate_nodeimage),
@@ -159,20 +159,25 @@ pub fn handle_admission(path: &str, body: &[u8]) -> Option<Vec<u8>> {
     admission_handler(path).map(|h| review::admit(body, h))
 }
 
-/// Runs the admission handler for any path in [`paths::ADMISSION`]; `pods` is where the
-/// ContainerRecreateRequest handler reads the request's Pod. Always returns a serialized
-/// AdmissionReview (`None` only for an unknown path).
-pub async fn handle_admission_async<P: crr_admit::PodLookup>(
-    path: &str,
-    body: &[u8],
-    pods: &P,
-) -> Option<Vec<u8>> {
+/// Runs the admission handler for any path in [`paths::ADMISSION`]; `cluster` is where the
+/// ContainerRecreateRequest handler reads the request's Pod and the CloneSet validation
+/// dry-runs its Pod template. Always returns a serialized AdmissionReview (`None` only for an
+/// unknown path).
+pub async fn handle_admission_async<C>(path: &str, body: &[u8], cluster: &C) -> Option<Vec<u8>>
+where
+    C: crr_admit::PodLookup + cloneset::template::PodDryRun,
+{
     if let Some(out) = handle_admission(path, body) {
         return Some(out);
     }
     match path {
         paths::MUTATE_CRR => {
-            Some(review::admit_async(body, |req| crr_admit::mutate(req, pods)).await)
+            Some(review::admit_async(body, |req| crr_admit::mutate(req, cluster)).await)
+        }
+        paths::VALIDATE_CLONESET
+        | paths::VALIDATE_CLONESET_V1ALPHA1
+        | paths::VALIDATE_CLONESET_V1BETA1 => {
+            Some(review::admit_async(body, |req| cloneset::template::validate(req, cluster)).await)
         }
         _ => None,
     }
@@ -205,6 +210,10 @@ pub struct WebhookConfig {
     pub cert_policy: certs::CertPolicy,
     /// How often certificates and configurations are re-checked (default 5 minutes).
     pub resync_interval: Duration,
+    /// Validate each new CloneSet template as Kubernetes validates a Pod, by a dry-run Pod
+    /// create (default true; env [`keys::ENV_WEBHOOK_TEMPLATE_DRY_RUN`]`=false` turns it off,
+    /// leaving the webhook's own template rules). See [`cloneset::template`].
+    pub template_dry_run: bool,
     /// Readiness state shared by clones of this config (leave it at its default; it is how
     /// [`run`] tells [`wait_ready`] which CA to trust).
     pub state: ReadyState,
@@ -228,6 +237,7 @@ impl Default for WebhookConfig {
             timeout_seconds: 10,
             cert_policy: certs::CertPolicy::default(),
             resync_interval: Duration::from_secs(300),
+            template_dry_run: true,
             state: ReadyState::default(),
         }
     }
@@ -260,6 +270,15 @@ impl WebhookConfig {
             match p.parse::<u16>() {
                 Ok(port) => cfg.bind_addr.set_port(port),
                 Err(_) => tracing::warn!(value = %p, "ignoring unparseable WEBHOOK_PORT"),
+            }
+        }
+        if let Some(v) = get(k::ENV_WEBHOOK_TEMPLATE_DRY_RUN) {
+            match v.to_ascii_lowercase().as_str() {
+                "false" | "0" | "off" | "no" => cfg.template_dry_run = false,
+                "true" | "1" | "on" | "yes" => cfg.template_dry_run = true,
+                _ => {
+                    tracing::warn!(value = %v, "ignoring unparseable {}", k::ENV_WEBHOOK_TEMPLATE_DRY_RUN)
+                }
             }
         }
         if let Some(host) = get(k::ENV_WEBHOOK_HOST) {

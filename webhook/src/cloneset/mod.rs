@@ -6,6 +6,7 @@
 
 pub mod conversion;
 pub mod defaults;
+pub mod template;
 pub mod validation;
 
 use serde_json::{Map, Value};
@@ -114,3 +115,6 @@ mod validation_tests;
 
 #[cfg(test)]
 mod conversion_tests;
+
+#[cfg(test)]
+mod template_tests;

@@ -11,40 +11,58 @@ use crate::field::{FieldError, aggregate};
 use crate::keys;
 use crate::review::{Outcome, Request};
 
-/// Admission entry point.
+/// Admission entry point for the rules that need nothing but the request. The served handler,
+/// [`super::template::validate`], adds the dry-run of the Pod template on top of these.
 pub fn validate(req: &Request) -> Outcome {
+    match field_errors(req) {
+        Ok(errors) => verdict(&errors),
+        Err(outcome) => outcome,
+    }
+}
+
+/// 422 naming every error, or admit when there is none.
+pub fn verdict(errors: &[FieldError]) -> Outcome {
+    if errors.is_empty() {
+        Outcome::Allow
+    } else {
+        Outcome::invalid(aggregate(errors))
+    }
+}
+
+/// The field errors of a CREATE or UPDATE; `Err` carries the outcome of a request that field
+/// rules do not decide (a malformed request, a DELETE, a CONNECT).
+pub fn field_errors(req: &Request) -> Result<Vec<FieldError>, Outcome> {
     let version = req.version.as_str();
     if version != V1ALPHA1 && version != V1BETA1 {
-        return Outcome::bad_request(format!("unsupported CloneSet version {version:?}"));
+        return Err(Outcome::bad_request(format!(
+            "unsupported CloneSet version {version:?}"
+        )));
     }
     match req.operation {
         Operation::Create | Operation::Update => {
             let Some(obj) = &req.object else {
-                return Outcome::bad_request("CloneSet request carries no object");
+                return Err(Outcome::bad_request("CloneSet request carries no object"));
             };
             let old = match req.operation {
                 Operation::Update => match &req.old_object {
                     Some(o) => Some(o),
-                    None => return Outcome::bad_request("CloneSet UPDATE carries no oldObject"),
+                    None => {
+                        return Err(Outcome::bad_request("CloneSet UPDATE carries no oldObject"));
+                    }
                 },
                 _ => None,
             };
-            let errors = validate_cloneset(obj, old, version);
-            if errors.is_empty() {
-                Outcome::Allow
-            } else {
-                Outcome::invalid(aggregate(&errors))
-            }
+            Ok(validate_cloneset(obj, old, version))
         }
-        Operation::Delete => match &req.old_object {
+        Operation::Delete => Err(match &req.old_object {
             // Old API servers send no oldObject on DELETE; nothing to check then.
             None => Outcome::Allow,
             Some(old) => match deletion_protection(old) {
                 Some(message) => Outcome::forbidden(message),
                 None => Outcome::Allow,
             },
-        },
-        Operation::Connect => Outcome::Allow,
+        }),
+        Operation::Connect => Err(Outcome::Allow),
     }
 }
 
@@ -584,6 +602,11 @@ fn scatter_strategy_problem(ss: &Value) -> Result<(), String> {
 }
 
 fn validate_seconds(spec: &Value, errs: &mut Vec<FieldError>) {
+    // Not checked upstream (a negative limit there keeps no history at all); Kubernetes checks
+    // the same field of a Deployment or StatefulSet this way.
+    if let Some(r) = spec.get("revisionHistoryLimit").filter(|v| !v.is_null()) {
+        non_negative(r, "spec.revisionHistoryLimit", errs);
+    }
     let min_ready = spec.get("minReadySeconds").filter(|v| !v.is_null());
     if let Some(m) = min_ready {
         non_negative(m, "spec.minReadySeconds", errs);

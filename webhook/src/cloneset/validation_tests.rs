@@ -79,6 +79,21 @@ fn negative_replicas() {
 }
 
 #[test]
+fn negative_revision_history_limit() {
+    assert_eq!(
+        create_beta(|cs| cs["spec"]["revisionHistoryLimit"] = json!(-1)),
+        "spec.revisionHistoryLimit: Invalid value: -1: must be greater than or equal to 0"
+    );
+    assert_eq!(
+        create_beta(|cs| cs["spec"]["revisionHistoryLimit"] = json!("ten")),
+        "spec.revisionHistoryLimit: Invalid value: \"ten\": must be a 32-bit integer"
+    );
+    let mut cs = beta();
+    cs["spec"]["revisionHistoryLimit"] = json!(0);
+    assert_eq!(run("CREATE", "v1beta1", Some(cs), None)["allowed"], true);
+}
+
+#[test]
 fn missing_selector() {
     assert_eq!(
         create_beta(|cs| {

@@ -10,8 +10,18 @@ use kruise_api::apps::v1beta1::ContainerRecreateRequestContainer;
 use crate::review::tests::{response, review_body};
 use crate::review::{admit_async, admit_review};
 
-/// Pods by (namespace, name), for handlers under test.
+/// Pods by (namespace, name), for handlers under test. Every dry-run Pod create is accepted.
 pub(crate) struct StaticPods(pub Vec<Pod>);
+
+impl crate::cloneset::template::PodDryRun for StaticPods {
+    async fn dry_run_create(
+        &self,
+        _namespace: &str,
+        _pod: &Value,
+    ) -> crate::cloneset::template::DryRun {
+        crate::cloneset::template::DryRun::Accepted
+    }
+}
 
 impl PodLookup for StaticPods {
     async fn pod(&self, namespace: &str, name: &str) -> Result<Option<Pod>, String> {
@@ -366,6 +376,7 @@ fn mutate_without_client_fails_closed_with_reason() {
     let pods = ApiPods {
         client: None,
         timeout: Duration::from_secs(1),
+        template_dry_run: true,
     };
     let out = response(&block_on(admit_async(&body, |req| async move {
         mutate(req, &pods).await
