@@ -39,7 +39,8 @@ cargo test -p kruise-e2e --no-run
 run_suite() {
   log "running the e2e suite against $KUBECONFIG"
   # A few tests at a time: they share one small node.
-  cargo test -p kruise-e2e "$@" -- --test-threads "${E2E_THREADS:-3}"
+  # --no-fail-fast: a failing file does not hide how the others fare.
+  cargo test -p kruise-e2e --no-fail-fast "$@" -- --test-threads "${E2E_THREADS:-3}"
 }
 
 if [ -n "${KUBECONFIG:-}" ] && [ "$mode" = dev ]; then

@@ -101,13 +101,13 @@ fn init_tracing(json: bool) {
     }
 }
 
-async fn client(args: &Args) -> anyhow::Result<Client> {
+/// A client with the given client-side limit (qps ≤ 0: none).
+async fn client(args: &Args, qps: f32, burst: u32) -> anyhow::Result<Client> {
     let Some(path) = &args.kubeconfig else {
         let cfg = kube::Config::infer()
             .await
             .context("inferring the Kubernetes client configuration")?;
-        return ratelimit::client(cfg, args.kube_api_qps, args.kube_api_burst)
-            .context("building the Kubernetes client");
+        return ratelimit::client(cfg, qps, burst).context("building the Kubernetes client");
     };
     let kc = Kubeconfig::read_from(path).with_context(|| format!("reading {}", path.display()))?;
     let opts = KubeConfigOptions {
@@ -117,8 +117,7 @@ async fn client(args: &Args) -> anyhow::Result<Client> {
     let cfg = kube::Config::from_custom_kubeconfig(kc, &opts)
         .await
         .context("loading kubeconfig")?;
-    ratelimit::client(cfg, args.kube_api_qps, args.kube_api_burst)
-        .context("building the Kubernetes client")
+    ratelimit::client(cfg, qps, burst).context("building the Kubernetes client")
 }
 
 /// Cancels `token` on SIGTERM or Ctrl-C.
@@ -182,7 +181,7 @@ async fn run_controllers(
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     init_tracing(args.log_json);
-    let client = client(&args).await?;
+    let client = client(&args, args.kube_api_qps, args.kube_api_burst).await?;
     let shutdown = CancellationToken::new();
     shutdown_on_signals(shutdown.clone());
 
@@ -233,7 +232,10 @@ async fn main() -> anyhow::Result<()> {
             cfg.host_url = Some(format!("https://{host}:{}", args.webhook_port));
         }
         let token = shutdown.clone();
-        let wclient = client.clone();
+        // The webhook's own client, without the controllers' rate limit: an admission call (a
+        // template dry-run, a CRR's Pod) must not queue behind a rollout's writes and miss the
+        // API server's timeout. Its requests are bounded by the admissions the API server sends.
+        let wclient = client(&args, 0.0, 0).await?;
         let wcfg = cfg.clone();
         let handle = tokio::spawn(async move {
             kruise_webhook::run(wclient, wcfg, token.cancelled_owned()).await

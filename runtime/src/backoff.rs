@@ -1,6 +1,5 @@
 //! Per-object exponential backoff of failed reconciles, shared by every controller of the
-//! manager and every duty of the daemon (the daemon compiles this same file; it does not link
-//! the manager).
+//! manager and every duty of the daemon.
 //!
 //! The curve is controller-runtime's default item limiter (`ItemExponentialFailureRateLimiter`:
 //! 5 ms, doubled after each consecutive failure of the same object, forgotten when a reconcile
@@ -169,8 +168,26 @@ where
     K: Resource,
     L: Fn(&K, &E, Duration),
 {
+    requeue_with_backoff_at_least(backoff, |_: &E| Duration::ZERO, log)
+}
+
+/// [`requeue_with_backoff`], but never sooner than `floor(err)`: for errors only a change of the
+/// object can fix (that change triggers a reconcile by itself), a fast first retry would only
+/// repeat the same refusal and its Event.
+pub fn requeue_with_backoff_at_least<K, C, E, F, L>(
+    backoff: Arc<Backoff>,
+    floor: F,
+    log: L,
+) -> impl Fn(Arc<K>, &E, Arc<C>) -> Action
+where
+    K: Resource,
+    F: Fn(&E) -> Duration,
+    L: Fn(&K, &E, Duration),
+{
     move |obj, err, _ctx| {
-        let delay = backoff.fail(&key_of(obj.as_ref()), Instant::now());
+        let delay = backoff
+            .fail(&key_of(obj.as_ref()), Instant::now())
+            .max(floor(err));
         log(obj.as_ref(), err, delay);
         Action::requeue(delay)
     }
@@ -267,6 +284,31 @@ mod tests {
             .expect("runtime");
         rt.block_on(ok(cm.clone(), Arc::new(()))).expect("ok");
         assert_eq!(backoff.failures("u1"), 0);
+    }
+
+    #[test]
+    fn a_floor_delays_only_the_errors_it_names() {
+        use k8s_openapi::api::core::v1::ConfigMap;
+        let backoff = Arc::new(Backoff::default());
+        let mut cm = ConfigMap::default();
+        cm.metadata.uid = Some("u1".into());
+        let cm = Arc::new(cm);
+        let policy = requeue_with_backoff_at_least::<ConfigMap, (), String, _, _>(
+            backoff.clone(),
+            |e: &String| {
+                if e == "needs a spec change" {
+                    Duration::from_secs(30)
+                } else {
+                    Duration::ZERO
+                }
+            },
+            |_, _, _| {},
+        );
+        let refused = policy(cm.clone(), &"needs a spec change".to_string(), Arc::new(()));
+        assert_eq!(refused, Action::requeue(Duration::from_secs(30)));
+        // The failure still counts toward the curve: the next one is the second step.
+        let other = policy(cm.clone(), &"timeout".to_string(), Arc::new(()));
+        assert_eq!(other, Action::requeue(Duration::from_millis(10)));
     }
 
     #[test]

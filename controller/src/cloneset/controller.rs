@@ -345,7 +345,7 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
     let backoff = ctx.backoff.clone();
     applier(
         backoff::reset_on_success(backoff.clone(), reconcile),
-        backoff::requeue_with_backoff(backoff, error_policy),
+        backoff::requeue_with_backoff_at_least(backoff, retry_floor, error_policy),
         ctx,
         reader,
         queue,
@@ -466,9 +466,22 @@ fn pod_event_targets(
     vec![ObjectRef::new(&owner.name).within(&ns)]
 }
 
+/// The soonest retry of errors that only a change of the CloneSet or its Pods can fix
+/// (InPlaceOnly, a bad lifecycle state, a bad template): that change triggers a reconcile by
+/// itself, so retrying sooner would only repeat the refusal and its Warning Event.
+const SPEC_ERROR_RETRY: Duration = Duration::from_secs(30);
+
+fn retry_floor(err: &Error) -> Duration {
+    match err {
+        Error::InPlaceOnly { .. } | Error::BadLifecycle { .. } | Error::Template(_) => {
+            SPEC_ERROR_RETRY
+        }
+        _ => Duration::ZERO,
+    }
+}
+
 /// Logs a failed reconcile; the retry comes after the CloneSet's backoff delay
-/// ([`backoff::requeue_with_backoff`]), so errors that only a spec change can fix (InPlaceOnly,
-/// a bad lifecycle state, a bad template) slow down by themselves.
+/// ([`backoff::requeue_with_backoff_at_least`]), and not before [`retry_floor`].
 fn error_policy(cs: &CloneSet, err: &Error, retry_in: Duration) {
     tracing::warn!(
         cloneset = %cs.name_any(),
