@@ -102,7 +102,7 @@ fn init_tracing(json: bool) {
 }
 
 /// A client with the given client-side limit (qps ≤ 0: none).
-async fn client(args: &Args, qps: f32, burst: u32) -> anyhow::Result<Client> {
+async fn make_client(args: &Args, qps: f32, burst: u32) -> anyhow::Result<Client> {
     let Some(path) = &args.kubeconfig else {
         let cfg = kube::Config::infer()
             .await
@@ -181,7 +181,7 @@ async fn run_controllers(
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     init_tracing(args.log_json);
-    let client = client(&args, args.kube_api_qps, args.kube_api_burst).await?;
+    let client = make_client(&args, args.kube_api_qps, args.kube_api_burst).await?;
     let shutdown = CancellationToken::new();
     shutdown_on_signals(shutdown.clone());
 
@@ -235,7 +235,7 @@ async fn main() -> anyhow::Result<()> {
         // The webhook's own client, without the controllers' rate limit: an admission call (a
         // template dry-run, a CRR's Pod) must not queue behind a rollout's writes and miss the
         // API server's timeout. Its requests are bounded by the admissions the API server sends.
-        let wclient = client(&args, 0.0, 0).await?;
+        let wclient = make_client(&args, 0.0, 0).await?;
         let wcfg = cfg.clone();
         let handle = tokio::spawn(async move {
             kruise_webhook::run(wclient, wcfg, token.cancelled_owned()).await
