@@ -696,7 +696,7 @@ async fn run(args: Args) -> Result<()> {
 
     let limit = if args.qps > 0.0 {
         format!(
-            "client-side limit QPS {} burst {} on both sides (`--kube-api-qps/--kube-api-burst`, controller/src/ratelimit.rs)",
+            "client-side limit QPS {} burst {} on both sides (`--kube-api-qps/--kube-api-burst`, runtime/src/ratelimit.rs)",
             args.qps, args.burst
         )
     } else {
