@@ -211,16 +211,23 @@ remove_new_kube_chains() {
   done <<<"$new"
 }
 
-# PIDs of the shims serving this cluster's containerd (recorded in their bundles).
+# PIDs of the shims serving this cluster's containerd: a shim of this socket (`-address`) for a
+# task whose bundle lives in this cluster's containerd state dir (`-id`).
 our_shim_pids() {
-  local f pid
-  for f in "$KRS_CONTAINERD_STATE"/io.containerd.runtime.v2.task/*/*/shim.pid; do
-    [ -f "$f" ] || continue
-    pid=$(cat "$f")
-    # Only if that PID still is a shim serving our socket (PIDs are reused).
-    if tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q -- "containerd-shim.* -address $KRS_CONTAINERD_SOCK"; then
-      echo "$pid"
-    fi
+  local ids=" " d p cmd
+  for d in "$KRS_CONTAINERD_STATE"/io.containerd.runtime.v2.task/*/*/; do
+    [ -d "$d" ] && ids+="$(basename "$d") "
+  done
+  [ "$ids" != " " ] || return 0
+  for p in /proc/[0-9]*; do
+    cmd=$({ tr '\0' ' ' <"$p/cmdline"; } 2>/dev/null) || continue
+    case $cmd in
+      *containerd-shim*" -address $KRS_CONTAINERD_SOCK"*) ;;
+      *) continue ;;
+    esac
+    local id=${cmd##* -id }
+    id=${id%% *}
+    case $ids in *" $id "*) echo "${p#/proc/}" ;; esac
   done
 }
 

@@ -95,7 +95,14 @@ if $cycle; then
       setsid bash -c 'exec -a "containerd-shim-runc-v2 -namespace k8s.io -id e2e-foreign" sleep 600' </dev/null >/dev/null 2>&1 &
       foreign_pid=$!
       hack/cluster.sh up
+      # A running Pod, so that there are shims of this cluster to stop.
+      "$KRS_BIN_DIR/kubectl" run e2e-shim --image "$KRS_REGISTRY/kruise-rs/testapp:v1" >/dev/null
+      "$KRS_BIN_DIR/kubectl" wait --for condition=Ready pod/e2e-shim --timeout 60s >/dev/null
       hack/cluster.sh down
+      if pgrep -f -- "containerd-shim.* -address $KRS_CONTAINERD_SOCK" >/dev/null; then
+        warn "cluster down left shims of its containerd: $(pgrep -af -- "containerd-shim.* -address $KRS_CONTAINERD_SOCK")"
+        exit 1
+      fi
       alive=true; kill -0 "$foreign_pid" 2>/dev/null || alive=false
       chain=true; iptables -S KUBE-E2E-FOREIGN >/dev/null 2>&1 || chain=false
       kill "$foreign_pid" 2>/dev/null || true
