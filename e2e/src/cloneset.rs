@@ -88,6 +88,19 @@ pub fn status_str<'a>(cs: &'a DynamicObject, field: &str) -> &'a str {
     cs.data["status"][field].as_str().unwrap_or("")
 }
 
+/// The status condition of `type_`, if the CloneSet has one.
+pub fn condition<'a>(cs: &'a DynamicObject, type_: &str) -> Option<&'a Value> {
+    cs.data["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == type_)
+}
+
+/// Whether the condition `type_` is there with status True.
+pub fn condition_true(cs: &DynamicObject, type_: &str) -> bool {
+    condition(cs, type_).is_some_and(|c| c["status"] == "True")
+}
+
 /// Waits until status is observed for the current generation and `check` holds.
 pub async fn wait_status(
     api: &Api<DynamicObject>,

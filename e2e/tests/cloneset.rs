@@ -404,21 +404,12 @@ async fn controller_refuses_recreate_under_in_place_only() {
     .expect("partition 0");
 
     let failed = wait_status(&api, "web", "the FailedUpdate condition", ROLLOUT, |cs| {
-        cs.data["status"]["conditions"].as_array().is_some_and(|c| {
-            c.iter().any(|c| {
-                c["type"] == keys::CLONESET_CONDITION_FAILED_UPDATE && c["status"] == "True"
-            })
-        })
+        cloneset::condition_true(cs, keys::CLONESET_CONDITION_FAILED_UPDATE)
     })
     .await
     .expect("FailedUpdate condition");
     let refused_at = Instant::now();
-    let cond = failed.data["status"]["conditions"]
-        .as_array()
-        .and_then(|c| {
-            c.iter()
-                .find(|c| c["type"] == keys::CLONESET_CONDITION_FAILED_UPDATE)
-        })
+    let cond = cloneset::condition(&failed, keys::CLONESET_CONDITION_FAILED_UPDATE)
         .cloned()
         .unwrap_or_default();
     let cond_msg = cond["message"].as_str().unwrap_or_default();
@@ -1232,11 +1223,7 @@ async fn scale_up_creates_pods_in_slow_start_batches() {
         .await
         .expect("creates");
         let failed = wait_status(&api, "web", "the FailedScale condition", ROLLOUT, |cs| {
-            cs.data["status"]["conditions"].as_array().is_some_and(|c| {
-                c.iter().any(|c| {
-                    c["type"] == keys::CLONESET_CONDITION_FAILED_SCALE && c["status"] == "True"
-                })
-            })
+            cloneset::condition_true(cs, keys::CLONESET_CONDITION_FAILED_SCALE)
         })
         .await
         .expect("FailedScale");

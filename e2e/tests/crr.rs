@@ -489,3 +489,60 @@ async fn webhook_admits_at_create_and_refuses_what_it_cannot() {
     }
     ns.delete().await.expect("delete ns");
 }
+
+/// The daemon killed while a request waits on it, then brought back the way the mode allows (dev
+/// mode: hack/dev-up.sh; in cluster: its Pod deleted): the request completes and the container is
+/// recreated exactly once, neither lost nor doubled.
+#[tokio::test]
+async fn daemon_killed_mid_request_recreates_exactly_once() {
+    let client = client().await.expect("cluster");
+    let ns = TestNamespace::create(&client, "e2e-crr-kill")
+        .await
+        .expect("ns");
+    let pod = one_pod(&client, &ns, false).await;
+    let (old_id, old_restarts) = id_and_restarts(&pod, "app");
+    let api = crrs(&client, &ns.name);
+    // The unready grace keeps the request open for a few seconds: the kill lands inside it.
+    api.create(
+        &PostParams::default(),
+        &crr(
+            "r",
+            &pod.name_any(),
+            &["app"],
+            json!({"strategy": {"unreadyGracePeriodSeconds": 3}}),
+        ),
+    )
+    .await
+    .expect("create CRR");
+    kruise_e2e::mode::crash_daemon(&client, async || {
+        let c = api.get("r").await.expect("get CRR");
+        assert_ne!(
+            c.data["status"]["phase"], "Completed",
+            "the daemon was killed before the request completed: {}",
+            c.data["status"]
+        );
+    })
+    .await
+    .expect("the daemon is killed and comes back");
+
+    let (c, _) = wait_completed(&api, "r").await;
+    assert_eq!(
+        states(&c),
+        vec![("app".to_string(), "Succeeded".to_string())],
+        "{}",
+        c.data["status"]
+    );
+    let pods: Api<Pod> = ns.api();
+    let now = wait_pod(&pods, &pod.name_any(), "ready again", RECREATE, pod_ready)
+        .await
+        .expect("pod");
+    let (new_id, restarts) = id_and_restarts(&now, "app");
+    assert_eq!(now.uid(), pod.uid(), "same Pod");
+    assert_ne!(new_id, old_id, "a new container");
+    assert_eq!(restarts, old_restarts + 1, "recreated exactly once");
+    // Settled: no second recreation follows a while later.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let later = pods.get(&pod.name_any()).await.expect("pod");
+    assert_eq!(id_and_restarts(&later, "app"), (new_id, restarts));
+    ns.delete().await.expect("delete ns");
+}

@@ -298,6 +298,23 @@ fn report_failure(st: &mut CloneSetStatus, type_: &str, err: Option<&Error>, now
 /// API calls; the client's rate limit, not this, bounds the load on the API server).
 const POD_WRITE_CONCURRENCY: usize = 16;
 
+/// Runs `futs` at most [`POD_WRITE_CONCURRENCY`] at a time, each slot refilled as soon as its
+/// future finishes, and returns the outputs in the order of `futs`. The order matters: the first
+/// error a condition reports is then always the same Pod's, so the condition does not flip between
+/// Pods (each flip would be a status write that triggers the next reconcile at once).
+async fn concurrently_in_order<T, F: Future<Output = T>>(futs: Vec<F>) -> Vec<T> {
+    let mut out: Vec<(usize, T)> = futures::stream::iter(
+        futs.into_iter()
+            .enumerate()
+            .map(|(i, f)| async move { (i, f.await) }),
+    )
+    .buffer_unordered(POD_WRITE_CONCURRENCY)
+    .collect()
+    .await;
+    out.sort_unstable_by_key(|(i, _)| *i);
+    out.into_iter().map(|(_, t)| t).collect()
+}
+
 /// The shortest requeue anyone asked for during a reconcile.
 #[derive(Default)]
 struct Requeue(Option<Duration>);
@@ -1780,14 +1797,8 @@ impl Sync<'_> {
             .iter()
             .map(|pod| self.refresh_pod(pod, &hooks, &opts, &update_name, lifecycle))
             .collect();
-        // `buffered`, not `buffer_unordered`: results come back in Pod order, so the error a
-        // condition reports is always the same Pod's and the condition does not flip (each
-        // flip would be a status write that triggers the next reconcile at once).
         let refreshed: Vec<Result<(bool, Option<Duration>), Error>> =
-            futures::stream::iter(refreshes)
-                .buffered(POD_WRITE_CONCURRENCY)
-                .collect()
-                .await;
+            concurrently_in_order(refreshes).await;
         let mut modified = false;
         let mut first_err = None;
         for r in refreshed {
@@ -1849,11 +1860,7 @@ impl Sync<'_> {
             .into_iter()
             .map(|i| self.update_pod_alone(pods[i], &opts))
             .collect();
-        // In update order, for the same reason as the refreshes above.
-        let results: Vec<(Result<(), Error>, Requeue)> = futures::stream::iter(updates)
-            .buffered(POD_WRITE_CONCURRENCY)
-            .collect()
-            .await;
+        let results: Vec<(Result<(), Error>, Requeue)> = concurrently_in_order(updates).await;
         let mut first_err = None;
         for (res, r) in results {
             requeue.push(r.0);
@@ -2093,6 +2100,42 @@ mod tests {
     use super::*;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
     use kruise_api::apps::v1beta1::{CloneSetSpec, RollingUpdateCloneSetStrategy};
+
+    /// Outputs come back in input order however the futures finish, and a slow first future
+    /// does not hold back the start of the others (no head-of-line blocking).
+    #[tokio::test]
+    async fn concurrently_in_order_keeps_order_without_head_of_line_blocking() {
+        let started = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let n = POD_WRITE_CONCURRENCY + 4;
+        let futs: Vec<_> = (0..n)
+            .map(|i| {
+                let started = started.clone();
+                async move {
+                    started
+                        .lock()
+                        .expect("lock")
+                        .push((i, tokio::time::Instant::now()));
+                    // The first takes far longer than all the others together.
+                    let ms = if i == 0 { 2_000 } else { 10 };
+                    tokio::time::sleep(Duration::from_millis(ms)).await;
+                    i
+                }
+            })
+            .collect();
+        let t0 = tokio::time::Instant::now();
+        let out = concurrently_in_order(futs).await;
+        assert_eq!(out, (0..n).collect::<Vec<_>>());
+        let started = started.lock().expect("lock").clone();
+        let last_start = started
+            .iter()
+            .map(|(_, t)| t.duration_since(t0))
+            .max()
+            .unwrap_or_default();
+        assert!(
+            last_start < Duration::from_secs(1),
+            "every future started while the first was still running: {last_start:?}"
+        );
+    }
 
     fn cs() -> CloneSet {
         let labels: std::collections::BTreeMap<String, String> =
