@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Dev mode: installs the CRDs on the cluster in $KUBECONFIG (default: the local cluster) and runs
 # kruise-manager (with its webhook) and kruise-daemon as host processes built from this tree.
-#   hack/dev-up.sh         build, install CRDs, start both, wait until they answer
+#   hack/dev-up.sh         build, install CRDs, start both, wait until they answer; a component
+#                          that runs already is left running (a running manager keeps the CRDs)
 #   hack/dev-up.sh down    stop both
 #   KRUISE_PROFILE=release hack/dev-up.sh   optimized binaries (what the benchmarks measure)
 # Logs: .cluster/logs/kruise-{manager,daemon}.log. The webhook is reached by the API server at

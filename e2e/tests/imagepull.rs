@@ -329,7 +329,10 @@ async fn big_pull_reports_intermediate_progress() {
         .await
         .expect("ns");
     let node = node_name(&client).await;
-    let full = push_unique_image(&unique_tag("ipj-p"), 384 << 20).expect("push");
+    // Status is written at most once a second, and 384 MiB pull from the local registry in about
+    // 2 s on an idle machine, which left room for a single intermediate value (once none at all):
+    // twice the size gives the pull several writes.
+    let full = push_unique_image(&unique_tag("ipj-p"), 768 << 20).expect("push");
     let api = jobs(&client, &ns.name);
     api.create(
         &PostParams::default(),
