@@ -11,7 +11,7 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Pod, ServiceAccount};
 use kruise_api::keys;
 use kruise_e2e::cloneset::{self, pod_revision, set_image, wait_rolled_out, wait_status};
-use kruise_e2e::{TestNamespace, client, container_status, wait_for};
+use kruise_e2e::{TestNamespace, client, container_status, mode, wait_for};
 use kube::api::{
     ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams,
     PostParams,
@@ -109,14 +109,7 @@ async fn components_run_under_their_own_service_accounts() {
         }
     }
     // The daemon sees only the runtime socket's directory of the host, not all of /var/run.
-    let daemon_pod = pods
-        .list(&ListParams::default().labels("app.kubernetes.io/name=kruise-daemon"))
-        .await
-        .expect("daemon pods")
-        .items
-        .into_iter()
-        .next()
-        .expect("a daemon Pod");
+    let daemon_pod = mode::daemon_pod(&client).await.expect("a daemon Pod");
     let host_paths: Vec<String> = daemon_pod
         .spec
         .and_then(|s| s.volumes)
@@ -331,15 +324,7 @@ async fn rbac_is_least_privilege() {
 /// A client that authenticates exactly as the daemon Pod does: a token bound to that Pod, which
 /// carries its node's name.
 async fn daemon_client(admin: &Client) -> (Client, String) {
-    let pods: Api<Pod> = Api::namespaced(admin.clone(), NS);
-    let pod = pods
-        .list(&ListParams::default().labels("app.kubernetes.io/name=kruise-daemon"))
-        .await
-        .expect("daemon pods")
-        .items
-        .into_iter()
-        .next()
-        .expect("a daemon Pod");
+    let pod = mode::daemon_pod(admin).await.expect("a daemon Pod");
     let node = pod
         .spec
         .as_ref()
