@@ -20,17 +20,12 @@ need_root() {
 }
 
 # ---------------------------------------------------------------------------------------------
-# Certificates: one CA signs every serving and client certificate of the cluster (cert and
-# kubeconfig live in lib.sh, shared with hack/scale-cluster.sh).
+# Certificates: one CA signs every serving and client certificate of the cluster (make_ca, cert
+# and kubeconfigs live in lib.sh, shared with hack/scale-cluster.sh).
 
 make_pki() {
   local ip=$1
-  mkdir -p "$KRS_PKI"
-  if [ ! -f "$KRS_PKI/ca.crt" ]; then
-    openssl ecparam -name prime256v1 -genkey -noout -out "$KRS_PKI/ca.key" 2>/dev/null
-    openssl req -x509 -new -key "$KRS_PKI/ca.key" -subj "/CN=kruise-local-ca" -days 3650 \
-      -out "$KRS_PKI/ca.crt" 2>/dev/null
-  fi
+  make_ca kruise-local-ca
   cert apiserver kube-apiserver "" \
     "DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local,IP:127.0.0.1,IP:10.96.0.1,IP:$ip" server
   cert apiserver-kubelet-client kube-apiserver-kubelet-client system:masters "" client
@@ -40,14 +35,7 @@ make_pki() {
   cert kube-proxy system:kube-proxy "" "" client
   cert kubelet-client "system:node:$KRS_NODE" system:nodes "" client
   cert kubelet "$KRS_NODE" "" "DNS:$KRS_NODE,DNS:localhost,IP:127.0.0.1,IP:$ip" server
-  if [ ! -f "$KRS_PKI/sa.key" ]; then
-    openssl genrsa -out "$KRS_PKI/sa.key" 2048 2>/dev/null
-    openssl rsa -in "$KRS_PKI/sa.key" -pubout -out "$KRS_PKI/sa.pub" 2>/dev/null
-  fi
-  for u in admin controller-manager scheduler kube-proxy kubelet-client; do
-    [ -f "$KRS_DIR/$u.kubeconfig" ] || kubeconfig "$KRS_DIR/$u.kubeconfig" "$u"
-  done
-  cp "$KRS_DIR/admin.kubeconfig" "$KRS_DIR/kubeconfig"
+  kubeconfigs admin controller-manager scheduler kube-proxy kubelet-client
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -250,27 +238,16 @@ host_network() {
 
 # ---------------------------------------------------------------------------------------------
 
-healthy_https() { # url [cert-name]
-  local args=(--silent --fail --max-time 3 --cacert "$KRS_PKI/ca.crt")
-  if [ -n "${2:-}" ]; then args+=(--cert "$KRS_PKI/$2.crt" --key "$KRS_PKI/$2.key"); fi
-  curl "${args[@]}" "$1"
-}
-
 node_ready() {
   [ "$(kctl get node "$KRS_NODE" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ]
 }
 
 default_sa() { kctl get serviceaccount default -n default; }
 
-all_running() {
-  local c
-  for c in "${COMPONENTS[@]}"; do pid_alive "$c" || return 1; done
-}
-
 cmd_up() {
   need_root
   local bin="$KRS_BIN_DIR"
-  if all_running && healthy_https https://127.0.0.1:6443/readyz admin && node_ready; then
+  if all_alive "${COMPONENTS[@]}" && apiserver_ready >/dev/null 2>&1 && node_ready; then
     log "the local cluster is already up (KUBECONFIG=.cluster/kubeconfig)"
     return 0
   fi
@@ -307,31 +284,18 @@ cmd_up() {
   wait_for containerd 30 ctr --address "$KRS_CONTAINERD_SOCK" version
 
   log "starting etcd"
-  start etcd "$bin/etcd" --name kruise-local --data-dir "$KRS_DIR/etcd" \
-    --listen-client-urls http://127.0.0.1:2379 --advertise-client-urls http://127.0.0.1:2379 \
-    --listen-peer-urls http://127.0.0.1:2380 --initial-advertise-peer-urls http://127.0.0.1:2380 \
-    --initial-cluster kruise-local=http://127.0.0.1:2380 --listen-metrics-urls http://127.0.0.1:2381 \
-    --quota-backend-bytes 4294967296 --log-level warn
-  wait_for etcd 60 curl -sf http://127.0.0.1:2381/health
+  start_etcd kruise-local 2379 2380 2381 4294967296
 
   log "starting kube-apiserver"
-  start kube-apiserver "$bin/kube-apiserver" \
+  start_apiserver 2379 \
     --advertise-address "$ip" --bind-address 0.0.0.0 --secure-port 6443 \
-    --etcd-servers http://127.0.0.1:2379 \
-    --client-ca-file "$KRS_PKI/ca.crt" \
-    --tls-cert-file "$KRS_PKI/apiserver.crt" --tls-private-key-file "$KRS_PKI/apiserver.key" \
     --kubelet-client-certificate "$KRS_PKI/apiserver-kubelet-client.crt" \
     --kubelet-client-key "$KRS_PKI/apiserver-kubelet-client.key" \
     --kubelet-certificate-authority "$KRS_PKI/ca.crt" \
-    --service-account-key-file "$KRS_PKI/sa.pub" \
-    --service-account-signing-key-file "$KRS_PKI/sa.key" \
-    --service-account-issuer https://kubernetes.default.svc.cluster.local \
     --service-cluster-ip-range "$KRS_SERVICE_CIDR" \
     --kubelet-preferred-address-types InternalIP,Hostname \
     --authorization-mode Node,RBAC --enable-admission-plugins NodeRestriction \
-    --allow-privileged=true --enable-aggregator-routing=true --profiling=false \
-    --event-ttl 2h
-  wait_for kube-apiserver 120 healthy_https https://127.0.0.1:6443/readyz admin
+    --allow-privileged=true --enable-aggregator-routing=true --event-ttl 2h
 
   log "starting kube-controller-manager and kube-scheduler"
   start kube-controller-manager "$bin/kube-controller-manager" \
@@ -426,12 +390,7 @@ cmd_down() {
   [ -n "$quiet" ] || log "the local cluster is down"
 }
 
-cmd_status() {
-  local c
-  for c in "${COMPONENTS[@]}"; do
-    if pid_alive "$c"; then echo "$c running (pid $(cat "$KRS_PIDS/$c.pid"))"; else echo "$c stopped"; fi
-  done
-}
+cmd_status() { print_status "${COMPONENTS[@]}"; }
 
 case ${1:-} in
   up) cmd_up ;;

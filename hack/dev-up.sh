@@ -31,7 +31,6 @@ if [ "${KRUISE_SKIP_BUILD:-}" != 1 ]; then
   cargo build --profile "$profile" -p kruise-manager -p kruise-daemon --bins
 fi
 
-kctl() { "$KRS_BIN_DIR/kubectl" "$@"; }
 # Only before the manager starts: a running manager has pointed CRD conversion at itself, and
 # replacing the CRDs under it (say, when only a killed daemon is being brought back) would point
 # conversion at the in-cluster Service until that manager restarts.
@@ -39,16 +38,9 @@ if pid_alive kruise-manager; then
   log "kruise-manager runs already: leaving it and the CRDs as they are"
 else
   log "installing the CRDs"
-  # Replaced whole, not merged: in dev mode the manager points CRD conversion at a URL on this
-  # host, which an apply that sets the in-cluster Service would merge into an invalid config.
-  for crd in deploy/crds/*.yaml; do
-    kctl replace -f "$crd" >/dev/null 2>&1 || kctl create -f "$crd" >/dev/null
-  done
-  kctl wait --for condition=established --timeout 60s -f deploy/crds/ >/dev/null
+  install_crds all
 fi
-for ns in kruise-system kruise-daemon-config; do
-  kctl create namespace "$ns" --dry-run=client -o yaml | kctl apply -f - >/dev/null
-done
+kruise_namespaces
 
 log "starting kruise-manager (dev mode, webhook at https://127.0.0.1:9876)"
 POD_NAMESPACE=kruise-system RUST_LOG=${RUST_LOG:-info} \

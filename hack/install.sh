@@ -12,9 +12,10 @@ k() { "$KRS_BIN_DIR/kubectl" "$@"; }
 if [ "${1:-}" = uninstall ]; then
   log "removing Kruise-rs"
   # Objects of the Kruise kinds go first, while the manager can still finalize them.
-  for kind in clonesets.apps.kruise.io containerrecreaterequests.apps.kruise.io \
-    imagelistpulljobs.apps.kruise.io imagepulljobs.apps.kruise.io nodeimages.apps.kruise.io; do
-    k delete "$kind" --all -A --ignore-not-found --wait=true --timeout=120s >/dev/null 2>&1 || true
+  # Each CRD file is named GROUP_PLURAL.yaml, so a new kind is covered without a list to update.
+  for crd in deploy/crds/*.yaml; do
+    f=$(basename "$crd" .yaml)
+    k delete "${f#*_}.${f%%_*}" --all -A --ignore-not-found --wait=true --timeout=120s >/dev/null 2>&1 || true
   done
   k delete mutatingwebhookconfiguration kruise-mutating-webhook-configuration --ignore-not-found
   k delete validatingwebhookconfiguration kruise-validating-webhook-configuration --ignore-not-found
@@ -42,11 +43,9 @@ images:
     digest: ${KRUISE_DAEMON_IMAGE#*@}
 YAML
 # CRDs left by dev mode (hack/dev-up.sh, kubectl kruise dev) point conversion at a URL on the
-# host; an apply would merge deploy/'s Service into that and be refused ("exactly one of url or
-# service"), so existing CRDs are replaced whole first.
-for crd in deploy/crds/*.yaml; do
-  if k get -f "$crd" >/dev/null 2>&1; then k replace -f "$crd" >/dev/null; fi
-done
+# host; an apply would merge deploy/'s Service into that and be refused, so existing CRDs are
+# replaced whole first; the apply creates the missing ones.
+install_crds existing-only
 log "applying deploy/ with $KRUISE_MANAGER_IMAGE and $KRUISE_DAEMON_IMAGE"
 k apply --server-side --force-conflicts -k "$KRS_DIR/install" >/dev/null
 log "waiting for the manager and the daemon"

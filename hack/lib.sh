@@ -126,8 +126,23 @@ go_build_progress() {
 }
 
 # Certificates of a cluster: one CA in $KRS_PKI signs every serving and client certificate.
-# cert NAME CN O SANS KIND: creates $KRS_PKI/NAME.{crt,key} unless it exists.
 
+# make_ca CN: the cluster's CA in $KRS_PKI/ca.{crt,key}, and the ServiceAccount token signing key
+# pair in $KRS_PKI/sa.{key,pub}, unless they exist.
+make_ca() {
+  mkdir -p "$KRS_PKI"
+  if [ ! -f "$KRS_PKI/ca.crt" ]; then
+    openssl ecparam -name prime256v1 -genkey -noout -out "$KRS_PKI/ca.key" 2>/dev/null
+    openssl req -x509 -new -key "$KRS_PKI/ca.key" -subj "/CN=$1" -days 3650 \
+      -out "$KRS_PKI/ca.crt" 2>/dev/null
+  fi
+  if [ ! -f "$KRS_PKI/sa.key" ]; then
+    openssl genrsa -out "$KRS_PKI/sa.key" 2048 2>/dev/null
+    openssl rsa -in "$KRS_PKI/sa.key" -pubout -out "$KRS_PKI/sa.pub" 2>/dev/null
+  fi
+}
+
+# cert NAME CN O SANS KIND: creates $KRS_PKI/NAME.{crt,key} unless it exists.
 cert() { # name CN O SANs(comma list or "") kind(server|client|both)
   local name=$1 cn=$2 org=$3 sans=$4 kind=$5 ext="$KRS_PKI/$1.ext"
   [ -f "$KRS_PKI/$name.crt" ] && return 0
@@ -173,4 +188,101 @@ contexts:
 current-context: ${KRS_CLUSTER_NAME:-kruise-local}
 EOF
   chmod 600 "$file"
+}
+
+# kubeconfigs USER...: $KRS_DIR/USER.kubeconfig for each client certificate USER (unless it
+# exists); the first one, the admin, is also $KRS_DIR/kubeconfig.
+kubeconfigs() {
+  local u
+  for u in "$@"; do
+    [ -f "$KRS_DIR/$u.kubeconfig" ] || kubeconfig "$KRS_DIR/$u.kubeconfig" "$u"
+  done
+  cp "$KRS_DIR/$1.kubeconfig" "$KRS_DIR/kubeconfig"
+}
+
+# ---------------------------------------------------------------------------------------------
+# Control-plane start-up shared by the local cluster (hack/cluster.sh) and the scale cluster
+# (hack/scale-cluster.sh); each passes its own ports and the flags only it needs.
+
+# start_etcd NAME CLIENT-PORT PEER-PORT METRICS-PORT QUOTA-BYTES: etcd with its data in
+# $KRS_DIR/etcd, on 127.0.0.1 only; waits until it is healthy.
+start_etcd() {
+  local name=$1 client=$2 peer=$3 metrics=$4 quota=$5
+  start etcd "$KRS_BIN_DIR/etcd" --name "$name" --data-dir "$KRS_DIR/etcd" \
+    --listen-client-urls "http://127.0.0.1:$client" --advertise-client-urls "http://127.0.0.1:$client" \
+    --listen-peer-urls "http://127.0.0.1:$peer" --initial-advertise-peer-urls "http://127.0.0.1:$peer" \
+    --initial-cluster "$name=http://127.0.0.1:$peer" --listen-metrics-urls "http://127.0.0.1:$metrics" \
+    --quota-backend-bytes "$quota" --log-level warn
+  wait_for etcd 60 curl -sf "http://127.0.0.1:$metrics/health"
+}
+
+# apiserver_ready: the API server at $KRS_APISERVER_URL answers /readyz to the admin.
+apiserver_ready() {
+  curl --silent --fail --max-time 3 --cacert "$KRS_PKI/ca.crt" \
+    --cert "$KRS_PKI/admin.crt" --key "$KRS_PKI/admin.key" "${KRS_APISERVER_URL:-https://127.0.0.1:6443}/readyz"
+}
+
+# start_apiserver ETCD-PORT FLAGS...: kube-apiserver serving with $KRS_PKI's certificates and
+# ServiceAccount keys, storing in the etcd on ETCD-PORT, plus the caller's FLAGS (address, port,
+# Service range, admission and authorization); waits until it is ready.
+start_apiserver() {
+  local etcd_port=$1
+  shift
+  start kube-apiserver "$KRS_BIN_DIR/kube-apiserver" \
+    --etcd-servers "http://127.0.0.1:$etcd_port" \
+    --client-ca-file "$KRS_PKI/ca.crt" \
+    --tls-cert-file "$KRS_PKI/apiserver.crt" --tls-private-key-file "$KRS_PKI/apiserver.key" \
+    --service-account-key-file "$KRS_PKI/sa.pub" \
+    --service-account-signing-key-file "$KRS_PKI/sa.key" \
+    --service-account-issuer https://kubernetes.default.svc.cluster.local \
+    --profiling=false "$@"
+  wait_for kube-apiserver 120 apiserver_ready
+}
+
+# all_alive NAME...: every named component's recorded process runs.
+all_alive() {
+  local c
+  for c in "$@"; do pid_alive "$c" || return 1; done
+}
+
+# print_status NAME...: one line a component: running (with its PID) or stopped.
+print_status() {
+  local c
+  for c in "$@"; do
+    if pid_alive "$c"; then echo "$c running (pid $(cat "$KRS_PIDS/$c.pid"))"; else echo "$c stopped"; fi
+  done
+}
+
+# ---------------------------------------------------------------------------------------------
+# Kruise-rs on a cluster: its CRDs and namespaces, on the cluster of $KUBECONFIG (default: the
+# local cluster).
+
+_kruise_kubectl() { "$KRS_BIN_DIR/kubectl" --kubeconfig "${KUBECONFIG:-$KRS_DIR/kubeconfig}" "$@"; }
+
+# install_crds MODE: every CRD of deploy/crds replaced whole if it exists. Replaced, not merged:
+# a manager in dev mode points CRD conversion at a URL on this host, which an apply that sets the
+# in-cluster Service would merge into an invalid config ("exactly one of url or service").
+# MODE all: missing CRDs are created, then all are waited for until established.
+# MODE existing-only: missing CRDs are left to the caller (hack/install.sh applies them with the
+# rest of deploy/).
+install_crds() {
+  local mode=$1 crd
+  for crd in "$KRS_ROOT"/deploy/crds/*.yaml; do
+    if _kruise_kubectl get -f "$crd" >/dev/null 2>&1; then
+      _kruise_kubectl replace -f "$crd" >/dev/null
+    elif [ "$mode" = all ]; then
+      _kruise_kubectl create -f "$crd" >/dev/null
+    fi
+  done
+  if [ "$mode" = all ]; then
+    _kruise_kubectl wait --for condition=established --timeout 60s -f "$KRS_ROOT/deploy/crds/" >/dev/null
+  fi
+}
+
+# kruise_namespaces: the namespaces dev mode needs (the manager's, and the daemon's config).
+kruise_namespaces() {
+  local ns
+  for ns in kruise-system kruise-daemon-config; do
+    _kruise_kubectl create namespace "$ns" --dry-run=client -o yaml | _kruise_kubectl apply -f - >/dev/null
+  done
 }

@@ -34,23 +34,11 @@ SCHEDULER_PORT=10359
 COMPONENTS=(etcd kube-apiserver kube-scheduler kwok)
 
 make_pki() {
-  mkdir -p "$KRS_PKI"
-  if [ ! -f "$KRS_PKI/ca.crt" ]; then
-    openssl ecparam -name prime256v1 -genkey -noout -out "$KRS_PKI/ca.key" 2>/dev/null
-    openssl req -x509 -new -key "$KRS_PKI/ca.key" -subj "/CN=kruise-scale-ca" -days 3650 \
-      -out "$KRS_PKI/ca.crt" 2>/dev/null
-  fi
+  make_ca kruise-scale-ca
   cert apiserver kube-apiserver "" "DNS:localhost,IP:127.0.0.1" server
   cert admin kubernetes-admin system:masters "" client
   cert scheduler system:kube-scheduler "" "" client
-  if [ ! -f "$KRS_PKI/sa.key" ]; then
-    openssl genrsa -out "$KRS_PKI/sa.key" 2048 2>/dev/null
-    openssl rsa -in "$KRS_PKI/sa.key" -pubout -out "$KRS_PKI/sa.pub" 2>/dev/null
-  fi
-  for u in admin scheduler; do
-    [ -f "$KRS_DIR/$u.kubeconfig" ] || kubeconfig "$KRS_DIR/$u.kubeconfig" "$u"
-  done
-  cp "$KRS_DIR/admin.kubeconfig" "$KRS_DIR/kubeconfig"
+  kubeconfigs admin scheduler
 }
 
 write_configs() {
@@ -64,262 +52,6 @@ clientConnection:
   burst: 4000
 leaderElection:
   leaderElect: false
-EOF
-  # kwok ships no stages of its own when run alone (kwokctl adds them): these are its "fast"
-  # node and pod stages, changed to do what a kubelet does that the in-place engine relies on:
-  #  - pod-start: a scheduled Pod runs; Ready only if it has no readiness gates (the gates are
-  #    Kruise's to set), containerStatuses report the spec's images.
-  #  - pod-inplace-update: a spec image differs from the running one (an in-place patch): the
-  #    container "restarts" on the new image: new image and imageID, restartCount + 1.
-  #  - pod-ready / pod-not-ready: Ready follows the readiness gates and the containers' images,
-  #    as the kubelet computes it.
-  #  - pod-delete: a deleted Pod goes away at once.
-  cat >"$KRS_DIR/kwok.yaml" <<'EOF'
-apiVersion: kwok.x-k8s.io/v1alpha1
-kind: Stage
-metadata:
-  name: node-initialize
-spec:
-  resourceRef:
-    apiGroup: v1
-    kind: Node
-  selector:
-    matchExpressions:
-    - jq:
-        key: '.status.conditions[]? | select(.type == "Ready") | .status'
-        operator: NotIn
-        values: ['True']
-  steps:
-  - patch:
-      root: status
-      subresource: status
-      template: |
-        {{ $now := Now }}
-        conditions:
-        {{ range NodeConditions }}
-        - lastHeartbeatTime: {{ $now | Quote }}
-          lastTransitionTime: {{ $now | Quote }}
-          message: {{ .message | Quote }}
-          reason: {{ .reason | Quote }}
-          status: {{ .status | Quote }}
-          type: {{ .type | Quote }}
-        {{ end }}
-        addresses:
-        - address: {{ NodeIP | Quote }}
-          type: InternalIP
-        - address: {{ .metadata.name | Quote }}
-          type: Hostname
-        allocatable:
-          cpu: 1k
-          memory: 1Ti
-          pods: 1k
-        capacity:
-          cpu: 1k
-          memory: 1Ti
-          pods: 1k
-        nodeInfo:
-          architecture: amd64
-          kubeletVersion: kwok-v0.8.0
-          operatingSystem: linux
-        phase: Running
----
-apiVersion: kwok.x-k8s.io/v1alpha1
-kind: Stage
-metadata:
-  name: pod-start
-spec:
-  resourceRef:
-    apiGroup: v1
-    kind: Pod
-  selector:
-    matchExpressions:
-    - jq:
-        key: '.metadata.deletionTimestamp'
-        operator: DoesNotExist
-    - jq:
-        key: '.spec.nodeName'
-        operator: Exists
-    - jq:
-        key: '.status.phase'
-        operator: In
-        values: ['Pending']
-  steps:
-  - patch:
-      root: status
-      subresource: status
-      template: |
-        {{ $now := Now }}
-        conditions:
-        - lastTransitionTime: {{ $now | Quote }}
-          status: "True"
-          type: Initialized
-        - lastTransitionTime: {{ $now | Quote }}
-          status: "True"
-          type: ContainersReady
-        - lastTransitionTime: {{ $now | Quote }}
-          status: {{ if .spec.readinessGates }}"False"{{ else }}"True"{{ end }}
-          type: Ready
-        containerStatuses:
-        {{ range .spec.containers }}
-        - image: {{ .image | Quote }}
-          imageID: {{ printf "kwok://%s" .image | Quote }}
-          name: {{ .name | Quote }}
-          ready: true
-          started: true
-          restartCount: 0
-          state:
-            running:
-              startedAt: {{ $now | Quote }}
-        {{ end }}
-        {{ $podIPs := PodIPsWith .spec.nodeName ( or .spec.hostNetwork false ) ( or .metadata.uid "" ) ( or .metadata.name "" ) ( or .metadata.namespace "" ) }}
-        {{ with $podIPs }}
-        podIP: {{ index . 0 | Quote }}
-        podIPs:
-        {{ range . }}
-        - ip: {{ . | Quote }}
-        {{ end }}
-        {{ end }}
-        hostIP: {{ NodeIPWith .spec.nodeName | Quote }}
-        phase: Running
-        startTime: {{ $now | Quote }}
----
-apiVersion: kwok.x-k8s.io/v1alpha1
-kind: Stage
-metadata:
-  name: pod-inplace-update
-spec:
-  resourceRef:
-    apiGroup: v1
-    kind: Pod
-  selector:
-    matchExpressions:
-    - jq:
-        key: '.metadata.deletionTimestamp'
-        operator: DoesNotExist
-    - jq:
-        key: '.status.phase'
-        operator: In
-        values: ['Running']
-    - jq:
-        key: 'if ([.status.containerStatuses[]? | .name + "=" + .image] | sort) == ([.spec.containers[] | .name + "=" + .image] | sort) then "same" else "changed" end'
-        operator: In
-        values: ['changed']
-  steps:
-  - patch:
-      root: status
-      subresource: status
-      template: |
-        {{ $now := Now }}
-        {{ $statuses := .status.containerStatuses }}
-        containerStatuses:
-        {{ range .spec.containers }}
-        {{ $c := . }}
-        {{ $restarts := 0 }}
-        {{ $same := false }}
-        {{ range $statuses }}{{ if eq .name $c.name }}{{ $restarts = .restartCount }}{{ $same = eq .image $c.image }}{{ end }}{{ end }}
-        - image: {{ $c.image | Quote }}
-          imageID: {{ printf "kwok://%s" $c.image | Quote }}
-          name: {{ $c.name | Quote }}
-          ready: true
-          started: true
-          restartCount: {{ if $same }}{{ $restarts }}{{ else }}{{ add $restarts 1 }}{{ end }}
-          state:
-            running:
-              startedAt: {{ $now | Quote }}
-        {{ end }}
----
-apiVersion: kwok.x-k8s.io/v1alpha1
-kind: Stage
-metadata:
-  name: pod-ready
-spec:
-  resourceRef:
-    apiGroup: v1
-    kind: Pod
-  selector:
-    matchExpressions:
-    - jq:
-        key: '.metadata.deletionTimestamp'
-        operator: DoesNotExist
-    - jq:
-        key: '.status.phase'
-        operator: In
-        values: ['Running']
-    - jq:
-        key: '.status.conditions[]? | select(.type == "Ready") | .status'
-        operator: NotIn
-        values: ['True']
-    - jq:
-        key: 'if ([.status.containerStatuses[]? | .name + "=" + .image] | sort) == ([.spec.containers[] | .name + "=" + .image] | sort) then "same" else "changed" end'
-        operator: In
-        values: ['same']
-    - jq:
-        key: '. as $p | if all(.spec.readinessGates[]?; .conditionType as $t | any($p.status.conditions[]?; .type == $t and .status == "True")) then "met" else "unmet" end'
-        operator: In
-        values: ['met']
-  steps:
-  - patch:
-      root: status
-      subresource: status
-      template: |
-        conditions:
-        - lastTransitionTime: {{ Now | Quote }}
-          status: "True"
-          type: Ready
----
-apiVersion: kwok.x-k8s.io/v1alpha1
-kind: Stage
-metadata:
-  name: pod-not-ready
-spec:
-  resourceRef:
-    apiGroup: v1
-    kind: Pod
-  selector:
-    matchExpressions:
-    - jq:
-        key: '.metadata.deletionTimestamp'
-        operator: DoesNotExist
-    - jq:
-        key: '.status.phase'
-        operator: In
-        values: ['Running']
-    - jq:
-        key: '.status.conditions[]? | select(.type == "Ready") | .status'
-        operator: In
-        values: ['True']
-    - jq:
-        key: '. as $p | if all(.spec.readinessGates[]?; .conditionType as $t | any($p.status.conditions[]?; .type == $t and .status == "True")) then "met" else "unmet" end'
-        operator: In
-        values: ['unmet']
-  steps:
-  - patch:
-      root: status
-      subresource: status
-      template: |
-        conditions:
-        - lastTransitionTime: {{ Now | Quote }}
-          reason: ReadinessGatesNotReady
-          status: "False"
-          type: Ready
----
-apiVersion: kwok.x-k8s.io/v1alpha1
-kind: Stage
-metadata:
-  name: pod-delete
-spec:
-  resourceRef:
-    apiGroup: v1
-    kind: Pod
-  selector:
-    matchExpressions:
-    - jq:
-        key: '.metadata.deletionTimestamp'
-        operator: Exists
-  steps:
-  - finalizers:
-      empty: true
-  - delete: true
 EOF
 }
 
@@ -341,23 +73,13 @@ EOF
   done
 }
 
-healthy_apiserver() {
-  curl --silent --fail --max-time 3 --cacert "$KRS_PKI/ca.crt" \
-    --cert "$KRS_PKI/admin.crt" --key "$KRS_PKI/admin.key" "$KRS_APISERVER_URL/readyz"
-}
-
 nodes_ready() {
   [ "$(kctl get nodes -l type=kwok -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' | grep -c True)" -ge "$SCALE_NODES" ]
 }
 
-all_running() {
-  local c
-  for c in "${COMPONENTS[@]}"; do pid_alive "$c" || return 1; done
-}
-
 cmd_up() {
   local bin="$KRS_BIN_DIR"
-  if all_running && healthy_apiserver >/dev/null 2>&1 && nodes_ready 2>/dev/null; then
+  if all_alive "${COMPONENTS[@]}" && apiserver_ready >/dev/null 2>&1 && nodes_ready 2>/dev/null; then
     log "the scale cluster is already up (KUBECONFIG=.cluster/scale/kubeconfig)"
     return 0
   fi
@@ -372,26 +94,14 @@ cmd_up() {
   write_configs
 
   log "scale cluster: starting etcd on 127.0.0.1:$ETCD_PORT"
-  start etcd "$bin/etcd" --name kruise-scale --data-dir "$KRS_DIR/etcd" \
-    --listen-client-urls "http://127.0.0.1:$ETCD_PORT" --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" \
-    --listen-peer-urls http://127.0.0.1:12380 --initial-advertise-peer-urls http://127.0.0.1:12380 \
-    --initial-cluster kruise-scale=http://127.0.0.1:12380 --listen-metrics-urls http://127.0.0.1:12381 \
-    --quota-backend-bytes 8589934592 --log-level warn
-  wait_for etcd 60 curl -sf http://127.0.0.1:12381/health
+  start_etcd kruise-scale "$ETCD_PORT" 12380 12381 8589934592
 
   log "scale cluster: starting kube-apiserver on ${KRS_APISERVER_URL}"
-  start kube-apiserver "$bin/kube-apiserver" \
+  start_apiserver "$ETCD_PORT" \
     --advertise-address 127.0.0.1 --bind-address 127.0.0.1 --secure-port 16443 \
-    --etcd-servers "http://127.0.0.1:$ETCD_PORT" \
-    --client-ca-file "$KRS_PKI/ca.crt" \
-    --tls-cert-file "$KRS_PKI/apiserver.crt" --tls-private-key-file "$KRS_PKI/apiserver.key" \
-    --service-account-key-file "$KRS_PKI/sa.pub" \
-    --service-account-signing-key-file "$KRS_PKI/sa.key" \
-    --service-account-issuer https://kubernetes.default.svc.cluster.local \
     --service-cluster-ip-range 10.97.0.0/16 \
     --authorization-mode RBAC --disable-admission-plugins ServiceAccount,TaintNodesByCondition \
-    --profiling=false --event-ttl 1h
-  wait_for kube-apiserver 120 healthy_apiserver
+    --event-ttl 1h
 
   log "scale cluster: starting kube-scheduler and kwok ($SCALE_NODES fake nodes)"
   start kube-scheduler "$bin/kube-scheduler" --config "$KRS_DIR/scheduler.yaml" \
@@ -399,20 +109,14 @@ cmd_up() {
     --authorization-kubeconfig "$KRS_DIR/scheduler.kubeconfig" \
     --bind-address 127.0.0.1 --secure-port "$SCHEDULER_PORT"
   wait_for kube-scheduler 60 curl -skf "https://127.0.0.1:$SCHEDULER_PORT/healthz"
-  start kwok "$bin/kwok" --kubeconfig "$KRS_DIR/admin.kubeconfig" --config "$KRS_DIR/kwok.yaml" \
+  start kwok "$bin/kwok" --kubeconfig "$KRS_DIR/admin.kubeconfig" --config "$KRS_ROOT/hack/kwok/stages.yaml" \
     -v WARN --cidr 10.128.0.1/16 --node-ip 10.127.0.1 --manage-nodes-with-annotation-selector kwok.x-k8s.io/node=fake
   nodes_manifest | kctl apply -f - >/dev/null
   wait_for kwok 120 nodes_ready
 
   log "scale cluster: installing the Kruise CRDs"
-  local crd
-  for crd in "$KRS_ROOT"/deploy/crds/*.yaml; do
-    kctl create -f "$crd" >/dev/null 2>&1 || kctl replace -f "$crd" >/dev/null
-  done
-  kctl wait --for condition=established --timeout 60s -f "$KRS_ROOT/deploy/crds/" >/dev/null
-  for ns in kruise-system kruise-daemon-config; do
-    kctl create namespace "$ns" --dry-run=client -o yaml | kctl apply -f - >/dev/null
-  done
+  KUBECONFIG=$KRS_DIR/kubeconfig install_crds all
+  KUBECONFIG=$KRS_DIR/kubeconfig kruise_namespaces
   log "the scale cluster is up: export KUBECONFIG=$KRS_DIR/kubeconfig"
 }
 
@@ -425,12 +129,7 @@ cmd_down() {
   [ -n "$quiet" ] || log "the scale cluster is down"
 }
 
-cmd_status() {
-  local c
-  for c in kruise-manager "${COMPONENTS[@]}"; do
-    if pid_alive "$c"; then echo "$c running (pid $(cat "$KRS_PIDS/$c.pid"))"; else echo "$c stopped"; fi
-  done
-}
+cmd_status() { print_status kruise-manager "${COMPONENTS[@]}"; }
 
 case ${1:-} in
   up) cmd_up ;;
