@@ -375,6 +375,12 @@ pub mod k8s {
     pub const HOSTNAME_LABEL: &str = "kubernetes.io/hostname";
     /// Namespace label the API server sets to the namespace's own name.
     pub const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
+    /// Deployment and ReplicaSet annotation with the rollout revision number.
+    pub const DEPLOYMENT_REVISION_ANNOTATION: &str = "deployment.kubernetes.io/revision";
+    /// Annotation recording why a revision was made (`kubectl annotate ... change-cause`).
+    pub const CHANGE_CAUSE_ANNOTATION: &str = "kubernetes.io/change-cause";
+    /// Pod-template annotation `kubectl rollout restart` sets to the restart time.
+    pub const KUBECTL_RESTARTED_AT_ANNOTATION: &str = "kubectl.kubernetes.io/restartedAt";
 }
 
 #[cfg(test)]
@@ -399,5 +405,31 @@ mod tests {
             }
         }
         assert!(seen.len() > 50, "parsed {} constants", seen.len());
+    }
+
+    /// A Kubernetes-owned name spelled like a Kruise one would mean one of them sits in the
+    /// wrong part of this file. (Inside `k8s`, one string may name two things, e.g. the Pod and
+    /// the Node `Ready` condition.)
+    #[test]
+    fn kubernetes_names_are_apart_from_kruise_names() {
+        let src = include_str!("keys.rs");
+        let (kruise, rest) = src.split_once("\npub mod k8s {").expect("k8s module");
+        let values = |text: &str, marker: &str| -> Vec<String> {
+            text.split(marker)
+                .skip(1)
+                .filter_map(|item| item.split_once(';'))
+                .filter_map(|(decl, _)| decl.split_once(": &str ="))
+                .map(|(_, v)| v.trim().to_owned())
+                .collect()
+        };
+        let kruise = values(kruise, "\npub const ");
+        let k8s = values(rest, "\n    pub const ");
+        assert!(k8s.len() > 15, "parsed {} Kubernetes names", k8s.len());
+        for v in &k8s {
+            assert!(
+                !kruise.contains(v),
+                "{v} is both a Kruise and a Kubernetes name"
+            );
+        }
     }
 }

@@ -112,6 +112,38 @@ pub fn matches(selector: &LabelSelector, labels: &BTreeMap<String, String>) -> b
             .all(|e| requirement_matches(e, labels))
 }
 
+/// The selector in Kubernetes' string form (`a=b,c in (d,e),!f`), as upstream's
+/// `LabelSelectorAsSelector(...).String()` writes it into `status.labelSelector`: requirements
+/// sorted by key, values sorted. `None` when an operator is unknown (upstream has no selector
+/// to print then).
+pub fn to_selector_string(selector: &LabelSelector) -> Option<String> {
+    let mut reqs: Vec<(&str, String)> = Vec::new();
+    for (k, v) in selector.match_labels.iter().flatten() {
+        reqs.push((k, format!("{k}={v}")));
+    }
+    for e in selector.match_expressions.iter().flatten() {
+        let mut values: Vec<&str> = e.values.iter().flatten().map(String::as_str).collect();
+        values.sort_unstable();
+        values.dedup();
+        let k = &e.key;
+        let text = match Operator::parse(&e.operator)? {
+            Operator::In => format!("{k} in ({})", values.join(",")),
+            Operator::NotIn => format!("{k} notin ({})", values.join(",")),
+            Operator::Exists => k.clone(),
+            Operator::DoesNotExist => format!("!{k}"),
+        };
+        reqs.push((k, text));
+    }
+    // Stable: requirements of one key keep their order, as upstream's sort by key leaves them.
+    reqs.sort_by(|a, b| a.0.cmp(b.0));
+    Some(
+        reqs.into_iter()
+            .map(|(_, s)| s)
+            .collect::<Vec<_>>()
+            .join(","),
+    )
+}
+
 /// Whether the selector has no requirement at all (and so matches everything).
 pub fn is_empty(selector: &LabelSelector) -> bool {
     selector
@@ -224,6 +256,34 @@ mod tests {
             ],
         );
         assert_eq!(violations(&s), vec![(1, Violation::ValuesForbidden)]);
+    }
+
+    #[test]
+    fn selector_string_table() {
+        let cases: Vec<(LabelSelector, Option<&str>)> = vec![
+            (LabelSelector::default(), Some("")),
+            (sel(&[("app", "web")], vec![]), Some("app=web")),
+            (
+                sel(&[("tier", "1"), ("app", "web")], vec![]),
+                Some("app=web,tier=1"),
+            ),
+            (
+                sel(
+                    &[("zone", "a")],
+                    vec![
+                        expr("tier", "In", Some(&["2", "1"])),
+                        expr("env", "NotIn", Some(&["prod"])),
+                        expr("app", "Exists", None),
+                        expr("old", "DoesNotExist", None),
+                    ],
+                ),
+                Some("app,env notin (prod),!old,tier in (1,2),zone=a"),
+            ),
+            (sel(&[], vec![expr("a", "Bogus", None)]), None),
+        ];
+        for (s, want) in cases {
+            assert_eq!(to_selector_string(&s).as_deref(), want, "{s:?}");
+        }
     }
 
     #[test]
