@@ -364,6 +364,10 @@ pub mod k8s {
     /// Pod phase: the state could not be obtained.
     pub const POD_UNKNOWN: &str = "Unknown";
 
+    /// Resource name of CPU in requests and limits.
+    pub const RESOURCE_CPU: &str = "cpu";
+    /// Resource name of memory in requests and limits.
+    pub const RESOURCE_MEMORY: &str = "memory";
     /// Container resize policy that restarts the container when the resource changes.
     pub const RESIZE_RESTART_CONTAINER: &str = "RestartContainer";
 

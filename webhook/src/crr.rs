@@ -81,7 +81,7 @@ pub fn to_v1beta1(src: &Value) -> Value {
         if let Some(t) = unready {
             status.insert(
                 "conditions".to_owned(),
-                json!([{"type": CRR_CONDITION_PRE_RECREATE_GRACE, "status": "True",
+                json!([{"type": CRR_CONDITION_PRE_RECREATE_GRACE, "status": keys::k8s::CONDITION_TRUE,
                     "lastTransitionTime": t, "reason": CRR_CONDITION_PRE_RECREATE_GRACE,
                     "message": GRACE_MESSAGE}]),
             );
@@ -115,7 +115,8 @@ pub fn to_v1alpha1(src: &Value) -> Value {
                 .iter()
                 .find(|c| {
                     c.get("type").and_then(Value::as_str) == Some(CRR_CONDITION_PRE_RECREATE_GRACE)
-                        && c.get("status").and_then(Value::as_str) == Some("True")
+                        && c.get("status").and_then(Value::as_str)
+                            == Some(keys::k8s::CONDITION_TRUE)
                 })
                 .and_then(|c| c.get("lastTransitionTime")?.as_str())
                 .map(|t| normalize_time(t).unwrap_or_else(|| t.to_owned()));

@@ -309,7 +309,9 @@ impl RuntimeContainerMetaSet {
 mod tests {
     use super::*;
 
-    fn annotations(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    type Pairs<'a> = &'a [(&'a str, &'a str)];
+
+    fn annotations(pairs: Pairs<'_>) -> BTreeMap<String, String> {
         pairs
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -324,7 +326,7 @@ mod tests {
         let state_old = keys::INPLACE_UPDATE_STATE_ANNOTATION_OLD;
         let grace = keys::INPLACE_UPDATE_GRACE_ANNOTATION;
         let grace_old = keys::INPLACE_UPDATE_GRACE_ANNOTATION_OLD;
-        let cases: [(&[(&str, &str)], bool, bool); 6] = [
+        let cases: [(Pairs<'_>, bool, bool); 6] = [
             (&[], false, false),
             (&[(state, "{}")], true, false),
             (&[(state_old, "not json")], true, false),
@@ -350,7 +352,7 @@ mod tests {
     fn reader_prefers_the_new_key() {
         let new = r#"{"revision":"new","updateTimestamp":"2026-01-02T03:04:05Z","lastContainerStatuses":{}}"#;
         let old = r#"{"revision":"old","updateTimestamp":"2026-01-02T03:04:05Z","lastContainerStatuses":{}}"#;
-        let cases: [(&[(&str, &str)], Option<&str>); 3] = [
+        let cases: [(Pairs<'_>, Option<&str>); 3] = [
             (
                 &[
                     (keys::INPLACE_UPDATE_STATE_ANNOTATION, new),

@@ -219,14 +219,17 @@ mod tests {
         }
     }
 
+    /// (annotations, KRUISE_CONTAINER_PRIORITY per container, expected).
+    type Case = (
+        Value,
+        Vec<Option<&'static str>>,
+        Result<Option<Vec<i64>>, InvalidLaunchPriority>,
+    );
+
     #[test]
     fn declared_priorities_table() {
         let ordered = json!({keys::CONTAINER_LAUNCH_PRIORITY_ANNOTATION: "Ordered"});
-        let cases: Vec<(
-            Value,
-            Vec<Option<&str>>,
-            Result<Option<Vec<i64>>, InvalidLaunchPriority>,
-        )> = vec![
+        let cases: Vec<Case> = vec![
             (json!({}), vec![Some("1"), None], Ok(Some(vec![1, 0]))),
             (
                 json!({}),

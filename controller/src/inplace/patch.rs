@@ -15,7 +15,7 @@ use kruise_api::appspub::{
     InPlaceUpdateContainerBatch, InPlaceUpdateContainerStatus, InPlaceUpdatePreCheckBeforeNext,
     InPlaceUpdateState, UpdateSpec,
 };
-use kruise_api::keys;
+use kruise_api::keys::{self, k8s};
 use serde_json::{Map, Value, json};
 use std::collections::{BTreeMap, BTreeSet};
 use thiserror::Error;
@@ -170,7 +170,7 @@ pub fn patch_spec_to_pod(
 }
 
 fn resizable(name: &str) -> bool {
-    name == "cpu" || name == "memory"
+    name == k8s::RESOURCE_CPU || name == k8s::RESOURCE_MEMORY
 }
 
 fn set_resizable(target: &mut ResourceRequirements, wanted: &ResourceRequirements) {
