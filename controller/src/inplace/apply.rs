@@ -1,6 +1,6 @@
 //! The thin shell: the only part of the engine that talks to the API server. Each write is a
 //! JSON patch computed from the pod as read, guarded by its resourceVersion; on a conflict the
-//! pod is read again and [`super::plan`] decides again. Nothing here decides anything itself.
+//! pod is read again and `plan` decides again. Nothing here decides anything itself.
 
 use super::completion::NotCompleted;
 use super::conditions::with_inplace_condition;

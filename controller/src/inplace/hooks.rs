@@ -3,9 +3,9 @@
 //!
 //! This is the seam a new workload plugs into. Advanced StatefulSet and Advanced DaemonSet
 //! implement [`InPlaceHooks`] (overriding what differs, mostly the revision label and its
-//! comparison) and reuse the whole engine through [`super::plan`] and [`super::apply`]; they never
+//! comparison) and reuse the whole engine through `plan` and `apply`; they never
 //! copy it. The defaults are the pure building blocks below this module (spec, patch,
-//! conditions, completion), so the trait depends on them and [`super::plan`] depends on the
+//! conditions, completion), so the trait depends on them and `plan` depends on the
 //! trait, never the reverse.
 
 use super::completion::{self, NotCompleted};

@@ -2,7 +2,7 @@
 //! whether a revision change can be applied in place, the pod to write for Update, for the end
 //! of a grace period and for each later batch, and when to flip InPlaceUpdateReady back. Every
 //! workload difference goes through [`InPlaceHooks`]. Nothing here talks to the API or reads a
-//! clock; `now` is always given. [`super::apply`] performs what these functions return.
+//! clock; `now` is always given. `apply` performs what these functions return.
 
 use super::batches::{self, PreCheckPending};
 use super::completion::{self, NotCompleted};

@@ -2,6 +2,7 @@
 
 mod batches;
 mod completion;
+mod layers;
 mod plan;
 mod props;
 mod spec;
