@@ -1,6 +1,6 @@
 //! Label selectors (`metav1.LabelSelector`): the rules apimachinery's `ValidateLabelSelector`
 //! enforces, and matching as upstream's `ValidatedLabelSelectorAsSelector(...).Matches(...)`
-//! does it. The webhook validates with [`violations`]; controllers match with [`matches`].
+//! does it. The webhook validates with [`violations`]; controllers match with [`matches()`].
 
 use std::collections::BTreeMap;
 
