@@ -5,7 +5,7 @@
 //! not implemented yet).
 
 use k8s_openapi::api::core::v1::{Container, Pod};
-use kruise_api::appspub::launch_priority;
+use kruise_api::appspub::launch_priority::{self, InvalidLaunchPriority};
 use kube::core::admission::Operation;
 use rand::Rng;
 
@@ -32,7 +32,7 @@ pub fn mutate(req: &Request) -> Outcome {
     let mut changed = inject_readiness_gate(&mut pod);
     match inject_launch_priority(&mut pod) {
         Ok(c) => changed |= c,
-        Err(message) => return Outcome::invalid(message),
+        Err(invalid) => return Outcome::invalid(invalid.to_string()),
     }
     if !changed {
         return Outcome::Allow;
@@ -58,11 +58,11 @@ pub fn inject_readiness_gate(pod: &mut Pod) -> bool {
     owned_by_kruise(pod) && kruise_api::pod::add_readiness_gate(pod, keys::KRUISE_POD_READY)
 }
 
-/// Priorities per container in spec order, or `None` when the pod needs no ordering; an error
+/// Priorities per container in spec order, or `None` when the pod needs no ordering; the error
 /// names the container whose `KRUISE_CONTAINER_PRIORITY` is not an integer (upstream refuses
 /// the pod).
-pub fn launch_priorities(pod: &Pod) -> Result<Option<Vec<i64>>, String> {
-    launch_priority::declared_priorities(pod).map_err(|e| e.to_string())
+pub fn launch_priorities(pod: &Pod) -> Result<Option<Vec<i64>>, InvalidLaunchPriority> {
+    launch_priority::declared_priorities(pod)
 }
 
 /// Adds the `KRUISE_CONTAINER_BARRIER` env to every container when launch priority is asked for.
@@ -70,7 +70,7 @@ pub fn launch_priorities(pod: &Pod) -> Result<Option<Vec<i64>>, String> {
 /// The barrier ConfigMap is named after the pod, so a pod with only `generateName` gets its name
 /// chosen here (as upstream does); the ConfigMap itself is created by the launch-priority
 /// controller once the pod exists, not by the webhook (webhooks must stay side-effect free).
-pub fn inject_launch_priority(pod: &mut Pod) -> Result<bool, String> {
+pub fn inject_launch_priority(pod: &mut Pod) -> Result<bool, InvalidLaunchPriority> {
     let Some(priorities) = launch_priorities(pod)? else {
         return Ok(false);
     };
