@@ -18,8 +18,8 @@ pub use lifecycle::{
     set_lifecycle_state,
 };
 pub use readiness::{
-    PodReadinessMessage, add_readiness_message, dump_readiness_messages, parse_readiness_messages,
-    remove_readiness_message,
+    PodReadinessMessage, add_readiness_message, dump_readiness_messages,
+    kruise_pod_ready_condition, parse_readiness_messages, remove_readiness_message,
 };
 pub use update_priority::{
     UpdatePriorityOrderTerm, UpdatePriorityStrategy, UpdatePriorityWeightTerm,
