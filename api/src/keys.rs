@@ -11,6 +11,8 @@
 
 /// API group of the workload and job kinds.
 pub const APPS_GROUP: &str = "apps.kruise.io";
+/// `apiVersion` prefix of every apps.kruise.io object: the group and a slash.
+pub const APPS_GROUP_PREFIX: &str = "apps.kruise.io/";
 /// API group of PodUnavailableBudget and deletion protection.
 pub const POLICY_GROUP: &str = "policy.kruise.io";
 /// The older served version of apps.kruise.io kinds.
@@ -328,6 +330,63 @@ pub const ENV_WEBHOOK_HOST: &str = "WEBHOOK_HOST";
 /// new template (full Pod validation); on by default.
 pub const ENV_WEBHOOK_TEMPLATE_DRY_RUN: &str = "KRUISE_WEBHOOK_TEMPLATE_DRY_RUN";
 
+/// Names owned by Kubernetes itself (core condition types and statuses, pod phases, well-known
+/// labels and annotations) that Kruise-rs reads or writes. Kept apart from the Kruise names
+/// above so a reader can tell which side defines them.
+pub mod k8s {
+    /// Pod condition: the pod can serve (all containers and readiness gates ready).
+    pub const POD_READY: &str = "Ready";
+    /// Pod condition: the pod is bound to a node.
+    pub const POD_SCHEDULED: &str = "PodScheduled";
+    /// Pod condition: every container is ready.
+    pub const CONTAINERS_READY: &str = "ContainersReady";
+    /// Pod condition: every init container has completed.
+    pub const POD_INITIALIZED: &str = "Initialized";
+    /// Node condition: the kubelet is healthy and ready to accept pods.
+    pub const NODE_READY: &str = "Ready";
+    /// Condition status True.
+    pub const CONDITION_TRUE: &str = "True";
+    /// Condition status False.
+    pub const CONDITION_FALSE: &str = "False";
+    /// Condition status Unknown.
+    pub const CONDITION_UNKNOWN: &str = "Unknown";
+    /// Reason the kubelet gives on `Ready=False` while a readiness gate is not True.
+    pub const REASON_READINESS_GATES_NOT_READY: &str = "ReadinessGatesNotReady";
+
+    /// Pod phase: accepted, not all containers started.
+    pub const POD_PENDING: &str = "Pending";
+    /// Pod phase: bound and at least one container running.
+    pub const POD_RUNNING: &str = "Running";
+    /// Pod phase: every container terminated successfully.
+    pub const POD_SUCCEEDED: &str = "Succeeded";
+    /// Pod phase: every container terminated, at least one in failure.
+    pub const POD_FAILED: &str = "Failed";
+    /// Pod phase: the state could not be obtained.
+    pub const POD_UNKNOWN: &str = "Unknown";
+
+    /// Resource name of CPU in requests and limits.
+    pub const RESOURCE_CPU: &str = "cpu";
+    /// Resource name of memory in requests and limits.
+    pub const RESOURCE_MEMORY: &str = "memory";
+    /// Container resize policy that restarts the container when the resource changes.
+    pub const RESIZE_RESTART_CONTAINER: &str = "RestartContainer";
+
+    /// Pod annotation ranking pods for deletion by their controller (lower is deleted first).
+    pub const POD_DELETION_COST_ANNOTATION: &str = "controller.kubernetes.io/pod-deletion-cost";
+    /// ControllerRevision label Kubernetes' controller history puts on every revision.
+    pub const CONTROLLER_REVISION_HASH_KEY: &str = "controller.kubernetes.io/hash";
+    /// Node label with the node's hostname (topology key of per-node spreading).
+    pub const HOSTNAME_LABEL: &str = "kubernetes.io/hostname";
+    /// Namespace label the API server sets to the namespace's own name.
+    pub const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
+    /// Deployment and ReplicaSet annotation with the rollout revision number.
+    pub const DEPLOYMENT_REVISION_ANNOTATION: &str = "deployment.kubernetes.io/revision";
+    /// Annotation recording why a revision was made (`kubectl annotate ... change-cause`).
+    pub const CHANGE_CAUSE_ANNOTATION: &str = "kubernetes.io/change-cause";
+    /// Pod-template annotation `kubectl rollout restart` sets to the restart time.
+    pub const KUBECTL_RESTARTED_AT_ANNOTATION: &str = "kubectl.kubernetes.io/restartedAt";
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;
@@ -350,5 +409,31 @@ mod tests {
             }
         }
         assert!(seen.len() > 50, "parsed {} constants", seen.len());
+    }
+
+    /// A Kubernetes-owned name spelled like a Kruise one would mean one of them sits in the
+    /// wrong part of this file. (Inside `k8s`, one string may name two things, e.g. the Pod and
+    /// the Node `Ready` condition.)
+    #[test]
+    fn kubernetes_names_are_apart_from_kruise_names() {
+        let src = include_str!("keys.rs");
+        let (kruise, rest) = src.split_once("\npub mod k8s {").expect("k8s module");
+        let values = |text: &str, marker: &str| -> Vec<String> {
+            text.split(marker)
+                .skip(1)
+                .filter_map(|item| item.split_once(';'))
+                .filter_map(|(decl, _)| decl.split_once(": &str ="))
+                .map(|(_, v)| v.trim().to_owned())
+                .collect()
+        };
+        let kruise = values(kruise, "\npub const ");
+        let k8s = values(rest, "\n    pub const ");
+        assert!(k8s.len() > 15, "parsed {} Kubernetes names", k8s.len());
+        for v in &k8s {
+            assert!(
+                !kruise.contains(v),
+                "{v} is both a Kruise and a Kubernetes name"
+            );
+        }
     }
 }

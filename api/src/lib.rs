@@ -2,16 +2,24 @@
 //!
 //! Modules:
 //! - [`keys`]: every well-known name (annotations, labels, conditions, finalizers, env, groups,
-//!   installation object names). Defined once, here.
+//!   installation object names). Defined once, here; [`keys::k8s`] holds the names Kubernetes
+//!   owns.
 //! - [`appspub`]: types shared by all workloads (upstream `apis/apps/pub`): `InPlaceUpdateState`,
 //!   `UpdateSpec`, `RuntimeContainerMetaSet`, `InPlaceUpdateStrategy`, `Lifecycle`,
-//!   `UpdatePriorityStrategy`, `UpdateScatterStrategy`, `PodReadinessMessage`.
+//!   `UpdatePriorityStrategy`, `UpdateScatterStrategy`, `PodReadinessMessage`, with the parsing
+//!   of their wire formats (in-place state with its old-key fallback, lifecycle label and
+//!   timestamp, readiness messages, container launch priority).
 //! - [`apps::v1beta1`] / [`apps::v1alpha1`]: the apps.kruise.io kinds (`CloneSet`, ...), each
 //!   with its `…Spec`/`…Status` types; v1beta1 is the storage version.
 //! - [`crds`]: every CustomResourceDefinition, versions merged (used by the `crdgen` binary).
 //! - [`hash`]: the Go-compatible env-from-metadata hash of `runtime-containers-meta`, computed
 //!   by the daemon and compared by the manager.
+//! - [`pod`]: Pod conditions and readiness gates.
+//! - [`revision`]: which revision a pod's labels name.
+//! - [`selector`]: label selector validation and matching.
 //! - [`error`]: the crate's error type.
+//!
+//! Every wire format more than one crate reads or writes is parsed here, once.
 
 pub mod apps;
 pub mod appspub;
@@ -19,7 +27,10 @@ pub mod crds;
 pub mod error;
 pub mod hash;
 pub mod keys;
+pub mod pod;
+pub mod revision;
 mod schema;
+pub mod selector;
 mod serde_util;
 
 pub use error::{Error, Result};

@@ -16,11 +16,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use k8s_openapi::apimachinery::pkg::runtime::RawExtension;
+use kruise_api::keys::k8s::CONTROLLER_REVISION_HASH_KEY;
 use serde_json::{Map, Value};
 
-/// Label Kubernetes' controller history puts on every ControllerRevision with its hash.
-// TODO(api): kruise_api::keys has no constant for this Kubernetes label yet.
-pub const CONTROLLER_REVISION_HASH_KEY: &str = "controller.kubernetes.io/hash";
+/// Pod-to-revision matching is a wire format shared with the CLI and other workloads, so it
+/// lives in `kruise_api::revision`; re-exported for the callers of this module.
+pub use kruise_api::revision::{equal_to_revision_hash, short_hash};
 
 /// Longest parent-name prefix of a revision name, so that `{prefix}-{hash}` stays a valid name.
 const MAX_PREFIX_LEN: usize = 223;
@@ -158,18 +159,6 @@ pub fn revision_name(parent: &str, hash: &str) -> String {
         end -= 1;
     }
     format!("{}-{}", &parent[..end], hash)
-}
-
-/// The last `-`-separated part of a revision name: the short hash (`pod-template-hash`).
-pub fn short_hash(revision: &str) -> &str {
-    revision.rsplit('-').next().unwrap_or(revision)
-}
-
-/// Whether a pod's `controller-revision-hash` label value names `revision`. Either side may be
-/// the full name or only the hash.
-pub fn equal_to_revision_hash(pod_hash: Option<&str>, revision: &str) -> bool {
-    let pod_hash = pod_hash.unwrap_or_default();
-    pod_hash == revision || short_hash(pod_hash) == short_hash(revision)
 }
 
 /// A new (not yet created) revision of `parent` for `template`.

@@ -15,7 +15,8 @@ use k8s_openapi::api::admissionregistration::v1::{
     MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
 };
 use k8s_openapi::api::core::v1::{Namespace, Pod};
-use kruise_webhook::{WebhookConfig, keys, run, wait_ready};
+use kruise_api::keys;
+use kruise_webhook::{WebhookConfig, run, wait_ready};
 use kube::api::{Api, DeleteParams, PostParams};
 use serde_json::json;
 
@@ -70,10 +71,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     if flag("--cleanup") {
         let dp = DeleteParams::default();
         let _ = Api::<MutatingWebhookConfiguration>::all(client.clone())
-            .delete(keys::MUTATING_WEBHOOK_CONFIGURATION, &dp)
+            .delete(keys::MUTATING_WEBHOOK_CONFIGURATION_NAME, &dp)
             .await;
         let _ = Api::<ValidatingWebhookConfiguration>::all(client.clone())
-            .delete(keys::VALIDATING_WEBHOOK_CONFIGURATION, &dp)
+            .delete(keys::VALIDATING_WEBHOOK_CONFIGURATION_NAME, &dp)
             .await;
         tracing::info!("webhook configurations deleted");
     }

@@ -11,7 +11,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelecto
 use kube::api::{Api, ListParams, ObjectMeta, Patch, PatchParams};
 use serde_json::json;
 
-use crate::{Error, WebhookConfig, keys, paths};
+use crate::{Error, WebhookConfig, paths};
+use kruise_api::keys;
 
 /// Field manager for our server-side applies.
 pub const FIELD_MANAGER: &str = "kruise-webhook";
@@ -97,7 +98,7 @@ fn excluded_namespaces(cfg: &WebhookConfig) -> LabelSelector {
     LabelSelector {
         match_expressions: Some(vec![
             LabelSelectorRequirement {
-                key: "kubernetes.io/metadata.name".to_owned(),
+                key: keys::k8s::NAMESPACE_NAME_LABEL.to_owned(),
                 operator: "NotIn".to_owned(),
                 values: Some(values),
             },
@@ -111,7 +112,7 @@ fn excluded_namespaces(cfg: &WebhookConfig) -> LabelSelector {
     }
 }
 
-const CLONESET_VERSIONS: &[&str] = &["v1alpha1", "v1beta1"];
+const CLONESET_VERSIONS: &[&str] = &[keys::VERSION_V1ALPHA1, keys::VERSION_V1BETA1];
 
 /// The mutating configuration.
 pub fn mutating_configuration(cfg: &WebhookConfig, ca_pem: &str) -> MutatingWebhookConfiguration {
@@ -134,7 +135,7 @@ pub fn mutating_configuration(cfg: &WebhookConfig, ca_pem: &str) -> MutatingWebh
         };
     MutatingWebhookConfiguration {
         metadata: ObjectMeta {
-            name: Some(keys::MUTATING_WEBHOOK_CONFIGURATION.to_owned()),
+            name: Some(keys::MUTATING_WEBHOOK_CONFIGURATION_NAME.to_owned()),
             ..Default::default()
         },
         webhooks: Some(vec![
@@ -230,7 +231,7 @@ pub fn validating_configuration(
     };
     ValidatingWebhookConfiguration {
         metadata: ObjectMeta {
-            name: Some(keys::VALIDATING_WEBHOOK_CONFIGURATION.to_owned()),
+            name: Some(keys::VALIDATING_WEBHOOK_CONFIGURATION_NAME.to_owned()),
             ..Default::default()
         },
         webhooks: Some(vec![
@@ -278,12 +279,16 @@ pub async fn apply_webhook_configurations(
     let pp = PatchParams::apply(FIELD_MANAGER).force();
     let m = mutating_configuration(cfg, ca_pem);
     Api::<MutatingWebhookConfiguration>::all(client.clone())
-        .patch(keys::MUTATING_WEBHOOK_CONFIGURATION, &pp, &Patch::Apply(&m))
+        .patch(
+            keys::MUTATING_WEBHOOK_CONFIGURATION_NAME,
+            &pp,
+            &Patch::Apply(&m),
+        )
         .await?;
     let v = validating_configuration(cfg, ca_pem);
     Api::<ValidatingWebhookConfiguration>::all(client.clone())
         .patch(
-            keys::VALIDATING_WEBHOOK_CONFIGURATION,
+            keys::VALIDATING_WEBHOOK_CONFIGURATION_NAME,
             &pp,
             &Patch::Apply(&v),
         )

@@ -10,7 +10,7 @@
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::keys;
+use kruise_api::keys;
 
 /// One direction of a plain mapping (must also set `apiVersion`).
 pub type Mapping = fn(&Value) -> Value;

@@ -5,29 +5,31 @@
 use serde_json::{Value, json};
 
 use crate::conversion::{Owned, Scheme, get_at, set_annotation};
+// Upstream uses the same string for the unready-acquired finalizer and the v1alpha1 annotation.
 use kruise_api::keys::{
-    CRR_CONDITION_PRE_RECREATE_GRACE as PRE_RECREATE_GRACE,
-    CRR_SYNC_CONTAINER_STATUSES_ANNOTATION as SYNC_ANNOTATION,
-    // Upstream uses the same string for the finalizer and the v1alpha1 annotation.
-    CRR_UNREADY_ACQUIRED_FINALIZER as UNREADY_ANNOTATION,
+    self, CRR_CONDITION_PRE_RECREATE_GRACE, CRR_SYNC_CONTAINER_STATUSES_ANNOTATION,
+    CRR_UNREADY_ACQUIRED_FINALIZER,
 };
 
-const GROUP_PREFIX: &str = "apps.kruise.io/";
 const GRACE_MESSAGE: &str = "Pod has been forced to not-ready for unreadyGracePeriodSeconds drain";
 
 const OWNED: &[Owned] = &[
     Owned::Value(&["status", "containerStatusSnapshot"]),
     Owned::Value(&["status", "conditions"]),
     Owned::Shape(&["status"]),
-    Owned::Value(&["metadata", "annotations", SYNC_ANNOTATION]),
-    Owned::Value(&["metadata", "annotations", UNREADY_ANNOTATION]),
+    Owned::Value(&[
+        "metadata",
+        "annotations",
+        CRR_SYNC_CONTAINER_STATUSES_ANNOTATION,
+    ]),
+    Owned::Value(&["metadata", "annotations", CRR_UNREADY_ACQUIRED_FINALIZER]),
     Owned::Shape(&["metadata", "annotations"]),
 ];
 
 /// ContainerRecreateRequest v1alpha1 ⇄ v1beta1.
 pub const SCHEME: Scheme = Scheme {
-    group_prefix: GROUP_PREFIX,
-    versions: ["v1alpha1", "v1beta1"],
+    group_prefix: keys::APPS_GROUP_PREFIX,
+    versions: [keys::VERSION_V1ALPHA1, keys::VERSION_V1BETA1],
     forward: to_v1beta1,
     backward: to_v1alpha1,
     owned: OWNED,
@@ -63,15 +65,12 @@ fn status_mut(out: &mut Value) -> Option<&mut serde_json::Map<String, Value>> {
 pub fn to_v1beta1(src: &Value) -> Value {
     let mut out = src.clone();
     if let Some(o) = out.as_object_mut() {
-        o.insert(
-            "apiVersion".to_owned(),
-            json!(format!("{GROUP_PREFIX}v1beta1")),
-        );
+        o.insert("apiVersion".to_owned(), json!(keys::APPS_V1BETA1));
     }
-    let snapshot = annotation(src, SYNC_ANNOTATION)
+    let snapshot = annotation(src, CRR_SYNC_CONTAINER_STATUSES_ANNOTATION)
         .and_then(|raw| serde_json::from_str::<Value>(raw).ok())
         .filter(Value::is_array);
-    let unready = annotation(src, UNREADY_ANNOTATION).and_then(normalize_time);
+    let unready = annotation(src, CRR_UNREADY_ACQUIRED_FINALIZER).and_then(normalize_time);
     if snapshot.is_none() && unready.is_none() {
         return out;
     }
@@ -82,8 +81,8 @@ pub fn to_v1beta1(src: &Value) -> Value {
         if let Some(t) = unready {
             status.insert(
                 "conditions".to_owned(),
-                json!([{"type": PRE_RECREATE_GRACE, "status": "True",
-                    "lastTransitionTime": t, "reason": PRE_RECREATE_GRACE,
+                json!([{"type": CRR_CONDITION_PRE_RECREATE_GRACE, "status": keys::k8s::CONDITION_TRUE,
+                    "lastTransitionTime": t, "reason": CRR_CONDITION_PRE_RECREATE_GRACE,
                     "message": GRACE_MESSAGE}]),
             );
         }
@@ -95,10 +94,7 @@ pub fn to_v1beta1(src: &Value) -> Value {
 pub fn to_v1alpha1(src: &Value) -> Value {
     let mut out = src.clone();
     if let Some(o) = out.as_object_mut() {
-        o.insert(
-            "apiVersion".to_owned(),
-            json!(format!("{GROUP_PREFIX}v1alpha1")),
-        );
+        o.insert("apiVersion".to_owned(), json!(keys::APPS_V1ALPHA1));
     }
     let mut snapshot = None;
     let mut unready = None;
@@ -118,8 +114,9 @@ pub fn to_v1alpha1(src: &Value) -> Value {
             unready = conds
                 .iter()
                 .find(|c| {
-                    c.get("type").and_then(Value::as_str) == Some(PRE_RECREATE_GRACE)
-                        && c.get("status").and_then(Value::as_str) == Some("True")
+                    c.get("type").and_then(Value::as_str) == Some(CRR_CONDITION_PRE_RECREATE_GRACE)
+                        && c.get("status").and_then(Value::as_str)
+                            == Some(keys::k8s::CONDITION_TRUE)
                 })
                 .and_then(|c| c.get("lastTransitionTime")?.as_str())
                 .map(|t| normalize_time(t).unwrap_or_else(|| t.to_owned()));
@@ -129,10 +126,10 @@ pub fn to_v1alpha1(src: &Value) -> Value {
         o.remove("status");
     }
     if let Some(s) = snapshot {
-        set_annotation(&mut out, SYNC_ANNOTATION, s);
+        set_annotation(&mut out, CRR_SYNC_CONTAINER_STATUSES_ANNOTATION, s);
     }
     if let Some(t) = unready {
-        set_annotation(&mut out, UNREADY_ANNOTATION, t);
+        set_annotation(&mut out, CRR_UNREADY_ACQUIRED_FINALIZER, t);
     }
     out
 }
@@ -149,8 +146,8 @@ mod tests {
     fn annotations_become_status_and_back() {
         let alpha = json!({"apiVersion": ALPHA, "kind": "ContainerRecreateRequest",
             "metadata": {"name": "r", "annotations": {
-                SYNC_ANNOTATION: "[{\"name\":\"c\",\"ready\":true,\"restartCount\":1,\"containerID\":\"id\"}]",
-                UNREADY_ANNOTATION: "2026-01-02T03:04:05Z"}},
+                CRR_SYNC_CONTAINER_STATUSES_ANNOTATION: "[{\"name\":\"c\",\"ready\":true,\"restartCount\":1,\"containerID\":\"id\"}]",
+                CRR_UNREADY_ACQUIRED_FINALIZER: "2026-01-02T03:04:05Z"}},
             "spec": {"podName": "p", "containers": [{"name": "c"}]},
             "status": {"phase": "Recreating"}});
         let beta = convert(&alpha, BETA).expect("to beta");
@@ -169,7 +166,7 @@ mod tests {
     #[test]
     fn common_case_needs_no_record() {
         let alpha = json!({"apiVersion": ALPHA, "kind": "ContainerRecreateRequest",
-            "metadata": {"name": "r", "annotations": {SYNC_ANNOTATION: "[{\"name\":\"c\"}]"}},
+            "metadata": {"name": "r", "annotations": {CRR_SYNC_CONTAINER_STATUSES_ANNOTATION: "[{\"name\":\"c\"}]"}},
             "spec": {"podName": "p"}});
         let beta = convert(&alpha, BETA).expect("to beta");
         assert_eq!(
@@ -189,7 +186,7 @@ mod tests {
                     "lastTransitionTime": "2026-01-02T03:04:05Z", "reason": "x", "message": "m"}]}});
         let alpha = convert(&beta, ALPHA).expect("to alpha");
         assert_eq!(
-            alpha["metadata"]["annotations"][UNREADY_ANNOTATION],
+            alpha["metadata"]["annotations"][CRR_UNREADY_ACQUIRED_FINALIZER],
             "2026-01-02T03:04:05Z"
         );
         assert!(alpha["status"].get("conditions").is_none());
@@ -225,10 +222,10 @@ mod tests {
                     "kind": "ContainerRecreateRequest", "metadata": {"name": "r"},
                     "spec": {"podName": "p"}});
                 if let Some(s) = sync {
-                    set_annotation(&mut obj, SYNC_ANNOTATION, s.to_owned());
+                    set_annotation(&mut obj, CRR_SYNC_CONTAINER_STATUSES_ANNOTATION, s.to_owned());
                 }
                 if let Some(u) = unready {
-                    set_annotation(&mut obj, UNREADY_ANNOTATION, u.to_owned());
+                    set_annotation(&mut obj, CRR_UNREADY_ACQUIRED_FINALIZER, u.to_owned());
                 }
                 if let Some(mut st) = status {
                     if beta {

@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 use crate::cloneset::{default_field, default_string, get, obj_mut};
 use crate::field::{FieldError, aggregate};
 use crate::review::{Outcome, Request, diff};
+use kruise_api::selector::{self, Violation};
 
 /// Upstream's per-tag pull timeout default, seconds.
 const DEFAULT_PULL_TIMEOUT_SECONDS: i64 = 600;
@@ -306,7 +307,8 @@ pub fn template_errors(spec: &Value) -> Vec<FieldError> {
     errs
 }
 
-/// The rules apimachinery's `LabelSelectorAsSelector` enforces on `matchExpressions`.
+/// The rules apimachinery's `LabelSelectorAsSelector` enforces on `matchExpressions` (see
+/// `kruise_api::selector`), reported operator first, then key.
 fn label_selector_errors(sel: &Value, path: &str, errs: &mut Vec<FieldError>) {
     let Some(exprs) = sel.get("matchExpressions").and_then(Value::as_array) else {
         return;
@@ -318,26 +320,28 @@ fn label_selector_errors(sel: &Value, path: &str, errs: &mut Vec<FieldError>) {
             .and_then(Value::as_array)
             .map_or(0, Vec::len);
         let op = e.get("operator").unwrap_or(&Value::Null);
-        match op.as_str() {
-            Some("In" | "NotIn") if values == 0 => errs.push(FieldError::required(
-                format!("{at}.values"),
-                "must be specified when `operator` is 'In' or 'NotIn'",
-            )),
-            Some("Exists" | "DoesNotExist") if values > 0 => errs.push(FieldError::forbidden(
-                format!("{at}.values"),
-                "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
-            )),
-            Some("In" | "NotIn" | "Exists" | "DoesNotExist") => {}
-            _ => errs.push(FieldError::not_supported(
-                format!("{at}.operator"),
-                op,
-                &["In", "NotIn", "Exists", "DoesNotExist"],
-            )),
+        let key = e.get("key").and_then(Value::as_str).unwrap_or_default();
+        let violations =
+            selector::requirement_violations(key, op.as_str().unwrap_or_default(), values);
+        for v in &violations {
+            match v {
+                Violation::ValuesRequired => errs.push(FieldError::required(
+                    format!("{at}.values"),
+                    "must be specified when `operator` is 'In' or 'NotIn'",
+                )),
+                Violation::ValuesForbidden => errs.push(FieldError::forbidden(
+                    format!("{at}.values"),
+                    "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
+                )),
+                Violation::InvalidOperator(_) => errs.push(FieldError::not_supported(
+                    format!("{at}.operator"),
+                    op,
+                    &selector::Operator::NAMES,
+                )),
+                Violation::KeyRequired => {}
+            }
         }
-        if e.get("key")
-            .and_then(Value::as_str)
-            .is_none_or(str::is_empty)
-        {
+        if violations.contains(&Violation::KeyRequired) {
             errs.push(FieldError::required(format!("{at}.key"), ""));
         }
     }

@@ -25,7 +25,7 @@
 //! `cfg` must be the same value (or a clone) for [`run`] and [`wait_ready`]: clones share the
 //! state through which `run` publishes the CA that `wait_ready` trusts.
 //!
-//! [`run`] ensures the certificates in Secret [`keys::WEBHOOK_CERT_SECRET`] (creating them if
+//! [`run`] ensures the certificates in Secret [`kruise_api::keys::WEBHOOK_SECRET_NAME`] (creating them if
 //! absent, renewing before expiry, regenerating when the Secret is deleted), serves HTTPS on
 //! `cfg.bind_addr`, hot-reloads the serving certificate, creates/updates the webhook
 //! configurations and patches the caBundle into Kruise CRD conversion settings.
@@ -63,7 +63,6 @@ pub mod crr;
 pub mod crr_admit;
 pub mod field;
 pub mod imagepull;
-pub mod keys;
 pub mod pod;
 pub mod review;
 mod server;
@@ -72,12 +71,14 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use kruise_api::keys;
+
 pub use server::{run, wait_ready};
 
 /// HTTP paths served.
 pub mod paths {
     /// Pod CREATE mutation.
-    pub const MUTATE_POD: &str = crate::keys::MUTATE_POD_PATH;
+    pub const MUTATE_POD: &str = kruise_api::keys::MUTATE_POD_PATH;
     /// CloneSet defaulting (upstream's path; both versions).
     pub const MUTATE_CLONESET: &str = "/mutate-apps-kruise-io-cloneset";
     /// CloneSet defaulting, v1alpha1 alias.
@@ -127,9 +128,9 @@ pub mod paths {
         VALIDATE_CRR,
     ];
     /// CRD conversion.
-    pub const CONVERT: &str = crate::keys::CONVERSION_WEBHOOK_PATH;
+    pub const CONVERT: &str = kruise_api::keys::CONVERSION_WEBHOOK_PATH;
     /// Liveness/readiness.
-    pub const HEALTHZ: &str = crate::keys::WEBHOOK_HEALTHZ_PATH;
+    pub const HEALTHZ: &str = kruise_api::keys::WEBHOOK_HEALTHZ_PATH;
 }
 
 /// The synchronous (pure) admission handlers by path, for servers and tests alike. Paths whose
@@ -211,7 +212,7 @@ pub struct WebhookConfig {
     /// How often certificates and configurations are re-checked (default 5 minutes).
     pub resync_interval: Duration,
     /// Validate each new CloneSet template as Kubernetes validates a Pod, by a dry-run Pod
-    /// create (default true; env [`keys::ENV_WEBHOOK_TEMPLATE_DRY_RUN`]`=false` turns it off,
+    /// create (default true; env [`kruise_api::keys::ENV_WEBHOOK_TEMPLATE_DRY_RUN`]`=false` turns it off,
     /// leaving the webhook's own template rules). See [`cloneset::template`].
     pub template_dry_run: bool,
     /// Readiness state shared by clones of this config (leave it at its default; it is how
@@ -228,9 +229,9 @@ impl Default for WebhookConfig {
         Self {
             bind_addr: SocketAddr::from(([0, 0, 0, 0], keys::WEBHOOK_PORT)),
             namespace: keys::KRUISE_NAMESPACE.to_owned(),
-            service_name: keys::WEBHOOK_SERVICE.to_owned(),
+            service_name: keys::WEBHOOK_SERVICE_NAME.to_owned(),
             service_port: keys::WEBHOOK_SERVICE_PORT,
-            secret_name: keys::WEBHOOK_CERT_SECRET.to_owned(),
+            secret_name: keys::WEBHOOK_SECRET_NAME.to_owned(),
             host_url: None,
             manage_webhook_configurations: true,
             manage_crd_conversion: true,
@@ -254,34 +255,33 @@ impl WebhookConfig {
 
     /// [`WebhookConfig::from_env`] with an injectable lookup (for tests and flag parsers).
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Self {
-        use kruise_api::keys as k;
         let mut cfg = Self::default();
         let get = |name: &str| get(name).filter(|v| !v.is_empty());
-        if let Some(ns) = get(k::ENV_POD_NAMESPACE) {
+        if let Some(ns) = get(keys::ENV_POD_NAMESPACE) {
             cfg.namespace = ns;
         }
-        if let Some(s) = get(k::ENV_WEBHOOK_SECRET_NAME) {
+        if let Some(s) = get(keys::ENV_WEBHOOK_SECRET_NAME) {
             cfg.secret_name = s;
         }
-        if let Some(s) = get(k::ENV_WEBHOOK_SERVICE_NAME) {
+        if let Some(s) = get(keys::ENV_WEBHOOK_SERVICE_NAME) {
             cfg.service_name = s;
         }
-        if let Some(p) = get(k::ENV_WEBHOOK_PORT) {
+        if let Some(p) = get(keys::ENV_WEBHOOK_PORT) {
             match p.parse::<u16>() {
                 Ok(port) => cfg.bind_addr.set_port(port),
                 Err(_) => tracing::warn!(value = %p, "ignoring unparseable WEBHOOK_PORT"),
             }
         }
-        if let Some(v) = get(k::ENV_WEBHOOK_TEMPLATE_DRY_RUN) {
+        if let Some(v) = get(keys::ENV_WEBHOOK_TEMPLATE_DRY_RUN) {
             match v.to_ascii_lowercase().as_str() {
                 "false" | "0" | "off" | "no" => cfg.template_dry_run = false,
                 "true" | "1" | "on" | "yes" => cfg.template_dry_run = true,
                 _ => {
-                    tracing::warn!(value = %v, "ignoring unparseable {}", k::ENV_WEBHOOK_TEMPLATE_DRY_RUN)
+                    tracing::warn!(value = %v, "ignoring unparseable {}", keys::ENV_WEBHOOK_TEMPLATE_DRY_RUN)
                 }
             }
         }
-        if let Some(host) = get(k::ENV_WEBHOOK_HOST) {
+        if let Some(host) = get(keys::ENV_WEBHOOK_HOST) {
             let host = if host.contains(':') && !host.starts_with('[') {
                 format!("[{host}]")
             } else {

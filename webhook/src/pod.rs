@@ -4,14 +4,13 @@
 //! container launch-priority barrier (SidecarSet injection, which must precede the barrier, is
 //! not implemented yet).
 
-use k8s_openapi::api::core::v1::{
-    ConfigMapKeySelector, Container, EnvVar, EnvVarSource, Pod, PodReadinessGate,
-};
+use k8s_openapi::api::core::v1::{Container, Pod};
+use kruise_api::appspub::launch_priority::{self, InvalidLaunchPriority};
 use kube::core::admission::Operation;
 use rand::Rng;
 
-use crate::keys;
 use crate::review::{Outcome, Request, diff};
+use kruise_api::keys;
 
 /// Handles one decoded Pod admission request.
 pub fn mutate(req: &Request) -> Outcome {
@@ -33,7 +32,7 @@ pub fn mutate(req: &Request) -> Outcome {
     let mut changed = inject_readiness_gate(&mut pod);
     match inject_launch_priority(&mut pod) {
         Ok(c) => changed |= c,
-        Err(message) => return Outcome::invalid(message),
+        Err(invalid) => return Outcome::invalid(invalid.to_string()),
     }
     if !changed {
         return Outcome::Allow;
@@ -56,77 +55,14 @@ pub fn owned_by_kruise(pod: &Pod) -> bool {
 
 /// Adds the `KruisePodReady` readiness gate to Kruise-owned pods (once).
 pub fn inject_readiness_gate(pod: &mut Pod) -> bool {
-    if !owned_by_kruise(pod) {
-        return false;
-    }
-    let Some(spec) = pod.spec.as_mut() else {
-        return false;
-    };
-    let gates = spec.readiness_gates.get_or_insert_with(Vec::new);
-    if gates
-        .iter()
-        .any(|g| g.condition_type == keys::KRUISE_POD_READY_CONDITION)
-    {
-        return false;
-    }
-    gates.push(PodReadinessGate {
-        condition_type: keys::KRUISE_POD_READY_CONDITION.to_owned(),
-    });
-    true
+    owned_by_kruise(pod) && kruise_api::pod::add_readiness_gate(pod, keys::KRUISE_POD_READY)
 }
 
-/// Priorities per container in spec order, or `None` when the pod needs no ordering.
-pub fn launch_priorities(pod: &Pod) -> Result<Option<Vec<i64>>, String> {
-    let Some(spec) = pod.spec.as_ref() else {
-        return Ok(None);
-    };
-    // A single container has nothing to wait for.
-    if spec.containers.len() <= 1 {
-        return Ok(None);
-    }
-    let ordered = pod
-        .metadata
-        .annotations
-        .as_ref()
-        .and_then(|a| a.get(keys::CONTAINER_LAUNCH_PRIORITY_ANNOTATION))
-        .is_some_and(|v| v == keys::CONTAINER_LAUNCH_ORDERED);
-    if ordered {
-        // First container highest: 0, -1, -2, …
-        return Ok(Some(
-            (0..spec.containers.len()).map(|i| -(i as i64)).collect(),
-        ));
-    }
-    let mut priorities = Vec::with_capacity(spec.containers.len());
-    for (i, c) in spec.containers.iter().enumerate() {
-        let mut p = 0;
-        for e in c.env.iter().flatten() {
-            if e.name == keys::CONTAINER_LAUNCH_PRIORITY_ENV {
-                let value = e.value.as_deref().unwrap_or_default();
-                p = value.trim().parse::<i64>().map_err(|_| {
-                    format!(
-                        "spec.containers[{i}].env[{}]: Invalid value: {value:?}: must be an integer",
-                        keys::CONTAINER_LAUNCH_PRIORITY_ENV
-                    )
-                })?;
-            }
-        }
-        priorities.push(p);
-    }
-    // All equal (including all unset) means no ordering is wanted.
-    if priorities.iter().all(|p| *p == priorities[0]) {
-        return Ok(None);
-    }
-    Ok(Some(priorities))
-}
-
-/// ConfigMap that holds the barrier keys for a pod.
-pub fn barrier_configmap_name(pod_name: &str) -> String {
-    format!("{pod_name}-barrier")
-}
-
-/// Key released for containers of one priority.
-pub fn barrier_key(priority: i64) -> String {
-    format!("p_{priority}")
+/// Priorities per container in spec order, or `None` when the pod needs no ordering; the error
+/// names the container whose `KRUISE_CONTAINER_PRIORITY` is not an integer (upstream refuses
+/// the pod).
+pub fn launch_priorities(pod: &Pod) -> Result<Option<Vec<i64>>, InvalidLaunchPriority> {
+    launch_priority::declared_priorities(pod)
 }
 
 /// Adds the `KRUISE_CONTAINER_BARRIER` env to every container when launch priority is asked for.
@@ -134,7 +70,7 @@ pub fn barrier_key(priority: i64) -> String {
 /// The barrier ConfigMap is named after the pod, so a pod with only `generateName` gets its name
 /// chosen here (as upstream does); the ConfigMap itself is created by the launch-priority
 /// controller once the pod exists, not by the webhook (webhooks must stay side-effect free).
-pub fn inject_launch_priority(pod: &mut Pod) -> Result<bool, String> {
+pub fn inject_launch_priority(pod: &mut Pod) -> Result<bool, InvalidLaunchPriority> {
     let Some(priorities) = launch_priorities(pod)? else {
         return Ok(false);
     };
@@ -166,26 +102,13 @@ pub fn inject_launch_priority(pod: &mut Pod) -> Result<bool, String> {
 }
 
 fn add_barrier_env(c: &mut Container, pod_name: &str, priority: i64) -> bool {
-    let env = c.env.get_or_insert_with(Vec::new);
     // Re-invocation must not add a second barrier.
-    if env
-        .iter()
-        .any(|e| e.name == keys::CONTAINER_LAUNCH_BARRIER_ENV)
-    {
+    if launch_priority::has_barrier_env(c) {
         return false;
     }
-    env.push(EnvVar {
-        name: keys::CONTAINER_LAUNCH_BARRIER_ENV.to_owned(),
-        value: None,
-        value_from: Some(EnvVarSource {
-            config_map_key_ref: Some(ConfigMapKeySelector {
-                name: barrier_configmap_name(pod_name),
-                key: barrier_key(priority),
-                optional: None,
-            }),
-            ..Default::default()
-        }),
-    });
+    c.env
+        .get_or_insert_with(Vec::new)
+        .push(launch_priority::barrier_env(pod_name, priority));
     true
 }
 

@@ -180,20 +180,27 @@ pub struct RuntimeContainerHashes {
     pub extracted_env_from_metadata_hash: u64,
 }
 
+/// The annotation under `key`, or under `old_key` when only the legacy key is set, with the key
+/// it was found under (upstream `GetInPlaceUpdateState` / `GetInPlaceUpdateGrace`).
+fn find_annotation<'a>(
+    annotations: Option<&'a BTreeMap<String, String>>,
+    key: &'static str,
+    old_key: Option<&'static str>,
+) -> Option<(&'static str, &'a String)> {
+    let annotations = annotations?;
+    annotations
+        .get(key)
+        .map(|v| (key, v))
+        .or_else(|| old_key.and_then(|k| annotations.get(k).map(|v| (k, v))))
+}
+
 /// Reads a JSON annotation under `key`, or under `old_key` when only the legacy key is set.
 fn read_json_annotation<T: for<'de> Deserialize<'de>>(
     annotations: Option<&BTreeMap<String, String>>,
     key: &'static str,
     old_key: Option<&'static str>,
 ) -> Result<Option<T>> {
-    let Some(annotations) = annotations else {
-        return Ok(None);
-    };
-    let found = annotations
-        .get(key)
-        .map(|v| (key, v))
-        .or_else(|| old_key.and_then(|k| annotations.get(k).map(|v| (k, v))));
-    match found {
+    match find_annotation(annotations, key, old_key) {
         None => Ok(None),
         Some((k, v)) => serde_json::from_str(v)
             .map(Some)
@@ -234,6 +241,16 @@ impl InPlaceUpdateState {
         )
     }
 
+    /// Whether the pod carries a state annotation (new or pre-1.0 key), readable or not.
+    pub fn is_recorded(annotations: Option<&BTreeMap<String, String>>) -> bool {
+        find_annotation(
+            annotations,
+            keys::INPLACE_UPDATE_STATE_ANNOTATION,
+            Some(keys::INPLACE_UPDATE_STATE_ANNOTATION_OLD),
+        )
+        .is_some()
+    }
+
     /// The annotation value.
     pub fn to_annotation_value(&self) -> Result<String> {
         to_json(self, "InPlaceUpdateState")
@@ -250,6 +267,17 @@ impl UpdateSpec {
             keys::INPLACE_UPDATE_GRACE_ANNOTATION,
             Some(keys::INPLACE_UPDATE_GRACE_ANNOTATION_OLD),
         )
+    }
+
+    /// Whether the pod is in the grace period of an in-place update: the grace annotation (new
+    /// or pre-1.0 key) is set, readable or not (upstream `GetInPlaceUpdateGrace`'s found flag).
+    pub fn in_grace(annotations: Option<&BTreeMap<String, String>>) -> bool {
+        find_annotation(
+            annotations,
+            keys::INPLACE_UPDATE_GRACE_ANNOTATION,
+            Some(keys::INPLACE_UPDATE_GRACE_ANNOTATION_OLD),
+        )
+        .is_some()
     }
 
     /// The grace annotation value.
@@ -274,5 +302,81 @@ impl RuntimeContainerMetaSet {
     /// The entry for one container, if reported.
     pub fn container(&self, name: &str) -> Option<&RuntimeContainerMeta> {
         self.containers.iter().find(|c| c.name == name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    type Pairs<'a> = &'a [(&'a str, &'a str)];
+
+    fn annotations(pairs: Pairs<'_>) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    /// Presence follows the same new-then-old lookup as the readers, and does not need the
+    /// value to parse.
+    #[test]
+    fn presence_table() {
+        let state = keys::INPLACE_UPDATE_STATE_ANNOTATION;
+        let state_old = keys::INPLACE_UPDATE_STATE_ANNOTATION_OLD;
+        let grace = keys::INPLACE_UPDATE_GRACE_ANNOTATION;
+        let grace_old = keys::INPLACE_UPDATE_GRACE_ANNOTATION_OLD;
+        let cases: [(Pairs<'_>, bool, bool); 6] = [
+            (&[], false, false),
+            (&[(state, "{}")], true, false),
+            (&[(state_old, "not json")], true, false),
+            (&[(grace, "{}")], false, true),
+            (&[(grace_old, "{}"), (state, "{}")], true, true),
+            (&[("other", "{}")], false, false),
+        ];
+        for (pairs, recorded, in_grace) in cases {
+            let a = annotations(pairs);
+            assert_eq!(
+                InPlaceUpdateState::is_recorded(Some(&a)),
+                recorded,
+                "{pairs:?}"
+            );
+            assert_eq!(UpdateSpec::in_grace(Some(&a)), in_grace, "{pairs:?}");
+        }
+        assert!(!InPlaceUpdateState::is_recorded(None));
+        assert!(!UpdateSpec::in_grace(None));
+    }
+
+    /// The new key wins over the pre-1.0 one; a broken value names the key it was read from.
+    #[test]
+    fn reader_prefers_the_new_key() {
+        let new = r#"{"revision":"new","updateTimestamp":"2026-01-02T03:04:05Z","lastContainerStatuses":{}}"#;
+        let old = r#"{"revision":"old","updateTimestamp":"2026-01-02T03:04:05Z","lastContainerStatuses":{}}"#;
+        let cases: [(Pairs<'_>, Option<&str>); 3] = [
+            (
+                &[
+                    (keys::INPLACE_UPDATE_STATE_ANNOTATION, new),
+                    (keys::INPLACE_UPDATE_STATE_ANNOTATION_OLD, old),
+                ],
+                Some("new"),
+            ),
+            (
+                &[(keys::INPLACE_UPDATE_STATE_ANNOTATION_OLD, old)],
+                Some("old"),
+            ),
+            (&[], None),
+        ];
+        for (pairs, want) in cases {
+            let a = annotations(pairs);
+            let got = InPlaceUpdateState::from_annotations(Some(&a)).expect("readable");
+            assert_eq!(got.map(|s| s.revision).as_deref(), want, "{pairs:?}");
+        }
+        let broken = annotations(&[(keys::INPLACE_UPDATE_STATE_ANNOTATION_OLD, "x")]);
+        match InPlaceUpdateState::from_annotations(Some(&broken)) {
+            Err(Error::InvalidAnnotation { key, .. }) => {
+                assert_eq!(key, keys::INPLACE_UPDATE_STATE_ANNOTATION_OLD)
+            }
+            other => panic!("{other:?}"),
+        }
     }
 }

@@ -1,9 +1,12 @@
-//! Lifecycle hooks of workload pods.
+//! Lifecycle hooks of workload pods, and the state label + timestamp annotation that record
+//! where a pod is in its lifecycle (upstream `pkg/util/lifecycle`).
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
 
+use jiff::Timestamp;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -92,6 +95,34 @@ impl LifecycleStateType {
     }
 }
 
+/// The value of the lifecycle timestamp annotation for `now`: RFC 3339 in whole seconds, UTC
+/// (upstream writes `time.Now().Format(time.RFC3339)`).
+pub fn lifecycle_timestamp_value(now: Timestamp) -> String {
+    now.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+/// When the lifecycle state last changed, from the timestamp annotation; `None` when absent or
+/// not RFC 3339.
+pub fn lifecycle_timestamp(annotations: Option<&BTreeMap<String, String>>) -> Option<Timestamp> {
+    annotations?
+        .get(crate::keys::LIFECYCLE_TIMESTAMP_ANNOTATION)?
+        .parse()
+        .ok()
+}
+
+/// Records `state` on a pod's metadata: the state label and the timestamp annotation (upstream
+/// `SetPodLifecycle`, which writes both together).
+pub fn set_lifecycle_state(meta: &mut ObjectMeta, state: LifecycleStateType, now: Timestamp) {
+    meta.labels.get_or_insert_with(BTreeMap::new).insert(
+        crate::keys::LIFECYCLE_STATE_LABEL.to_owned(),
+        state.as_str().to_owned(),
+    );
+    meta.annotations.get_or_insert_with(BTreeMap::new).insert(
+        crate::keys::LIFECYCLE_TIMESTAMP_ANNOTATION.to_owned(),
+        lifecycle_timestamp_value(now),
+    );
+}
+
 impl fmt::Display for LifecycleStateType {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
@@ -109,5 +140,65 @@ impl FromStr for LifecycleStateType {
                 kind: "lifecycle state",
                 value: s.to_owned(),
             })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::keys;
+
+    #[test]
+    fn state_label_table() {
+        let labels =
+            |v: &str| BTreeMap::from([(keys::LIFECYCLE_STATE_LABEL.to_owned(), v.to_owned())]);
+        for state in LifecycleStateType::ALL {
+            assert_eq!(
+                LifecycleStateType::from_labels(Some(&labels(state.as_str()))),
+                Some(state)
+            );
+            assert_eq!(
+                state.as_str().parse::<LifecycleStateType>().ok(),
+                Some(state)
+            );
+        }
+        for bad in ["", "normal", "Deleting"] {
+            assert_eq!(
+                LifecycleStateType::from_labels(Some(&labels(bad))),
+                None,
+                "{bad}"
+            );
+        }
+        assert_eq!(LifecycleStateType::from_labels(None), None);
+    }
+
+    #[test]
+    fn set_state_writes_label_and_timestamp() {
+        let now = Timestamp::from_second(1_800_000_000).expect("ts");
+        let mut meta = ObjectMeta::default();
+        set_lifecycle_state(&mut meta, LifecycleStateType::Updating, now);
+        assert_eq!(
+            LifecycleStateType::from_labels(meta.labels.as_ref()),
+            Some(LifecycleStateType::Updating)
+        );
+        assert_eq!(
+            meta.annotations
+                .as_ref()
+                .and_then(|a| a.get(keys::LIFECYCLE_TIMESTAMP_ANNOTATION))
+                .map(String::as_str),
+            Some("2027-01-15T08:00:00Z")
+        );
+        assert_eq!(lifecycle_timestamp(meta.annotations.as_ref()), Some(now));
+        let odd = BTreeMap::from([(
+            keys::LIFECYCLE_TIMESTAMP_ANNOTATION.to_owned(),
+            "yesterday".to_owned(),
+        )]);
+        assert_eq!(lifecycle_timestamp(Some(&odd)), None);
+        // Upstream's RFC 3339 with a zone offset reads as the same instant.
+        let zoned = BTreeMap::from([(
+            keys::LIFECYCLE_TIMESTAMP_ANNOTATION.to_owned(),
+            "2027-01-15T16:00:00+08:00".to_owned(),
+        )]);
+        assert_eq!(lifecycle_timestamp(Some(&zoned)), Some(now));
     }
 }

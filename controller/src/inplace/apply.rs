@@ -1,11 +1,13 @@
 //! The thin shell: the only part of the engine that talks to the API server. Each write is a
 //! JSON patch computed from the pod as read, guarded by its resourceVersion; on a conflict the
-//! pod is read again and the pure core decides again.
+//! pod is read again and `plan` decides again. Nothing here decides anything itself.
 
 use super::completion::NotCompleted;
+use super::conditions::with_inplace_condition;
 use super::hooks::InPlaceHooks;
+use super::patch::EngineError;
+use super::plan::{self, GraceStep, PodWrite, RefreshStep};
 use super::spec::{NotInPlace, UpdateOptions};
-use super::state::{self, EngineError, GraceStep, PodWrite, RefreshStep};
 use jiff::Timestamp;
 use json_patch::jsonptr::PointerBuf;
 use json_patch::{PatchOperation, ReplaceOperation};
@@ -109,14 +111,15 @@ impl InPlaceControl {
         Self { client }
     }
 
-    /// Whether `old` → `new` can be applied in place (upstream `CanUpdateInPlace`); pure.
+    /// Kept so existing callers compile: the decision is the pure
+    /// [`plan::can_update_in_place`] (re-exported as `inplace::can_update_in_place`); call that.
     pub fn can_update_in_place(
         hooks: &dyn InPlaceHooks,
         old: Option<&ControllerRevision>,
         new: &ControllerRevision,
         opts: &UpdateOptions,
     ) -> Result<(), NotInPlace> {
-        hooks.calculate_spec(old, new, opts).map(|_| ())
+        plan::can_update_in_place(hooks, old, new, opts)
     }
 
     /// Writes `write` (resize first, then the pod). `Ok(None)` when nothing changed.
@@ -222,7 +225,7 @@ impl InPlaceControl {
             current = self
                 .with_conflict_retry(pod, |p| async move {
                     let reason = Some(keys::REASON_START_INPLACE_UPDATE);
-                    match state::with_inplace_condition(&p, false, reason, now) {
+                    match with_inplace_condition(&p, false, reason, now) {
                         Some(after) => Ok(self.write_status(&p, &after).await?.unwrap_or(p)),
                         None => Ok(p),
                     }
@@ -232,7 +235,7 @@ impl InPlaceControl {
         let spec = &spec;
         let new_rv = self
             .with_conflict_retry(&current, |p| async move {
-                let write = state::plan_update(&p, spec, hooks, opts, now)?;
+                let write = plan::plan_update(&p, spec, hooks, opts, now)?;
                 self.write(&p, &write).await
             })
             .await?;
@@ -261,7 +264,7 @@ impl InPlaceControl {
     ) -> Result<RefreshOutcome, ApplyError> {
         self.with_conflict_retry(pod, |p| async move {
             let mut outcome = RefreshOutcome::default();
-            match state::plan_refresh(&p, hooks, opts, now)? {
+            match plan::plan_refresh(&p, hooks, opts, now)? {
                 RefreshStep::Grace(GraceStep::Wait(d)) => {
                     outcome.requeue_after = Some(d);
                     outcome.pending = Some(NotCompleted::GracePending.to_string());

@@ -3,78 +3,40 @@
 
 use k8s_openapi::api::core::v1::{Container, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kruise_api::keys;
+use kruise_api::appspub::launch_priority;
 use std::collections::{BTreeMap, BTreeSet};
 use thiserror::Error;
 
 /// The launch priority of each container of the pod, in spec order (`None`: no priority).
 ///
 /// The webhook turns priorities into a `KRUISE_CONTAINER_BARRIER` env whose configMapKeyRef key
-/// is `p_<priority>`; that is what a running pod carries, so it wins. A pod the webhook did not
-/// mutate still gets the priorities the webhook would have given it, from the Ordered annotation
-/// or the `KRUISE_CONTAINER_PRIORITY` env.
-pub fn container_priorities(pod: &Pod) -> Vec<(String, Option<i32>)> {
+/// is `p_<priority>`; that is what a running pod carries, so it wins (upstream reads only this).
+/// A pod the webhook did not mutate still gets the priorities the webhook would have given it,
+/// from the Ordered annotation or the `KRUISE_CONTAINER_PRIORITY` env; one the webhook would
+/// have refused (a priority that is not an integer) is not ordered, as upstream would see it.
+pub fn container_priorities(pod: &Pod) -> Vec<(String, Option<i64>)> {
     let containers: &[Container] = pod
         .spec
         .as_ref()
         .map(|s| s.containers.as_slice())
         .unwrap_or_default();
-    let from_barrier: Vec<Option<i32>> = containers.iter().map(barrier_priority).collect();
+    let from_barrier: Vec<Option<i64>> = containers
+        .iter()
+        .map(launch_priority::barrier_priority)
+        .collect();
     let priorities = if from_barrier.iter().any(Option::is_some) {
         from_barrier
     } else {
-        declared_priorities(pod, containers)
+        match launch_priority::declared_priorities(pod) {
+            Ok(Some(declared)) => declared.into_iter().map(Some).collect(),
+            Ok(None) | Err(_) => vec![None; containers.len()],
+        }
     };
     containers
         .iter()
         .zip(priorities)
         .map(|(c, p)| (c.name.clone(), p))
         .collect()
-}
-
-fn barrier_priority(c: &Container) -> Option<i32> {
-    let env = c
-        .env
-        .iter()
-        .flatten()
-        .find(|e| e.name == keys::ENV_CONTAINER_BARRIER)?;
-    let key = &env.value_from.as_ref()?.config_map_key_ref.as_ref()?.key;
-    // A malformed key still marks the container as prioritised; the webhook never writes one.
-    Some(key.get(2..).and_then(|p| p.parse().ok()).unwrap_or(0))
-}
-
-fn declared_priorities(pod: &Pod, containers: &[Container]) -> Vec<Option<i32>> {
-    if containers.len() <= 1 {
-        return vec![None; containers.len()];
-    }
-    let ordered = pod
-        .metadata
-        .annotations
-        .as_ref()
-        .and_then(|a| a.get(keys::CONTAINER_LAUNCH_PRIORITY_ANNOTATION))
-        .is_some_and(|v| v == keys::CONTAINER_LAUNCH_PRIORITY_ORDERED);
-    if ordered {
-        return (0..containers.len())
-            .map(|i| Some(-(i32::try_from(i).unwrap_or(i32::MAX))))
-            .collect();
-    }
-    let declared: Vec<i32> = containers
-        .iter()
-        .map(|c| {
-            c.env
-                .iter()
-                .flatten()
-                .find(|e| e.name == keys::ENV_CONTAINER_PRIORITY)
-                .and_then(|e| e.value.as_deref())
-                .and_then(|v| v.trim().parse().ok())
-                .unwrap_or(0)
-        })
-        .collect();
-    // Equal priorities everywhere mean no ordering at all.
-    if declared.iter().all(|p| *p == declared[0]) {
-        return vec![None; containers.len()];
-    }
-    declared.into_iter().map(Some).collect()
 }
 
 /// How the changed containers split into this batch and later ones.
@@ -95,7 +57,7 @@ pub fn plan(
     ref_metadata: &BTreeMap<String, ObjectMeta>,
 ) -> Batch {
     let mut now = BTreeSet::new();
-    let mut highest: Option<i32> = None;
+    let mut highest: Option<i64> = None;
     let mut at_highest = Vec::new();
     for (name, priority) in container_priorities(pod) {
         if !changed.contains(&name) {

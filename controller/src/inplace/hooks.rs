@@ -1,16 +1,27 @@
 //! The workload-specific half of the engine: upstream's `UpdateOptions` function fields plus the
-//! revision adapter, as one trait. Every method has the behaviour CloneSet uses; Advanced
-//! StatefulSet and DaemonSet override what differs (the revision label, mostly).
+//! revision adapter, as one trait.
+//!
+//! This is the seam a new workload plugs into. Advanced StatefulSet and Advanced DaemonSet
+//! implement [`InPlaceHooks`] (overriding what differs, mostly the revision label and its
+//! comparison) and reuse the whole engine through `plan` and `apply`; they never
+//! copy it. The defaults are the pure building blocks below this module (spec, patch,
+//! conditions, completion), so the trait depends on them and `plan` depends on the
+//! trait, never the reverse.
 
 use super::completion::{self, NotCompleted};
+use super::conditions;
+use super::patch::{self, EngineError, ExpectedResources};
 use super::spec::{self, NotInPlace, UpdateOptions};
-use super::state::{self, EngineError, ExpectedResources};
 use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::api::core::v1::Pod;
 use kruise_api::appspub::{InPlaceUpdateState, UpdateSpec};
-use kruise_api::keys;
+use kruise_api::revision;
 
+/// What a workload tells the engine (upstream `UpdateOptions` hooks + `revisionadapter`). Every
+/// method has CloneSet's behaviour by default; an implementation overrides only what its
+/// workload does differently. Implementations must stay pure: the engine calls them while
+/// planning, before and after conflicts, and from tests.
 pub trait InPlaceHooks: Send + Sync {
     /// The revision name pods carry for `revision` (upstream `GetRevision`).
     fn revision_name(&self, revision: &ControllerRevision) -> String {
@@ -37,12 +48,12 @@ pub trait InPlaceHooks: Send + Sync {
         opts: &UpdateOptions,
         now: Timestamp,
     ) -> Result<ExpectedResources, EngineError> {
-        state::patch_spec_to_pod(pod, spec, state, opts, now)
+        patch::patch_spec_to_pod(pod, spec, state, opts, now)
     }
 
     /// Whether the pod must leave service during the update (upstream `CheckPodNeedsBeUnready`).
     fn pod_needs_be_unready(&self, pod: &Pod, spec: &UpdateSpec, opts: &UpdateOptions) -> bool {
-        state::default_pod_needs_be_unready(pod, spec, opts)
+        conditions::default_pod_needs_be_unready(pod, spec, opts)
     }
 
     /// Whether the containers of the current batch run their new spec (upstream
@@ -61,36 +72,19 @@ pub trait InPlaceHooks: Send + Sync {
         completion::pod_update_completed(pod, |p, s| self.containers_update_completed(p, s))
     }
 
-    /// Marks the pod as belonging to `revision`.
+    /// Marks the pod as belonging to `revision` (upstream `WriteRevisionHash`).
     fn write_revision(&self, pod: &mut Pod, revision: &str) {
-        let labels = pod.metadata.labels.get_or_insert_with(Default::default);
-        labels.insert(
-            keys::CONTROLLER_REVISION_HASH_LABEL.to_string(),
-            revision.to_string(),
-        );
-        labels.insert(
-            keys::POD_TEMPLATE_HASH_LABEL.to_string(),
-            short_hash(revision).to_string(),
+        revision::write_revision_labels(
+            pod.metadata.labels.get_or_insert_with(Default::default),
+            revision,
         );
     }
 
-    /// Whether the pod belongs to `revision`; the short hash also matches, for pods labelled by
-    /// the short-hash form.
+    /// Whether the pod belongs to `revision` (upstream `EqualToRevisionHash`); the short hash
+    /// also matches, for pods labelled by the short-hash form.
     fn equals_revision(&self, pod: &Pod, revision: &str) -> bool {
-        let current = pod
-            .metadata
-            .labels
-            .as_ref()
-            .and_then(|l| l.get(keys::CONTROLLER_REVISION_HASH_LABEL))
-            .map(String::as_str)
-            .unwrap_or("");
-        current == revision || (!current.is_empty() && short_hash(current) == short_hash(revision))
+        revision::labels_match_revision(pod.metadata.labels.as_ref(), revision)
     }
-}
-
-/// The hash part of a revision name `{workload}-{hash}`.
-pub fn short_hash(revision: &str) -> &str {
-    revision.rsplit('-').next().unwrap_or(revision)
 }
 
 /// The hooks CloneSet uses: every default.

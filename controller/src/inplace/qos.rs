@@ -4,6 +4,7 @@
 use super::quantity;
 use k8s_openapi::api::core::v1::PodSpec;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use kruise_api::keys::k8s;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
@@ -24,7 +25,7 @@ impl fmt::Display for QosClass {
     }
 }
 
-const QOS_RESOURCES: [&str; 2] = ["cpu", "memory"];
+const QOS_RESOURCES: [&str; 2] = [k8s::RESOURCE_CPU, k8s::RESOURCE_MEMORY];
 
 /// Sums of the positive cpu/memory quantities, in nano units.
 #[derive(Default)]

@@ -10,7 +10,7 @@ use k8s_openapi::api::core::v1::PodTemplateSpec;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kruise_api::appspub::UpdateSpec;
-use kruise_api::keys;
+use kruise_api::keys::{self, k8s};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use thiserror::Error;
@@ -293,7 +293,7 @@ fn resource_op(
     if quantity::nano_value(&text).is_none() {
         return Err(NotInPlace::InvalidQuantity { field, value: text });
     }
-    if resource != "cpu" && resource != "memory" {
+    if resource != k8s::RESOURCE_CPU && resource != k8s::RESOURCE_MEMORY {
         return Err(NotInPlace::ResourceNotResizable { field });
     }
     let entry = spec.container_resources.entry(container).or_default();

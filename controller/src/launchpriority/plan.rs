@@ -3,61 +3,22 @@
 
 use std::collections::BTreeSet;
 
-use k8s_openapi::api::core::v1::{Container, Pod};
-use kruise_api::keys;
+use k8s_openapi::api::core::v1::Pod;
+use kruise_api::appspub::launch_priority::{self, barrier_key, barrier_priority};
+use kruise_api::keys::k8s;
 
-/// Kubelet's pod condition that is True once every container is ready.
-const CONTAINERS_READY: &str = "ContainersReady";
-
-/// Name of the barrier ConfigMap of a pod.
+/// Name of the barrier ConfigMap of a pod (see `launch_priority::barrier_configmap_name`).
 pub fn barrier_name(pod_name: &str) -> String {
-    format!(
-        "{pod_name}{}",
-        keys::CONTAINER_LAUNCH_BARRIER_CONFIGMAP_SUFFIX
-    )
-}
-
-/// Barrier key that lets containers of `priority` start.
-pub fn barrier_key(priority: i64) -> String {
-    format!("{}{priority}", keys::CONTAINER_LAUNCH_BARRIER_KEY_PREFIX)
-}
-
-/// The priority a container waits on, read back from the barrier env the webhook injected.
-///
-/// The key is the single source of truth: the webhook already resolved the priority env or the
-/// Ordered annotation into it. A key we cannot parse is ignored rather than guessed at.
-pub fn container_priority(c: &Container) -> Option<i64> {
-    let env = c
-        .env
-        .iter()
-        .flatten()
-        .find(|e| e.name == keys::ENV_CONTAINER_BARRIER)?;
-    let key = &env.value_from.as_ref()?.config_map_key_ref.as_ref()?.key;
-    key.strip_prefix(keys::CONTAINER_LAUNCH_BARRIER_KEY_PREFIX)?
-        .parse()
-        .ok()
-}
-
-fn annotation<'a>(pod: &'a Pod, key: &str) -> Option<&'a str> {
-    pod.metadata
-        .annotations
-        .as_ref()?
-        .get(key)
-        .map(String::as_str)
+    launch_priority::barrier_configmap_name(pod_name)
 }
 
 /// Whether the controller already marked the pod as fully released.
 pub fn is_completed(pod: &Pod) -> bool {
-    annotation(pod, keys::CONTAINER_LAUNCH_PRIORITY_COMPLETED_ANNOTATION) == Some("true")
+    launch_priority::is_launch_completed(pod)
 }
 
 fn containers_ready(pod: &Pod) -> bool {
-    pod.status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .into_iter()
-        .flatten()
-        .any(|c| c.type_ == CONTAINERS_READY && c.status == "True")
+    kruise_api::pod::is_condition_true(pod, k8s::CONTAINERS_READY)
 }
 
 /// Priorities of the containers that are not ready yet, ascending. A container without a
@@ -77,7 +38,7 @@ pub fn pending_priorities(pod: &Pod) -> Vec<i64> {
         .iter()
         .flat_map(|s| s.containers.iter())
         .filter(|c| !ready.contains(c.name.as_str()))
-        .filter_map(container_priority)
+        .filter_map(barrier_priority)
         .collect();
     out.sort_unstable();
     out
@@ -125,6 +86,8 @@ pub fn next_step(pending: &[i64], released: impl Fn(&str) -> bool) -> Step {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use k8s_openapi::api::core::v1::Container;
+    use kruise_api::keys;
     use serde_json::{Value, json};
 
     fn container(name: &str, key: Option<&str>) -> Value {
@@ -148,7 +111,7 @@ mod tests {
             })
             .collect();
         let conditions = match cond {
-            Some(s) => json!([{"type": CONTAINERS_READY, "status": s}]),
+            Some(s) => json!([{"type": k8s::CONTAINERS_READY, "status": s}]),
             None => json!([]),
         };
         serde_json::from_value(json!({
@@ -172,14 +135,24 @@ mod tests {
         assert_eq!(barrier_key(-2), "p_-2");
     }
 
+    /// The priority is read as upstream's `GetContainerPriority` does (see
+    /// `kruise_api::appspub::launch_priority`): a barrier key that does not parse counts as 0
+    /// instead of being ignored, so the pod is still released.
     #[test]
     fn priority_from_the_barrier_key() {
         let c: Container = serde_json::from_value(container("a", Some("p_-3"))).expect("c");
-        assert_eq!(container_priority(&c), Some(-3));
+        assert_eq!(barrier_priority(&c), Some(-3));
         let c: Container = serde_json::from_value(container("a", Some("x_1"))).expect("c");
-        assert_eq!(container_priority(&c), None);
+        assert_eq!(barrier_priority(&c), Some(1));
+        let c: Container = serde_json::from_value(container("a", Some("p_x"))).expect("c");
+        assert_eq!(barrier_priority(&c), Some(0));
         let c: Container = serde_json::from_value(container("a", None)).expect("c");
-        assert_eq!(container_priority(&c), None);
+        assert_eq!(barrier_priority(&c), None);
+        let bad = json!([
+            container("app", Some("p_10")),
+            container("odd", Some("p_x"))
+        ]);
+        assert_eq!(pending_priorities(&pod(bad, &[], json!({}), None)), [0, 10]);
     }
 
     #[test]

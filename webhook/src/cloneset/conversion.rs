@@ -8,24 +8,20 @@
 
 use serde_json::{Map, Value, json};
 
-use super::{V1ALPHA1, V1BETA1};
 use crate::conversion::{Owned, Scheme, set_annotation, set_label};
-use crate::keys;
-
-/// Group prefix of CloneSet apiVersions.
-const GROUP_PREFIX: &str = "apps.kruise.io/";
+use kruise_api::keys;
 
 const PREDOWNLOAD: [(&str, &str); 3] = [
     (
-        keys::IMAGE_PRE_DOWNLOAD_PARALLELISM_ANNOTATION,
+        keys::IMAGE_PREDOWNLOAD_PARALLELISM_ANNOTATION,
         "imagePreDownloadParallelism",
     ),
     (
-        keys::IMAGE_PRE_DOWNLOAD_TIMEOUT_SECONDS_ANNOTATION,
+        keys::IMAGE_PREDOWNLOAD_TIMEOUT_SECONDS_ANNOTATION,
         "imagePreDownloadTimeoutSeconds",
     ),
     (
-        keys::IMAGE_PRE_DOWNLOAD_MIN_UPDATED_READY_PODS_ANNOTATION,
+        keys::IMAGE_PREDOWNLOAD_MIN_UPDATED_READY_PODS_ANNOTATION,
         "imagePreDownloadMinUpdatedReadyPods",
     ),
 ];
@@ -43,25 +39,25 @@ const OWNED: &[Owned] = &[
     Owned::Value(&[
         "metadata",
         "annotations",
-        keys::IMAGE_PRE_DOWNLOAD_PARALLELISM_ANNOTATION,
+        keys::IMAGE_PREDOWNLOAD_PARALLELISM_ANNOTATION,
     ]),
     Owned::Value(&[
         "metadata",
         "annotations",
-        keys::IMAGE_PRE_DOWNLOAD_TIMEOUT_SECONDS_ANNOTATION,
+        keys::IMAGE_PREDOWNLOAD_TIMEOUT_SECONDS_ANNOTATION,
     ]),
     Owned::Value(&[
         "metadata",
         "annotations",
-        keys::IMAGE_PRE_DOWNLOAD_MIN_UPDATED_READY_PODS_ANNOTATION,
+        keys::IMAGE_PREDOWNLOAD_MIN_UPDATED_READY_PODS_ANNOTATION,
     ]),
     Owned::Shape(&["metadata", "annotations"]),
 ];
 
 /// CloneSet v1alpha1 ⇄ v1beta1.
 pub const SCHEME: Scheme = Scheme {
-    group_prefix: GROUP_PREFIX,
-    versions: [V1ALPHA1, V1BETA1],
+    group_prefix: keys::APPS_GROUP_PREFIX,
+    versions: [keys::VERSION_V1ALPHA1, keys::VERSION_V1BETA1],
     forward: to_v1beta1,
     backward: to_v1alpha1,
     owned: OWNED,
@@ -94,10 +90,7 @@ pub fn to_v1beta1(src: &Value) -> Value {
         .cloned()
         .unwrap_or_default();
     if let Some(o) = out.as_object_mut() {
-        o.insert(
-            "apiVersion".to_owned(),
-            json!(format!("{GROUP_PREFIX}{V1BETA1}")),
-        );
+        o.insert("apiVersion".to_owned(), json!(keys::APPS_V1BETA1));
     }
     let Some(spec) = out.get_mut("spec").and_then(Value::as_object_mut) else {
         return out;
@@ -180,10 +173,7 @@ pub fn to_v1beta1(src: &Value) -> Value {
 pub fn to_v1alpha1(src: &Value) -> Value {
     let mut out = src.clone();
     if let Some(o) = out.as_object_mut() {
-        o.insert(
-            "apiVersion".to_owned(),
-            json!(format!("{GROUP_PREFIX}{V1ALPHA1}")),
-        );
+        o.insert("apiVersion".to_owned(), json!(keys::APPS_V1ALPHA1));
     }
     let mut exclude = false;
     let mut predownload: Vec<(&str, String)> = Vec::new();

@@ -4,7 +4,7 @@ use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 
 use super::conversion::convert;
-use crate::keys;
+use kruise_api::keys;
 
 const ALPHA: &str = "apps.kruise.io/v1alpha1";
 const BETA: &str = "apps.kruise.io/v1beta1";
@@ -116,17 +116,17 @@ fn metadata() -> impl Strategy<Value = Value> {
                 let mut a = Map::new();
                 insert_opt(
                     &mut a,
-                    keys::IMAGE_PRE_DOWNLOAD_PARALLELISM_ANNOTATION,
+                    keys::IMAGE_PREDOWNLOAD_PARALLELISM_ANNOTATION,
                     par.map(|v| json!(v)),
                 );
                 insert_opt(
                     &mut a,
-                    keys::IMAGE_PRE_DOWNLOAD_TIMEOUT_SECONDS_ANNOTATION,
+                    keys::IMAGE_PREDOWNLOAD_TIMEOUT_SECONDS_ANNOTATION,
                     timeout.map(|v| json!(v)),
                 );
                 insert_opt(
                     &mut a,
-                    keys::IMAGE_PRE_DOWNLOAD_MIN_UPDATED_READY_PODS_ANNOTATION,
+                    keys::IMAGE_PREDOWNLOAD_MIN_UPDATED_READY_PODS_ANNOTATION,
                     min.map(|v| json!(v)),
                 );
                 if other == Some(true) {
@@ -343,8 +343,8 @@ fn edits_made_in_the_other_version_win_over_the_record() {
 fn predownload_annotations_become_fields() {
     let alpha = json!({"apiVersion": ALPHA, "kind": "CloneSet",
         "metadata": {"name": "cs", "annotations": {
-            keys::IMAGE_PRE_DOWNLOAD_PARALLELISM_ANNOTATION: "5",
-            keys::IMAGE_PRE_DOWNLOAD_TIMEOUT_SECONDS_ANNOTATION: "300"}},
+            keys::IMAGE_PREDOWNLOAD_PARALLELISM_ANNOTATION: "5",
+            keys::IMAGE_PREDOWNLOAD_TIMEOUT_SECONDS_ANNOTATION: "300"}},
         "spec": {"updateStrategy": {"type": "InPlaceIfPossible", "inPlaceUpdateStrategy": {"gracePeriodSeconds": 10}}}});
     let beta = convert(&alpha, BETA).expect("convert");
     assert_eq!(

@@ -4,12 +4,10 @@
 use kube::core::admission::Operation;
 use serde_json::{Map, Value, json};
 
-use super::{V1ALPHA1, V1BETA1, default_field, default_string, get, obj_mut};
+use super::{default_field, default_string, get, obj_mut};
 use crate::review::{Outcome, Request, diff};
 
-use kruise_api::keys::{
-    DEFAULT_CLONESET_MAX_UNAVAILABLE as DEFAULT_MAX_UNAVAILABLE, DEFAULT_REVISION_HISTORY_LIMIT,
-};
+use kruise_api::keys::{self, DEFAULT_CLONESET_MAX_UNAVAILABLE, DEFAULT_REVISION_HISTORY_LIMIT};
 
 /// Admission entry point.
 pub fn mutate(req: &Request) -> Outcome {
@@ -36,8 +34,8 @@ pub fn mutate(req: &Request) -> Outcome {
     };
     let mut after = obj.clone();
     let ok = match req.version.as_str() {
-        V1BETA1 => default_v1beta1(&mut after, inject_template),
-        V1ALPHA1 => default_v1alpha1(&mut after, inject_template),
+        keys::VERSION_V1BETA1 => default_v1beta1(&mut after, inject_template),
+        keys::VERSION_V1ALPHA1 => default_v1alpha1(&mut after, inject_template),
         other => {
             return Outcome::bad_request(format!("unsupported CloneSet version {other:?}"));
         }
@@ -98,7 +96,7 @@ pub fn default_v1alpha1(cs: &mut Value, inject_template: bool) -> bool {
 
 fn default_rolling_numbers(m: &mut Map<String, Value>) {
     default_field(m, "partition", json!(0));
-    default_field(m, "maxUnavailable", json!(DEFAULT_MAX_UNAVAILABLE));
+    default_field(m, "maxUnavailable", json!(DEFAULT_CLONESET_MAX_UNAVAILABLE));
     default_field(m, "maxSurge", json!(0));
 }
 

@@ -11,11 +11,6 @@ pub mod validation;
 
 use serde_json::{Map, Value};
 
-/// `apps.kruise.io/v1alpha1`.
-pub const V1ALPHA1: &str = "v1alpha1";
-/// `apps.kruise.io/v1beta1`.
-pub const V1BETA1: &str = "v1beta1";
-
 /// An int-or-string value as used by partition, maxUnavailable and maxSurge.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum IntOrPercent {

@@ -20,7 +20,7 @@
 //! Cost: one extra API request per CloneSet CREATE, and per UPDATE that changes the template or
 //! the claim templates (an unchanged template was validated when it was written), plus
 //! whatever Pod admission webhooks the cluster has (ours only computes the launch priority of
-//! an unowned Pod). It can be switched off with [`crate::keys::ENV_WEBHOOK_TEMPLATE_DRY_RUN`].
+//! an unowned Pod). It can be switched off with [`kruise_api::keys::ENV_WEBHOOK_TEMPLATE_DRY_RUN`].
 
 use std::collections::BTreeSet;
 use std::future::Future;

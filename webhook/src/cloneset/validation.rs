@@ -6,10 +6,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use kube::core::admission::Operation;
 use serde_json::{Value, json};
 
-use super::{IntOrPercent, V1ALPHA1, V1BETA1, get};
+use super::{IntOrPercent, get};
 use crate::field::{FieldError, aggregate};
-use crate::keys;
 use crate::review::{Outcome, Request};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
+use kruise_api::keys;
+use kruise_api::selector::{self, Violation};
 
 /// Admission entry point for the rules that need nothing but the request. The served handler,
 /// [`super::template::validate`], adds the dry-run of the Pod template on top of these.
@@ -33,7 +35,7 @@ pub fn verdict(errors: &[FieldError]) -> Outcome {
 /// rules do not decide (a malformed request, a DELETE, a CONNECT).
 pub fn field_errors(req: &Request) -> Result<Vec<FieldError>, Outcome> {
     let version = req.version.as_str();
-    if version != V1ALPHA1 && version != V1BETA1 {
+    if version != keys::VERSION_V1ALPHA1 && version != keys::VERSION_V1BETA1 {
         return Err(Outcome::bad_request(format!(
             "unsupported CloneSet version {version:?}"
         )));
@@ -71,20 +73,16 @@ pub fn deletion_protection(old: &Value) -> Option<String> {
     if get(old, &["metadata", "deletionTimestamp"]).is_some_and(|v| !v.is_null()) {
         return None;
     }
-    let label = get(
-        old,
-        &["metadata", "labels", keys::DELETION_PROTECTION_LABEL],
-    )?
-    .as_str()?;
+    let label = get(old, &["metadata", "labels", keys::DELETE_PROTECTION_LABEL])?.as_str()?;
     let replicas = get(old, &["spec", "replicas"]).and_then(Value::as_i64);
     match label {
-        keys::DELETION_PROTECTION_ALWAYS => Some(format!(
+        keys::DELETE_PROTECTION_ALWAYS => Some(format!(
             "forbidden by ResourcesProtectionDeletion for {}={label}",
-            keys::DELETION_PROTECTION_LABEL
+            keys::DELETE_PROTECTION_LABEL
         )),
-        keys::DELETION_PROTECTION_CASCADING if replicas.is_some_and(|r| r > 0) => Some(format!(
+        keys::DELETE_PROTECTION_CASCADING if replicas.is_some_and(|r| r > 0) => Some(format!(
             "forbidden by ResourcesProtectionDeletion for {}={label} and replicas {}>0",
-            keys::DELETION_PROTECTION_LABEL,
+            keys::DELETE_PROTECTION_LABEL,
             replicas.unwrap_or_default()
         )),
         _ => None,
@@ -383,7 +381,7 @@ fn validate_update_strategy(
     }
     // v1alpha1 keeps the rolling fields flat under updateStrategy with the policy in `type`;
     // v1beta1 nests them under rollingUpdate with the policy in `podUpdatePolicy`.
-    let (rolling, rolling_path, policy_key) = if version == V1ALPHA1 {
+    let (rolling, rolling_path, policy_key) = if version == keys::VERSION_V1ALPHA1 {
         let ty = us.get("type").unwrap_or(&null);
         match ty.as_str() {
             Some("ReCreate" | "InPlaceIfPossible" | "InPlaceOnly" | "OnDelete") => {}
@@ -451,7 +449,7 @@ fn validate_update_strategy(
         && in_place_only
         && surge > 0
     {
-        let rule = if version == V1ALPHA1 {
+        let rule = if version == keys::VERSION_V1ALPHA1 {
             "can not use maxSurge with strategy type InPlaceOnly"
         } else {
             "can not use maxSurge with podUpdatePolicy InPlaceOnly"
@@ -657,7 +655,7 @@ fn validate_update(obj: &Value, old: &Value, version: &str, errs: &mut Vec<Field
             "updates to cloneset spec for fields other than 'replicas', 'template', 'lifecycle', 'scaleStrategy', 'updateStrategy', 'minReadySeconds', 'progressDeadlineSeconds', 'volumeClaimTemplates' and 'revisionHistoryLimit' are forbidden",
         ));
     }
-    let policy = if version == V1ALPHA1 {
+    let policy = if version == keys::VERSION_V1ALPHA1 {
         get(obj, &["spec", "updateStrategy", "type"])
     } else {
         get(
@@ -706,18 +704,16 @@ fn is_container_image_path(path: &str) -> bool {
         && parts.next().is_none()
 }
 
-/// A parsed `metav1.LabelSelector`.
+/// A parsed `metav1.LabelSelector`: the JSON shape is checked here, the selector rules and the
+/// matching are `kruise_api::selector`'s.
 #[derive(Debug, Default)]
-pub struct LabelSelector {
-    match_labels: BTreeMap<String, String>,
-    exprs: Vec<(String, String, Vec<String>)>,
-}
+pub struct LabelSelector(meta::LabelSelector);
 
 impl LabelSelector {
     /// Parses and checks operators/values the way `ValidateLabelSelector` does.
     pub fn parse(v: &Value, path: &str) -> Result<Self, Vec<FieldError>> {
         let mut errs = Vec::new();
-        let mut sel = LabelSelector::default();
+        let mut sel = meta::LabelSelector::default();
         if !v.is_object() {
             return Err(vec![FieldError::invalid(
                 path,
@@ -728,10 +724,11 @@ impl LabelSelector {
         if let Some(ml) = v.get("matchLabels").filter(|m| !m.is_null()) {
             match ml.as_object() {
                 Some(m) => {
+                    let labels = sel.match_labels.get_or_insert_with(BTreeMap::new);
                     for (k, val) in m {
                         match val.as_str() {
                             Some(s) => {
-                                sel.match_labels.insert(k.clone(), s.to_owned());
+                                labels.insert(k.clone(), s.to_owned());
                             }
                             None => errs.push(FieldError::invalid(
                                 format!("{path}.matchLabels"),
@@ -757,6 +754,7 @@ impl LabelSelector {
                 ));
                 return Err(errs);
             };
+            let exprs = sel.match_expressions.get_or_insert_with(Vec::new);
             for (i, e) in list.iter().enumerate() {
                 let epath = format!("{path}.matchExpressions[{i}]");
                 let key = e.get("key").and_then(Value::as_str).unwrap_or_default();
@@ -770,56 +768,46 @@ impl LabelSelector {
                             .collect()
                     })
                     .unwrap_or_default();
-                if key.is_empty() {
-                    errs.push(FieldError::required(format!("{epath}.key"), ""));
-                }
-                match op.as_str() {
-                    Some("In" | "NotIn") if values.is_empty() => errs.push(FieldError::required(
-                        format!("{epath}.values"),
-                        "must be specified when `operator` is 'In' or 'NotIn'",
-                    )),
-                    Some("Exists" | "DoesNotExist") if !values.is_empty() => {
-                        errs.push(FieldError::forbidden(
+                let operator = op.as_str().unwrap_or_default();
+                for v in selector::requirement_violations(key, operator, values.len()) {
+                    errs.push(match v {
+                        Violation::KeyRequired => FieldError::required(format!("{epath}.key"), ""),
+                        Violation::ValuesRequired => FieldError::required(
+                            format!("{epath}.values"),
+                            "must be specified when `operator` is 'In' or 'NotIn'",
+                        ),
+                        Violation::ValuesForbidden => FieldError::forbidden(
                             format!("{epath}.values"),
                             "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
-                        ))
-                    }
-                    Some("In" | "NotIn" | "Exists" | "DoesNotExist") => {}
-                    _ => errs.push(FieldError::invalid(
-                        format!("{epath}.operator"),
-                        op,
-                        "not a valid selector operator",
-                    )),
+                        ),
+                        Violation::InvalidOperator(_) => FieldError::invalid(
+                            format!("{epath}.operator"),
+                            op,
+                            "not a valid selector operator",
+                        ),
+                    });
                 }
-                sel.exprs.push((
-                    key.to_owned(),
-                    op.as_str().unwrap_or_default().to_owned(),
-                    values,
-                ));
+                exprs.push(meta::LabelSelectorRequirement {
+                    key: key.to_owned(),
+                    operator: operator.to_owned(),
+                    values: Some(values),
+                });
             }
         }
-        if errs.is_empty() { Ok(sel) } else { Err(errs) }
+        if errs.is_empty() {
+            Ok(Self(sel))
+        } else {
+            Err(errs)
+        }
     }
 
     /// No requirement at all (matches everything).
     pub fn is_empty(&self) -> bool {
-        self.match_labels.is_empty() && self.exprs.is_empty()
+        selector::is_empty(&self.0)
     }
 
     /// Whether `labels` satisfy every requirement.
     pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
-        self.match_labels
-            .iter()
-            .all(|(k, v)| labels.get(k) == Some(v))
-            && self.exprs.iter().all(|(k, op, vals)| {
-                let have = labels.get(k);
-                match op.as_str() {
-                    "In" => have.is_some_and(|h| vals.contains(h)),
-                    "NotIn" => have.is_none_or(|h| !vals.contains(h)),
-                    "Exists" => have.is_some(),
-                    "DoesNotExist" => have.is_none(),
-                    _ => false,
-                }
-            })
+        selector::matches(&self.0, labels)
     }
 }

@@ -241,3 +241,34 @@ fn pre_check_before_next() {
         Err(PreCheckPending::NotFound("z".into()))
     );
 }
+
+/// A pod the webhook would have refused (a priority that is not an integer) is not ordered:
+/// upstream reads only the barrier env, which such a pod never got.
+#[test]
+fn invalid_declared_priority_means_no_ordering() {
+    let bad = EnvVar {
+        name: keys::ENV_CONTAINER_PRIORITY.into(),
+        value: Some("high".into()),
+        ..Default::default()
+    };
+    let p = pod(vec![
+        with_env(container("a", "x"), bad),
+        with_env(container("b", "x"), priority_env(5)),
+    ]);
+    assert_eq!(
+        batches::container_priorities(&p),
+        vec![("a".to_string(), None), ("b".to_string(), None)]
+    );
+    let b = batches::plan(&p, &names(&["a", "b"]), &BTreeMap::new());
+    assert_eq!(b.now, names(&["a", "b"]));
+    assert!(b.later.is_empty());
+    // A barrier key that does not parse still orders the container, at 0 (upstream).
+    let p = pod(vec![
+        barrier(container("a", "x"), "p_x"),
+        barrier(container("b", "x"), "p_3"),
+    ]);
+    assert_eq!(
+        batches::container_priorities(&p),
+        vec![("a".to_string(), Some(0)), ("b".to_string(), Some(3))]
+    );
+}

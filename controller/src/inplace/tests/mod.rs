@@ -2,9 +2,10 @@
 
 mod batches;
 mod completion;
+mod layers;
+mod plan;
 mod props;
 mod spec;
-mod state;
 
 use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::ControllerRevision;

@@ -1,8 +1,8 @@
 use super::*;
 use crate::inplace::completion::{self, NotCompleted};
 use crate::inplace::hooks::{CloneSetHooks, InPlaceHooks};
+use crate::inplace::plan::{self, RefreshStep};
 use crate::inplace::spec::{self, UpdateOptions};
-use crate::inplace::state::{self, RefreshStep};
 use k8s_openapi::api::core::v1::ConfigMapKeySelector;
 use kruise_api::appspub::{InPlaceUpdateState, UpdateSpec};
 use proptest::prelude::*;
@@ -236,14 +236,14 @@ proptest! {
             ..Default::default()
         };
         let opts = UpdateOptions::default();
-        let mut cur = state::plan_update(&pod(built), &spec, &H, &opts, ts(0)).expect("plan").pod;
+        let mut cur = plan::plan_update(&pod(built), &spec, &H, &opts, ts(0)).expect("plan").pod;
         for step in 1..=containers.len() as i64 + 1 {
             let st = state_of(&cur);
             if completion::has_next_batch(&st) {
                 prop_assert_eq!(H.pod_update_completed(&cur), Err(NotCompleted::NextBatchPending));
             }
             kubelet_catches_up(&mut cur);
-            match state::plan_refresh(&cur, &H, &opts, ts(step)).expect("plan") {
+            match plan::plan_refresh(&cur, &H, &opts, ts(step)).expect("plan") {
                 RefreshStep::NextBatch(w) => {
                     prop_assert!(completion::has_next_batch(&st));
                     cur = w.pod;
@@ -334,7 +334,7 @@ proptest! {
             set_annotation(&mut p, keys::RUNTIME_CONTAINERS_META_ANNOTATION, r#"{"containers":[]}"#);
         }
         prop_assert!(H.pod_update_completed(&p).is_err());
-        let step = state::plan_refresh(&p, &H, &UpdateOptions::default(), ts(1)).expect("plan");
+        let step = plan::plan_refresh(&p, &H, &UpdateOptions::default(), ts(1)).expect("plan");
         prop_assert!(!matches!(step, RefreshStep::MarkReady(_) | RefreshStep::Idle), "{:?}", step);
     }
 }

@@ -1,9 +1,11 @@
 use super::*;
 use crate::inplace::batches::PreCheckPending;
 use crate::inplace::completion::NotCompleted;
+use crate::inplace::conditions;
 use crate::inplace::hooks::{CloneSetHooks, InPlaceHooks};
+use crate::inplace::patch::{self, EngineError};
+use crate::inplace::plan::{self, GraceStep, RefreshStep};
 use crate::inplace::spec::UpdateOptions;
-use crate::inplace::state::{self, EngineError, GraceStep, RefreshStep};
 use k8s_openapi::api::core::v1::{ConfigMapKeySelector, ContainerResizePolicy, PodCondition};
 use kruise_api::appspub::{InPlaceUpdateState, LifecycleStateType, UpdateSpec};
 use std::time::Duration;
@@ -93,7 +95,7 @@ fn update_without_grace_patches_images_and_records_state() {
         lifecycle_state: Some(LifecycleStateType::Updating),
         ..Default::default()
     };
-    let w = state::plan_update(&p, &spec_images(&[("main", "nginx:2")]), &H, &opts, ts(0))
+    let w = plan::plan_update(&p, &spec_images(&[("main", "nginx:2")]), &H, &opts, ts(0))
         .expect("plan");
     assert!(w.resize.is_none());
     assert_eq!(image_of(&w.pod, "main"), Some("nginx:2"));
@@ -134,7 +136,7 @@ fn update_without_grace_patches_images_and_records_state() {
 fn update_drops_the_legacy_state_key() {
     let mut p = pod(vec![container("main", "a:1")]);
     set_annotation(&mut p, keys::INPLACE_UPDATE_STATE_ANNOTATION_OLD, "{}");
-    let w = state::plan_update(
+    let w = plan::plan_update(
         &p,
         &spec_images(&[("main", "a:2")]),
         &H,
@@ -150,7 +152,7 @@ fn update_with_grace_parks_the_spec() {
     let p = pod(vec![container("main", "a:1")]);
     let mut spec = spec_images(&[("main", "a:2")]);
     spec.grace_seconds = 30;
-    let w = state::plan_update(&p, &spec, &H, &UpdateOptions::default(), ts(0)).expect("plan");
+    let w = plan::plan_update(&p, &spec, &H, &UpdateOptions::default(), ts(0)).expect("plan");
     assert_eq!(image_of(&w.pod, "main"), Some("a:1"));
     let parked = UpdateSpec::from_grace_annotation(w.pod.metadata.annotations.as_ref())
         .expect("readable")
@@ -171,7 +173,7 @@ fn grace_period_timeline() {
     let p = pod(vec![container("main", "a:1")]);
     let mut spec = spec_images(&[("main", "a:2")]);
     spec.grace_seconds = 30;
-    let parked = state::plan_update(&p, &spec, &H, &UpdateOptions::default(), ts(0))
+    let parked = plan::plan_update(&p, &spec, &H, &UpdateOptions::default(), ts(0))
         .expect("plan")
         .pod;
     let opts = UpdateOptions::default();
@@ -181,19 +183,19 @@ fn grace_period_timeline() {
             .expect("time")
     };
     assert_eq!(
-        state::plan_finish_grace(&parked, &H, &opts, at(10, 0)).expect("plan"),
+        plan::plan_finish_grace(&parked, &H, &opts, at(10, 0)).expect("plan"),
         GraceStep::Wait(Duration::from_secs(20))
     );
     // Rounded up to whole seconds.
     assert_eq!(
-        state::plan_finish_grace(&parked, &H, &opts, at(10, 500)).expect("plan"),
+        plan::plan_finish_grace(&parked, &H, &opts, at(10, 500)).expect("plan"),
         GraceStep::Wait(Duration::from_secs(20))
     );
     assert_eq!(
-        state::plan_finish_grace(&parked, &H, &opts, at(29, 999)).expect("plan"),
+        plan::plan_finish_grace(&parked, &H, &opts, at(29, 999)).expect("plan"),
         GraceStep::Wait(Duration::from_secs(1))
     );
-    let GraceStep::Apply(w) = state::plan_finish_grace(&parked, &H, &opts, ts(30)).expect("plan")
+    let GraceStep::Apply(w) = plan::plan_finish_grace(&parked, &H, &opts, ts(30)).expect("plan")
     else {
         panic!("grace should end at 30s");
     };
@@ -205,7 +207,7 @@ fn grace_period_timeline() {
     assert_eq!(s.last_container_statuses["main"].image_id, "id-a:1");
     // And refresh says the same.
     assert!(matches!(
-        state::plan_refresh(&parked, &H, &opts, ts(5)).expect("plan"),
+        plan::plan_refresh(&parked, &H, &opts, ts(5)).expect("plan"),
         RefreshStep::Grace(GraceStep::Wait(_))
     ));
 }
@@ -215,12 +217,12 @@ fn grace_dropped_when_revision_moved_on() {
     let p = pod(vec![container("main", "a:1")]);
     let mut spec = spec_images(&[("main", "a:2")]);
     spec.grace_seconds = 30;
-    let mut parked = state::plan_update(&p, &spec, &H, &UpdateOptions::default(), ts(0))
+    let mut parked = plan::plan_update(&p, &spec, &H, &UpdateOptions::default(), ts(0))
         .expect("plan")
         .pod;
     H.write_revision(&mut parked, "cs-v3");
     let GraceStep::Drop(w) =
-        state::plan_finish_grace(&parked, &H, &UpdateOptions::default(), ts(100)).expect("plan")
+        plan::plan_finish_grace(&parked, &H, &UpdateOptions::default(), ts(100)).expect("plan")
     else {
         panic!("should drop");
     };
@@ -238,12 +240,12 @@ fn grace_without_state_is_an_error() {
         &spec.to_annotation_value().expect("json"),
     );
     assert!(matches!(
-        state::plan_finish_grace(&p, &H, &UpdateOptions::default(), ts(0)),
+        plan::plan_finish_grace(&p, &H, &UpdateOptions::default(), ts(0)),
         Err(EngineError::GraceWithoutState)
     ));
     set_annotation(&mut p, keys::INPLACE_UPDATE_GRACE_ANNOTATION, "{broken");
     assert!(matches!(
-        state::plan_finish_grace(&p, &H, &UpdateOptions::default(), ts(0)),
+        plan::plan_finish_grace(&p, &H, &UpdateOptions::default(), ts(0)),
         Err(EngineError::Annotation(_))
     ));
 }
@@ -257,7 +259,7 @@ fn priority_batches_walk_through_refresh() {
     ]);
     let opts = UpdateOptions::default();
     let spec = spec_images(&[("low", "l:2"), ("high", "h:2"), ("mid", "m:2")]);
-    let mut cur = state::plan_update(&p, &spec, &H, &opts, ts(0))
+    let mut cur = plan::plan_update(&p, &spec, &H, &opts, ts(0))
         .expect("plan")
         .pod;
     let s = state_of(&cur);
@@ -280,7 +282,7 @@ fn priority_batches_walk_through_refresh() {
 
     // Kubelet has not restarted "high" yet.
     assert_eq!(
-        state::plan_refresh(&cur, &H, &opts, ts(1)).expect("plan"),
+        plan::plan_refresh(&cur, &H, &opts, ts(1)).expect("plan"),
         RefreshStep::InProgress(NotCompleted::ImageNotChanged("high".into()))
     );
     // Restarted but not ready: the next batch waits.
@@ -295,7 +297,7 @@ fn priority_batches_walk_through_refresh() {
         }
     }
     assert_eq!(
-        state::plan_refresh(&cur, &H, &opts, ts(2)).expect("plan"),
+        plan::plan_refresh(&cur, &H, &opts, ts(2)).expect("plan"),
         RefreshStep::WaitingForBatch(PreCheckPending::NotReady("high".into()))
     );
     if let Some(st) = cur
@@ -307,7 +309,7 @@ fn priority_batches_walk_through_refresh() {
             s.ready = true;
         }
     }
-    let RefreshStep::NextBatch(w) = state::plan_refresh(&cur, &H, &opts, ts(3)).expect("plan")
+    let RefreshStep::NextBatch(w) = plan::plan_refresh(&cur, &H, &opts, ts(3)).expect("plan")
     else {
         panic!("second batch expected");
     };
@@ -326,7 +328,7 @@ fn priority_batches_walk_through_refresh() {
     assert_eq!(s.last_container_statuses["mid"].image_id, "id-m:1");
 
     kubelet_catches_up(&mut cur);
-    let RefreshStep::NextBatch(w) = state::plan_refresh(&cur, &H, &opts, ts(4)).expect("plan")
+    let RefreshStep::NextBatch(w) = plan::plan_refresh(&cur, &H, &opts, ts(4)).expect("plan")
     else {
         panic!("third batch expected");
     };
@@ -347,7 +349,7 @@ fn priority_batches_walk_through_refresh() {
     );
     kubelet_catches_up(&mut cur);
     assert_eq!(H.pod_update_completed(&cur), Ok(()));
-    let RefreshStep::MarkReady(done) = state::plan_refresh(&cur, &H, &opts, ts(5)).expect("plan")
+    let RefreshStep::MarkReady(done) = plan::plan_refresh(&cur, &H, &opts, ts(5)).expect("plan")
     else {
         panic!("should mark ready");
     };
@@ -356,7 +358,7 @@ fn priority_batches_walk_through_refresh() {
     assert_eq!(c.last_transition_time.as_ref().map(|t| t.0), Some(ts(5)));
     // Once True, nothing more to do.
     assert_eq!(
-        state::plan_refresh(&done, &H, &opts, ts(6)).expect("plan"),
+        plan::plan_refresh(&done, &H, &opts, ts(6)).expect("plan"),
         RefreshStep::Idle
     );
 }
@@ -366,14 +368,14 @@ fn refresh_without_gate_or_state() {
     let mut p = pod(vec![container("main", "a:1")]);
     // No state, gate present: the condition is set True (pods created with the gate).
     assert!(matches!(
-        state::plan_refresh(&p, &H, &UpdateOptions::default(), ts(0)).expect("plan"),
+        plan::plan_refresh(&p, &H, &UpdateOptions::default(), ts(0)).expect("plan"),
         RefreshStep::MarkReady(_)
     ));
     if let Some(s) = p.spec.as_mut() {
         s.readiness_gates = None;
     }
     assert_eq!(
-        state::plan_refresh(&p, &H, &UpdateOptions::default(), ts(0)).expect("plan"),
+        plan::plan_refresh(&p, &H, &UpdateOptions::default(), ts(0)).expect("plan"),
         RefreshStep::Idle
     );
 }
@@ -400,9 +402,13 @@ fn unready_condition_also_drops_ready() {
             },
         ]);
     }
-    let out =
-        state::with_inplace_condition(&p, false, Some(keys::REASON_START_INPLACE_UPDATE), ts(0))
-            .expect("changed");
+    let out = conditions::with_inplace_condition(
+        &p,
+        false,
+        Some(keys::REASON_START_INPLACE_UPDATE),
+        ts(0),
+    )
+    .expect("changed");
     let c = condition(&out, keys::INPLACE_UPDATE_READY).expect("condition");
     assert_eq!(
         (c.status.as_str(), c.reason.as_deref()),
@@ -419,11 +425,16 @@ fn unready_condition_also_drops_ready() {
     );
     // Same condition again: nothing to write.
     assert!(
-        state::with_inplace_condition(&out, false, Some(keys::REASON_START_INPLACE_UPDATE), ts(1))
-            .is_none()
+        conditions::with_inplace_condition(
+            &out,
+            false,
+            Some(keys::REASON_START_INPLACE_UPDATE),
+            ts(1)
+        )
+        .is_none()
     );
     // Back to True: Ready is left to the kubelet.
-    let back = state::with_inplace_condition(&out, true, None, ts(2)).expect("changed");
+    let back = conditions::with_inplace_condition(&out, true, None, ts(2)).expect("changed");
     assert_eq!(
         condition(&back, "Ready").map(|c| c.status.as_str()),
         Some("False")
@@ -446,7 +457,7 @@ fn resources_go_through_resize() {
         )]),
         ..Default::default()
     };
-    let w = state::plan_update(&p, &spec, &H, &UpdateOptions::default(), ts(0)).expect("plan");
+    let w = plan::plan_update(&p, &spec, &H, &UpdateOptions::default(), ts(0)).expect("plan");
     // The spec is left alone; only changed quantities are sent.
     assert_eq!(w.pod.spec, p.spec);
     assert_eq!(
@@ -463,7 +474,7 @@ fn resources_go_through_resize() {
         use_resize_subresource: false,
         ..Default::default()
     };
-    let w = state::plan_update(&p, &spec, &H, &opts, ts(0)).expect("plan");
+    let w = plan::plan_update(&p, &spec, &H, &opts, ts(0)).expect("plan");
     assert!(w.resize.is_none());
     let r = w
         .pod
@@ -483,7 +494,7 @@ fn resize_patch_skips_applied_quantities() {
     main.resources = Some(resources(&[("cpu", "1")], &[]));
     let p = pod(vec![main]);
     let expected = BTreeMap::from([("main".to_string(), resources(&[("cpu", "1000m")], &[]))]);
-    assert_eq!(state::resize_patch(&p, &expected), None);
+    assert_eq!(patch::resize_patch(&p, &expected), None);
 }
 
 #[test]
@@ -508,7 +519,7 @@ fn env_from_metadata_update_writes_labels() {
         )),
         ..Default::default()
     };
-    let w = state::plan_update(&p, &spec, &H, &UpdateOptions::default(), ts(0)).expect("plan");
+    let w = plan::plan_update(&p, &spec, &H, &UpdateOptions::default(), ts(0)).expect("plan");
     assert_eq!(label(&w.pod, "v").map(String::as_str), Some("2"));
     assert_eq!(label(&w.pod, "plain").map(String::as_str), Some("x"));
     assert_eq!(annotation(&w.pod, "note").map(String::as_str), Some("n"));
@@ -585,7 +596,7 @@ fn needs_be_unready_table() {
     ];
     for (name, p, spec, opts, want) in cases {
         assert_eq!(
-            state::default_pod_needs_be_unready(&p, spec, opts),
+            conditions::default_pod_needs_be_unready(&p, spec, opts),
             want,
             "{name}"
         );
@@ -594,12 +605,12 @@ fn needs_be_unready_table() {
     if let Some(s) = no_gate.spec.as_mut() {
         s.readiness_gates = None;
     }
-    assert!(!state::default_pod_needs_be_unready(
+    assert!(!conditions::default_pod_needs_be_unready(
         &no_gate,
         &with_image,
         &on
     ));
-    assert!(!state::default_pod_needs_be_unready(
+    assert!(!conditions::default_pod_needs_be_unready(
         &no_gate, &cpu_only, &on
     ));
 }
@@ -616,4 +627,49 @@ fn revision_matching() {
         label(&p, keys::POD_TEMPLATE_HASH_LABEL).map(String::as_str),
         Some("7f9c")
     );
+}
+
+/// Upstream `EqualToRevisionHash` compares a missing label as "": an unlabelled pod matches only
+/// a revision whose short hash is empty (the engine's old copy refused even that).
+#[test]
+fn revision_matching_of_unlabelled_pods_follows_upstream() {
+    let mut p = pod(vec![container("main", "a:1")]);
+    p.metadata.labels = None;
+    assert!(!H.equals_revision(&p, "cs-v1"));
+    assert!(H.equals_revision(&p, "cs-"));
+    assert!(H.equals_revision(&p, ""));
+}
+
+/// The pure verdict the workloads ask before choosing in place or recreate.
+#[test]
+fn can_update_in_place_table() {
+    let tpl = |c: Value| json!({"metadata": {"labels": {"app": "web"}}, "spec": {"containers": c}});
+    let old = revision("cs-v1", tpl(json!([{"name": "main", "image": "a:1"}])));
+    let image = revision("cs-v2", tpl(json!([{"name": "main", "image": "a:2"}])));
+    let command = revision(
+        "cs-v3",
+        tpl(json!([{"name": "main", "image": "a:1", "command": ["sh"]}])),
+    );
+    let opts = UpdateOptions::default();
+    let cases: [(Option<&ControllerRevision>, &ControllerRevision, bool); 4] = [
+        (Some(&old), &image, true),
+        (Some(&old), &old, true),
+        (Some(&old), &command, false),
+        (None, &image, false),
+    ];
+    for (from, to, want) in cases {
+        let got = plan::can_update_in_place(&H, from, to, &opts);
+        assert_eq!(
+            got.is_ok(),
+            want,
+            "{:?} -> {:?}: {got:?}",
+            from.and_then(|r| r.metadata.name.as_deref()),
+            to.metadata.name
+        );
+        // The shell's associated function gives the same verdict.
+        assert_eq!(
+            crate::inplace::InPlaceControl::can_update_in_place(&H, from, to, &opts),
+            got
+        );
+    }
 }
