@@ -30,6 +30,8 @@ use std::io::IsTerminal;
 use std::time::Duration;
 use tokio::sync::mpsc;
 
+/// Carries out one action against the cluster; returns the footer message.
+#[tracing::instrument(skip_all, fields(target = %wl.target, action = ?action))]
 async fn perform(ctx: &Ctx, wl: &Workload, view: &RolloutView, action: &Action) -> Result<String> {
     let target = &wl.target;
     match action {
