@@ -4,6 +4,7 @@
 //! `tests/live_view_bench.rs` runs this small.
 
 use k8s_openapi::api::core::v1::{Event as K8sEvent, Pod};
+use kruise_api::keys;
 use kube::runtime::watcher;
 use kubectl_kruise::tui::model::{Input, LiveModel};
 use kubectl_kruise::tui::render;
@@ -27,7 +28,7 @@ pub struct Args {
 pub fn cloneset(replicas: usize) -> RolloutView {
     let n = replicas as i64;
     RolloutView::from_json(&json!({
-        "apiVersion": "apps.kruise.io/v1beta1", "kind": "CloneSet",
+        "apiVersion": keys::APPS_V1BETA1, "kind": "CloneSet",
         "metadata": {"name": "web", "namespace": "bench", "generation": 4, "uid": "cs-uid"},
         "spec": {"replicas": n, "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {
             "podUpdatePolicy": "InPlaceIfPossible", "partition": 0, "maxUnavailable": "20%",
@@ -69,14 +70,14 @@ pub fn pod(i: usize, resource_version: u64) -> Result<Pod, serde_json::Error> {
             st["preCheckBeforeNext"] = json!({"containersRequiredReady": ["app"]});
         }
         annotations.insert(
-            "apps.kruise.io/inplace-update-state".into(),
+            keys::INPLACE_UPDATE_STATE_ANNOTATION.into(),
             json!(st.to_string()),
         );
     }
     if state == 3 {
         let grace = json!({"revision": NEW_REV, "containerImages": {"app": "127.0.0.1:5000/kruise-rs/testapp:v2"}, "graceSeconds": 30});
         annotations.insert(
-            "apps.kruise.io/inplace-update-grace".into(),
+            keys::INPLACE_UPDATE_GRACE_ANNOTATION.into(),
             json!(grace.to_string()),
         );
     }
@@ -88,11 +89,11 @@ pub fn pod(i: usize, resource_version: u64) -> Result<Pod, serde_json::Error> {
         "resourceVersion": resource_version.to_string(),
         "labels": {
             "app": "web",
-            "controller-revision-hash": if updated { NEW_REV } else { OLD_REV },
-            "lifecycle.apps.kruise.io/state": if in_flight { "Updating" } else { "Normal" },
+            keys::CONTROLLER_REVISION_HASH_LABEL: if updated { NEW_REV } else { OLD_REV },
+            keys::LIFECYCLE_STATE_LABEL: if in_flight { "Updating" } else { "Normal" },
         },
         "annotations": annotations,
-        "ownerReferences": [{"apiVersion": "apps.kruise.io/v1beta1", "kind": "CloneSet",
+        "ownerReferences": [{"apiVersion": keys::APPS_V1BETA1, "kind": "CloneSet",
                              "name": "web", "uid": "cs-uid", "controller": true}],
     });
     if state == 4 {
@@ -109,7 +110,7 @@ pub fn pod(i: usize, resource_version: u64) -> Result<Pod, serde_json::Error> {
         },
         "status": {
             "phase": "Running",
-            "conditions": [cond("Ready", !in_flight), cond("InPlaceUpdateReady", !in_flight)],
+            "conditions": [cond("Ready", !in_flight), cond(keys::INPLACE_UPDATE_READY, !in_flight)],
             "containerStatuses": [
                 {"name": "app", "image": app_status, "imageID": "", "ready": !in_flight,
                  "restartCount": if updated { 1 } else { 0 }},

@@ -24,6 +24,7 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 use futures::{StreamExt, TryStreamExt, stream};
 use k8s_openapi::api::core::v1::{Namespace, Pod};
+use kruise_api::keys;
 use kruise_e2e::bench::args::{Common, at_least_one, release_bin};
 use kruise_e2e::bench::process::{HealthError, ProcessGuard};
 use kruise_e2e::bench::stats::{median, mib, ratio, secs, secs_list};
@@ -325,7 +326,7 @@ async fn manager_run(client: &Client, pid: u32, n: usize, run: usize) -> Result<
     let api = cloneset::api(client, &ns);
     let name = "scale";
     let cs: kube::api::DynamicObject = serde_json::from_value(json!({
-        "apiVersion": kruise_api::keys::APPS_V1BETA1,
+        "apiVersion": keys::APPS_V1BETA1,
         "kind": "CloneSet",
         "metadata": {"name": name},
         "spec": {
@@ -416,8 +417,8 @@ async fn floor_patch(pods: &Api<Pod>, pod: &Pod) -> Result<()> {
         let status: json_patch::Patch = serde_json::from_value(json!([
             {"op": "replace", "path": "/metadata/resourceVersion", "value": rv},
             {"op": "add", "path": "/status/conditions/-", "value": {
-                "type": "InPlaceUpdateReady", "status": "False",
-                "reason": "StartInPlaceUpdate", "lastTransitionTime": now}}
+                "type": keys::INPLACE_UPDATE_READY, "status": "False",
+                "reason": keys::REASON_START_INPLACE_UPDATE, "lastTransitionTime": now}}
         ]))?;
         let after = match pods
             .patch_status(&name, &PatchParams::default(), &Patch::Json::<()>(status))
@@ -440,8 +441,8 @@ async fn floor_patch(pods: &Api<Pod>, pod: &Pod) -> Result<()> {
         .to_string();
         let spec: json_patch::Patch = serde_json::from_value(json!([
             {"op": "replace", "path": "/metadata/resourceVersion", "value": after.resource_version().unwrap_or_default()},
-            {"op": "add", "path": "/metadata/labels/controller-revision-hash", "value": "floor-v2"},
-            {"op": "add", "path": "/metadata/annotations/apps.kruise.io~1inplace-update-state", "value": state},
+            {"op": "add", "path": pointer("/metadata/labels", keys::CONTROLLER_REVISION_HASH_LABEL), "value": "floor-v2"},
+            {"op": "add", "path": pointer("/metadata/annotations", keys::INPLACE_UPDATE_STATE_ANNOTATION), "value": state},
             {"op": "replace", "path": "/spec/containers/0/image", "value": IMAGE_V2}
         ]))?;
         match pods
@@ -458,6 +459,11 @@ async fn floor_patch(pods: &Api<Pod>, pod: &Pod) -> Result<()> {
     Err(other(format!(
         "pod {name}: still conflicting after 5 attempts"
     )))
+}
+
+/// `key` under the JSON pointer `parent`, escaped as RFC 6901 wants (`~` and `/`).
+fn pointer(parent: &str, key: &str) -> String {
+    format!("{parent}/{}", key.replace('~', "~0").replace('/', "~1"))
 }
 
 async fn floor_run(
@@ -652,5 +658,30 @@ async fn main() {
     if let Err(e) = run(args).await {
         eprintln!("kruise-scale-bench: {e}");
         std::process::exit(1);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pointer;
+
+    #[test]
+    fn json_pointers_escape_keys() {
+        let cases = [
+            (
+                "/metadata/labels",
+                "controller-revision-hash",
+                "/metadata/labels/controller-revision-hash",
+            ),
+            (
+                "/metadata/annotations",
+                "apps.kruise.io/inplace-update-state",
+                "/metadata/annotations/apps.kruise.io~1inplace-update-state",
+            ),
+            ("/a", "x~y/z", "/a/x~0y~1z"),
+        ];
+        for (parent, key, want) in cases {
+            assert_eq!(pointer(parent, key), want);
+        }
     }
 }
