@@ -92,7 +92,7 @@ bench-scale: ## controller at scale: 1,000 and 5,000 Pods on kwok nodes, manager
 bench-node: cluster-up ## live-view render at 1,000 Pods, CLI first status line, daemon pull vs direct CRI; appends to BENCHMARKS.md
 	$(CARGO) build --release -p kubectl-kruise -p kruise-daemon
 	$(CARGO) build -p kruise-e2e --bin kruise-daemon-bench
-	$${CARGO_TARGET_DIR:-target}/release/kubectl-kruise __bench-tui --append BENCHMARKS.md
+	$(CARGO) bench -p kubectl-kruise --bench live_view -- --append $(CURDIR)/BENCHMARKS.md
 	hack/dev-up.sh
 	KRUISE_SKIP_BUILD=1 hack/bench-cli.sh --append BENCHMARKS.md
 	source hack/lib.sh && stop kruise-daemon 15

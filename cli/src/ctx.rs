@@ -1,9 +1,9 @@
 //! Connecting to the cluster and finding out which API versions it serves.
 
 use crate::error::{CliError, Result, kube_err};
-use crate::keys;
 use crate::target::{Kind, Target};
 use crate::view::RolloutView;
+use kruise_api::keys;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::discovery::{self, ApiResource};
@@ -25,6 +25,7 @@ pub struct ConnectArgs {
     pub namespace: Option<String>,
 }
 
+#[derive(Clone)]
 pub struct Ctx {
     pub client: Client,
     pub namespace: String,
@@ -103,7 +104,7 @@ impl Ctx {
         namespace: &str,
     ) -> Result<(Api<DynamicObject>, ApiResource)> {
         let (ar, _) = match kind {
-            Kind::CloneSet => self.resolve(keys::KRUISE_GROUP, "clonesets").await?,
+            Kind::CloneSet => self.resolve(keys::APPS_GROUP, "clonesets").await?,
             Kind::Deployment => self.resolve("apps", "deployments").await?,
         };
         Ok((
@@ -117,7 +118,7 @@ impl Ctx {
         plural: &str,
         namespace: Option<&str>,
     ) -> Result<(Api<DynamicObject>, ApiResource)> {
-        let (ar, _) = self.resolve(keys::KRUISE_GROUP, plural).await?;
+        let (ar, _) = self.resolve(keys::APPS_GROUP, plural).await?;
         let api = match namespace {
             Some(ns) => Api::namespaced_with(self.client.clone(), ns, &ar),
             None => Api::all_with(self.client.clone(), &ar),
@@ -127,6 +128,7 @@ impl Ctx {
 }
 
 /// A workload located on the cluster, with the API handle used to read and patch it.
+#[derive(Clone)]
 pub struct Workload {
     pub api: Api<DynamicObject>,
     pub resource: ApiResource,

@@ -1,27 +1,11 @@
-//! `kubectl-kruise`: a kubectl plugin for OpenKruise / Kruise-rs workloads.
-
-mod cli;
-mod cmd;
-mod ctx;
-mod error;
-mod keys;
-mod math;
-mod status;
-mod target;
-mod tui;
-mod view;
-mod watch;
+//! `kubectl-kruise`: a kubectl plugin for OpenKruise / Kruise-rs workloads. The binary parses
+//! the command line, starts logging and the runtime, and hands over to the library.
 
 use clap::{CommandFactory, Parser};
-use cli::{Cli, Command, ImageCmd, Rollout, SetCmd};
-use error::{CliError, exit};
+use kubectl_kruise::cli::Cli;
+use kubectl_kruise::error::exit;
+use kubectl_kruise::{cmd, dispatch, target};
 use tracing_subscriber::EnvFilter;
-
-/// True when the environment asks for no colour (https://no-color.org) or a dumb terminal.
-pub fn no_color_env() -> bool {
-    std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty())
-        || std::env::var("TERM").is_ok_and(|t| t == "dumb")
-}
 
 fn init_tracing(verbose: u8) {
     let default = match verbose {
@@ -39,51 +23,6 @@ fn init_tracing(verbose: u8) {
         .try_init();
 }
 
-async fn dispatch(cli: Cli) -> Result<i32, CliError> {
-    if let Command::Completion { shell } = cli.command {
-        cmd::completion::print(shell, &mut Cli::command());
-        return Ok(exit::OK);
-    }
-    let ctx = ctx::Ctx::connect(&cli.connect).await?;
-    match cli.command {
-        Command::Completion { .. } => Ok(exit::OK),
-        Command::Rollout(r) => match r {
-            Rollout::Status(args) => cmd::status::run(&ctx, &args).await,
-            Rollout::Pause { targets } => cmd::rollout::pause(&ctx, &targets, true).await,
-            Rollout::Resume { targets } => cmd::rollout::pause(&ctx, &targets, false).await,
-            Rollout::History {
-                target,
-                revision,
-                output,
-            } => cmd::history::history(&ctx, &target, revision, output).await,
-            Rollout::Undo {
-                target,
-                to_revision,
-                dry_run,
-            } => cmd::history::undo(&ctx, &target, to_revision, dry_run).await,
-            Rollout::Restart(args) => cmd::restart::run(&ctx, &args).await,
-            Rollout::Partition { target, value } => {
-                cmd::rollout::partition(&ctx, &target, &value).await
-            }
-            Rollout::Promote { target, full, step } => {
-                cmd::rollout::promote(&ctx, &target, full, step.as_ref()).await
-            }
-            Rollout::Watch(args) => tui::run(&ctx, &args).await,
-            Rollout::List {
-                all_namespaces,
-                output,
-            } => cmd::rollout::list(&ctx, all_namespaces, output).await,
-        },
-        Command::Set(SetCmd::Image {
-            target,
-            images,
-            dry_run,
-        }) => cmd::set_image::run(&ctx, &target, &images, dry_run).await,
-        Command::RecreateContainer(args) => cmd::crr::run(&ctx, &args).await,
-        Command::Image(ImageCmd::Pull(args)) => cmd::pull::run(&ctx, &args).await,
-    }
-}
-
 /// Reports a command-line error. An unknown kind is documented as "kind not found" (exit 6) and,
 /// like every failure, gets one line; other mistakes keep clap's usage output (exit 2).
 fn usage_exit(e: clap::Error) -> ! {
@@ -99,10 +38,6 @@ fn usage_exit(e: clap::Error) -> ! {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    // Hidden: the live view's render benchmark (`make bench-node`), no cluster involved.
-    if args.get(1).is_some_and(|a| a == "__bench-tui") {
-        std::process::exit(tui::bench::main(&args[2..]));
-    }
     // kubectl's completion protocol: handled before clap, which would reject partial words.
     let completing = args.get(1).is_some_and(|a| a == "__complete");
     let cli = if completing {

@@ -4,9 +4,9 @@
 //! the table tests below pin down.
 
 use crate::error::exit;
-use crate::keys;
 use crate::target::Kind;
 use crate::view::{PodView, RolloutView};
+use kruise_api::keys;
 use serde::Serialize;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

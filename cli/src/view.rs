@@ -4,11 +4,12 @@
 //! path serves CloneSet v1beta1, CloneSet v1alpha1 and Deployment, and so a field the typed API
 //! does not know yet never breaks the plugin.
 
-use crate::keys;
+use crate::k8s;
 use crate::math::{self, IntOrPercent};
 use crate::target::Kind;
 use k8s_openapi::api::core::v1::Pod;
 use kruise_api::appspub::{InPlaceUpdateState, UpdateSpec};
+use kruise_api::keys;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 
@@ -227,7 +228,7 @@ impl RolloutView {
                 s(&status, &["updateRevision"]),
             ),
             Kind::Deployment => {
-                let rev = s(obj, &["metadata", "annotations", keys::DEPLOYMENT_REVISION]);
+                let rev = s(obj, &["metadata", "annotations", k8s::DEPLOYMENT_REVISION]);
                 (rev.clone(), rev)
             }
         };
@@ -373,24 +374,24 @@ fn pod_condition(pod: &Pod, type_: &str) -> Option<bool> {
 }
 
 fn parse_inplace(annotations: &BTreeMap<String, String>) -> Option<InPlaceProgress> {
-    // Pods written by older controllers carry the un-prefixed keys.
-    let raw = annotations
-        .get(keys::INPLACE_UPDATE_STATE)
-        .or_else(|| annotations.get(keys::INPLACE_UPDATE_STATE_OLD));
-    let grace = annotations
-        .get(keys::INPLACE_UPDATE_GRACE)
-        .or_else(|| annotations.get(keys::INPLACE_UPDATE_GRACE_OLD));
-    if raw.is_none() && grace.is_none() {
+    // Pods written by older controllers carry the un-prefixed keys; the api readers fall back
+    // to them. A present but unreadable annotation still marks the Pod as mid-update.
+    let present = [
+        keys::INPLACE_UPDATE_STATE_ANNOTATION,
+        keys::INPLACE_UPDATE_STATE_ANNOTATION_OLD,
+        keys::INPLACE_UPDATE_GRACE_ANNOTATION,
+        keys::INPLACE_UPDATE_GRACE_ANNOTATION_OLD,
+    ]
+    .iter()
+    .any(|k| annotations.contains_key(*k));
+    if !present {
         return None;
     }
-    let state: Option<InPlaceUpdateState> = raw.and_then(|r| match serde_json::from_str(r) {
-        Ok(s) => Some(s),
-        Err(e) => {
-            tracing::debug!(error = %e, "unreadable in-place update state");
-            None
-        }
+    let state = InPlaceUpdateState::from_annotations(Some(annotations)).unwrap_or_else(|e| {
+        tracing::debug!(error = %e, "unreadable in-place update state");
+        None
     });
-    let grace: Option<UpdateSpec> = grace.and_then(|g| serde_json::from_str(g).ok());
+    let grace = UpdateSpec::from_grace_annotation(Some(annotations)).unwrap_or_default();
     // A later batch's images, then the grace spec's (the whole update, when one is pending).
     let mut pending_images: BTreeMap<String, String> = state
         .as_ref()
@@ -467,8 +468,8 @@ impl PodView {
             })
             .collect();
         let revision = labels
-            .get(keys::CONTROLLER_REVISION_HASH)
-            .or_else(|| labels.get(keys::POD_TEMPLATE_HASH))
+            .get(keys::CONTROLLER_REVISION_HASH_LABEL)
+            .or_else(|| labels.get(keys::POD_TEMPLATE_HASH_LABEL))
             .cloned()
             .unwrap_or_default();
         PodView {
@@ -482,7 +483,7 @@ impl PodView {
             phase: status.and_then(|s| s.phase.clone()).unwrap_or_default(),
             revision,
             lifecycle: labels
-                .get(keys::LIFECYCLE_STATE)
+                .get(keys::LIFECYCLE_STATE_LABEL)
                 .cloned()
                 .unwrap_or_default(),
             ready: pod_condition(pod, "Ready").unwrap_or(false),

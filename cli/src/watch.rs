@@ -89,6 +89,7 @@ pub fn is_fatal(e: &CliError) -> bool {
 
 /// A keyed cache fed by watcher events, swapping in the new list atomically after a re-list so a
 /// reconnect never shows a half-empty state.
+#[derive(Clone)]
 pub struct Cache<K> {
     pub items: BTreeMap<String, K>,
     pending: Option<BTreeMap<String, K>>,

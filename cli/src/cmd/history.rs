@@ -5,10 +5,11 @@ use crate::cli::Output;
 use crate::cmd::status::print_doc;
 use crate::ctx::{Ctx, Workload};
 use crate::error::{CliError, Result, exit, kube_err};
-use crate::keys;
+use crate::k8s;
 use crate::target::{Kind, Target};
 use crate::view::{RolloutView, get};
 use k8s_openapi::api::apps::v1::{ControllerRevision, ReplicaSet};
+use kruise_api::keys;
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -77,7 +78,7 @@ async fn revisions(ctx: &Ctx, wl: &Workload, view: &RolloutView) -> Result<Vec<R
                         .metadata
                         .annotations
                         .as_ref()
-                        .and_then(|a| a.get(keys::CHANGE_CAUSE).cloned())
+                        .and_then(|a| a.get(k8s::CHANGE_CAUSE).cloned())
                         .unwrap_or_default(),
                     current: name == view.current_revision,
                     update: name == view.update_revision,
@@ -94,7 +95,7 @@ async fn revisions(ctx: &Ctx, wl: &Workload, view: &RolloutView) -> Result<Vec<R
                 }
                 let ann = rs.metadata.annotations.clone().unwrap_or_default();
                 let revision = ann
-                    .get(keys::DEPLOYMENT_REVISION)
+                    .get(k8s::DEPLOYMENT_REVISION)
                     .and_then(|r| r.parse().ok())
                     .unwrap_or(0);
                 let mut template = rs
@@ -107,14 +108,14 @@ async fn revisions(ctx: &Ctx, wl: &Workload, view: &RolloutView) -> Result<Vec<R
                     .pointer_mut("/metadata/labels")
                     .and_then(Value::as_object_mut)
                 {
-                    labels.remove(keys::POD_TEMPLATE_HASH);
+                    labels.remove(keys::POD_TEMPLATE_HASH_LABEL);
                 }
                 let rev_str = revision.to_string();
                 out.push(Revision {
                     revision,
                     name: rs.metadata.name.clone().unwrap_or_default(),
                     images: images_of(&template),
-                    change_cause: ann.get(keys::CHANGE_CAUSE).cloned().unwrap_or_default(),
+                    change_cause: ann.get(k8s::CHANGE_CAUSE).cloned().unwrap_or_default(),
                     current: rev_str == view.current_revision,
                     update: rev_str == view.update_revision,
                     template,

@@ -5,7 +5,7 @@ use crate::cli::RestartArgs;
 use crate::cmd::crr::CrrClient;
 use crate::ctx::{Ctx, Workload};
 use crate::error::{CliError, Result, exit, kube_err};
-use crate::keys;
+use crate::k8s;
 use crate::target::Kind;
 use crate::view::PodView;
 use k8s_openapi::api::core::v1::Pod;
@@ -24,7 +24,7 @@ pub async fn run(ctx: &Ctx, args: &RestartArgs) -> Result<i32> {
     let view = wl.view().await?;
     if view.kind == Kind::Deployment {
         let now = jiff::Timestamp::now().to_string();
-        let patch = json!({"spec": {"template": {"metadata": {"annotations": {keys::KUBECTL_RESTARTED_AT: now}}}}});
+        let patch = json!({"spec": {"template": {"metadata": {"annotations": {k8s::KUBECTL_RESTARTED_AT: now}}}}});
         wl.merge_patch(&patch).await?;
         println!("{} restarted (rolling replacement)", args.target);
         return Ok(exit::OK);

@@ -98,7 +98,9 @@ pub async fn promote(
 }
 
 pub async fn list(ctx: &Ctx, all: bool, output: Output) -> Result<i32> {
-    let (ar, _) = ctx.resolve(crate::keys::KRUISE_GROUP, "clonesets").await?;
+    let (ar, _) = ctx
+        .resolve(kruise_api::keys::APPS_GROUP, "clonesets")
+        .await?;
     let api: Api<DynamicObject> = if all {
         Api::all_with(ctx.client.clone(), &ar)
     } else {

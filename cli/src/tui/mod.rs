@@ -1,9 +1,11 @@
 //! `rollout watch` / `rollout tui`: a full-screen view that redraws in place.
 //!
-//! `model` holds the state and key handling, `render` draws it (pure), and this module is the
-//! event loop: cluster watches and key presses in, actions out, a redraw only after a change.
+//! `model` holds the state and applies every input, `feeds` the watch caches it is built from,
+//! `render` draws it (pure), and this module is the event loop: it only selects the next input,
+//! hands it to the model, draws after a change, and passes cluster actions to a task so a slow
+//! API call never stops the redraws.
 
-pub mod bench;
+pub mod feeds;
 pub mod model;
 pub mod render;
 
@@ -16,58 +18,20 @@ use crate::ctx::{Ctx, Workload};
 use crate::error::{CliError, Result, exit};
 use crate::status;
 use crate::target::Kind;
-use crate::view::{PodView, RolloutView};
-use crate::watch::{self, Cache, Update};
+use crate::view::RolloutView;
+use crate::watch;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Event as K8sEvent, Pod};
-use kube::api::{Api, DynamicObject};
-use model::{Action, EventRow, LiveModel};
-use ratatui::crossterm::event::{Event as TermEvent, KeyEventKind};
+use kube::api::Api;
+use model::{Action, Input, LiveModel, Request};
+use ratatui::crossterm::event::Event as TermEvent;
 use serde_json::json;
 use std::io::IsTerminal;
 use std::time::Duration;
+use tokio::sync::mpsc;
 
-fn event_row(e: &K8sEvent) -> EventRow {
-    let time = e
-        .last_timestamp
-        .as_ref()
-        .map(|t| t.0)
-        .or_else(|| e.event_time.as_ref().map(|t| t.0))
-        .or_else(|| e.metadata.creation_timestamp.as_ref().map(|t| t.0));
-    EventRow {
-        time,
-        type_: e.type_.clone().unwrap_or_default(),
-        reason: e.reason.clone().unwrap_or_default(),
-        object: format!(
-            "{}/{}",
-            e.involved_object
-                .kind
-                .clone()
-                .unwrap_or_default()
-                .to_lowercase(),
-            e.involved_object.name.clone().unwrap_or_default()
-        ),
-        message: e.message.clone().unwrap_or_default().replace('\n', " "),
-    }
-}
-
-/// Events about the workload or its pods, newest first, at most 50.
-fn relevant_events(events: &Cache<K8sEvent>, name: &str, pods: &[PodView]) -> Vec<EventRow> {
-    let names: std::collections::HashSet<&str> = pods.iter().map(|p| p.name.as_str()).collect();
-    let mut rows: Vec<EventRow> = events
-        .items
-        .values()
-        .filter(|e| {
-            let n = e.involved_object.name.as_deref().unwrap_or_default();
-            n == name || names.contains(n)
-        })
-        .map(event_row)
-        .collect();
-    rows.sort_by_key(|r| std::cmp::Reverse(r.time));
-    rows.truncate(50);
-    rows
-}
-
+/// Carries out one action against the cluster; returns the footer message.
+#[tracing::instrument(skip_all, fields(target = %wl.target, action = ?action))]
 async fn perform(ctx: &Ctx, wl: &Workload, view: &RolloutView, action: &Action) -> Result<String> {
     let target = &wl.target;
     match action {
@@ -109,28 +73,6 @@ async fn perform(ctx: &Ctx, wl: &Workload, view: &RolloutView, action: &Action) 
     }
 }
 
-/// Pod views keyed by name and resourceVersion, so a change to one pod among thousands does not
-/// re-parse every pod's annotations.
-#[derive(Default)]
-struct ViewCache {
-    views: std::collections::HashMap<String, (String, PodView)>,
-}
-
-impl ViewCache {
-    fn get(&mut self, pod: &Pod) -> PodView {
-        let name = pod.metadata.name.clone().unwrap_or_default();
-        let rv = pod.metadata.resource_version.clone().unwrap_or_default();
-        match self.views.get(&name) {
-            Some((cached_rv, v)) if *cached_rv == rv && !rv.is_empty() => v.clone(),
-            _ => {
-                let v = PodView::from_pod(pod);
-                self.views.insert(name, (rv, v.clone()));
-                v
-            }
-        }
-    }
-}
-
 /// How long `--exit-when-done` keeps the final frame on screen.
 const EXIT_LINGER: Duration = Duration::from_secs(3);
 
@@ -150,6 +92,34 @@ struct TermGuard;
 impl Drop for TermGuard {
     fn drop(&mut self) {
         ratatui::restore();
+    }
+}
+
+/// Runs cluster actions one after another, off the event loop; each result comes back as the
+/// footer message. Ends when the loop drops its sender or stops listening.
+async fn action_task(
+    ctx: Ctx,
+    wl: Workload,
+    mut requests: mpsc::UnboundedReceiver<Request>,
+    results: mpsc::UnboundedSender<String>,
+) {
+    while let Some(req) = requests.recv().await {
+        let msg = match perform(&ctx, &wl, &req.view, &req.action).await {
+            Ok(msg) => msg,
+            Err(e) => format!("error: {e}"),
+        };
+        if results.send(msg).is_err() {
+            break;
+        }
+    }
+}
+
+/// Stops the action task when the loop returns, however it returns.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 
@@ -174,7 +144,7 @@ pub async fn run(ctx: &Ctx, args: &WatchArgs) -> Result<i32> {
     );
 
     // crossterm's reader blocks, so it lives on its own thread and feeds a channel.
-    let (key_tx, mut key_rx) = tokio::sync::mpsc::unbounded_channel::<TermEvent>();
+    let (key_tx, mut key_rx) = mpsc::unbounded_channel::<TermEvent>();
     std::thread::spawn(move || {
         while let Ok(ev) = ratatui::crossterm::event::read() {
             if key_tx.send(ev).is_err() {
@@ -182,23 +152,27 @@ pub async fn run(ctx: &Ctx, args: &WatchArgs) -> Result<i32> {
             }
         }
     });
+    let (req_tx, req_rx) = mpsc::unbounded_channel::<Request>();
+    let (done_tx, mut done_rx) = mpsc::unbounded_channel::<String>();
+    let _actions = AbortOnDrop(tokio::spawn(action_task(
+        ctx.clone(),
+        wl.clone(),
+        req_rx,
+        done_tx,
+    )));
 
     let mut model = LiveModel::new(
         &args.target.to_string(),
         &wl.namespace,
         jiff::Timestamp::now(),
         color,
-    );
+    )
+    .watching(&args.target.name, wl.resource.clone());
     model.rollout = Some(first);
-    let mut objects: Cache<DynamicObject> = Cache::default();
-    let mut pods: Cache<Pod> = Cache::default();
-    let mut events: Cache<K8sEvent> = Cache::default();
     let mut terminal = ratatui::try_init().map_err(|e| CliError::Other(e.into()))?;
     let _guard = TermGuard;
-    let mut views = ViewCache::default();
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     let mut dirty = true;
-    let mut ticks: u64 = 0;
     // With --exit-when-done: when the rollout ended and with which exit code; the view stays up
     // a moment so the final state can be read.
     let mut ended: Option<(tokio::time::Instant, i32)> = None;
@@ -221,66 +195,27 @@ pub async fn run(ctx: &Ctx, args: &WatchArgs) -> Result<i32> {
                 .map_err(|e| CliError::Other(e.into()))?;
             dirty = false;
         }
-        tokio::select! {
-            next = updates.next() => {
-                let Some(next) = next else { return Err(CliError::Api("the watch ended unexpectedly".into())) };
-                match next {
-                    Err(e) if watch::is_fatal(&e) => return Err(e),
-                    Err(e) => { model.flash = format!("watch error (retrying): {e}"); model.connected = false; dirty = true; }
-                    Ok(Update::Object(ev)) => {
-                        if objects.apply(*ev) {
-                            model.connected = true;
-                            model.rollout = watch::object_json(&objects, &args.target.name, &wl.resource).map(|raw| RolloutView::from_json(&raw));
-                            dirty = true;
-                        }
-                    }
-                    Ok(Update::Pod(ev)) => {
-                        if pods.apply(*ev) {
-                            let owner = model.rollout.as_ref().filter(|r| r.kind == Kind::CloneSet).map(|r| r.uid.clone());
-                            model.set_pods(watch::owned(&pods, owner.as_deref()).map(|p| views.get(p)).collect());
-                            // Forget pods that are gone once the cache has grown well past the live set.
-                            if views.views.len() > pods.items.len() * 2 + 64 { views.views.retain(|n, _| pods.items.contains_key(n)); }
-                            model.events = relevant_events(&events, &args.target.name, &model.pods);
-                            dirty = true;
-                        }
-                    }
-                    Ok(Update::Event(ev)) => {
-                        if events.apply(*ev) {
-                            let rows = relevant_events(&events, &args.target.name, &model.pods);
-                            if rows != model.events { model.events = rows; dirty = true; }
-                        }
-                    }
-                }
-            }
-            key = key_rx.recv() => {
-                let Some(ev) = key else { return Ok(exit::OK) };
-                match ev {
-                    TermEvent::Key(k) if k.kind == KeyEventKind::Press => {
-                        dirty = true;
-                        model.flash.clear();
-                        match model.on_key(k) {
-                            Some(Action::Quit) => return Ok(exit::OK),
-                            Some(action) => {
-                                let Some(view) = model.rollout.clone() else { continue };
-                                model.flash = match perform(ctx, &wl, &view, &action).await {
-                                    Ok(msg) => msg,
-                                    Err(e) => format!("error: {e}"),
-                                };
-                            }
-                            None => {}
-                        }
-                    }
-                    TermEvent::Resize(..) => dirty = true,
-                    _ => {}
-                }
-            }
-            _ = tick.tick() => {
-                // Ages and grace countdowns change with time alone; redraw only when one is shown.
-                model.now = jiff::Timestamp::now();
-                ticks += 1;
-                // Event ages are coarse, so they refresh every 10 s; a grace countdown every second.
-                if model.has_countdown() || (ticks.is_multiple_of(10) && !model.events.is_empty()) { dirty = true; }
-            }
+        let input = tokio::select! {
+            next = updates.next() => match next {
+                None => return Err(CliError::Api("the watch ended unexpectedly".into())),
+                Some(Err(e)) if watch::is_fatal(&e) => return Err(e),
+                Some(Err(e)) => Input::WatchError(e.to_string()),
+                Some(Ok(update)) => Input::Watch(update),
+            },
+            term = key_rx.recv() => match term {
+                None => return Ok(exit::OK),
+                Some(ev) => Input::Term(ev),
+            },
+            Some(msg) = done_rx.recv() => Input::ActionDone(msg),
+            _ = tick.tick() => Input::Tick(jiff::Timestamp::now()),
+        };
+        dirty |= model.apply(input);
+        if model.quit {
+            return Ok(exit::OK);
+        }
+        for req in model.outbox.drain(..) {
+            // The task only stops with the loop, so a failed send cannot lose a wanted action.
+            let _ = req_tx.send(req);
         }
     }
 }

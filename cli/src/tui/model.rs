@@ -1,10 +1,17 @@
-//! The live view's state and its key handling. Everything here is pure: the event loop feeds it
-//! cluster changes and key presses, and rendering only reads it.
+//! The live view's state and its key handling. Everything here is pure: the event loop hands
+//! every input to [`LiveModel::apply`] (watch changes, terminal events, clock ticks, results of
+//! cluster actions) and draws when it returns true; rendering only reads the model.
 
+use super::feeds::Feeds;
 use crate::math;
 use crate::status::{Decision, PodSummary, decide};
+use crate::target::Kind;
 use crate::view::{PodView, RolloutView};
-use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use crate::watch::Update;
+use kube::api::ApiResource;
+use ratatui::crossterm::event::{
+    Event as TermEvent, KeyCode, KeyEvent, KeyEventKind, KeyModifiers,
+};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct EventRow {
@@ -23,6 +30,27 @@ pub enum Action {
     SetPartition(i64),
     Promote,
     Recreate(String),
+}
+
+/// Everything the event loop sees, handed to [`LiveModel::apply`].
+pub enum Input {
+    /// A change from one of the watches (the workload, its Pods, the namespace's Events).
+    Watch(Update),
+    /// A watch failed and retries by itself; the message is shown.
+    WatchError(String),
+    /// A terminal event: key presses and resizes matter, the rest is ignored.
+    Term(TermEvent),
+    /// The clock moved on (once a second).
+    Tick(jiff::Timestamp),
+    /// A cluster action finished: what to show in the footer.
+    ActionDone(String),
+}
+
+/// A cluster action for the loop's action task, with the workload as the model saw it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Request {
+    pub action: Action,
+    pub view: RolloutView,
 }
 
 #[derive(Debug, Clone)]
@@ -48,6 +76,12 @@ pub struct LiveModel {
     /// Result of the last action, shown in the footer.
     pub flash: String,
     pub connected: bool,
+    /// The watch caches the view is built from.
+    pub feeds: Feeds,
+    /// Set once the user asked to leave.
+    pub quit: bool,
+    /// Cluster actions asked for and not yet handed to the action task.
+    pub outbox: Vec<Request>,
 }
 
 impl LiveModel {
@@ -68,6 +102,98 @@ impl LiveModel {
             color,
             flash: String::new(),
             connected: false,
+            feeds: Feeds::default(),
+            quit: false,
+            outbox: Vec::new(),
+        }
+    }
+
+    /// Points the model at the workload `name` whose objects are `resource`.
+    pub fn watching(mut self, name: &str, resource: ApiResource) -> Self {
+        self.feeds.name = name.to_string();
+        self.feeds.resource = Some(resource);
+        self
+    }
+
+    /// Takes one input; returns true when the screen must be redrawn.
+    pub fn apply(&mut self, input: Input) -> bool {
+        match input {
+            Input::Watch(update) => self.apply_watch(update),
+            Input::WatchError(e) => {
+                self.flash = format!("watch error (retrying): {e}");
+                self.connected = false;
+                true
+            }
+            Input::Term(TermEvent::Key(k)) if k.kind == KeyEventKind::Press => {
+                self.flash.clear();
+                match self.on_key(k) {
+                    Some(Action::Quit) => self.quit = true,
+                    Some(action) => {
+                        // Without a workload loaded there is nothing to act on.
+                        if let Some(view) = self.rollout.clone() {
+                            self.outbox.push(Request { action, view });
+                        }
+                    }
+                    None => {}
+                }
+                true
+            }
+            Input::Term(TermEvent::Resize(..)) => true,
+            Input::Term(_) => false,
+            Input::Tick(now) => {
+                // Ages and grace countdowns change with time alone; redraw only when one is shown.
+                self.now = now;
+                self.feeds.ticks += 1;
+                // Event ages are coarse, so they refresh every 10 s; a grace countdown every second.
+                self.has_countdown()
+                    || (self.feeds.ticks.is_multiple_of(10) && !self.events.is_empty())
+            }
+            Input::ActionDone(msg) => {
+                self.flash = msg;
+                true
+            }
+        }
+    }
+
+    fn apply_watch(&mut self, update: Update) -> bool {
+        match update {
+            Update::Object(ev) => {
+                if !self.feeds.objects.apply(*ev) {
+                    return false;
+                }
+                self.connected = true;
+                self.rollout = self
+                    .feeds
+                    .object_json()
+                    .map(|raw| RolloutView::from_json(&raw));
+                true
+            }
+            Update::Pod(ev) => {
+                if !self.feeds.pods.apply(*ev) {
+                    return false;
+                }
+                // CloneSets own their Pods; for other kinds every Pod the selector matches counts.
+                let owner = self
+                    .rollout
+                    .as_ref()
+                    .filter(|r| r.kind == Kind::CloneSet)
+                    .map(|r| r.uid.clone());
+                let views = self.feeds.pod_views(owner.as_deref());
+                self.set_pods(views);
+                self.events = self.feeds.relevant_events(&self.pods);
+                true
+            }
+            Update::Event(ev) => {
+                if !self.feeds.events.apply(*ev) {
+                    return false;
+                }
+                let rows = self.feeds.relevant_events(&self.pods);
+                if rows == self.events {
+                    return false;
+                }
+                self.events = rows;
+                true
+            }
         }
     }
 
@@ -284,5 +410,181 @@ mod tests {
         assert_eq!(m.on_key(key(KeyCode::Char('x'))), None);
         assert!(!m.show_help);
         assert_eq!(m.on_key(key(KeyCode::Char('q'))), Some(Action::Quit));
+    }
+
+    fn press(c: KeyCode) -> Input {
+        Input::Term(TermEvent::Key(key(c)))
+    }
+
+    fn kube_pod(name: &str, owner: &str, rv: &str) -> k8s_openapi::api::core::v1::Pod {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": name, "resourceVersion": rv,
+                "ownerReferences": [{"apiVersion": "apps.kruise.io/v1beta1", "kind": "CloneSet",
+                    "name": "web", "uid": owner, "controller": true}]}
+        }))
+        .expect("pod")
+    }
+
+    fn pod_ev(ev: kube::runtime::watcher::Event<k8s_openapi::api::core::v1::Pod>) -> Input {
+        Input::Watch(Update::Pod(Box::new(ev)))
+    }
+
+    fn event_ev(name: &str, about: &str) -> Input {
+        let e: k8s_openapi::api::core::v1::Event = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": name},
+            "involvedObject": {"kind": "Pod", "name": about},
+            "reason": "Pulled",
+        }))
+        .expect("event");
+        Input::Watch(Update::Event(Box::new(
+            kube::runtime::watcher::Event::Apply(e),
+        )))
+    }
+
+    fn cloneset(uid: &str, paused: bool) -> RolloutView {
+        RolloutView::from_json(&serde_json::json!({
+            "apiVersion": "apps.kruise.io/v1beta1", "kind": "CloneSet",
+            "metadata": {"name": "web", "namespace": "default", "uid": uid},
+            "spec": {"replicas": 3, "updateStrategy": {"rollingUpdate": {"paused": paused}}}
+        }))
+    }
+
+    /// Which inputs redraw, one row per kind of input the loop sees.
+    #[test]
+    fn apply_says_when_to_redraw() {
+        use ratatui::crossterm::event::KeyEventState;
+        let release = Input::Term(TermEvent::Key(KeyEvent {
+            code: KeyCode::Char('j'),
+            modifiers: KeyModifiers::NONE,
+            kind: KeyEventKind::Release,
+            state: KeyEventState::NONE,
+        }));
+        let cases: Vec<(&str, Input, bool)> = vec![
+            ("key press", press(KeyCode::Down), true),
+            ("key release", release, false),
+            ("resize", Input::Term(TermEvent::Resize(80, 24)), true),
+            ("focus", Input::Term(TermEvent::FocusGained), false),
+            (
+                "tick, nothing timed on screen",
+                Input::Tick(jiff::Timestamp::UNIX_EPOCH),
+                false,
+            ),
+            ("action result", Input::ActionDone("paused".into()), true),
+            ("watch error", Input::WatchError("boom".into()), true),
+            (
+                "list starts",
+                pod_ev(kube::runtime::watcher::Event::Init),
+                false,
+            ),
+        ];
+        for (what, input, want) in cases {
+            let mut m = model(3);
+            assert_eq!(m.apply(input), want, "{what}");
+        }
+    }
+
+    #[test]
+    fn keys_queue_actions_with_the_view_they_were_made_on() {
+        let mut m = model(3);
+        // No workload yet: nothing to act on, but the key still redraws.
+        assert!(m.apply(press(KeyCode::Char('p'))));
+        assert!(m.outbox.is_empty());
+        m.rollout = Some(cloneset("u1", false));
+        m.flash = "old result".into();
+        m.apply(press(KeyCode::Char('p')));
+        m.apply(press(KeyCode::Char('r')));
+        let got: Vec<Action> = m.outbox.iter().map(|r| r.action.clone()).collect();
+        assert_eq!(
+            got,
+            vec![Action::SetPaused(true), Action::Recreate("web-0000".into())]
+        );
+        assert_eq!(m.outbox[0].view, cloneset("u1", false));
+        assert!(m.flash.is_empty(), "a key press clears the last result");
+        assert!(!m.quit);
+        m.apply(Input::ActionDone("cloneset/web paused".into()));
+        assert_eq!(m.flash, "cloneset/web paused");
+        m.apply(press(KeyCode::Char('q')));
+        assert!(m.quit);
+    }
+
+    #[test]
+    fn pod_watch_builds_the_owned_pods_once_listed() {
+        use kube::runtime::watcher::Event;
+        let mut m = LiveModel::new(
+            "cloneset/web",
+            "default",
+            jiff::Timestamp::UNIX_EPOCH,
+            false,
+        );
+        m.feeds.name = "web".into();
+        m.rollout = Some(cloneset("u1", false));
+        assert!(!m.apply(pod_ev(Event::Init)));
+        for (name, owner) in [("web-b", "u1"), ("web-a", "u1"), ("other", "u2")] {
+            assert!(!m.apply(pod_ev(Event::InitApply(kube_pod(name, owner, "1")))));
+        }
+        assert!(
+            m.pods.is_empty(),
+            "nothing shown before the list is complete"
+        );
+        assert!(m.apply(pod_ev(Event::InitDone)));
+        let names: Vec<&str> = m.pods.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, vec!["web-a", "web-b"]);
+        assert!(m.apply(pod_ev(Event::Delete(kube_pod("web-a", "u1", "1")))));
+        assert_eq!(m.pods.len(), 1);
+        // Events: only those about the workload's Pods are shown, and others do not redraw.
+        assert!(!m.apply(event_ev("e1", "other")));
+        assert!(m.apply(event_ev("e2", "web-b")));
+        assert_eq!(m.events.len(), 1);
+        assert_eq!(m.events[0].object, "pod/web-b");
+    }
+
+    #[test]
+    fn object_watch_sets_the_rollout_and_connection() {
+        use kube::runtime::watcher::Event;
+        let mut m = LiveModel::new(
+            "cloneset/web",
+            "default",
+            jiff::Timestamp::UNIX_EPOCH,
+            false,
+        );
+        m.feeds.name = "web".into();
+        m.apply(Input::WatchError("connection reset".into()));
+        assert!(!m.connected);
+        let obj: kube::api::DynamicObject = serde_json::from_value(serde_json::json!({
+            "apiVersion": "apps.kruise.io/v1beta1", "kind": "CloneSet",
+            "metadata": {"name": "web", "uid": "u1"},
+            "spec": {"replicas": 3, "updateStrategy": {"rollingUpdate": {"paused": true}}}
+        }))
+        .expect("object");
+        let ev = |e| Input::Watch(Update::Object(Box::new(e)));
+        assert!(m.apply(ev(Event::Apply(obj.clone()))));
+        assert!(m.connected);
+        assert_eq!(
+            m.rollout.as_ref().map(|r| (r.uid.as_str(), r.paused)),
+            Some(("u1", true))
+        );
+        assert!(m.apply(ev(Event::Delete(obj))));
+        assert!(m.rollout.is_none());
+    }
+
+    #[test]
+    fn ticks_redraw_for_countdowns_and_every_tenth_for_event_ages() {
+        let now = jiff::Timestamp::UNIX_EPOCH;
+        let mut m = model(2);
+        m.events = vec![EventRow {
+            time: None,
+            type_: "Normal".into(),
+            reason: "Pulled".into(),
+            object: "pod/web-0000".into(),
+            message: String::new(),
+        }];
+        let redraws: Vec<bool> = (0..10).map(|_| m.apply(Input::Tick(now))).collect();
+        assert_eq!(redraws.iter().filter(|r| **r).count(), 1);
+        assert!(redraws[9]);
+        m.pods[0].inplace = Some(crate::view::InPlaceProgress {
+            grace_seconds: 30,
+            ..Default::default()
+        });
+        assert!(m.apply(Input::Tick(now)));
     }
 }

@@ -3,16 +3,19 @@
 //! (d) the floor: N bare Pods whose image is patched directly, all at once. Runs are interleaved
 //! and the table reports medians and ratios measured in this one run, so machine drift cancels.
 //!
-//! Usage: kruise-bench [--pods N] [--runs R] [--append FILE]
+//! Usage: kruise-bench [--pods N] [--runs R] [--append FILE] (`--help` for more)
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use clap::Parser;
 use futures::future::try_join_all;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Pod;
 use kruise_api::keys;
-use kruise_e2e::bench::{append, machine, median, secs};
+use kruise_e2e::bench::args::{Common, at_least_one};
+use kruise_e2e::bench::machine;
+use kruise_e2e::bench::stats::{max, median, ratio, secs, secs_list};
 use kruise_e2e::{
     TestNamespace, client, cloneset, container_status, image, pod_condition, pod_ready, wait_for,
 };
@@ -47,35 +50,15 @@ impl Variant {
     }
 }
 
+/// Rollout benchmark on a real cluster: in-place vs recreate vs Deployment vs bare Pods.
+#[derive(Debug, Parser)]
+#[command(name = "kruise-bench")]
 struct Args {
-    pods: i32,
-    runs: usize,
-    append: Option<String>,
-}
-
-fn parse_args() -> Result<Args, String> {
-    let mut args = Args {
-        pods: 10,
-        runs: 3,
-        append: None,
-    };
-    let mut it = std::env::args().skip(1);
-    while let Some(a) = it.next() {
-        let mut value = || it.next().ok_or(format!("{a} needs a value"));
-        match a.as_str() {
-            "--pods" => args.pods = value()?.parse().map_err(|e| format!("--pods: {e}"))?,
-            "--runs" => args.runs = value()?.parse().map_err(|e| format!("--runs: {e}"))?,
-            "--append" => args.append = Some(value()?),
-            "-h" | "--help" => {
-                return Err("usage: kruise-bench [--pods N] [--runs R] [--append FILE]".into());
-            }
-            other => return Err(format!("unknown argument {other} (try --help)")),
-        }
-    }
-    if args.pods < 1 || args.runs < 1 {
-        return Err("--pods and --runs must be at least 1".into());
-    }
-    Ok(args)
+    /// Pods per workload.
+    #[arg(long, default_value_t = 10, value_parser = at_least_one)]
+    pods: usize,
+    #[command(flatten)]
+    common: Common,
 }
 
 fn pod_template(name: &str, tag: &str) -> serde_json::Value {
@@ -287,13 +270,12 @@ impl Phases {
         }
     }
 
-    fn table(&mut self) -> String {
-        let row = |what: &str, v: &mut Vec<Duration>| {
-            let max = v.iter().max().copied().unwrap_or_default();
+    fn table(&self) -> String {
+        let row = |what: &str, v: &[Duration]| {
             format!(
                 "| {what} | {} | {} | {} |\n",
                 secs(median(v)),
-                secs(max),
+                secs(max(v)),
                 v.len()
             )
         };
@@ -302,19 +284,19 @@ impl Phases {
         );
         out.push_str(&row(
             "template change → last Pod patched (manager)",
-            &mut self.dispatch,
+            &self.dispatch,
         ));
         out.push_str(&row(
             "patch → new container running (kubelet)",
-            &mut self.restart,
+            &self.restart,
         ));
         out.push_str(&row(
             "running → InPlaceUpdateReady True (manager)",
-            &mut self.notice,
+            &self.notice,
         ));
         out.push_str(&row(
             "InPlaceUpdateReady True → Ready (kubelet)",
-            &mut self.gate,
+            &self.gate,
         ));
         out
     }
@@ -407,13 +389,7 @@ async fn prepull(client: &Client) -> kruise_e2e::Result<()> {
 
 #[tokio::main]
 async fn main() {
-    let args = match parse_args() {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("{e}");
-            std::process::exit(2);
-        }
-    };
+    let args = Args::parse();
     if let Err(e) = run(args).await {
         eprintln!("kruise-bench: {e}");
         std::process::exit(1);
@@ -425,19 +401,22 @@ async fn run(args: Args) -> kruise_e2e::Result<()> {
     prepull(&client).await?;
     let mut times: BTreeMap<Variant, Vec<Duration>> = BTreeMap::new();
     let mut phases = Phases::default();
-    for run in 0..args.runs {
+    // The API takes replicas as i32; a count past that is not a benchmark this cluster runs.
+    let pods = i32::try_from(args.pods)
+        .map_err(|_| kruise_e2e::Error::Mode(format!("--pods {} is too many", args.pods)))?;
+    for run in 0..args.common.runs {
         for v in Variant::ALL {
-            let took = one_run(&client, v, args.pods, run, &mut phases).await?;
+            let took = one_run(&client, v, pods, run, &mut phases).await?;
             eprintln!("run {} {}: {}s", run + 1, v.label(), secs(took));
             times.entry(v).or_default().push(took);
         }
     }
-    let med: BTreeMap<Variant, Duration> = times.iter_mut().map(|(v, t)| (*v, median(t))).collect();
-    let ratio = |a: Variant, b: Variant| med[&a].as_secs_f64() / med[&b].as_secs_f64().max(1e-9);
+    let med: BTreeMap<Variant, Duration> = times.iter().map(|(v, t)| (*v, median(t))).collect();
+    let ratio = |a: Variant, b: Variant| ratio(med[&a], med[&b]);
     let mut out = String::new();
     out.push_str(&format!(
         "\n## Rollout of {} Pods, one image change ({} runs each, interleaved, medians)\n\n",
-        args.pods, args.runs
+        args.pods, args.common.runs
     ));
     out.push_str(&format!(
         "Machine: {}, local cluster (Kubernetes v1.34.4, containerd)\n\n",
@@ -445,30 +424,24 @@ async fn run(args: Args) -> kruise_e2e::Result<()> {
     ));
     out.push_str("| variant | median s | runs s |\n|---|---|---|\n");
     for v in Variant::ALL {
-        let runs: Vec<String> = times[&v].iter().map(|d| secs(*d)).collect();
         out.push_str(&format!(
             "| {} | {} | {} |\n",
             v.label(),
             secs(med[&v]),
-            runs.join(", ")
+            secs_list(&times[&v])
         ));
     }
-    let lat = &mut phases.patch_to_ready;
-    let p50 = median(lat);
-    let max = lat.iter().max().copied().unwrap_or_default();
+    let lat = &phases.patch_to_ready;
     out.push_str(&format!(
         "\n| ratio | value | target |\n|---|---|---|\n| (a)/(c) in-place vs Deployment | {:.2} | ≤ 0.3 |\n| (b)/(c) recreate vs Deployment | {:.2} | |\n| (a)/(d) in-place vs bare-Pod floor | {:.2} | ≤ 1.1 |\n\nPer-Pod latency of (a), spec patched → Ready: median {}s, max {}s over {} Pods.\n",
         ratio(Variant::InPlace, Variant::Deployment),
         ratio(Variant::Recreate, Variant::Deployment),
         ratio(Variant::InPlace, Variant::BarePods),
-        secs(p50),
-        secs(max),
+        secs(median(lat)),
+        secs(max(lat)),
         lat.len()
     ));
     out.push_str(&phases.table());
-    print!("{out}");
-    if let Some(path) = args.append {
-        append(&path, &out)?;
-    }
+    args.common.emit(&out)?;
     Ok(())
 }

@@ -13,21 +13,25 @@
 //! leaves tags without owners alone.
 //!
 //! Usage: kruise-daemon-bench [--runs R] [--size-mb M] [--daemon PATH] [--append FILE]
+//! (`--help` for more)
 
 use std::collections::BTreeSet;
-use std::io::{Read, Write};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use clap::Parser;
 use futures::StreamExt;
 use hyper_util::rt::TokioIo;
 use k8s_cri::v1 as cri;
 use k8s_cri::v1::image_service_client::ImageServiceClient;
 use k8s_openapi::api::core::v1::Node;
 use kruise_api::apps::v1beta1::{ImagePullPhase, NodeImage};
-use kruise_e2e::bench::{self, secs};
+use kruise_e2e::bench::args::{Common, at_least_one, release_bin};
+use kruise_e2e::bench::process::{HealthError, ProcessGuard};
+use kruise_e2e::bench::stats::{median, mib, ratio, secs, secs_list};
+use kruise_e2e::bench::{self, rfc3339_now};
 use kruise_e2e::{client, cri as e2e_cri, repo_root};
 use kube::api::{ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::watcher;
@@ -41,43 +45,18 @@ const DAEMON_ADDR: &str = "127.0.0.1:10221";
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 type Result<T> = std::result::Result<T, BoxError>;
 
+/// Image pull through kruise-daemon against a direct CRI PullImage, same image, same node.
+#[derive(Debug, Parser)]
+#[command(name = "kruise-daemon-bench")]
 struct Args {
-    runs: usize,
+    /// Size of the image pushed for the test, in MiB.
+    #[arg(long, default_value_t = 384, value_parser = at_least_one)]
     size_mb: usize,
+    /// The daemon to start (a release build).
+    #[arg(long, value_name = "PATH", default_value_os_t = release_bin("kruise-daemon"))]
     daemon: PathBuf,
-    append: Option<String>,
-}
-
-fn parse_args() -> std::result::Result<Args, String> {
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo_root().join("target"));
-    let mut args = Args {
-        runs: 3,
-        size_mb: 384,
-        daemon: target.join("release/kruise-daemon"),
-        append: None,
-    };
-    let usage =
-        "usage: kruise-daemon-bench [--runs R] [--size-mb M] [--daemon PATH] [--append FILE]";
-    let mut it = std::env::args().skip(1);
-    while let Some(a) = it.next() {
-        let mut value = || it.next().ok_or(format!("{a} needs a value"));
-        match a.as_str() {
-            "--runs" => args.runs = value()?.parse().map_err(|e| format!("--runs: {e}"))?,
-            "--size-mb" => {
-                args.size_mb = value()?.parse().map_err(|e| format!("--size-mb: {e}"))?
-            }
-            "--daemon" => args.daemon = PathBuf::from(value()?),
-            "--append" => args.append = Some(value()?),
-            "-h" | "--help" => return Err(usage.into()),
-            other => return Err(format!("unknown argument {other}\n{usage}")),
-        }
-    }
-    if args.runs < 1 || args.size_mb < 1 {
-        return Err("--runs and --size-mb must be at least 1".into());
-    }
-    Ok(args)
+    #[command(flatten)]
+    common: Common,
 }
 
 /// The minimal CRI client: an ImageService over the runtime's unix socket, nothing else.
@@ -145,41 +124,9 @@ fn pid_file_alive(name: &str) -> bool {
         .is_some_and(|pid| std::path::Path::new(&format!("/proc/{pid}")).exists())
 }
 
-fn healthy() -> bool {
-    let Ok(mut s) = std::net::TcpStream::connect(DAEMON_ADDR) else {
-        return false;
-    };
-    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
-    if s.write_all(b"GET /healthz HTTP/1.0\r\nHost: localhost\r\n\r\n")
-        .is_err()
-    {
-        return false;
-    }
-    let mut buf = String::new();
-    let _ = s.read_to_string(&mut buf);
-    buf.starts_with("HTTP/1.1 200") || buf.starts_with("HTTP/1.0 200")
-}
-
-/// Kills the daemon when the bench ends, however it ends.
-struct Daemon(Child);
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.0.id().to_string()])
-            .status();
-        for _ in 0..50 {
-            if matches!(self.0.try_wait(), Ok(Some(_))) {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-async fn start_daemon(path: &PathBuf, node: &str) -> Result<Daemon> {
+/// Starts the daemon and waits for its /healthz; the guard stops it (SIGTERM, 5 s, SIGKILL)
+/// when the bench ends, however it ends.
+async fn start_daemon(path: &PathBuf, node: &str) -> Result<ProcessGuard> {
     if !path.exists() {
         return Err(format!(
             "{} not found: run `cargo build --release -p kruise-daemon` first",
@@ -193,8 +140,8 @@ async fn start_daemon(path: &PathBuf, node: &str) -> Result<Daemon> {
     let kubeconfig = std::env::var_os("KUBECONFIG")
         .map(PathBuf::from)
         .unwrap_or_else(|| repo_root().join(".cluster/kubeconfig"));
-    let child = Command::new(path)
-        .env("NODE_NAME", node)
+    let mut cmd = Command::new(path);
+    cmd.env("NODE_NAME", node)
         .env("RUST_LOG", "info")
         .arg("--kubeconfig")
         .arg(&kubeconfig)
@@ -203,17 +150,16 @@ async fn start_daemon(path: &PathBuf, node: &str) -> Result<Daemon> {
         .args(["--addr", DAEMON_ADDR])
         .stdin(Stdio::null())
         .stdout(log.try_clone()?)
-        .stderr(log)
-        .spawn()?;
-    let d = Daemon(child);
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !healthy() {
-        if Instant::now() > deadline {
-            return Err("kruise-daemon did not answer /healthz within 60 s (see .cluster/logs/kruise-daemon-bench.log)".into());
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        .stderr(log);
+    let mut d = ProcessGuard::spawn(&mut cmd, Duration::from_secs(5))?;
+    match d
+        .wait_healthy(DAEMON_ADDR, "/healthz", Duration::from_secs(60), Duration::from_millis(200))
+        .await
+    {
+        Ok(()) => Ok(d),
+        Err(HealthError::Timeout(_)) => Err("kruise-daemon did not answer /healthz within 60 s (see .cluster/logs/kruise-daemon-bench.log)".into()),
+        Err(e) => Err(format!("kruise-daemon {e} (see .cluster/logs/kruise-daemon-bench.log)").into()),
     }
-    Ok(d)
 }
 
 /// Writes `tag` at `version` into the NodeImage spec and waits for the daemon's Succeeded.
@@ -252,7 +198,7 @@ async fn daemon_pull(
     };
     let patch = json!({"spec": {"images": {name: {"tags": [{
         "tag": tag, "version": version, "imagePullPolicy": "Always",
-        "createdAt": jiff::Timestamp::now().to_string(),
+        "createdAt": rfc3339_now(),
         // The NodeImage webhook wants a TTL; no retries, so a failure shows as one.
         "pullPolicy": {"ttlSecondsAfterFinished": 600, "timeoutSeconds": 600, "backoffLimit": 0},
     }]}}}});
@@ -303,11 +249,6 @@ async fn ensure_node_image(api: &Api<NodeImage>, node: &str) -> Result<()> {
     Ok(())
 }
 
-/// The median of samples that stay in run order for the table.
-fn median(v: &[Duration]) -> Duration {
-    bench::median(&mut v.to_vec())
-}
-
 async fn run(args: Args) -> Result<()> {
     if pid_file_alive("kruise-daemon") {
         return Err("the dev-mode kruise-daemon runs: stop it first (`source hack/lib.sh; stop kruise-daemon`), a second daemon would pull the same tags".into());
@@ -330,7 +271,7 @@ async fn run(args: Args) -> Result<()> {
     remove(&mut images, &full).await?;
 
     let daemon = start_daemon(&args.daemon, &node).await?;
-    let pid = daemon.0.id();
+    let pid = daemon.pid();
     // Let start-up work (watches, first syncs) settle before calling it idle.
     tokio::time::sleep(Duration::from_secs(5)).await;
     let idle_rss = rss_kb(pid);
@@ -341,7 +282,7 @@ async fn run(args: Args) -> Result<()> {
     let mut progress_seen: BTreeSet<i32> = BTreeSet::new();
     let base_version = jiff::Timestamp::now().as_second();
     let outcome: Result<()> = async {
-        for run in 0..args.runs {
+        for run in 0..args.common.runs {
             let order = if run % 2 == 0 {
                 [true, false]
             } else {
@@ -383,12 +324,11 @@ async fn run(args: Args) -> Result<()> {
         .patch(&node, &PatchParams::default(), &Patch::Merge(&drop_tag))
         .await;
     let _ = remove(&mut images, &full).await;
-    drop(daemon);
+    daemon.stop(Duration::from_secs(5)).await;
     outcome?;
 
     let peak = peak_rss.lock().map(|p| *p).unwrap_or(0);
     let (md, mc) = (median(&via_daemon), median(&direct));
-    let list = |v: &[Duration]| v.iter().map(|d| secs(*d)).collect::<Vec<_>>().join(", ");
     let intermediate: Vec<String> = progress_seen
         .iter()
         .filter(|p| **p > 0 && **p < 100)
@@ -412,40 +352,27 @@ async fn run(args: Args) -> Result<()> {
          | daemon RSS peak while pulling | {} MiB |\n\
          | intermediate `progress` values seen in status | {} |\n",
         args.size_mb,
-        args.runs,
+        args.common.runs,
         secs(md),
-        list(&via_daemon),
+        secs_list(&via_daemon),
         secs(mc),
-        list(&direct),
-        md.as_secs_f64() / mc.as_secs_f64().max(1e-9),
-        format_mib(idle_rss),
-        format_mib(peak),
+        secs_list(&direct),
+        ratio(md, mc),
+        mib(idle_rss),
+        mib(peak),
         if intermediate.is_empty() {
             "none".to_string()
         } else {
             intermediate.join(", ")
         },
     );
-    print!("{out}");
-    if let Some(path) = args.append {
-        bench::append(&path, &out)?;
-    }
+    args.common.emit(&out)?;
     Ok(())
-}
-
-fn format_mib(kb: u64) -> String {
-    format!("{:.1}", kb as f64 / 1024.0)
 }
 
 #[tokio::main]
 async fn main() {
-    let args = match parse_args() {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("{e}");
-            std::process::exit(2);
-        }
-    };
+    let args = Args::parse();
     if let Err(e) = run(args).await {
         eprintln!("kruise-daemon-bench: {e}");
         std::process::exit(1);

@@ -13,17 +13,22 @@
 //!
 //! Usage: kruise-scale-bench [--sizes 1000,5000] [--runs 3] [--qps Q] [--burst B]
 //!        [--concurrency C] [--manager BIN] [--kubeconfig FILE] [--append FILE]
+//!        (`--help` for more)
 
 use std::collections::HashSet;
-use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use clap::Parser;
 use futures::{StreamExt, TryStreamExt, stream};
 use k8s_openapi::api::core::v1::{Namespace, Pod};
-use kruise_e2e::bench::{self, median, secs};
+use kruise_api::keys;
+use kruise_e2e::bench::args::{Common, at_least_one, release_bin};
+use kruise_e2e::bench::process::{HealthError, ProcessGuard};
+use kruise_e2e::bench::stats::{median, mib, ratio, secs, secs_list};
+use kruise_e2e::bench::{self, rfc3339_now};
 use kruise_e2e::{Error, Result, cloneset, wait_for};
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
@@ -39,68 +44,35 @@ const HEALTH_ADDR: &str = "127.0.0.1:18000";
 /// Requests the setup (creating and deleting bare Pods) keeps in flight; not measured.
 const SETUP_CONCURRENCY: usize = 64;
 
+/// Controller-at-scale benchmark: kruise-manager against a floor client on the scale cluster.
+#[derive(Debug, Parser)]
+#[command(name = "kruise-scale-bench")]
 struct Args {
+    /// CloneSet sizes to measure, comma separated.
+    #[arg(long, value_delimiter = ',', default_value = "1000,5000", value_parser = at_least_one)]
     sizes: Vec<usize>,
-    runs: usize,
+    /// Client-side QPS limit of the manager and the floor (0: none).
+    #[arg(long, default_value_t = 0.0)]
     qps: f32,
+    /// Client-side burst of the manager and the floor.
+    #[arg(long, default_value_t = 0)]
     burst: u32,
+    /// Pods' patches the floor keeps in flight.
+    #[arg(long, default_value_t = 32, value_parser = at_least_one)]
     concurrency: usize,
+    /// The manager to start (a release build).
+    #[arg(long, value_name = "BIN", default_value_os_t = release_bin("kruise-manager"))]
     manager: PathBuf,
+    /// The scale cluster's kubeconfig.
+    #[arg(long, value_name = "FILE", default_value_os_t = scale_state().join("kubeconfig"))]
     kubeconfig: PathBuf,
-    state: PathBuf,
-    append: Option<String>,
+    #[command(flatten)]
+    common: Common,
 }
 
-const USAGE: &str = "usage: kruise-scale-bench [--sizes 1000,5000] [--runs 3] [--qps Q] [--burst B] \
-[--concurrency C] [--manager BIN] [--kubeconfig FILE] [--append FILE]";
-
-fn parse_args() -> std::result::Result<Args, String> {
-    let root = kruise_e2e::repo_root();
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root.join("target"));
-    let state = root.join(".cluster/scale");
-    let mut args = Args {
-        sizes: vec![1000, 5000],
-        runs: 3,
-        qps: 0.0,
-        burst: 0,
-        concurrency: 32,
-        manager: target.join("release/kruise-manager"),
-        kubeconfig: state.join("kubeconfig"),
-        state,
-        append: None,
-    };
-    let mut it = std::env::args().skip(1);
-    while let Some(a) = it.next() {
-        let mut value = || it.next().ok_or(format!("{a} needs a value"));
-        match a.as_str() {
-            "--sizes" => {
-                args.sizes = value()?
-                    .split(',')
-                    .map(|s| s.trim().parse::<usize>())
-                    .collect::<std::result::Result<_, _>>()
-                    .map_err(|e| format!("--sizes: {e}"))?;
-            }
-            "--runs" => args.runs = value()?.parse().map_err(|e| format!("--runs: {e}"))?,
-            "--qps" => args.qps = value()?.parse().map_err(|e| format!("--qps: {e}"))?,
-            "--burst" => args.burst = value()?.parse().map_err(|e| format!("--burst: {e}"))?,
-            "--concurrency" => {
-                args.concurrency = value()?
-                    .parse()
-                    .map_err(|e| format!("--concurrency: {e}"))?;
-            }
-            "--manager" => args.manager = PathBuf::from(value()?),
-            "--kubeconfig" => args.kubeconfig = PathBuf::from(value()?),
-            "--append" => args.append = Some(value()?),
-            "-h" | "--help" => return Err(USAGE.into()),
-            other => return Err(format!("unknown argument {other} (try --help)")),
-        }
-    }
-    if args.sizes.is_empty() || args.sizes.contains(&0) || args.runs < 1 || args.concurrency < 1 {
-        return Err("--sizes, --runs and --concurrency must be at least 1".into());
-    }
-    Ok(args)
+/// Where the scale cluster keeps its state (kubeconfig, logs, PID files).
+fn scale_state() -> PathBuf {
+    kruise_e2e::repo_root().join(".cluster/scale")
 }
 
 fn other(msg: impl Into<String>) -> Error {
@@ -116,20 +88,19 @@ fn timeout_for(n: usize) -> Duration {
 // ---------------------------------------------------------------------------------------------
 // The manager process.
 
-struct Manager {
-    child: std::process::Child,
-    pid_file: PathBuf,
-}
+/// The manager under test; its guard kills it at once when dropped and removes its PID file.
+struct Manager(ProcessGuard);
 
 impl Manager {
     fn start(args: &Args, n: usize) -> Result<Self> {
-        let logs = args.state.join("logs");
-        let pids = args.state.join("pids");
+        let state = scale_state();
+        let logs = state.join("logs");
+        let pids = state.join("pids");
         std::fs::create_dir_all(&logs)?;
         std::fs::create_dir_all(&pids)?;
         let log = std::fs::File::create(logs.join(format!("kruise-manager-{n}.log")))?;
-        let child = std::process::Command::new(&args.manager)
-            .arg("--kubeconfig")
+        let mut cmd = std::process::Command::new(&args.manager);
+        cmd.arg("--kubeconfig")
             .arg(&args.kubeconfig)
             .args(["--webhook-host", "127.0.0.1"])
             .args(["--webhook-port", &WEBHOOK_PORT.to_string()])
@@ -144,76 +115,41 @@ impl Manager {
             )
             .stdin(std::process::Stdio::null())
             .stdout(log.try_clone()?)
-            .stderr(log)
-            .spawn()
+            .stderr(log);
+        let mut guard = ProcessGuard::spawn(&mut cmd, Duration::ZERO)
             .map_err(|e| other(format!("starting {}: {e}", args.manager.display())))?;
-        let pid_file = pids.join("kruise-manager.pid");
-        std::fs::write(&pid_file, child.id().to_string())?;
-        Ok(Self { child, pid_file })
+        guard.write_pid_file(pids.join("kruise-manager.pid"))?;
+        Ok(Self(guard))
     }
 
     fn pid(&self) -> u32 {
-        self.child.id()
+        self.0.pid()
     }
 
     async fn wait_ready(&mut self) -> Result<()> {
-        let deadline = Instant::now() + Duration::from_secs(120);
-        loop {
-            if let Some(status) = self.child.try_wait()? {
-                return Err(other(format!(
-                    "kruise-manager exited ({status}) before it was ready; see .cluster/scale/logs/"
-                )));
-            }
-            if http_ok(HEALTH_ADDR, "/readyz") {
-                return Ok(());
-            }
-            if Instant::now() > deadline {
-                return Err(other("kruise-manager not ready after 120 s"));
-            }
-            tokio::time::sleep(Duration::from_millis(250)).await;
+        let ready = self
+            .0
+            .wait_healthy(
+                HEALTH_ADDR,
+                "/readyz",
+                Duration::from_secs(120),
+                Duration::from_millis(250),
+            )
+            .await;
+        match ready {
+            Ok(()) => Ok(()),
+            Err(HealthError::Exited(status)) => Err(other(format!(
+                "kruise-manager exited ({status}) before it was ready; see .cluster/scale/logs/"
+            ))),
+            Err(HealthError::Timeout(_)) => Err(other("kruise-manager not ready after 120 s")),
+            Err(HealthError::Io(e)) => Err(e.into()),
         }
     }
 
     /// SIGTERM, then SIGKILL after 15 s.
-    async fn stop(mut self) {
-        let _ = std::process::Command::new("kill")
-            .args(["-TERM", &self.pid().to_string()])
-            .status();
-        for _ in 0..150 {
-            if matches!(self.child.try_wait(), Ok(Some(_))) {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+    async fn stop(self) {
+        self.0.stop(Duration::from_secs(15)).await;
     }
-}
-
-impl Drop for Manager {
-    fn drop(&mut self) {
-        if matches!(self.child.try_wait(), Ok(None)) {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
-        let _ = std::fs::remove_file(&self.pid_file);
-    }
-}
-
-/// A plain HTTP GET answered with 200 (the manager's health server speaks HTTP/1.1).
-fn http_ok(addr: &str, path: &str) -> bool {
-    let Ok(mut s) = std::net::TcpStream::connect(addr) else {
-        return false;
-    };
-    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
-    if s.write_all(
-        format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes(),
-    )
-    .is_err()
-    {
-        return false;
-    }
-    let mut buf = [0u8; 16];
-    let n = s.read(&mut buf).unwrap_or(0);
-    buf[..n].starts_with(b"HTTP/1.1 200")
 }
 
 /// Samples the process's RSS every 100 ms and keeps the peak.
@@ -390,7 +326,7 @@ async fn manager_run(client: &Client, pid: u32, n: usize, run: usize) -> Result<
     let api = cloneset::api(client, &ns);
     let name = "scale";
     let cs: kube::api::DynamicObject = serde_json::from_value(json!({
-        "apiVersion": kruise_api::keys::APPS_V1BETA1,
+        "apiVersion": keys::APPS_V1BETA1,
         "kind": "CloneSet",
         "metadata": {"name": name},
         "spec": {
@@ -481,8 +417,8 @@ async fn floor_patch(pods: &Api<Pod>, pod: &Pod) -> Result<()> {
         let status: json_patch::Patch = serde_json::from_value(json!([
             {"op": "replace", "path": "/metadata/resourceVersion", "value": rv},
             {"op": "add", "path": "/status/conditions/-", "value": {
-                "type": "InPlaceUpdateReady", "status": "False",
-                "reason": "StartInPlaceUpdate", "lastTransitionTime": now}}
+                "type": keys::INPLACE_UPDATE_READY, "status": "False",
+                "reason": keys::REASON_START_INPLACE_UPDATE, "lastTransitionTime": now}}
         ]))?;
         let after = match pods
             .patch_status(&name, &PatchParams::default(), &Patch::Json::<()>(status))
@@ -505,8 +441,8 @@ async fn floor_patch(pods: &Api<Pod>, pod: &Pod) -> Result<()> {
         .to_string();
         let spec: json_patch::Patch = serde_json::from_value(json!([
             {"op": "replace", "path": "/metadata/resourceVersion", "value": after.resource_version().unwrap_or_default()},
-            {"op": "add", "path": "/metadata/labels/controller-revision-hash", "value": "floor-v2"},
-            {"op": "add", "path": "/metadata/annotations/apps.kruise.io~1inplace-update-state", "value": state},
+            {"op": "add", "path": pointer("/metadata/labels", keys::CONTROLLER_REVISION_HASH_LABEL), "value": "floor-v2"},
+            {"op": "add", "path": pointer("/metadata/annotations", keys::INPLACE_UPDATE_STATE_ANNOTATION), "value": state},
             {"op": "replace", "path": "/spec/containers/0/image", "value": IMAGE_V2}
         ]))?;
         match pods
@@ -525,33 +461,9 @@ async fn floor_patch(pods: &Api<Pod>, pod: &Pod) -> Result<()> {
     )))
 }
 
-fn rfc3339_now() -> String {
-    // RFC 3339 in UTC, seconds precision, as Kubernetes writes times.
-    let d = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default();
-    let secs = d.as_secs() as i64;
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    let (y, m, dd) = civil_from_days(days);
-    format!(
-        "{y:04}-{m:02}-{dd:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
-}
-
-/// Days since 1970-01-01 to (year, month, day), Howard Hinnant's algorithm.
-fn civil_from_days(z: i64) -> (i64, i64, i64) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
+/// `key` under the JSON pointer `parent`, escaped as RFC 6901 wants (`~` and `/`).
+fn pointer(parent: &str, key: &str) -> String {
+    format!("{parent}/{}", key.replace('~', "~0").replace('/', "~1"))
 }
 
 async fn floor_run(
@@ -639,7 +551,7 @@ async fn measure_size(
     manager.wait_ready().await?;
     let pid = manager.pid();
     let mut r = SizeResult::default();
-    for run in 0..args.runs {
+    for run in 0..args.common.runs {
         // Alternate which goes first, so a drifting machine does not favour one side.
         let floor_first = run % 2 == 1;
         if floor_first {
@@ -662,14 +574,6 @@ async fn measure_size(
     }
     manager.stop().await;
     Ok(r)
-}
-
-fn list(v: &[Duration]) -> String {
-    v.iter().map(|d| secs(*d)).collect::<Vec<_>>().join(", ")
-}
-
-fn mib(kib: u64) -> String {
-    format!("{:.1}", kib as f64 / 1024.0)
 }
 
 async fn run(args: Args) -> Result<()> {
@@ -706,7 +610,7 @@ async fn run(args: Args) -> Result<()> {
     let mut out = String::new();
     out.push_str(&format!(
         "\n## Controller at scale: in-place rollout of N Pods on kwok nodes ({} runs each, interleaved, medians)\n\n",
-        args.runs
+        args.common.runs
     ));
     out.push_str(&format!(
         "Machine: {}; scale cluster (Kubernetes {} control plane, kwok {} with 50 fake nodes, no kube-controller-manager), kruise-manager release build. \
@@ -717,17 +621,17 @@ async fn run(args: Args) -> Result<()> {
         args.concurrency
     ));
     out.push_str("| N | manager: all patches issued s | floor s | ratio | rollout complete s | RSS steady / peak MiB | CPU s (rollout) |\n|---|---|---|---|---|---|---|\n");
-    for (n, r) in &mut results {
-        let (p, f) = (median(&mut r.patched), median(&mut r.floor));
+    for (n, r) in &results {
+        let (p, f) = (median(&r.patched), median(&r.floor));
         out.push_str(&format!(
             "| {n} | {} | {} | {:.2} | {} | {} / {} | {} |\n",
             secs(p),
             secs(f),
-            p.as_secs_f64() / f.as_secs_f64().max(1e-9),
-            secs(median(&mut r.complete)),
+            ratio(p, f),
+            secs(median(&r.complete)),
             mib(r.rss_steady_kib),
             mib(r.rss_peak_kib),
-            secs(median(&mut r.cpu)),
+            secs(median(&r.cpu)),
         ));
     }
     out.push_str("\nRuns (s): ");
@@ -736,30 +640,21 @@ async fn run(args: Args) -> Result<()> {
         .map(|(n, r)| {
             format!(
                 "N={n}: manager {}; floor {}; complete {}",
-                list(&r.patched),
-                list(&r.floor),
-                list(&r.complete)
+                secs_list(&r.patched),
+                secs_list(&r.floor),
+                secs_list(&r.complete)
             )
         })
         .collect();
     out.push_str(&runs.join(". "));
     out.push_str(".\nTargets: ratio ≤ 1.2; manager RSS ≤ 64 MiB at 1,000 Pods.\n");
-    print!("{out}");
-    if let Some(path) = &args.append {
-        bench::append(path, &out)?;
-    }
+    args.common.emit(&out)?;
     Ok(())
 }
 
 #[tokio::main]
 async fn main() {
-    let args = match parse_args() {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("{e}");
-            std::process::exit(2);
-        }
-    };
+    let args = Args::parse();
     if let Err(e) = run(args).await {
         eprintln!("kruise-scale-bench: {e}");
         std::process::exit(1);
@@ -768,12 +663,25 @@ async fn main() {
 
 #[cfg(test)]
 mod tests {
-    use super::civil_from_days;
+    use super::pointer;
 
     #[test]
-    fn civil_dates() {
-        assert_eq!(civil_from_days(0), (1970, 1, 1));
-        assert_eq!(civil_from_days(19_723), (2024, 1, 1));
-        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+    fn json_pointers_escape_keys() {
+        let cases = [
+            (
+                "/metadata/labels",
+                "controller-revision-hash",
+                "/metadata/labels/controller-revision-hash",
+            ),
+            (
+                "/metadata/annotations",
+                "apps.kruise.io/inplace-update-state",
+                "/metadata/annotations/apps.kruise.io~1inplace-update-state",
+            ),
+            ("/a", "x~y/z", "/a/x~0y~1z"),
+        ];
+        for (parent, key, want) in cases {
+            assert_eq!(pointer(parent, key), want);
+        }
     }
 }

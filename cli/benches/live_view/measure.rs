@@ -1,62 +1,34 @@
-//! Live-view cost at scale, without a cluster: a CloneSet with 1,000 Pods in mixed in-place
-//! states, built from real `Pod` objects the way the event loop builds its model, then drawn
-//! into a ratatui `TestBackend` again and again. Hidden command, run it from a release build:
-//!
-//! `kubectl-kruise __bench-tui [--pods N] [--iterations N] [--append FILE]`
-//!
-//! Prints a markdown table (median and p99 per frame, and per model rebuild).
+//! What the live-view benchmark measures: a CloneSet with 1,000 Pods in mixed in-place states,
+//! fed as real `Pod` watch events through `LiveModel::apply` (the event loop's own step), then
+//! drawn into a ratatui `TestBackend` again and again. `main.rs` parses the arguments and prints;
+//! `tests/live_view_bench.rs` runs this small.
 
-use super::model::LiveModel;
-use super::{ViewCache, relevant_events, render};
-use crate::view::RolloutView;
-use crate::watch::{self, Cache};
 use k8s_openapi::api::core::v1::{Event as K8sEvent, Pod};
+use kruise_api::keys;
+use kube::runtime::watcher;
+use kubectl_kruise::tui::model::{Input, LiveModel};
+use kubectl_kruise::tui::render;
+use kubectl_kruise::view::RolloutView;
+use kubectl_kruise::watch::Update;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
-use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::crossterm::event::{Event as TermEvent, KeyCode, KeyEvent, KeyModifiers};
 use serde_json::json;
 use std::time::{Duration, Instant};
 
-const OLD_REV: &str = "web-6b8c9d7f5";
+pub const OLD_REV: &str = "web-6b8c9d7f5";
 const NEW_REV: &str = "web-7d4f8b9c6";
 const SIZES: [(u16, u16); 2] = [(120, 40), (200, 60)];
-const USAGE: &str = "usage: kubectl-kruise __bench-tui [--pods N] [--iterations N] [--append FILE]";
-
-struct Args {
-    pods: usize,
-    iterations: usize,
-    append: Option<String>,
+/// What to measure: `pods` Pods, `iterations` samples per row.
+pub struct Args {
+    pub pods: usize,
+    pub iterations: usize,
 }
 
-fn parse(args: &[String]) -> Result<Args, String> {
-    let mut out = Args {
-        pods: 1000,
-        iterations: 2000,
-        append: None,
-    };
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        let mut value = || it.next().cloned().ok_or(format!("{a} needs a value"));
-        match a.as_str() {
-            "--pods" => out.pods = value()?.parse().map_err(|e| format!("--pods: {e}"))?,
-            "--iterations" => {
-                out.iterations = value()?.parse().map_err(|e| format!("--iterations: {e}"))?
-            }
-            "--append" => out.append = Some(value()?),
-            "-h" | "--help" => return Err(USAGE.into()),
-            other => return Err(format!("unknown argument {other}\n{USAGE}")),
-        }
-    }
-    if out.pods == 0 || out.iterations == 0 {
-        return Err("--pods and --iterations must be at least 1".into());
-    }
-    Ok(out)
-}
-
-fn cloneset(replicas: usize) -> RolloutView {
+pub fn cloneset(replicas: usize) -> RolloutView {
     let n = replicas as i64;
     RolloutView::from_json(&json!({
-        "apiVersion": "apps.kruise.io/v1beta1", "kind": "CloneSet",
+        "apiVersion": keys::APPS_V1BETA1, "kind": "CloneSet",
         "metadata": {"name": "web", "namespace": "bench", "generation": 4, "uid": "cs-uid"},
         "spec": {"replicas": n, "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {
             "podUpdatePolicy": "InPlaceIfPossible", "partition": 0, "maxUnavailable": "20%",
@@ -70,7 +42,7 @@ fn cloneset(replicas: usize) -> RolloutView {
 
 /// Pod `i` of the CloneSet, in one of five states: old revision, updated and done, first batch
 /// patched with the runtime still on the old image, in its grace period, terminating.
-fn pod(i: usize, resource_version: u64) -> Result<Pod, serde_json::Error> {
+pub fn pod(i: usize, resource_version: u64) -> Result<Pod, serde_json::Error> {
     let state = i % 5;
     let updated = matches!(state, 1..=3);
     let app = if matches!(state, 1 | 2) {
@@ -98,14 +70,14 @@ fn pod(i: usize, resource_version: u64) -> Result<Pod, serde_json::Error> {
             st["preCheckBeforeNext"] = json!({"containersRequiredReady": ["app"]});
         }
         annotations.insert(
-            "apps.kruise.io/inplace-update-state".into(),
+            keys::INPLACE_UPDATE_STATE_ANNOTATION.into(),
             json!(st.to_string()),
         );
     }
     if state == 3 {
         let grace = json!({"revision": NEW_REV, "containerImages": {"app": "127.0.0.1:5000/kruise-rs/testapp:v2"}, "graceSeconds": 30});
         annotations.insert(
-            "apps.kruise.io/inplace-update-grace".into(),
+            keys::INPLACE_UPDATE_GRACE_ANNOTATION.into(),
             json!(grace.to_string()),
         );
     }
@@ -117,11 +89,11 @@ fn pod(i: usize, resource_version: u64) -> Result<Pod, serde_json::Error> {
         "resourceVersion": resource_version.to_string(),
         "labels": {
             "app": "web",
-            "controller-revision-hash": if updated { NEW_REV } else { OLD_REV },
-            "lifecycle.apps.kruise.io/state": if in_flight { "Updating" } else { "Normal" },
+            keys::CONTROLLER_REVISION_HASH_LABEL: if updated { NEW_REV } else { OLD_REV },
+            keys::LIFECYCLE_STATE_LABEL: if in_flight { "Updating" } else { "Normal" },
         },
         "annotations": annotations,
-        "ownerReferences": [{"apiVersion": "apps.kruise.io/v1beta1", "kind": "CloneSet",
+        "ownerReferences": [{"apiVersion": keys::APPS_V1BETA1, "kind": "CloneSet",
                              "name": "web", "uid": "cs-uid", "controller": true}],
     });
     if state == 4 {
@@ -138,7 +110,7 @@ fn pod(i: usize, resource_version: u64) -> Result<Pod, serde_json::Error> {
         },
         "status": {
             "phase": "Running",
-            "conditions": [cond("Ready", !in_flight), cond("InPlaceUpdateReady", !in_flight)],
+            "conditions": [cond("Ready", !in_flight), cond(keys::INPLACE_UPDATE_READY, !in_flight)],
             "containerStatuses": [
                 {"name": "app", "image": app_status, "imageID": "", "ready": !in_flight,
                  "restartCount": if updated { 1 } else { 0 }},
@@ -149,30 +121,38 @@ fn pod(i: usize, resource_version: u64) -> Result<Pod, serde_json::Error> {
     }))
 }
 
-fn events(n: usize) -> Result<Cache<K8sEvent>, serde_json::Error> {
-    let mut cache = Cache::default();
-    for i in 0..n {
-        let e: K8sEvent = serde_json::from_value(json!({
-            "metadata": {"name": format!("ev-{i}"), "namespace": "bench",
-                         "creationTimestamp": "2026-01-01T11:59:00Z"},
-            "involvedObject": {"kind": "Pod", "name": format!("web-{:05x}", i * 7919 % 0xfffff)},
-            "reason": "Pulled", "type": "Normal",
-            "message": "Container image \"127.0.0.1:5000/kruise-rs/testapp:v2\" already present on machine",
-            "lastTimestamp": format!("2026-01-01T11:{:02}:{:02}Z", 30 + i % 29, i % 60),
-        }))?;
-        cache.items.insert(format!("ev-{i}"), e);
-    }
-    Ok(cache)
+fn events(n: usize) -> Result<Vec<K8sEvent>, serde_json::Error> {
+    (0..n)
+        .map(|i| {
+            serde_json::from_value(json!({
+                "metadata": {"name": format!("ev-{i}"), "namespace": "bench",
+                             "creationTimestamp": "2026-01-01T11:59:00Z"},
+                "involvedObject": {"kind": "Pod", "name": format!("web-{:05x}", i * 7919 % 0xfffff)},
+                "reason": "Pulled", "type": "Normal",
+                "message": "Container image \"127.0.0.1:5000/kruise-rs/testapp:v2\" already present on machine",
+                "lastTimestamp": format!("2026-01-01T11:{:02}:{:02}Z", 30 + i % 29, i % 60),
+            }))
+        })
+        .collect()
 }
 
-/// What the event loop does on a Pod event: views (cached by resourceVersion), sort, events.
-fn rebuild(model: &mut LiveModel, pods: &Cache<Pod>, views: &mut ViewCache, evs: &Cache<K8sEvent>) {
-    model.set_pods(
-        watch::owned(pods, Some("cs-uid"))
-            .map(|p| views.get(p))
-            .collect(),
-    );
-    model.events = relevant_events(evs, "web", &model.pods);
+fn pod_input(ev: watcher::Event<Pod>) -> Input {
+    Input::Watch(Update::Pod(Box::new(ev)))
+}
+
+/// Feeds a full list (Init, one InitApply per item) but not its InitDone, which is the step
+/// that swaps the list in and rebuilds the model.
+fn list_into(model: &mut LiveModel, pods: &[Pod], events: &[K8sEvent]) {
+    let ev = |e: watcher::Event<K8sEvent>| Input::Watch(Update::Event(Box::new(e)));
+    model.apply(ev(watcher::Event::Init));
+    for e in events {
+        model.apply(ev(watcher::Event::InitApply(e.clone())));
+    }
+    model.apply(ev(watcher::Event::InitDone));
+    model.apply(pod_input(watcher::Event::Init));
+    for p in pods {
+        model.apply(pod_input(watcher::Event::InitApply(p.clone())));
+    }
 }
 
 struct Stats {
@@ -213,48 +193,46 @@ fn machine() -> String {
     )
 }
 
-fn bench(args: &Args) -> Result<String, String> {
+pub fn bench(args: &Args) -> Result<String, String> {
     let n = args.pods;
     let iters = args.iterations;
     let json_err = |e: serde_json::Error| format!("building a test object: {e}");
-    let mut pods: Cache<Pod> = Cache::default();
-    for i in 0..n {
-        let p = pod(i, 1).map_err(json_err)?;
-        pods.items
-            .insert(p.metadata.name.clone().unwrap_or_default(), p);
-    }
+    let pods: Vec<Pod> = (0..n)
+        .map(|i| pod(i, 1))
+        .collect::<Result<_, _>>()
+        .map_err(json_err)?;
     let evs = events(200).map_err(json_err)?;
     let now: jiff::Timestamp = "2026-01-01T12:00:00Z"
         .parse()
         .map_err(|e| format!("timestamp: {e}"))?;
     let new_model = || {
         let mut m = LiveModel::new("cloneset/web", "bench", now, true);
+        m.feeds.name = "web".into();
         m.connected = true;
         m.rollout = Some(cloneset(n));
         m
     };
 
-    // Cold: every Pod parsed (first list, or a restart of the view).
+    // Cold: every Pod parsed (first list, or a restart of the view): the InitDone that swaps
+    // the listed Pods in.
     let mut cold = Vec::new();
     for _ in 0..iters.clamp(1, 50) {
-        let mut views = ViewCache::default();
         let mut m = new_model();
+        list_into(&mut m, &pods, &evs);
         let t = Instant::now();
-        rebuild(&mut m, &pods, &mut views, &evs);
+        m.apply(pod_input(watcher::Event::InitDone));
         cold.push(t.elapsed());
     }
     // Per Pod event: one Pod changed (new resourceVersion), the rest come from the cache.
-    let mut views = ViewCache::default();
     let mut model = new_model();
-    rebuild(&mut model, &pods, &mut views, &evs);
-    let names: Vec<String> = pods.items.keys().cloned().collect();
+    list_into(&mut model, &pods, &evs);
+    model.apply(pod_input(watcher::Event::InitDone));
     let mut warm = Vec::with_capacity(iters);
     for k in 0..iters {
-        let i = k % n;
-        let p = pod(i, 2 + k as u64).map_err(json_err)?;
-        pods.items.insert(names[i].clone(), p);
+        let p = pod(k % n, 2 + k as u64).map_err(json_err)?;
+        let input = pod_input(watcher::Event::Apply(p));
         let t = Instant::now();
-        rebuild(&mut model, &pods, &mut views, &evs);
+        model.apply(input);
         warm.push(t.elapsed());
     }
     let mut rows = vec![
@@ -279,7 +257,8 @@ fn bench(args: &Args) -> Result<String, String> {
         let mut frames = Vec::with_capacity(iters);
         for k in 0..iters + 20 {
             // The cursor walks down the list so every frame differs, as while scrolling.
-            m.on_key(if m.selected + 1 >= n { home } else { down });
+            let key = if m.selected + 1 >= n { home } else { down };
+            m.apply(Input::Term(TermEvent::Key(key)));
             let t = Instant::now();
             term.draw(|f| render::render(f, &m))
                 .map_err(|e| format!("draw: {e}"))?;
@@ -296,8 +275,8 @@ fn bench(args: &Args) -> Result<String, String> {
 
     let mut out = format!(
         "\n## Live view (`rollout watch`) at {n} Pods, no cluster\n\nMachine: {}. \
-         `kubectl-kruise __bench-tui`: a CloneSet with {n} Pods (old revision, updated, mid-batch, \
-         in grace, terminating) built from Pod objects as the event loop does, drawn into a \
+         `cargo bench -p kubectl-kruise --bench live_view`: a CloneSet with {n} Pods (old revision, updated, mid-batch, \
+         in grace, terminating) fed as Pod watch events through the event loop's `LiveModel::apply`, drawn into a \
          ratatui TestBackend.\n\n| what | median ms | p99 ms | max ms | samples |\n|---|---|---|---|---|\n",
         machine()
     );
@@ -311,65 +290,4 @@ fn bench(args: &Args) -> Result<String, String> {
         ));
     }
     Ok(out)
-}
-
-/// Entry point of the hidden `__bench-tui` command; returns the process exit code.
-pub fn main(args: &[String]) -> i32 {
-    let args = match parse(args) {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("{e}");
-            return 2;
-        }
-    };
-    let out = match bench(&args) {
-        Ok(o) => o,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return 1;
-        }
-    };
-    print!("{out}");
-    if let Some(path) = &args.append {
-        use std::io::Write;
-        let written = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .and_then(|mut f| f.write_all(out.as_bytes()));
-        if let Err(e) = written {
-            eprintln!("error: cannot append to {path}: {e}");
-            return 1;
-        }
-    }
-    0
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::view::PodView;
-
-    #[test]
-    fn pods_have_every_state() {
-        let views: Vec<PodView> = (0..5)
-            .map(|i| PodView::from_pod(&pod(i, 1).expect("pod")))
-            .collect();
-        assert!(views[0].inplace.is_none() && views[0].revision == OLD_REV);
-        assert!(views[1].inplace.is_some() && !views[1].in_place_in_progress());
-        assert!(views[2].in_place_in_progress());
-        assert_eq!(views[3].inplace.as_ref().map(|i| i.grace_seconds), Some(30));
-        assert!(views[4].terminating);
-    }
-
-    #[test]
-    fn runs_small() {
-        let out = bench(&Args {
-            pods: 20,
-            iterations: 3,
-            append: None,
-        })
-        .expect("bench");
-        assert!(out.contains("full frame render, 200x60"), "{out}");
-    }
 }

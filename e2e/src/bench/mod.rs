@@ -1,17 +1,22 @@
-//! Helpers of the benchmark binaries: medians, the machine a table was measured on, appending a
-//! table to BENCHMARKS.md, and a process's memory and CPU time from /proc.
+//! The kit every benchmark binary (`src/bin/kruise-*bench.rs`) shares: the command-line
+//! arguments they have in common, a guard that stops a child process by its PID, an HTTP health
+//! probe, sample statistics, RFC 3339 timestamps, the machine a table was measured on, appending
+//! a table to BENCHMARKS.md, and a process's memory and CPU time from /proc.
+
+pub mod args;
+pub mod process;
+pub mod stats;
 
 use std::time::Duration;
 
-/// The median (upper median for an even count); zero for no samples.
-pub fn median(v: &mut [Duration]) -> Duration {
-    v.sort();
-    v.get(v.len() / 2).copied().unwrap_or_default()
+/// `now` in RFC 3339, UTC, whole seconds: how Kubernetes writes its timestamps.
+pub fn rfc3339(now: jiff::Timestamp) -> String {
+    now.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
-/// Seconds with two decimals.
-pub fn secs(d: Duration) -> String {
-    format!("{:.2}", d.as_secs_f64())
+/// The current time as [`rfc3339`] writes it.
+pub fn rfc3339_now() -> String {
+    rfc3339(jiff::Timestamp::now())
 }
 
 /// "N cores, M GiB, Linux <kernel>" of this machine.
@@ -81,11 +86,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn median_of_odd_and_even() {
-        let s = Duration::from_secs;
-        assert_eq!(median(&mut [s(3), s(1), s(2)]), s(2));
-        assert_eq!(median(&mut [s(4), s(1), s(2), s(3)]), s(3));
-        assert_eq!(median(&mut []), Duration::ZERO);
+    fn rfc3339_is_whole_seconds_in_utc() {
+        let cases = [
+            (0, 0, "1970-01-01T00:00:00Z"),
+            (1_704_067_200, 0, "2024-01-01T00:00:00Z"),
+            (951_782_400, 999_999_999, "2000-02-29T00:00:00Z"),
+            (1_798_761_599, 500_000_000, "2026-12-31T23:59:59Z"),
+        ];
+        for (secs, nanos, want) in cases {
+            let t = jiff::Timestamp::new(secs, nanos).expect("timestamp");
+            assert_eq!(rfc3339(t), want, "{secs}.{nanos}");
+        }
+        assert_eq!(rfc3339_now().len(), "1970-01-01T00:00:00Z".len());
     }
 
     #[test]

@@ -1,0 +1,72 @@
+//! `kubectl-kruise`: a kubectl plugin for OpenKruise / Kruise-rs workloads.
+//!
+//! A library so the benchmarks drive the same code the binary ships; `main.rs` only parses the
+//! command line and calls [`dispatch`].
+
+pub mod cli;
+pub mod cmd;
+pub mod ctx;
+pub mod error;
+pub mod k8s;
+pub mod math;
+pub mod status;
+pub mod target;
+pub mod tui;
+pub mod view;
+pub mod watch;
+
+use clap::CommandFactory;
+use cli::{Cli, Command, ImageCmd, Rollout, SetCmd};
+use error::{CliError, exit};
+
+/// True when the environment asks for no colour (https://no-color.org) or a dumb terminal.
+pub fn no_color_env() -> bool {
+    std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty())
+        || std::env::var("TERM").is_ok_and(|t| t == "dumb")
+}
+
+/// Runs one parsed command; returns the process exit code.
+pub async fn dispatch(cli: Cli) -> Result<i32, CliError> {
+    if let Command::Completion { shell } = cli.command {
+        cmd::completion::print(shell, &mut Cli::command());
+        return Ok(exit::OK);
+    }
+    let ctx = ctx::Ctx::connect(&cli.connect).await?;
+    match cli.command {
+        Command::Completion { .. } => Ok(exit::OK),
+        Command::Rollout(r) => match r {
+            Rollout::Status(args) => cmd::status::run(&ctx, &args).await,
+            Rollout::Pause { targets } => cmd::rollout::pause(&ctx, &targets, true).await,
+            Rollout::Resume { targets } => cmd::rollout::pause(&ctx, &targets, false).await,
+            Rollout::History {
+                target,
+                revision,
+                output,
+            } => cmd::history::history(&ctx, &target, revision, output).await,
+            Rollout::Undo {
+                target,
+                to_revision,
+                dry_run,
+            } => cmd::history::undo(&ctx, &target, to_revision, dry_run).await,
+            Rollout::Restart(args) => cmd::restart::run(&ctx, &args).await,
+            Rollout::Partition { target, value } => {
+                cmd::rollout::partition(&ctx, &target, &value).await
+            }
+            Rollout::Promote { target, full, step } => {
+                cmd::rollout::promote(&ctx, &target, full, step.as_ref()).await
+            }
+            Rollout::Watch(args) => tui::run(&ctx, &args).await,
+            Rollout::List {
+                all_namespaces,
+                output,
+            } => cmd::rollout::list(&ctx, all_namespaces, output).await,
+        },
+        Command::Set(SetCmd::Image {
+            target,
+            images,
+            dry_run,
+        }) => cmd::set_image::run(&ctx, &target, &images, dry_run).await,
+        Command::RecreateContainer(args) => cmd::crr::run(&ctx, &args).await,
+        Command::Image(ImageCmd::Pull(args)) => cmd::pull::run(&ctx, &args).await,
+    }
+}
