@@ -262,7 +262,8 @@ where
             backoff.clone(),
             |e: &E| e.retry_floor(),
             move |obj: &K, err: &E, retry_in: Duration| {
-                let span = tracing::info_span!("reconcile", controller = name, object = %object_key(obj));
+                let span =
+                    tracing::info_span!("reconcile", controller = name, object = %object_key(obj));
                 let _entered = span.entered();
                 log_failure(err, retry_in);
             },

@@ -126,7 +126,9 @@ fn cloneset_shape() {
                 .unbounded_send(ObjectRef::new("a").within("ns"))
                 .expect("send");
             assert_eq!(done_rx.next().await, Some(4));
-            own_tx.unbounded_send(Event::Delete(a.clone())).expect("send");
+            own_tx
+                .unbounded_send(Event::Delete(a.clone()))
+                .expect("send");
             assert_eq!(deleted_rx.next().await.as_deref(), Some("a"));
             shutdown.cancel();
         };
