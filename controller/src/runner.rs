@@ -4,7 +4,8 @@
 //!
 //! What every controller gets without writing it:
 //! - a `reconcile` span carrying the controller name and the object key (`namespace/name`), so
-//!   every log line of a reconcile, its error policy included, names the object;
+//!   every log line of a reconcile, its error policy included, names the object (inside the
+//!   applier's own `reconciling object` span, which adds why the object was queued);
 //! - the reconcile counter, error counter (by [`ReconcileError::metric_label`]) and duration
 //!   histogram of [`Metrics`];
 //! - per-object exponential backoff of failures ([`kruise_runtime::backoff`], reset on
