@@ -12,6 +12,7 @@ pub mod metrics;
 pub mod nodeimage;
 pub mod podcache;
 pub mod podreadiness;
+pub mod runner;
 pub use kruise_runtime::ratelimit;
 pub mod revision;
 pub mod server;

@@ -108,6 +108,8 @@ impl Metrics {
         }
     }
 
+    /// Counts one reconcile of `controller` and its duration; `error` is the failure's
+    /// metric label. [`crate::runner::Controller`] records every reconcile it runs.
     pub fn reconciled(&self, controller: &str, took: Duration, error: Option<&str>) {
         let l = ControllerLabels {
             controller: controller.to_string(),

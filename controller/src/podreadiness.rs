@@ -1,9 +1,13 @@
 //! The pod-readiness controller: a pod that carries the `KruisePodReady` readiness gate (the
 //! webhook injects it) but no such condition yet gets the condition set to True, so it can
 //! become Ready. Later writers add not-ready keys to hold it down.
+//!
+//! It runs on the shared runner ([`crate::runner`]) over the Pod cache's store: a failed patch
+//! is requeued with the pod's exponential backoff instead of being given up after a few tries.
 
-use std::sync::Arc;
-use std::time::Duration;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use jiff::Timestamp;
@@ -11,6 +15,8 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kruise_api::keys;
 use kube::api::{Patch, PatchParams};
+use kube::runtime::controller::Action;
+use kube::runtime::reflector::ObjectRef;
 use kube::{Api, Client};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -18,21 +24,36 @@ use tokio_util::sync::CancellationToken;
 use crate::cloneset::podutil;
 use crate::metrics::Metrics;
 use crate::podcache::PodCache;
+use crate::runner::{Controller, ReconcileError};
 
-const METRIC_NAME: &str = "podreadiness";
-const CONCURRENCY: usize = 4;
-const ATTEMPTS: u32 = 3;
+const NAME: &str = "podreadiness";
+const CONCURRENCY: u16 = 4;
 /// A pod just patched is not patched again for this long: the cache may still show the pod
-/// without the condition for a moment.
+/// without the condition for a moment, and patching it again then could overwrite a not-ready
+/// key a later writer added meanwhile.
 const RECENT: Duration = Duration::from_secs(10);
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("kubernetes API: {0}")]
+    Kube(#[from] kube::Error),
+}
+
+impl ReconcileError for Error {
+    fn metric_label(&self) -> &'static str {
+        match self {
+            Error::Kube(_) => "kube",
+        }
+    }
+}
 
 /// UIDs patched recently, so that the events racing our own write do not repeat it.
 #[derive(Default)]
-struct Recent(std::sync::Mutex<std::collections::HashMap<String, std::time::Instant>>);
+struct Recent(Mutex<HashMap<String, Instant>>);
 
 impl Recent {
     /// True when `uid` was not claimed within `RECENT`; claims it.
-    fn claim(&self, uid: &str, now: std::time::Instant) -> bool {
+    fn claim(&self, uid: &str, now: Instant) -> bool {
         let mut m = self.0.lock().unwrap_or_else(|e| e.into_inner());
         m.retain(|_, t| now.duration_since(*t) < RECENT);
         if m.contains_key(uid) {
@@ -40,6 +61,12 @@ impl Recent {
         }
         m.insert(uid.to_string(), now);
         true
+    }
+
+    /// Gives up the claim of `uid`: its patch failed, and the retry must not be mistaken for
+    /// an event racing a write that landed.
+    fn release(&self, uid: &str) {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).remove(uid);
     }
 }
 
@@ -108,38 +135,9 @@ pub fn condition_patch(now: Timestamp) -> serde_json::Value {
     })
 }
 
-async fn mark_ready(client: &Client, pod: &Pod, metrics: &Metrics) {
-    let (Some(ns), Some(name)) = (
-        pod.metadata.namespace.as_deref(),
-        pod.metadata.name.as_deref(),
-    ) else {
-        return;
-    };
-    let api: Api<Pod> = Api::namespaced(client.clone(), ns);
-    for attempt in 1..=ATTEMPTS {
-        let started = std::time::Instant::now();
-        // Strategic merge keys conditions by type, so other conditions are left alone.
-        let res = api
-            .patch_status(
-                name,
-                &PatchParams::default(),
-                &Patch::Strategic(condition_patch(Timestamp::now())),
-            )
-            .await;
-        match res {
-            Ok(_) => {
-                metrics.reconciled(METRIC_NAME, started.elapsed(), None);
-                tracing::debug!(pod = %name, namespace = %ns, "set KruisePodReady=True");
-                return;
-            }
-            Err(kube::Error::Api(s)) if s.is_not_found() => return,
-            Err(e) => {
-                metrics.reconciled(METRIC_NAME, started.elapsed(), Some("kube"));
-                tracing::warn!(pod = %name, namespace = %ns, attempt, error = %e, "failed to set KruisePodReady");
-                tokio::time::sleep(Duration::from_secs(u64::from(attempt))).await;
-            }
-        }
-    }
+struct Ctx {
+    client: Client,
+    recent: Recent,
 }
 
 /// Runs until `shutdown`.
@@ -149,25 +147,58 @@ pub async fn run(
     metrics: Arc<Metrics>,
     shutdown: CancellationToken,
 ) {
-    let events = pods
+    let wanted = pods
         .live_pods()
         .filter(|p| futures::future::ready(needs_condition(p)))
-        .take_until(shutdown.cancelled_owned());
-    let recent = Arc::new(Recent::default());
-    events
-        .for_each_concurrent(CONCURRENCY, |pod| {
-            let client = client.clone();
-            let metrics = metrics.clone();
-            let recent = recent.clone();
-            async move {
-                let uid = pod.metadata.uid.clone().unwrap_or_default();
-                if recent.claim(&uid, std::time::Instant::now()) {
-                    mark_ready(&client, &pod, &metrics).await;
-                }
-            }
-        })
+        .map(|p| ObjectRef::from_obj(p.as_ref()));
+    let ctx = Arc::new(Ctx {
+        client,
+        recent: Recent::default(),
+    });
+    Controller::on_store(NAME, pods.store().clone(), metrics, shutdown)
+        .concurrency(CONCURRENCY)
+        .trigger_refs(wanted)
+        .run(reconcile, ctx)
         .await;
-    tracing::info!("pod-readiness controller stopped");
+}
+
+/// Sets `KruisePodReady=True` on a gated pod that has no such condition yet. A failed patch is
+/// returned, so the runner retries it with the pod's backoff.
+async fn reconcile(pod: Arc<Pod>, ctx: Arc<Ctx>) -> Result<Action, Error> {
+    // The store may hold a newer pod than the event that queued it: decide on what it holds.
+    if !needs_condition(&pod) {
+        return Ok(Action::await_change());
+    }
+    let (Some(ns), Some(name)) = (
+        pod.metadata.namespace.as_deref(),
+        pod.metadata.name.as_deref(),
+    ) else {
+        return Ok(Action::await_change());
+    };
+    let uid = pod.metadata.uid.clone().unwrap_or_default();
+    if !ctx.recent.claim(&uid, Instant::now()) {
+        return Ok(Action::await_change());
+    }
+    let api: Api<Pod> = Api::namespaced(ctx.client.clone(), ns);
+    // Strategic merge keys conditions by type, so other conditions are left alone.
+    let res = api
+        .patch_status(
+            name,
+            &PatchParams::default(),
+            &Patch::Strategic(condition_patch(Timestamp::now())),
+        )
+        .await;
+    match res {
+        Ok(_) => {
+            tracing::debug!("set KruisePodReady=True");
+            Ok(Action::await_change())
+        }
+        Err(kube::Error::Api(s)) if s.is_not_found() => Ok(Action::await_change()),
+        Err(e) => {
+            ctx.recent.release(&uid);
+            Err(e.into())
+        }
+    }
 }
 
 #[cfg(test)]
@@ -232,11 +263,26 @@ mod tests {
     #[test]
     fn recent_claims_expire() {
         let r = Recent::default();
-        let t0 = std::time::Instant::now();
+        let t0 = Instant::now();
         assert!(r.claim("a", t0));
         assert!(!r.claim("a", t0 + Duration::from_secs(1)));
         assert!(r.claim("b", t0));
         assert!(r.claim("a", t0 + RECENT + Duration::from_secs(1)));
+    }
+
+    #[test]
+    fn a_released_claim_is_retried_at_once() {
+        let r = Recent::default();
+        let t0 = Instant::now();
+        assert!(r.claim("a", t0));
+        assert!(r.claim("b", t0));
+        // The patch of "a" failed: its retry must patch, while "b" (patched) stays claimed.
+        r.release("a");
+        assert!(r.claim("a", t0 + Duration::from_millis(5)));
+        assert!(!r.claim("b", t0 + Duration::from_millis(5)));
+        // Releasing what was never claimed is harmless.
+        r.release("c");
+        assert!(r.claim("c", t0));
     }
 
     #[test]

@@ -8,7 +8,9 @@
 //! failure that lasts that long costs one request per object every 5 min.
 //!
 //! [`reset_on_success`] and [`requeue_with_backoff`] wrap a controller's reconcile function and
-//! its error policy, so that no controller keeps its own retry arithmetic.
+//! its error policy, so that no controller keeps its own retry arithmetic. In the manager the
+//! controller runner (`kruise_manager::runner`) applies both to every controller; the daemon's
+//! duties call them directly.
 
 use std::collections::HashMap;
 use std::future::Future;

@@ -38,9 +38,7 @@ pub fn readiness_key(crr: &ContainerRecreateRequest) -> PodReadinessMessage {
 }
 
 pub fn has_finalizer(crr: &ContainerRecreateRequest) -> bool {
-    crr.finalizers()
-        .iter()
-        .any(|f| f == keys::CRR_UNREADY_ACQUIRED_FINALIZER)
+    crate::runner::finalizer::has(crr, keys::CRR_UNREADY_ACQUIRED_FINALIZER)
 }
 
 pub fn has_readiness_gate(pod: &Pod) -> bool {

@@ -23,29 +23,26 @@
 pub mod logic;
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
-use futures::{StreamExt, future};
+use futures::StreamExt;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kruise_api::apps::v1beta1::{ContainerRecreateRequest, ContainerRecreateRequestPhase};
 use kruise_api::keys;
 use kube::api::{Patch, PatchParams, PostParams};
-use kube::runtime::controller::{Action, ReconcileRequest, trigger_self};
-use kube::runtime::reflector::{self, ObjectRef};
-use kube::runtime::watcher::{self, watcher};
-use kube::runtime::{WatchStreamExt, applier};
+use kube::runtime::controller::Action;
+use kube::runtime::reflector::ObjectRef;
 use kube::{Api, Client, ResourceExt};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use crate::backoff::{self, Backoff, Policy};
 use crate::metrics::Metrics;
 use crate::podcache::{PodCache, PodEvent};
+use crate::runner::{self, Controller, ReconcileError, finalizer};
 use logic::Step;
 
-const METRIC_NAME: &str = "containerrecreaterequest";
+const NAME: &str = "containerrecreaterequest";
 const CONCURRENCY: u16 = 3;
 const ATTEMPTS: u32 = 5;
 
@@ -59,7 +56,7 @@ pub enum Error {
     Conflict(String),
 }
 
-impl Error {
+impl ReconcileError for Error {
     fn metric_label(&self) -> &'static str {
         match self {
             Error::Kube(_) => "kube",
@@ -67,16 +64,17 @@ impl Error {
             Error::Conflict(_) => "conflict",
         }
     }
+
+    /// A conflict only means the cache was stale: the same curve retries it within
+    /// milliseconds.
+    fn is_conflict(&self) -> bool {
+        matches!(self, Error::Kube(e) if runner::is_conflict(e))
+    }
 }
 
 struct Ctx {
     client: Client,
     pods: PodCache,
-    metrics: Arc<Metrics>,
-}
-
-fn key(crr: &ContainerRecreateRequest) -> String {
-    format!("{}/{}", crr.namespace().unwrap_or_default(), crr.name_any())
 }
 
 /// Runs until `shutdown`.
@@ -86,16 +84,11 @@ pub async fn run(
     metrics: Arc<Metrics>,
     shutdown: CancellationToken,
 ) {
-    let (store, writer) = reflector::store::<ContainerRecreateRequest>();
-    let crr_events = watcher(
-        Api::<ContainerRecreateRequest>::all(client.clone()),
-        watcher::Config::default(),
-    )
-    .default_backoff()
-    .reflect(writer)
-    .applied_objects();
+    let api = Api::<ContainerRecreateRequest>::all(client.clone());
+    let ctl =
+        Controller::watching(NAME, runner::watch(api), metrics, shutdown).concurrency(CONCURRENCY);
     // A pod change concerns the requests for that pod (snapshot, gone pod, readiness).
-    let by_pod = store.clone();
+    let by_pod = ctl.store();
     let pod_events = pods.events().flat_map(move |ev| {
         let pod = match &ev {
             PodEvent::Applied(p) | PodEvent::Deleted(p) => Some(p.clone()),
@@ -112,47 +105,10 @@ pub async fn run(
             })
             .map(|c| ObjectRef::from_obj(c.as_ref()))
             .collect();
-        futures::stream::iter(
-            refs.into_iter()
-                .map(|r| Ok::<_, watcher::Error>(ReconcileRequest::from(r))),
-        )
+        futures::stream::iter(refs)
     });
-    let ctx = Arc::new(Ctx {
-        client,
-        pods,
-        metrics,
-    });
-    let queue = futures::stream::select(trigger_self(crr_events, ()), pod_events)
-        .take_until(shutdown.cancelled_owned());
-    let cfg = kube::runtime::Config::default().concurrency(CONCURRENCY);
-    let backoff = Arc::new(Backoff::new(Policy::DEFAULT));
-    applier(
-        backoff::reset_on_success(backoff.clone(), reconcile),
-        backoff::requeue_with_backoff(backoff, error_policy),
-        ctx,
-        store,
-        queue,
-        cfg,
-    )
-    .for_each(|res| {
-        if let Err(e) = res {
-            tracing::debug!(error = %e, "CRR reconcile failed");
-        }
-        future::ready(())
-    })
-    .await;
-    tracing::info!("containerrecreaterequest controller stopped");
-}
-
-async fn reconcile(crr: Arc<ContainerRecreateRequest>, ctx: Arc<Ctx>) -> Result<Action, Error> {
-    let started = Instant::now();
-    let res = reconcile_inner(&crr, &ctx).await;
-    ctx.metrics.reconciled(
-        METRIC_NAME,
-        started.elapsed(),
-        res.as_ref().err().map(Error::metric_label),
-    );
-    res
+    let ctx = Arc::new(Ctx { client, pods });
+    ctl.trigger_refs(pod_events).run(reconcile, ctx).await;
 }
 
 /// The request's pod: from the cache, confirmed with the API server when the cache does not
@@ -171,7 +127,8 @@ async fn get_pod(ctx: &Ctx, ns: &str, name: &str) -> Result<Option<Pod>, Error> 
         .await?)
 }
 
-async fn reconcile_inner(crr: &ContainerRecreateRequest, ctx: &Ctx) -> Result<Action, Error> {
+async fn reconcile(crr: Arc<ContainerRecreateRequest>, ctx: Arc<Ctx>) -> Result<Action, Error> {
+    let (crr, ctx) = (crr.as_ref(), ctx.as_ref());
     let ns = crr.namespace().unwrap_or_default();
     let name = crr.name_any();
     let api: Api<ContainerRecreateRequest> = Api::namespaced(ctx.client.clone(), &ns);
@@ -183,14 +140,8 @@ async fn reconcile_inner(crr: &ContainerRecreateRequest, ctx: &Ctx) -> Result<Ac
             if remove_key && let Some(p) = &pod {
                 set_not_ready(ctx, p, crr, false).await?;
             }
-            let rest: Vec<String> = crr
-                .finalizers()
-                .iter()
-                .filter(|f| *f != keys::CRR_UNREADY_ACQUIRED_FINALIZER)
-                .cloned()
-                .collect();
-            set_finalizers(&api, crr, rest).await?;
-            tracing::info!(crr = %key(crr), "released the pod's readiness");
+            finalizer::remove(&api, crr, keys::CRR_UNREADY_ACQUIRED_FINALIZER).await?;
+            tracing::info!("released the pod's readiness");
             Ok(Action::await_change())
         }
         Step::DropActiveLabel => {
@@ -200,7 +151,7 @@ async fn reconcile_inner(crr: &ContainerRecreateRequest, ctx: &Ctx) -> Result<Ac
             Ok(Action::await_change())
         }
         Step::Delete => {
-            tracing::info!(crr = %key(crr), "deleting CRR after ttlSecondsAfterFinished");
+            tracing::info!("deleting CRR after ttlSecondsAfterFinished");
             match api.delete(&name, &Default::default()).await {
                 Ok(_) => {}
                 Err(kube::Error::Api(e)) if e.is_not_found() => {}
@@ -212,11 +163,11 @@ async fn reconcile_inner(crr: &ContainerRecreateRequest, ctx: &Ctx) -> Result<Ac
             // resourceVersion is kept, so a concurrent change makes this conflict and retry.
             api.replace(&name, &PostParams::default(), &admitted)
                 .await?;
-            tracing::info!(crr = %key(crr), pod = %crr.spec.pod_name, "filled in CRR labels and container contexts");
+            tracing::info!(pod = %crr.spec.pod_name, "filled in CRR labels and container contexts");
             Ok(Action::await_change())
         }
         Step::Complete(message) => {
-            tracing::info!(crr = %key(crr), %message, "completing CRR");
+            tracing::info!(%message, "completing CRR");
             let patch = json!({"status": {
                 "phase": ContainerRecreateRequestPhase::Completed,
                 "completionTime": Time(now),
@@ -254,14 +205,11 @@ async fn acquire(
     now: Timestamp,
 ) -> Result<(), Error> {
     if logic::has_readiness_gate(pod) {
-        if !logic::has_finalizer(crr) {
-            let mut f = crr.finalizers().to_vec();
-            f.push(keys::CRR_UNREADY_ACQUIRED_FINALIZER.into());
-            set_finalizers(api, crr, f).await?;
-        }
+        // Finalizer first, so the key is never left behind.
+        finalizer::add(api, crr, keys::CRR_UNREADY_ACQUIRED_FINALIZER).await?;
         set_not_ready(ctx, pod, crr, true).await?;
     } else {
-        tracing::info!(crr = %key(crr), pod = %crr.spec.pod_name, "pod has no KruisePodReady gate; cannot hold it not-ready");
+        tracing::info!(pod = %crr.spec.pod_name, "pod has no KruisePodReady gate; cannot hold it not-ready");
     }
     let mut conditions: Vec<Condition> = crr
         .status
@@ -283,25 +231,7 @@ async fn acquire(
         &Patch::Merge(json!({"status": {"conditions": conditions}})),
     )
     .await?;
-    tracing::info!(crr = %key(crr), "pod held not-ready for the unready grace period");
-    Ok(())
-}
-
-async fn set_finalizers(
-    api: &Api<ContainerRecreateRequest>,
-    crr: &ContainerRecreateRequest,
-    finalizers: Vec<String>,
-) -> Result<(), Error> {
-    let patch = json!({"metadata": {
-        "finalizers": finalizers,
-        "resourceVersion": crr.resource_version(),
-    }});
-    api.patch(
-        &crr.name_any(),
-        &PatchParams::default(),
-        &Patch::Merge(&patch),
-    )
-    .await?;
+    tracing::info!("pod held not-ready for the unready grace period");
     Ok(())
 }
 
@@ -337,7 +267,7 @@ async fn set_not_ready(
             .await
         {
             Ok(_) => {
-                tracing::info!(pod = %name, namespace = %ns, crr = %key(crr), add, "updated KruisePodReady not-ready key");
+                tracing::info!(pod = %name, namespace = %ns, add, "updated KruisePodReady not-ready key");
                 return Ok(());
             }
             Err(kube::Error::Api(e)) if e.code == 409 => continue,
@@ -346,15 +276,4 @@ async fn set_not_ready(
         }
     }
     Err(Error::Conflict(name))
-}
-
-/// Logs a failure; the retry comes after the request's backoff delay (a conflict, which only
-/// means the cache was stale, is retried within milliseconds by the same curve).
-fn error_policy(crr: &ContainerRecreateRequest, err: &Error, retry_in: Duration) {
-    let conflict = matches!(err, Error::Kube(kube::Error::Api(e)) if e.code == 409);
-    if conflict {
-        tracing::debug!(crr = %key(crr), retry_in_ms = u64::try_from(retry_in.as_millis()).unwrap_or(u64::MAX), "conflict, retrying");
-        return;
-    }
-    tracing::warn!(crr = %key(crr), error = %err, retry_in_ms = u64::try_from(retry_in.as_millis()).unwrap_or(u64::MAX), "CRR sync failed");
 }

@@ -17,9 +17,7 @@ use futures::Stream;
 use k8s_openapi::api::core::v1::Secret;
 use kruise_api::apps::v1beta1::{ImagePullJob, ReferenceObject};
 use kube::api::ListParams;
-use kube::runtime::controller::ReconcileRequest;
 use kube::runtime::reflector::{ObjectRef, Store};
-use kube::runtime::watcher;
 use kube::{Api, Client, ResourceExt};
 
 use super::logic::{self, classify_secrets, job_key, referencing_jobs};
@@ -157,16 +155,14 @@ async fn round(
 pub fn requests(
     client: Client,
     jobs: Store<ImagePullJob>,
-) -> impl Stream<Item = Result<ReconcileRequest<ImagePullJob>, watcher::Error>> {
+) -> impl Stream<Item = ObjectRef<ImagePullJob>> + Send + 'static {
     use futures::StreamExt;
     futures::stream::unfold(
         (client, jobs, Requeued::new()),
         |(client, jobs, mut requeued)| async move {
             tokio::time::sleep(INTERVAL).await;
             let refs = round(&client, &jobs, &mut requeued).await;
-            let batch =
-                futures::stream::iter(refs.into_iter().map(|r| Ok(ReconcileRequest::from(r))));
-            Some((batch, (client, jobs, requeued)))
+            Some((futures::stream::iter(refs), (client, jobs, requeued)))
         },
     )
     .flatten()

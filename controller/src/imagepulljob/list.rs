@@ -16,20 +16,20 @@ use kruise_api::apps::v1beta1::{
 };
 use kruise_api::keys;
 use kube::api::{Patch, PatchParams, PostParams};
-use kube::runtime::controller::{Action, ReconcileRequest, trigger_self};
+use kube::runtime::WatchStreamExt;
+use kube::runtime::controller::Action;
 use kube::runtime::reflector::{self, ObjectRef};
-use kube::runtime::watcher::{self, watcher};
-use kube::runtime::{WatchStreamExt, applier};
+use kube::runtime::watcher;
 use kube::{Api, Client, Resource, ResourceExt};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::logic::{self, Ttl};
-use crate::backoff::{self, Backoff, Policy};
 use crate::expectations::{EXPECTATION_TIMEOUT, ScaleAction, ScaleExpectations, ScaleSatisfaction};
 use crate::metrics::Metrics;
+use crate::runner::{self, Controller, ReconcileError};
 
-const METRIC_NAME: &str = "imagelistpulljob";
+const NAME: &str = "imagelistpulljob";
 const CONCURRENCY: u16 = 2;
 
 #[derive(Debug, thiserror::Error)]
@@ -40,10 +40,24 @@ pub enum Error {
     Hash(String),
 }
 
+impl ReconcileError for Error {
+    fn metric_label(&self) -> &'static str {
+        match self {
+            Error::Kube(_) => "kube",
+            Error::Hash(_) => "hash",
+        }
+    }
+
+    /// A conflict only means the cache was stale: the same curve retries it within
+    /// milliseconds.
+    fn is_conflict(&self) -> bool {
+        matches!(self, Error::Kube(e) if runner::is_conflict(e))
+    }
+}
+
 pub(super) struct Ctx {
     client: Client,
     jobs: reflector::Store<ImagePullJob>,
-    metrics: Arc<Metrics>,
     scale_exp: ScaleExpectations,
 }
 
@@ -59,25 +73,22 @@ fn controller_of(job: &ImagePullJob) -> Option<&OwnerReference> {
 
 /// Runs until `shutdown`.
 pub async fn run(client: Client, metrics: Arc<Metrics>, shutdown: CancellationToken) {
-    let (lists, list_writer) = reflector::store::<ImageListPullJob>();
-    let (jobs, job_writer) = reflector::store::<ImagePullJob>();
-    let list_events = watcher(
-        Api::<ImageListPullJob>::all(client.clone()),
-        watcher::Config::default(),
+    let ctl = Controller::watching(
+        NAME,
+        runner::watch(Api::<ImageListPullJob>::all(client.clone())),
+        metrics,
+        shutdown,
     )
-    .default_backoff()
-    .reflect(list_writer)
-    .applied_objects();
+    .concurrency(CONCURRENCY);
+    let (jobs, job_writer) = reflector::store::<ImagePullJob>();
     let ctx = Arc::new(Ctx {
         client: client.clone(),
         jobs: jobs.clone(),
-        metrics,
         scale_exp: ScaleExpectations::new(),
     });
     // A job event concerns its controlling list; it also settles the list's expectations.
     let exp_ctx = ctx.clone();
-    let job_events = watcher(Api::<ImagePullJob>::all(client), watcher::Config::default())
-        .default_backoff()
+    let job_events = runner::watch(Api::<ImagePullJob>::all(client))
         .reflect(job_writer)
         .filter_map(move |ev| {
             let (job, action) = match ev {
@@ -92,32 +103,11 @@ pub async fn run(client: Client, metrics: Arc<Metrics>, shutdown: CancellationTo
                 exp_ctx
                     .scale_exp
                     .observe(&list_key(&ns, &o.name), action, &job.spec.image);
-                Ok::<_, watcher::Error>(ReconcileRequest::from(
-                    ObjectRef::<ImageListPullJob>::new(&o.name).within(&ns),
-                ))
+                ObjectRef::<ImageListPullJob>::new(&o.name).within(&ns)
             });
             future::ready(r)
         });
-    let queue = futures::stream::select(trigger_self(list_events, ()), job_events)
-        .take_until(shutdown.cancelled_owned());
-    let cfg = kube::runtime::Config::default().concurrency(CONCURRENCY);
-    let backoff = Arc::new(Backoff::new(Policy::DEFAULT));
-    applier(
-        backoff::reset_on_success(backoff.clone(), reconcile),
-        backoff::requeue_with_backoff(backoff, error_policy),
-        ctx,
-        lists,
-        queue,
-        cfg,
-    )
-    .for_each(|res| {
-        if let Err(e) = res {
-            tracing::debug!(error = %e, "ImageListPullJob reconcile failed");
-        }
-        future::ready(())
-    })
-    .await;
-    tracing::info!("imagelistpulljob controller stopped");
+    ctl.trigger_refs(job_events).run(reconcile, ctx).await;
 }
 
 /// The label value that ties a job to the template it was made from.
@@ -229,17 +219,7 @@ pub fn new_job(list: &ImageListPullJob, image: &str, hash: &str) -> ImagePullJob
 }
 
 async fn reconcile(list: Arc<ImageListPullJob>, ctx: Arc<Ctx>) -> Result<Action, Error> {
-    let started = Instant::now();
-    let res = reconcile_inner(&list, &ctx).await;
-    ctx.metrics.reconciled(
-        METRIC_NAME,
-        started.elapsed(),
-        res.as_ref().err().map(|_| "kube"),
-    );
-    res
-}
-
-async fn reconcile_inner(list: &ImageListPullJob, ctx: &Ctx) -> Result<Action, Error> {
+    let (list, ctx) = (list.as_ref(), ctx.as_ref());
     let ns = list.namespace().unwrap_or_default();
     let name = list.name_any();
     let key = list_key(&ns, &name);
@@ -271,7 +251,7 @@ async fn reconcile_inner(list: &ImageListPullJob, ctx: &Ctx) -> Result<Action, E
             Ttl::Keep => Ok(Action::await_change()),
             Ttl::After(d) => Ok(Action::requeue(d)),
             Ttl::Delete => {
-                tracing::info!(list = %key, "deleting ImageListPullJob after ttlSecondsAfterFinished");
+                tracing::info!("deleting ImageListPullJob after ttlSecondsAfterFinished");
                 match api.delete(&name, &Default::default()).await {
                     Ok(_) => {}
                     Err(kube::Error::Api(e)) if e.is_not_found() => {}
@@ -322,7 +302,7 @@ async fn reconcile_inner(list: &ImageListPullJob, ctx: &Ctx) -> Result<Action, E
         ctx.scale_exp.satisfied(&key, Instant::now())
     {
         if since < EXPECTATION_TIMEOUT {
-            tracing::debug!(list = %key, ?dirty, "waiting for created/deleted ImagePullJobs");
+            tracing::debug!(?dirty, "waiting for created/deleted ImagePullJobs");
             return Ok(Action::requeue(Duration::from_secs(1)));
         }
         ctx.scale_exp.delete(&key);
@@ -339,7 +319,7 @@ async fn reconcile_inner(list: &ImageListPullJob, ctx: &Ctx) -> Result<Action, E
         ctx.scale_exp
             .expect(&key, ScaleAction::Delete, &j.spec.image);
         match jobs_api.delete(&j.name_any(), &Default::default()).await {
-            Ok(_) => tracing::info!(list = %key, job = %j.name_any(), "deleted ImagePullJob"),
+            Ok(_) => tracing::info!(job = %j.name_any(), "deleted ImagePullJob"),
             Err(kube::Error::Api(e)) if e.is_not_found() => {
                 ctx.scale_exp
                     .observe(&key, ScaleAction::Delete, &j.spec.image);
@@ -358,7 +338,7 @@ async fn reconcile_inner(list: &ImageListPullJob, ctx: &Ctx) -> Result<Action, E
             .await
         {
             Ok(j) => {
-                tracing::info!(list = %key, job = %j.name_any(), image = %image, "created ImagePullJob")
+                tracing::info!(job = %j.name_any(), image = %image, "created ImagePullJob")
             }
             Err(e) => {
                 ctx.scale_exp.observe(&key, ScaleAction::Create, image);
@@ -373,16 +353,6 @@ async fn reconcile_inner(list: &ImageListPullJob, ctx: &Ctx) -> Result<Action, E
             .await?;
     }
     Ok(Action::await_change())
-}
-
-/// Logs a failure; the retry comes after the list's backoff delay (a conflict, which only means
-/// the cache was stale, is retried within milliseconds by the same curve).
-fn error_policy(list: &ImageListPullJob, err: &Error, retry_in: Duration) {
-    if matches!(err, Error::Kube(kube::Error::Api(e)) if e.code == 409) {
-        tracing::debug!(list = %list.name_any(), retry_in_ms = u64::try_from(retry_in.as_millis()).unwrap_or(u64::MAX), "conflict, retrying");
-        return;
-    }
-    tracing::warn!(list = %list.name_any(), namespace = ?list.namespace(), error = %err, retry_in_ms = u64::try_from(retry_in.as_millis()).unwrap_or(u64::MAX), "ImageListPullJob sync failed");
 }
 
 #[cfg(test)]

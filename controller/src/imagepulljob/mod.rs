@@ -32,27 +32,25 @@ pub mod secrets;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures::{StreamExt, future};
+use futures::StreamExt;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
 use kruise_api::apps::v1beta1::{ImagePullJob, NodeImage, ReferenceObject};
 use kruise_api::keys;
-use kube::api::{Patch, PatchParams, PostParams};
-use kube::runtime::controller::{Action, ReconcileRequest, trigger_self};
+use kube::api::PostParams;
+use kube::runtime::WatchStreamExt;
+use kube::runtime::controller::Action;
 use kube::runtime::reflector::{self, ObjectRef};
-use kube::runtime::watcher::{self, watcher};
-use kube::runtime::{WatchStreamExt, applier};
 use kube::{Api, Client, ResourceExt};
-use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use crate::backoff::{self, Backoff, Policy};
 use crate::expectations::{EXPECTATION_TIMEOUT, ResourceVersionExpectations, VersionSatisfaction};
 use crate::metrics::Metrics;
 use crate::podcache::{PodCache, PodEvent};
+use crate::runner::{self, Controller, ReconcileError, finalizer};
 use logic::{Jitter, LogicError, Ttl};
 
-const METRIC_NAME: &str = "imagepulljob";
+const NAME: &str = "imagepulljob";
 const CONCURRENCY: u16 = 3;
 /// Writes to one NodeImage retried on conflict (the daemon writes its status, other jobs tags).
 const WRITE_ATTEMPTS: u32 = 5;
@@ -71,7 +69,7 @@ pub enum Error {
     Conflict(String),
 }
 
-impl Error {
+impl ReconcileError for Error {
     fn metric_label(&self) -> &'static str {
         match self {
             Error::Kube(_) => "kube",
@@ -80,13 +78,19 @@ impl Error {
             Error::Conflict(_) => "conflict",
         }
     }
+
+    /// A conflict means the cached job was stale and the fresh one is on its way: the same
+    /// curve retries it within milliseconds. A spec error (which only an edit fixes) slows
+    /// down by itself along that curve.
+    fn is_conflict(&self) -> bool {
+        matches!(self, Error::Kube(e) if runner::is_conflict(e))
+    }
 }
 
 struct Ctx {
     client: Client,
     pods: PodCache,
     node_images: reflector::Store<NodeImage>,
-    metrics: Arc<Metrics>,
     /// NodeImages we wrote and the cache has not shown yet.
     rv_exp: ResourceVersionExpectations,
     /// Extra TTL of `Always` jobs' tags (upstream flag default-ttlseconds-for-always-nodeimage).
@@ -113,75 +117,65 @@ fn pods_on_node(pods: &PodCache, node: &str) -> Vec<Arc<Pod>> {
         .collect()
 }
 
-fn requests(
-    refs: Vec<ObjectRef<ImagePullJob>>,
-) -> impl futures::Stream<Item = Result<ReconcileRequest<ImagePullJob>, watcher::Error>> {
-    futures::stream::iter(refs.into_iter().map(|r| Ok(ReconcileRequest::from(r))))
-}
-
 async fn run_jobs(
     client: Client,
     pods: PodCache,
     metrics: Arc<Metrics>,
     shutdown: CancellationToken,
 ) {
-    let (jobs, job_writer) = reflector::store::<ImagePullJob>();
-    let (node_images, ni_writer) = reflector::store::<NodeImage>();
-    let job_events = watcher(
-        Api::<ImagePullJob>::all(client.clone()),
-        watcher::Config::default(),
+    let ctl = Controller::watching(
+        NAME,
+        runner::watch(Api::<ImagePullJob>::all(client.clone())),
+        metrics,
+        shutdown,
     )
-    .default_backoff()
-    .reflect(job_writer)
-    .applied_objects();
+    .concurrency(CONCURRENCY);
+    let jobs = ctl.store();
+    let (node_images, ni_writer) = reflector::store::<NodeImage>();
 
     // A NodeImage change concerns the jobs owning its tags, and running jobs that may want to
     // add this node (a new node, new labels, a pod scheduled there).
     let (store, pod_cache) = (jobs.clone(), pods.clone());
-    let ni_events = watcher(
-        Api::<NodeImage>::all(client.clone()),
-        watcher::Config::default(),
-    )
-    .default_backoff()
-    .reflect(ni_writer)
-    .touched_objects()
-    .flat_map(move |ev| {
-        let Ok(ni) = ev else {
-            return requests(Vec::new());
-        };
-        let mut refs: Vec<ObjectRef<ImagePullJob>> = ni
-            .spec
-            .images
-            .values()
-            .flat_map(|i| i.tags.iter())
-            .flat_map(|t| t.owner_references.iter())
-            .filter_map(|r| {
-                Some(ObjectRef::new(r.name.as_deref()?).within(r.namespace.as_deref()?))
-            })
-            .collect();
-        let running: Vec<Arc<ImagePullJob>> = store
-            .state()
-            .into_iter()
-            .filter(|j| logic::is_running(j))
-            .collect();
-        let on_node = if running
-            .iter()
-            .any(|j| j.spec.template.pod_selector.is_some())
-        {
-            pods_on_node(&pod_cache, &ni.name_any())
-        } else {
-            Vec::new()
-        };
-        refs.extend(
-            running
+    let ni_events = runner::watch(Api::<NodeImage>::all(client.clone()))
+        .reflect(ni_writer)
+        .touched_objects()
+        .flat_map(move |ev| {
+            let Ok(ni) = ev else {
+                return futures::stream::iter(Vec::new());
+            };
+            let mut refs: Vec<ObjectRef<ImagePullJob>> = ni
+                .spec
+                .images
+                .values()
+                .flat_map(|i| i.tags.iter())
+                .flat_map(|t| t.owner_references.iter())
+                .filter_map(|r| {
+                    Some(ObjectRef::new(r.name.as_deref()?).within(r.namespace.as_deref()?))
+                })
+                .collect();
+            let running: Vec<Arc<ImagePullJob>> = store
+                .state()
+                .into_iter()
+                .filter(|j| logic::is_running(j))
+                .collect();
+            let on_node = if running
                 .iter()
-                .filter(|j| logic::job_may_target(j, &ni, &on_node))
-                .map(|j| ObjectRef::from_obj(j.as_ref())),
-        );
-        refs.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
-        refs.dedup();
-        requests(refs)
-    });
+                .any(|j| j.spec.template.pod_selector.is_some())
+            {
+                pods_on_node(&pod_cache, &ni.name_any())
+            } else {
+                Vec::new()
+            };
+            refs.extend(
+                running
+                    .iter()
+                    .filter(|j| logic::job_may_target(j, &ni, &on_node))
+                    .map(|j| ObjectRef::from_obj(j.as_ref())),
+            );
+            refs.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
+            refs.dedup();
+            futures::stream::iter(refs)
+        });
 
     // A pod change concerns running podSelector jobs of its namespace that select it.
     let store = jobs.clone();
@@ -210,7 +204,7 @@ async fn run_jobs(
             PodEvent::Applied(p) | PodEvent::Deleted(p) => selected(Some(p)),
             PodEvent::Resync => selected(None),
         };
-        requests(refs)
+        futures::stream::iter(refs)
     });
 
     // A pull secret's source changed: the jobs using it rewrite their copies.
@@ -220,44 +214,14 @@ async fn run_jobs(
         client,
         pods,
         node_images,
-        metrics,
         rv_exp: ResourceVersionExpectations::new(),
         extra_ttl_for_always: 0,
     });
-    let queue = futures::stream::select(
-        futures::stream::select(trigger_self(job_events, ()), ni_events),
-        futures::stream::select(pod_events, secret_events),
-    )
-    .take_until(shutdown.cancelled_owned());
-    let cfg = kube::runtime::Config::default().concurrency(CONCURRENCY);
-    let backoff = Arc::new(Backoff::new(Policy::DEFAULT));
-    applier(
-        backoff::reset_on_success(backoff.clone(), reconcile),
-        backoff::requeue_with_backoff(backoff, error_policy),
-        ctx,
-        jobs,
-        queue,
-        cfg,
-    )
-    .for_each(|res| {
-        if let Err(e) = res {
-            tracing::debug!(error = %e, "ImagePullJob reconcile failed");
-        }
-        future::ready(())
-    })
-    .await;
-    tracing::info!("imagepulljob controller stopped");
-}
-
-async fn reconcile(job: Arc<ImagePullJob>, ctx: Arc<Ctx>) -> Result<Action, Error> {
-    let started = Instant::now();
-    let res = reconcile_inner(&job, &ctx).await;
-    ctx.metrics.reconciled(
-        METRIC_NAME,
-        started.elapsed(),
-        res.as_ref().err().map(Error::metric_label),
-    );
-    res
+    ctl.trigger_refs(ni_events)
+        .trigger_refs(pod_events)
+        .trigger_refs(secret_events)
+        .run(reconcile, ctx)
+        .await;
 }
 
 /// Whether a reflector store has loaded its first list.
@@ -273,54 +237,21 @@ where
         .is_some_and(|r| r.is_ok())
 }
 
-fn has_finalizer(job: &ImagePullJob) -> bool {
-    job.finalizers()
-        .iter()
-        .any(|f| f == keys::DELETION_PROTECTION_FINALIZER)
-}
-
-/// Sets the finalizer list, guarded by the resourceVersion we read.
-async fn set_finalizers(
-    api: &Api<ImagePullJob>,
-    job: &ImagePullJob,
-    finalizers: Vec<String>,
-) -> Result<(), Error> {
-    let patch = json!({
-        "metadata": {
-            "finalizers": finalizers,
-            "resourceVersion": job.resource_version(),
-        }
-    });
-    api.patch(
-        &job.name_any(),
-        &PatchParams::default(),
-        &Patch::Merge(&patch),
-    )
-    .await?;
-    Ok(())
-}
-
 /// Releases the job's secret copies, then drops the protection finalizer.
 async fn finalize(ctx: &Ctx, api: &Api<ImagePullJob>, job: &ImagePullJob) -> Result<(), Error> {
-    if !has_finalizer(job) {
+    if !finalizer::has(job, keys::DELETION_PROTECTION_FINALIZER) {
         return Ok(());
     }
     secrets::sync(&ctx.client, job, true).await?;
-    let rest: Vec<String> = job
-        .finalizers()
-        .iter()
-        .filter(|f| *f != keys::DELETION_PROTECTION_FINALIZER)
-        .cloned()
-        .collect();
-    set_finalizers(api, job, rest).await?;
-    tracing::info!(job = %logic::job_key(job), "released ImagePullJob resources");
+    finalizer::remove(api, job, keys::DELETION_PROTECTION_FINALIZER).await?;
+    tracing::info!("released ImagePullJob resources");
     Ok(())
 }
 
-async fn reconcile_inner(job: &ImagePullJob, ctx: &Ctx) -> Result<Action, Error> {
+async fn reconcile(job: Arc<ImagePullJob>, ctx: Arc<Ctx>) -> Result<Action, Error> {
+    let (job, ctx) = (job.as_ref(), ctx.as_ref());
     let ns = job.namespace().unwrap_or_default();
     let name = job.name_any();
-    let key = logic::job_key(job);
     let api: Api<ImagePullJob> = Api::namespaced(ctx.client.clone(), &ns);
     let now = Timestamp::now();
 
@@ -339,7 +270,7 @@ async fn reconcile_inner(job: &ImagePullJob, ctx: &Ctx) -> Result<Action, Error>
             Ttl::Keep => Ok(Action::await_change()),
             Ttl::After(d) => Ok(Action::requeue(d)),
             Ttl::Delete => {
-                tracing::info!(job = %key, "deleting ImagePullJob after ttlSecondsAfterFinished");
+                tracing::info!("deleting ImagePullJob after ttlSecondsAfterFinished");
                 match api.delete(&name, &Default::default()).await {
                     Ok(_) => {}
                     Err(kube::Error::Api(e)) if e.is_not_found() => {}
@@ -349,10 +280,9 @@ async fn reconcile_inner(job: &ImagePullJob, ctx: &Ctx) -> Result<Action, Error>
             }
         };
     }
-    if !has_finalizer(job) {
-        let mut f = job.finalizers().to_vec();
-        f.push(keys::DELETION_PROTECTION_FINALIZER.to_string());
-        set_finalizers(&api, job, f).await?;
+    // Not `kube::runtime::finalizer`: that one would add the finalizer back right after the
+    // completion branch above released it (see runner::finalizer).
+    if finalizer::add(&api, job, keys::DELETION_PROTECTION_FINALIZER).await? {
         // The update event brings the job back with the finalizer.
         return Ok(Action::await_change());
     }
@@ -365,7 +295,7 @@ async fn reconcile_inner(job: &ImagePullJob, ctx: &Ctx) -> Result<Action, Error>
     if all_images.is_empty() {
         // The NodeImage controller creates one per node a moment after the node appears (and
         // after a manager start); until then a job would complete on zero nodes.
-        tracing::debug!(job = %key, "no NodeImage in the cluster yet; waiting");
+        tracing::debug!("no NodeImage in the cluster yet; waiting");
         return Ok(Action::requeue(Duration::from_secs(2)));
     }
     let pods: Vec<Arc<Pod>> = if job.spec.template.pod_selector.is_some() {
@@ -392,7 +322,7 @@ async fn reconcile_inner(job: &ImagePullJob, ctx: &Ctx) -> Result<Action, Error>
             ctx.rv_exp.satisfied(&uid, &rv, Instant::now())
             && since < EXPECTATION_TIMEOUT
         {
-            tracing::debug!(job = %key, nodeimage = %t, "waiting for the cache to show our write");
+            tracing::debug!(nodeimage = %t, "waiting for the cache to show our write");
             return Ok(Action::requeue(Duration::from_secs(1)));
         }
         node_images.push(ni);
@@ -419,7 +349,6 @@ async fn reconcile_inner(job: &ImagePullJob, ctx: &Ctx) -> Result<Action, Error>
         api.replace_status(&name, &PostParams::default(), &new)
             .await?;
         tracing::info!(
-            job = %key,
             desired = status.desired,
             active = status.active,
             succeeded = status.succeeded,
@@ -460,7 +389,7 @@ async fn write_tag(
                 ) {
                     ctx.rv_exp.expect(uid, rv);
                 }
-                tracing::info!(job = %logic::job_key(job), nodeimage = %node, image = %image, "wrote image tag into NodeImage");
+                tracing::info!(nodeimage = %node, image = %image, "wrote image tag into NodeImage");
                 return Ok(());
             }
             Err(kube::Error::Api(e)) if e.code == 409 => continue,
@@ -468,15 +397,4 @@ async fn write_tag(
         }
     }
     Err(Error::Conflict(node.to_string()))
-}
-
-/// Logs a failure; the retry comes after the job's backoff delay, so a spec error (which only
-/// an edit fixes) slows down by itself, and a conflict (the cached job was stale, the fresh one
-/// is on its way) is retried within milliseconds.
-fn error_policy(job: &ImagePullJob, err: &Error, retry_in: Duration) {
-    if matches!(err, Error::Kube(kube::Error::Api(e)) if e.code == 409) {
-        tracing::debug!(job = %logic::job_key(job), retry_in_ms = u64::try_from(retry_in.as_millis()).unwrap_or(u64::MAX), "conflict, retrying");
-        return;
-    }
-    tracing::warn!(job = %logic::job_key(job), error = %err, retry_in_ms = u64::try_from(retry_in.as_millis()).unwrap_or(u64::MAX), "ImagePullJob sync failed");
 }

@@ -7,30 +7,28 @@
 pub mod plan;
 
 use std::collections::BTreeMap;
-use std::convert::Infallible;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use futures::{StreamExt, future};
+use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kruise_api::keys;
 use kube::api::{DeleteParams, ObjectMeta, Patch, PatchParams, PostParams, Preconditions};
-use kube::runtime::applier;
-use kube::runtime::controller::{Action, ReconcileRequest};
+use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef;
 use kube::{Api, Client, ResourceExt};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use crate::backoff::{self, Backoff, Policy};
 use crate::metrics::Metrics;
 use crate::podcache::PodCache;
+use crate::runner::{Controller, ReconcileError};
 
 use plan::Step;
 
-/// Label value of the `controller` metric label.
-const METRIC_NAME: &str = "containerlaunchpriority";
+/// The controller's name in metrics and logs.
+const NAME: &str = "containerlaunchpriority";
 /// Pods handled at once (upstream's worker count).
 const CONCURRENCY: u16 = 4;
 /// Wait before looking again at a stale barrier that is being deleted.
@@ -44,7 +42,7 @@ pub enum Error {
     Incomplete(String),
 }
 
-impl Error {
+impl ReconcileError for Error {
     fn metric_label(&self) -> &'static str {
         match self {
             Error::Kube(_) => "kube",
@@ -55,7 +53,6 @@ impl Error {
 
 struct Context {
     client: Client,
-    metrics: Arc<Metrics>,
 }
 
 /// Runs until `shutdown`.
@@ -65,46 +62,20 @@ pub async fn run(
     metrics: Arc<Metrics>,
     shutdown: CancellationToken,
 ) {
-    let queue = pods
+    let wanted = pods
         .live_pods()
         .filter(|p| futures::future::ready(plan::wants_reconcile(p)))
-        .map(|p| Ok::<_, Infallible>(ReconcileRequest::from(ObjectRef::from_obj(&*p))))
-        .take_until(shutdown.cancelled_owned());
-    let ctx = Arc::new(Context { client, metrics });
-    // The applier dedupes requests per pod, so one pod is never handled twice at once.
-    let backoff = Arc::new(Backoff::new(Policy::DEFAULT));
-    applier(
-        backoff::reset_on_success(backoff.clone(), reconcile),
-        backoff::requeue_with_backoff(backoff, error_policy),
-        ctx,
-        pods.store().clone(),
-        queue,
-        kube::runtime::Config::default().concurrency(CONCURRENCY),
-    )
-    .for_each(|res| {
-        if let Err(e) = res {
-            tracing::debug!(error = %e, "launch-priority reconcile failed");
-        }
-        future::ready(())
-    })
-    .await;
-    tracing::info!("launch-priority controller stopped");
-}
-
-/// Logs a failure; the retry comes after the pod's backoff delay.
-fn error_policy(pod: &Pod, err: &Error, retry_in: Duration) {
-    tracing::warn!(pod = %pod.name_any(), namespace = pod.namespace().unwrap_or_default(), error = %err, retry_in_ms = u64::try_from(retry_in.as_millis()).unwrap_or(u64::MAX), "launch-priority reconcile failed");
+        .map(|p| ObjectRef::from_obj(&*p));
+    // The runner dedupes requests per pod, so one pod is never handled twice at once.
+    Controller::on_store(NAME, pods.store().clone(), metrics, shutdown)
+        .concurrency(CONCURRENCY)
+        .trigger_refs(wanted)
+        .run(reconcile, Arc::new(Context { client }))
+        .await;
 }
 
 async fn reconcile(pod: Arc<Pod>, ctx: Arc<Context>) -> Result<Action, Error> {
-    let started = Instant::now();
-    let res = reconcile_pod(&pod, &ctx.client).await;
-    ctx.metrics.reconciled(
-        METRIC_NAME,
-        started.elapsed(),
-        res.as_ref().err().map(Error::metric_label),
-    );
-    res
+    reconcile_pod(&pod, &ctx.client).await
 }
 
 async fn reconcile_pod(pod: &Pod, client: &Client) -> Result<Action, Error> {
@@ -138,7 +109,7 @@ async fn reconcile_pod(pod: &Pod, client: &Client) -> Result<Action, Error> {
         Step::Wait => {}
         Step::Complete => mark_completed(client, &ns, &name).await?,
         Step::Release { key, then_complete } => {
-            tracing::info!(pod = %name, namespace = %ns, key = %key, "releasing launch-priority barrier");
+            tracing::info!(key = %key, "releasing launch-priority barrier");
             let patch = json!({ "data": { key: "true" } });
             cms.patch(
                 &barrier_name,
@@ -223,7 +194,7 @@ async fn mark_completed(client: &Client, ns: &str, name: &str) -> Result<(), Err
         .await
     {
         Ok(_) => {
-            tracing::info!(pod = %name, namespace = %ns, "launch priority completed");
+            tracing::info!("launch priority completed");
             Ok(())
         }
         Err(kube::Error::Api(s)) if s.is_not_found() => Ok(()),

@@ -21,25 +21,25 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::{StreamExt, future};
+use futures::StreamExt;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Node, ObjectReference, Secret};
 use kruise_api::apps::v1beta1::{ImagePullJob, NodeImage, NodeImageSpec};
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
-use kube::runtime::controller::{Action, ReconcileRequest, trigger_self};
+use kube::runtime::WatchStreamExt;
+use kube::runtime::controller::{Action, ReconcileRequest};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::runtime::reflector::{self, ObjectRef};
-use kube::runtime::watcher::{self, watcher};
-use kube::runtime::{WatchStreamExt, applier};
+use kube::runtime::watcher;
 use kube::{Api, Client, Resource, ResourceExt};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use crate::backoff::{self, Backoff, Policy};
 use crate::metrics::Metrics;
+use crate::runner::{self, Controller, ReconcileError};
 use logic::{Creation, Owner};
 
-const METRIC_NAME: &str = "nodeimage";
+const NAME: &str = "nodeimage";
 const CONCURRENCY: u16 = 3;
 /// Shortest requeue: NodeImages change often, a tighter loop would only add load.
 const MIN_REQUEUE: Duration = Duration::from_secs(3);
@@ -51,10 +51,18 @@ pub enum Error {
     Kube(#[from] kube::Error),
 }
 
-impl Error {
+impl ReconcileError for Error {
     fn metric_label(&self) -> &'static str {
         match self {
             Error::Kube(_) => "kube",
+        }
+    }
+
+    /// A conflict only means the cache was stale: the same curve retries it within
+    /// milliseconds.
+    fn is_conflict(&self) -> bool {
+        match self {
+            Error::Kube(e) => runner::is_conflict(e),
         }
     }
 }
@@ -62,25 +70,22 @@ impl Error {
 struct Ctx {
     client: Client,
     nodes: reflector::Store<Node>,
-    metrics: Arc<Metrics>,
     recorder: Recorder,
 }
 
 /// Runs until `shutdown`.
 pub async fn run(client: Client, metrics: Arc<Metrics>, shutdown: CancellationToken) {
     let (nodes, node_writer) = reflector::store::<Node>();
-    let (images, image_writer) = reflector::store::<NodeImage>();
-    let node_events = watcher(Api::<Node>::all(client.clone()), watcher::Config::default())
-        .default_backoff()
+    let node_events = runner::watch(Api::<Node>::all(client.clone()))
         .reflect(node_writer)
         .touched_objects();
-    let image_events = watcher(
-        Api::<NodeImage>::all(client.clone()),
-        watcher::Config::default(),
+    let ctl = Controller::watching(
+        NAME,
+        runner::watch(Api::<NodeImage>::all(client.clone())),
+        metrics,
+        shutdown.clone(),
     )
-    .default_backoff()
-    .reflect(image_writer)
-    .applied_objects();
+    .concurrency(CONCURRENCY);
     // A Node event concerns the NodeImage of the same name, which may not exist yet: those are
     // handled by `ensure_for_node` below, outside the applier (it only sees cached objects).
     let (node_tx, node_rx) = futures::channel::mpsc::unbounded::<Arc<Node>>();
@@ -101,13 +106,8 @@ pub async fn run(client: Client, metrics: Arc<Metrics>, shutdown: CancellationTo
         }
     });
     // A deleted job concerns every NodeImage that carries one of its tags.
-    let job_store = images.clone();
-    let job_events = watcher(
-        Api::<ImagePullJob>::all(client.clone()),
-        watcher::Config::default(),
-    )
-    .default_backoff()
-    .filter_map(move |ev| {
+    let job_store = ctl.store();
+    let job_events = runner::watch(Api::<ImagePullJob>::all(client.clone())).flat_map(move |ev| {
         let refs: Vec<ObjectRef<NodeImage>> = match &ev {
             Ok(watcher::Event::Delete(job)) => {
                 let uid = job.metadata.uid.clone().unwrap_or_default();
@@ -120,17 +120,12 @@ pub async fn run(client: Client, metrics: Arc<Metrics>, shutdown: CancellationTo
             }
             _ => Vec::new(),
         };
-        future::ready(Some(futures::stream::iter(
-            refs.into_iter()
-                .map(|r| Ok::<_, watcher::Error>(ReconcileRequest::from(r))),
-        )))
-    })
-    .flatten();
+        futures::stream::iter(refs)
+    });
 
     let ctx = Arc::new(Ctx {
         client: client.clone(),
         nodes: nodes.clone(),
-        metrics,
         recorder: Recorder::new(
             client.clone(),
             Reporter {
@@ -172,29 +167,11 @@ pub async fn run(client: Client, metrics: Arc<Metrics>, shutdown: CancellationTo
             .await;
     };
 
-    let queue = futures::stream::select(
-        futures::stream::select(trigger_self(image_events, ()), node_triggers),
-        job_events,
-    )
-    .take_until(shutdown.cancelled_owned());
-    let cfg = kube::runtime::Config::default().concurrency(CONCURRENCY);
-    let backoff = Arc::new(Backoff::new(Policy::DEFAULT));
-    let applier = applier(
-        backoff::reset_on_success(backoff.clone(), reconcile),
-        backoff::requeue_with_backoff(backoff, error_policy),
-        ctx,
-        images,
-        queue,
-        cfg,
-    )
-    .for_each(|res| {
-        if let Err(e) = res {
-            tracing::debug!(error = %e, "NodeImage reconcile failed");
-        }
-        future::ready(())
-    });
-    tokio::join!(applier, creator);
-    tracing::info!("nodeimage controller stopped");
+    let controller = ctl
+        .trigger(node_triggers)
+        .trigger_refs(job_events)
+        .run(reconcile, ctx);
+    tokio::join!(controller, creator);
 }
 
 fn owned_by(ni: &NodeImage, uid: &str) -> bool {
@@ -270,17 +247,7 @@ async fn job_owner(client: &Client, r: &ObjectReference) -> Owner {
 }
 
 async fn reconcile(ni: Arc<NodeImage>, ctx: Arc<Ctx>) -> Result<Action, Error> {
-    let started = std::time::Instant::now();
-    let res = reconcile_inner(&ni, &ctx).await;
-    ctx.metrics.reconciled(
-        METRIC_NAME,
-        started.elapsed(),
-        res.as_ref().err().map(Error::metric_label),
-    );
-    res
-}
-
-async fn reconcile_inner(ni: &NodeImage, ctx: &Arc<Ctx>) -> Result<Action, Error> {
+    let ni = ni.as_ref();
     let name = ni.name_any();
     let api: Api<NodeImage> = Api::all(ctx.client.clone());
     if ni.metadata.deletion_timestamp.is_some() {
@@ -295,7 +262,7 @@ async fn reconcile_inner(ni: &NodeImage, ctx: &Arc<Ctx>) -> Result<Action, Error
         // A hand-made ("fake") NodeImage outlives its missing node and is still maintained.
         if !ni.labels().contains_key(logic::FAKE_NODEIMAGE_LABEL) {
             match api.delete(&name, &DeleteParams::default()).await {
-                Ok(_) => tracing::info!(nodeimage = %name, "deleted NodeImage of a gone node"),
+                Ok(_) => tracing::info!("deleted NodeImage of a gone node"),
                 Err(kube::Error::Api(s)) if s.is_not_found() => {}
                 Err(e) => return Err(e.into()),
             }
@@ -360,7 +327,7 @@ async fn reconcile_inner(ni: &NodeImage, ctx: &Arc<Ctx>) -> Result<Action, Error
         // resourceVersion is kept: a concurrent writer (an ImagePullJob) makes this fail with a
         // conflict and the next reconcile starts from the fresh object.
         api.replace(&name, &PostParams::default(), &new).await?;
-        tracing::info!(nodeimage = %name, changes = ?cleanup.messages, "cleaned NodeImage spec");
+        tracing::info!(changes = ?cleanup.messages, "cleaned NodeImage spec");
         return Ok(Action::await_change());
     }
 
@@ -370,16 +337,19 @@ async fn reconcile_inner(ni: &NodeImage, ctx: &Arc<Ctx>) -> Result<Action, Error
         new.status = Some(status);
         api.replace_status(&name, &PostParams::default(), &new)
             .await?;
-        tracing::info!(nodeimage = %name, failed = update.failed.len(), "marked unanswered tags Failed");
+        tracing::info!(
+            failed = update.failed.len(),
+            "marked unanswered tags Failed"
+        );
         for f in &update.failed {
             let note = format!(
                 "Failed to pull image {} on node {} for {}",
                 f.image, name, f.message
             );
             for owner in &f.owners {
-                publish(ctx, owner, &note).await;
+                publish(&ctx, owner, &note).await;
             }
-            publish(ctx, &ni.object_ref(&()), &note).await;
+            publish(&ctx, &ni.object_ref(&()), &note).await;
         }
     }
     let requeue = [cleanup.requeue, update.requeue]
@@ -401,15 +371,4 @@ async fn publish(ctx: &Ctx, r: &ObjectReference, note: &str) {
     if let Err(e) = ctx.recorder.publish(&ev, r).await {
         tracing::debug!(error = %e, "failed to publish event");
     }
-}
-
-/// Logs a failure; the retry comes after the NodeImage's backoff delay (a conflict, which
-/// only means the cache was stale, is retried within milliseconds by the same curve).
-fn error_policy(ni: &NodeImage, err: &Error, retry_in: Duration) {
-    let conflict = matches!(err, Error::Kube(kube::Error::Api(s)) if s.code == 409);
-    if conflict {
-        tracing::debug!(nodeimage = %ni.name_any(), retry_in_ms = u64::try_from(retry_in.as_millis()).unwrap_or(u64::MAX), "conflict, retrying");
-        return;
-    }
-    tracing::warn!(nodeimage = %ni.name_any(), error = %err, retry_in_ms = u64::try_from(retry_in.as_millis()).unwrap_or(u64::MAX), "NodeImage sync failed");
 }
