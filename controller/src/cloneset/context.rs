@@ -28,7 +28,7 @@ pub(super) const METRIC_NAME: &str = "cloneset";
 /// event of the CloneSet triggers one) would otherwise retry the creation each time, which in a
 /// namespace being deleted meant about ten refused creates a second. A failed create is an API
 /// write and a Warning Event; the first retry comes after 1 s, doubling up to the usual cap.
-pub(super) const CREATE_BACKOFF: Policy = Policy {
+const CREATE_BACKOFF: Policy = Policy {
     base: Duration::from_secs(1),
     cap: Policy::DEFAULT.cap,
 };

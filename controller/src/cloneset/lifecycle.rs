@@ -54,11 +54,7 @@ impl Syncer<'_> {
 
     /// The lifecycle hooks' markPodNotReady: hold KruisePodReady False while a pod waits in
     /// PreparingDelete or PreparingUpdate, and let it go once Updated.
-    pub(super) async fn mark_not_ready_for(
-        &self,
-        pod: &Pod,
-        state: LifecycleStateType,
-    ) -> Result<(), Error> {
+    async fn mark_not_ready_for(&self, pod: &Pod, state: LifecycleStateType) -> Result<(), Error> {
         let lc = self.cs.spec.lifecycle.as_ref();
         let marks = |h: Option<&LifecycleHook>| h.is_some_and(|h| h.mark_pod_not_ready);
         let (key, add) = match state {

@@ -30,14 +30,16 @@ use crate::revision;
 
 /// Longest wait for unsatisfied scale expectations before looking at the cache again; events
 /// and resyncs normally end the wait much sooner.
-pub(super) const EXPECTATION_RECHECK: Duration = Duration::from_secs(30);
+const EXPECTATION_RECHECK: Duration = Duration::from_secs(30);
 
 /// The namespace is being deleted: nothing can be created there any more, and everything in it
 /// is going away, so there is nothing to retry.
-pub(super) fn namespace_terminating(err: &Error) -> bool {
+fn namespace_terminating(err: &Error) -> bool {
     matches!(err, Error::Kube(kube::Error::Api(s)) if s.is_forbidden() && s.message.contains("being terminated"))
 }
 
+/// One reconcile of `cs`, timed and counted in the metrics. A namespace being deleted ends the
+/// reconcile without a retry: nothing can be created there any more.
 pub async fn reconcile(cs: Arc<CloneSet>, ctx: Arc<Context>) -> Result<Action, Error> {
     let started = Instant::now();
     let res = match reconcile_inner(&cs, &ctx).await {
@@ -65,7 +67,7 @@ pub async fn reconcile(cs: Arc<CloneSet>, ctx: Arc<Context>) -> Result<Action, E
 /// Asks the nodes of the CloneSet's Pods to pull the new images before the in-place update
 /// reaches them (upstream's pre-download). Best effort: a failure is logged and never blocks the
 /// rollout.
-pub(super) async fn predownload_images(
+async fn predownload_images(
     ctx: &Context,
     cs: &CloneSet,
     current: &ControllerRevision,
@@ -105,7 +107,9 @@ pub(super) async fn predownload_images(
     }
 }
 
-pub(super) async fn reconcile_inner(cs: &CloneSet, ctx: &Context) -> Result<Action, Error> {
+/// Upstream `ReconcileCloneSet` after the fetch: the gates (valid spec, scale and version
+/// expectations), claiming Pods and PVCs, revisions, one sync step, status, then clean-up.
+async fn reconcile_inner(cs: &CloneSet, ctx: &Context) -> Result<Action, Error> {
     let ns = cs.namespace().ok_or(Error::Unnamed)?;
     let name = cs.name_any();
     let uid = cs.uid().ok_or(Error::Unnamed)?;
@@ -115,47 +119,10 @@ pub(super) async fn reconcile_inner(cs: &CloneSet, ctx: &Context) -> Result<Acti
     let mut requeue = Requeue::default();
 
     if let Some(reason) = invalid_reason(cs) {
-        // Nothing will change until the spec does; say so where `kubectl describe` shows it.
-        ctx.event(cs, EventType::Warning, "InvalidSpec", reason.clone(), None)
-            .await;
-        let mut st = cs.status.clone().unwrap_or_default();
-        st.observed_generation = cs.metadata.generation.unwrap_or_default();
-        status::set_condition(
-            &mut st,
-            status::new_condition(
-                keys::CLONESET_CONDITION_FAILED_SCALE,
-                true,
-                "InvalidSpec",
-                &reason,
-                now,
-            ),
-        );
-        write_status(ctx, cs, &st).await?;
-        return Ok(Action::await_change());
+        return report_invalid(ctx, cs, &reason, now).await;
     }
-
-    ctx.observe_from_cache(&key);
-    match ctx.scale_exp.satisfied(&key, clock) {
-        ScaleSatisfaction::Satisfied => {}
-        ScaleSatisfaction::Unsatisfied { since, dirty } => {
-            if since < EXPECTATION_TIMEOUT {
-                tracing::debug!(cloneset = %key, ?dirty, "scale expectations not satisfied yet");
-                return Ok(Action::requeue(
-                    (EXPECTATION_TIMEOUT - since).min(EXPECTATION_RECHECK),
-                ));
-            }
-            // A lost watch event must not freeze the CloneSet forever.
-            tracing::warn!(cloneset = %key, ?dirty, "scale expectations timed out; dropping them");
-            ctx.metrics
-                .scale_expectation_leakage
-                .get_or_create(&crate::metrics::WorkloadLabels {
-                    controller: METRIC_NAME.to_string(),
-                    namespace: ns.clone(),
-                    name: name.clone(),
-                })
-                .inc();
-            ctx.scale_exp.delete(&key);
-        }
+    if let Some(wait) = wait_for_scale(ctx, &key, &ns, &name, clock) {
+        return Ok(wait);
     }
 
     let owned = claim_pods(ctx, cs, &ns, &uid).await?;
@@ -175,38 +142,8 @@ pub(super) async fn reconcile_inner(cs: &CloneSet, ctx: &Context) -> Result<Acti
     let update_name = update_rev.metadata.name.clone().unwrap_or_default();
     let current_name = current.metadata.name.clone().unwrap_or_default();
 
-    if let Some(ruid) = update_rev.metadata.uid.as_deref() {
-        let rv = update_rev
-            .metadata
-            .resource_version
-            .clone()
-            .unwrap_or_default();
-        if let VersionSatisfaction::Unsatisfied { since } = ctx.rv_exp.satisfied(ruid, &rv, clock) {
-            if since < EXPECTATION_TIMEOUT {
-                return Ok(Action::requeue(EXPECTATION_TIMEOUT - since));
-            }
-            ctx.rv_exp.delete(ruid);
-        }
-    }
-    for pod in &active {
-        let (Some(puid), Some(rv)) = (
-            pod.metadata.uid.as_deref(),
-            pod.metadata.resource_version.as_deref(),
-        ) else {
-            continue;
-        };
-        ctx.rv_exp.observe(puid, rv);
-        if let VersionSatisfaction::Unsatisfied { since } = ctx.rv_exp.satisfied(puid, rv, clock) {
-            if since >= EXPECTATION_TIMEOUT {
-                tracing::warn!(cloneset = %key, pod = podutil::name(pod), "pod version expectation timed out");
-                ctx.rv_exp.delete(puid);
-                continue;
-            }
-            tracing::debug!(cloneset = %key, pod = podutil::name(pod), "waiting for the cache to show our last pod write");
-            return Ok(Action::requeue(
-                (EXPECTATION_TIMEOUT - since).min(Duration::from_secs(5)),
-            ));
-        }
+    if let Some(wait) = wait_for_versions(ctx, &key, &update_rev, &active, clock) {
+        return Ok(wait);
     }
 
     if cs.metadata.deletion_timestamp.is_none() {
@@ -262,25 +199,16 @@ pub(super) async fn reconcile_inner(cs: &CloneSet, ctx: &Context) -> Result<Acti
     if let Err(e) = truncate_pods_to_delete(ctx, cs, &pods).await {
         tracing::warn!(cloneset = %key, error = %e, "failed to truncate podsToDelete");
     }
-    let live: BTreeSet<String> = pods
-        .iter()
-        .filter_map(|p| podutil::revision_hash(p).map(str::to_string))
-        .collect();
-    let limit = cs
-        .spec
-        .revision_history_limit
-        .unwrap_or(keys::DEFAULT_REVISION_HISTORY_LIMIT);
-    for old in revision::revisions_to_truncate(
+    truncate_history(
+        &rev_api,
+        cs,
+        &key,
         &revisions,
-        &live,
+        &pods,
         &new_status.current_revision,
         &update_name,
-        limit,
-    ) {
-        if let Err(e) = rev_api.delete(&old, &DeleteParams::default()).await {
-            tracing::warn!(cloneset = %key, revision = %old, error = %e, "failed to delete old revision");
-        }
-    }
+    )
+    .await;
 
     if sync_result.is_ok() {
         // Look again the moment the next pod becomes available (minReadySeconds after it became
@@ -294,9 +222,150 @@ pub(super) async fn reconcile_inner(cs: &CloneSet, ctx: &Context) -> Result<Acti
     Ok(requeue.action())
 }
 
+/// The invalid-spec gate: nothing will change until the spec does, so say why where
+/// `kubectl describe` shows it (a Warning Event and the FailedScale condition) and wait.
+async fn report_invalid(
+    ctx: &Context,
+    cs: &CloneSet,
+    reason: &str,
+    now: Timestamp,
+) -> Result<Action, Error> {
+    ctx.event(
+        cs,
+        EventType::Warning,
+        "InvalidSpec",
+        reason.to_string(),
+        None,
+    )
+    .await;
+    let mut st = cs.status.clone().unwrap_or_default();
+    st.observed_generation = cs.metadata.generation.unwrap_or_default();
+    status::set_condition(
+        &mut st,
+        status::new_condition(
+            keys::CLONESET_CONDITION_FAILED_SCALE,
+            true,
+            "InvalidSpec",
+            reason,
+            now,
+        ),
+    );
+    write_status(ctx, cs, &st).await?;
+    Ok(Action::await_change())
+}
+
+/// The scale-expectations gate (upstream's `scaleExpectations.SatisfiedExpectations`): the
+/// requeue to wait for while the cache does not show our creates and deletes yet. Expectations
+/// older than [`EXPECTATION_TIMEOUT`] are dropped, since a lost watch event must not freeze
+/// the CloneSet forever.
+fn wait_for_scale(
+    ctx: &Context,
+    key: &str,
+    ns: &str,
+    name: &str,
+    clock: Instant,
+) -> Option<Action> {
+    ctx.observe_from_cache(key);
+    let ScaleSatisfaction::Unsatisfied { since, dirty } = ctx.scale_exp.satisfied(key, clock)
+    else {
+        return None;
+    };
+    if since < EXPECTATION_TIMEOUT {
+        tracing::debug!(cloneset = %key, ?dirty, "scale expectations not satisfied yet");
+        return Some(Action::requeue(
+            (EXPECTATION_TIMEOUT - since).min(EXPECTATION_RECHECK),
+        ));
+    }
+    tracing::warn!(cloneset = %key, ?dirty, "scale expectations timed out; dropping them");
+    ctx.metrics
+        .scale_expectation_leakage
+        .get_or_create(&crate::metrics::WorkloadLabels {
+            controller: METRIC_NAME.to_string(),
+            namespace: ns.to_string(),
+            name: name.to_string(),
+        })
+        .inc();
+    ctx.scale_exp.delete(key);
+    None
+}
+
+/// The resource-version gate (upstream's `resourceVersionExpectations`): the requeue to wait for
+/// while the cache shows an older update revision or Pod than one we wrote. Timed-out
+/// expectations are dropped.
+fn wait_for_versions(
+    ctx: &Context,
+    key: &str,
+    update_rev: &ControllerRevision,
+    active: &[Arc<Pod>],
+    clock: Instant,
+) -> Option<Action> {
+    if let Some(ruid) = update_rev.metadata.uid.as_deref() {
+        let rv = update_rev
+            .metadata
+            .resource_version
+            .clone()
+            .unwrap_or_default();
+        if let VersionSatisfaction::Unsatisfied { since } = ctx.rv_exp.satisfied(ruid, &rv, clock) {
+            if since < EXPECTATION_TIMEOUT {
+                return Some(Action::requeue(EXPECTATION_TIMEOUT - since));
+            }
+            ctx.rv_exp.delete(ruid);
+        }
+    }
+    for pod in active {
+        let (Some(puid), Some(rv)) = (
+            pod.metadata.uid.as_deref(),
+            pod.metadata.resource_version.as_deref(),
+        ) else {
+            continue;
+        };
+        ctx.rv_exp.observe(puid, rv);
+        if let VersionSatisfaction::Unsatisfied { since } = ctx.rv_exp.satisfied(puid, rv, clock) {
+            if since >= EXPECTATION_TIMEOUT {
+                tracing::warn!(cloneset = %key, pod = podutil::name(pod), "pod version expectation timed out");
+                ctx.rv_exp.delete(puid);
+                continue;
+            }
+            tracing::debug!(cloneset = %key, pod = podutil::name(pod), "waiting for the cache to show our last pod write");
+            return Some(Action::requeue(
+                (EXPECTATION_TIMEOUT - since).min(Duration::from_secs(5)),
+            ));
+        }
+    }
+    None
+}
+
+/// Deletes revisions beyond `revisionHistoryLimit` that no Pod uses (upstream
+/// `truncateHistory`). Best effort: a failed delete is logged and retried next time.
+async fn truncate_history(
+    rev_api: &Api<ControllerRevision>,
+    cs: &CloneSet,
+    key: &str,
+    revisions: &[ControllerRevision],
+    pods: &[&Pod],
+    current_revision: &str,
+    update_revision: &str,
+) {
+    let live: BTreeSet<String> = pods
+        .iter()
+        .filter_map(|p| podutil::revision_hash(p).map(str::to_string))
+        .collect();
+    let limit = cs
+        .spec
+        .revision_history_limit
+        .unwrap_or(keys::DEFAULT_REVISION_HISTORY_LIMIT);
+    for old in
+        revision::revisions_to_truncate(revisions, &live, current_revision, update_revision, limit)
+    {
+        if let Err(e) = rev_api.delete(&old, &DeleteParams::default()).await {
+            tracing::warn!(cloneset = %key, revision = %old, error = %e, "failed to delete old revision");
+        }
+    }
+}
+
 /// The pods this CloneSet owns after adopting matching orphans and releasing pods that no longer
 /// match its selector.
-pub(super) async fn claim_pods(
+async fn claim_pods(
     ctx: &Context,
     cs: &CloneSet,
     ns: &str,
@@ -345,11 +414,7 @@ pub(super) async fn claim_pods(
     Ok(owned)
 }
 
-pub(super) async fn write_status(
-    ctx: &Context,
-    cs: &CloneSet,
-    new: &CloneSetStatus,
-) -> Result<(), Error> {
+async fn write_status(ctx: &Context, cs: &CloneSet, new: &CloneSetStatus) -> Result<(), Error> {
     let ns = cs.namespace().ok_or(Error::Unnamed)?;
     let api: Api<CloneSet> = Api::namespaced(ctx.client.clone(), &ns);
     let body = status::status_patch(cs.status.as_ref(), new)?;

@@ -118,7 +118,7 @@ pub(super) async fn active_revisions(
     Ok((current, update, collision))
 }
 
-pub(super) async fn create_revision(
+async fn create_revision(
     api: &Api<ControllerRevision>,
     parent: &str,
     candidate: ControllerRevision,

@@ -21,12 +21,7 @@ use super::error::Error;
 use super::status;
 
 /// Set a failure condition (FailedScale, FailedUpdate) from the step's error, or clear it.
-pub(super) fn report_failure(
-    st: &mut CloneSetStatus,
-    type_: &str,
-    err: Option<&Error>,
-    now: Timestamp,
-) {
+fn report_failure(st: &mut CloneSetStatus, type_: &str, err: Option<&Error>, now: Timestamp) {
     match err {
         Some(e) => status::set_condition(
             st,
@@ -38,7 +33,7 @@ pub(super) fn report_failure(
 
 /// How many pods of one CloneSet are written to at once during an update (each write is a few
 /// API calls; the client's rate limit, not this, bounds the load on the API server).
-pub(super) const POD_WRITE_CONCURRENCY: usize = 16;
+const POD_WRITE_CONCURRENCY: usize = 16;
 
 /// Runs `futs` at most [`POD_WRITE_CONCURRENCY`] at a time, each slot refilled as soon as its
 /// future finishes, and returns the outputs in the order of `futs`. The order matters: the first

@@ -22,7 +22,7 @@ use super::{diff, podutil, scale};
 use crate::expectations::ScaleAction;
 
 /// Pod creations start with this many at once and double while they succeed.
-pub(super) const INITIAL_CREATE_BATCH: usize = 1;
+const INITIAL_CREATE_BATCH: usize = 1;
 
 impl Syncer<'_> {
     /// One scale step; returns whether it wrote anything. `deferred` is set when pods are
@@ -140,7 +140,7 @@ impl Syncer<'_> {
         Ok(false)
     }
 
-    pub(super) async fn create_pods(
+    async fn create_pods(
         &self,
         pods: &[&Pod],
         total: i32,
@@ -241,7 +241,7 @@ impl Syncer<'_> {
         }
     }
 
-    pub(super) async fn create_one(
+    async fn create_one(
         &self,
         pod: &Pod,
         id: &str,
@@ -295,7 +295,7 @@ impl Syncer<'_> {
         }
     }
 
-    pub(super) async fn delete_pods(&self, chosen: &[&Pod]) -> Result<bool, Error> {
+    async fn delete_pods(&self, chosen: &[&Pod]) -> Result<bool, Error> {
         let mut modified = false;
         let api = self.api::<Pod>()?;
         let pre_delete = self

@@ -116,7 +116,7 @@ impl Syncer<'_> {
 
     /// One pod's share of the refresh: completion check and InPlaceUpdateReady, then the
     /// lifecycle state. Returns whether the lifecycle changed and when to look again.
-    pub(super) async fn refresh_pod(
+    async fn refresh_pod(
         &self,
         pod: &Pod,
         hooks: &CloneSetHooks,
@@ -152,7 +152,7 @@ impl Syncer<'_> {
     }
 
     /// [`Self::update_pod`] with its own requeue, so several can run at once.
-    pub(super) async fn update_pod_alone(
+    async fn update_pod_alone(
         &self,
         pod: &Pod,
         opts: &UpdateOptions,
@@ -163,7 +163,7 @@ impl Syncer<'_> {
     }
 
     /// Upstream `updatePod`: decide the Pod's [`UpdateStep`] and perform it.
-    pub(super) async fn update_pod(
+    async fn update_pod(
         &self,
         pod: &Pod,
         opts: &UpdateOptions,
@@ -209,7 +209,7 @@ impl Syncer<'_> {
 
     /// Updates `pod` in place (lifecycle Updating). `Ok(Some(reason))` when the engine found it
     /// cannot be done in place after all.
-    pub(super) async fn update_in_place(
+    async fn update_in_place(
         &self,
         pod: &Pod,
         old: Option<&ControllerRevision>,
