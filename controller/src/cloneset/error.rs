@@ -56,3 +56,45 @@ impl Error {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kube::core::Status;
+
+    fn api(message: &str) -> Error {
+        Error::Kube(kube::Error::Api(Box::new(
+            Status::failure(message, "Forbidden").with_code(403),
+        )))
+    }
+
+    #[test]
+    fn condition_message_is_the_api_servers_own_text() {
+        assert_eq!(api("quota exceeded").condition_message(), "quota exceeded");
+        // Without a message, the error's own rendering.
+        assert_eq!(api("").condition_message(), api("").to_string());
+        assert_eq!(
+            Error::Unnamed.condition_message(),
+            "CloneSet has no namespace or uid"
+        );
+    }
+
+    #[test]
+    fn metric_labels() {
+        let rows = [
+            (api("x"), "kube"),
+            (Error::Unnamed, "unnamed"),
+            (Error::Template("t".into()), "template"),
+            (
+                Error::BadLifecycle {
+                    pod: "p".into(),
+                    state: "s".into(),
+                },
+                "lifecycle",
+            ),
+        ];
+        for (err, want) in rows {
+            assert_eq!(err.metric_label(), want, "{err}");
+        }
+    }
+}

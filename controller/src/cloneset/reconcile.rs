@@ -428,3 +428,24 @@ async fn write_status(ctx: &Context, cs: &CloneSet, new: &CloneSetStatus) -> Res
         Err(e) => Err(e.into()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kube::core::Status;
+
+    fn forbidden(message: &str) -> Error {
+        Error::Kube(kube::Error::Api(Box::new(
+            Status::failure(message, "Forbidden").with_code(403),
+        )))
+    }
+
+    #[test]
+    fn only_a_terminating_namespace_ends_without_retry() {
+        assert!(namespace_terminating(&forbidden(
+            "pods \"web-x\" is forbidden: unable to create new content in namespace e2e because it is being terminated"
+        )));
+        assert!(!namespace_terminating(&forbidden("exceeded quota")));
+        assert!(!namespace_terminating(&Error::Unnamed));
+    }
+}

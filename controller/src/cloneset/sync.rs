@@ -20,53 +20,6 @@ use super::diff::Settings;
 use super::error::Error;
 use super::status;
 
-/// Set a failure condition (FailedScale, FailedUpdate) from the step's error, or clear it.
-fn report_failure(st: &mut CloneSetStatus, type_: &str, err: Option<&Error>, now: Timestamp) {
-    match err {
-        Some(e) => status::set_condition(
-            st,
-            status::new_condition(type_, true, "", &e.condition_message(), now),
-        ),
-        None => status::remove_condition(st, type_),
-    }
-}
-
-/// How many pods of one CloneSet are written to at once during an update (each write is a few
-/// API calls; the client's rate limit, not this, bounds the load on the API server).
-const POD_WRITE_CONCURRENCY: usize = 16;
-
-/// Runs `futs` at most [`POD_WRITE_CONCURRENCY`] at a time, each slot refilled as soon as its
-/// future finishes, and returns the outputs in the order of `futs`. The order matters: the first
-/// error a condition reports is then always the same Pod's, so the condition does not flip between
-/// Pods (each flip would be a status write that triggers the next reconcile at once).
-pub(super) async fn concurrently_in_order<T, F: Future<Output = T>>(futs: Vec<F>) -> Vec<T> {
-    let mut out: Vec<(usize, T)> = futures::stream::iter(
-        futs.into_iter()
-            .enumerate()
-            .map(|(i, f)| async move { (i, f.await) }),
-    )
-    .buffer_unordered(POD_WRITE_CONCURRENCY)
-    .collect()
-    .await;
-    out.sort_unstable_by_key(|(i, _)| *i);
-    out.into_iter().map(|(_, t)| t).collect()
-}
-
-/// The shortest requeue anyone asked for during a reconcile.
-#[derive(Default)]
-pub(super) struct Requeue(pub(super) Option<Duration>);
-
-impl Requeue {
-    pub(super) fn push(&mut self, d: Option<Duration>) {
-        if let Some(d) = d.filter(|d| !d.is_zero()) {
-            self.0 = Some(self.0.map_or(d, |cur| cur.min(d)));
-        }
-    }
-    pub(super) fn action(&self) -> Action {
-        self.0.map_or_else(Action::await_change, Action::requeue)
-    }
-}
-
 /// One sync pass: scale, or (when nothing scaled) update.
 pub(super) struct Syncer<'a> {
     pub(super) ctx: &'a Context,
@@ -107,6 +60,8 @@ impl Syncer<'_> {
         Ok(Api::namespaced(self.ctx.client.clone(), &ns))
     }
 
+    /// Upstream `syncCloneSet`: scale first, and update only when scaling wrote nothing; each
+    /// half's result sets or clears its failure condition (FailedScale, FailedUpdate).
     pub(super) async fn run(
         &self,
         pods: &[&Pod],
@@ -152,6 +107,53 @@ impl Syncer<'_> {
             (Some(e), _) | (None, Err(e)) => Err(e),
             (None, Ok(())) => Ok(()),
         }
+    }
+}
+
+/// Set a failure condition (FailedScale, FailedUpdate) from the step's error, or clear it.
+fn report_failure(st: &mut CloneSetStatus, type_: &str, err: Option<&Error>, now: Timestamp) {
+    match err {
+        Some(e) => status::set_condition(
+            st,
+            status::new_condition(type_, true, "", &e.condition_message(), now),
+        ),
+        None => status::remove_condition(st, type_),
+    }
+}
+
+/// How many pods of one CloneSet are written to at once during an update (each write is a few
+/// API calls; the client's rate limit, not this, bounds the load on the API server).
+const POD_WRITE_CONCURRENCY: usize = 16;
+
+/// Runs `futs` at most [`POD_WRITE_CONCURRENCY`] at a time, each slot refilled as soon as its
+/// future finishes, and returns the outputs in the order of `futs`. The order matters: the first
+/// error a condition reports is then always the same Pod's, so the condition does not flip between
+/// Pods (each flip would be a status write that triggers the next reconcile at once).
+pub(super) async fn concurrently_in_order<T, F: Future<Output = T>>(futs: Vec<F>) -> Vec<T> {
+    let mut out: Vec<(usize, T)> = futures::stream::iter(
+        futs.into_iter()
+            .enumerate()
+            .map(|(i, f)| async move { (i, f.await) }),
+    )
+    .buffer_unordered(POD_WRITE_CONCURRENCY)
+    .collect()
+    .await;
+    out.sort_unstable_by_key(|(i, _)| *i);
+    out.into_iter().map(|(_, t)| t).collect()
+}
+
+/// The shortest requeue anyone asked for during a reconcile.
+#[derive(Default)]
+pub(super) struct Requeue(pub(super) Option<Duration>);
+
+impl Requeue {
+    pub(super) fn push(&mut self, d: Option<Duration>) {
+        if let Some(d) = d.filter(|d| !d.is_zero()) {
+            self.0 = Some(self.0.map_or(d, |cur| cur.min(d)));
+        }
+    }
+    pub(super) fn action(&self) -> Action {
+        self.0.map_or_else(Action::await_change, Action::requeue)
     }
 }
 
