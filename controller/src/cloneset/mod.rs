@@ -1,10 +1,29 @@
-//! The CloneSet controller: pure decisions (`diff`, `scale`, `update`, `status`, `podutil`) and the
-//! reconcile shell (`controller`) that reads the world, applies one step and writes status.
+//! The CloneSet controller, split along upstream's seams (`pkg/controller/cloneset`).
+//!
+//! Pure decisions, time a parameter: `diff`, `scale`, `update`, `update_step`, `status`, `claim`,
+//! `spec` (what the spec asks for), `pod` (new Pods and PVCs) and `podutil`.
+//!
+//! The I/O shell, imports flowing one way: `controller` (wiring, error policy) → `reconcile`
+//! (gates → sync → status → GC) → `sync` with its halves `sync_scale` and `sync_update` (and the
+//! `lifecycle` writes both make) → `revisions`, `pvc` → `context` (Events, expectations) →
+//! `error`.
 
 pub mod claim;
+mod context;
 pub mod controller;
 pub mod diff;
+mod error;
+mod lifecycle;
+pub mod pod;
 pub mod podutil;
+mod pvc;
+mod reconcile;
+mod revisions;
 pub mod scale;
+pub mod spec;
 pub mod status;
+mod sync;
+mod sync_scale;
+mod sync_update;
 pub mod update;
+pub mod update_step;

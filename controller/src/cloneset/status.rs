@@ -6,8 +6,10 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, Time};
 use kruise_api::apps::v1beta1::{CloneSet, CloneSetCondition, CloneSetStatus};
 use kruise_api::keys;
+use serde_json::{Value, json};
 
 use super::diff::partition_replicas;
+use super::error::Error;
 use super::podutil;
 
 /// Fill the pod counts, currentRevision and expectedUpdatedReplicas of `status`, whose revisions
@@ -253,6 +255,20 @@ pub fn selector_string(sel: &LabelSelector) -> String {
         .join(",")
 }
 
+/// The merge patch that turns `old` into `new`. Fields the serializer omits when zero must be
+/// cleared explicitly, or the merge would keep their old value.
+pub fn status_patch(old: Option<&CloneSetStatus>, new: &CloneSetStatus) -> Result<Value, Error> {
+    let mut body = serde_json::to_value(new)?;
+    if let (Some(old), Value::Object(obj)) = (old, &mut body)
+        && let Value::Object(old) = serde_json::to_value(old)?
+    {
+        for k in old.keys() {
+            obj.entry(k.clone()).or_insert(Value::Null);
+        }
+    }
+    Ok(json!({ "status": body }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::podutil::testpod::*;
@@ -411,5 +427,32 @@ mod tests {
             ts(0),
         ));
         assert!(status_changed(&a, &c));
+    }
+
+    #[test]
+    fn status_patch_clears_omitted_fields() {
+        let old = CloneSetStatus {
+            updated_available_replicas: 3,
+            expected_updated_replicas: 3,
+            conditions: vec![new_condition(
+                "FailedUpdate",
+                true,
+                "",
+                "x",
+                Timestamp::UNIX_EPOCH,
+            )],
+            ..Default::default()
+        };
+        let new = CloneSetStatus {
+            replicas: 2,
+            ..Default::default()
+        };
+        let p = status_patch(Some(&old), &new).expect("patch");
+        assert_eq!(p["status"]["updatedAvailableReplicas"], Value::Null);
+        assert_eq!(p["status"]["conditions"], Value::Null);
+        assert_eq!(p["status"]["replicas"], 2);
+        assert_eq!(p["status"]["readyReplicas"], 0);
+        let p = status_patch(None, &new).expect("patch");
+        assert!(p["status"].get("conditions").is_none());
     }
 }

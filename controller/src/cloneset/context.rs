@@ -1,0 +1,200 @@
+//! Shared state of the CloneSet controller: the client and Pod cache, Events about the CloneSet,
+//! and the scale and resource-version expectations its writes leave behind.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{ObjectReference, PersistentVolumeClaim, Pod};
+use kruise_api::apps::v1beta1::CloneSet;
+use kube::api::{Patch, PatchParams};
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::reflector::ObjectRef;
+use kube::{Api, Client, Resource, ResourceExt};
+use serde_json::Value;
+
+use super::error::Error;
+use super::podutil;
+use crate::backoff::{Backoff, Policy};
+use crate::expectations::{Cached, ResourceVersionExpectations, ScaleExpectations};
+use crate::inplace::InPlaceControl;
+use crate::metrics::Metrics;
+use crate::podcache::PodCache;
+
+/// Name in Events, logs and the field manager.
+pub const CONTROLLER_NAME: &str = "cloneset-controller";
+/// Label value of the `controller` metric label.
+pub(super) const METRIC_NAME: &str = "cloneset";
+/// Pod creations of a CloneSet after a failed one: an event-triggered reconcile (every Pod
+/// event of the CloneSet triggers one) would otherwise retry the creation each time, which in a
+/// namespace being deleted meant about ten refused creates a second. A failed create is an API
+/// write and a Warning Event; the first retry comes after 1 s, doubling up to the usual cap.
+const CREATE_BACKOFF: Policy = Policy {
+    base: Duration::from_secs(1),
+    cap: Policy::DEFAULT.cap,
+};
+
+/// Shared state of the CloneSet controller.
+pub struct Context {
+    pub client: Client,
+    pub pods: PodCache,
+    pub recorder: Recorder,
+    pub scale_exp: ScaleExpectations,
+    pub rv_exp: ResourceVersionExpectations,
+    pub inplace: InPlaceControl,
+    pub metrics: Arc<Metrics>,
+    /// Only CloneSets in this namespace (all when `None`).
+    pub namespace: Option<String>,
+    /// Failed reconciles per CloneSet (the error policy's delays).
+    pub backoff: Arc<Backoff>,
+    /// Failed Pod creations per CloneSet (see [`CREATE_BACKOFF`]).
+    pub create_backoff: Backoff,
+}
+
+impl Context {
+    pub fn new(
+        client: Client,
+        pods: PodCache,
+        metrics: Arc<Metrics>,
+        instance: Option<String>,
+        namespace: Option<String>,
+    ) -> Self {
+        let reporter = Reporter {
+            controller: CONTROLLER_NAME.to_string(),
+            instance,
+        };
+        Self {
+            recorder: Recorder::new(client.clone(), reporter),
+            inplace: InPlaceControl::new(client.clone()),
+            client,
+            pods,
+            scale_exp: ScaleExpectations::new(),
+            rv_exp: ResourceVersionExpectations::new(),
+            metrics,
+            namespace,
+            backoff: Arc::new(Backoff::new(Policy::DEFAULT)),
+            create_backoff: Backoff::new(CREATE_BACKOFF),
+        }
+    }
+
+    /// Observes the scale expectations of `key` (`namespace/name`) that the Pod cache already
+    /// shows, whether or not their events reached us.
+    pub(super) fn observe_from_cache(&self, key: &str) -> usize {
+        let Some((ns, _)) = key.split_once('/') else {
+            return 0;
+        };
+        let store = self.pods.store();
+        self.scale_exp.observe_cache(key, |name| {
+            match store.get(&ObjectRef::<Pod>::new(name).within(ns)) {
+                None => Cached::Absent,
+                Some(p) if p.metadata.deletion_timestamp.is_some() => Cached::Terminating,
+                Some(_) => Cached::Present,
+            }
+        })
+    }
+
+    /// Publish an Event on the CloneSet. `related` (the pod, PVC or revision concerned) also keeps
+    /// events about different objects from being folded into one series.
+    pub(super) async fn event(
+        &self,
+        cs: &CloneSet,
+        type_: EventType,
+        reason: &str,
+        note: String,
+        related: Option<ObjectReference>,
+    ) {
+        let ev = Event {
+            type_,
+            reason: reason.to_string(),
+            note: Some(note),
+            action: reason.to_string(),
+            secondary: related,
+        };
+        match self.recorder.publish(&ev, &cs.object_ref(&())).await {
+            Ok(()) => {}
+            // A terminating namespace refuses new events; that is expected, not worth a warning.
+            Err(kube::Error::Api(s))
+                if s.is_forbidden() && s.message.contains("being terminated") =>
+            {
+                tracing::debug!(cloneset = %cs.name_any(), reason, "event refused");
+            }
+            Err(e) => {
+                tracing::warn!(cloneset = %cs.name_any(), error = %e, reason, "failed to publish event");
+            }
+        }
+    }
+
+    /// [`Self::event`] about `obj`, a pod, PVC or revision of the CloneSet.
+    pub(super) async fn event_about<K: Resource<DynamicType = ()>>(
+        &self,
+        cs: &CloneSet,
+        obj: &K,
+        type_: EventType,
+        reason: &str,
+        note: String,
+    ) {
+        self.event(cs, type_, reason, note, Some(obj.object_ref(&())))
+            .await;
+    }
+
+    /// The outcome of a write to `pvc`: `Ok(true)` when done, `Ok(false)` when the PVC is
+    /// already gone (nothing left to do); any other error is published as a Warning Event
+    /// (`reason`, `note`) and returned.
+    pub(super) async fn pvc_written<T>(
+        &self,
+        cs: &CloneSet,
+        pvc: &PersistentVolumeClaim,
+        res: Result<T, kube::Error>,
+        reason: &str,
+        note: impl FnOnce(&kube::Error) -> String,
+    ) -> Result<bool, Error> {
+        match res {
+            Ok(_) => Ok(true),
+            Err(kube::Error::Api(s)) if s.is_not_found() => Ok(false),
+            Err(e) => {
+                self.event_about(cs, pvc, EventType::Warning, reason, note(&e))
+                    .await;
+                Err(e.into())
+            }
+        }
+    }
+
+    /// Remember the resource version one of our writes produced, so the next reconcile waits
+    /// until the cache shows it.
+    pub(super) fn expect_version(&self, uid: Option<&str>, rv: Option<&str>) {
+        if let (Some(uid), Some(rv)) = (uid, rv) {
+            self.rv_exp.expect(uid, rv);
+        }
+    }
+
+    pub(super) fn expect_written(&self, written: &Pod) {
+        self.expect_version(
+            written.metadata.uid.as_deref(),
+            written.metadata.resource_version.as_deref(),
+        );
+    }
+}
+
+/// Which part of a pod a patch writes.
+#[derive(Clone, Copy)]
+pub(super) enum PodPart {
+    Object,
+    Status,
+}
+
+/// Strategic-merge `patch` into `pod` (or its status subresource).
+pub(super) async fn patch_pod(
+    api: &Api<Pod>,
+    pod: &Pod,
+    part: PodPart,
+    patch: Value,
+) -> Result<Pod, kube::Error> {
+    let (name, params, patch) = (
+        podutil::name(pod),
+        PatchParams::default(),
+        Patch::Strategic(patch),
+    );
+    match part {
+        PodPart::Object => api.patch(name, &params, &patch).await,
+        PodPart::Status => api.patch_status(name, &params, &patch).await,
+    }
+}

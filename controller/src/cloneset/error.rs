@@ -1,0 +1,100 @@
+//! The CloneSet controller's error, with the text its conditions show and its metric label.
+
+use crate::inplace::{ApplyError, NotInPlace};
+use crate::revision::RevisionError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("kubernetes API: {0}")]
+    Kube(#[from] kube::Error),
+    #[error(transparent)]
+    Revision(#[from] RevisionError),
+    #[error("in-place update: {0}")]
+    InPlace(#[from] ApplyError),
+    #[error("serialization: {0}")]
+    Serde(#[from] serde_json::Error),
+    #[error("CloneSet has no namespace or uid")]
+    Unnamed,
+    #[error("pod {pod} is in lifecycle state {state} and cannot be updated in place")]
+    BadLifecycle { pod: String, state: String },
+    #[error(
+        "pod {pod}: update strategy is InPlaceOnly but it cannot be updated in place: {reason}"
+    )]
+    InPlaceOnly { pod: String, reason: NotInPlace },
+    #[error("revision template: {0}")]
+    Template(String),
+    #[error("KruisePodReady condition of pod {pod}: {source}")]
+    Readiness {
+        pod: String,
+        source: kruise_api::Error,
+    },
+}
+
+impl Error {
+    /// The text a condition shows: the API server's own message for a refused request (what
+    /// upstream shows), not the client's debug rendering of the whole Status.
+    pub(super) fn condition_message(&self) -> String {
+        match self {
+            Error::Kube(kube::Error::Api(status)) if !status.message.is_empty() => {
+                status.message.clone()
+            }
+            e => e.to_string(),
+        }
+    }
+
+    pub fn metric_label(&self) -> &'static str {
+        match self {
+            Error::Kube(_) => "kube",
+            Error::Revision(_) => "revision",
+            Error::InPlace(_) => "inplace",
+            Error::Serde(_) => "serde",
+            Error::Unnamed => "unnamed",
+            Error::BadLifecycle { .. } => "lifecycle",
+            Error::InPlaceOnly { .. } => "inplace_only",
+            Error::Template(_) => "template",
+            Error::Readiness { .. } => "readiness",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kube::core::Status;
+
+    fn api(message: &str) -> Error {
+        Error::Kube(kube::Error::Api(Box::new(
+            Status::failure(message, "Forbidden").with_code(403),
+        )))
+    }
+
+    #[test]
+    fn condition_message_is_the_api_servers_own_text() {
+        assert_eq!(api("quota exceeded").condition_message(), "quota exceeded");
+        // Without a message, the error's own rendering.
+        assert_eq!(api("").condition_message(), api("").to_string());
+        assert_eq!(
+            Error::Unnamed.condition_message(),
+            "CloneSet has no namespace or uid"
+        );
+    }
+
+    #[test]
+    fn metric_labels() {
+        let rows = [
+            (api("x"), "kube"),
+            (Error::Unnamed, "unnamed"),
+            (Error::Template("t".into()), "template"),
+            (
+                Error::BadLifecycle {
+                    pod: "p".into(),
+                    state: "s".into(),
+                },
+                "lifecycle",
+            ),
+        ];
+        for (err, want) in rows {
+            assert_eq!(err.metric_label(), want, "{err}");
+        }
+    }
+}

@@ -1,0 +1,451 @@
+//! One reconcile of a CloneSet (upstream `ReconcileCloneSet` and `syncCloneSet`): the spec and
+//! expectation gates, claiming Pods, PVC clean-up, revisions, one sync step, status, and the
+//! garbage collection of revisions and `podsToDelete`.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use jiff::Timestamp;
+use k8s_openapi::api::apps::v1::ControllerRevision;
+use k8s_openapi::api::core::v1::Pod;
+use kruise_api::apps::v1beta1::{CloneSet, CloneSetStatus};
+use kruise_api::keys;
+use kube::api::{DeleteParams, Patch, PatchParams};
+use kube::runtime::controller::Action;
+use kube::runtime::events::EventType;
+use kube::{Api, Resource, ResourceExt};
+
+use super::context::{Context, METRIC_NAME, PodPart, patch_pod};
+use super::error::Error;
+use super::pvc::{cleanup_pvcs, owned_pvcs};
+use super::revisions::{active_revisions, list_revisions};
+use super::spec::{invalid_reason, settings_of, update_options};
+use super::sync::{Requeue, Syncer};
+use super::sync_scale::truncate_pods_to_delete;
+use super::{claim, podutil, status};
+use crate::expectations::{EXPECTATION_TIMEOUT, ScaleSatisfaction, VersionSatisfaction};
+use crate::inplace::{CloneSetHooks, InPlaceControl};
+use crate::revision;
+
+/// Longest wait for unsatisfied scale expectations before looking at the cache again; events
+/// and resyncs normally end the wait much sooner.
+const EXPECTATION_RECHECK: Duration = Duration::from_secs(30);
+
+/// The namespace is being deleted: nothing can be created there any more, and everything in it
+/// is going away, so there is nothing to retry.
+fn namespace_terminating(err: &Error) -> bool {
+    matches!(err, Error::Kube(kube::Error::Api(s)) if s.is_forbidden() && s.message.contains("being terminated"))
+}
+
+/// One reconcile of `cs`, timed and counted in the metrics. A namespace being deleted ends the
+/// reconcile without a retry: nothing can be created there any more.
+pub async fn reconcile(cs: Arc<CloneSet>, ctx: Arc<Context>) -> Result<Action, Error> {
+    let started = Instant::now();
+    let res = match reconcile_inner(&cs, &ctx).await {
+        Err(e) if namespace_terminating(&e) => {
+            tracing::debug!(cloneset = %cs.name_any(), "namespace is terminating; not retrying");
+            Ok(Action::await_change())
+        }
+        other => other,
+    };
+    ctx.metrics.reconciled(
+        METRIC_NAME,
+        started.elapsed(),
+        res.as_ref().err().map(Error::metric_label),
+    );
+    tracing::debug!(
+        cloneset = %cs.name_any(),
+        namespace = cs.namespace().unwrap_or_default(),
+        took_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        ok = res.is_ok(),
+        "finished syncing CloneSet"
+    );
+    res
+}
+
+/// Asks the nodes of the CloneSet's Pods to pull the new images before the in-place update
+/// reaches them (upstream's pre-download). Best effort: a failure is logged and never blocks the
+/// rollout.
+async fn predownload_images(
+    ctx: &Context,
+    cs: &CloneSet,
+    current: &ControllerRevision,
+    update: &ControllerRevision,
+) {
+    let in_place = InPlaceControl::can_update_in_place(
+        &CloneSetHooks,
+        Some(current),
+        update,
+        &update_options(cs),
+    )
+    .is_ok();
+    match crate::imagepulljob::predownload::ensure_predownload_jobs(
+        &ctx.client,
+        cs,
+        current,
+        update,
+        in_place,
+    )
+    .await
+    {
+        Ok(out) => {
+            for job in out.created {
+                ctx.event(
+                    cs,
+                    EventType::Normal,
+                    "CreatedImagePullJob",
+                    format!("created ImagePullJob {job} to pre-download the new images"),
+                    None,
+                )
+                .await;
+            }
+        }
+        Err(e) => {
+            tracing::warn!(cloneset = %cs.name_any(), error = %e, "image pre-download failed")
+        }
+    }
+}
+
+/// Upstream `ReconcileCloneSet` after the fetch: the gates (valid spec, scale and version
+/// expectations), claiming Pods and PVCs, revisions, one sync step, status, then clean-up.
+async fn reconcile_inner(cs: &CloneSet, ctx: &Context) -> Result<Action, Error> {
+    let ns = cs.namespace().ok_or(Error::Unnamed)?;
+    let name = cs.name_any();
+    let uid = cs.uid().ok_or(Error::Unnamed)?;
+    let key = format!("{ns}/{name}");
+    let now = Timestamp::now();
+    let clock = Instant::now();
+    let mut requeue = Requeue::default();
+
+    if let Some(reason) = invalid_reason(cs) {
+        return report_invalid(ctx, cs, &reason, now).await;
+    }
+    if let Some(wait) = wait_for_scale(ctx, &key, &ns, &name, clock) {
+        return Ok(wait);
+    }
+
+    let owned = claim_pods(ctx, cs, &ns, &uid).await?;
+    let (mut active, inactive): (Vec<Arc<Pod>>, Vec<Arc<Pod>>) =
+        owned.into_iter().partition(|p| podutil::is_active(p));
+    active.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+    let mut pvcs = owned_pvcs(ctx, cs, &ns, &uid).await?;
+    if !cs.spec.scale_strategy.enable_pvc_reuse && !pvcs.is_empty() {
+        pvcs = cleanup_pvcs(ctx, cs, &ns, &active, &inactive, pvcs).await?;
+    }
+
+    let rev_api: Api<ControllerRevision> = Api::namespaced(ctx.client.clone(), &ns);
+    let mut revisions = list_revisions(&rev_api, cs, &uid).await?;
+    revision::sort_revisions(&mut revisions);
+    let (current, update_rev, collision) =
+        active_revisions(ctx, cs, &rev_api, &mut revisions).await?;
+    let update_name = update_rev.metadata.name.clone().unwrap_or_default();
+    let current_name = current.metadata.name.clone().unwrap_or_default();
+
+    if let Some(wait) = wait_for_versions(ctx, &key, &update_rev, &active, clock) {
+        return Ok(wait);
+    }
+
+    if cs.metadata.deletion_timestamp.is_none() {
+        predownload_images(ctx, cs, &current, &update_rev).await;
+    }
+
+    let old_status = cs.status.clone().unwrap_or_default();
+    let mut new_status = CloneSetStatus {
+        observed_generation: cs.metadata.generation.unwrap_or_default(),
+        current_revision: current_name.clone(),
+        update_revision: update_name.clone(),
+        collision_count: Some(collision),
+        label_selector: status::selector_string(&cs.spec.selector),
+        conditions: old_status.conditions.clone(),
+        ..Default::default()
+    };
+
+    let pods: Vec<&Pod> = active.iter().map(|p| p.as_ref()).collect();
+    let sync_result = if cs.metadata.deletion_timestamp.is_some() {
+        Ok(())
+    } else {
+        let sync = Syncer {
+            ctx,
+            cs,
+            key: &key,
+            settings: settings_of(cs),
+            current: &current,
+            update: &update_rev,
+            revisions: &revisions,
+            pvcs: &pvcs,
+            now,
+        };
+        sync.run(&pods, &mut new_status, &mut requeue).await
+    };
+
+    status::calculate_counts(cs, &mut new_status, &pods, now);
+    requeue.push(status::progressing(cs, &mut new_status, now));
+    if status::status_changed(&old_status, &new_status) {
+        tracing::info!(
+            cloneset = %key,
+            replicas = new_status.replicas,
+            ready = new_status.ready_replicas,
+            available = new_status.available_replicas,
+            updated = new_status.updated_replicas,
+            updated_ready = new_status.updated_ready_replicas,
+            current_revision = %new_status.current_revision,
+            update_revision = %new_status.update_revision,
+            "updating CloneSet status"
+        );
+        write_status(ctx, cs, &new_status).await?;
+    }
+
+    if let Err(e) = truncate_pods_to_delete(ctx, cs, &pods).await {
+        tracing::warn!(cloneset = %key, error = %e, "failed to truncate podsToDelete");
+    }
+    truncate_history(
+        &rev_api,
+        cs,
+        &key,
+        &revisions,
+        &pods,
+        &new_status.current_revision,
+        &update_name,
+    )
+    .await;
+
+    if sync_result.is_ok() {
+        // Look again the moment the next pod becomes available (minReadySeconds after it became
+        // Ready), not minReadySeconds after this reconcile: scale-up under
+        // scaleStrategy.maxUnavailable and updates under maxUnavailable wait for exactly that.
+        for pod in &pods {
+            requeue.push(podutil::available_in(pod, cs.spec.min_ready_seconds, now));
+        }
+    }
+    sync_result?;
+    Ok(requeue.action())
+}
+
+/// The invalid-spec gate: nothing will change until the spec does, so say why where
+/// `kubectl describe` shows it (a Warning Event and the FailedScale condition) and wait.
+async fn report_invalid(
+    ctx: &Context,
+    cs: &CloneSet,
+    reason: &str,
+    now: Timestamp,
+) -> Result<Action, Error> {
+    ctx.event(
+        cs,
+        EventType::Warning,
+        "InvalidSpec",
+        reason.to_string(),
+        None,
+    )
+    .await;
+    let mut st = cs.status.clone().unwrap_or_default();
+    st.observed_generation = cs.metadata.generation.unwrap_or_default();
+    status::set_condition(
+        &mut st,
+        status::new_condition(
+            keys::CLONESET_CONDITION_FAILED_SCALE,
+            true,
+            "InvalidSpec",
+            reason,
+            now,
+        ),
+    );
+    write_status(ctx, cs, &st).await?;
+    Ok(Action::await_change())
+}
+
+/// The scale-expectations gate (upstream's `scaleExpectations.SatisfiedExpectations`): the
+/// requeue to wait for while the cache does not show our creates and deletes yet. Expectations
+/// older than [`EXPECTATION_TIMEOUT`] are dropped, since a lost watch event must not freeze
+/// the CloneSet forever.
+fn wait_for_scale(
+    ctx: &Context,
+    key: &str,
+    ns: &str,
+    name: &str,
+    clock: Instant,
+) -> Option<Action> {
+    ctx.observe_from_cache(key);
+    let ScaleSatisfaction::Unsatisfied { since, dirty } = ctx.scale_exp.satisfied(key, clock)
+    else {
+        return None;
+    };
+    if since < EXPECTATION_TIMEOUT {
+        tracing::debug!(cloneset = %key, ?dirty, "scale expectations not satisfied yet");
+        return Some(Action::requeue(
+            (EXPECTATION_TIMEOUT - since).min(EXPECTATION_RECHECK),
+        ));
+    }
+    tracing::warn!(cloneset = %key, ?dirty, "scale expectations timed out; dropping them");
+    ctx.metrics
+        .scale_expectation_leakage
+        .get_or_create(&crate::metrics::WorkloadLabels {
+            controller: METRIC_NAME.to_string(),
+            namespace: ns.to_string(),
+            name: name.to_string(),
+        })
+        .inc();
+    ctx.scale_exp.delete(key);
+    None
+}
+
+/// The resource-version gate (upstream's `resourceVersionExpectations`): the requeue to wait for
+/// while the cache shows an older update revision or Pod than one we wrote. Timed-out
+/// expectations are dropped.
+fn wait_for_versions(
+    ctx: &Context,
+    key: &str,
+    update_rev: &ControllerRevision,
+    active: &[Arc<Pod>],
+    clock: Instant,
+) -> Option<Action> {
+    if let Some(ruid) = update_rev.metadata.uid.as_deref() {
+        let rv = update_rev
+            .metadata
+            .resource_version
+            .clone()
+            .unwrap_or_default();
+        if let VersionSatisfaction::Unsatisfied { since } = ctx.rv_exp.satisfied(ruid, &rv, clock) {
+            if since < EXPECTATION_TIMEOUT {
+                return Some(Action::requeue(EXPECTATION_TIMEOUT - since));
+            }
+            ctx.rv_exp.delete(ruid);
+        }
+    }
+    for pod in active {
+        let (Some(puid), Some(rv)) = (
+            pod.metadata.uid.as_deref(),
+            pod.metadata.resource_version.as_deref(),
+        ) else {
+            continue;
+        };
+        ctx.rv_exp.observe(puid, rv);
+        if let VersionSatisfaction::Unsatisfied { since } = ctx.rv_exp.satisfied(puid, rv, clock) {
+            if since >= EXPECTATION_TIMEOUT {
+                tracing::warn!(cloneset = %key, pod = podutil::name(pod), "pod version expectation timed out");
+                ctx.rv_exp.delete(puid);
+                continue;
+            }
+            tracing::debug!(cloneset = %key, pod = podutil::name(pod), "waiting for the cache to show our last pod write");
+            return Some(Action::requeue(
+                (EXPECTATION_TIMEOUT - since).min(Duration::from_secs(5)),
+            ));
+        }
+    }
+    None
+}
+
+/// Deletes revisions beyond `revisionHistoryLimit` that no Pod uses (upstream
+/// `truncateHistory`). Best effort: a failed delete is logged and retried next time.
+async fn truncate_history(
+    rev_api: &Api<ControllerRevision>,
+    cs: &CloneSet,
+    key: &str,
+    revisions: &[ControllerRevision],
+    pods: &[&Pod],
+    current_revision: &str,
+    update_revision: &str,
+) {
+    let live: BTreeSet<String> = pods
+        .iter()
+        .filter_map(|p| podutil::revision_hash(p).map(str::to_string))
+        .collect();
+    let limit = cs
+        .spec
+        .revision_history_limit
+        .unwrap_or(keys::DEFAULT_REVISION_HISTORY_LIMIT);
+    for old in
+        revision::revisions_to_truncate(revisions, &live, current_revision, update_revision, limit)
+    {
+        if let Err(e) = rev_api.delete(&old, &DeleteParams::default()).await {
+            tracing::warn!(cloneset = %key, revision = %old, error = %e, "failed to delete old revision");
+        }
+    }
+}
+
+/// The pods this CloneSet owns after adopting matching orphans and releasing pods that no longer
+/// match its selector.
+async fn claim_pods(
+    ctx: &Context,
+    cs: &CloneSet,
+    ns: &str,
+    uid: &str,
+) -> Result<Vec<Arc<Pod>>, Error> {
+    let all = ctx.pods.in_namespace(ns);
+    let refs: Vec<&Pod> = all.iter().map(|p| p.as_ref()).collect();
+    let plan = claim::plan(
+        uid,
+        &cs.spec.selector,
+        cs.metadata.deletion_timestamp.is_some(),
+        &refs,
+    );
+    let mut owned: Vec<Arc<Pod>> = plan.owned.iter().map(|&i| all[i].clone()).collect();
+    if plan.adopt.is_empty() && plan.release.is_empty() {
+        return Ok(owned);
+    }
+    let api: Api<Pod> = Api::namespaced(ctx.client.clone(), ns);
+    for &i in &plan.release {
+        let pod = refs[i];
+        let patch = claim::release_patch(uid, pod.metadata.uid.as_deref().unwrap_or_default());
+        match patch_pod(&api, pod, PodPart::Object, patch).await {
+            Ok(_) => {
+                tracing::info!(cloneset = %cs.name_any(), pod = podutil::name(pod), "released pod that no longer matches the selector")
+            }
+            Err(kube::Error::Api(s)) if s.is_not_found() || s.is_invalid() => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    if let Some(owner) = cs.controller_owner_ref(&()) {
+        for &i in &plan.adopt {
+            let pod = refs[i];
+            let patch = claim::adopt_patch(&owner, pod.metadata.uid.as_deref().unwrap_or_default());
+            match patch_pod(&api, pod, PodPart::Object, patch).await {
+                Ok(p) => {
+                    tracing::info!(cloneset = %cs.name_any(), pod = podutil::name(pod), "adopted orphan pod");
+                    owned.push(Arc::new(p));
+                }
+                // Gone, or already taken by someone else (the UID guard failed): not ours.
+                Err(kube::Error::Api(s))
+                    if s.is_not_found() || s.is_invalid() || s.is_conflict() => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+    Ok(owned)
+}
+
+async fn write_status(ctx: &Context, cs: &CloneSet, new: &CloneSetStatus) -> Result<(), Error> {
+    let ns = cs.namespace().ok_or(Error::Unnamed)?;
+    let api: Api<CloneSet> = Api::namespaced(ctx.client.clone(), &ns);
+    let body = status::status_patch(cs.status.as_ref(), new)?;
+    match api
+        .patch_status(&cs.name_any(), &PatchParams::default(), &Patch::Merge(body))
+        .await
+    {
+        Ok(_) => Ok(()),
+        // Deleted since the cache saw it: there is no status left to write.
+        Err(kube::Error::Api(s)) if s.is_not_found() => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kube::core::Status;
+
+    fn forbidden(message: &str) -> Error {
+        Error::Kube(kube::Error::Api(Box::new(
+            Status::failure(message, "Forbidden").with_code(403),
+        )))
+    }
+
+    #[test]
+    fn only_a_terminating_namespace_ends_without_retry() {
+        assert!(namespace_terminating(&forbidden(
+            "pods \"web-x\" is forbidden: unable to create new content in namespace e2e because it is being terminated"
+        )));
+        assert!(!namespace_terminating(&forbidden("exceeded quota")));
+        assert!(!namespace_terminating(&Error::Unnamed));
+    }
+}

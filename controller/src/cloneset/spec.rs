@@ -1,0 +1,179 @@
+//! What the CloneSet spec asks for, read into the inputs of the pure decisions: scale and
+//! rolling settings, in-place update options, and whether the spec can be acted on at all.
+
+use std::collections::BTreeMap;
+
+use kruise_api::apps::v1beta1::{CloneSet, CloneSetPodUpdateStrategyType};
+use kruise_api::keys;
+use kube::ResourceExt;
+
+use super::diff::{Rolling, Settings};
+use super::update;
+use crate::inplace::UpdateOptions;
+
+pub fn settings_of(cs: &CloneSet) -> Settings {
+    let rolling = cs
+        .spec
+        .update_strategy
+        .rolling_update
+        .as_ref()
+        .map(|r| Rolling {
+            partition: r.partition.clone(),
+            max_unavailable: r.max_unavailable.clone(),
+            max_surge: r.max_surge.clone(),
+            paused: r.paused,
+        });
+    Settings {
+        replicas: cs.spec.replicas.unwrap_or(1),
+        rolling,
+        scale_max_unavailable: cs.spec.scale_strategy.max_unavailable.clone(),
+        pods_to_delete: cs.spec.scale_strategy.pods_to_delete.clone(),
+        min_ready_seconds: cs.spec.min_ready_seconds,
+        exclude_preparing_delete: cs.spec.scale_strategy.exclude_preparing_delete
+            || cs
+                .labels()
+                .get(keys::CLONESET_SCALING_EXCLUDE_PREPARING_DELETE_LABEL)
+                .is_some_and(|v| v == "true"),
+    }
+}
+
+pub(super) fn pod_update_policy(cs: &CloneSet) -> CloneSetPodUpdateStrategyType {
+    cs.spec
+        .update_strategy
+        .rolling_update
+        .as_ref()
+        .and_then(|r| r.pod_update_policy)
+        .unwrap_or_default()
+}
+
+pub fn update_options(cs: &CloneSet) -> UpdateOptions {
+    let rolling = cs.spec.update_strategy.rolling_update.as_ref();
+    UpdateOptions {
+        grace_period_seconds: rolling
+            .and_then(|r| r.in_place_update_strategy.as_ref())
+            .map_or(0, |s| s.grace_period_seconds),
+        ignore_volume_claim_templates_hash_diff: pod_update_policy(cs)
+            == CloneSetPodUpdateStrategyType::InPlaceOnly,
+        ..Default::default()
+    }
+}
+
+pub(super) fn template_labels(cs: &CloneSet) -> BTreeMap<String, String> {
+    cs.spec
+        .template
+        .metadata
+        .as_ref()
+        .and_then(|m| m.labels.clone())
+        .unwrap_or_default()
+}
+
+/// Why a CloneSet cannot be acted on at all, if it cannot.
+pub(super) fn invalid_reason(cs: &CloneSet) -> Option<String> {
+    let sel = &cs.spec.selector;
+    let empty = sel.match_labels.as_ref().is_none_or(|m| m.is_empty())
+        && sel.match_expressions.as_ref().is_none_or(|e| e.is_empty());
+    if empty {
+        return Some("spec.selector is empty; it must select the template's labels".to_string());
+    }
+    for e in sel.match_expressions.iter().flatten() {
+        if !["In", "NotIn", "Exists", "DoesNotExist"].contains(&e.operator.as_str()) {
+            return Some(format!(
+                "spec.selector has an unknown operator {:?}",
+                e.operator
+            ));
+        }
+    }
+    if !update::selector_matches(sel, &template_labels(cs)) {
+        return Some("spec.selector does not match spec.template.metadata.labels".to_string());
+    }
+    if cs.spec.replicas.is_some_and(|r| r < 0) {
+        return Some("spec.replicas is negative".to_string());
+    }
+    None
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::PodTemplateSpec;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+    use kruise_api::apps::v1beta1::{CloneSetSpec, RollingUpdateCloneSetStrategy};
+
+    /// A CloneSet `ns/demo` of 3 replicas selecting `app=demo`, the CloneSet tests' fixture.
+    pub(crate) fn cs() -> CloneSet {
+        let labels: std::collections::BTreeMap<String, String> =
+            [("app".to_string(), "demo".to_string())].into();
+        let mut c = CloneSet::new(
+            "demo",
+            CloneSetSpec {
+                replicas: Some(3),
+                selector: LabelSelector {
+                    match_labels: Some(labels.clone()),
+                    ..Default::default()
+                },
+                template: PodTemplateSpec {
+                    metadata: Some(ObjectMeta {
+                        labels: Some(labels),
+                        ..Default::default()
+                    }),
+                    spec: None,
+                },
+                ..Default::default()
+            },
+        );
+        c.metadata.namespace = Some("ns".into());
+        c
+    }
+
+    #[test]
+    fn invalid_specs_are_reported() {
+        assert_eq!(invalid_reason(&cs()), None);
+        let mut c = cs();
+        c.spec.selector = LabelSelector::default();
+        assert!(invalid_reason(&c).is_some_and(|r| r.contains("empty")));
+        let mut c = cs();
+        c.spec.template.metadata = None;
+        assert!(invalid_reason(&c).is_some_and(|r| r.contains("does not match")));
+        let mut c = cs();
+        c.spec.replicas = Some(-1);
+        assert!(invalid_reason(&c).is_some());
+    }
+
+    #[test]
+    fn options_follow_the_strategy() {
+        let mut c = cs();
+        c.spec.update_strategy.rolling_update = Some(RollingUpdateCloneSetStrategy {
+            pod_update_policy: Some(CloneSetPodUpdateStrategyType::InPlaceOnly),
+            in_place_update_strategy: Some(kruise_api::appspub::InPlaceUpdateStrategy {
+                grace_period_seconds: 10,
+                ..Default::default()
+            }),
+            ..Default::default()
+        });
+        let o = update_options(&c);
+        assert_eq!(o.grace_period_seconds, 10);
+        assert!(o.ignore_volume_claim_templates_hash_diff);
+        assert_eq!(
+            pod_update_policy(&cs()),
+            CloneSetPodUpdateStrategyType::ReCreate
+        );
+    }
+
+    #[test]
+    fn settings_read_the_spec() {
+        let mut c = cs();
+        c.spec.scale_strategy.pods_to_delete = vec!["x".into()];
+        c.metadata.labels = Some(
+            [(
+                keys::CLONESET_SCALING_EXCLUDE_PREPARING_DELETE_LABEL.to_string(),
+                "true".to_string(),
+            )]
+            .into(),
+        );
+        let s = settings_of(&c);
+        assert_eq!(s.replicas, 3);
+        assert!(s.rolling.is_none());
+        assert!(s.exclude_preparing_delete);
+        assert_eq!(s.pods_to_delete, vec!["x".to_string()]);
+    }
+}

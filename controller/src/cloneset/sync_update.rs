@@ -1,0 +1,325 @@
+//! The update half of a sync (upstream `cloneset_update.go`): refresh every Pod (in-place
+//! completion, lifecycle), then update the chosen Pods one [`UpdateStep`] each.
+
+use std::time::Duration;
+
+use k8s_openapi::api::apps::v1::ControllerRevision;
+use k8s_openapi::api::core::v1::Pod;
+use kruise_api::apps::v1beta1::CloneSetUpdateStrategyType;
+use kruise_api::appspub::{Lifecycle, LifecycleStateType};
+use kruise_api::keys;
+use kube::runtime::events::EventType;
+use serde_json::json;
+
+use super::context::{METRIC_NAME, PodPart, patch_pod};
+use super::error::Error;
+use super::spec::{pod_update_policy, update_options};
+use super::sync::{Requeue, Syncer, concurrently_in_order};
+use super::update_step::{Fallback, Refusal, UpdateStep, fallback, update_step};
+use super::{diff, podutil, update};
+use crate::inplace::{
+    CloneSetHooks, InPlaceControl, InPlaceHooks, NotInPlace, UpdateOptions, UpdateOutcome,
+};
+
+impl Syncer<'_> {
+    pub(super) async fn update_pods(
+        &self,
+        pods: &[&Pod],
+        requeue: &mut Requeue,
+    ) -> Result<(), Error> {
+        let hooks = CloneSetHooks;
+        let opts = update_options(self.cs);
+        let update_name = self.update_name();
+        let lifecycle = self.cs.spec.lifecycle.as_ref();
+
+        // Pods are independent: their refreshes (completion checks, InPlaceUpdateReady back to
+        // True) run side by side, so the last pod of a large batch does not wait for every
+        // round trip of the ones before it.
+        // Built eagerly (not inside a stream's closure) so the future stays Send.
+        let refreshes: Vec<_> = pods
+            .iter()
+            .map(|pod| self.refresh_pod(pod, &hooks, &opts, &update_name, lifecycle))
+            .collect();
+        let refreshed: Vec<Result<(bool, Option<Duration>), Error>> =
+            concurrently_in_order(refreshes).await;
+        let mut modified = false;
+        let mut first_err = None;
+        for r in refreshed {
+            match r {
+                Ok((m, after)) => {
+                    modified |= m;
+                    requeue.push(after);
+                }
+                Err(e) => {
+                    first_err.get_or_insert(e);
+                }
+            }
+        }
+        if let Some(e) = first_err {
+            return Err(e);
+        }
+        if modified {
+            return Ok(());
+        }
+
+        let strategy = &self.cs.spec.update_strategy;
+        if strategy.type_ == Some(CloneSetUpdateStrategyType::OnDelete) {
+            return Ok(());
+        }
+        let rolling = strategy.rolling_update.as_ref();
+        if rolling.is_some_and(|r| r.paused) {
+            return Ok(());
+        }
+        let (diffs, _) = diff::calculate_diffs(
+            &self.settings,
+            pods,
+            &|p| podutil::is_at_revision(p, &update_name),
+            self.now,
+        );
+        if diffs.update_num <= 0 {
+            return Ok(());
+        }
+        let (wait, skipped) = update::candidates(pods, &update_name);
+        for (i, why) in skipped {
+            tracing::debug!(cloneset = %self.key, pod = podutil::name(pods[i]), ?why, "not updating pod now");
+        }
+        let sorted = update::sort_candidates(
+            pods,
+            wait,
+            rolling.and_then(|r| r.priority_strategy.as_ref()),
+            rolling.map(|r| r.scatter_strategy.as_slice()),
+        );
+        let chosen = update::limit_candidates(
+            pods,
+            sorted,
+            &diffs,
+            &update_name,
+            self.settings.min_ready_seconds,
+            self.now,
+        );
+        // Every chosen pod is already within maxUnavailable/partition, so their updates are
+        // sent together (bounded) rather than one pod's round trips after another's.
+        let updates: Vec<_> = chosen
+            .into_iter()
+            .map(|i| self.update_pod_alone(pods[i], &opts))
+            .collect();
+        let results: Vec<(Result<(), Error>, Requeue)> = concurrently_in_order(updates).await;
+        let mut first_err = None;
+        for (res, r) in results {
+            requeue.push(r.0);
+            if let Err(e) = res {
+                first_err.get_or_insert(e);
+            }
+        }
+        first_err.map_or(Ok(()), Err)
+    }
+
+    /// One pod's share of the refresh: completion check and InPlaceUpdateReady, then the
+    /// lifecycle state. Returns whether the lifecycle changed and when to look again.
+    async fn refresh_pod(
+        &self,
+        pod: &Pod,
+        hooks: &CloneSetHooks,
+        opts: &UpdateOptions,
+        update_name: &str,
+        lifecycle: Option<&Lifecycle>,
+    ) -> Result<(bool, Option<Duration>), Error> {
+        let out = self.ctx.inplace.refresh(hooks, pod, opts, self.now).await?;
+        self.ctx.expect_version(
+            pod.metadata.uid.as_deref(),
+            out.new_resource_version.as_deref(),
+        );
+        let completed = hooks.pod_update_completed(pod).is_ok();
+        let Some(next) = update::next_lifecycle_state(lifecycle, pod, update_name, completed)
+        else {
+            return Ok((false, out.requeue_after));
+        };
+        let was_updating = podutil::lifecycle_state(pod) == Some(LifecycleStateType::Updating);
+        if !self.set_lifecycle(pod, next, None).await? {
+            return Ok((false, out.requeue_after));
+        }
+        if was_updating {
+            self.ctx.metrics.inplace_completed(METRIC_NAME);
+            self.event_about(
+                pod,
+                EventType::Normal,
+                "SuccessfulUpdatePodInPlaceCompleted",
+                format!("pod {} finished its in-place update", podutil::name(pod)),
+            )
+            .await;
+        }
+        Ok((true, out.requeue_after))
+    }
+
+    /// [`Self::update_pod`] with its own requeue, so several can run at once.
+    async fn update_pod_alone(
+        &self,
+        pod: &Pod,
+        opts: &UpdateOptions,
+    ) -> (Result<(), Error>, Requeue) {
+        let mut r = Requeue::default();
+        let res = self.update_pod(pod, opts, &mut r).await;
+        (res, r)
+    }
+
+    /// Upstream `updatePod`: decide the Pod's [`UpdateStep`] and perform it.
+    async fn update_pod(
+        &self,
+        pod: &Pod,
+        opts: &UpdateOptions,
+        requeue: &mut Requeue,
+    ) -> Result<(), Error> {
+        let hooks = CloneSetHooks;
+        let policy = pod_update_policy(self.cs);
+        let old = self.revisions.iter().find(|r| {
+            r.metadata
+                .name
+                .as_deref()
+                .is_some_and(|n| podutil::is_at_revision(pod, n))
+        });
+        let in_place_hook = self
+            .cs
+            .spec
+            .lifecycle
+            .as_ref()
+            .and_then(|l| l.in_place_update.as_ref());
+        let step = update_step(policy, pod, in_place_hook, || {
+            InPlaceControl::can_update_in_place(&hooks, old, self.update, opts)
+        });
+        match step {
+            UpdateStep::PrepareUpdateHook { handler } => {
+                self.set_lifecycle(pod, LifecycleStateType::PreparingUpdate, handler)
+                    .await?;
+                Ok(())
+            }
+            UpdateStep::Wait => Ok(()),
+            UpdateStep::InPlace => {
+                let Some(reason) = self.update_in_place(pod, old, opts, requeue).await? else {
+                    return Ok(());
+                };
+                match fallback(policy, reason) {
+                    Fallback::Recreate(reason) => self.recreate(pod, Some(&reason)).await,
+                    Fallback::Refuse(r) => self.refuse(pod, r).await,
+                }
+            }
+            UpdateStep::Recreate { reason } => self.recreate(pod, reason.as_ref()).await,
+            UpdateStep::Refuse(r) => self.refuse(pod, r).await,
+        }
+    }
+
+    /// Updates `pod` in place (lifecycle Updating). `Ok(Some(reason))` when the engine found it
+    /// cannot be done in place after all.
+    async fn update_in_place(
+        &self,
+        pod: &Pod,
+        old: Option<&ControllerRevision>,
+        opts: &UpdateOptions,
+        requeue: &mut Requeue,
+    ) -> Result<Option<NotInPlace>, Error> {
+        let pname = podutil::name(pod);
+        let update_name = self.update_name();
+        let mut opts = opts.clone();
+        opts.lifecycle_state = Some(LifecycleStateType::Updating);
+        match self
+            .ctx
+            .inplace
+            .update(&CloneSetHooks, pod, old, self.update, &opts, self.now)
+            .await
+        {
+            Ok(UpdateOutcome::Updated {
+                new_resource_version,
+                requeue_after,
+            }) => {
+                self.ctx
+                    .expect_version(pod.metadata.uid.as_deref(), new_resource_version.as_deref());
+                requeue.push(requeue_after);
+                self.ctx.metrics.inplace_started(METRIC_NAME);
+                self.event_about(
+                    pod,
+                    EventType::Normal,
+                    "SuccessfulUpdatePodInPlace",
+                    format!("successfully update pod {pname} in-place(revision {update_name})"),
+                )
+                .await;
+                Ok(None)
+            }
+            Ok(UpdateOutcome::NotInPlace(r)) => Ok(Some(r)),
+            Err(e) => {
+                self.event_about(
+                    pod,
+                    EventType::Warning,
+                    "FailedUpdatePodInPlace",
+                    format!("failed to update pod {pname} in-place(revision {update_name}): {e}"),
+                )
+                .await;
+                Err(e.into())
+            }
+        }
+    }
+
+    /// The error for a refused update; under InPlaceOnly also a Warning Event saying why.
+    pub(super) async fn refuse(&self, pod: &Pod, refusal: Refusal) -> Result<(), Error> {
+        let pname = podutil::name(pod).to_string();
+        match refusal {
+            Refusal::BadLifecycle(state) => Err(Error::BadLifecycle {
+                pod: pname,
+                state: state.to_string(),
+            }),
+            Refusal::InPlaceOnly(reason) => {
+                let update_name = self.update_name();
+                self.event_about(
+                    pod,
+                    EventType::Warning,
+                    "FailedUpdate",
+                    format!(
+                        "pod {pname} cannot be updated in place to {update_name} and the policy is InPlaceOnly: {reason}"
+                    ),
+                )
+                .await;
+                Err(Error::InPlaceOnly { pod: pname, reason })
+            }
+        }
+    }
+
+    /// Recreate `pod`: label it specified-delete, so the scale half deletes it and creates its
+    /// replacement at the update revision. `reason` is why not in place, if it was tried.
+    pub(super) async fn recreate(
+        &self,
+        pod: &Pod,
+        reason: Option<&NotInPlace>,
+    ) -> Result<(), Error> {
+        let pname = podutil::name(pod);
+        let update_name = self.update_name();
+        if let Some(reason) = reason {
+            tracing::info!(cloneset = %self.key, pod = %pname, %reason, "cannot update in place, recreating");
+        }
+        let patch = json!({ "metadata": { "labels": { keys::SPECIFIED_DELETE_LABEL: "true" } } });
+        match patch_pod(&self.api()?, pod, PodPart::Object, patch).await {
+            Ok(written) => {
+                self.ctx.expect_written(&written);
+                self.event_about(
+                    pod,
+                    EventType::Normal,
+                    "SuccessfulUpdatePodReCreate",
+                    format!(
+                        "successfully patch pod {pname} specified-delete for update(revision {update_name})"
+                    ),
+                )
+                .await;
+                Ok(())
+            }
+            Err(e) => {
+                self.event_about(
+                    pod,
+                    EventType::Warning,
+                    "FailedUpdatePodReCreate",
+                    format!(
+                        "failed to patch pod specified-delete {pname} for update(revision {update_name}): {e}"
+                    ),
+                )
+                .await;
+                Err(e.into())
+            }
+        }
+    }
+}
