@@ -336,6 +336,8 @@ pub const ENV_WEBHOOK_TEMPLATE_DRY_RUN: &str = "KRUISE_WEBHOOK_TEMPLATE_DRY_RUN"
 pub mod k8s {
     /// Pod condition: the pod can serve (all containers and readiness gates ready).
     pub const POD_READY: &str = "Ready";
+    /// Event type of an Event reporting a problem (the other type is `Normal`).
+    pub const EVENT_TYPE_WARNING: &str = "Warning";
     /// Pod condition: the pod is bound to a node.
     pub const POD_SCHEDULED: &str = "PodScheduled";
     /// Pod condition: every container is ready.

@@ -7,7 +7,6 @@ pub mod cli;
 pub mod cmd;
 pub mod ctx;
 pub mod error;
-pub mod k8s;
 pub mod math;
 pub mod status;
 pub mod target;

@@ -6,7 +6,7 @@
 use crate::error::exit;
 use crate::target::Kind;
 use crate::view::{PodView, RolloutView};
-use kruise_api::keys;
+use kruise_api::keys::{self, k8s};
 use serde::Serialize;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -66,7 +66,7 @@ pub fn decide(v: &RolloutView, pods: &PodSummary) -> Decision {
     }
     if v.kind == Kind::CloneSet
         && let Some(c) = v.condition(keys::CLONESET_CONDITION_FAILED_UPDATE)
-        && c.status == "True"
+        && c.status == k8s::CONDITION_TRUE
     {
         return d(
             Outcome::Failed,

@@ -1,5 +1,8 @@
 //! Parsing of `TYPE/NAME` targets as kubectl users type them.
 
+use k8s_openapi::Resource;
+use k8s_openapi::api::apps::v1::Deployment;
+use kruise_api::keys;
 use std::fmt;
 use std::str::FromStr;
 
@@ -81,8 +84,8 @@ fn parse_kind(raw: &str) -> Result<Kind, TargetError> {
     };
     match (kind, group.as_deref()) {
         (_, None) => Ok(kind),
-        (Kind::CloneSet, Some("apps.kruise.io")) => Ok(kind),
-        (Kind::Deployment, Some("apps")) => Ok(kind),
+        (Kind::CloneSet, Some(keys::APPS_GROUP)) => Ok(kind),
+        (Kind::Deployment, Some(<Deployment as Resource>::GROUP)) => Ok(kind),
         _ => Err(TargetError::UnknownKind(raw.to_string())),
     }
 }

@@ -4,12 +4,14 @@
 //! path serves CloneSet v1beta1, CloneSet v1alpha1 and Deployment, and so a field the typed API
 //! does not know yet never breaks the plugin.
 
-use crate::k8s;
+use crate::error::CliError;
 use crate::math::{self, IntOrPercent};
 use crate::target::Kind;
 use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kruise_api::appspub::{InPlaceUpdateState, UpdateSpec};
-use kruise_api::keys;
+use kruise_api::keys::{self, k8s};
+use kruise_api::{pod, revision, selector};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 
@@ -60,8 +62,9 @@ pub struct RolloutView {
     pub current_revision: String,
     pub update_revision: String,
     pub conditions: Vec<Condition>,
-    /// A label selector string usable in list calls.
-    pub selector: String,
+    /// A label selector string usable in list calls; `None` when the spec's selector has none
+    /// (see [`selector_string`]). Read it with [`RolloutView::list_selector`].
+    pub selector: Option<String>,
     /// (container name, image) from the pod template.
     pub images: Vec<(String, String)>,
 }
@@ -81,37 +84,22 @@ pub fn get<'a>(v: &'a Value, path: &[&str]) -> Option<&'a Value> {
     path.iter().try_fold(v, |cur, k| cur.get(*k))
 }
 
-/// Renders `spec.selector` as a list-call selector string.
-pub fn selector_string(sel: Option<&Value>) -> String {
-    let Some(sel) = sel else { return String::new() };
-    let mut parts = Vec::new();
-    if let Some(m) = sel.get("matchLabels").and_then(Value::as_object) {
-        for (k, v) in m {
-            parts.push(format!("{k}={}", v.as_str().unwrap_or_default()));
+/// Renders `spec.selector` as a list-call selector string, in Kubernetes' own form (upstream
+/// `LabelSelectorAsSelector(...).String()`, via [`selector::to_selector_string`]). No selector
+/// gives the empty string; a selector that does not parse, or names an operator Kubernetes does
+/// not know, gives `None`: upstream has no selector for it, and dropping the requirement would
+/// list Pods the workload does not select.
+pub fn selector_string(sel: Option<&Value>) -> Option<String> {
+    let Some(sel) = sel else {
+        return Some(String::new());
+    };
+    match serde_json::from_value::<LabelSelector>(sel.clone()) {
+        Ok(sel) => selector::to_selector_string(&sel),
+        Err(e) => {
+            tracing::debug!(error = %e, "unreadable spec.selector");
+            None
         }
     }
-    if let Some(exprs) = sel.get("matchExpressions").and_then(Value::as_array) {
-        for e in exprs {
-            let key = e.get("key").and_then(Value::as_str).unwrap_or_default();
-            let vals: Vec<&str> = e
-                .get("values")
-                .and_then(Value::as_array)
-                .map(|a| a.iter().filter_map(Value::as_str).collect())
-                .unwrap_or_default();
-            match e
-                .get("operator")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-            {
-                "In" => parts.push(format!("{key} in ({})", vals.join(","))),
-                "NotIn" => parts.push(format!("{key} notin ({})", vals.join(","))),
-                "Exists" => parts.push(key.to_string()),
-                "DoesNotExist" => parts.push(format!("!{key}")),
-                _ => {}
-            }
-        }
-    }
-    parts.join(",")
 }
 
 impl RolloutView {
@@ -220,7 +208,7 @@ impl RolloutView {
         let selector = if status_selector.is_empty() {
             selector_string(spec.get("selector"))
         } else {
-            status_selector
+            Some(status_selector)
         };
         let (current_revision, update_revision) = match kind {
             Kind::CloneSet => (
@@ -228,7 +216,14 @@ impl RolloutView {
                 s(&status, &["updateRevision"]),
             ),
             Kind::Deployment => {
-                let rev = s(obj, &["metadata", "annotations", k8s::DEPLOYMENT_REVISION]);
+                let rev = s(
+                    obj,
+                    &[
+                        "metadata",
+                        "annotations",
+                        k8s::DEPLOYMENT_REVISION_ANNOTATION,
+                    ],
+                );
                 (rev.clone(), rev)
             }
         };
@@ -264,6 +259,18 @@ impl RolloutView {
             selector,
             images,
         }
+    }
+
+    /// The selector to list the workload's Pods (and revisions) with, or an error a person can
+    /// act on when the spec's selector cannot be expressed as one.
+    pub fn list_selector(&self) -> Result<&str, CliError> {
+        self.selector.as_deref().ok_or_else(|| {
+            CliError::Failed(format!(
+                "{} {:?}: spec.selector is not a label selector Kubernetes can list with (operators are In, NotIn, Exists, DoesNotExist), so its Pods cannot be listed",
+                self.kind.as_str().to_lowercase(),
+                self.name
+            ))
+        })
     }
 
     pub fn condition(&self, type_: &str) -> Option<&Condition> {
@@ -363,27 +370,16 @@ pub struct PodView {
     pub uid: String,
 }
 
-fn pod_condition(pod: &Pod, type_: &str) -> Option<bool> {
-    pod.status
-        .as_ref()?
-        .conditions
-        .as_ref()?
-        .iter()
-        .find(|c| c.type_ == type_)
-        .map(|c| c.status == "True")
+/// The status of the pod's condition of `type_` as a bool, `None` when it is not reported.
+fn pod_condition(p: &Pod, type_: &str) -> Option<bool> {
+    pod::condition(p, type_).map(|c| c.status == k8s::CONDITION_TRUE)
 }
 
 fn parse_inplace(annotations: &BTreeMap<String, String>) -> Option<InPlaceProgress> {
     // Pods written by older controllers carry the un-prefixed keys; the api readers fall back
     // to them. A present but unreadable annotation still marks the Pod as mid-update.
-    let present = [
-        keys::INPLACE_UPDATE_STATE_ANNOTATION,
-        keys::INPLACE_UPDATE_STATE_ANNOTATION_OLD,
-        keys::INPLACE_UPDATE_GRACE_ANNOTATION,
-        keys::INPLACE_UPDATE_GRACE_ANNOTATION_OLD,
-    ]
-    .iter()
-    .any(|k| annotations.contains_key(*k));
+    let present = InPlaceUpdateState::is_recorded(Some(annotations))
+        || UpdateSpec::in_grace(Some(annotations));
     if !present {
         return None;
     }
@@ -467,11 +463,15 @@ impl PodView {
                 }
             })
             .collect();
-        let revision = labels
-            .get(keys::CONTROLLER_REVISION_HASH_LABEL)
-            .or_else(|| labels.get(keys::POD_TEMPLATE_HASH_LABEL))
-            .cloned()
-            .unwrap_or_default();
+        // Deployment pods carry only the short hash, in `pod-template-hash`.
+        let revision = revision::pod_revision(Some(&labels))
+            .or_else(|| {
+                labels
+                    .get(keys::POD_TEMPLATE_HASH_LABEL)
+                    .map(String::as_str)
+            })
+            .unwrap_or_default()
+            .to_owned();
         PodView {
             name: meta.name.clone().unwrap_or_default(),
             uid: meta.uid.clone().unwrap_or_default(),
@@ -486,7 +486,7 @@ impl PodView {
                 .get(keys::LIFECYCLE_STATE_LABEL)
                 .cloned()
                 .unwrap_or_default(),
-            ready: pod_condition(pod, "Ready").unwrap_or(false),
+            ready: pod::is_ready(pod),
             inplace_ready: pod_condition(pod, keys::INPLACE_UPDATE_READY),
             restarts: containers.iter().map(|c| c.restarts).sum(),
             containers,
@@ -495,12 +495,12 @@ impl PodView {
         }
     }
 
-    /// Whether the pod's revision is `update_revision`. CloneSet pods carry the full
-    /// ControllerRevision name, Deployment pods only the hash, so both spellings are accepted.
+    /// Whether the pod's revision is `update_revision` (upstream `EqualToRevisionHash`: equal,
+    /// or equal short hashes). CloneSet pods carry the full ControllerRevision name, Deployment
+    /// pods only the hash, so both spellings match. No update revision known: nothing is updated.
     pub fn is_updated(&self, update_revision: &str) -> bool {
         !update_revision.is_empty()
-            && (self.revision == update_revision
-                || update_revision.ends_with(&format!("-{}", self.revision)))
+            && revision::equal_to_revision_hash(Some(&self.revision), update_revision)
     }
 
     /// True while an in-place update of this pod has not finished: grace pending, later batches
@@ -602,7 +602,7 @@ mod tests {
             assert!(v.paused);
             assert_eq!(v.expected_updated(), 7);
             assert_eq!(v.max_unavailable_pods(), 2);
-            assert_eq!(v.selector, "app=web");
+            assert_eq!(v.list_selector().ok(), Some("app=web"));
         }
         assert_eq!(
             a.paused_patch(false),
@@ -612,6 +612,143 @@ mod tests {
             b.paused_patch(false),
             json!({"spec": {"updateStrategy": {"rollingUpdate": {"paused": false}}}})
         );
+    }
+
+    /// Kubernetes' string form (upstream `LabelSelectorAsSelector(...).String()`): every
+    /// requirement sorted by key, values sorted; an unknown operator leaves no selector rather
+    /// than a broader one (the copy this replaced dropped the requirement).
+    #[test]
+    fn selector_string_table() {
+        let cases: Vec<(Value, Option<&str>)> = vec![
+            (Value::Null, Some("")),
+            (json!({}), Some("")),
+            (
+                json!({"matchLabels": {"tier": "1", "app": "web"}}),
+                Some("app=web,tier=1"),
+            ),
+            (
+                json!({"matchLabels": {"zone": "a"}, "matchExpressions": [
+                    {"key": "tier", "operator": "In", "values": ["2", "1"]},
+                    {"key": "env", "operator": "NotIn", "values": ["prod"]},
+                    {"key": "app", "operator": "Exists"},
+                    {"key": "old", "operator": "DoesNotExist"},
+                ]}),
+                Some("app,env notin (prod),!old,tier in (1,2),zone=a"),
+            ),
+            (
+                json!({"matchLabels": {"app": "web"}, "matchExpressions": [
+                    {"key": "x", "operator": "Bogus", "values": ["1"]},
+                ]}),
+                None,
+            ),
+            (json!({"matchLabels": {"app": 1}}), None),
+        ];
+        for (sel, want) in cases {
+            let got = selector_string((!sel.is_null()).then_some(&sel));
+            assert_eq!(got.as_deref(), want, "{sel}");
+        }
+    }
+
+    #[test]
+    fn list_selector_prefers_status_and_refuses_unknown_operators() {
+        let obj = |status: Value| {
+            json!({
+                "apiVersion": "apps.kruise.io/v1beta1", "kind": "CloneSet",
+                "metadata": {"name": "web", "namespace": "ns"},
+                "spec": {"selector": {"matchExpressions": [{"key": "app", "operator": "Is"}]}},
+                "status": status,
+            })
+        };
+        let written = RolloutView::from_json(&obj(json!({"labelSelector": "app=web"})));
+        assert_eq!(written.list_selector().ok(), Some("app=web"));
+        let unwritten = RolloutView::from_json(&obj(json!({})));
+        assert_eq!(unwritten.selector, None);
+        let err = unwritten.list_selector().err().map(|e| e.to_string());
+        assert!(
+            err.as_deref()
+                .is_some_and(|e| e.contains("cloneset \"web\"")),
+            "{err:?}"
+        );
+    }
+
+    /// Upstream `EqualToRevisionHash`: equal names, or equal short hashes.
+    #[test]
+    fn is_updated_table() {
+        let cases = [
+            ("web-2", "web-2", true),
+            ("2", "web-2", true),
+            ("web-2", "2", true),
+            ("other-2", "web-2", true),
+            ("web-1", "web-2", false),
+            ("", "web-2", false),
+            ("web-2", "", false),
+            ("", "", false),
+        ];
+        for (pod_rev, update, want) in cases {
+            let p = PodView {
+                revision: pod_rev.into(),
+                ..Default::default()
+            };
+            assert_eq!(p.is_updated(update), want, "{pod_rev:?} vs {update:?}");
+        }
+    }
+
+    #[test]
+    fn pod_revision_falls_back_to_the_template_hash() {
+        let pod = |labels: Value| -> Pod {
+            serde_json::from_value(json!({"metadata": {"name": "p", "labels": labels}}))
+                .expect("pod")
+        };
+        let cases = [
+            (
+                json!({"controller-revision-hash": "web-2", "pod-template-hash": "2"}),
+                "web-2",
+            ),
+            (json!({"pod-template-hash": "7d4f8b9c6"}), "7d4f8b9c6"),
+            (json!({}), ""),
+        ];
+        for (labels, want) in cases {
+            assert_eq!(
+                PodView::from_pod(&pod(labels.clone())).revision,
+                want,
+                "{labels}"
+            );
+        }
+    }
+
+    /// Any of the four state and grace keys marks the pod as mid-update, readable or not.
+    #[test]
+    fn in_place_annotations_old_and_new_keys() {
+        let state = json!({"revision": "web-2", "updateTimestamp": "2026-01-01T00:00:00Z",
+            "lastContainerStatuses": null})
+        .to_string();
+        let cases = [
+            (json!({}), None),
+            (json!({"other": "x"}), None),
+            (
+                json!({"apps.kruise.io/inplace-update-state": state}),
+                Some("web-2"),
+            ),
+            (json!({"inplace-update-state": state}), Some("web-2")),
+            (
+                json!({"apps.kruise.io/inplace-update-state": "{"}),
+                Some(""),
+            ),
+            (
+                json!({"apps.kruise.io/inplace-update-grace": "{"}),
+                Some(""),
+            ),
+            (json!({"inplace-update-grace": "{"}), Some("")),
+        ];
+        for (annotations, want) in cases {
+            let a: BTreeMap<String, String> =
+                serde_json::from_value(annotations.clone()).expect("annotations");
+            assert_eq!(
+                parse_inplace(&a).map(|p| p.revision).as_deref(),
+                want,
+                "{annotations}"
+            );
+        }
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! `tests/live_view_bench.rs` runs this small.
 
 use k8s_openapi::api::core::v1::{Event as K8sEvent, Pod};
-use kruise_api::keys;
+use kruise_api::keys::{self, k8s};
 use kube::runtime::watcher;
 use kubectl_kruise::tui::model::{Input, LiveModel};
 use kubectl_kruise::tui::render;
@@ -81,7 +81,14 @@ pub fn pod(i: usize, resource_version: u64) -> Result<Pod, serde_json::Error> {
             json!(grace.to_string()),
         );
     }
-    let cond = |t: &str, ok: bool| json!({"type": t, "status": if ok {"True"} else {"False"}});
+    let cond = |t: &str, ok: bool| {
+        let status = if ok {
+            k8s::CONDITION_TRUE
+        } else {
+            k8s::CONDITION_FALSE
+        };
+        json!({"type": t, "status": status})
+    };
     let mut metadata = json!({
         "name": format!("web-{:05x}", i * 7919 % 0xfffff),
         "namespace": "bench",
@@ -109,8 +116,8 @@ pub fn pod(i: usize, resource_version: u64) -> Result<Pod, serde_json::Error> {
             ]
         },
         "status": {
-            "phase": "Running",
-            "conditions": [cond("Ready", !in_flight), cond(keys::INPLACE_UPDATE_READY, !in_flight)],
+            "phase": k8s::POD_RUNNING,
+            "conditions": [cond(k8s::POD_READY, !in_flight), cond(keys::INPLACE_UPDATE_READY, !in_flight)],
             "containerStatuses": [
                 {"name": "app", "image": app_status, "imageID": "", "ready": !in_flight,
                  "restartCount": if updated { 1 } else { 0 }},

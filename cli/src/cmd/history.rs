@@ -5,11 +5,10 @@ use crate::cli::Output;
 use crate::cmd::status::print_doc;
 use crate::ctx::{Ctx, Workload};
 use crate::error::{CliError, Result, exit, kube_err};
-use crate::k8s;
 use crate::target::{Kind, Target};
 use crate::view::{RolloutView, get};
 use k8s_openapi::api::apps::v1::{ControllerRevision, ReplicaSet};
-use kruise_api::keys;
+use kruise_api::keys::{self, k8s};
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -52,7 +51,7 @@ fn owned_by(
 }
 
 async fn revisions(ctx: &Ctx, wl: &Workload, view: &RolloutView) -> Result<Vec<Revision>> {
-    let lp = ListParams::default().labels(&view.selector);
+    let lp = ListParams::default().labels(view.list_selector()?);
     let mut out = Vec::new();
     match view.kind {
         Kind::CloneSet => {
@@ -78,7 +77,7 @@ async fn revisions(ctx: &Ctx, wl: &Workload, view: &RolloutView) -> Result<Vec<R
                         .metadata
                         .annotations
                         .as_ref()
-                        .and_then(|a| a.get(k8s::CHANGE_CAUSE).cloned())
+                        .and_then(|a| a.get(k8s::CHANGE_CAUSE_ANNOTATION).cloned())
                         .unwrap_or_default(),
                     current: name == view.current_revision,
                     update: name == view.update_revision,
@@ -95,7 +94,7 @@ async fn revisions(ctx: &Ctx, wl: &Workload, view: &RolloutView) -> Result<Vec<R
                 }
                 let ann = rs.metadata.annotations.clone().unwrap_or_default();
                 let revision = ann
-                    .get(k8s::DEPLOYMENT_REVISION)
+                    .get(k8s::DEPLOYMENT_REVISION_ANNOTATION)
                     .and_then(|r| r.parse().ok())
                     .unwrap_or(0);
                 let mut template = rs
@@ -115,7 +114,10 @@ async fn revisions(ctx: &Ctx, wl: &Workload, view: &RolloutView) -> Result<Vec<R
                     revision,
                     name: rs.metadata.name.clone().unwrap_or_default(),
                     images: images_of(&template),
-                    change_cause: ann.get(k8s::CHANGE_CAUSE).cloned().unwrap_or_default(),
+                    change_cause: ann
+                        .get(k8s::CHANGE_CAUSE_ANNOTATION)
+                        .cloned()
+                        .unwrap_or_default(),
                     current: rev_str == view.current_revision,
                     update: rev_str == view.update_revision,
                     template,

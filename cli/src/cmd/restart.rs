@@ -5,10 +5,10 @@ use crate::cli::RestartArgs;
 use crate::cmd::crr::CrrClient;
 use crate::ctx::{Ctx, Workload};
 use crate::error::{CliError, Result, exit, kube_err};
-use crate::k8s;
 use crate::target::Kind;
 use crate::view::PodView;
 use k8s_openapi::api::core::v1::Pod;
+use kruise_api::keys::k8s;
 use kube::api::{Api, ListParams};
 use serde_json::json;
 
@@ -24,14 +24,14 @@ pub async fn run(ctx: &Ctx, args: &RestartArgs) -> Result<i32> {
     let view = wl.view().await?;
     if view.kind == Kind::Deployment {
         let now = jiff::Timestamp::now().to_string();
-        let patch = json!({"spec": {"template": {"metadata": {"annotations": {k8s::KUBECTL_RESTARTED_AT: now}}}}});
+        let patch = json!({"spec": {"template": {"metadata": {"annotations": {k8s::KUBECTL_RESTARTED_AT_ANNOTATION: now}}}}});
         wl.merge_patch(&patch).await?;
         println!("{} restarted (rolling replacement)", args.target);
         return Ok(exit::OK);
     }
     let pods_api: Api<Pod> = Api::namespaced(ctx.client.clone(), &wl.namespace);
     let list = pods_api
-        .list(&ListParams::default().labels(&view.selector))
+        .list(&ListParams::default().labels(view.list_selector()?))
         .await
         .map_err(kube_err)?
         .items;

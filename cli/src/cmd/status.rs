@@ -162,13 +162,14 @@ fn conclude(reporter: &Reporter, report: &mut StatusReport, code: i32) -> Result
 pub async fn run(ctx: &Ctx, args: &StatusArgs) -> Result<i32> {
     let wl = Workload::locate(ctx, &args.target).await?;
     let first = wl.view().await?;
+    let selector = first.list_selector()?.to_owned();
     let pods_api: Api<Pod> = Api::namespaced(ctx.client.clone(), &wl.namespace);
     let reporter = Reporter::new(args.output);
 
     if !args.watch {
         let mut cache = Cache::default();
         let list = pods_api
-            .list(&ListParams::default().labels(&first.selector))
+            .list(&ListParams::default().labels(&selector))
             .await
             .map_err(kube_err)?;
         for p in list.items {
@@ -183,13 +184,7 @@ pub async fn run(ctx: &Ctx, args: &StatusArgs) -> Result<i32> {
         return conclude(&reporter, &mut report, code);
     }
 
-    let mut updates = watch::stream(
-        wl.api.clone(),
-        &args.target.name,
-        pods_api,
-        &first.selector,
-        None,
-    );
+    let mut updates = watch::stream(wl.api.clone(), &args.target.name, pods_api, &selector, None);
     let mut objects: Cache<kube::api::DynamicObject> = Cache::default();
     let mut pods: Cache<Pod> = Cache::default();
     let mut view = first;

@@ -133,13 +133,14 @@ pub async fn run(ctx: &Ctx, args: &WatchArgs) -> Result<i32> {
     let color = !(args.no_color || crate::no_color_env());
     let wl = Workload::locate(ctx, &args.target).await?;
     let first = wl.view().await?;
+    let selector = first.list_selector()?.to_owned();
     let pods_api: Api<Pod> = Api::namespaced(ctx.client.clone(), &wl.namespace);
     let events_api: Api<K8sEvent> = Api::namespaced(ctx.client.clone(), &wl.namespace);
     let mut updates = watch::stream(
         wl.api.clone(),
         &args.target.name,
         pods_api,
-        &first.selector,
+        &selector,
         Some(events_api),
     );
 

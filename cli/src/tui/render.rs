@@ -5,6 +5,7 @@ use super::model::LiveModel;
 use crate::math;
 use crate::status::Outcome;
 use crate::view::{PodView, RolloutView, normalize_image};
+use kruise_api::keys::k8s;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
@@ -433,7 +434,7 @@ fn event_lines(m: &LiveModel, p: &Palette, max: usize) -> Vec<Line<'static>> {
         .iter()
         .take(max)
         .map(|e| {
-            let style = if e.type_ == "Warning" {
+            let style = if e.type_ == k8s::EVENT_TYPE_WARNING {
                 p.fg(Color::Red)
             } else {
                 Style::new()
