@@ -387,6 +387,10 @@ pub mod k8s {
     pub const CHANGE_CAUSE_ANNOTATION: &str = "kubernetes.io/change-cause";
     /// Pod-template annotation `kubectl rollout restart` sets to the restart time.
     pub const KUBECTL_RESTARTED_AT_ANNOTATION: &str = "kubectl.kubernetes.io/restartedAt";
+
+    /// Event reason the kubelet gives when it stops a container (its `events.KillingContainer`);
+    /// the daemon uses it too when it stops one for a restart or a recreate.
+    pub const EVENT_REASON_KILLING: &str = "Killing";
 }
 
 #[cfg(test)]

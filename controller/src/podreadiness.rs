@@ -11,9 +11,11 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use jiff::Timestamp;
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Pod, PodCondition};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kruise_api::keys;
+use kruise_api::appspub::{PodReadinessMessage, kruise_pod_ready_condition};
+use kruise_api::keys::{self, k8s};
+use kruise_api::pod as kpod;
 use kube::api::{Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef;
@@ -21,7 +23,6 @@ use kube::{Api, Client};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use crate::cloneset::podutil;
 use crate::metrics::Metrics;
 use crate::podcache::PodCache;
 use crate::runner::{Controller, ReconcileError};
@@ -72,54 +73,22 @@ impl Recent {
 
 /// Whether the controller has to set the condition on this pod.
 pub fn needs_condition(pod: &Pod) -> bool {
-    has_gate(pod)
+    kpod::has_readiness_gate(pod, keys::KRUISE_POD_READY)
         && pod.metadata.deletion_timestamp.is_none()
-        && podutil::condition(pod, keys::KRUISE_POD_READY).is_none()
-}
-
-/// Whether the pod carries the `KruisePodReady` readiness gate.
-pub fn has_gate(pod: &Pod) -> bool {
-    pod.spec
-        .as_ref()
-        .and_then(|s| s.readiness_gates.as_ref())
-        .is_some_and(|g| g.iter().any(|g| g.condition_type == keys::KRUISE_POD_READY))
+        && kpod::condition(pod, keys::KRUISE_POD_READY).is_none()
 }
 
 /// The `KruisePodReady` condition after adding (`add`) or removing a not-ready key, or `None`
-/// when nothing changes (or the pod has no gate). The condition is False while any key is held.
+/// when there is nothing to write: upstream `addNotReadyKey` / `removeNotReadyKey`, as
+/// [`kruise_pod_ready_condition`] implements them. Kept under this name for the CloneSet
+/// lifecycle code, which calls it.
 pub fn condition_with_key(
     pod: &Pod,
-    msg: &kruise_api::appspub::PodReadinessMessage,
+    msg: &PodReadinessMessage,
     add: bool,
     now: Timestamp,
-) -> Result<Option<k8s_openapi::api::core::v1::PodCondition>, kruise_api::Error> {
-    if !has_gate(pod) {
-        return Ok(None);
-    }
-    let current = podutil::condition(pod, keys::KRUISE_POD_READY);
-    let message = current.and_then(|c| c.message.clone()).unwrap_or_default();
-    let (message, changed) = if add {
-        kruise_api::appspub::add_readiness_message(&message, msg)?
-    } else {
-        kruise_api::appspub::remove_readiness_message(&message, msg)?
-    };
-    let status = if kruise_api::appspub::parse_readiness_messages(&message)?.is_empty() {
-        "True"
-    } else {
-        "False"
-    };
-    let status_changed = current.is_none_or(|c| c.status != status);
-    if !changed && !status_changed {
-        return Ok(None);
-    }
-    let mut cond = current.cloned().unwrap_or_default();
-    cond.type_ = keys::KRUISE_POD_READY.to_string();
-    if status_changed {
-        cond.last_transition_time = Some(Time(now));
-    }
-    cond.status = status.to_string();
-    cond.message = Some(message);
-    Ok(Some(cond))
+) -> Result<Option<PodCondition>, kruise_api::Error> {
+    kruise_pod_ready_condition(pod, msg, add, now)
 }
 
 /// The status patch that adds `KruisePodReady=True`.
@@ -128,7 +97,7 @@ pub fn condition_patch(now: Timestamp) -> serde_json::Value {
         "status": {
             "conditions": [{
                 "type": keys::KRUISE_POD_READY,
-                "status": "True",
+                "status": k8s::CONDITION_TRUE,
                 "lastTransitionTime": Time(now),
             }]
         }
@@ -258,6 +227,70 @@ mod tests {
             .expect("changed");
         assert_eq!(freed.status, "True");
         assert_eq!(freed.message.as_deref(), Some("[]"));
+    }
+
+    /// (what, pod, add?, written (status, transition time) or nothing).
+    type Case<'a> = (&'a str, Pod, bool, Option<(&'a str, Timestamp)>);
+
+    /// Where the old hand-written write differed from upstream's `addNotReadyKey` /
+    /// `removeNotReadyKey`, upstream wins.
+    #[test]
+    fn not_ready_keys_follow_upstream() {
+        use kruise_api::appspub::dump_readiness_messages;
+        let a = PodReadinessMessage::new(keys::READINESS_USER_AGENT_LIFECYCLE, "a");
+        let b = PodReadinessMessage::new(keys::READINESS_USER_AGENT_CRR, "b");
+        let (then, now) = (
+            Timestamp::UNIX_EPOCH,
+            Timestamp::from_second(100).expect("ts"),
+        );
+        let with = |status: &str, held: &[PodReadinessMessage]| {
+            let mut p = gated();
+            p.status.get_or_insert_default().conditions = Some(vec![PodCondition {
+                type_: keys::KRUISE_POD_READY.into(),
+                status: status.into(),
+                message: Some(dump_readiness_messages(held)),
+                last_transition_time: Some(Time(then)),
+                ..Default::default()
+            }]);
+            p
+        };
+        let cases: Vec<Case<'_>> = vec![
+            // The old code flipped a True condition to False when its key was already listed.
+            (
+                "held key, True",
+                with("True", std::slice::from_ref(&a)),
+                true,
+                None,
+            ),
+            // The old code kept the transition time when the status stayed False.
+            (
+                "second key",
+                with("False", std::slice::from_ref(&b)),
+                true,
+                Some(("False", now)),
+            ),
+            // The old code wrote True on removal from a pod without the condition.
+            ("remove, no condition", gated(), false, None),
+            // The old code wrote True when the key to remove was not listed.
+            ("remove absent key", with("False", &[]), false, None),
+            // Another key stays: the status is left as it is.
+            (
+                "remove one of two",
+                with("False", &[a.clone(), b.clone()]),
+                false,
+                Some(("False", now)),
+            ),
+        ];
+        for (what, p, add, want) in cases {
+            let got = condition_with_key(&p, &a, add, now).expect("readable");
+            let got = got.as_ref().map(|c| {
+                (
+                    c.status.as_str(),
+                    c.last_transition_time.as_ref().map_or(then, |t| t.0),
+                )
+            });
+            assert_eq!(got, want, "{what}");
+        }
     }
 
     #[test]

@@ -98,7 +98,7 @@ pub fn condition<'a>(cs: &'a DynamicObject, type_: &str) -> Option<&'a Value> {
 
 /// Whether the condition `type_` is there with status True.
 pub fn condition_true(cs: &DynamicObject, type_: &str) -> bool {
-    condition(cs, type_).is_some_and(|c| c["status"] == "True")
+    condition(cs, type_).is_some_and(|c| c["status"] == keys::k8s::CONDITION_TRUE)
 }
 
 /// Waits until status is observed for the current generation and `check` holds.

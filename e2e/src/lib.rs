@@ -185,18 +185,12 @@ pub async fn wait_pod(
 
 /// Whether the pod's Ready condition is True.
 pub fn pod_ready(pod: &Pod) -> bool {
-    pod_condition(pod, "Ready") == Some("True")
+    kruise_api::pod::is_ready(pod)
 }
 
 /// The status of one of the pod's conditions.
 pub fn pod_condition<'a>(pod: &'a Pod, type_: &str) -> Option<&'a str> {
-    pod.status
-        .as_ref()?
-        .conditions
-        .as_ref()?
-        .iter()
-        .find(|c| c.type_ == type_)
-        .map(|c| c.status.as_str())
+    kruise_api::pod::condition(pod, type_).map(|c| c.status.as_str())
 }
 
 /// The status of the named container.

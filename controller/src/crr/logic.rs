@@ -1,18 +1,18 @@
 //! Pure decisions of the ContainerRecreateRequest controller (manager side): the next step for a
 //! request given its pod and the time, the container status snapshot the daemon waits for, and
-//! the KruisePodReady condition with this request's not-ready key added or removed.
+//! the not-ready key the request holds (the KruisePodReady write itself is
+//! [`kruise_api::appspub::kruise_pod_ready_condition`]).
 
 use std::time::Duration;
 
 use jiff::Timestamp;
-use k8s_openapi::api::core::v1::{Pod, PodCondition};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::api::core::v1::Pod;
 use kruise_api::apps::v1beta1::{
     ContainerRecreateRequest, ContainerRecreateRequestPhase,
     ContainerRecreateRequestSyncContainerStatus,
 };
-use kruise_api::appspub::{PodReadinessMessage, add_readiness_message, remove_readiness_message};
-use kruise_api::keys;
+use kruise_api::appspub::PodReadinessMessage;
+use kruise_api::keys::{self, k8s};
 use kube::ResourceExt;
 
 use kruise_webhook::crr_admit::{self as admit, AdmitError};
@@ -41,18 +41,13 @@ pub fn has_finalizer(crr: &ContainerRecreateRequest) -> bool {
     crate::runner::finalizer::has(crr, keys::CRR_UNREADY_ACQUIRED_FINALIZER)
 }
 
-pub fn has_readiness_gate(pod: &Pod) -> bool {
-    pod.spec
-        .as_ref()
-        .and_then(|s| s.readiness_gates.as_ref())
-        .is_some_and(|g| g.iter().any(|g| g.condition_type == keys::KRUISE_POD_READY))
-}
-
 fn has_grace_condition(crr: &ContainerRecreateRequest) -> bool {
     crr.status
         .iter()
         .flat_map(|s| s.conditions.iter())
-        .any(|c| c.type_ == keys::CRR_CONDITION_PRE_RECREATE_GRACE && c.status == "True")
+        .any(|c| {
+            c.type_ == keys::CRR_CONDITION_PRE_RECREATE_GRACE && c.status == k8s::CONDITION_TRUE
+        })
 }
 
 fn secs(n: i64) -> Duration {
@@ -102,8 +97,10 @@ pub fn next_step(crr: &ContainerRecreateRequest, pod: Option<&Pod>, now: Timesta
     let deleting = crr.metadata.deletion_timestamp.is_some();
     if deleting || completed.is_some() {
         if has_finalizer(crr) {
-            let remove_key = pod
-                .is_some_and(|p| p.metadata.deletion_timestamp.is_none() && has_readiness_gate(p));
+            let remove_key = pod.is_some_and(|p| {
+                p.metadata.deletion_timestamp.is_none()
+                    && kruise_api::pod::has_readiness_gate(p, keys::KRUISE_POD_READY)
+            });
             return Step::Release { remove_key };
         }
         if deleting {
@@ -206,53 +203,6 @@ pub fn snapshot(
             })
         })
         .collect()
-}
-
-/// The pod's KruisePodReady condition with `key` added (held not-ready) or removed; `None`
-/// when nothing changes. Removing the last key turns the condition True again.
-pub fn readiness_condition(
-    pod: &Pod,
-    key: &PodReadinessMessage,
-    add: bool,
-    now: Timestamp,
-) -> Result<Option<PodCondition>, kruise_api::Error> {
-    let cur = pod
-        .status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .and_then(|c| c.iter().find(|c| c.type_ == keys::KRUISE_POD_READY));
-    let message = cur.and_then(|c| c.message.clone()).unwrap_or_default();
-    if add {
-        let (msg, changed) = add_readiness_message(&message, key)?;
-        if !changed && cur.is_some_and(|c| c.status == "False") {
-            return Ok(None);
-        }
-        return Ok(Some(PodCondition {
-            type_: keys::KRUISE_POD_READY.into(),
-            status: "False".into(),
-            message: Some(msg),
-            last_transition_time: Some(Time(now)),
-            ..cur.cloned().unwrap_or_default()
-        }));
-    }
-    let Some(cur) = cur else {
-        return Ok(None);
-    };
-    let (msg, changed) = remove_readiness_message(&message, key)?;
-    if !changed {
-        return Ok(None);
-    }
-    let empty = kruise_api::appspub::parse_readiness_messages(&msg)?.is_empty();
-    Ok(Some(PodCondition {
-        status: if empty {
-            "True".into()
-        } else {
-            cur.status.clone()
-        },
-        message: Some(msg),
-        last_transition_time: Some(Time(now)),
-        ..cur.clone()
-    }))
 }
 
 #[cfg(test)]

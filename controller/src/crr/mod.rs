@@ -29,7 +29,8 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kruise_api::apps::v1beta1::{ContainerRecreateRequest, ContainerRecreateRequestPhase};
-use kruise_api::keys;
+use kruise_api::appspub::kruise_pod_ready_condition;
+use kruise_api::keys::{self, k8s};
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef;
@@ -204,7 +205,7 @@ async fn acquire(
     pod: &Pod,
     now: Timestamp,
 ) -> Result<(), Error> {
-    if logic::has_readiness_gate(pod) {
+    if kruise_api::pod::has_readiness_gate(pod, keys::KRUISE_POD_READY) {
         // Finalizer first, so the key is never left behind.
         finalizer::add(api, crr, keys::CRR_UNREADY_ACQUIRED_FINALIZER).await?;
         set_not_ready(ctx, pod, crr, true).await?;
@@ -219,7 +220,7 @@ async fn acquire(
     conditions.retain(|c| c.type_ != keys::CRR_CONDITION_PRE_RECREATE_GRACE);
     conditions.push(Condition {
         type_: keys::CRR_CONDITION_PRE_RECREATE_GRACE.into(),
-        status: "True".into(),
+        status: k8s::CONDITION_TRUE.into(),
         last_transition_time: Time(now),
         reason: logic::GRACE_REASON.into(),
         message: logic::GRACE_MESSAGE.into(),
@@ -255,7 +256,7 @@ async fn set_not_ready(
                 None => return Ok(()),
             }
         }
-        let Some(cond) = logic::readiness_condition(&current, &msg, add, Timestamp::now())? else {
+        let Some(cond) = kruise_pod_ready_condition(&current, &msg, add, Timestamp::now())? else {
             return Ok(());
         };
         let patch = json!({

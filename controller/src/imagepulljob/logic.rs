@@ -14,11 +14,11 @@ use kruise_api::apps::v1beta1::{
     CompletionPolicyType, ImagePullJob, ImagePullJobStatus, ImagePullJobTemplate, ImagePullPhase,
     ImageSpec, ImageTagPullPolicy, ImageTagSpec, NodeImage, ReferenceObject,
 };
-use kruise_api::keys;
+use kruise_api::keys::{self, k8s};
+use kruise_api::selector;
 use kube::{Resource, ResourceExt};
 
 use super::image::{ImageError, name_and_tag};
-use crate::cloneset::update::selector_matches;
 
 /// Nodes pulling at once when `parallelism` is unset.
 pub const DEFAULT_PARALLELISM: i32 = 1;
@@ -53,20 +53,17 @@ pub fn parallelism(template: &ImagePullJobTemplate) -> i32 {
     }
 }
 
-/// Rejects operators the API does not know and operators given the wrong number of values.
+/// Rejects what apimachinery's `LabelSelectorAsSelector` refuses to build a selector from (an
+/// empty key, an unknown operator, the wrong number of values), by
+/// [`selector::requirement_violations`].
 pub fn validate_selector(sel: &LabelSelector, what: &'static str) -> Result<(), LogicError> {
     for e in sel.match_expressions.iter().flatten() {
         let n = e.values.as_ref().map_or(0, Vec::len);
-        let ok = match e.operator.as_str() {
-            "In" | "NotIn" => n > 0,
-            "Exists" | "DoesNotExist" => n == 0,
-            _ => false,
-        };
-        if !ok {
+        if let Some(v) = selector::requirement_violations(&e.key, &e.operator, n).first() {
             return Err(LogicError::Selector {
                 what,
                 why: format!(
-                    "operator {:?} on key {:?} with {n} values",
+                    "operator {:?} on key {:?} with {n} values: {v:?}",
                     e.operator, e.key
                 ),
             });
@@ -81,7 +78,9 @@ fn pod_is_active(p: &Pod) -> bool {
         .as_ref()
         .and_then(|s| s.phase.as_deref())
         .unwrap_or_default();
-    p.metadata.deletion_timestamp.is_none() && phase != "Succeeded" && phase != "Failed"
+    p.metadata.deletion_timestamp.is_none()
+        && phase != k8s::POD_SUCCEEDED
+        && phase != k8s::POD_FAILED
 }
 
 fn node_of(p: &Pod) -> &str {
@@ -107,7 +106,7 @@ pub fn target_nodes(
         let mut matching: Vec<&Arc<Pod>> = pods
             .iter()
             .filter(|p| pod_is_active(p) && !node_of(p).is_empty())
-            .filter(|p| selector_matches(&sel, p.labels()))
+            .filter(|p| selector::matches(&sel, p.labels()))
             .collect();
         matching.sort_by(|a, b| {
             let ta = a.metadata.creation_timestamp.as_ref().map(|t| t.0);
@@ -140,7 +139,7 @@ pub fn target_nodes(
     validate_selector(&ls, "selector")?;
     let mut out: Vec<String> = node_images
         .iter()
-        .filter(|n| selector_matches(&ls, n.labels()))
+        .filter(|n| selector::matches(&ls, n.labels()))
         .map(|n| n.name_any())
         .collect();
     out.sort();
@@ -154,13 +153,13 @@ pub fn job_may_target(job: &ImagePullJob, ni: &NodeImage, pods_on_node: &[Arc<Po
     if let Some(ps) = &t.pod_selector {
         let sel = ps.label_selector();
         return pods_on_node.iter().any(|p| {
-            p.metadata.namespace == job.metadata.namespace && selector_matches(&sel, p.labels())
+            p.metadata.namespace == job.metadata.namespace && selector::matches(&sel, p.labels())
         });
     }
     match &t.selector {
         None => true,
         Some(s) if !s.names.is_empty() => s.names.iter().any(|n| *n == ni.name_any()),
-        Some(s) => selector_matches(&s.label_selector(), ni.labels()),
+        Some(s) => selector::matches(&s.label_selector(), ni.labels()),
     }
 }
 

@@ -191,10 +191,7 @@ async fn run_jobs(
                     };
                     pod.is_none_or(|p| {
                         p.metadata.namespace == j.metadata.namespace
-                            && crate::cloneset::update::selector_matches(
-                                &ps.label_selector(),
-                                p.labels(),
-                            )
+                            && kruise_api::selector::matches(&ps.label_selector(), p.labels())
                     })
                 })
                 .map(|j| ObjectRef::from_obj(j.as_ref()))

@@ -11,7 +11,7 @@ use kruise_api::apps::v1beta1::{
     ImagePullJob, ImagePullPhase, ImageSpec, ImageStatus, ImageTagStatus, NodeImage,
     NodeImageStatus, ReferenceObject,
 };
-use kruise_api::keys;
+use kruise_api::keys::{self, k8s};
 use kube::Resource;
 
 /// How long after a node turns Ready its NodeImage is created (upstream flag
@@ -50,8 +50,8 @@ pub fn creation(node: &Node, now: Timestamp) -> Creation {
         .status
         .as_ref()
         .and_then(|s| s.conditions.as_ref())
-        .and_then(|c| c.iter().find(|c| c.type_ == "Ready"));
-    let Some(ready) = ready.filter(|c| c.status == "True") else {
+        .and_then(|c| c.iter().find(|c| c.type_ == k8s::NODE_READY));
+    let Some(ready) = ready.filter(|c| c.status == k8s::CONDITION_TRUE) else {
         return Creation::NotReady;
     };
     let Some(at) = ready.last_transition_time.as_ref() else {

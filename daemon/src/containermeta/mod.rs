@@ -11,7 +11,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kruise_api::appspub::{RuntimeContainerHashes, RuntimeContainerMeta, RuntimeContainerMetaSet};
 // The same hash the manager's in-place engine compares against, so it lives in kruise-api.
 use kruise_api::hash as envhash;
-use kruise_api::keys;
+use kruise_api::keys::{self, k8s};
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::watcher;
@@ -68,12 +68,8 @@ pub fn is_kruise_pod(pod: &Pod) -> bool {
 
 /// True while an in-place update has the pod's InPlaceUpdateReady condition False.
 pub fn in_place_update_pending(pod: &Pod) -> bool {
-    pod.status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .into_iter()
-        .flatten()
-        .any(|c| c.type_ == keys::INPLACE_UPDATE_READY && c.status == "False")
+    kruise_api::pod::condition(pod, keys::INPLACE_UPDATE_READY)
+        .is_some_and(|c| c.status == k8s::CONDITION_FALSE)
 }
 
 /// What a container entry should say now. Pure: the env hash for new containers is passed in
@@ -254,7 +250,7 @@ async fn restart_stale(ctx: &Ctx, info: &ContainerInfo, ns: &str, pod: &str) {
         ctx.events.emit(
             pod_ref(ns, pod, &info.pod_uid),
             false,
-            "Killing",
+            k8s::EVENT_REASON_KILLING,
             "Restart",
             format!(
                 "Stopping container {} ({}): its env from pod metadata is stale",

@@ -9,7 +9,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::LifecycleHandler;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kruise_api::keys;
+use kruise_api::keys::{self, k8s};
 use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::controller::{Action, Controller};
@@ -221,7 +221,7 @@ async fn reconcile(obj: Arc<ContainerRecreateRequest>, ctx: Arc<Ctx>) -> Result<
                     ctx.events.emit(
                         pod_ref(&ns, &crr.spec.pod_name, &pod_uid),
                         false,
-                        "Killing",
+                        k8s::EVENT_REASON_KILLING,
                         "Recreate",
                         format!(
                             "Stopping container {name} by ContainerRecreateRequest {}",

@@ -86,7 +86,8 @@ pub fn unready_grace(crr: &ContainerRecreateRequest, now: Timestamp) -> UnreadyG
         .iter()
         .flat_map(|s| s.conditions.iter())
         .find(|c| {
-            c.type_ == kruise_api::keys::CRR_CONDITION_PRE_RECREATE_GRACE && c.status == "True"
+            c.type_ == kruise_api::keys::CRR_CONDITION_PRE_RECREATE_GRACE
+                && c.status == kruise_api::keys::k8s::CONDITION_TRUE
         })
         .map(|c| c.last_transition_time.0)
     else {

@@ -1,12 +1,14 @@
 use super::*;
 use k8s_openapi::api::core::v1::{
-    ContainerState, ContainerStateRunning, ContainerStatus, PodReadinessGate, PodSpec, PodStatus,
+    ContainerState, ContainerStateRunning, ContainerStatus, PodCondition, PodReadinessGate,
+    PodSpec, PodStatus,
 };
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kruise_api::apps::v1beta1::{
     ContainerRecreateRequestContainer, ContainerRecreateRequestContainerContext,
     ContainerRecreateRequestSpec, ContainerRecreateRequestStatus, ContainerRecreateRequestStrategy,
 };
+use kruise_api::appspub::kruise_pod_ready_condition;
 
 const T0: i64 = 1_700_000_000;
 
@@ -328,7 +330,7 @@ fn readiness_key_add_and_remove() {
     assert_eq!(key.key, "ns/r");
     let mut p = pod(None);
     // No condition yet: adding creates it False.
-    let cond = readiness_condition(&p, &key, true, ts(T0))
+    let cond = kruise_pod_ready_condition(&p, &key, true, ts(T0))
         .expect("ok")
         .expect("changed");
     assert_eq!(cond.status, "False");
@@ -338,7 +340,7 @@ fn readiness_key_add_and_remove() {
     );
     p.status.as_mut().expect("st").conditions = Some(vec![cond]);
     assert_eq!(
-        readiness_condition(&p, &key, true, ts(T0)).expect("ok"),
+        kruise_pod_ready_condition(&p, &key, true, ts(T0)).expect("ok"),
         None
     );
     // Another writer holds a key too: removing ours keeps it False.
@@ -346,16 +348,16 @@ fn readiness_key_add_and_remove() {
         keys::READINESS_USER_AGENT_LIFECYCLE,
         keys::READINESS_KEY_PRE_UPDATE_HOOK,
     );
-    let both = readiness_condition(&p, &other, true, ts(T0))
+    let both = kruise_pod_ready_condition(&p, &other, true, ts(T0))
         .expect("ok")
         .expect("changed");
     p.status.as_mut().expect("st").conditions = Some(vec![both]);
-    let after = readiness_condition(&p, &key, false, ts(T0 + 1))
+    let after = kruise_pod_ready_condition(&p, &key, false, ts(T0 + 1))
         .expect("ok")
         .expect("changed");
     assert_eq!(after.status, "False");
     p.status.as_mut().expect("st").conditions = Some(vec![after]);
-    let last = readiness_condition(&p, &other, false, ts(T0 + 2))
+    let last = kruise_pod_ready_condition(&p, &other, false, ts(T0 + 2))
         .expect("ok")
         .expect("changed");
     assert_eq!(
@@ -365,7 +367,34 @@ fn readiness_key_add_and_remove() {
     // Removing a key that is not there changes nothing.
     p.status.as_mut().expect("st").conditions = Some(vec![last]);
     assert_eq!(
-        readiness_condition(&p, &key, false, ts(T0)).expect("ok"),
+        kruise_pod_ready_condition(&p, &key, false, ts(T0)).expect("ok"),
+        None
+    );
+}
+
+/// Upstream's `addNotReadyKey` writes nothing when the key is already listed, even on a True
+/// condition; the old CRR copy flipped such a condition to False.
+#[test]
+fn held_key_on_a_true_condition_writes_nothing() {
+    let c = crr();
+    let key = readiness_key(&c);
+    let mut p = pod(None);
+    p.status.as_mut().expect("st").conditions = Some(vec![PodCondition {
+        type_: keys::KRUISE_POD_READY.into(),
+        status: k8s::CONDITION_TRUE.into(),
+        message: Some(kruise_api::appspub::dump_readiness_messages(
+            std::slice::from_ref(&key),
+        )),
+        ..Default::default()
+    }]);
+    assert_eq!(
+        kruise_pod_ready_condition(&p, &key, true, ts(T0)).expect("ok"),
+        None
+    );
+    // Without the KruisePodReady gate there is nothing to hold.
+    p.spec.as_mut().expect("spec").readiness_gates = None;
+    assert_eq!(
+        kruise_pod_ready_condition(&p, &key, true, ts(T0)).expect("ok"),
         None
     );
 }

@@ -547,3 +547,39 @@ fn event_routing() {
         &[pod("p", "n1", "web", T0, "Running")]
     ));
 }
+
+/// The selector rules are apimachinery's (`LabelSelectorAsSelector`); an empty key, which the
+/// old copy let through, is refused too.
+#[test]
+fn validate_selector_table() {
+    let sel = |key: &str, op: &str, values: Option<Vec<&str>>| LabelSelector {
+        match_expressions: Some(vec![LabelSelectorRequirement {
+            key: key.into(),
+            operator: op.into(),
+            values: values.map(|v| v.into_iter().map(String::from).collect()),
+        }]),
+        ..Default::default()
+    };
+    let cases = [
+        ("In with values", sel("zone", "In", Some(vec!["a"])), true),
+        ("In without values", sel("zone", "In", None), false),
+        (
+            "NotIn with values",
+            sel("zone", "NotIn", Some(vec!["a"])),
+            true,
+        ),
+        ("Exists", sel("zone", "Exists", None), true),
+        (
+            "Exists with values",
+            sel("zone", "Exists", Some(vec!["a"])),
+            false,
+        ),
+        ("DoesNotExist", sel("zone", "DoesNotExist", None), true),
+        ("unknown operator", sel("zone", "Bogus", None), false),
+        ("empty key", sel("", "Exists", None), false),
+        ("no expressions", LabelSelector::default(), true),
+    ];
+    for (what, s, ok) in cases {
+        assert_eq!(validate_selector(&s, "selector").is_ok(), ok, "{what}");
+    }
+}
