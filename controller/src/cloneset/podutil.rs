@@ -14,8 +14,6 @@ use kruise_api::keys::{self, k8s};
 pub use kruise_api::pod::condition;
 use kruise_api::pod::{is_condition_true, is_ready};
 
-use crate::revision;
-
 pub fn labels(pod: &Pod) -> Option<&BTreeMap<String, String>> {
     pod.metadata.labels.as_ref()
 }
@@ -124,11 +122,11 @@ pub fn is_available(pod: &Pod, min_ready_seconds: i32, now: Timestamp) -> bool {
 }
 
 pub fn revision_hash(pod: &Pod) -> Option<&str> {
-    label(pod, keys::CONTROLLER_REVISION_HASH_LABEL)
+    kruise_api::revision::pod_revision(labels(pod))
 }
 
 pub fn is_at_revision(pod: &Pod, revision_name: &str) -> bool {
-    revision::equal_to_revision_hash(revision_hash(pod), revision_name)
+    kruise_api::revision::labels_match_revision(labels(pod), revision_name)
 }
 
 pub fn has_specified_delete(pod: &Pod) -> bool {
