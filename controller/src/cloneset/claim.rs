@@ -5,7 +5,9 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde_json::{Value, json};
 
-use super::{podutil, update};
+use kruise_api::selector;
+
+use super::podutil;
 use crate::podcache::controller_uid;
 
 /// What to do with the pods of a namespace.
@@ -28,7 +30,7 @@ pub fn plan(
     let empty = Default::default();
     let mut c = Claims::default();
     for (i, pod) in pods.iter().enumerate() {
-        let matches = update::selector_matches(selector, podutil::labels(pod).unwrap_or(&empty));
+        let matches = selector::matches(selector, podutil::labels(pod).unwrap_or(&empty));
         match controller_uid(pod) {
             Some(uid) if uid == owner_uid => {
                 if matches {

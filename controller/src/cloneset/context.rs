@@ -9,7 +9,7 @@ use kruise_api::apps::v1beta1::CloneSet;
 use kube::api::{Patch, PatchParams};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::runtime::reflector::ObjectRef;
-use kube::{Api, Client, Resource, ResourceExt};
+use kube::{Api, Client, Resource};
 use serde_json::Value;
 
 use super::error::Error;
@@ -115,10 +115,10 @@ impl Context {
             Err(kube::Error::Api(s))
                 if s.is_forbidden() && s.message.contains("being terminated") =>
             {
-                tracing::debug!(cloneset = %cs.name_any(), reason, "event refused");
+                tracing::debug!(reason, "event refused");
             }
             Err(e) => {
-                tracing::warn!(cloneset = %cs.name_any(), error = %e, reason, "failed to publish event");
+                tracing::warn!(error = %e, reason, "failed to publish event");
             }
         }
     }

@@ -1,80 +1,56 @@
-//! Wiring of the CloneSet controller: the CloneSet watch, the Pod events that trigger its
-//! reconciles, and the error policy. [`reconcile`] (re-exported from `super::reconcile`),
-//! [`error_policy`] and [`retry_floor`] are what a generic controller runner is handed; with
-//! [`Context`] and [`run`] they are what the rest of the manager uses.
+//! Wiring of the CloneSet controller on the shared [`runner`](crate::runner): the CloneSet
+//! watch (with a hook that forgets the expectations of deleted CloneSets), the Pod events that
+//! trigger its reconciles, three workers, and the backoff shared with its [`Context`]. The
+//! reconcile is [`reconcile`] (re-exported from `super::reconcile`); its error policy is the
+//! runner's, with the retry floor of [`Error`]'s [`ReconcileError`] impl.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
-use std::time::Duration;
 
-use futures::{StreamExt, future};
+use futures::StreamExt;
 use kruise_api::apps::v1beta1::CloneSet;
-use kruise_api::keys;
-use kube::runtime::controller::{ReconcileRequest, trigger_self};
+use kruise_api::{keys, selector};
 use kube::runtime::reflector::{self, ObjectRef};
-use kube::runtime::watcher::{self, watcher};
-use kube::runtime::{WatchStreamExt, applier};
+use kube::runtime::watcher;
 use kube::{Api, Resource, ResourceExt};
 use tokio_util::sync::CancellationToken;
 
+use super::context::METRIC_NAME;
 pub use super::context::{CONTROLLER_NAME, Context};
 pub use super::error::Error;
+use super::podutil;
 pub use super::reconcile::reconcile;
-use super::{podutil, update};
-use crate::backoff;
 use crate::expectations::{Cached, ScaleAction};
 use crate::podcache::PodEvent;
+use crate::runner::{self, Controller};
 
 /// Reconciles of different CloneSets running at once (upstream's default worker count).
 const CONCURRENCY: u16 = 3;
 
 /// Run the CloneSet controller until `shutdown` is cancelled.
 pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
-    let (reader, writer) = reflector::store::<CloneSet>();
     let api: Api<CloneSet> = match &ctx.namespace {
         Some(ns) => Api::namespaced(ctx.client.clone(), ns),
         None => Api::all(ctx.client.clone()),
     };
-    let exp_ctx = ctx.clone();
-    let cs_store = reader.clone();
-    let cs_events = watcher(api, watcher::Config::default())
-        .default_backoff()
-        .reflect(writer)
-        .inspect(move |ev| forget_deleted(&exp_ctx, &cs_store, ev))
-        .applied_objects();
-    let self_triggers = trigger_self(cs_events, ());
-
-    let pod_ctx = ctx.clone();
-    let store = reader.clone();
-    let pod_triggers = ctx.pods.events().flat_map(move |ev| {
-        let refs = pod_event_targets(&pod_ctx, &store, ev);
-        futures::stream::iter(
-            refs.into_iter()
-                .map(|r| Ok::<_, watcher::Error>(ReconcileRequest::from(r))),
-        )
-    });
-
-    let queue =
-        futures::stream::select(self_triggers, pod_triggers).take_until(shutdown.cancelled_owned());
-    let cfg = kube::runtime::Config::default().concurrency(CONCURRENCY);
-    let backoff = ctx.backoff.clone();
-    applier(
-        backoff::reset_on_success(backoff.clone(), reconcile),
-        backoff::requeue_with_backoff_at_least(backoff, retry_floor, error_policy),
-        ctx,
-        reader,
-        queue,
-        cfg,
+    let ctl = Controller::watching(
+        METRIC_NAME,
+        runner::watch(api),
+        ctx.metrics.clone(),
+        shutdown,
     )
-    .for_each(|res| {
-        match res {
-            Ok((obj, _)) => tracing::debug!(cloneset = %obj, "reconciled"),
-            Err(e) => tracing::debug!(error = %e, "reconcile failed"),
-        }
-        future::ready(())
-    })
+    .concurrency(CONCURRENCY)
+    .backoff(ctx.backoff.clone());
+    let (exp_ctx, store) = (ctx.clone(), ctl.store());
+    let ctl = ctl.inspect(move |ev| forget_deleted(&exp_ctx, &store, ev));
+    let (pod_ctx, store) = (ctx.clone(), ctl.store());
+    ctl.trigger_refs(
+        ctx.pods
+            .events()
+            .flat_map(move |ev| futures::stream::iter(pod_event_targets(&pod_ctx, &store, ev))),
+    )
+    .run(reconcile, ctx)
     .await;
-    tracing::info!("cloneset controller stopped");
 }
 
 /// A deleted CloneSet will never be reconciled again: drop what it expected. After a relist
@@ -150,7 +126,7 @@ fn pod_event_targets(
             .state()
             .iter()
             .filter(|cs| cs.metadata.namespace.as_deref() == ns)
-            .filter(|cs| update::selector_matches(&cs.spec.selector, labels))
+            .filter(|cs| selector::matches(&cs.spec.selector, labels))
             .map(|cs| ObjectRef::from_obj(cs.as_ref()))
             .collect();
     };
@@ -179,61 +155,4 @@ fn pod_event_targets(
         ctx.rv_exp.delete(uid);
     }
     vec![ObjectRef::new(&owner.name).within(&ns)]
-}
-
-/// The soonest retry of errors that only a change of the CloneSet or its Pods can fix
-/// (InPlaceOnly, a bad lifecycle state, a bad template): that change triggers a reconcile by
-/// itself, so retrying sooner would only repeat the refusal and its Warning Event.
-const SPEC_ERROR_RETRY: Duration = Duration::from_secs(30);
-
-/// The least delay before retrying after `err` (see [`SPEC_ERROR_RETRY`]); zero for the rest.
-pub fn retry_floor(err: &Error) -> Duration {
-    match err {
-        Error::InPlaceOnly { .. } | Error::BadLifecycle { .. } | Error::Template(_) => {
-            SPEC_ERROR_RETRY
-        }
-        _ => Duration::ZERO,
-    }
-}
-
-/// Logs a failed reconcile; the retry comes after the CloneSet's backoff delay
-/// ([`backoff::requeue_with_backoff_at_least`]), and not before [`retry_floor`].
-pub fn error_policy(cs: &CloneSet, err: &Error, retry_in: Duration) {
-    tracing::warn!(
-        cloneset = %cs.name_any(),
-        namespace = cs.namespace().unwrap_or_default(),
-        error = %err,
-        retry_in_ms = u64::try_from(retry_in.as_millis()).unwrap_or(u64::MAX),
-        "reconcile failed"
-    );
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_spec_errors_have_a_retry_floor() {
-        let rows = [
-            (
-                Error::BadLifecycle {
-                    pod: "p".into(),
-                    state: "PreparingDelete".into(),
-                },
-                SPEC_ERROR_RETRY,
-            ),
-            (
-                Error::InPlaceOnly {
-                    pod: "p".into(),
-                    reason: crate::inplace::NotInPlace::NoOldRevision,
-                },
-                SPEC_ERROR_RETRY,
-            ),
-            (Error::Template("bad".into()), SPEC_ERROR_RETRY),
-            (Error::Unnamed, Duration::ZERO),
-        ];
-        for (err, want) in rows {
-            assert_eq!(retry_floor(&err), want, "{err}");
-        }
-    }
 }

@@ -1,7 +1,16 @@
-//! The CloneSet controller's error, with the text its conditions show and its metric label.
+//! The CloneSet controller's error, with the text its conditions show, and what the shared
+//! runner needs of it (metric label, retry floor).
+
+use std::time::Duration;
 
 use crate::inplace::{ApplyError, NotInPlace};
 use crate::revision::RevisionError;
+use crate::runner::ReconcileError;
+
+/// The soonest retry of errors that only a change of the CloneSet or its Pods can fix
+/// (InPlaceOnly, a bad lifecycle state, a bad template): that change triggers a reconcile by
+/// itself, so retrying sooner would only repeat the refusal and its Warning Event.
+const SPEC_ERROR_RETRY: Duration = Duration::from_secs(30);
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -41,8 +50,12 @@ impl Error {
             e => e.to_string(),
         }
     }
+}
 
-    pub fn metric_label(&self) -> &'static str {
+/// `is_conflict` keeps its default (false): a conflict that escapes a reconcile is logged at warn
+/// and retried like any other API error, as the CloneSet's own error policy did.
+impl ReconcileError for Error {
+    fn metric_label(&self) -> &'static str {
         match self {
             Error::Kube(_) => "kube",
             Error::Revision(_) => "revision",
@@ -53,6 +66,16 @@ impl Error {
             Error::InPlaceOnly { .. } => "inplace_only",
             Error::Template(_) => "template",
             Error::Readiness { .. } => "readiness",
+        }
+    }
+
+    /// Spec errors wait at least [`SPEC_ERROR_RETRY`]; the rest only the backoff's delay.
+    fn retry_floor(&self) -> Duration {
+        match self {
+            Error::InPlaceOnly { .. } | Error::BadLifecycle { .. } | Error::Template(_) => {
+                SPEC_ERROR_RETRY
+            }
+            _ => Duration::ZERO,
         }
     }
 }
@@ -95,6 +118,31 @@ mod tests {
         ];
         for (err, want) in rows {
             assert_eq!(err.metric_label(), want, "{err}");
+        }
+    }
+
+    #[test]
+    fn only_spec_errors_have_a_retry_floor() {
+        let rows = [
+            (
+                Error::BadLifecycle {
+                    pod: "p".into(),
+                    state: "PreparingDelete".into(),
+                },
+                SPEC_ERROR_RETRY,
+            ),
+            (
+                Error::InPlaceOnly {
+                    pod: "p".into(),
+                    reason: crate::inplace::NotInPlace::NoOldRevision,
+                },
+                SPEC_ERROR_RETRY,
+            ),
+            (Error::Template("bad".into()), SPEC_ERROR_RETRY),
+            (Error::Unnamed, Duration::ZERO),
+        ];
+        for (err, want) in rows {
+            assert_eq!(err.retry_floor(), want, "{err}");
         }
     }
 }

@@ -3,10 +3,14 @@
 //! Pure decisions, time a parameter: `diff`, `scale`, `update`, `update_step`, `status`, `claim`,
 //! `spec` (what the spec asks for), `pod` (new Pods and PVCs) and `podutil`.
 //!
-//! The I/O shell, imports flowing one way: `controller` (wiring, error policy) → `reconcile`
-//! (gates → sync → status → GC) → `sync` with its halves `sync_scale` and `sync_update` (and the
-//! `lifecycle` writes both make) → `revisions`, `pvc` → `context` (Events, expectations) →
-//! `error`.
+//! The I/O shell, imports flowing one way: `controller` (wiring on the shared
+//! [`runner`](crate::runner)) → `reconcile` (gates → sync → status → GC) → `sync` with its halves
+//! `sync_scale` and `sync_update` (and the `lifecycle` writes both make) → `revisions`, `pvc` →
+//! `context` (Events, expectations) → `error` (with the runner's retry floor and metric label).
+//!
+//! Wire formats (selectors, Pod conditions and readiness gates, the lifecycle label and
+//! timestamp, the in-place grace annotation) are read and written with `kruise_api`'s helpers,
+//! never parsed here.
 
 pub mod claim;
 mod context;

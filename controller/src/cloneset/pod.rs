@@ -3,11 +3,10 @@
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{
-    PersistentVolumeClaim, PersistentVolumeClaimVolumeSource, Pod, PodReadinessGate,
-    PodTemplateSpec, Volume,
+    PersistentVolumeClaim, PersistentVolumeClaimVolumeSource, Pod, PodTemplateSpec, Volume,
 };
 use kruise_api::apps::v1beta1::CloneSet;
-use kruise_api::appspub::LifecycleStateType;
+use kruise_api::appspub::{LifecycleStateType, set_lifecycle_state};
 use kruise_api::keys;
 use kube::{Resource, ResourceExt};
 
@@ -20,11 +19,6 @@ pub(super) fn instance_id<K: Resource>(obj: &K) -> Option<&str> {
         .as_ref()?
         .get(keys::CLONESET_INSTANCE_ID_LABEL)
         .map(String::as_str)
-}
-
-/// `now` in RFC 3339 to the second, as the lifecycle timestamp annotation holds it.
-pub(super) fn rfc3339(now: Timestamp) -> String {
-    now.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
 /// A new pod of `cs` at `revision_name` from `tpl`, named `{cs}-{id}`: revision and instance-id
@@ -48,26 +42,14 @@ pub fn new_pod(
     pod.metadata.owner_references = cs.controller_owner_ref(&()).map(|o| vec![o]);
     pod.spec = tpl.spec.clone();
     CloneSetHooks.write_revision(&mut pod, revision_name);
-    let labels = pod.metadata.labels.get_or_insert_default();
-    labels.insert(keys::CLONESET_INSTANCE_ID_LABEL.to_string(), id.to_string());
-    labels.insert(
-        keys::LIFECYCLE_STATE_LABEL.to_string(),
-        LifecycleStateType::PreparingNormal.as_str().to_string(),
-    );
-    pod.metadata.annotations.get_or_insert_default().insert(
-        keys::LIFECYCLE_TIMESTAMP_ANNOTATION.to_string(),
-        rfc3339(now),
-    );
+    pod.metadata
+        .labels
+        .get_or_insert_default()
+        .insert(keys::CLONESET_INSTANCE_ID_LABEL.to_string(), id.to_string());
+    set_lifecycle_state(&mut pod.metadata, LifecycleStateType::PreparingNormal, now);
+    pod.spec.get_or_insert_default();
+    kruise_api::pod::add_readiness_gate(&mut pod, keys::INPLACE_UPDATE_READY);
     let spec = pod.spec.get_or_insert_default();
-    let gates = spec.readiness_gates.get_or_insert_default();
-    if !gates
-        .iter()
-        .any(|g| g.condition_type == keys::INPLACE_UPDATE_READY)
-    {
-        gates.push(PodReadinessGate {
-            condition_type: keys::INPLACE_UPDATE_READY.to_string(),
-        });
-    }
     // Volumes from volumeClaimTemplates point at this instance's PVCs and replace template
     // volumes of the same name.
     let claims: Vec<(String, String)> = cs
@@ -188,6 +170,9 @@ mod tests {
     #[test]
     fn timestamps_are_rfc3339_seconds() {
         let t = Timestamp::from_second(1_700_000_000).expect("ts");
-        assert_eq!(rfc3339(t), "2023-11-14T22:13:20Z");
+        assert_eq!(
+            kruise_api::appspub::lifecycle_timestamp_value(t),
+            "2023-11-14T22:13:20Z"
+        );
     }
 }

@@ -6,15 +6,13 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use jiff::{SignedDuration, Timestamp};
-use k8s_openapi::api::core::v1::{Pod, PodCondition};
+use k8s_openapi::api::core::v1::Pod;
 use kruise_api::appspub::{LifecycleHook, LifecycleStateType};
-use kruise_api::keys;
-
-use crate::revision;
-
-/// Kubernetes' annotation ranking pods for deletion (lower is deleted first).
-// TODO(api): kruise_api::keys has no constant for this Kubernetes annotation yet.
-pub const POD_DELETION_COST_ANNOTATION: &str = "controller.kubernetes.io/pod-deletion-cost";
+use kruise_api::keys::{self, k8s};
+// `condition` stays reachable as `podutil::condition` for the pod-readiness controller, which
+// still imports it from here.
+pub use kruise_api::pod::condition;
+use kruise_api::pod::{is_condition_true, is_ready};
 
 pub fn labels(pod: &Pod) -> Option<&BTreeMap<String, String>> {
     pod.metadata.labels.as_ref()
@@ -42,15 +40,6 @@ pub fn node_name(pod: &Pod) -> &str {
         .unwrap_or_default()
 }
 
-pub fn condition<'a>(pod: &'a Pod, type_: &str) -> Option<&'a PodCondition> {
-    pod.status
-        .as_ref()?
-        .conditions
-        .as_ref()?
-        .iter()
-        .find(|c| c.type_ == type_)
-}
-
 /// The lifecycle state label; `None` when absent or not a state we know.
 pub fn lifecycle_state(pod: &Pod) -> Option<LifecycleStateType> {
     LifecycleStateType::from_labels(labels(pod))
@@ -59,20 +48,16 @@ pub fn lifecycle_state(pod: &Pod) -> Option<LifecycleStateType> {
 /// Whether the pod still counts: not finished and not being deleted.
 pub fn is_active(pod: &Pod) -> bool {
     let p = phase(pod);
-    p != "Succeeded" && p != "Failed" && pod.metadata.deletion_timestamp.is_none()
-}
-
-pub fn is_ready(pod: &Pod) -> bool {
-    condition(pod, "Ready").is_some_and(|c| c.status == "True")
+    p != k8s::POD_SUCCEEDED && p != k8s::POD_FAILED && pod.metadata.deletion_timestamp.is_none()
 }
 
 pub fn is_scheduled(pod: &Pod) -> bool {
-    condition(pod, "PodScheduled").is_some_and(|c| c.status == "True")
+    is_condition_true(pod, k8s::POD_SCHEDULED)
 }
 
 fn ready_since(pod: &Pod) -> Option<Timestamp> {
-    condition(pod, "Ready")
-        .filter(|c| c.status == "True")
+    condition(pod, k8s::POD_READY)
+        .filter(|c| c.status == k8s::CONDITION_TRUE)
         .and_then(|c| c.last_transition_time.as_ref())
         .map(|t| t.0)
 }
@@ -120,10 +105,10 @@ pub fn available_in(pod: &Pod, min_ready_seconds: i32, now: Timestamp) -> Option
 
 /// Running, available, and the InPlaceUpdateReady condition (when present) is True.
 pub fn is_update_ready(pod: &Pod, min_ready_seconds: i32, now: Timestamp) -> bool {
-    if phase(pod) != "Running" || !is_available_k8s(pod, min_ready_seconds, now) {
+    if phase(pod) != k8s::POD_RUNNING || !is_available_k8s(pod, min_ready_seconds, now) {
         return false;
     }
-    condition(pod, keys::INPLACE_UPDATE_READY).is_none_or(|c| c.status == "True")
+    condition(pod, keys::INPLACE_UPDATE_READY).is_none_or(|c| c.status == k8s::CONDITION_TRUE)
 }
 
 /// What CloneSet counts as available: lifecycle Normal (or none) and update-ready.
@@ -137,11 +122,11 @@ pub fn is_available(pod: &Pod, min_ready_seconds: i32, now: Timestamp) -> bool {
 }
 
 pub fn revision_hash(pod: &Pod) -> Option<&str> {
-    label(pod, keys::CONTROLLER_REVISION_HASH_LABEL)
+    kruise_api::revision::pod_revision(labels(pod))
 }
 
 pub fn is_at_revision(pod: &Pod, revision_name: &str) -> bool {
-    revision::equal_to_revision_hash(revision_hash(pod), revision_name)
+    kruise_api::revision::labels_match_revision(labels(pod), revision_name)
 }
 
 pub fn has_specified_delete(pod: &Pod) -> bool {
@@ -181,9 +166,9 @@ pub fn is_all_hooked(hook: Option<&LifecycleHook>, pod: &Pod) -> bool {
 
 fn phase_ordinal(pod: &Pod) -> i32 {
     match phase(pod) {
-        "Pending" => 0,
-        "Unknown" => 1,
-        "Running" => 2,
+        k8s::POD_UNKNOWN => 1,
+        k8s::POD_RUNNING => 2,
+        // Pending, and phases that sort like it.
         _ => 0,
     }
 }
@@ -202,7 +187,7 @@ pub fn deletion_cost(pod: &Pod) -> i32 {
         .metadata
         .annotations
         .as_ref()
-        .and_then(|a| a.get(POD_DELETION_COST_ANNOTATION))
+        .and_then(|a| a.get(k8s::POD_DELETION_COST_ANNOTATION))
     else {
         return 0;
     };

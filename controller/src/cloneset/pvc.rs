@@ -49,8 +49,8 @@ pub(super) async fn cleanup_pvcs(
             .collect();
         refs.push(
             k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
-                api_version: "v1".into(),
-                kind: "Pod".into(),
+                api_version: <Pod as k8s_openapi::Resource>::API_VERSION.into(),
+                kind: <Pod as k8s_openapi::Resource>::KIND.into(),
                 name: podutil::name(pod).to_string(),
                 uid: pod.metadata.uid.clone().unwrap_or_default(),
                 controller: Some(true),
@@ -67,7 +67,7 @@ pub(super) async fn cleanup_pvcs(
             })
             .await?
         {
-            tracing::info!(cloneset = %cs.name_any(), pvc = %name, pod = podutil::name(pod), "handed PVC to its finished pod");
+            tracing::info!(pvc = %name, pod = podutil::name(pod), "handed PVC to its finished pod");
         }
     }
     for &i in &plan.delete {
@@ -80,7 +80,7 @@ pub(super) async fn cleanup_pvcs(
             })
             .await?
         {
-            tracing::info!(cloneset = %cs.name_any(), pvc = %name, "deleted PVC whose pod is gone");
+            tracing::info!(pvc = %name, "deleted PVC whose pod is gone");
         }
     }
     Ok(plan.keep.into_iter().map(|i| pvcs[i].clone()).collect())

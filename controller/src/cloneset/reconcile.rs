@@ -25,7 +25,7 @@ use super::sync::{Requeue, Syncer};
 use super::sync_scale::truncate_pods_to_delete;
 use super::{claim, podutil, status};
 use crate::expectations::{EXPECTATION_TIMEOUT, ScaleSatisfaction, VersionSatisfaction};
-use crate::inplace::{CloneSetHooks, InPlaceControl};
+use crate::inplace::{self, CloneSetHooks};
 use crate::revision;
 
 /// Longest wait for unsatisfied scale expectations before looking at the cache again; events
@@ -38,30 +38,16 @@ fn namespace_terminating(err: &Error) -> bool {
     matches!(err, Error::Kube(kube::Error::Api(s)) if s.is_forbidden() && s.message.contains("being terminated"))
 }
 
-/// One reconcile of `cs`, timed and counted in the metrics. A namespace being deleted ends the
-/// reconcile without a retry: nothing can be created there any more.
+/// One reconcile of `cs` (the runner adds its span, timing and metrics). A namespace being
+/// deleted ends the reconcile without a retry: nothing can be created there any more.
 pub async fn reconcile(cs: Arc<CloneSet>, ctx: Arc<Context>) -> Result<Action, Error> {
-    let started = Instant::now();
-    let res = match reconcile_inner(&cs, &ctx).await {
+    match reconcile_inner(&cs, &ctx).await {
         Err(e) if namespace_terminating(&e) => {
-            tracing::debug!(cloneset = %cs.name_any(), "namespace is terminating; not retrying");
+            tracing::debug!("namespace is terminating; not retrying");
             Ok(Action::await_change())
         }
         other => other,
-    };
-    ctx.metrics.reconciled(
-        METRIC_NAME,
-        started.elapsed(),
-        res.as_ref().err().map(Error::metric_label),
-    );
-    tracing::debug!(
-        cloneset = %cs.name_any(),
-        namespace = cs.namespace().unwrap_or_default(),
-        took_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
-        ok = res.is_ok(),
-        "finished syncing CloneSet"
-    );
-    res
+    }
 }
 
 /// Asks the nodes of the CloneSet's Pods to pull the new images before the in-place update
@@ -73,13 +59,9 @@ async fn predownload_images(
     current: &ControllerRevision,
     update: &ControllerRevision,
 ) {
-    let in_place = InPlaceControl::can_update_in_place(
-        &CloneSetHooks,
-        Some(current),
-        update,
-        &update_options(cs),
-    )
-    .is_ok();
+    let in_place =
+        inplace::can_update_in_place(&CloneSetHooks, Some(current), update, &update_options(cs))
+            .is_ok();
     match crate::imagepulljob::predownload::ensure_predownload_jobs(
         &ctx.client,
         cs,
@@ -102,7 +84,7 @@ async fn predownload_images(
             }
         }
         Err(e) => {
-            tracing::warn!(cloneset = %cs.name_any(), error = %e, "image pre-download failed")
+            tracing::warn!(error = %e, "image pre-download failed")
         }
     }
 }
@@ -142,7 +124,7 @@ async fn reconcile_inner(cs: &CloneSet, ctx: &Context) -> Result<Action, Error> 
     let update_name = update_rev.metadata.name.clone().unwrap_or_default();
     let current_name = current.metadata.name.clone().unwrap_or_default();
 
-    if let Some(wait) = wait_for_versions(ctx, &key, &update_rev, &active, clock) {
+    if let Some(wait) = wait_for_versions(ctx, &update_rev, &active, clock) {
         return Ok(wait);
     }
 
@@ -183,7 +165,6 @@ async fn reconcile_inner(cs: &CloneSet, ctx: &Context) -> Result<Action, Error> 
     requeue.push(status::progressing(cs, &mut new_status, now));
     if status::status_changed(&old_status, &new_status) {
         tracing::info!(
-            cloneset = %key,
             replicas = new_status.replicas,
             ready = new_status.ready_replicas,
             available = new_status.available_replicas,
@@ -197,12 +178,11 @@ async fn reconcile_inner(cs: &CloneSet, ctx: &Context) -> Result<Action, Error> 
     }
 
     if let Err(e) = truncate_pods_to_delete(ctx, cs, &pods).await {
-        tracing::warn!(cloneset = %key, error = %e, "failed to truncate podsToDelete");
+        tracing::warn!(error = %e, "failed to truncate podsToDelete");
     }
     truncate_history(
         &rev_api,
         cs,
-        &key,
         &revisions,
         &pods,
         &new_status.current_revision,
@@ -271,12 +251,12 @@ fn wait_for_scale(
         return None;
     };
     if since < EXPECTATION_TIMEOUT {
-        tracing::debug!(cloneset = %key, ?dirty, "scale expectations not satisfied yet");
+        tracing::debug!(?dirty, "scale expectations not satisfied yet");
         return Some(Action::requeue(
             (EXPECTATION_TIMEOUT - since).min(EXPECTATION_RECHECK),
         ));
     }
-    tracing::warn!(cloneset = %key, ?dirty, "scale expectations timed out; dropping them");
+    tracing::warn!(?dirty, "scale expectations timed out; dropping them");
     ctx.metrics
         .scale_expectation_leakage
         .get_or_create(&crate::metrics::WorkloadLabels {
@@ -294,7 +274,6 @@ fn wait_for_scale(
 /// expectations are dropped.
 fn wait_for_versions(
     ctx: &Context,
-    key: &str,
     update_rev: &ControllerRevision,
     active: &[Arc<Pod>],
     clock: Instant,
@@ -322,11 +301,17 @@ fn wait_for_versions(
         ctx.rv_exp.observe(puid, rv);
         if let VersionSatisfaction::Unsatisfied { since } = ctx.rv_exp.satisfied(puid, rv, clock) {
             if since >= EXPECTATION_TIMEOUT {
-                tracing::warn!(cloneset = %key, pod = podutil::name(pod), "pod version expectation timed out");
+                tracing::warn!(
+                    pod = podutil::name(pod),
+                    "pod version expectation timed out"
+                );
                 ctx.rv_exp.delete(puid);
                 continue;
             }
-            tracing::debug!(cloneset = %key, pod = podutil::name(pod), "waiting for the cache to show our last pod write");
+            tracing::debug!(
+                pod = podutil::name(pod),
+                "waiting for the cache to show our last pod write"
+            );
             return Some(Action::requeue(
                 (EXPECTATION_TIMEOUT - since).min(Duration::from_secs(5)),
             ));
@@ -340,7 +325,6 @@ fn wait_for_versions(
 async fn truncate_history(
     rev_api: &Api<ControllerRevision>,
     cs: &CloneSet,
-    key: &str,
     revisions: &[ControllerRevision],
     pods: &[&Pod],
     current_revision: &str,
@@ -358,7 +342,7 @@ async fn truncate_history(
         revision::revisions_to_truncate(revisions, &live, current_revision, update_revision, limit)
     {
         if let Err(e) = rev_api.delete(&old, &DeleteParams::default()).await {
-            tracing::warn!(cloneset = %key, revision = %old, error = %e, "failed to delete old revision");
+            tracing::warn!(revision = %old, error = %e, "failed to delete old revision");
         }
     }
 }
@@ -389,7 +373,10 @@ async fn claim_pods(
         let patch = claim::release_patch(uid, pod.metadata.uid.as_deref().unwrap_or_default());
         match patch_pod(&api, pod, PodPart::Object, patch).await {
             Ok(_) => {
-                tracing::info!(cloneset = %cs.name_any(), pod = podutil::name(pod), "released pod that no longer matches the selector")
+                tracing::info!(
+                    pod = podutil::name(pod),
+                    "released pod that no longer matches the selector"
+                )
             }
             Err(kube::Error::Api(s)) if s.is_not_found() || s.is_invalid() => {}
             Err(e) => return Err(e.into()),
@@ -401,7 +388,7 @@ async fn claim_pods(
             let patch = claim::adopt_patch(&owner, pod.metadata.uid.as_deref().unwrap_or_default());
             match patch_pod(&api, pod, PodPart::Object, patch).await {
                 Ok(p) => {
-                    tracing::info!(cloneset = %cs.name_any(), pod = podutil::name(pod), "adopted orphan pod");
+                    tracing::info!(pod = podutil::name(pod), "adopted orphan pod");
                     owned.push(Arc::new(p));
                 }
                 // Gone, or already taken by someone else (the UID guard failed): not ours.

@@ -75,7 +75,7 @@ pub(super) async fn active_revisions(
         UpdateRevisionChoice::UseExisting(i) => revisions[i].clone(),
         UpdateRevisionChoice::Bump { index, new_number } => {
             let rname = revisions[index].metadata.name.clone().unwrap_or_default();
-            tracing::info!(cloneset = %name, revision = %rname, new_number, "rolling back to an earlier revision");
+            tracing::info!(revision = %rname, new_number, "rolling back to an earlier revision");
             let bumped = api
                 .patch(
                     &rname,

@@ -431,12 +431,12 @@ mod tests {
             pod("cheap")
                 .running_ready(0)
                 .node("n1")
-                .annotation(podutil::POD_DELETION_COST_ANNOTATION, "-10")
+                .annotation(kruise_api::keys::k8s::POD_DELETION_COST_ANNOTATION, "-10")
                 .build(),
             pod("dear")
                 .running_ready(0)
                 .node("n2")
-                .annotation(podutil::POD_DELETION_COST_ANNOTATION, "100")
+                .annotation(kruise_api::keys::k8s::POD_DELETION_COST_ANNOTATION, "100")
                 .build(),
         ];
         let refs: Vec<&Pod> = pods.iter().collect();

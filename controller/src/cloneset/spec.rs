@@ -5,10 +5,10 @@ use std::collections::BTreeMap;
 
 use kruise_api::apps::v1beta1::{CloneSet, CloneSetPodUpdateStrategyType};
 use kruise_api::keys;
+use kruise_api::selector::{self, Violation};
 use kube::ResourceExt;
 
 use super::diff::{Rolling, Settings};
-use super::update;
 use crate::inplace::UpdateOptions;
 
 pub fn settings_of(cs: &CloneSet) -> Settings {
@@ -67,23 +67,26 @@ pub(super) fn template_labels(cs: &CloneSet) -> BTreeMap<String, String> {
         .unwrap_or_default()
 }
 
-/// Why a CloneSet cannot be acted on at all, if it cannot.
+/// Why a CloneSet cannot be acted on at all, if it cannot. A selector is refused for what
+/// upstream's `LabelSelectorAsSelector` refuses to build a selector from (the first rule broken,
+/// key before operator as apimachinery checks them).
 pub(super) fn invalid_reason(cs: &CloneSet) -> Option<String> {
     let sel = &cs.spec.selector;
-    let empty = sel.match_labels.as_ref().is_none_or(|m| m.is_empty())
-        && sel.match_expressions.as_ref().is_none_or(|e| e.is_empty());
-    if empty {
+    if selector::is_empty(sel) {
         return Some("spec.selector is empty; it must select the template's labels".to_string());
     }
-    for e in sel.match_expressions.iter().flatten() {
-        if !["In", "NotIn", "Exists", "DoesNotExist"].contains(&e.operator.as_str()) {
-            return Some(format!(
-                "spec.selector has an unknown operator {:?}",
-                e.operator
-            ));
-        }
+    if let Some((i, v)) = selector::violations(sel).into_iter().next() {
+        let expr = format!("spec.selector.matchExpressions[{i}]");
+        return Some(match v {
+            Violation::InvalidOperator(op) => {
+                format!("spec.selector has an unknown operator {op:?}")
+            }
+            Violation::KeyRequired => format!("{expr} has an empty key"),
+            Violation::ValuesRequired => format!("{expr} needs values for its operator"),
+            Violation::ValuesForbidden => format!("{expr} must not have values for its operator"),
+        });
     }
-    if !update::selector_matches(sel, &template_labels(cs)) {
+    if !selector::matches(sel, &template_labels(cs)) {
         return Some("spec.selector does not match spec.template.metadata.labels".to_string());
     }
     if cs.spec.replicas.is_some_and(|r| r < 0) {
@@ -137,6 +140,45 @@ pub(crate) mod tests {
         let mut c = cs();
         c.spec.replicas = Some(-1);
         assert!(invalid_reason(&c).is_some());
+    }
+
+    /// The selector rules upstream's `LabelSelectorAsSelector` enforces; the local check this
+    /// replaced only caught an unknown operator.
+    #[test]
+    fn selector_rules_are_upstreams() {
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement;
+        let expr = |key: &str, op: &str, values: Option<Vec<String>>| LabelSelectorRequirement {
+            key: key.into(),
+            operator: op.into(),
+            values,
+        };
+        let demo = Some(vec!["demo".to_string()]);
+        let rows = [
+            (expr("app", "In", demo.clone()), None),
+            (expr("app", "Exists", None), None),
+            (
+                expr("app", "Is", demo.clone()),
+                Some("unknown operator \"Is\""),
+            ),
+            (expr("app", "In", None), Some("[0] needs values")),
+            (
+                expr("app", "Exists", demo.clone()),
+                Some("[0] must not have values"),
+            ),
+            (expr("", "Bogus", None), Some("[0] has an empty key")),
+        ];
+        for (e, want) in rows {
+            let mut c = cs();
+            c.spec.selector.match_expressions = Some(vec![e.clone()]);
+            let got = invalid_reason(&c);
+            match want {
+                None => assert_eq!(got, None, "{e:?}"),
+                Some(w) => assert!(
+                    got.as_deref().is_some_and(|r| r.contains(w)),
+                    "{e:?}: {got:?}"
+                ),
+            }
+        }
     }
 
     #[test]

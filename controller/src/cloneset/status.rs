@@ -5,7 +5,8 @@ use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, Time};
 use kruise_api::apps::v1beta1::{CloneSet, CloneSetCondition, CloneSetStatus};
-use kruise_api::keys;
+use kruise_api::keys::{self, k8s};
+use kruise_api::selector;
 use serde_json::{Value, json};
 
 use super::diff::partition_replicas;
@@ -80,7 +81,12 @@ pub fn new_condition(
 ) -> CloneSetCondition {
     CloneSetCondition {
         type_: type_.to_string(),
-        status: if status { "True" } else { "False" }.to_string(),
+        status: if status {
+            k8s::CONDITION_TRUE
+        } else {
+            k8s::CONDITION_FALSE
+        }
+        .to_string(),
         last_update_time: Some(Time(now)),
         last_transition_time: Some(Time(now)),
         reason: reason.to_string(),
@@ -229,30 +235,12 @@ pub fn status_changed(old: &CloneSetStatus, new: &CloneSetStatus) -> bool {
         || cond_key(old) != cond_key(new)
 }
 
-/// The selector in Kubernetes' string form (`a=b,c in (d,e),!f`), requirements sorted by key.
+/// `status.labelSelector`: the selector in Kubernetes' string form
+/// ([`selector::to_selector_string`], upstream's `LabelSelectorAsSelector(...).String()`).
+/// Empty for a selector with an unknown operator, which the invalid-spec gate stops before any
+/// status with it is written.
 pub fn selector_string(sel: &LabelSelector) -> String {
-    let mut reqs: Vec<(String, String)> = Vec::new();
-    for (k, v) in sel.match_labels.iter().flatten() {
-        reqs.push((k.clone(), format!("{k}={v}")));
-    }
-    for e in sel.match_expressions.iter().flatten() {
-        let mut vals = e.values.clone().unwrap_or_default();
-        vals.sort();
-        let k = &e.key;
-        let s = match e.operator.as_str() {
-            "In" => format!("{k} in ({})", vals.join(",")),
-            "NotIn" => format!("{k} notin ({})", vals.join(",")),
-            "Exists" => k.clone(),
-            "DoesNotExist" => format!("!{k}"),
-            other => format!("{k} {other} ({})", vals.join(",")),
-        };
-        reqs.push((k.clone(), s));
-    }
-    reqs.sort();
-    reqs.into_iter()
-        .map(|(_, s)| s)
-        .collect::<Vec<_>>()
-        .join(",")
+    selector::to_selector_string(sel).unwrap_or_default()
 }
 
 /// The merge patch that turns `old` into `new`. Fields the serializer omits when zero must be

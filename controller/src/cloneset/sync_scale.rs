@@ -44,7 +44,10 @@ impl Syncer<'_> {
         if !cancel.is_empty() {
             let mut modified = false;
             for i in cancel {
-                tracing::info!(cloneset = %self.key, pod = podutil::name(pods[i]), "cancelling deletion: PreparingDelete -> PreparingNormal");
+                tracing::info!(
+                    pod = podutil::name(pods[i]),
+                    "cancelling deletion: PreparingDelete -> PreparingNormal"
+                );
                 modified |= self
                     .set_lifecycle(pods[i], LifecycleStateType::PreparingNormal, None)
                     .await?;
@@ -64,7 +67,10 @@ impl Syncer<'_> {
         if diffs.scale_up_num > 0
             && let Some(wait) = self.ctx.create_backoff.remaining(self.key, Instant::now())
         {
-            tracing::debug!(cloneset = %self.key, wait_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX), "pod creation backs off after a failure");
+            tracing::debug!(
+                wait_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
+                "pod creation backs off after a failure"
+            );
             requeue.push(Some(wait));
             *deferred = true;
             return Ok(false);
@@ -118,7 +124,7 @@ impl Syncer<'_> {
 
         if diffs.scale_down_num > 0 {
             if planned.count > 0 {
-                tracing::debug!(cloneset = %self.key, "scale-in waits for pods already being deleted");
+                tracing::debug!("scale-in waits for pods already being deleted");
                 return Ok(false);
             }
             let (updated, not_updated): (Vec<usize>, Vec<usize>) =
@@ -182,6 +188,8 @@ impl Syncer<'_> {
                 (new_pod(self.cs, tpl, rev, id, self.now), id.clone())
             })
             .collect();
+        // The one line that still names the CloneSet itself, beside the span's `object`: the
+        // scale e2e suite counts creation attempts by `cloneset=<ns>/<name>` on it.
         tracing::info!(cloneset = %self.key, count = total, current_revision = old_n, "creating pods");
         for (p, _) in &new {
             self.ctx
@@ -231,7 +239,7 @@ impl Syncer<'_> {
         match first_err {
             Some(e) => {
                 let wait = self.ctx.create_backoff.fail(self.key, Instant::now());
-                tracing::warn!(cloneset = %self.key, error = %e, created, retry_in_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX), "pods could not be created");
+                tracing::warn!(error = %e, created, retry_in_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX), "pods could not be created");
                 Err(e)
             }
             None => {
@@ -311,7 +319,7 @@ impl Syncer<'_> {
                     .set_lifecycle(pod, LifecycleStateType::PreparingDelete, None)
                     .await?
                 {
-                    tracing::info!(cloneset = %self.key, pod = %pname, "pod held by preDelete hook: PreparingDelete");
+                    tracing::info!(pod = %pname, "pod held by preDelete hook: PreparingDelete");
                     modified = true;
                 }
                 continue;

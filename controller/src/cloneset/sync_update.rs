@@ -17,9 +17,7 @@ use super::spec::{pod_update_policy, update_options};
 use super::sync::{Requeue, Syncer, concurrently_in_order};
 use super::update_step::{Fallback, Refusal, UpdateStep, fallback, update_step};
 use super::{diff, podutil, update};
-use crate::inplace::{
-    CloneSetHooks, InPlaceControl, InPlaceHooks, NotInPlace, UpdateOptions, UpdateOutcome,
-};
+use crate::inplace::{self, CloneSetHooks, InPlaceHooks, NotInPlace, UpdateOptions, UpdateOutcome};
 
 impl Syncer<'_> {
     pub(super) async fn update_pods(
@@ -81,7 +79,7 @@ impl Syncer<'_> {
         }
         let (wait, skipped) = update::candidates(pods, &update_name);
         for (i, why) in skipped {
-            tracing::debug!(cloneset = %self.key, pod = podutil::name(pods[i]), ?why, "not updating pod now");
+            tracing::debug!(pod = podutil::name(pods[i]), ?why, "not updating pod now");
         }
         let sorted = update::sort_candidates(
             pods,
@@ -184,7 +182,7 @@ impl Syncer<'_> {
             .as_ref()
             .and_then(|l| l.in_place_update.as_ref());
         let step = update_step(policy, pod, in_place_hook, || {
-            InPlaceControl::can_update_in_place(&hooks, old, self.update, opts)
+            inplace::can_update_in_place(&hooks, old, self.update, opts)
         });
         match step {
             UpdateStep::PrepareUpdateHook { handler } => {
@@ -291,7 +289,7 @@ impl Syncer<'_> {
         let pname = podutil::name(pod);
         let update_name = self.update_name();
         if let Some(reason) = reason {
-            tracing::info!(cloneset = %self.key, pod = %pname, %reason, "cannot update in place, recreating");
+            tracing::info!(pod = %pname, %reason, "cannot update in place, recreating");
         }
         let patch = json!({ "metadata": { "labels": { keys::SPECIFIED_DELETE_LABEL: "true" } } });
         match patch_pod(&self.api()?, pod, PodPart::Object, patch).await {

@@ -111,17 +111,6 @@ impl InPlaceControl {
         Self { client }
     }
 
-    /// Kept so existing callers compile: the decision is the pure
-    /// [`plan::can_update_in_place`] (re-exported as `inplace::can_update_in_place`); call that.
-    pub fn can_update_in_place(
-        hooks: &dyn InPlaceHooks,
-        old: Option<&ControllerRevision>,
-        new: &ControllerRevision,
-        opts: &UpdateOptions,
-    ) -> Result<(), NotInPlace> {
-        plan::can_update_in_place(hooks, old, new, opts)
-    }
-
     /// Writes `write` (resize first, then the pod). `Ok(None)` when nothing changed.
     async fn write(&self, before: &Pod, write: &PodWrite) -> Result<Option<String>, ApplyError> {
         let (api, name) = pods(&self.client, before)?;

@@ -1,7 +1,7 @@
 //! A small pod builder for the CloneSet tests.
 
 use super::*;
-use k8s_openapi::api::core::v1::{ContainerStatus, PodSpec, PodStatus};
+use k8s_openapi::api::core::v1::{ContainerStatus, PodCondition, PodSpec, PodStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 pub struct P(pub Pod);

@@ -142,7 +142,7 @@ fn deletion_cost_parsing() {
     assert_eq!(
         deletion_cost(
             &pod("a")
-                .annotation(POD_DELETION_COST_ANNOTATION, "-5")
+                .annotation(k8s::POD_DELETION_COST_ANNOTATION, "-5")
                 .build()
         ),
         -5
@@ -150,7 +150,7 @@ fn deletion_cost_parsing() {
     assert_eq!(
         deletion_cost(
             &pod("a")
-                .annotation(POD_DELETION_COST_ANNOTATION, "10")
+                .annotation(k8s::POD_DELETION_COST_ANNOTATION, "10")
                 .build()
         ),
         10
@@ -158,7 +158,7 @@ fn deletion_cost_parsing() {
     assert_eq!(
         deletion_cost(
             &pod("a")
-                .annotation(POD_DELETION_COST_ANNOTATION, "+10")
+                .annotation(k8s::POD_DELETION_COST_ANNOTATION, "+10")
                 .build()
         ),
         0
@@ -166,7 +166,7 @@ fn deletion_cost_parsing() {
     assert_eq!(
         deletion_cost(
             &pod("a")
-                .annotation(POD_DELETION_COST_ANNOTATION, "007")
+                .annotation(k8s::POD_DELETION_COST_ANNOTATION, "007")
                 .build()
         ),
         0
