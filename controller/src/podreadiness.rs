@@ -11,9 +11,8 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use jiff::Timestamp;
-use k8s_openapi::api::core::v1::{Pod, PodCondition};
+use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kruise_api::appspub::{PodReadinessMessage, kruise_pod_ready_condition};
 use kruise_api::keys::{self, k8s};
 use kruise_api::pod as kpod;
 use kube::api::{Patch, PatchParams};
@@ -76,19 +75,6 @@ pub fn needs_condition(pod: &Pod) -> bool {
     kpod::has_readiness_gate(pod, keys::KRUISE_POD_READY)
         && pod.metadata.deletion_timestamp.is_none()
         && kpod::condition(pod, keys::KRUISE_POD_READY).is_none()
-}
-
-/// The `KruisePodReady` condition after adding (`add`) or removing a not-ready key, or `None`
-/// when there is nothing to write: upstream `addNotReadyKey` / `removeNotReadyKey`, as
-/// [`kruise_pod_ready_condition`] implements them. Kept under this name for the CloneSet
-/// lifecycle code, which calls it.
-pub fn condition_with_key(
-    pod: &Pod,
-    msg: &PodReadinessMessage,
-    add: bool,
-    now: Timestamp,
-) -> Result<Option<PodCondition>, kruise_api::Error> {
-    kruise_pod_ready_condition(pod, msg, add, now)
 }
 
 /// The status patch that adds `KruisePodReady=True`.
@@ -174,7 +160,8 @@ async fn reconcile(pod: Arc<Pod>, ctx: Arc<Ctx>) -> Result<Action, Error> {
 mod tests {
     use super::*;
     use crate::cloneset::podutil::testpod::pod;
-    use k8s_openapi::api::core::v1::PodReadinessGate;
+    use k8s_openapi::api::core::v1::{PodCondition, PodReadinessGate};
+    use kruise_api::appspub::{PodReadinessMessage, kruise_pod_ready_condition};
 
     fn gated() -> Pod {
         let mut p = pod("a").build();
@@ -206,11 +193,11 @@ mod tests {
         );
         let t = Timestamp::UNIX_EPOCH;
         assert!(
-            condition_with_key(&pod("a").build(), &msg, true, t)
+            kruise_pod_ready_condition(&pod("a").build(), &msg, true, t)
                 .expect("ok")
                 .is_none()
         );
-        let held = condition_with_key(&gated(), &msg, true, t)
+        let held = kruise_pod_ready_condition(&gated(), &msg, true, t)
             .expect("ok")
             .expect("changed");
         assert_eq!(held.status, "False");
@@ -221,8 +208,12 @@ mod tests {
         );
         let mut p = gated();
         p.status.get_or_insert_default().conditions = Some(vec![held]);
-        assert!(condition_with_key(&p, &msg, true, t).expect("ok").is_none());
-        let freed = condition_with_key(&p, &msg, false, t)
+        assert!(
+            kruise_pod_ready_condition(&p, &msg, true, t)
+                .expect("ok")
+                .is_none()
+        );
+        let freed = kruise_pod_ready_condition(&p, &msg, false, t)
             .expect("ok")
             .expect("changed");
         assert_eq!(freed.status, "True");
@@ -282,7 +273,7 @@ mod tests {
             ),
         ];
         for (what, p, add, want) in cases {
-            let got = condition_with_key(&p, &a, add, now).expect("readable");
+            let got = kruise_pod_ready_condition(&p, &a, add, now).expect("readable");
             let got = got.as_ref().map(|c| {
                 (
                     c.status.as_str(),

@@ -9,10 +9,7 @@ use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::Pod;
 use kruise_api::appspub::{LifecycleHook, LifecycleStateType};
 use kruise_api::keys::{self, k8s};
-// `condition` stays reachable as `podutil::condition` for the pod-readiness controller, which
-// still imports it from here.
-pub use kruise_api::pod::condition;
-use kruise_api::pod::{is_condition_true, is_ready};
+use kruise_api::pod::{condition, is_condition_true, is_ready};
 
 pub fn labels(pod: &Pod) -> Option<&BTreeMap<String, String>> {
     pod.metadata.labels.as_ref()

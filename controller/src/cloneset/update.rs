@@ -4,7 +4,6 @@ use std::collections::BTreeMap;
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kruise_api::appspub::{
     Lifecycle, LifecycleStateType, UpdatePriorityStrategy, UpdateScatterTerm, UpdateSpec,
 };
@@ -38,12 +37,6 @@ pub fn candidates(pods: &[&Pod], update_revision: &str) -> (Vec<usize>, Vec<(usi
         }
     }
     (wait, skipped)
-}
-
-/// Whether `labels` match `selector`: [`selector::matches`], kept under this name for the
-/// image-pull-job controller until it calls that itself.
-pub fn selector_matches(selector: &LabelSelector, labels: &BTreeMap<String, String>) -> bool {
-    selector::matches(selector, labels)
 }
 
 fn int_suffix(v: &str) -> i64 {

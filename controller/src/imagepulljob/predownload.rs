@@ -10,7 +10,7 @@
 //! status skeleton), once per reconcile:
 //!
 //! ```ignore
-//! let can = InPlaceControl::can_update_in_place(&hooks, Some(&current), &update, &opts).is_ok();
+//! let can = inplace::can_update_in_place(&hooks, Some(&current), &update, &opts).is_ok();
 //! if let Err(e) = predownload::ensure_predownload_jobs(&client, &cs, &current, &update, can).await {
 //!     tracing::warn!(error = %e, "failed to pre-download images");   // never fails the reconcile
 //! }

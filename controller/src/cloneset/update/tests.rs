@@ -1,5 +1,6 @@
 use super::super::podutil::testpod::*;
 use super::*;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kruise_api::appspub::{UpdatePriorityOrderTerm, UpdatePriorityWeightTerm};
 use kruise_api::keys;
 
