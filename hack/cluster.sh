@@ -332,11 +332,6 @@ cmd_up() {
   log "the local cluster is up: export KUBECONFIG=$KRS_DIR/kubeconfig; kubectl is at .cluster/bin/kubectl"
 }
 
-# Every mount below a path, deepest first.
-mounts_under() {
-  awk -v p="$1" '$5 == p || index($5, p "/") == 1 {print $5}' /proc/self/mountinfo | sort -r
-}
-
 cmd_down() {
   need_root
   local quiet=${1:-}
@@ -366,6 +361,7 @@ cmd_down() {
   stop containerd
   for pid in $shims; do kill -KILL "$pid" 2>/dev/null || true; done
   stop registry
+  [ -f "$KRS_DIR/registry/config.yml" ] && registry_prune "$KRS_DIR/registry/config.yml"
   sleep 0.5
   local m
   for dir in "$KRS_CONTAINERD_STATE" "$KRS_DIR" /run/netns; do

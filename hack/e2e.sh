@@ -9,27 +9,32 @@
 #   hack/e2e.sh --cycle      the same, then proves cluster-down + cluster-up works twice in a row.
 #   hack/e2e.sh --incluster  local cluster, Kruise-rs installed from deploy/ with images built here
 #                            (hack/install.sh); runs the in-cluster subset, then uninstalls.
+#   hack/e2e.sh --print-incluster-tests   names the test files of that subset
 set -euo pipefail
 # shellcheck source=hack/lib.sh
 source "$(dirname "$0")/lib.sh"
 cd "$KRS_ROOT"
 
-mode=dev
-cycle=false
-case ${1:-} in
-  --cycle) cycle=true ;;
-  --incluster) mode=incluster ;;
-  "") ;;
-  *) echo "usage: $0 [--cycle|--incluster]" >&2; exit 2 ;;
-esac
 
 # The in-cluster subset, run against the manager and daemon installed from deploy/ (release
 # images): the CloneSet scenarios (manager + webhook), every duty of the daemon under its shipped
 # RBAC (ContainerRecreateRequests, image pulls, runtime-containers-meta; daemon <-> API server
 # through the Service address, as a user's cluster has it), the Pod webhook's namespace scope,
 # RBAC and failover. The tests read KRUISE_E2E_INCLUSTER and never start host processes then.
-INCLUSTER_TESTS=(--test cluster --test cloneset --test crr --test imagepull --test runtime_meta
-  --test webhook_scope --test incluster)
+INCLUSTER_NAMES=(cluster cloneset crr imagepull runtime_meta webhook_scope incluster)
+INCLUSTER_TESTS=()
+for t in "${INCLUSTER_NAMES[@]}"; do INCLUSTER_TESTS+=(--test "$t"); done
+
+mode=dev
+cycle=false
+case ${1:-} in
+  --cycle) cycle=true ;;
+  --incluster) mode=incluster ;;
+  # kind/up.sh --e2e runs the same subset on a kind cluster.
+  --print-incluster-tests) echo "${INCLUSTER_NAMES[*]}"; exit 0 ;;
+  "") ;;
+  *) echo "usage: $0 [--cycle|--incluster|--print-incluster-tests]" >&2; exit 2 ;;
+esac
 
 log "building Kruise-rs and the e2e suite"
 # The suite drives the binaries (kubectl-kruise, and the manager and daemon in dev mode).

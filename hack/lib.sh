@@ -125,6 +125,26 @@ go_build_progress() {
   return "$status"
 }
 
+# mounts_under PATH: every mount at or below PATH, deepest first.
+mounts_under() {
+  awk -v p="$1" '$5 == p || index($5, p "/") == 1 {print $5}' /proc/self/mountinfo | sort -r
+}
+
+# registry_prune CONFIG: with the registry stopped, drops the tags the e2e suite pushed (unique
+# tags, `PREFIX-` and 8 hex digits: e2e/src/cri.rs unique_tag) and collects the blobs nothing
+# tagged refers to any more. Without it every run of the suite left its pull-test images (over a
+# GiB) in the registry's storage, which outlives the cluster.
+registry_prune() {
+  local cfg=$1 root tags
+  root=$(awk '/rootdirectory:/ {print $2}' "$cfg")
+  tags="$root/docker/registry/v2/repositories/kruise-rs/testapp/_manifests/tags"
+  if [ -d "$tags" ]; then
+    find "$tags" -mindepth 1 -maxdepth 1 -type d -regextype posix-extended \
+      -regex '.*/[a-z0-9-]+-[0-9a-f]{8}' -exec rm -rf {} +
+  fi
+  docker-registry garbage-collect --delete-untagged "$cfg" >/dev/null 2>&1 || true
+}
+
 # Certificates of a cluster: one CA in $KRS_PKI signs every serving and client certificate.
 
 # make_ca CN: the cluster's CA in $KRS_PKI/ca.{crt,key}, and the ServiceAccount token signing key
