@@ -39,7 +39,7 @@ unit: ## unit and pure tests of every crate (no cluster)
 lint: ## rustfmt, clippy (warnings are errors) and shellcheck
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
-	shellcheck hack/*.sh kind/*.sh .ci/run
+	shellcheck hack/*.sh kind/*.sh kind/bin/docker kind/node/entrypoint .ci/run
 
 .PHONY: e2e
 e2e: ## end-to-end suite against KUBECONFIG, or the local cluster (started and stopped here)
@@ -48,6 +48,18 @@ e2e: ## end-to-end suite against KUBECONFIG, or the local cluster (started and s
 .PHONY: e2e-incluster
 e2e-incluster: ## install from deploy/ with images built here on the local cluster and run the in-cluster e2e subset
 	hack/e2e.sh --incluster
+
+.PHONY: kind-up
+kind-up: ## a kind cluster built here (no pulls) running Kruise-rs from deploy/; KUBECONFIG=.cluster/kind/kubeconfig
+	kind/up.sh
+
+.PHONY: kind-down
+kind-down: ## remove the kind cluster and what kind/up.sh started
+	kind/down.sh
+
+.PHONY: kind-e2e
+kind-e2e: ## the in-cluster e2e subset on a kind cluster, which is removed afterwards
+	kind/up.sh --e2e; status=$$?; kind/down.sh; exit $$status
 
 .PHONY: test
 test: ## the full test suite: unit tests, the e2e suite (dev mode, then in cluster) on local clusters

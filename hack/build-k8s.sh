@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the pinned upstream Kubernetes binaries and etcd from their Go modules (tools/) into a
 # cache outside the work tree, keyed by version, so later starts and CI on this machine reuse them.
+#   hack/build-k8s.sh [EXTRA...]   EXTRA: more commands of k8s.io/kubernetes/cmd, e.g. kubeadm
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=hack/lib.sh
@@ -8,7 +9,9 @@ source "$here/hack/lib.sh"
 
 bin="$KRS_BIN_DIR"
 mkdir -p "$bin"
-k8s_bins=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl)
+# The local cluster's binaries, plus any named on the command line (kind/node-image.sh asks for
+# kubeadm, which only a kind node needs).
+k8s_bins=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl "$@")
 
 missing=()
 for b in "${k8s_bins[@]}"; do [ -x "$bin/$b" ] || missing+=("$b"); done

@@ -4,6 +4,8 @@ K8S_VERSION=v1.34.4
 ETCD_VERSION=v3.6.16
 # Simulated nodes of the scale benchmark only (hack/build-kwok.sh); tools/kwok/go.mod pins it too.
 KWOK_VERSION=v0.8.0
+# kind/up.sh only (hack/build-kind.sh); tools/kind/go.mod pins it too.
+KIND_VERSION=v0.33.0
 KRS_CACHE=${KRS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kruise-rs}
 KRS_BIN_DIR="$KRS_CACHE/k8s-${K8S_VERSION}-etcd-${ETCD_VERSION}/bin"
-export K8S_VERSION ETCD_VERSION KWOK_VERSION KRS_CACHE KRS_BIN_DIR
+export K8S_VERSION ETCD_VERSION KWOK_VERSION KIND_VERSION KRS_CACHE KRS_BIN_DIR

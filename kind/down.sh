@@ -1,5 +1,27 @@
 #!/usr/bin/env bash
-# Removes the kind cluster and the registry container kind/up.sh created.
+# Removes what kind/up.sh made: the kind cluster, its network, the registry proxy (and the
+# registry, if kind/up.sh started it), and our Docker engine unless DOCKER_HOST names another.
+# The node image stays in the engine's data for the next kind/up.sh (kind/engine.sh down --purge
+# removes it).
 set -euo pipefail
-kind delete cluster --name kruise-rs
-docker rm -f kind-registry >/dev/null 2>&1 || true
+here=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=hack/lib.sh
+source "$here/hack/lib.sh"
+KRS_PIDS="$KRS_DIR/kind/pids"
+export KRS_PIDS
+own_engine=
+if [ -z "${DOCKER_HOST:-}" ]; then
+  own_engine=1
+  eval "$("$here/kind/engine.sh" env)"
+fi
+export DOCKER_HOST
+if docker version >/dev/null 2>&1; then
+  if [ -x "$KRS_BIN_DIR/kind" ]; then
+    "$KRS_BIN_DIR/kind" delete cluster --name kruise-rs >/dev/null 2>&1 || true
+  fi
+  docker network rm kruise-kind >/dev/null 2>&1 || true
+fi
+stop kind-registry-proxy
+stop kind-registry
+rm -f "$KRS_DIR/kind/kubeconfig"
+[ -z "$own_engine" ] || "$here/kind/engine.sh" down

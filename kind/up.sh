@@ -1,46 +1,136 @@
 #!/usr/bin/env bash
-# For users with Docker: a kind cluster (kind/cluster.yaml) with a local registry, Kruise-rs built
-# with Docker, loaded into the nodes and installed from the very same deploy/ the local cluster's
-# in-cluster e2e proves. Then, with --e2e, runs the e2e suite against it.
-#   kind/up.sh [--e2e]      kind/down.sh removes it all.
+# A kind cluster running Kruise-rs, built on this machine without pulling anything: kind (from its
+# Go module), a Docker engine of our own if none runs (kind/engine.sh), a node image built here
+# (kind/node-image.sh), the local registry for every image, and Kruise-rs installed from the very
+# same deploy/ that the local cluster's in-cluster e2e proves (hack/install.sh).
+#
+#   kind/up.sh          create the cluster (idempotent), install Kruise-rs
+#   kind/up.sh --e2e    and then run the in-cluster e2e subset against it
+#   kind/down.sh        removes everything kind/up.sh made
+#
+# KUBECONFIG of the cluster: .cluster/kind/kubeconfig. With DOCKER_HOST set, that engine is used
+# instead of our own (kind/engine.sh is then not started).
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-cd "$root"
-for tool in docker kind kubectl cargo python3; do
-  command -v "$tool" >/dev/null || { echo "kind/up.sh needs $tool on PATH" >&2; exit 1; }
+here=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=hack/lib.sh
+source "$here/hack/lib.sh"
+cd "$here"
+
+CLUSTER=kruise-rs
+# The nodes' network: created here with a fixed subnet, so that the registry's address on it
+# (the bridge's own address) is known to the node image.
+NETWORK=kruise-kind
+SUBNET=172.30.0.0/24
+GATEWAY=172.30.0.1
+KIND_DIR="$KRS_DIR/kind"
+KRS_PIDS="$KIND_DIR/pids"
+KRS_LOGS="$KIND_DIR/logs"
+export KRS_PIDS KRS_LOGS
+mkdir -p "$KIND_DIR" "$KRS_PIDS" "$KRS_LOGS"
+KIND_KUBECONFIG="$KIND_DIR/kubeconfig"
+
+[ "$(id -u)" = 0 ] || { echo "kind/up.sh runs a Docker engine and containers and needs root" >&2; exit 1; }
+for tool in docker go cargo python3 socat; do
+  command -v "$tool" >/dev/null || { echo "kind/up.sh needs $tool on PATH (hack/install-deps.sh installs the Debian ones)" >&2; exit 1; }
 done
-cluster=kruise-rs
-registry_port=5001
 
-if [ "$(docker inspect -f '{{.State.Running}}' kind-registry 2>/dev/null || true)" != true ]; then
-  echo "==> starting the kind-registry container on 127.0.0.1:$registry_port"
-  docker run -d --restart=always -p "127.0.0.1:$registry_port:5000" --name kind-registry registry:2 >/dev/null
+if [ -z "${DOCKER_HOST:-}" ]; then
+  kind/engine.sh up
+  eval "$(kind/engine.sh env)"
 fi
-if ! kind get clusters | grep -qx "$cluster"; then
-  echo "==> creating kind cluster $cluster"
-  kind create cluster --config kind/cluster.yaml --wait 120s
+export DOCKER_HOST
+hack/build-k8s.sh kubeadm
+hack/build-kind.sh
+kind_bin="$KRS_BIN_DIR/kind"
+
+# The local registry (hack/cluster.sh runs it); alone if the local cluster is down.
+if ! curl -sf "http://$KRS_REGISTRY/v2/" >/dev/null; then
+  log "kind: starting the image registry on $KRS_REGISTRY"
+  mkdir -p "$KIND_DIR/registry" "$KRS_CACHE/registry"
+  cat >"$KIND_DIR/registry/config.yml" <<YAML
+version: 0.1
+log:
+  level: warn
+storage:
+  filesystem:
+    rootdirectory: $KRS_CACHE/registry
+  delete:
+    enabled: true
+http:
+  addr: $KRS_REGISTRY
+YAML
+  start kind-registry docker-registry serve "$KIND_DIR/registry/config.yml"
+  wait_for kind-registry 30 curl -sf "http://$KRS_REGISTRY/v2/"
+  hack/images.sh >"$KRS_LOGS/images.log" 2>&1 || die images "building or pushing the test images failed"
 fi
-docker network connect kind kind-registry 2>/dev/null || true
-export KUBECONFIG="${KUBECONFIG:-$HOME/.kube/config}"
-kubectl config use-context "kind-$cluster" >/dev/null
 
-echo "==> test images (no Docker build needed: hack/images.sh pushes over HTTP)"
-KRS_REGISTRY="127.0.0.1:$registry_port" hack/images.sh
+if ! docker network inspect "$NETWORK" >/dev/null 2>&1; then
+  docker network create --driver bridge --subnet "$SUBNET" --gateway "$GATEWAY" "$NETWORK" >/dev/null
+fi
+# The nodes pull 127.0.0.1:5000/... (the names deploy/ and the tests use) from the registry's
+# address on their network (the node image's containerd says so); socat carries that address to
+# the registry, which listens on loopback only.
+if ! pid_alive kind-registry-proxy; then
+  start kind-registry-proxy socat "TCP-LISTEN:${KRS_REGISTRY##*:},bind=$GATEWAY,fork,reuseaddr" "TCP:$KRS_REGISTRY"
+  wait_for kind-registry-proxy 10 curl -sf "http://$GATEWAY:${KRS_REGISTRY##*:}/v2/"
+fi
 
-echo "==> building Kruise-rs images with Docker and loading them into the nodes"
-docker build --target manager -t kruise-rs/kruise-manager:dev .
-docker build --target daemon -t kruise-rs/kruise-daemon:dev .
-kind load docker-image --name "$cluster" kruise-rs/kruise-manager:dev kruise-rs/kruise-daemon:dev
+node_image=$(kind/node-image.sh)
 
-echo "==> installing deploy/"
-kubectl apply --server-side --force-conflicts -k deploy/
-kubectl -n kruise-system rollout status deployment/kruise-controller-manager --timeout=300s
-kubectl -n kruise-system rollout status daemonset/kruise-daemon --timeout=300s
-kubectl wait --for condition=established --timeout=60s -f deploy/crds/
+# kind creates its nodes with --privileged; an engine that cannot give every capability refuses
+# that (this machine lacks CAP_SYS_RESOURCE), and kind/bin/docker asks for what it can give.
+kind_path=$PATH
+if ! docker run --rm --privileged --entrypoint /bin/true "$node_image" >/dev/null 2>&1; then
+  log "kind: this engine refuses privileged containers; nodes get every capability but CAP_SYS_RESOURCE (kind/bin/docker)"
+  KRUISE_KIND_DOCKER=$(command -v docker)
+  export KRUISE_KIND_DOCKER
+  kind_path="$here/kind/bin:$PATH"
+fi
+kind() { PATH=$kind_path KIND_EXPERIMENTAL_DOCKER_NETWORK=$NETWORK "$kind_bin" "$@"; }
+
+if ! kind get clusters 2>/dev/null | grep -qx "$CLUSTER"; then
+  log "kind: creating cluster $CLUSTER from $node_image"
+  kind create cluster --name "$CLUSTER" --image "$node_image" --config kind/cluster.yaml \
+    --kubeconfig "$KIND_KUBECONFIG" --retain
+fi
+kind get kubeconfig --name "$CLUSTER" >"$KIND_KUBECONFIG"
+export KUBECONFIG=$KIND_KUBECONFIG
+k() { "$KRS_BIN_DIR/kubectl" "$@"; }
+
+# Pod networking instead of kind's default CNI (an image we cannot pull): each node bridges its
+# own Pod range and routes every other node's range to that node.
+log "kind: Pod network (a bridge per node, routes between nodes)"
+nodes=$(k get nodes -o jsonpath='{range .items[*]}{.metadata.name} {.spec.podCIDR} {.status.addresses[?(@.type=="InternalIP")].address}{"\n"}{end}')
+while read -r name cidr _; do
+  docker exec -i "$name" sh -c 'mkdir -p /etc/cni/net.d && cat > /etc/cni/net.d/10-kruise-kind.conflist' <<JSON
+{
+  "cniVersion": "1.0.0",
+  "name": "kruise-kind",
+  "plugins": [
+    {"type": "bridge", "bridge": "cni0", "isGateway": true, "ipMasq": false, "hairpinMode": true,
+     "ipam": {"type": "host-local", "ranges": [[{"subnet": "$cidr"}]], "routes": [{"dst": "0.0.0.0/0"}]}},
+    {"type": "portmap", "capabilities": {"portMappings": true}}
+  ]
+}
+JSON
+  while read -r other ocidr oip; do
+    [ "$other" = "$name" ] || docker exec "$name" ip route replace "$ocidr" via "$oip"
+  done <<<"$nodes"
+done <<<"$nodes"
+k wait --for condition=Ready node --all --timeout 180s >/dev/null
+
+log "kind: installing Kruise-rs from deploy/"
+hack/install.sh
 
 if [ "${1:-}" = --e2e ]; then
-  echo "==> running the e2e suite against kind"
-  KRUISE_E2E_REGISTRY="localhost:$registry_port" KRUISE_E2E_INCLUSTER=1 \
-    cargo test -p kruise-e2e -- --test-threads 3
+  log "kind: the in-cluster e2e subset"
+  # The same subset hack/e2e.sh --incluster runs on the local cluster.
+  tests=()
+  for t in $(hack/e2e.sh --print-incluster-tests); do tests+=(--test "$t"); done
+  # The tests check Kruise's reports against the node's runtime: its socket, seen through the
+  # node container's root.
+  node_pid=$(docker inspect -f '{{.State.Pid}}' "$CLUSTER-control-plane")
+  KRUISE_E2E_CRI_SOCKET=/proc/$node_pid/root/run/containerd/containerd.sock \
+    KRUISE_E2E_INCLUSTER=1 cargo test -p kruise-e2e --no-fail-fast "${tests[@]}" -- --test-threads 3
 fi
-echo "==> kind cluster $cluster runs Kruise-rs (kubectl context kind-$cluster)"
+log "kind cluster $CLUSTER runs Kruise-rs: export KUBECONFIG=$KIND_KUBECONFIG"
