@@ -44,18 +44,7 @@ make_pki() {
 write_configs() {
   local ip=$1
   mkdir -p "$KRS_DIR/cni/net.d" "$KRS_DIR/containerd/certs.d/$KRS_REGISTRY" "$KRS_DIR/registry"
-  cat >"$KRS_DIR/registry/config.yml" <<EOF
-version: 0.1
-log:
-  level: warn
-storage:
-  filesystem:
-    rootdirectory: $KRS_CACHE/registry
-  delete:
-    enabled: true
-http:
-  addr: $KRS_REGISTRY
-EOF
+  registry_config "$KRS_DIR/registry/config.yml"
   # Plain HTTP for the local registry only.
   cat >"$KRS_DIR/containerd/certs.d/$KRS_REGISTRY/hosts.toml" <<EOF
 server = "http://$KRS_REGISTRY"

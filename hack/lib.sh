@@ -130,6 +130,24 @@ mounts_under() {
   awk -v p="$1" '$5 == p || index($5, p "/") == 1 {print $5}' /proc/self/mountinfo | sort -r
 }
 
+# registry_config FILE: the configuration of the local image registry on $KRS_REGISTRY. Its
+# storage lives in the cache, so images pushed once (Kruise-rs's own) outlive the cluster.
+registry_config() {
+  mkdir -p "$(dirname "$1")" "$KRS_CACHE/registry"
+  cat >"$1" <<EOF
+version: 0.1
+log:
+  level: warn
+storage:
+  filesystem:
+    rootdirectory: $KRS_CACHE/registry
+  delete:
+    enabled: true
+http:
+  addr: $KRS_REGISTRY
+EOF
+}
+
 # registry_prune CONFIG: with the registry stopped, drops the tags the e2e suite pushed (unique
 # tags, `PREFIX-` and 8 hex digits: e2e/src/cri.rs unique_tag) and collects the blobs nothing
 # tagged refers to any more. Without it every run of the suite left its pull-test images (over a

@@ -10,9 +10,10 @@ source "$here/hack/lib.sh"
 KRS_PIDS="$KRS_DIR/kind/pids"
 export KRS_PIDS
 own_engine=
-if [ -z "${DOCKER_HOST:-}" ]; then
+engine_env=$("$here/kind/engine.sh" env)
+if [ -z "${DOCKER_HOST:-}" ] || [ "export DOCKER_HOST=$DOCKER_HOST" = "$engine_env" ]; then
   own_engine=1
-  eval "$("$here/kind/engine.sh" env)"
+  eval "$engine_env"
 fi
 export DOCKER_HOST
 if docker version >/dev/null 2>&1; then
@@ -22,6 +23,9 @@ if docker version >/dev/null 2>&1; then
   docker network rm kruise-kind >/dev/null 2>&1 || true
 fi
 stop kind-registry-proxy
-stop kind-registry
+if pid_alive kind-registry; then
+  stop kind-registry
+  registry_prune "$KRS_DIR/kind/registry/config.yml"
+fi
 rm -f "$KRS_DIR/kind/kubeconfig"
 [ -z "$own_engine" ] || "$here/kind/engine.sh" down

@@ -34,9 +34,10 @@ for tool in docker go cargo python3 socat; do
   command -v "$tool" >/dev/null || { echo "kind/up.sh needs $tool on PATH (hack/install-deps.sh installs the Debian ones)" >&2; exit 1; }
 done
 
-if [ -z "${DOCKER_HOST:-}" ]; then
+own_engine=$(kind/engine.sh env)
+if [ -z "${DOCKER_HOST:-}" ] || [ "export DOCKER_HOST=$DOCKER_HOST" = "$own_engine" ]; then
   kind/engine.sh up
-  eval "$(kind/engine.sh env)"
+  eval "$own_engine"
 fi
 export DOCKER_HOST
 hack/build-k8s.sh kubeadm
@@ -46,19 +47,7 @@ kind_bin="$KRS_BIN_DIR/kind"
 # The local registry (hack/cluster.sh runs it); alone if the local cluster is down.
 if ! curl -sf "http://$KRS_REGISTRY/v2/" >/dev/null; then
   log "kind: starting the image registry on $KRS_REGISTRY"
-  mkdir -p "$KIND_DIR/registry" "$KRS_CACHE/registry"
-  cat >"$KIND_DIR/registry/config.yml" <<YAML
-version: 0.1
-log:
-  level: warn
-storage:
-  filesystem:
-    rootdirectory: $KRS_CACHE/registry
-  delete:
-    enabled: true
-http:
-  addr: $KRS_REGISTRY
-YAML
+  registry_config "$KIND_DIR/registry/config.yml"
   start kind-registry docker-registry serve "$KIND_DIR/registry/config.yml"
   wait_for kind-registry 30 curl -sf "http://$KRS_REGISTRY/v2/"
   hack/images.sh >"$KRS_LOGS/images.log" 2>&1 || die images "building or pushing the test images failed"
@@ -100,7 +89,13 @@ k() { "$KRS_BIN_DIR/kubectl" "$@"; }
 # Pod networking instead of kind's default CNI (an image we cannot pull): each node bridges its
 # own Pod range and routes every other node's range to that node.
 log "kind: Pod network (a bridge per node, routes between nodes)"
-nodes=$(k get nodes -o jsonpath='{range .items[*]}{.metadata.name} {.spec.podCIDR} {.status.addresses[?(@.type=="InternalIP")].address}{"\n"}{end}')
+# The controller-manager gives each node its Pod range shortly after the node registers.
+node_ranges() {
+  k get nodes -o jsonpath='{range .items[*]}{.metadata.name} {.spec.podCIDR} {.status.addresses[?(@.type=="InternalIP")].address}{"\n"}{end}'
+}
+all_ranges_given() { node_ranges | awk 'NF != 3 {bad = 1} END {exit bad}'; }
+wait_for kind 120 all_ranges_given
+nodes=$(node_ranges)
 while read -r name cidr _; do
   docker exec -i "$name" sh -c 'mkdir -p /etc/cni/net.d && cat > /etc/cni/net.d/10-kruise-kind.conflist' <<JSON
 {
@@ -130,7 +125,8 @@ if [ "${1:-}" = --e2e ]; then
   # The tests check Kruise's reports against the node's runtime: its socket, seen through the
   # node container's root.
   node_pid=$(docker inspect -f '{{.State.Pid}}' "$CLUSTER-control-plane")
+  # Servers a test runs itself (a webhook) are reached by the API server at the gateway.
   KRUISE_E2E_CRI_SOCKET=/proc/$node_pid/root/run/containerd/containerd.sock \
-    KRUISE_E2E_INCLUSTER=1 cargo test -p kruise-e2e --no-fail-fast "${tests[@]}" -- --test-threads 3
+    KRUISE_E2E_HOST_ADDRESS=$GATEWAY KRUISE_E2E_INCLUSTER=1 cargo test -p kruise-e2e --no-fail-fast "${tests[@]}" -- --test-threads 3
 fi
 log "kind cluster $CLUSTER runs Kruise-rs: export KUBECONFIG=$KIND_KUBECONFIG"

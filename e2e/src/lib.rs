@@ -52,6 +52,13 @@ pub fn registry() -> String {
     std::env::var("KRUISE_E2E_REGISTRY").unwrap_or_else(|_| "127.0.0.1:5000".to_string())
 }
 
+/// The address at which the API server reaches a server the test runs on this host (a webhook
+/// of its own): 127.0.0.1 for the local cluster, whose API server runs here;
+/// `KRUISE_E2E_HOST_ADDRESS` for a cluster in containers (kind/up.sh: the nodes' gateway).
+pub fn host_address() -> String {
+    std::env::var("KRUISE_E2E_HOST_ADDRESS").unwrap_or_else(|_| "127.0.0.1".to_string())
+}
+
 /// A test image of the local registry, e.g. `image("testapp", "v1")`.
 /// testapp: HTTP on :8080, tags v1, v2, v3 (distinct image IDs) and v1-retag (same ID as v1).
 /// sidecar: an idler, tags v1 and v2.

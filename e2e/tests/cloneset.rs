@@ -1013,7 +1013,8 @@ async fn in_place_update_hook_holds_the_update_until_released() {
 /// sees every create the controller attempts: when it arrived, and whether it was admitted. Each
 /// request is held `GATE_HOLD` before the answer, so the creates of one batch (sent together)
 /// arrive together and the next batch only after. The first `admit` creates are admitted, the rest
-/// denied. The API server runs on this host (the local cluster), so it reaches 127.0.0.1.
+/// denied. The API server reaches it at [`kruise_e2e::host_address`] (127.0.0.1 on the local
+/// cluster).
 struct CreateGate {
     state: std::sync::Arc<GateState>,
     config: String,
@@ -1067,13 +1068,14 @@ impl CreateGate {
     async fn start(client: &kube::Client, ns: &str, selector: &str, admit: usize) -> Self {
         use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
         let _ = rustls::crypto::ring::default_provider().install_default();
+        let host = kruise_e2e::host_address();
         let bundle = kruise_webhook::certs::generate_bundle(
-            &["127.0.0.1".to_string()],
+            std::slice::from_ref(&host),
             std::time::SystemTime::now(),
             &kruise_webhook::certs::CertPolicy::default(),
         )
         .expect("certificates");
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let listener = std::net::TcpListener::bind((host.as_str(), 0)).expect("bind");
         listener.set_nonblocking(true).expect("nonblocking");
         let port = listener.local_addr().expect("addr").port();
         let tls = axum_server::tls_rustls::RustlsConfig::from_pem(
@@ -1104,7 +1106,7 @@ impl CreateGate {
             "metadata": {"name": config, "labels": {kruise_e2e::E2E_LABEL: "create-gate"}},
             "webhooks": [{
                 "name": "create-gate.e2e.kruise.io",
-                "clientConfig": {"url": format!("https://127.0.0.1:{port}/validate")},
+                "clientConfig": {"url": format!("https://{host}:{port}/validate")},
                 "rules": [{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"]}],
                 "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}},
                 "objectSelector": {"matchLabels": {key: value}},
