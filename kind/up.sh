@@ -124,9 +124,9 @@ if [ "${1:-}" = --e2e ]; then
   for t in $(hack/e2e.sh --print-incluster-tests); do tests+=(--test "$t"); done
   # The tests check Kruise's reports against the node's runtime: its socket, seen through the
   # node container's root.
-  node_pid=$(docker inspect -f '{{.State.Pid}}' "$CLUSTER-control-plane")
+  node_root=/proc/$(docker inspect -f '{{.State.Pid}}' "$CLUSTER-control-plane")/root
   # Servers a test runs itself (a webhook) are reached by the API server at the gateway.
-  KRUISE_E2E_CRI_SOCKET=/proc/$node_pid/root/run/containerd/containerd.sock \
+  KRUISE_E2E_CRI_SOCKET="$node_root/run/containerd/containerd.sock" \
     KRUISE_E2E_HOST_ADDRESS=$GATEWAY KRUISE_E2E_INCLUSTER=1 cargo test -p kruise-e2e --no-fail-fast "${tests[@]}" -- --test-threads 3
 fi
 log "kind cluster $CLUSTER runs Kruise-rs: export KUBECONFIG=$KIND_KUBECONFIG"
