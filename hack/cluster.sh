@@ -2,6 +2,8 @@
 # The local single-node Kubernetes cluster: upstream components built from their Go modules
 # (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubelet, kube-proxy), containerd
 # and runc and the CNI plugins from Debian, and a registry on 127.0.0.1:5000 with images built here.
+# Add-ons, also host processes built from their Go modules: CoreDNS behind the kube-dns Service
+# (cluster DNS) and rancher's local-path-provisioner behind the default StorageClass `local-path`.
 #
 #   hack/cluster.sh up      idempotent: builds what is missing, starts what is not running, waits
 #   hack/cluster.sh down    stops everything it started (by PID), removes mounts, netns and state
@@ -13,7 +15,16 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
 # Order matters: started left to right, stopped right to left.
-COMPONENTS=(registry containerd etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy)
+CORE=(registry containerd etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy)
+ADDONS=(coredns local-path-provisioner)
+COMPONENTS=("${CORE[@]}" "${ADDONS[@]}")
+# CoreDNS's health and readiness endpoints (its DNS port is 53 on the node's address).
+KRS_DNS_HEALTH=127.0.0.1:10054
+KRS_DNS_READY=127.0.0.1:10055
+# The provisioner's volumes: removed with the cluster.
+KRS_VOLUMES="$KRS_DIR/local-path"
+# Its helper Pods create and remove the volume directories with a shell: our busybox image.
+KRS_HELPER_IMAGE="$KRS_REGISTRY/kruise-rs/sidecar:v1"
 
 need_root() {
   [ "$(id -u)" = 0 ] || { echo "the local cluster runs a kubelet and containerd and needs root (try: sudo make cluster-up)" >&2; exit 1; }
@@ -35,7 +46,10 @@ make_pki() {
   cert kube-proxy system:kube-proxy "" "" client
   cert kubelet-client "system:node:$KRS_NODE" system:nodes "" client
   cert kubelet "$KRS_NODE" "" "DNS:$KRS_NODE,DNS:localhost,IP:127.0.0.1,IP:$ip" server
-  kubeconfigs admin controller-manager scheduler kube-proxy kubelet-client
+  # The add-ons' identities; hack/manifests grants them their roles.
+  cert coredns system:coredns "" "" client
+  cert local-path-provisioner system:local-path-provisioner "" "" client
+  kubeconfigs admin controller-manager scheduler kube-proxy kubelet-client coredns local-path-provisioner
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -125,6 +139,8 @@ healthzBindAddress: 127.0.0.1
 healthzPort: 10248
 serializeImagePulls: false
 resolvConf: /etc/resolv.conf
+clusterDNS: [$KRS_DNS_IP]
+clusterDomain: $KRS_CLUSTER_DOMAIN
 # A dev machine's disk is shared with builds: do not evict test Pods over disk usage.
 evictionHard:
   memory.available: 100Mi
@@ -226,6 +242,78 @@ host_network() {
 }
 
 # ---------------------------------------------------------------------------------------------
+# Add-ons: cluster DNS and the default StorageClass.
+
+# manifest FILE IP: hack/manifests/FILE with its @NAME@ placeholders filled in.
+manifest() {
+  sed -e "s|@DNS_IP@|$KRS_DNS_IP|g" -e "s|@NODE_IP@|$2|g" -e "s|@NODE@|$KRS_NODE|g" \
+    -e "s|@DATA_DIR@|$KRS_VOLUMES|g" -e "s|@HELPER_IMAGE@|$KRS_HELPER_IMAGE|g" \
+    "$KRS_ROOT/hack/manifests/$1"
+}
+
+# The Corefile: the cluster's zone (and reverse lookups of its addresses) from the API server,
+# anything else forwarded to this machine's resolver when it has one.
+write_corefile() {
+  local ip=$1 forward=""
+  if grep -qE '^[[:space:]]*nameserver[[:space:]]' /etc/resolv.conf 2>/dev/null; then
+    forward="forward . /etc/resolv.conf"
+  fi
+  mkdir -p "$KRS_DIR/coredns"
+  cat >"$KRS_DIR/coredns/Corefile" <<EOF
+.:53 {
+    bind $ip
+    errors
+    health $KRS_DNS_HEALTH
+    ready $KRS_DNS_READY
+    kubernetes $KRS_CLUSTER_DOMAIN in-addr.arpa ip6.arpa {
+        kubeconfig $KRS_DIR/coredns.kubeconfig
+        pods insecure
+        fallthrough in-addr.arpa ip6.arpa
+        ttl 30
+    }
+    $forward
+    cache 30
+    loop
+    loadbalance
+}
+EOF
+}
+
+# The API server's own name answers through the kube-dns Service (kube-proxy's rules included).
+dns_answers() {
+  busybox nslookup "kubernetes.default.svc.$KRS_CLUSTER_DOMAIN" "$KRS_DNS_IP" | grep -q "Address.*10\.96\.0\.1\b"
+}
+
+# The provisioner's controller logged that it runs, after the log's first LINES lines (logs are
+# appended across runs).
+provisioner_started() {
+  tail -n "+$(($1 + 1))" "$KRS_LOGS/local-path-provisioner.log" | grep -q "Started provisioner controller"
+}
+
+start_addons() {
+  local ip=$1 bin="$KRS_BIN_DIR"
+  log "starting CoreDNS on $ip:53 (Service kube-dns, $KRS_DNS_IP)"
+  write_corefile "$ip"
+  manifest dns.yaml "$ip" | kctl apply -f - >/dev/null
+  start coredns "$bin/coredns" -conf "$KRS_DIR/coredns/Corefile"
+  wait_for coredns 60 curl -sf "http://$KRS_DNS_READY/ready"
+  wait_for coredns 60 dns_answers
+
+  log "starting local-path-provisioner (default StorageClass local-path, volumes in .cluster/local-path)"
+  mkdir -p "$KRS_VOLUMES"
+  manifest storage.yaml "$ip" | kctl apply -f - >/dev/null
+  if ! pid_alive local-path-provisioner; then
+    local lines=0
+    [ -f "$KRS_LOGS/local-path-provisioner.log" ] && lines=$(wc -l <"$KRS_LOGS/local-path-provisioner.log")
+    start local-path-provisioner "$bin/local-path-provisioner" start \
+      --kubeconfig "$KRS_DIR/local-path-provisioner.kubeconfig" \
+      --namespace local-path-storage --service-account-name local-path-provisioner \
+      --configmap-name local-path-config --helper-image "$KRS_HELPER_IMAGE"
+    wait_for local-path-provisioner 60 provisioner_started "$lines"
+  fi
+}
+
+# ---------------------------------------------------------------------------------------------
 
 node_ready() {
   [ "$(kctl get node "$KRS_NODE" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ]
@@ -236,7 +324,13 @@ default_sa() { kctl get serviceaccount default -n default; }
 cmd_up() {
   need_root
   local bin="$KRS_BIN_DIR"
-  if all_alive "${COMPONENTS[@]}" && apiserver_ready >/dev/null 2>&1 && node_ready; then
+  if all_alive "${CORE[@]}" && apiserver_ready >/dev/null 2>&1 && node_ready; then
+    if ! all_alive "${ADDONS[@]}"; then
+      # A cluster started before the add-ons existed (or one of them died): start what is missing.
+      "$KRS_ROOT/hack/build-addons.sh"
+      make_pki "$(host_ip)"
+      start_addons "$(host_ip)"
+    fi
     log "the local cluster is already up (KUBECONFIG=.cluster/kubeconfig)"
     return 0
   fi
@@ -248,6 +342,7 @@ cmd_up() {
   fi
   "$KRS_ROOT/hack/install-deps.sh"
   "$KRS_ROOT/hack/build-k8s.sh"
+  "$KRS_ROOT/hack/build-addons.sh"
   mkdir -p "$KRS_DIR/bin" "$KRS_LOGS" "$KRS_PIDS"
   ln -sf "$bin/kubectl" "$KRS_DIR/bin/kubectl"
   local ip
@@ -318,6 +413,7 @@ cmd_up() {
   log "waiting for node $KRS_NODE to be Ready"
   wait_for kubelet 120 node_ready
   wait_for kube-controller-manager 60 default_sa
+  start_addons "$ip"
   log "the local cluster is up: export KUBECONFIG=$KRS_DIR/kubeconfig; kubectl is at .cluster/bin/kubectl"
 }
 
@@ -371,7 +467,7 @@ cmd_down() {
   iptables -D OUTPUT -d "$KRS_SERVICE_CIDR" -j REJECT 2>/dev/null || true
   ip route del unreachable "$KRS_SERVICE_CIDR" 2>/dev/null || true
   rm -rf "$KRS_CONTAINERD_STATE" "$KRS_DIR/etcd" "$KRS_DIR/kubelet" "$KRS_DIR/containerd/root" \
-    "$KRS_DIR/cni/ipam" "$KRS_PIDS"
+    "$KRS_DIR/cni/ipam" "$KRS_PIDS" "$KRS_VOLUMES"
   [ -n "$quiet" ] || log "the local cluster is down"
 }
 

@@ -116,6 +116,8 @@ if $cycle; then
       $chain || { warn "cluster down removed a KUBE-* chain it did not make"; exit 1; }
       after=$(iptables-save | grep '^:KUBE-' | cut -d' ' -f1 || true)
       [ "$after" = "$before" ] || { warn "cluster down left KUBE-* chains: $(echo "$after" | tr '\n' ' ')"; exit 1; }
+      # The provisioner's volumes are the cluster's state too.
+      [ ! -e "$KRS_DIR/local-path" ] || { warn "cluster down left the volumes in .cluster/local-path"; exit 1; }
       log "cluster down removed only what the cluster made"
     fi
     hack/cluster.sh up

@@ -17,7 +17,11 @@ KRS_REGISTRY=${KRS_REGISTRY:-127.0.0.1:5000}
 KRS_NODE=${KRS_NODE:-kruise-node}
 KRS_POD_CIDR=10.88.0.0/16
 KRS_SERVICE_CIDR=10.96.0.0/16
+# Cluster DNS: the kube-dns Service at the conventional 10th address of the Service range.
+KRS_DNS_IP=10.96.0.10
+KRS_CLUSTER_DOMAIN=cluster.local
 export KRS_ROOT KRS_DIR KRS_LOGS KRS_PIDS KRS_PKI KRS_REGISTRY KRS_NODE KRS_CONTAINERD_SOCK KRS_CONTAINERD_STATE KRS_POD_CIDR KRS_SERVICE_CIDR
+export KRS_DNS_IP KRS_CLUSTER_DOMAIN
 
 _t0=$(date +%s)
 log() { printf '\033[1m==> [%4ss] %s\033[0m\n' "$(($(date +%s) - _t0))" "$*" >&2; }

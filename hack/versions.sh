@@ -6,6 +6,10 @@ ETCD_VERSION=v3.6.16
 KWOK_VERSION=v0.8.0
 # kind/up.sh only (hack/build-kind.sh); tools/kind/go.mod pins it too.
 KIND_VERSION=v0.33.0
+# The local cluster's add-ons (hack/build-addons.sh); tools/coredns and
+# tools/local-path-provisioner pin them too.
+COREDNS_VERSION=v1.14.1
+LOCAL_PATH_PROVISIONER_VERSION=v0.0.30
 KRS_CACHE=${KRS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kruise-rs}
 KRS_BIN_DIR="$KRS_CACHE/k8s-${K8S_VERSION}-etcd-${ETCD_VERSION}/bin"
-export K8S_VERSION ETCD_VERSION KWOK_VERSION KIND_VERSION KRS_CACHE KRS_BIN_DIR
+export K8S_VERSION ETCD_VERSION KWOK_VERSION KIND_VERSION COREDNS_VERSION LOCAL_PATH_PROVISIONER_VERSION KRS_CACHE KRS_BIN_DIR

@@ -1,12 +1,15 @@
 //! The cluster under test itself: a Ready node, Pods from the local registry, the upstream
-//! in-place image guarantee the whole project rests on, and garbage collection.
+//! in-place image guarantee the whole project rests on, garbage collection, cluster DNS names
+//! (Services, headless Pods) and dynamically provisioned volumes of the default StorageClass.
 
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::{
+    Event, Node, PersistentVolume, PersistentVolumeClaim, Pod, Service,
+};
 use kruise_e2e::{TestNamespace, client, container_status, image, pod_ready, wait_for, wait_pod};
-use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{DeleteParams, ListParams, LogParams, Patch, PatchParams, PostParams};
 use kube::{Api, ResourceExt};
 use serde_json::json;
 
@@ -173,5 +176,283 @@ async fn deleting_a_deployment_collects_its_replicaset_and_pods() {
     )
     .await
     .expect("garbage collection");
+    ns.delete().await.expect("delete ns");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Cluster DNS (CoreDNS behind the kube-dns Service) and the default StorageClass (local-path).
+
+/// The kube-dns Service's address on the local cluster (hack/lib.sh `KRS_DNS_IP`).
+const CLUSTER_DNS: &str = "10.96.0.10";
+
+/// A Pod of our busybox image that runs `script` once (`restartPolicy: Never`).
+fn shell_pod(name: &str, script: &str) -> Pod {
+    serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "spec": {
+            "restartPolicy": "Never",
+            "terminationGracePeriodSeconds": 1,
+            "containers": [{
+                "name": "sh",
+                "image": image("sidecar", "v1"),
+                "command": ["/bin/sh", "-c", script]
+            }]
+        }
+    }))
+    .expect("valid pod")
+}
+
+/// Waits for a run-once Pod to finish and returns its phase and its log.
+async fn finished(pods: &Api<Pod>, name: &str) -> (String, String) {
+    let pod = wait_pod(
+        pods,
+        name,
+        "Succeeded or Failed",
+        Duration::from_secs(120),
+        |p| {
+            matches!(
+                p.status.as_ref().and_then(|s| s.phase.as_deref()),
+                Some("Succeeded" | "Failed")
+            )
+        },
+    )
+    .await
+    .expect("pod finished");
+    let phase = pod
+        .status
+        .and_then(|s| s.phase)
+        .expect("phase of a finished pod");
+    let log = pods
+        .logs(name, &LogParams::default())
+        .await
+        .expect("pod log");
+    (phase, log)
+}
+
+/// The addresses busybox's nslookup printed for `name` in a `== NAME` section of `log`
+/// (the resolver's own address, printed first as `Server:`/`Address: IP:53`, is skipped).
+fn resolved(log: &str, name: &str) -> Vec<String> {
+    let header = format!("== {name}");
+    log.lines()
+        .skip_while(|l| l.trim() != header)
+        .skip(1)
+        .take_while(|l| !l.starts_with("== "))
+        .filter_map(|l| l.trim().strip_prefix("Address:"))
+        .map(|a| a.trim().to_string())
+        .filter(|a| !a.ends_with(":53"))
+        .collect()
+}
+
+/// A script that looks each name up (retrying while the records propagate) and prints the
+/// answers under `== NAME`; it exits 1 naming the first name that never resolves.
+fn lookups(names: &[String]) -> String {
+    let mut script = String::new();
+    for n in names {
+        script.push_str(&format!(
+            "i=0; until nslookup {n} >/tmp/out 2>&1; do i=$((i+1)); \
+             if [ $i -ge 30 ]; then echo \"unresolved {n}\"; cat /tmp/out; exit 1; fi; sleep 1; done; \
+             echo '== {n}'; cat /tmp/out\n"
+        ));
+    }
+    script
+}
+
+/// A Pod behind a headless Service resolves as `NAME-0.SVC` and by its full name
+/// `NAME-0.SVC.NS.svc.cluster.local`, and a ClusterIP Service by its short name, from another Pod.
+#[tokio::test]
+async fn service_and_headless_pod_names_resolve_from_a_pod() {
+    let client = client().await.expect("cluster");
+    let ns = TestNamespace::create(&client, "e2e-dns").await.expect("ns");
+    let pods: Api<Pod> = ns.api();
+    let services: Api<Service> = ns.api();
+    for svc in [
+        json!({"metadata": {"name": "web"},
+               "spec": {"clusterIP": "None", "selector": {"app": "web"}, "ports": [{"port": 8080}]}}),
+        json!({"metadata": {"name": "front"},
+               "spec": {"selector": {"app": "web"}, "ports": [{"port": 80, "targetPort": 8080}]}}),
+    ] {
+        let svc: Service = serde_json::from_value(svc).expect("valid service");
+        services
+            .create(&PostParams::default(), &svc)
+            .await
+            .expect("create service");
+    }
+    // A StatefulSet Pod's identity: hostname and the headless Service as its subdomain.
+    let mut web = test_pod("web-0", "v1");
+    web.metadata.labels = Some([("app".to_string(), "web".to_string())].into());
+    if let Some(spec) = web.spec.as_mut() {
+        spec.hostname = Some("web-0".into());
+        spec.subdomain = Some("web".into());
+    }
+    pods.create(&PostParams::default(), &web)
+        .await
+        .expect("create web-0");
+    let web = wait_pod(&pods, "web-0", "Ready", Duration::from_secs(90), pod_ready)
+        .await
+        .expect("web-0 Ready");
+    let pod_ip = web
+        .status
+        .and_then(|s| s.pod_ip)
+        .expect("web-0 has an address");
+    let front_ip = services
+        .get("front")
+        .await
+        .expect("get front")
+        .spec
+        .and_then(|s| s.cluster_ip)
+        .expect("front has a ClusterIP");
+
+    let full = format!("web-0.web.{}.svc.cluster.local", ns.name);
+    let names = ["web-0.web".to_string(), full.clone(), "front".to_string()];
+    pods.create(&PostParams::default(), &shell_pod("client", &lookups(&names)))
+        .await
+        .expect("create client");
+    let (phase, log) = finished(&pods, "client").await;
+    assert_eq!(phase, "Succeeded", "every name resolves; log:\n{log}");
+    assert_eq!(resolved(&log, "web-0.web"), [pod_ip.clone()], "log:\n{log}");
+    assert_eq!(resolved(&log, &full), [pod_ip], "log:\n{log}");
+    assert_eq!(resolved(&log, "front"), [front_ip], "log:\n{log}");
+    ns.delete().await.expect("delete ns");
+}
+
+/// A new Pod's resolver is the cluster DNS with the cluster's search path, and the kubelet no
+/// longer warns `MissingClusterDNS` about it.
+#[tokio::test]
+async fn new_pod_uses_cluster_dns_without_missing_cluster_dns_event() {
+    let client = client().await.expect("cluster");
+    let ns = TestNamespace::create(&client, "e2e-dnsconf")
+        .await
+        .expect("ns");
+    let pods: Api<Pod> = ns.api();
+    pods.create(
+        &PostParams::default(),
+        &shell_pod("conf", "cat /etc/resolv.conf"),
+    )
+    .await
+    .expect("create pod");
+    let (phase, log) = finished(&pods, "conf").await;
+    assert_eq!(phase, "Succeeded", "log:\n{log}");
+    assert!(
+        log.lines().any(|l| l.trim() == format!("nameserver {CLUSTER_DNS}")),
+        "resolv.conf names the cluster DNS:\n{log}"
+    );
+    let search = format!("search {}.svc.cluster.local svc.cluster.local cluster.local", ns.name);
+    assert!(
+        log.lines().any(|l| l.starts_with(&search)),
+        "resolv.conf searches the cluster's domains ({search}):\n{log}"
+    );
+    // The kubelet records the warning when it sets the Pod's sandbox up, long before it finished.
+    let events: Api<Event> = ns.api();
+    let warnings: Vec<String> = events
+        .list(&ListParams::default().fields("involvedObject.name=conf"))
+        .await
+        .expect("list events")
+        .items
+        .into_iter()
+        .filter(|e| e.reason.as_deref() == Some("MissingClusterDNS"))
+        .filter_map(|e| e.message)
+        .collect();
+    assert!(warnings.is_empty(), "MissingClusterDNS events: {warnings:?}");
+    ns.delete().await.expect("delete ns");
+}
+
+/// A claim that names no StorageClass gets the default one, binds to a volume the local-path
+/// provisioner made, and keeps its data across Pods: one writes a file, is deleted, and a new Pod
+/// of the same claim reads it back.
+#[tokio::test]
+async fn claim_without_storage_class_binds_and_keeps_data_across_pods() {
+    let client = client().await.expect("cluster");
+    let ns = TestNamespace::create(&client, "e2e-pvc").await.expect("ns");
+    let pods: Api<Pod> = ns.api();
+    let claims: Api<PersistentVolumeClaim> = ns.api();
+    let claim: PersistentVolumeClaim = serde_json::from_value(json!({
+        "metadata": {"name": "data"},
+        "spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "resources": {"requests": {"storage": "16Mi"}}
+        }
+    }))
+    .expect("valid claim");
+    claims
+        .create(&PostParams::default(), &claim)
+        .await
+        .expect("create claim");
+    let with_claim = |name: &str, script: &str| {
+        let mut pod = shell_pod(name, script);
+        let spec = pod.spec.as_mut().expect("spec");
+        spec.volumes = Some(vec![
+            serde_json::from_value(
+                json!({"name": "data", "persistentVolumeClaim": {"claimName": "data"}}),
+            )
+            .expect("valid volume"),
+        ]);
+        spec.containers[0].volume_mounts = Some(vec![
+            serde_json::from_value(json!({"name": "data", "mountPath": "/data"}))
+                .expect("valid mount"),
+        ]);
+        pod
+    };
+    // Unique per run, so a file left from elsewhere cannot pass for this one.
+    let token = format!("written-in-{}", ns.name);
+    let writer = pods
+        .create(
+            &PostParams::default(),
+            &with_claim("writer", &format!("echo {token} > /data/hello && sync")),
+        )
+        .await
+        .expect("create writer");
+    let (phase, log) = finished(&pods, "writer").await;
+    assert_eq!(phase, "Succeeded", "the writer wrote; log:\n{log}");
+
+    let bound = claims.get("data").await.expect("get claim");
+    let spec = bound.spec.clone().expect("claim spec");
+    assert_eq!(
+        spec.storage_class_name.as_deref(),
+        Some("local-path"),
+        "the default StorageClass was filled in"
+    );
+    assert_eq!(
+        bound.status.as_ref().and_then(|s| s.phase.as_deref()),
+        Some("Bound")
+    );
+    let pv_name = spec.volume_name.expect("bound to a volume");
+    let pv = Api::<PersistentVolume>::all(client.clone())
+        .get(&pv_name)
+        .await
+        .expect("get volume");
+    assert_eq!(
+        pv.annotations()
+            .get("pv.kubernetes.io/provisioned-by")
+            .map(String::as_str),
+        Some("rancher.io/local-path"),
+        "the volume was provisioned dynamically"
+    );
+
+    pods.delete("writer", &DeleteParams::default())
+        .await
+        .expect("delete writer");
+    wait_for("the writer to be gone", Duration::from_secs(60), || async {
+        Ok(pods.get_opt("writer").await?.is_none().then_some(()))
+    })
+    .await
+    .expect("writer deleted");
+    let reader = pods
+        .create(&PostParams::default(), &with_claim("reader", "cat /data/hello"))
+        .await
+        .expect("create reader");
+    assert_ne!(reader.uid(), writer.uid());
+    let (phase, log) = finished(&pods, "reader").await;
+    assert_eq!(phase, "Succeeded", "log:\n{log}");
+    assert_eq!(log.trim(), token, "the new Pod reads what the old one wrote");
+    assert_eq!(
+        claims
+            .get("data")
+            .await
+            .expect("get claim")
+            .spec
+            .and_then(|s| s.volume_name),
+        Some(pv_name),
+        "the claim kept its volume"
+    );
     ns.delete().await.expect("delete ns");
 }
