@@ -243,22 +243,48 @@ fn resolved(log: &str, name: &str) -> Vec<String> {
         .collect()
 }
 
+/// How a lookup script asks for a name.
+#[derive(Clone, Copy)]
+enum Lookup {
+    /// busybox's `nslookup`, which asks the cluster DNS directly (it applies the search path only
+    /// to names without a dot, so a name with dots must be fully qualified).
+    Nslookup,
+    /// The C library's resolver, as applications resolve names: the Pod's search path and
+    /// `ndots:5`, so `NAME-0.SVC` works. busybox's `ping` prints `PING NAME (IP)` once it resolved
+    /// the name (whether the address answers pings does not matter).
+    Libc,
+}
+
 /// A script that looks each name up (retrying while the records propagate) and prints the
-/// answers under `== NAME`; it exits 1 naming the first name that never resolves.
-fn lookups(names: &[String]) -> String {
+/// answers as `Address: IP` lines under `== NAME`; it exits 1 naming the first name that never
+/// resolves.
+fn lookups(names: &[(Lookup, String)]) -> String {
     let mut script = String::new();
-    for n in names {
+    for (how, n) in names {
+        let (ask, ok, show) = match how {
+            Lookup::Nslookup => (
+                format!("nslookup {n} >/tmp/out 2>&1"),
+                "grep -q '^Name:' /tmp/out".to_string(),
+                "cat /tmp/out".to_string(),
+            ),
+            Lookup::Libc => (
+                format!("ping -c1 -W1 {n} >/tmp/out 2>&1"),
+                format!("grep -q '^PING {n} (' /tmp/out"),
+                "sed -n 's/^PING [^ ]* (\\([0-9.]*\\)).*/Address: \\1/p' /tmp/out".to_string(),
+            ),
+        };
         script.push_str(&format!(
-            "i=0; until nslookup {n} >/tmp/out 2>&1; do i=$((i+1)); \
+            "i=0; until {ask}; {ok}; do i=$((i+1)); \
              if [ $i -ge 30 ]; then echo \"unresolved {n}\"; cat /tmp/out; exit 1; fi; sleep 1; done; \
-             echo '== {n}'; cat /tmp/out\n"
+             echo '== {n}'; {show}\n"
         ));
     }
     script
 }
 
-/// A Pod behind a headless Service resolves as `NAME-0.SVC` and by its full name
-/// `NAME-0.SVC.NS.svc.cluster.local`, and a ClusterIP Service by its short name, from another Pod.
+/// From another Pod, a Pod behind a headless Service resolves by its full name
+/// `NAME-0.SVC.NS.svc.cluster.local` (nslookup) and as `NAME-0.SVC` / `NAME-0.SVC.NS` (the search
+/// path), and a ClusterIP Service by its short and full names.
 #[tokio::test]
 async fn service_and_headless_pod_names_resolve_from_a_pod() {
     let client = client().await.expect("cluster");
@@ -303,15 +329,34 @@ async fn service_and_headless_pod_names_resolve_from_a_pod() {
         .expect("front has a ClusterIP");
 
     let full = format!("web-0.web.{}.svc.cluster.local", ns.name);
-    let names = ["web-0.web".to_string(), full.clone(), "front".to_string()];
-    pods.create(&PostParams::default(), &shell_pod("client", &lookups(&names)))
-        .await
-        .expect("create client");
+    let front_full = format!("front.{}.svc.cluster.local", ns.name);
+    let names = [
+        (Lookup::Nslookup, full.clone()),
+        (Lookup::Nslookup, front_full.clone()),
+        (Lookup::Nslookup, "front".to_string()),
+        (Lookup::Libc, "web-0.web".to_string()),
+        (Lookup::Libc, format!("web-0.web.{}", ns.name)),
+    ];
+    pods.create(
+        &PostParams::default(),
+        &shell_pod("client", &lookups(&names)),
+    )
+    .await
+    .expect("create client");
     let (phase, log) = finished(&pods, "client").await;
     assert_eq!(phase, "Succeeded", "every name resolves; log:\n{log}");
-    assert_eq!(resolved(&log, "web-0.web"), [pod_ip.clone()], "log:\n{log}");
-    assert_eq!(resolved(&log, &full), [pod_ip], "log:\n{log}");
-    assert_eq!(resolved(&log, "front"), [front_ip], "log:\n{log}");
+    for (_, name) in &names {
+        let want = if name.starts_with("front") {
+            &front_ip
+        } else {
+            &pod_ip
+        };
+        assert_eq!(
+            resolved(&log, name),
+            [want.clone()],
+            "{name} resolves to {want}; log:\n{log}"
+        );
+    }
     ns.delete().await.expect("delete ns");
 }
 
@@ -333,10 +378,14 @@ async fn new_pod_uses_cluster_dns_without_missing_cluster_dns_event() {
     let (phase, log) = finished(&pods, "conf").await;
     assert_eq!(phase, "Succeeded", "log:\n{log}");
     assert!(
-        log.lines().any(|l| l.trim() == format!("nameserver {CLUSTER_DNS}")),
+        log.lines()
+            .any(|l| l.trim() == format!("nameserver {CLUSTER_DNS}")),
         "resolv.conf names the cluster DNS:\n{log}"
     );
-    let search = format!("search {}.svc.cluster.local svc.cluster.local cluster.local", ns.name);
+    let search = format!(
+        "search {}.svc.cluster.local svc.cluster.local cluster.local",
+        ns.name
+    );
     assert!(
         log.lines().any(|l| l.starts_with(&search)),
         "resolv.conf searches the cluster's domains ({search}):\n{log}"
@@ -352,7 +401,10 @@ async fn new_pod_uses_cluster_dns_without_missing_cluster_dns_event() {
         .filter(|e| e.reason.as_deref() == Some("MissingClusterDNS"))
         .filter_map(|e| e.message)
         .collect();
-    assert!(warnings.is_empty(), "MissingClusterDNS events: {warnings:?}");
+    assert!(
+        warnings.is_empty(),
+        "MissingClusterDNS events: {warnings:?}"
+    );
     ns.delete().await.expect("delete ns");
 }
 
@@ -437,13 +489,20 @@ async fn claim_without_storage_class_binds_and_keeps_data_across_pods() {
     .await
     .expect("writer deleted");
     let reader = pods
-        .create(&PostParams::default(), &with_claim("reader", "cat /data/hello"))
+        .create(
+            &PostParams::default(),
+            &with_claim("reader", "cat /data/hello"),
+        )
         .await
         .expect("create reader");
     assert_ne!(reader.uid(), writer.uid());
     let (phase, log) = finished(&pods, "reader").await;
     assert_eq!(phase, "Succeeded", "log:\n{log}");
-    assert_eq!(log.trim(), token, "the new Pod reads what the old one wrote");
+    assert_eq!(
+        log.trim(),
+        token,
+        "the new Pod reads what the old one wrote"
+    );
     assert_eq!(
         claims
             .get("data")
