@@ -131,7 +131,10 @@ go_build_progress() {
 
 # mounts_under PATH: every mount at or below PATH, deepest first.
 mounts_under() {
-  awk -v p="$1" '$5 == p || index($5, p "/") == 1 {print $5}' /proc/self/mountinfo | sort -r
+  # mountinfo names real paths: resolve PATH first (a work tree's .cluster may be a symlink).
+  local p
+  p=$(readlink -f "$1" 2>/dev/null || echo "$1")
+  awk -v p="$p" '$5 == p || index($5, p "/") == 1 {print $5}' /proc/self/mountinfo | sort -r
 }
 
 # registry_config FILE: the configuration of the local image registry on $KRS_REGISTRY. Its
