@@ -21,8 +21,9 @@ COMPONENTS=("${CORE[@]}" "${ADDONS[@]}")
 # CoreDNS's health and readiness endpoints (its DNS port is 53 on the node's address).
 KRS_DNS_HEALTH=127.0.0.1:10054
 KRS_DNS_READY=127.0.0.1:10055
-# The provisioner's volumes: removed with the cluster.
-KRS_VOLUMES="$KRS_DIR/local-path"
+# The provisioner's volumes: removed with the cluster. The real path, since volumes record it and
+# a work tree's .cluster may be a symlink to another's.
+KRS_VOLUMES="$(readlink -f "$KRS_DIR" || echo "$KRS_DIR")/local-path"
 # Its helper Pods create and remove the volume directories with a shell: our busybox image.
 KRS_HELPER_IMAGE="$KRS_REGISTRY/kruise-rs/sidecar:v1"
 
@@ -307,7 +308,7 @@ start_addons() {
     [ -f "$KRS_LOGS/local-path-provisioner.log" ] && lines=$(wc -l <"$KRS_LOGS/local-path-provisioner.log")
     start local-path-provisioner "$bin/local-path-provisioner" start \
       --kubeconfig "$KRS_DIR/local-path-provisioner.kubeconfig" \
-      --namespace local-path-storage --service-account-name local-path-provisioner \
+      --namespace kube-system --service-account-name local-path-provisioner \
       --configmap-name local-path-config --helper-image "$KRS_HELPER_IMAGE"
     wait_for local-path-provisioner 60 provisioner_started "$lines"
   fi

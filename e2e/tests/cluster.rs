@@ -353,7 +353,7 @@ async fn service_and_headless_pod_names_resolve_from_a_pod() {
         };
         assert_eq!(
             resolved(&log, name),
-            [want.clone()],
+            std::slice::from_ref(want),
             "{name} resolves to {want}; log:\n{log}"
         );
     }
