@@ -261,21 +261,23 @@ enum Lookup {
 fn lookups(names: &[(Lookup, String)]) -> String {
     let mut script = String::new();
     for (how, n) in names {
+        // Each answer is kept in the shell variable `out`.
         let (ask, ok, show) = match how {
             Lookup::Nslookup => (
-                format!("nslookup {n} >/tmp/out 2>&1"),
-                "grep -q '^Name:' /tmp/out".to_string(),
-                "cat /tmp/out".to_string(),
+                format!("out=$(nslookup {n} 2>&1)"),
+                "echo \"$out\" | grep -q '^Name:'".to_string(),
+                "echo \"$out\"".to_string(),
             ),
             Lookup::Libc => (
-                format!("ping -c1 -W1 {n} >/tmp/out 2>&1"),
-                format!("grep -q '^PING {n} (' /tmp/out"),
-                "sed -n 's/^PING [^ ]* (\\([0-9.]*\\)).*/Address: \\1/p' /tmp/out".to_string(),
+                format!("out=$(ping -c1 -W1 {n} 2>&1)"),
+                format!("echo \"$out\" | grep -q '^PING {n} ('"),
+                "echo \"$out\" | sed -n 's/^PING [^ ]* (\\([0-9.]*\\)).*/Address: \\1/p'"
+                    .to_string(),
             ),
         };
         script.push_str(&format!(
             "i=0; until {ask}; {ok}; do i=$((i+1)); \
-             if [ $i -ge 30 ]; then echo \"unresolved {n}\"; cat /tmp/out; exit 1; fi; sleep 1; done; \
+             if [ $i -ge 30 ]; then echo \"unresolved {n}\"; echo \"$out\"; exit 1; fi; sleep 1; done; \
              echo '== {n}'; {show}\n"
         ));
     }
