@@ -75,8 +75,8 @@ pub fn format_hash_annotation(m: &BTreeMap<String, SidecarSetUpgradeSpec>) -> Re
 
 /// The hash recorded for `sidecar_set` in a Pod's annotation `key`, if any (upstream
 /// `GetPodSidecarSetRevision`); unreadable annotations count as absent.
-pub fn pod_hash<'a>(
-    annotations: Option<&'a BTreeMap<String, String>>,
+pub fn pod_hash(
+    annotations: Option<&BTreeMap<String, String>>,
     key: &'static str,
     sidecar_set: &str,
 ) -> Option<String> {

@@ -8,12 +8,9 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-pub use crate::apps::v1beta1::{
-    PodInjectPolicyType, ShareVolumePolicy, ShareVolumePolicyType, SidecarContainer,
-    SidecarContainerUpgradeStrategy, SidecarContainerUpgradeType, SidecarSetInjectRevision,
-    SidecarSetInjectRevisionPolicy, SidecarSetInjectionStrategy, SidecarSetPatchPodMetadata,
-    SidecarSetPatchPolicyType, SidecarSetStatus, SidecarSetUpdateStrategy,
-    SidecarSetUpdateStrategyType, SourceContainerNameSource, TransferEnvVar,
+use crate::apps::v1beta1::{
+    SidecarContainer, SidecarSetInjectionStrategy, SidecarSetPatchPodMetadata, SidecarSetStatus,
+    SidecarSetUpdateStrategy,
 };
 
 /// Desired state of a SidecarSet (v1alpha1).
@@ -68,5 +65,5 @@ pub struct SidecarSetSpec {
     pub revision_history_limit: Option<i32>,
     /// Pod annotations written at injection.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub patch_pod_metadata: Vec<crate::apps::v1beta1::SidecarSetPatchPodMetadata>,
+    pub patch_pod_metadata: Vec<SidecarSetPatchPodMetadata>,
 }
