@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::apps::v1beta1::{SidecarContainer, SidecarSet, SidecarSetSpec};
+use crate::appspub::InPlaceUpdateState;
 use crate::{Error, Result, keys, selector};
 
 /// Namespaces never injected (upstream `SidecarIgnoredNamespaces`).
@@ -85,6 +86,26 @@ pub fn pod_hash(
         .ok()?
         .remove(sidecar_set)
         .map(|s| s.hash)
+}
+
+/// The Pod annotation [`keys::SIDECARSET_INPLACE_UPDATE_STATE_ANNOTATION`]: SidecarSet name →
+/// the state of its in-place sidecar upgrade (upstream keeps one `InPlaceUpdateState` each).
+pub fn parse_inplace_states(value: &str) -> Result<BTreeMap<String, InPlaceUpdateState>> {
+    if value.is_empty() {
+        return Ok(BTreeMap::new());
+    }
+    serde_json::from_str(value).map_err(|source| Error::InvalidAnnotation {
+        key: keys::SIDECARSET_INPLACE_UPDATE_STATE_ANNOTATION,
+        source,
+    })
+}
+
+/// Serializes the in-place state map.
+pub fn format_inplace_states(m: &BTreeMap<String, InPlaceUpdateState>) -> Result<String> {
+    serde_json::to_string(m).map_err(|source| Error::Serialize {
+        what: "sidecarset in-place update state annotation",
+        source,
+    })
 }
 
 /// Names in [`keys::SIDECARSET_INJECTED_LIST_ANNOTATION`] (comma-separated).
