@@ -43,7 +43,9 @@ async fn ready_pods(api: &Api<Pod>, app: &str, n: usize) -> Vec<Pod> {
 #[tokio::test]
 async fn injects_into_cloneset_and_deployment_pods_only_when_matched() {
     let client = client().await.expect("client");
-    let ns = TestNamespace::create(&client, "sc-inject").await.expect("ns");
+    let ns = TestNamespace::create(&client, "sc-inject")
+        .await
+        .expect("ns");
     let set = sc::new(
         &format!("{}-inject", ns.name),
         &ns.name,
@@ -55,13 +57,18 @@ async fn injects_into_cloneset_and_deployment_pods_only_when_matched() {
         }),
     )
     .expect("set");
-    let (guard, _) = Guard::create(&client, &set).await.expect("create sidecarset");
+    let (guard, _) = Guard::create(&client, &set)
+        .await
+        .expect("create sidecarset");
 
     let cs_api = cloneset::api(&client, &ns.name);
     let mut cs = cloneset::new("web", 1, "v1", json!({})).expect("cloneset");
     cs.data["spec"]["template"]["spec"]["containers"][0]["env"] =
         json!([{"name": "APP_MODE", "value": "blue"}]);
-    cs_api.create(&PostParams::default(), &cs).await.expect("create cloneset");
+    cs_api
+        .create(&PostParams::default(), &cs)
+        .await
+        .expect("create cloneset");
     let deploy: Deployment = serde_json::from_value(json!({
         "metadata": {"name": "web-deploy"},
         "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web", "owner": "deploy"}},
@@ -82,7 +89,9 @@ async fn injects_into_cloneset_and_deployment_pods_only_when_matched() {
     }))
     .expect("pod");
     let pods: Api<Pod> = ns.api();
-    pods.create(&PostParams::default(), &other).await.expect("create other");
+    pods.create(&PostParams::default(), &other)
+        .await
+        .expect("create other");
 
     let web = ready_pods(&pods, "web", 2).await;
     for p in &web {
@@ -92,10 +101,21 @@ async fn injects_into_cloneset_and_deployment_pods_only_when_matched() {
             "pod {}",
             p.name_any()
         );
-        let mode = if p.labels().contains_key("owner") { "green" } else { "blue" };
+        let mode = if p.labels().contains_key("owner") {
+            "green"
+        } else {
+            "blue"
+        };
         let env = sc::env(p, "logger");
-        assert_eq!(env.get("APP_MODE").map(String::as_str), Some(mode), "{env:?}");
-        assert_eq!(env.get(keys::ENV_SIDECAR_IS_INJECTED).map(String::as_str), Some("true"));
+        assert_eq!(
+            env.get("APP_MODE").map(String::as_str),
+            Some(mode),
+            "{env:?}"
+        );
+        assert_eq!(
+            env.get(keys::ENV_SIDECAR_IS_INJECTED).map(String::as_str),
+            Some("true")
+        );
         let vols: Vec<String> = p
             .spec
             .iter()
@@ -112,7 +132,11 @@ async fn injects_into_cloneset_and_deployment_pods_only_when_matched() {
     }
     let other = pods.get("other").await.expect("other");
     assert_eq!(sc::container_names(&other), ["app"]);
-    assert!(!other.annotations().contains_key(keys::SIDECARSET_HASH_ANNOTATION));
+    assert!(
+        !other
+            .annotations()
+            .contains_key(keys::SIDECARSET_HASH_ANNOTATION)
+    );
 
     guard.delete().await.expect("delete sidecarset");
     ns.delete().await.expect("delete ns");
@@ -121,7 +145,9 @@ async fn injects_into_cloneset_and_deployment_pods_only_when_matched() {
 #[tokio::test]
 async fn image_change_upgrades_in_place_within_max_unavailable_and_partition() {
     let client = client().await.expect("client");
-    let ns = TestNamespace::create(&client, "sc-upgrade").await.expect("ns");
+    let ns = TestNamespace::create(&client, "sc-upgrade")
+        .await
+        .expect("ns");
     let name = format!("{}-up", ns.name);
     let set = sc::new(
         &name,
@@ -131,10 +157,15 @@ async fn image_change_upgrades_in_place_within_max_unavailable_and_partition() {
             "updateStrategy": {"maxUnavailable": 1, "partition": 1}}),
     )
     .expect("set");
-    let (guard, _) = Guard::create(&client, &set).await.expect("create sidecarset");
+    let (guard, _) = Guard::create(&client, &set)
+        .await
+        .expect("create sidecarset");
     let cs_api = cloneset::api(&client, &ns.name);
     let cs = cloneset::new("web", 3, "v1", json!({})).expect("cloneset");
-    cs_api.create(&PostParams::default(), &cs).await.expect("create cloneset");
+    cs_api
+        .create(&PostParams::default(), &cs)
+        .await
+        .expect("create cloneset");
     let pods: Api<Pod> = ns.api();
     let before = ready_pods(&pods, "web", 3).await;
     let uids: BTreeMap<String, String> = before
@@ -144,7 +175,9 @@ async fn image_change_upgrades_in_place_within_max_unavailable_and_partition() {
     let sets = sc::api(&client);
     wait_for("matchedPods 3", STARTUP, || async {
         let s = sets.get(&name).await?;
-        Ok(s.status.filter(|st| st.matched_pods == 3 && st.updated_pods == 3).map(|_| ()))
+        Ok(s.status
+            .filter(|st| st.matched_pods == 3 && st.updated_pods == 3)
+            .map(|_| ()))
     })
     .await
     .expect("status before");
@@ -172,7 +205,10 @@ async fn image_change_upgrades_in_place_within_max_unavailable_and_partition() {
         if upgraded == 2 && unready == 0 {
             break;
         }
-        assert!(tokio::time::Instant::now() < deadline, "rollout stuck: {upgraded} upgraded, {unready} unready");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "rollout stuck: {upgraded} upgraded, {unready} unready"
+        );
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
     assert!(max_unready <= 1, "saw {max_unready} Pods unready at once");
@@ -183,7 +219,11 @@ async fn image_change_upgrades_in_place_within_max_unavailable_and_partition() {
         .iter()
         .filter(|p| sc::spec_image(p, "logger").as_deref() == Some(image("sidecar", "v1").as_str()))
         .collect();
-    assert_eq!(old.len(), 1, "partition 1 keeps exactly one Pod on the old sidecar");
+    assert_eq!(
+        old.len(),
+        1,
+        "partition 1 keeps exactly one Pod on the old sidecar"
+    );
     let s = sets.get(&name).await.expect("set");
     let st = s.status.expect("status");
     assert_eq!((st.matched_pods, st.updated_pods), (3, 2), "{st:?}");
@@ -204,11 +244,26 @@ async fn image_change_upgrades_in_place_within_max_unavailable_and_partition() {
     .await
     .expect("rollout");
     for p in &after {
-        assert_eq!(uids.get(&p.name_any()), p.uid().as_ref(), "same Pod {}", p.name_any());
+        assert_eq!(
+            uids.get(&p.name_any()),
+            p.uid().as_ref(),
+            "same Pod {}",
+            p.name_any()
+        );
         let app = container_status(p, "app").expect("app status");
-        assert_eq!(app.restart_count, 0, "app container untouched in {}", p.name_any());
+        assert_eq!(
+            app.restart_count,
+            0,
+            "app container untouched in {}",
+            p.name_any()
+        );
         let logger = container_status(p, "logger").expect("logger status");
-        assert_eq!(logger.restart_count, 1, "sidecar restarted once in {}", p.name_any());
+        assert_eq!(
+            logger.restart_count,
+            1,
+            "sidecar restarted once in {}",
+            p.name_any()
+        );
     }
     wait_for("status updatedReadyPods 3", STARTUP, || async {
         let s = sets.get(&name).await?;
@@ -236,10 +291,15 @@ async fn change_beyond_image_only_reaches_new_pods() {
             "updateStrategy": {"maxUnavailable": 2}}),
     )
     .expect("set");
-    let (guard, _) = Guard::create(&client, &set).await.expect("create sidecarset");
+    let (guard, _) = Guard::create(&client, &set)
+        .await
+        .expect("create sidecarset");
     let cs_api = cloneset::api(&client, &ns.name);
     let cs = cloneset::new("web", 2, "v1", json!({})).expect("cloneset");
-    cs_api.create(&PostParams::default(), &cs).await.expect("create cloneset");
+    cs_api
+        .create(&PostParams::default(), &cs)
+        .await
+        .expect("create cloneset");
     let pods: Api<Pod> = ns.api();
     let before = ready_pods(&pods, "web", 2).await;
 
@@ -256,7 +316,9 @@ async fn change_beyond_image_only_reaches_new_pods() {
         let s = sets.get(&name).await?;
         let g = s.metadata.generation.unwrap_or_default();
         Ok(s.status
-            .filter(|st| st.observed_generation == g && st.updated_pods == 0 && st.matched_pods == 2)
+            .filter(|st| {
+                st.observed_generation == g && st.updated_pods == 0 && st.matched_pods == 2
+            })
             .map(|_| ()))
     })
     .await
@@ -266,7 +328,10 @@ async fn change_beyond_image_only_reaches_new_pods() {
         let now = pods.get(&p.name_any()).await.expect("pod");
         assert_eq!(sc::spec_image(&now, "logger"), Some(image("sidecar", "v1")));
         assert!(!sc::env(&now, "logger").contains_key("LEVEL"));
-        assert_eq!(container_status(&now, "logger").map(|s| s.restart_count), Some(0));
+        assert_eq!(
+            container_status(&now, "logger").map(|s| s.restart_count),
+            Some(0)
+        );
     }
     cloneset::patch_spec(&cs_api, "web", json!({"replicas": 3}))
         .await
@@ -277,8 +342,14 @@ async fn change_beyond_image_only_reaches_new_pods() {
         .filter(|p| !before.iter().any(|b| b.uid() == p.uid()))
         .collect();
     assert_eq!(new.len(), 1);
-    assert_eq!(sc::spec_image(new[0], "logger"), Some(image("sidecar", "v2")));
-    assert_eq!(sc::env(new[0], "logger").get("LEVEL").map(String::as_str), Some("debug"));
+    assert_eq!(
+        sc::spec_image(new[0], "logger"),
+        Some(image("sidecar", "v2"))
+    );
+    assert_eq!(
+        sc::env(new[0], "logger").get("LEVEL").map(String::as_str),
+        Some("debug")
+    );
 
     guard.delete().await.expect("delete sidecarset");
     ns.delete().await.expect("delete ns");
@@ -287,7 +358,9 @@ async fn change_beyond_image_only_reaches_new_pods() {
 #[tokio::test]
 async fn conflicting_sidecarset_is_refused_naming_the_first() {
     let client = client().await.expect("client");
-    let ns = TestNamespace::create(&client, "sc-conflict").await.expect("ns");
+    let ns = TestNamespace::create(&client, "sc-conflict")
+        .await
+        .expect("ns");
     let first_name = format!("{}-first", ns.name);
     let first = sc::new(
         &first_name,
@@ -324,7 +397,10 @@ async fn conflicting_sidecarset_is_refused_naming_the_first() {
         .create(&PostParams::default(), &bad)
         .await
         .expect_err("no image");
-    assert!(err.to_string().contains("spec.containers[0].image"), "{err}");
+    assert!(
+        err.to_string().contains("spec.containers[0].image"),
+        "{err}"
+    );
 
     guard.delete().await.expect("delete first");
     ns.delete().await.expect("delete ns");

@@ -65,8 +65,8 @@ pub mod field;
 pub mod imagepull;
 pub mod pod;
 pub mod review;
-pub mod sidecarset;
 mod server;
+pub mod sidecarset;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -70,17 +70,15 @@ pub async fn run(
 ) {
     let api: Api<SidecarSet> = Api::all(client.clone());
     // A Pod event wakes every SidecarSet the Pod carries.
-    let wake = pods
-        .live_pods()
-        .flat_map(|p| {
-            let names: Vec<ObjectRef<SidecarSet>> = p
-                .annotations()
-                .get(keys::SIDECARSET_HASH_ANNOTATION)
-                .and_then(|v| wire::parse_hash_annotation(keys::SIDECARSET_HASH_ANNOTATION, v).ok())
-                .map(|m| m.into_keys().map(|n| ObjectRef::new(&n)).collect())
-                .unwrap_or_default();
-            futures::stream::iter(names)
-        });
+    let wake = pods.live_pods().flat_map(|p| {
+        let names: Vec<ObjectRef<SidecarSet>> = p
+            .annotations()
+            .get(keys::SIDECARSET_HASH_ANNOTATION)
+            .and_then(|v| wire::parse_hash_annotation(keys::SIDECARSET_HASH_ANNOTATION, v).ok())
+            .map(|m| m.into_keys().map(|n| ObjectRef::new(&n)).collect())
+            .unwrap_or_default();
+        futures::stream::iter(names)
+    });
     Controller::watching(NAME, watch(api), metrics, shutdown)
         .trigger_refs(wake)
         .run(reconcile, Arc::new(Context { client, pods }))
@@ -102,7 +100,10 @@ async fn reconcile(set: Arc<SidecarSet>, ctx: Arc<Context>) -> Result<Action, Er
         .filter(|p| plan::is_matched(&set, p))
         .collect();
     pods.sort_by_key(|p| (p.namespace(), p.name_any()));
-    let states: Vec<PodState> = pods.iter().map(|p| plan::pod_state(&set, &latest, p)).collect();
+    let states: Vec<PodState> = pods
+        .iter()
+        .map(|p| plan::pod_state(&set, &latest, p))
+        .collect();
     let plan = plan::plan(&set, &states);
     let now = Timestamp::now();
 
@@ -115,8 +116,12 @@ async fn reconcile(set: Arc<SidecarSet>, ctx: Arc<Context>) -> Result<Action, Er
     if set.status.as_ref() != Some(&plan.status) {
         let api: Api<SidecarSet> = Api::all(ctx.client.clone());
         let patch = json!({"status": plan.status});
-        api.patch_status(&set.name_any(), &PatchParams::default(), &Patch::Merge(&patch))
-            .await?;
+        api.patch_status(
+            &set.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(&patch),
+        )
+        .await?;
     }
     let busy = states.iter().any(|s| !s.consistent || s.held)
         || !plan.upgrade.is_empty()
@@ -134,14 +139,17 @@ async fn set_held(client: &Client, pod: &Pod, hold: bool, now: Timestamp) -> Res
         keys::READINESS_USER_AGENT_SIDECARSET,
         keys::READINESS_KEY_SIDECAR_UPGRADE,
     );
-    let Some(cond) = kruise_api::appspub::kruise_pod_ready_condition(pod, &msg, hold, now)?
-    else {
+    let Some(cond) = kruise_api::appspub::kruise_pod_ready_condition(pod, &msg, hold, now)? else {
         return Ok(());
     };
     let api: Api<Pod> = Api::namespaced(client.clone(), &pod.namespace().unwrap_or_default());
     let patch = json!({"status": {"conditions": [cond]}});
     match api
-        .patch_status(&pod.name_any(), &PatchParams::default(), &Patch::Strategic(&patch))
+        .patch_status(
+            &pod.name_any(),
+            &PatchParams::default(),
+            &Patch::Strategic(&patch),
+        )
         .await
     {
         Ok(_) => Ok(()),
@@ -194,7 +202,8 @@ async fn upgrade(
     }
     let time = Time(now);
     let rewrite = |key: &'static str, hash: &str| -> Result<String, Error> {
-        let mut m = wire::parse_hash_annotation(key, ann.get(key).map(String::as_str).unwrap_or(""))?;
+        let mut m =
+            wire::parse_hash_annotation(key, ann.get(key).map(String::as_str).unwrap_or(""))?;
         if let Some(e) = m.get_mut(&name) {
             e.hash = hash.to_owned();
             e.update_timestamp = time.clone();
@@ -208,7 +217,10 @@ async fn upgrade(
     );
     annotations.insert(
         keys::SIDECARSET_HASH_WITHOUT_IMAGE_ANNOTATION.to_owned(),
-        rewrite(keys::SIDECARSET_HASH_WITHOUT_IMAGE_ANNOTATION, &latest.without_image)?,
+        rewrite(
+            keys::SIDECARSET_HASH_WITHOUT_IMAGE_ANNOTATION,
+            &latest.without_image,
+        )?,
     );
     if !images.is_empty() {
         let mut states = wire::parse_inplace_states(
@@ -241,7 +253,11 @@ async fn upgrade(
     }
     tracing::info!(pod = %pod.name_any(), images = images.len(), "upgrading sidecars in place");
     match api
-        .patch(&pod.name_any(), &PatchParams::default(), &Patch::Strategic(&patch))
+        .patch(
+            &pod.name_any(),
+            &PatchParams::default(),
+            &Patch::Strategic(&patch),
+        )
         .await
     {
         Ok(_) => Ok(()),

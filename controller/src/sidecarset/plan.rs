@@ -187,7 +187,10 @@ pub fn plan(set: &SidecarSet, pods: &[PodState]) -> Plan {
         .max(1);
     let unavailable = count(&|p| !p.ready || !p.consistent);
     let mut budget = (max_unavailable - unavailable).max(0);
-    for &i in waiting.iter().take(usize::try_from(to_upgrade).unwrap_or(0)) {
+    for &i in waiting
+        .iter()
+        .take(usize::try_from(to_upgrade).unwrap_or(0))
+    {
         // An unready Pod's upgrade takes nothing more away.
         if pods[i].ready {
             if budget == 0 {
@@ -206,11 +209,13 @@ mod tests {
     use serde_json::json;
 
     fn set(strategy: serde_json::Value) -> SidecarSet {
-        serde_json::from_value(json!({"apiVersion": "apps.kruise.io/v1beta1", "kind": "SidecarSet",
+        serde_json::from_value(
+            json!({"apiVersion": "apps.kruise.io/v1beta1", "kind": "SidecarSet",
             "metadata": {"name": "s", "generation": 3},
             "spec": {"selector": {"matchLabels": {"app": "web"}},
                 "containers": [{"name": "proxy", "image": "e:2"}],
-                "updateStrategy": strategy}}))
+                "updateStrategy": strategy}}),
+        )
         .expect("set")
     }
 
@@ -250,19 +255,46 @@ mod tests {
         let pods = vec![old(); 4];
         let p = plan(&set(json!({"maxUnavailable": 10, "partition": 1})), &pods);
         assert_eq!(p.upgrade, vec![0, 1, 2]);
-        let p = plan(&set(json!({"maxUnavailable": "100%", "partition": "50%"})), &pods);
+        let p = plan(
+            &set(json!({"maxUnavailable": "100%", "partition": "50%"})),
+            &pods,
+        );
         assert_eq!(p.upgrade.len(), 2);
     }
 
     #[test]
     fn paused_not_update_selector_and_non_image_changes_upgrade_nothing() {
         let pods = vec![old(); 2];
-        assert!(plan(&set(json!({"paused": true})), &pods).upgrade.is_empty());
-        assert!(plan(&set(json!({"type": "NotUpdate"})), &pods).upgrade.is_empty());
-        let unselected = vec![PodState { selected: false, ..old() }; 2];
+        assert!(
+            plan(&set(json!({"paused": true})), &pods)
+                .upgrade
+                .is_empty()
+        );
+        assert!(
+            plan(&set(json!({"type": "NotUpdate"})), &pods)
+                .upgrade
+                .is_empty()
+        );
+        let unselected = vec![
+            PodState {
+                selected: false,
+                ..old()
+            };
+            2
+        ];
         assert!(plan(&set(json!({})), &unselected).upgrade.is_empty());
-        let env_change = vec![PodState { image_only: false, ..old() }; 2];
-        assert!(plan(&set(json!({"maxUnavailable": 2})), &env_change).upgrade.is_empty());
+        let env_change = vec![
+            PodState {
+                image_only: false,
+                ..old()
+            };
+            2
+        ];
+        assert!(
+            plan(&set(json!({"maxUnavailable": 2})), &env_change)
+                .upgrade
+                .is_empty()
+        );
     }
 
     #[test]

@@ -38,9 +38,12 @@ pub fn to_v1beta1(src: &Value) -> Value {
         .and_then(Value::as_str)
         .filter(|s| !s.is_empty())
         .map(str::to_owned);
-    let custom = get_at(src, &["metadata", "labels", SIDECARSET_CUSTOM_VERSION_LABEL])
-        .and_then(Value::as_str)
-        .map(str::to_owned);
+    let custom = get_at(
+        src,
+        &["metadata", "labels", SIDECARSET_CUSTOM_VERSION_LABEL],
+    )
+    .and_then(Value::as_str)
+    .map(str::to_owned);
     if let Some(o) = out.as_object_mut() {
         o.insert("apiVersion".to_owned(), json!(keys::APPS_V1BETA1));
         if let Some(spec) = o.get_mut("spec").and_then(Value::as_object_mut) {
@@ -115,7 +118,10 @@ mod tests {
         let beta = json!({"apiVersion": "apps.kruise.io/v1beta1", "kind": "SidecarSet",
             "metadata": {"name": "s"}, "spec": {"customVersion": "v3"}});
         let a = convert(&beta, "apps.kruise.io/v1alpha1").expect("to alpha");
-        assert_eq!(a["metadata"]["labels"][SIDECARSET_CUSTOM_VERSION_LABEL], "v3");
+        assert_eq!(
+            a["metadata"]["labels"][SIDECARSET_CUSTOM_VERSION_LABEL],
+            "v3"
+        );
         assert!(a["spec"].get("customVersion").is_none());
         let b = convert(&a, "apps.kruise.io/v1beta1").expect("back");
         assert_eq!(b["spec"], beta["spec"]);

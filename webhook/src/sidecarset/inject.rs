@@ -67,12 +67,11 @@ pub fn inject(pod: &mut Pod, ctx: &InjectContext, now: &Time) -> Result<bool, In
     let mut volumes: Vec<Volume> = Vec::new();
     let mut secrets: Vec<LocalObjectReference> = Vec::new();
     let mut names = Vec::new();
-    let mut working: BTreeMap<String, String> = match annotations
-        .get(keys::SIDECARSET_WORKING_HOT_UPGRADE_CONTAINER_ANNOTATION)
-    {
-        Some(v) => wire::parse_working_containers(v)?,
-        None => BTreeMap::new(),
-    };
+    let mut working: BTreeMap<String, String> =
+        match annotations.get(keys::SIDECARSET_WORKING_HOT_UPGRADE_CONTAINER_ANNOTATION) {
+            Some(v) => wire::parse_working_containers(v)?,
+            None => BTreeMap::new(),
+        };
     let pod_spec = pod.spec.clone().unwrap_or_default();
 
     for set in &sets {
@@ -121,8 +120,14 @@ pub fn inject(pod: &mut Pod, ctx: &InjectContext, now: &Time) -> Result<bool, In
                     let mut hc = c.clone();
                     hc.name = n.clone();
                     hc.image = image;
-                    push_env(&mut hc, field_env(keys::ENV_SIDECARSET_VERSION, &version_key(n)));
-                    push_env(&mut hc, field_env(keys::ENV_SIDECARSET_VERSION_ALT, &alt_key(n)));
+                    push_env(
+                        &mut hc,
+                        field_env(keys::ENV_SIDECARSET_VERSION, &version_key(n)),
+                    );
+                    push_env(
+                        &mut hc,
+                        field_env(keys::ENV_SIDECARSET_VERSION_ALT, &alt_key(n)),
+                    );
                     injected_annotations.insert(version_key(n), version.to_owned());
                     injected_annotations.insert(alt_key(n), alt.to_owned());
                     containers.push((policy, hc));
@@ -234,7 +239,10 @@ fn version_key(container: &str) -> String {
 }
 
 fn alt_key(container: &str) -> String {
-    format!("{}{container}", keys::SIDECARSET_VERSION_ALT_ANNOTATION_PREFIX)
+    format!(
+        "{}{container}",
+        keys::SIDECARSET_VERSION_ALT_ANNOTATION_PREFIX
+    )
 }
 
 fn field_env(name: &str, annotation: &str) -> EnvVar {
@@ -339,11 +347,10 @@ fn shared_mounts(sc: &SidecarContainer, app: &[Container]) -> (Vec<VolumeMount>,
     let mut mounts = Vec::new();
     let mut envs = Vec::new();
     for c in app {
-        let injected = c
-            .env
-            .iter()
-            .flatten()
-            .any(|e| e.name == keys::ENV_SIDECAR_IS_INJECTED && e.value.as_deref() == Some("true"));
+        let injected =
+            c.env.iter().flatten().any(|e| {
+                e.name == keys::ENV_SIDECAR_IS_INJECTED && e.value.as_deref() == Some("true")
+            });
         if injected {
             continue;
         }
@@ -520,11 +527,14 @@ mod tests {
         let ann = p.metadata.annotations.as_ref().expect("annotations");
         assert_eq!(ann[keys::SIDECARSET_INJECTED_LIST_ANNOTATION], "logs");
         assert_eq!(ann["team"], "platform");
-        let hashes =
-            wire::parse_hash_annotation(keys::SIDECARSET_HASH_ANNOTATION, &ann[keys::SIDECARSET_HASH_ANNOTATION])
-                .expect("hash annotation");
+        let hashes = wire::parse_hash_annotation(
+            keys::SIDECARSET_HASH_ANNOTATION,
+            &ann[keys::SIDECARSET_HASH_ANNOTATION],
+        )
+        .expect("hash annotation");
         let set = web_set();
-        let want = set.metadata.annotations.as_ref().expect("a")[keys::SIDECARSET_HASH_ANNOTATION].clone();
+        let want =
+            set.metadata.annotations.as_ref().expect("a")[keys::SIDECARSET_HASH_ANNOTATION].clone();
         assert_eq!(hashes["logs"].hash, want);
         assert_eq!(hashes["logs"].sidecar_list, ["after", "before"]);
     }

@@ -117,7 +117,10 @@ pub fn mutate(req: &Request) -> Outcome {
     let mut after = raw.clone();
     let Some(meta) = after
         .as_object_mut()
-        .map(|o| o.entry("metadata").or_insert_with(|| Value::Object(Default::default())))
+        .map(|o| {
+            o.entry("metadata")
+                .or_insert_with(|| Value::Object(Default::default()))
+        })
         .and_then(Value::as_object_mut)
     else {
         return Outcome::bad_request("metadata: must be an object");

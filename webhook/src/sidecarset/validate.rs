@@ -58,7 +58,13 @@ pub fn violations(spec: &SidecarSetSpec) -> Vec<String> {
             );
         }
         for (i, c) in list.iter().enumerate() {
-            container_violations(&format!("spec.{field}[{i}]"), field, c, &mut names, &mut errs);
+            container_violations(
+                &format!("spec.{field}[{i}]"),
+                field,
+                c,
+                &mut names,
+                &mut errs,
+            );
         }
     }
     let volumes: BTreeSet<&str> = spec.volumes.iter().map(|v| v.name.as_str()).collect();
@@ -95,7 +101,8 @@ pub fn violations(spec: &SidecarSetSpec) -> Vec<String> {
             ));
         }
         for (k, v) in &p.annotations {
-            if p.patch_policy == Some(kruise_api::apps::v1beta1::SidecarSetPatchPolicyType::MergePatchJson)
+            if p.patch_policy
+                == Some(kruise_api::apps::v1beta1::SidecarSetPatchPolicyType::MergePatchJson)
                 && !serde_json::from_str::<Value>(v).is_ok_and(|v| v.is_object())
             {
                 errs.push(format!(
@@ -117,9 +124,9 @@ fn selector_violations(path: &str, sel: &LabelSelector, errs: &mut Vec<String>) 
         errs.push(match v {
             V::KeyRequired => format!("{p}.key: Required value"),
             V::ValuesRequired => format!("{p}.values: Required value: In and NotIn need values"),
-            V::ValuesForbidden => format!(
-                "{p}.values: Forbidden: Exists and DoesNotExist take no values"
-            ),
+            V::ValuesForbidden => {
+                format!("{p}.values: Forbidden: Exists and DoesNotExist take no values")
+            }
             V::InvalidOperator(op) => format!(
                 "{p}.operator: Unsupported value: {op:?}: use In, NotIn, Exists or DoesNotExist"
             ),
@@ -159,7 +166,7 @@ fn container_violations(
     for (j, t) in c.transfer_env.iter().enumerate() {
         let tp = format!("{path}.transferEnv[{j}]");
         let from = t.source_container_name_from.is_some();
-        if t.source_container_name.is_empty() == !from {
+        if t.source_container_name.is_empty() != from {
             errs.push(format!("{tp}: Invalid value: set exactly one of sourceContainerName and sourceContainerNameFrom"));
         }
         if t.env_name.is_empty() == t.env_names.is_empty() {
@@ -178,7 +185,9 @@ fn int_or_percent(v: &IntOrString) -> Result<i64, String> {
             .strip_suffix('%')
             .and_then(|p| p.parse::<i64>().ok())
             .filter(|p| (0..=100).contains(p))
-            .ok_or_else(|| format!("Invalid value: {s:?}: must be an integer or a percentage 0%-100%")),
+            .ok_or_else(|| {
+                format!("Invalid value: {s:?}: must be an integer or a percentage 0%-100%")
+            }),
     }
 }
 
@@ -229,9 +238,18 @@ pub fn conflict(name: &str, spec: &SidecarSetSpec, others: &[SidecarSet]) -> Opt
         }
         let theirs: BTreeSet<String> = wire::containers_in_pod(&other.spec)
             .into_iter()
-            .chain(other.spec.init_containers.iter().map(|c| c.container.name.clone()))
+            .chain(
+                other
+                    .spec
+                    .init_containers
+                    .iter()
+                    .map(|c| c.container.name.clone()),
+            )
             .collect();
-        for (field, list) in [("initContainers", &spec.init_containers), ("containers", &spec.containers)] {
+        for (field, list) in [
+            ("initContainers", &spec.init_containers),
+            ("containers", &spec.containers),
+        ] {
             for (i, c) in list.iter().enumerate() {
                 let mut mine = vec![c.container.name.clone()];
                 if c.is_hot_upgrade() {
@@ -256,10 +274,12 @@ mod tests {
     use serde_json::json;
 
     fn set(name: &str, labels: Value, container: &str) -> SidecarSet {
-        decode(&json!({"apiVersion": "apps.kruise.io/v1beta1", "kind": "SidecarSet",
+        decode(
+            &json!({"apiVersion": "apps.kruise.io/v1beta1", "kind": "SidecarSet",
             "metadata": {"name": name},
             "spec": {"selector": {"matchLabels": labels},
-                "containers": [{"name": container, "image": "busybox:1"}]}}))
+                "containers": [{"name": container, "image": "busybox:1"}]}}),
+        )
         .expect("decodes")
     }
 
@@ -270,12 +290,14 @@ mod tests {
 
     #[test]
     fn violations_name_their_field() {
-        let s = decode(&json!({"apiVersion": "apps.kruise.io/v1alpha1", "kind": "SidecarSet",
+        let s = decode(
+            &json!({"apiVersion": "apps.kruise.io/v1alpha1", "kind": "SidecarSet",
             "metadata": {"name": "x"},
             "spec": {"containers": [
                 {"name": "p", "image": ""},
                 {"name": "p", "image": "e:1", "upgradeStrategy": {"upgradeType": "HotUpgrade"}},
-            ], "updateStrategy": {"maxUnavailable": 0, "partition": "120%"}}}))
+            ], "updateStrategy": {"maxUnavailable": 0, "partition": "120%"}}}),
+        )
         .expect("decodes");
         let v = violations(&s.spec).join("\n");
         for want in [
@@ -295,14 +317,26 @@ mod tests {
         let first = set("first", json!({"app": "web"}), "proxy");
         let second = set("second", json!({"app": "web", "tier": "fe"}), "proxy");
         let msg = conflict("second", &second.spec, std::slice::from_ref(&first)).expect("conflict");
-        assert!(msg.contains("\"first\"") && msg.contains("\"second\""), "{msg}");
+        assert!(
+            msg.contains("\"first\"") && msg.contains("\"second\""),
+            "{msg}"
+        );
         assert!(msg.starts_with("spec.containers[0].name"), "{msg}");
         let disjoint = set("third", json!({"app": "db"}), "proxy");
-        assert_eq!(conflict("third", &disjoint.spec, &[first.clone()]), None);
+        assert_eq!(
+            conflict("third", &disjoint.spec, std::slice::from_ref(&first)),
+            None
+        );
         let other_name = set("fourth", json!({"app": "web"}), "logger");
-        assert_eq!(conflict("fourth", &other_name.spec, &[first.clone()]), None);
+        assert_eq!(
+            conflict("fourth", &other_name.spec, std::slice::from_ref(&first)),
+            None
+        );
         // Updating a set does not conflict with its own stored copy.
-        assert_eq!(conflict("first", &first.spec, &[first.clone()]), None);
+        assert_eq!(
+            conflict("first", &first.spec, std::slice::from_ref(&first)),
+            None
+        );
     }
 
     #[test]
