@@ -105,6 +105,11 @@ pub fn all() -> Result<Vec<CustomResourceDefinition>, CrdError> {
             vec![v1alpha1::NodeImage::crd(), v1beta1::NodeImage::crd()],
             Conversion::None,
         )?,
+        merged(
+            "sidecarsets.apps.kruise.io",
+            vec![v1alpha1::SidecarSet::crd(), v1beta1::SidecarSet::crd()],
+            Conversion::Webhook,
+        )?,
     ];
     crds.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
     Ok(crds)

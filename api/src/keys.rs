@@ -245,6 +245,23 @@ pub const SIDECARSET_WORKING_HOT_UPGRADE_CONTAINER_ANNOTATION: &str =
     "kruise.io/sidecarset-working-hotupgrade-container";
 /// ControllerRevision label with a SidecarSet's user-chosen version.
 pub const SIDECARSET_CUSTOM_VERSION_LABEL: &str = "apps.kruise.io/sidecarset-custom-version";
+/// Pod annotation prefix (then the container name) with a hot-upgrade container's version.
+pub const SIDECARSET_VERSION_ANNOTATION_PREFIX: &str = "version.sidecarset.kruise.io/";
+/// Pod annotation prefix (then the container name) with the version of its pair's other one.
+pub const SIDECARSET_VERSION_ALT_ANNOTATION_PREFIX: &str = "versionalt.sidecarset.kruise.io/";
+/// SidecarSet defaulting (both versions).
+pub const MUTATE_SIDECARSET_PATH: &str = "/mutate-apps-kruise-io-v1alpha1-sidecarset";
+/// SidecarSet validation (both versions).
+pub const VALIDATE_SIDECARSET_PATH: &str = "/validate-apps-kruise-io-v1alpha1-sidecarset";
+/// Event reason: a SidecarSet upgraded a Pod's sidecar in place.
+pub const SIDECARSET_REASON_UPGRADE: &str = "SidecarUpgrade";
+/// Event reason: a SidecarSet could not upgrade a Pod's sidecar.
+pub const SIDECARSET_REASON_UPGRADE_FAILED: &str = "SidecarUpgradeFailed";
+/// KruisePodReady user agent of the SidecarSet controller (it holds the Pod not-ready while a
+/// sidecar restarts).
+pub const READINESS_USER_AGENT_SIDECARSET: &str = "SidecarSet";
+/// KruisePodReady key the SidecarSet controller adds during an in-place sidecar upgrade.
+pub const READINESS_KEY_SIDECAR_UPGRADE: &str = "sidecarUpgrade";
 /// Env injected into sidecar containers so they know they were injected.
 pub const ENV_SIDECAR_IS_INJECTED: &str = "IS_INJECTED";
 /// Env with the version of a hot-upgrade sidecar.

@@ -17,6 +17,8 @@
 //! - [`pod`]: Pod conditions and readiness gates.
 //! - [`revision`]: which revision a pod's labels name.
 //! - [`selector`]: label selector validation and matching.
+//! - [`sidecarset`]: SidecarSet wire formats on Pods (hash annotations, hot-upgrade pair) and
+//!   the SidecarSet hashes.
 //! - [`error`]: the crate's error type.
 //!
 //! Every wire format more than one crate reads or writes is parsed here, once.
@@ -32,5 +34,6 @@ pub mod revision;
 mod schema;
 pub mod selector;
 mod serde_util;
+pub mod sidecarset;
 
 pub use error::{Error, Result};

@@ -80,7 +80,9 @@ fn versions_storage_and_conversion() {
         );
         let webhook = matches!(
             name.as_str(),
-            "clonesets.apps.kruise.io" | "containerrecreaterequests.apps.kruise.io"
+            "clonesets.apps.kruise.io"
+                | "containerrecreaterequests.apps.kruise.io"
+                | "sidecarsets.apps.kruise.io"
         );
         match crd.spec.conversion.as_ref() {
             Some(conv) if webhook => {
@@ -225,5 +227,40 @@ fn schemas_are_structural() {
                 v.name
             );
         }
+    }
+}
+
+#[test]
+fn sidecarset_crd_matches_upstream_shape() {
+    let all = crds::all().expect("CRDs assemble");
+    let crd = all
+        .iter()
+        .find(|c| c.spec.names.kind == "SidecarSet")
+        .expect("SidecarSet CRD");
+    assert_eq!(crd.spec.scope, "Cluster");
+    let storage: Vec<&str> = crd
+        .spec
+        .versions
+        .iter()
+        .filter(|v| v.storage)
+        .map(|v| v.name.as_str())
+        .collect();
+    assert_eq!(storage, vec!["v1beta1"]);
+    for v in &crd.spec.versions {
+        assert!(v.served, "{} served", v.name);
+        let sub = v.subresources.as_ref().expect("subresources");
+        assert!(sub.status.is_some());
+        let cols: Vec<&str> = v
+            .additional_printer_columns
+            .iter()
+            .flatten()
+            .map(|c| c.name.as_str())
+            .collect();
+        assert_eq!(
+            cols,
+            vec!["MATCHED", "UPDATED", "READY", "AGE"],
+            "{}",
+            v.name
+        );
     }
 }

@@ -14,7 +14,9 @@ use kruise_manager::leader::{self, LeaseSettings};
 use kruise_manager::metrics::Metrics;
 use kruise_manager::podcache::PodCache;
 use kruise_manager::server::{self, Health};
-use kruise_manager::{crr, imagepulljob, launchpriority, nodeimage, podreadiness, ratelimit};
+use kruise_manager::{
+    crr, imagepulljob, launchpriority, nodeimage, podreadiness, ratelimit, sidecarset,
+};
 use kube::Client;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use tokio_util::sync::CancellationToken;
@@ -164,6 +166,7 @@ async fn run_controllers(
     let node_images = nodeimage::run(client.clone(), metrics.clone(), token.clone());
     let pull_jobs = imagepulljob::run(client.clone(), pods.clone(), metrics.clone(), token.clone());
     let recreate = crr::run(client.clone(), pods.clone(), metrics.clone(), token.clone());
+    let sidecars = sidecarset::run(client.clone(), pods.clone(), metrics.clone(), token.clone());
     let ctx = Arc::new(cloneset::Context::new(
         client, pods, metrics, instance, namespace,
     ));
@@ -173,7 +176,8 @@ async fn run_controllers(
         launch,
         node_images,
         pull_jobs,
-        recreate
+        recreate,
+        sidecars
     );
 }
 

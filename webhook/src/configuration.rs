@@ -202,6 +202,17 @@ pub fn mutating_configuration(cfg: &WebhookConfig, ca_pem: &str) -> MutatingWebh
                 )],
                 None,
             ),
+            hook(
+                "msidecarset.kb.io",
+                paths::MUTATE_SIDECARSET,
+                vec![rule(
+                    &[keys::APPS_GROUP],
+                    CLONESET_VERSIONS,
+                    &["CREATE", "UPDATE"],
+                    &["sidecarsets"],
+                )],
+                None,
+            ),
         ]),
     }
 }
@@ -264,6 +275,12 @@ pub fn validating_configuration(
                 paths::VALIDATE_CRR,
                 &["CREATE", "UPDATE"],
                 "containerrecreaterequests",
+            ),
+            hook(
+                "vsidecarset.kb.io",
+                paths::VALIDATE_SIDECARSET,
+                &["CREATE", "UPDATE"],
+                "sidecarsets",
             ),
         ]),
     }

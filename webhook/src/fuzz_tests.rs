@@ -305,6 +305,8 @@ fn arb_status() -> impl Strategy<Value = Status> {
 /// Answers every dry-run with the same Status.
 struct Answer(Status);
 
+impl crate::sidecarset::SidecarSetLookup for Answer {}
+
 impl crate::crr_admit::PodLookup for Answer {
     async fn pod(
         &self,

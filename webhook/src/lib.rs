@@ -66,6 +66,7 @@ pub mod imagepull;
 pub mod pod;
 pub mod review;
 mod server;
+pub mod sidecarset;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -109,6 +110,10 @@ pub mod paths {
     pub const MUTATE_CRR: &str = "/mutate-apps-kruise-io-v1alpha1-containerrecreaterequest";
     /// ContainerRecreateRequest validation (upstream's path; both versions).
     pub const VALIDATE_CRR: &str = "/validate-apps-kruise-io-v1alpha1-containerrecreaterequest";
+    /// SidecarSet defaulting (upstream's path; both versions).
+    pub const MUTATE_SIDECARSET: &str = kruise_api::keys::MUTATE_SIDECARSET_PATH;
+    /// SidecarSet validation with the conflict check (upstream's path; both versions).
+    pub const VALIDATE_SIDECARSET: &str = kruise_api::keys::VALIDATE_SIDECARSET_PATH;
     /// Every admission path the server routes; each is served by `handle_admission_async`.
     pub const ADMISSION: &[&str] = &[
         MUTATE_POD,
@@ -126,6 +131,8 @@ pub mod paths {
         VALIDATE_IMAGELISTPULLJOB,
         MUTATE_CRR,
         VALIDATE_CRR,
+        MUTATE_SIDECARSET,
+        VALIDATE_SIDECARSET,
     ];
     /// CRD conversion.
     pub const CONVERT: &str = kruise_api::keys::CONVERSION_WEBHOOK_PATH;
@@ -149,6 +156,7 @@ pub fn admission_handler(path: &str) -> Option<fn(&review::Request) -> review::O
         paths::MUTATE_IMAGELISTPULLJOB => Some(imagepull::mutate_imagelistpulljob),
         paths::VALIDATE_IMAGELISTPULLJOB => Some(imagepull::validate_imagelistpulljob),
         paths::VALIDATE_CRR => Some(crr_admit::validate),
+        paths::MUTATE_SIDECARSET => Some(sidecarset::mutate),
         _ => None,
     }
 }
@@ -166,8 +174,22 @@ pub fn handle_admission(path: &str, body: &[u8]) -> Option<Vec<u8>> {
 /// unknown path).
 pub async fn handle_admission_async<C>(path: &str, body: &[u8], cluster: &C) -> Option<Vec<u8>>
 where
-    C: crr_admit::PodLookup + cloneset::template::PodDryRun,
+    C: crr_admit::PodLookup + cloneset::template::PodDryRun + sidecarset::SidecarSetLookup,
 {
+    // The Pod handler injects SidecarSets, which it reads from the cluster.
+    match path {
+        paths::MUTATE_POD => {
+            return Some(
+                review::admit_async(body, |req| sidecarset::mutate_pod(req, cluster)).await,
+            );
+        }
+        paths::VALIDATE_SIDECARSET => {
+            return Some(
+                review::admit_async(body, |req| sidecarset::validate_set(req, cluster)).await,
+            );
+        }
+        _ => {}
+    }
     if let Some(out) = handle_admission(path, body) {
         return Some(out);
     }

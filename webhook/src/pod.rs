@@ -1,19 +1,28 @@
 //! `/mutate-pod`: Pod CREATE mutation.
 //!
 //! Order follows upstream's pod handler: the `KruisePodReady` readiness gate first, then the
-//! container launch-priority barrier (SidecarSet injection, which must precede the barrier, is
-//! not implemented yet).
+//! SidecarSet injection ([`crate::sidecarset::inject`]), then the container launch-priority
+//! barrier (which must see the injected containers).
 
 use k8s_openapi::api::core::v1::{Container, Pod};
 use kruise_api::appspub::launch_priority::{self, InvalidLaunchPriority};
 use kube::core::admission::Operation;
 use rand::Rng;
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
 use crate::review::{Outcome, Request, diff};
+use crate::sidecarset::InjectContext;
 use kruise_api::keys;
 
-/// Handles one decoded Pod admission request.
+/// Handles one decoded Pod admission request without SidecarSets (the server uses
+/// [`crate::sidecarset::mutate_pod`], which reads them and calls [`mutate_with`]).
 pub fn mutate(req: &Request) -> Outcome {
+    mutate_with(req, &InjectContext::default())
+}
+
+/// Handles one decoded Pod admission request, injecting the SidecarSets of `ctx`.
+pub fn mutate_with(req: &Request, ctx: &InjectContext) -> Outcome {
     if req.operation != Operation::Create || req.resource != "pods" || req.sub_resource.is_some() {
         return Outcome::Allow;
     }
@@ -30,6 +39,16 @@ pub fn mutate(req: &Request) -> Outcome {
         Err(e) => return Outcome::bad_request(format!("cannot encode Pod: {e}")),
     };
     let mut changed = inject_readiness_gate(&mut pod);
+    let now = Time(jiff::Timestamp::now());
+    match crate::sidecarset::inject::inject(&mut pod, ctx, &now) {
+        // Sidecar upgrades take the Pod out of Service through this gate, as upstream.
+        Ok(true) => {
+            kruise_api::pod::add_readiness_gate(&mut pod, keys::KRUISE_POD_READY);
+            changed = true;
+        }
+        Ok(false) => {}
+        Err(e) => return Outcome::invalid(e.to_string()),
+    }
     match inject_launch_priority(&mut pod) {
         Ok(c) => changed |= c,
         Err(invalid) => return Outcome::invalid(invalid.to_string()),

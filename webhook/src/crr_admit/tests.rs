@@ -23,6 +23,8 @@ impl crate::cloneset::template::PodDryRun for StaticPods {
     }
 }
 
+impl crate::sidecarset::SidecarSetLookup for StaticPods {}
+
 impl PodLookup for StaticPods {
     async fn pod(&self, namespace: &str, name: &str) -> Result<Option<Pod>, String> {
         Ok(self

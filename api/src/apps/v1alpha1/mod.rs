@@ -5,6 +5,7 @@ mod cloneset;
 mod containerrecreaterequest;
 mod imagepulljob;
 mod nodeimage;
+mod sidecarset;
 
 pub use crate::appspub::{UpdateScatterStrategy, UpdateScatterTerm};
 pub use cloneset::{
@@ -29,3 +30,4 @@ pub use nodeimage::{
     ImagePullPhase, ImageSpec, ImageStatus, ImageTagPullPolicy, ImageTagSpec, ImageTagStatus,
     NodeImage, NodeImageSpec, NodeImageStatus, ReferenceObject, SyncStatus, SyncStatusPhase,
 };
+pub use sidecarset::{SidecarSet, SidecarSetSpec};

@@ -5,6 +5,7 @@ mod containerrecreaterequest;
 mod imagelistpulljob;
 mod imagepulljob;
 mod nodeimage;
+mod sidecarset;
 
 pub use crate::appspub::{UpdateScatterStrategy, UpdateScatterTerm};
 pub use cloneset::{
@@ -31,4 +32,12 @@ pub use imagepulljob::{
 pub use nodeimage::{
     ImagePullPhase, ImageSpec, ImageStatus, ImageTagPullPolicy, ImageTagSpec, ImageTagStatus,
     NodeImage, NodeImageSpec, NodeImageStatus, ReferenceObject, SyncStatus, SyncStatusPhase,
+};
+pub use sidecarset::{
+    PodInjectPolicyType, ShareVolumePolicy, ShareVolumePolicyType, SidecarContainer,
+    SidecarContainerUpgradeStrategy, SidecarContainerUpgradeType, SidecarSet,
+    SidecarSetInjectRevision, SidecarSetInjectRevisionPolicy, SidecarSetInjectionStrategy,
+    SidecarSetPatchPodMetadata, SidecarSetPatchPolicyType, SidecarSetSpec, SidecarSetStatus,
+    SidecarSetUpdateStrategy, SidecarSetUpdateStrategyType, SourceContainerNameSource,
+    TransferEnvVar,
 };

@@ -1,0 +1,267 @@
+//! The SidecarSet controller (upstream `pkg/controller/sidecarset/`): keeps each SidecarSet's
+//! status and upgrades the sidecars of its Pods in place when only their images changed.
+//!
+//! [`plan`] decides (pure); this module reads the Pod cache and writes: for a Pod to upgrade,
+//! first the `KruisePodReady` condition goes False under our key (the Pod leaves Service), then
+//! one patch sets the new images, the Pod's hash entries and the in-place state; once the
+//! kubelet runs the new images the key is removed again.
+
+pub mod plan;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kruise_api::apps::v1beta1::SidecarSet;
+use kruise_api::appspub::{InPlaceUpdateState, PodReadinessMessage};
+use kruise_api::{keys, sidecarset as wire};
+use kube::api::{Patch, PatchParams};
+use kube::runtime::controller::Action;
+use kube::runtime::reflector::ObjectRef;
+use kube::{Api, Client, ResourceExt};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use crate::metrics::Metrics;
+use crate::podcache::PodCache;
+use crate::runner::{Controller, ReconcileError, watch};
+
+use plan::{Latest, PodState};
+
+const NAME: &str = "sidecarset";
+/// While Pods are upgrading, look again this often (the Pod events also wake us).
+const PROGRESS_RESYNC: Duration = Duration::from_secs(5);
+
+/// What can go wrong reconciling a SidecarSet.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// An API call failed.
+    #[error("kubernetes API: {0}")]
+    Kube(#[from] kube::Error),
+    /// A wire format could not be read or written.
+    #[error("{0}")]
+    Wire(#[from] kruise_api::Error),
+}
+
+impl ReconcileError for Error {
+    fn metric_label(&self) -> &'static str {
+        match self {
+            Error::Kube(_) => "kube",
+            Error::Wire(_) => "wire",
+        }
+    }
+}
+
+struct Context {
+    client: Client,
+    pods: PodCache,
+}
+
+/// Runs until `shutdown`.
+pub async fn run(
+    client: Client,
+    pods: PodCache,
+    metrics: Arc<Metrics>,
+    shutdown: CancellationToken,
+) {
+    let api: Api<SidecarSet> = Api::all(client.clone());
+    // A Pod event wakes every SidecarSet the Pod carries.
+    let wake = pods.live_pods().flat_map(|p| {
+        let names: Vec<ObjectRef<SidecarSet>> = p
+            .annotations()
+            .get(keys::SIDECARSET_HASH_ANNOTATION)
+            .and_then(|v| wire::parse_hash_annotation(keys::SIDECARSET_HASH_ANNOTATION, v).ok())
+            .map(|m| m.into_keys().map(|n| ObjectRef::new(&n)).collect())
+            .unwrap_or_default();
+        futures::stream::iter(names)
+    });
+    Controller::watching(NAME, watch(api), metrics, shutdown)
+        .trigger_refs(wake)
+        .run(reconcile, Arc::new(Context { client, pods }))
+        .await;
+}
+
+#[tracing::instrument(skip_all, fields(sidecarset = %set.name_any()))]
+async fn reconcile(set: Arc<SidecarSet>, ctx: Arc<Context>) -> Result<Action, Error> {
+    ctx.pods.wait_synced().await;
+    let latest = Latest {
+        hash: wire::current_hash(&set, keys::SIDECARSET_HASH_ANNOTATION)?,
+        without_image: wire::current_hash(&set, keys::SIDECARSET_HASH_WITHOUT_IMAGE_ANNOTATION)?,
+    };
+    let mut pods: Vec<Arc<Pod>> = ctx
+        .pods
+        .store()
+        .state()
+        .into_iter()
+        .filter(|p| plan::is_matched(&set, p))
+        .collect();
+    pods.sort_by_key(|p| (p.namespace(), p.name_any()));
+    let states: Vec<PodState> = pods
+        .iter()
+        .map(|p| plan::pod_state(&set, &latest, p))
+        .collect();
+    let plan = plan::plan(&set, &states);
+    let now = Timestamp::now();
+
+    for &i in &plan.release {
+        set_held(&ctx.client, &pods[i], false, now).await?;
+    }
+    for &i in &plan.upgrade {
+        upgrade(&ctx.client, &set, &latest, &pods[i], now).await?;
+    }
+    if set.status.as_ref() != Some(&plan.status) {
+        let api: Api<SidecarSet> = Api::all(ctx.client.clone());
+        let patch = json!({"status": plan.status});
+        api.patch_status(
+            &set.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(&patch),
+        )
+        .await?;
+    }
+    let busy = states.iter().any(|s| !s.consistent || s.held)
+        || !plan.upgrade.is_empty()
+        || plan.status.updated_pods < plan.status.matched_pods;
+    Ok(if busy {
+        Action::requeue(PROGRESS_RESYNC)
+    } else {
+        Action::await_change()
+    })
+}
+
+/// Adds or removes our not-ready key on the Pod's `KruisePodReady` condition.
+async fn set_held(client: &Client, pod: &Pod, hold: bool, now: Timestamp) -> Result<(), Error> {
+    let msg = PodReadinessMessage::new(
+        keys::READINESS_USER_AGENT_SIDECARSET,
+        keys::READINESS_KEY_SIDECAR_UPGRADE,
+    );
+    let Some(cond) = kruise_api::appspub::kruise_pod_ready_condition(pod, &msg, hold, now)? else {
+        return Ok(());
+    };
+    let api: Api<Pod> = Api::namespaced(client.clone(), &pod.namespace().unwrap_or_default());
+    let patch = json!({"status": {"conditions": [cond]}});
+    match api
+        .patch_status(
+            &pod.name_any(),
+            &PatchParams::default(),
+            &Patch::Strategic(&patch),
+        )
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(s)) if s.is_not_found() => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Upgrades the Pod's sidecars to the SidecarSet's images in place (upstream
+/// `updateSidecarImageAndHash`).
+async fn upgrade(
+    client: &Client,
+    set: &SidecarSet,
+    latest: &Latest,
+    pod: &Pod,
+    now: Timestamp,
+) -> Result<(), Error> {
+    let name = set.name_any();
+    let ann = pod.annotations();
+    let statuses = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.container_statuses.clone())
+        .unwrap_or_default();
+    let mut images = Vec::new();
+    let mut last = serde_json::Map::new();
+    for sc in &set.spec.containers {
+        // Hot-upgrade pairs are not upgraded by this controller (yet): skip them.
+        if sc.is_hot_upgrade() {
+            continue;
+        }
+        let want = sc.container.image.clone().unwrap_or_default();
+        let Some(have) = pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.containers.iter().find(|c| c.name == sc.container.name))
+        else {
+            continue;
+        };
+        if have.image.as_deref() == Some(want.as_str()) {
+            continue;
+        }
+        images.push(json!({"name": sc.container.name, "image": want}));
+        let image_id = statuses
+            .iter()
+            .find(|s| s.name == sc.container.name)
+            .map(|s| s.image_id.clone())
+            .unwrap_or_default();
+        last.insert(sc.container.name.clone(), json!({"imageID": image_id}));
+    }
+    let time = Time(now);
+    let rewrite = |key: &'static str, hash: &str| -> Result<String, Error> {
+        let mut m =
+            wire::parse_hash_annotation(key, ann.get(key).map(String::as_str).unwrap_or(""))?;
+        if let Some(e) = m.get_mut(&name) {
+            e.hash = hash.to_owned();
+            e.update_timestamp = time.clone();
+        }
+        Ok(wire::format_hash_annotation(&m)?)
+    };
+    let mut annotations = BTreeMap::new();
+    annotations.insert(
+        keys::SIDECARSET_HASH_ANNOTATION.to_owned(),
+        rewrite(keys::SIDECARSET_HASH_ANNOTATION, &latest.hash)?,
+    );
+    annotations.insert(
+        keys::SIDECARSET_HASH_WITHOUT_IMAGE_ANNOTATION.to_owned(),
+        rewrite(
+            keys::SIDECARSET_HASH_WITHOUT_IMAGE_ANNOTATION,
+            &latest.without_image,
+        )?,
+    );
+    if !images.is_empty() {
+        let mut states = wire::parse_inplace_states(
+            ann.get(keys::SIDECARSET_INPLACE_UPDATE_STATE_ANNOTATION)
+                .map(String::as_str)
+                .unwrap_or(""),
+        )?;
+        let state: InPlaceUpdateState = serde_json::from_value(json!({
+            "revision": latest.hash,
+            "updateTimestamp": time,
+            "lastContainerStatuses": last,
+            "updateImages": true,
+        }))
+        .map_err(|source| kruise_api::Error::Serialize {
+            what: "sidecar in-place state",
+            source,
+        })?;
+        states.insert(name.clone(), state);
+        annotations.insert(
+            keys::SIDECARSET_INPLACE_UPDATE_STATE_ANNOTATION.to_owned(),
+            wire::format_inplace_states(&states)?,
+        );
+        // Out of Service before the sidecar restarts.
+        set_held(client, pod, true, now).await?;
+    }
+    let api: Api<Pod> = Api::namespaced(client.clone(), &pod.namespace().unwrap_or_default());
+    let mut patch = json!({"metadata": {"annotations": annotations}});
+    if !images.is_empty() {
+        patch["spec"] = json!({"containers": images});
+    }
+    tracing::info!(pod = %pod.name_any(), images = images.len(), "upgrading sidecars in place");
+    match api
+        .patch(
+            &pod.name_any(),
+            &PatchParams::default(),
+            &Patch::Strategic(&patch),
+        )
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(s)) if s.is_not_found() => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}

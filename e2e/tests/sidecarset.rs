@@ -1,0 +1,407 @@
+//! SidecarSet, end to end: injection into new Pods of a CloneSet and of a Deployment, in-place
+//! sidecar upgrade on an image change within maxUnavailable and partition, no upgrade of
+//! running Pods for other changes, and the refusal of a conflicting SidecarSet.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::Pod;
+use kruise_api::keys;
+use kruise_e2e::sidecarset::{self as sc, Guard};
+use kruise_e2e::{TestNamespace, client, cloneset, container_status, image, pod_ready, wait_for};
+use kube::api::{ListParams, PostParams};
+use kube::{Api, ResourceExt};
+use serde_json::json;
+
+const STARTUP: Duration = Duration::from_secs(180);
+const UPGRADE: Duration = Duration::from_secs(240);
+
+fn logger() -> serde_json::Value {
+    json!({"name": "logger", "image": image("sidecar", "v1"),
+        "volumeMounts": [{"name": "logs", "mountPath": "/logs"}],
+        "transferEnv": [{"sourceContainerName": "app", "envName": "APP_MODE"}]})
+}
+
+async fn pods_of(api: &Api<Pod>, app: &str) -> Vec<Pod> {
+    api.list(&ListParams::default().labels(&format!("app={app}")))
+        .await
+        .map(|l| l.items)
+        .unwrap_or_default()
+}
+
+async fn ready_pods(api: &Api<Pod>, app: &str, n: usize) -> Vec<Pod> {
+    wait_for(&format!("{n} ready {app} pods"), STARTUP, || async {
+        let pods = pods_of(api, app).await;
+        let ok = pods.len() == n && pods.iter().all(pod_ready);
+        Ok(ok.then_some(pods))
+    })
+    .await
+    .expect("pods ready")
+}
+
+#[tokio::test]
+async fn injects_into_cloneset_and_deployment_pods_only_when_matched() {
+    let client = client().await.expect("client");
+    let ns = TestNamespace::create(&client, "sc-inject")
+        .await
+        .expect("ns");
+    let set = sc::new(
+        &format!("{}-inject", ns.name),
+        &ns.name,
+        "web",
+        json!({
+            "containers": [logger(),
+                {"name": "tail", "image": image("sidecar", "v1"), "podInjectPolicy": "AfterAppContainer"}],
+            "volumes": [{"name": "logs", "emptyDir": {}}]
+        }),
+    )
+    .expect("set");
+    let (guard, _) = Guard::create(&client, &set)
+        .await
+        .expect("create sidecarset");
+
+    let cs_api = cloneset::api(&client, &ns.name);
+    let mut cs = cloneset::new("web", 1, "v1", json!({})).expect("cloneset");
+    cs.data["spec"]["template"]["spec"]["containers"][0]["env"] =
+        json!([{"name": "APP_MODE", "value": "blue"}]);
+    cs_api
+        .create(&PostParams::default(), &cs)
+        .await
+        .expect("create cloneset");
+    let deploy: Deployment = serde_json::from_value(json!({
+        "metadata": {"name": "web-deploy"},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web", "owner": "deploy"}},
+            "template": {"metadata": {"labels": {"app": "web", "owner": "deploy"}},
+                "spec": {"terminationGracePeriodSeconds": 5, "containers": [
+                    {"name": "app", "image": image("testapp", "v1"),
+                     "env": [{"name": "APP_MODE", "value": "green"}]}]}}}
+    }))
+    .expect("deployment");
+    ns.api::<Deployment>()
+        .create(&PostParams::default(), &deploy)
+        .await
+        .expect("create deployment");
+    let other: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "other", "labels": {"app": "db"}},
+        "spec": {"terminationGracePeriodSeconds": 5,
+            "containers": [{"name": "app", "image": image("testapp", "v1")}]}
+    }))
+    .expect("pod");
+    let pods: Api<Pod> = ns.api();
+    pods.create(&PostParams::default(), &other)
+        .await
+        .expect("create other");
+
+    let web = ready_pods(&pods, "web", 2).await;
+    for p in &web {
+        assert_eq!(
+            sc::container_names(p),
+            ["logger", "app", "tail"],
+            "pod {}",
+            p.name_any()
+        );
+        let mode = if p.labels().contains_key("owner") {
+            "green"
+        } else {
+            "blue"
+        };
+        let env = sc::env(p, "logger");
+        assert_eq!(
+            env.get("APP_MODE").map(String::as_str),
+            Some(mode),
+            "{env:?}"
+        );
+        assert_eq!(
+            env.get(keys::ENV_SIDECAR_IS_INJECTED).map(String::as_str),
+            Some("true")
+        );
+        let vols: Vec<String> = p
+            .spec
+            .iter()
+            .flat_map(|s| s.volumes.iter().flatten().map(|v| v.name.clone()))
+            .collect();
+        assert!(vols.contains(&"logs".to_owned()), "{vols:?}");
+        let ann = p.annotations();
+        assert_eq!(
+            ann.get(keys::SIDECARSET_INJECTED_LIST_ANNOTATION),
+            set.metadata.name.as_ref()
+        );
+        assert!(ann.contains_key(keys::SIDECARSET_HASH_ANNOTATION));
+        assert!(container_status(p, "logger").is_some_and(|s| s.ready));
+    }
+    let other = pods.get("other").await.expect("other");
+    assert_eq!(sc::container_names(&other), ["app"]);
+    assert!(
+        !other
+            .annotations()
+            .contains_key(keys::SIDECARSET_HASH_ANNOTATION)
+    );
+
+    guard.delete().await.expect("delete sidecarset");
+    ns.delete().await.expect("delete ns");
+}
+
+#[tokio::test]
+async fn image_change_upgrades_in_place_within_max_unavailable_and_partition() {
+    let client = client().await.expect("client");
+    let ns = TestNamespace::create(&client, "sc-upgrade")
+        .await
+        .expect("ns");
+    let name = format!("{}-up", ns.name);
+    let set = sc::new(
+        &name,
+        &ns.name,
+        "web",
+        json!({"containers": [{"name": "logger", "image": image("sidecar", "v1")}],
+            "updateStrategy": {"maxUnavailable": 1, "partition": 1}}),
+    )
+    .expect("set");
+    let (guard, _) = Guard::create(&client, &set)
+        .await
+        .expect("create sidecarset");
+    let cs_api = cloneset::api(&client, &ns.name);
+    let cs = cloneset::new("web", 3, "v1", json!({})).expect("cloneset");
+    cs_api
+        .create(&PostParams::default(), &cs)
+        .await
+        .expect("create cloneset");
+    let pods: Api<Pod> = ns.api();
+    let before = ready_pods(&pods, "web", 3).await;
+    let uids: BTreeMap<String, String> = before
+        .iter()
+        .map(|p| (p.name_any(), p.uid().unwrap_or_default()))
+        .collect();
+    let sets = sc::api(&client);
+    wait_for("matchedPods 3", STARTUP, || async {
+        let s = sets.get(&name).await?;
+        Ok(s.status
+            .filter(|st| st.matched_pods == 3 && st.updated_pods == 3)
+            .map(|_| ()))
+    })
+    .await
+    .expect("status before");
+
+    sc::patch_spec(
+        &sets,
+        &name,
+        json!({"containers": [{"name": "logger", "image": image("sidecar", "v2")}]}),
+    )
+    .await
+    .expect("set image");
+
+    // Watch the rollout: never more than one Pod unready; it ends with exactly one held back.
+    let v2 = image("sidecar", "v2");
+    let mut max_unready = 0;
+    let deadline = tokio::time::Instant::now() + UPGRADE;
+    loop {
+        let now = pods_of(&pods, "web").await;
+        let unready = now.iter().filter(|p| !pod_ready(p)).count();
+        max_unready = max_unready.max(unready);
+        let upgraded = now
+            .iter()
+            .filter(|p| sc::spec_image(p, "logger").as_deref() == Some(v2.as_str()))
+            .count();
+        if upgraded == 2 && unready == 0 {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "rollout stuck: {upgraded} upgraded, {unready} unready"
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    assert!(max_unready <= 1, "saw {max_unready} Pods unready at once");
+    // The partition holds: the third stays on v1 for a while.
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    let now = pods_of(&pods, "web").await;
+    let old: Vec<&Pod> = now
+        .iter()
+        .filter(|p| sc::spec_image(p, "logger").as_deref() == Some(image("sidecar", "v1").as_str()))
+        .collect();
+    assert_eq!(
+        old.len(),
+        1,
+        "partition 1 keeps exactly one Pod on the old sidecar"
+    );
+    let s = sets.get(&name).await.expect("set");
+    let st = s.status.expect("status");
+    assert_eq!((st.matched_pods, st.updated_pods), (3, 2), "{st:?}");
+
+    sc::patch_spec(&sets, &name, json!({"updateStrategy": {"partition": 0}}))
+        .await
+        .expect("partition 0");
+    let after = wait_for("all 3 upgraded and ready", UPGRADE, || async {
+        let now = pods_of(&pods, "web").await;
+        let done = now.len() == 3
+            && now.iter().all(|p| {
+                pod_ready(p)
+                    && container_status(p, "logger")
+                        .is_some_and(|s| s.image.contains("sidecar:v2") && s.ready)
+            });
+        Ok(done.then_some(now))
+    })
+    .await
+    .expect("rollout");
+    for p in &after {
+        assert_eq!(
+            uids.get(&p.name_any()),
+            p.uid().as_ref(),
+            "same Pod {}",
+            p.name_any()
+        );
+        let app = container_status(p, "app").expect("app status");
+        assert_eq!(
+            app.restart_count,
+            0,
+            "app container untouched in {}",
+            p.name_any()
+        );
+        let logger = container_status(p, "logger").expect("logger status");
+        assert_eq!(
+            logger.restart_count,
+            1,
+            "sidecar restarted once in {}",
+            p.name_any()
+        );
+    }
+    wait_for("status updatedReadyPods 3", STARTUP, || async {
+        let s = sets.get(&name).await?;
+        Ok(s.status
+            .filter(|st| st.updated_pods == 3 && st.updated_ready_pods == 3 && st.ready_pods == 3)
+            .map(|_| ()))
+    })
+    .await
+    .expect("final status");
+
+    guard.delete().await.expect("delete sidecarset");
+    ns.delete().await.expect("delete ns");
+}
+
+#[tokio::test]
+async fn change_beyond_image_only_reaches_new_pods() {
+    let client = client().await.expect("client");
+    let ns = TestNamespace::create(&client, "sc-env").await.expect("ns");
+    let name = format!("{}-env", ns.name);
+    let set = sc::new(
+        &name,
+        &ns.name,
+        "web",
+        json!({"containers": [{"name": "logger", "image": image("sidecar", "v1")}],
+            "updateStrategy": {"maxUnavailable": 2}}),
+    )
+    .expect("set");
+    let (guard, _) = Guard::create(&client, &set)
+        .await
+        .expect("create sidecarset");
+    let cs_api = cloneset::api(&client, &ns.name);
+    let cs = cloneset::new("web", 2, "v1", json!({})).expect("cloneset");
+    cs_api
+        .create(&PostParams::default(), &cs)
+        .await
+        .expect("create cloneset");
+    let pods: Api<Pod> = ns.api();
+    let before = ready_pods(&pods, "web", 2).await;
+
+    let sets = sc::api(&client);
+    sc::patch_spec(
+        &sets,
+        &name,
+        json!({"containers": [{"name": "logger", "image": image("sidecar", "v2"),
+            "env": [{"name": "LEVEL", "value": "debug"}]}]}),
+    )
+    .await
+    .expect("change env and image");
+    wait_for("status observes the change", STARTUP, || async {
+        let s = sets.get(&name).await?;
+        let g = s.metadata.generation.unwrap_or_default();
+        Ok(s.status
+            .filter(|st| {
+                st.observed_generation == g && st.updated_pods == 0 && st.matched_pods == 2
+            })
+            .map(|_| ()))
+    })
+    .await
+    .expect("status");
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    for p in &before {
+        let now = pods.get(&p.name_any()).await.expect("pod");
+        assert_eq!(sc::spec_image(&now, "logger"), Some(image("sidecar", "v1")));
+        assert!(!sc::env(&now, "logger").contains_key("LEVEL"));
+        assert_eq!(
+            container_status(&now, "logger").map(|s| s.restart_count),
+            Some(0)
+        );
+    }
+    cloneset::patch_spec(&cs_api, "web", json!({"replicas": 3}))
+        .await
+        .expect("scale");
+    let all = ready_pods(&pods, "web", 3).await;
+    let new: Vec<&Pod> = all
+        .iter()
+        .filter(|p| !before.iter().any(|b| b.uid() == p.uid()))
+        .collect();
+    assert_eq!(new.len(), 1);
+    assert_eq!(
+        sc::spec_image(new[0], "logger"),
+        Some(image("sidecar", "v2"))
+    );
+    assert_eq!(
+        sc::env(new[0], "logger").get("LEVEL").map(String::as_str),
+        Some("debug")
+    );
+
+    guard.delete().await.expect("delete sidecarset");
+    ns.delete().await.expect("delete ns");
+}
+
+#[tokio::test]
+async fn conflicting_sidecarset_is_refused_naming_the_first() {
+    let client = client().await.expect("client");
+    let ns = TestNamespace::create(&client, "sc-conflict")
+        .await
+        .expect("ns");
+    let first_name = format!("{}-first", ns.name);
+    let first = sc::new(
+        &first_name,
+        &ns.name,
+        "web",
+        json!({"containers": [{"name": "proxy", "image": image("sidecar", "v1")}]}),
+    )
+    .expect("first");
+    let (guard, _) = Guard::create(&client, &first).await.expect("create first");
+    let second = sc::new(
+        &format!("{}-second", ns.name),
+        &ns.name,
+        "web",
+        json!({"selector": {"matchLabels": {"app": "web", "tier": "front"}},
+            "containers": [{"name": "proxy", "image": image("sidecar", "v2")}]}),
+    )
+    .expect("second");
+    let err = sc::api(&client)
+        .create(&PostParams::default(), &second)
+        .await
+        .expect_err("the second SidecarSet must be refused");
+    let msg = err.to_string();
+    assert!(msg.contains(&first_name), "{msg}");
+    assert!(msg.contains("proxy"), "{msg}");
+    // A field error names the field.
+    let bad = sc::new(
+        &format!("{}-bad", ns.name),
+        &ns.name,
+        "web",
+        json!({"containers": [{"name": "x", "image": ""}]}),
+    )
+    .expect("bad");
+    let err = sc::api(&client)
+        .create(&PostParams::default(), &bad)
+        .await
+        .expect_err("no image");
+    assert!(
+        err.to_string().contains("spec.containers[0].image"),
+        "{err}"
+    );
+
+    guard.delete().await.expect("delete first");
+    ns.delete().await.expect("delete ns");
+}

@@ -1,0 +1,604 @@
+//! SidecarSet injection at Pod creation (upstream `sidecarsetMutatingPod` / `buildSidecars`
+//! in `pkg/webhook/pod/mutating/sidecarset.go`). Pure: the SidecarSets and the namespace's
+//! labels are read by the caller.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use k8s_openapi::api::core::v1::{
+    Container, EnvVar, EnvVarSource, LocalObjectReference, ObjectFieldSelector, Pod, Volume,
+    VolumeMount,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kruise_api::apps::v1beta1::{PodInjectPolicyType, SidecarContainer, SidecarSet};
+use kruise_api::keys;
+use kruise_api::sidecarset::{self as wire, SidecarSetUpgradeSpec};
+
+/// What injection reads besides the Pod.
+#[derive(Debug, Clone, Default)]
+pub struct InjectContext {
+    /// Every SidecarSet in the cluster.
+    pub sidecar_sets: Vec<SidecarSet>,
+    /// Labels of the Pod's namespace (for `namespaceSelector`).
+    pub namespace_labels: BTreeMap<String, String>,
+}
+
+/// Why a Pod could not be injected.
+#[derive(Debug, thiserror::Error)]
+pub enum InjectError {
+    /// The Pod carries a hash annotation that is not the JSON upstream writes.
+    #[error("pod annotation: {0}")]
+    Annotation(#[from] kruise_api::Error),
+}
+
+/// The SidecarSets that inject into `pod`, by name (upstream lists them in name order too).
+pub fn matching<'a>(pod: &Pod, ctx: &'a InjectContext) -> Vec<&'a SidecarSet> {
+    let ns = pod.metadata.namespace.as_deref().unwrap_or_default();
+    let labels = pod.metadata.labels.clone().unwrap_or_default();
+    let mut out: Vec<&SidecarSet> = ctx
+        .sidecar_sets
+        .iter()
+        .filter(|s| !s.spec.injection_strategy.paused)
+        .filter(|s| s.metadata.deletion_timestamp.is_none())
+        .filter(|s| wire::selects(&s.spec, ns, &labels, &ctx.namespace_labels))
+        .collect();
+    out.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+    out
+}
+
+/// Injects every matching SidecarSet into `pod`; returns whether anything changed.
+pub fn inject(pod: &mut Pod, ctx: &InjectContext, now: &Time) -> Result<bool, InjectError> {
+    if pod.metadata.deletion_timestamp.is_some() {
+        return Ok(false);
+    }
+    let sets = matching(pod, ctx);
+    if sets.is_empty() {
+        return Ok(false);
+    }
+    let annotations = pod.metadata.annotations.clone().unwrap_or_default();
+    let read = |key: &'static str| match annotations.get(key) {
+        Some(v) => wire::parse_hash_annotation(key, v),
+        None => Ok(BTreeMap::new()),
+    };
+    let mut hashes = read(keys::SIDECARSET_HASH_ANNOTATION)?;
+    let mut hashes_without_image = read(keys::SIDECARSET_HASH_WITHOUT_IMAGE_ANNOTATION)?;
+    let mut injected_annotations: BTreeMap<String, String> = BTreeMap::new();
+    let mut init_containers: Vec<Container> = Vec::new();
+    let mut containers: Vec<(PodInjectPolicyType, Container)> = Vec::new();
+    let mut volumes: Vec<Volume> = Vec::new();
+    let mut secrets: Vec<LocalObjectReference> = Vec::new();
+    let mut names = Vec::new();
+    let mut working: BTreeMap<String, String> =
+        match annotations.get(keys::SIDECARSET_WORKING_HOT_UPGRADE_CONTAINER_ANNOTATION) {
+            Some(v) => wire::parse_working_containers(v)?,
+            None => BTreeMap::new(),
+        };
+    let pod_spec = pod.spec.clone().unwrap_or_default();
+
+    for set in &sets {
+        let name = set.metadata.name.clone().unwrap_or_default();
+        names.push(name.clone());
+        let set_volumes: BTreeMap<&str, &Volume> = set
+            .spec
+            .volumes
+            .iter()
+            .map(|v| (v.name.as_str(), v))
+            .collect();
+        for ic in &set.spec.init_containers {
+            let mut c = ic.container.clone();
+            push_env(&mut c, injected_env());
+            for e in transfer_envs(ic, pod) {
+                push_env(&mut c, e);
+            }
+            add_volumes_of(&c, &set_volumes, &mut volumes);
+            init_containers.push(c);
+        }
+        secrets.extend(set.spec.image_pull_secrets.iter().cloned());
+
+        let mut sidecar_list = BTreeSet::new();
+        for sc in &set.spec.containers {
+            sidecar_list.insert(sc.container.name.clone());
+            let mut c = sc.container.clone();
+            add_volumes_of(&c, &set_volumes, &mut volumes);
+            let (mounts, mount_envs) = shared_mounts(sc, &pod_spec.containers);
+            merge_mounts(&mut c, mounts);
+            push_env(&mut c, injected_env());
+            for e in transfer_envs(sc, pod).into_iter().chain(mount_envs) {
+                push_env(&mut c, e);
+            }
+            let policy = sc.pod_inject_policy.unwrap_or_default();
+            if sc.is_hot_upgrade() {
+                let (first, second) = wire::hot_upgrade_container_names(&c.name);
+                for (n, image, version, alt) in [
+                    (&first, c.image.clone(), "1", "0"),
+                    (
+                        &second,
+                        Some(sc.upgrade_strategy.hot_upgrade_empty_image.clone()),
+                        "0",
+                        "1",
+                    ),
+                ] {
+                    let mut hc = c.clone();
+                    hc.name = n.clone();
+                    hc.image = image;
+                    push_env(
+                        &mut hc,
+                        field_env(keys::ENV_SIDECARSET_VERSION, &version_key(n)),
+                    );
+                    push_env(
+                        &mut hc,
+                        field_env(keys::ENV_SIDECARSET_VERSION_ALT, &alt_key(n)),
+                    );
+                    injected_annotations.insert(version_key(n), version.to_owned());
+                    injected_annotations.insert(alt_key(n), alt.to_owned());
+                    containers.push((policy, hc));
+                }
+                working.insert(c.name.clone(), first);
+            } else {
+                containers.push((policy, c));
+            }
+        }
+        let entry = |hash: String| SidecarSetUpgradeSpec {
+            update_timestamp: now.clone(),
+            hash,
+            sidecar_set_name: name.clone(),
+            sidecar_list: sidecar_list.iter().cloned().collect(),
+            controller_revision: String::new(),
+        };
+        hashes.insert(
+            name.clone(),
+            entry(wire::current_hash(set, keys::SIDECARSET_HASH_ANNOTATION)?),
+        );
+        hashes_without_image.insert(
+            name.clone(),
+            entry(wire::current_hash(
+                set,
+                keys::SIDECARSET_HASH_WITHOUT_IMAGE_ANNOTATION,
+            )?),
+        );
+        patch_metadata(set, &annotations, &mut injected_annotations);
+    }
+    if init_containers.is_empty() && containers.is_empty() {
+        return Ok(false);
+    }
+    injected_annotations.insert(
+        keys::SIDECARSET_HASH_ANNOTATION.to_owned(),
+        wire::format_hash_annotation(&hashes)?,
+    );
+    injected_annotations.insert(
+        keys::SIDECARSET_HASH_WITHOUT_IMAGE_ANNOTATION.to_owned(),
+        wire::format_hash_annotation(&hashes_without_image)?,
+    );
+    injected_annotations.insert(
+        keys::SIDECARSET_INJECTED_LIST_ANNOTATION.to_owned(),
+        names.join(","),
+    );
+    if !working.is_empty() {
+        injected_annotations.insert(
+            keys::SIDECARSET_WORKING_HOT_UPGRADE_CONTAINER_ANNOTATION.to_owned(),
+            wire::format_working_containers(&working)?,
+        );
+    }
+
+    let spec = pod.spec.get_or_insert_with(Default::default);
+    // 1. init containers, by name, after the Pod's own.
+    init_containers.sort_by(|a, b| a.name.cmp(&b.name));
+    let pod_inits = spec.init_containers.get_or_insert_with(Vec::new);
+    for c in init_containers {
+        if !pod_inits.iter().any(|p| p.name == c.name) {
+            pod_inits.push(c);
+        }
+    }
+    if pod_inits.is_empty() {
+        spec.init_containers = None;
+    }
+    // 2. containers: a sidecar the Pod already names replaces it in place; the others go
+    // before or after the Pod's own.
+    let mut before = Vec::new();
+    let mut after = Vec::new();
+    for (policy, c) in containers {
+        if let Some(existing) = spec.containers.iter_mut().find(|p| p.name == c.name) {
+            *existing = c;
+            continue;
+        }
+        match policy {
+            PodInjectPolicyType::BeforeAppContainer => before.push(c),
+            PodInjectPolicyType::AfterAppContainer => after.push(c),
+        }
+    }
+    let own = std::mem::take(&mut spec.containers);
+    spec.containers = before.into_iter().chain(own).chain(after).collect();
+    // 3. volumes the Pod does not have yet (the Pod's own wins).
+    let pod_volumes = spec.volumes.get_or_insert_with(Vec::new);
+    for v in volumes {
+        if !pod_volumes.iter().any(|p| p.name == v.name) {
+            pod_volumes.push(v);
+        }
+    }
+    if pod_volumes.is_empty() {
+        spec.volumes = None;
+    }
+    // 4. image pull secrets, once each.
+    if !secrets.is_empty() {
+        let pod_secrets = spec.image_pull_secrets.get_or_insert_with(Vec::new);
+        for s in secrets {
+            if !pod_secrets.iter().any(|p| p.name == s.name) {
+                pod_secrets.push(s);
+            }
+        }
+    }
+    // 5. annotations.
+    pod.metadata
+        .annotations
+        .get_or_insert_with(BTreeMap::new)
+        .extend(injected_annotations);
+    Ok(true)
+}
+
+fn version_key(container: &str) -> String {
+    format!("{}{container}", keys::SIDECARSET_VERSION_ANNOTATION_PREFIX)
+}
+
+fn alt_key(container: &str) -> String {
+    format!(
+        "{}{container}",
+        keys::SIDECARSET_VERSION_ALT_ANNOTATION_PREFIX
+    )
+}
+
+fn field_env(name: &str, annotation: &str) -> EnvVar {
+    EnvVar {
+        name: name.to_owned(),
+        value_from: Some(EnvVarSource {
+            field_ref: Some(ObjectFieldSelector {
+                field_path: format!("metadata.annotations['{annotation}']"),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+fn injected_env() -> EnvVar {
+    EnvVar {
+        name: keys::ENV_SIDECAR_IS_INJECTED.to_owned(),
+        value: Some("true".to_owned()),
+        ..Default::default()
+    }
+}
+
+/// Appends `e` unless the container already has an env of that name (upstream `MergeEnvVar`
+/// keeps the container's own).
+fn push_env(c: &mut Container, e: EnvVar) {
+    let env = c.env.get_or_insert_with(Vec::new);
+    if !env.iter().any(|x| x.name == e.name) {
+        env.push(e);
+    }
+}
+
+fn add_volumes_of(c: &Container, set_volumes: &BTreeMap<&str, &Volume>, out: &mut Vec<Volume>) {
+    for m in c.volume_mounts.iter().flatten() {
+        if let Some(v) = set_volumes.get(m.name.as_str())
+            && !out.iter().any(|o| o.name == v.name)
+        {
+            out.push((*v).clone());
+        }
+    }
+}
+
+/// Env vars copied from the Pod's containers (upstream `GetSidecarTransferEnvs`); a missing
+/// source is skipped, as upstream does.
+fn transfer_envs(sc: &SidecarContainer, pod: &Pod) -> Vec<EnvVar> {
+    let containers = pod.spec.as_ref().map(|s| &s.containers[..]).unwrap_or(&[]);
+    let mut out = Vec::new();
+    for t in &sc.transfer_env {
+        let source = if t.source_container_name.is_empty() {
+            t.source_container_name_from
+                .as_ref()
+                .and_then(|f| f.field_ref.as_ref())
+                .and_then(|f| pod_field(pod, &f.field_path))
+        } else {
+            Some(t.source_container_name.clone())
+        };
+        let Some(source) = source else { continue };
+        let Some(c) = containers.iter().find(|c| c.name == source) else {
+            continue;
+        };
+        let wanted: Vec<&str> = if t.env_names.is_empty() {
+            vec![t.env_name.as_str()]
+        } else {
+            t.env_names.iter().map(String::as_str).collect()
+        };
+        for name in wanted {
+            if let Some(e) = c.env.iter().flatten().find(|e| e.name == name) {
+                out.push(e.clone());
+            }
+        }
+    }
+    out
+}
+
+/// `metadata.name`, `metadata.labels['k']` or `metadata.annotations['k']` of the Pod.
+fn pod_field(pod: &Pod, path: &str) -> Option<String> {
+    if path == "metadata.name" {
+        return pod.metadata.name.clone();
+    }
+    let sub = |prefix: &str| {
+        path.strip_prefix(prefix)
+            .and_then(|r| r.strip_suffix("']"))
+            .map(str::to_owned)
+    };
+    if let Some(k) = sub("metadata.labels['") {
+        return pod.metadata.labels.as_ref()?.get(&k).cloned();
+    }
+    if let Some(k) = sub("metadata.annotations['") {
+        return pod.metadata.annotations.as_ref()?.get(&k).cloned();
+    }
+    None
+}
+
+/// With `shareVolumePolicy: enabled`, the Pod containers' mounts (not other sidecars', not
+/// service-account tokens) and the env their `subPathExpr` needs (upstream
+/// `GetInjectedVolumeMountsAndEnvs`).
+fn shared_mounts(sc: &SidecarContainer, app: &[Container]) -> (Vec<VolumeMount>, Vec<EnvVar>) {
+    if !sc.share_volume_policy.enabled() {
+        return (Vec::new(), Vec::new());
+    }
+    let mut mounts = Vec::new();
+    let mut envs = Vec::new();
+    for c in app {
+        let injected =
+            c.env.iter().flatten().any(|e| {
+                e.name == keys::ENV_SIDECAR_IS_INJECTED && e.value.as_deref() == Some("true")
+            });
+        if injected {
+            continue;
+        }
+        for m in c.volume_mounts.iter().flatten() {
+            if m.mount_path.starts_with("/var/run/secrets/kubernetes.io") {
+                continue;
+            }
+            mounts.push(m.clone());
+            for var in subpath_vars(m.sub_path_expr.as_deref().unwrap_or_default()) {
+                if let Some(e) = c.env.iter().flatten().find(|e| e.name == var) {
+                    envs.push(e.clone());
+                }
+            }
+        }
+    }
+    (mounts, envs)
+}
+
+/// `$(NAME)` references in a subPathExpr.
+fn subpath_vars(expr: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut rest = expr;
+    while let Some(start) = rest.find("$(") {
+        let after = &rest[start + 2..];
+        let Some(end) = after.find(')') else { break };
+        out.push(&after[..end]);
+        rest = &after[end + 1..];
+    }
+    out
+}
+
+/// The sidecar's own mounts win over shared ones of the same name or path (upstream
+/// `MergeVolumeMounts`).
+fn merge_mounts(c: &mut Container, shared: Vec<VolumeMount>) {
+    if shared.is_empty() {
+        return;
+    }
+    let own = c.volume_mounts.get_or_insert_with(Vec::new);
+    for m in shared {
+        if !own
+            .iter()
+            .any(|o| o.name == m.name || o.mount_path == m.mount_path)
+        {
+            own.push(m);
+        }
+    }
+}
+
+/// `patchPodMetadata` at injection: Retain keeps a value the Pod has, Overwrite replaces it,
+/// MergePatchJson merges JSON objects.
+fn patch_metadata(
+    set: &SidecarSet,
+    pod_annotations: &BTreeMap<String, String>,
+    out: &mut BTreeMap<String, String>,
+) {
+    use kruise_api::apps::v1beta1::SidecarSetPatchPolicyType as P;
+    for p in &set.spec.patch_pod_metadata {
+        for (k, v) in &p.annotations {
+            let current = out.get(k).or_else(|| pod_annotations.get(k)).cloned();
+            match (p.patch_policy.unwrap_or_default(), current) {
+                (P::Retain, Some(_)) => {}
+                (P::MergePatchJson, Some(cur)) => {
+                    let merged = serde_json::from_str::<serde_json::Value>(&cur)
+                        .ok()
+                        .zip(serde_json::from_str::<serde_json::Value>(v).ok())
+                        .map(|(mut base, patch)| {
+                            json_patch::merge(&mut base, &patch);
+                            base.to_string()
+                        });
+                    out.insert(k.clone(), merged.unwrap_or_else(|| v.clone()));
+                }
+                _ => {
+                    out.insert(k.clone(), v.clone());
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{Value, json};
+
+    fn set(name: &str, spec: Value) -> SidecarSet {
+        let mut s: SidecarSet = serde_json::from_value(json!({
+            "apiVersion": "apps.kruise.io/v1beta1", "kind": "SidecarSet",
+            "metadata": {"name": name}, "spec": spec}))
+        .expect("set");
+        let [(k1, v1), (k2, v2)] =
+            super::super::validate::hash_annotations(&s.spec).expect("hashes");
+        s.metadata.annotations = Some(BTreeMap::from([(k1, v1), (k2, v2)]));
+        s
+    }
+
+    fn pod(labels: Value) -> Pod {
+        serde_json::from_value(json!({"metadata": {"name": "p", "namespace": "team-a",
+            "labels": labels},
+            "spec": {"containers": [{"name": "main", "image": "app:1",
+                "env": [{"name": "TZ", "value": "UTC"}],
+                "volumeMounts": [{"name": "data", "mountPath": "/data"}]}],
+                "volumes": [{"name": "data", "emptyDir": {}}]}}))
+        .expect("pod")
+    }
+
+    fn web_set() -> SidecarSet {
+        set(
+            "logs",
+            json!({"selector": {"matchLabels": {"app": "web"}},
+            "containers": [
+                {"name": "before", "image": "busybox:1",
+                 "volumeMounts": [{"name": "logs", "mountPath": "/logs"}],
+                 "transferEnv": [{"sourceContainerName": "main", "envName": "TZ"}]},
+                {"name": "after", "image": "busybox:1", "podInjectPolicy": "AfterAppContainer",
+                 "shareVolumePolicy": {"type": "enabled"}}],
+            "initContainers": [{"name": "setup", "image": "busybox:1"}],
+            "volumes": [{"name": "logs", "emptyDir": {}}, {"name": "data", "hostPath": {"path": "/x"}}],
+            "imagePullSecrets": [{"name": "reg"}],
+            "patchPodMetadata": [{"annotations": {"team": "platform"}}]}),
+        )
+    }
+
+    fn now() -> Time {
+        Time(jiff::Timestamp::from_second(1_700_000_000).expect("ts"))
+    }
+
+    #[test]
+    fn injects_in_upstream_order() {
+        let ctx = InjectContext {
+            sidecar_sets: vec![web_set()],
+            ..Default::default()
+        };
+        let mut p = pod(json!({"app": "web"}));
+        assert!(inject(&mut p, &ctx, &now()).expect("inject"));
+        let spec = p.spec.as_ref().expect("spec");
+        let names: Vec<&str> = spec.containers.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["before", "main", "after"]);
+        let before = &spec.containers[0];
+        let env: Vec<(&str, Option<&str>)> = before
+            .env
+            .iter()
+            .flatten()
+            .map(|e| (e.name.as_str(), e.value.as_deref()))
+            .collect();
+        assert_eq!(env, [("IS_INJECTED", Some("true")), ("TZ", Some("UTC"))]);
+        // Shared mounts: the app's /data shows up in the sidecar that asked for it.
+        let after_mounts: Vec<&str> = spec.containers[2]
+            .volume_mounts
+            .iter()
+            .flatten()
+            .map(|m| m.mount_path.as_str())
+            .collect();
+        assert_eq!(after_mounts, ["/data"]);
+        // The Pod's own "data" volume wins over the SidecarSet's; "logs" is added.
+        let vols: Vec<&str> = spec
+            .volumes
+            .iter()
+            .flatten()
+            .map(|v| v.name.as_str())
+            .collect();
+        assert_eq!(vols, ["data", "logs"]);
+        assert!(spec.volumes.as_ref().expect("v")[0].empty_dir.is_some());
+        let inits: Vec<&str> = spec
+            .init_containers
+            .iter()
+            .flatten()
+            .map(|c| c.name.as_str())
+            .collect();
+        assert_eq!(inits, ["setup"]);
+        assert_eq!(
+            spec.image_pull_secrets.as_ref().expect("secrets")[0].name,
+            "reg"
+        );
+        let ann = p.metadata.annotations.as_ref().expect("annotations");
+        assert_eq!(ann[keys::SIDECARSET_INJECTED_LIST_ANNOTATION], "logs");
+        assert_eq!(ann["team"], "platform");
+        let hashes = wire::parse_hash_annotation(
+            keys::SIDECARSET_HASH_ANNOTATION,
+            &ann[keys::SIDECARSET_HASH_ANNOTATION],
+        )
+        .expect("hash annotation");
+        let set = web_set();
+        let want =
+            set.metadata.annotations.as_ref().expect("a")[keys::SIDECARSET_HASH_ANNOTATION].clone();
+        assert_eq!(hashes["logs"].hash, want);
+        assert_eq!(hashes["logs"].sidecar_list, ["after", "before"]);
+    }
+
+    #[test]
+    fn non_matching_and_paused_are_untouched() {
+        let mut paused = web_set();
+        paused.spec.injection_strategy.paused = true;
+        for (ctx, labels) in [
+            (
+                InjectContext {
+                    sidecar_sets: vec![web_set()],
+                    ..Default::default()
+                },
+                json!({"app": "db"}),
+            ),
+            (
+                InjectContext {
+                    sidecar_sets: vec![paused],
+                    ..Default::default()
+                },
+                json!({"app": "web"}),
+            ),
+        ] {
+            let mut p = pod(labels);
+            let before = p.clone();
+            assert!(!inject(&mut p, &ctx, &now()).expect("inject"));
+            assert_eq!(p, before);
+        }
+    }
+
+    #[test]
+    fn hot_upgrade_injects_a_pair() {
+        let s = set(
+            "proxy",
+            json!({"selector": {"matchLabels": {"app": "web"}},
+            "containers": [{"name": "envoy", "image": "envoy:1",
+                "upgradeStrategy": {"upgradeType": "HotUpgrade", "hotUpgradeEmptyImage": "empty:1"}}]}),
+        );
+        let ctx = InjectContext {
+            sidecar_sets: vec![s],
+            ..Default::default()
+        };
+        let mut p = pod(json!({"app": "web"}));
+        assert!(inject(&mut p, &ctx, &now()).expect("inject"));
+        let spec = p.spec.as_ref().expect("spec");
+        let got: Vec<(&str, Option<&str>)> = spec
+            .containers
+            .iter()
+            .map(|c| (c.name.as_str(), c.image.as_deref()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("envoy-1", Some("envoy:1")),
+                ("envoy-2", Some("empty:1")),
+                ("main", Some("app:1"))
+            ]
+        );
+        let ann = p.metadata.annotations.as_ref().expect("annotations");
+        assert_eq!(
+            ann[keys::SIDECARSET_WORKING_HOT_UPGRADE_CONTAINER_ANNOTATION],
+            r#"{"envoy":"envoy-1"}"#
+        );
+        assert_eq!(ann["version.sidecarset.kruise.io/envoy-1"], "1");
+    }
+}

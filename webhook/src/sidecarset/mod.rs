@@ -1,0 +1,174 @@
+//! SidecarSet admission: injection into new Pods ([`inject`], called from the Pod mutating
+//! handler), SidecarSet defaulting and validation ([`validate`]), and v1alpha1 ⇄ v1beta1
+//! conversion ([`conversion`]).
+//!
+//! The Pod and SidecarSet handlers read the cluster (every SidecarSet, the Pod's namespace)
+//! through [`SidecarSetLookup`]; everything they decide is pure and tested without one.
+
+pub mod conversion;
+pub mod inject;
+pub mod validate;
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::Namespace;
+use kruise_api::apps::v1beta1::SidecarSet;
+use kube::core::admission::Operation;
+use serde_json::Value;
+
+use crate::crr_admit::ApiPods;
+use crate::review::{Outcome, Request, diff};
+pub use inject::InjectContext;
+
+/// Where the handlers read SidecarSets and namespaces. The defaults describe a cluster
+/// without SidecarSets (test doubles of the other lookups use them).
+pub trait SidecarSetLookup: Sync {
+    /// Every SidecarSet.
+    fn sidecar_sets(&self) -> impl Future<Output = Result<Vec<SidecarSet>, String>> + Send {
+        std::future::ready(Ok(Vec::new()))
+    }
+    /// The labels of a namespace (empty when it does not exist).
+    fn namespace_labels(
+        &self,
+        _namespace: &str,
+    ) -> impl Future<Output = Result<BTreeMap<String, String>, String>> + Send {
+        std::future::ready(Ok(BTreeMap::new()))
+    }
+}
+
+impl SidecarSetLookup for ApiPods {
+    async fn sidecar_sets(&self) -> Result<Vec<SidecarSet>, String> {
+        let Some(client) = &self.client else {
+            return Ok(Vec::new());
+        };
+        let api: kube::Api<SidecarSet> = kube::Api::all(client.clone());
+        match tokio::time::timeout(self.timeout, api.list(&Default::default())).await {
+            Ok(Ok(list)) => Ok(list.items),
+            // The CRD may not be installed (yet): nothing to inject.
+            Ok(Err(kube::Error::Api(e))) if e.code == 404 => Ok(Vec::new()),
+            Ok(Err(e)) => Err(format!("cannot list SidecarSets: {e}")),
+            Err(_) => Err(format!(
+                "cannot list SidecarSets: no answer from the API server within {:?}",
+                self.timeout
+            )),
+        }
+    }
+
+    async fn namespace_labels(&self, namespace: &str) -> Result<BTreeMap<String, String>, String> {
+        let Some(client) = &self.client else {
+            return Ok(BTreeMap::new());
+        };
+        let api: kube::Api<Namespace> = kube::Api::all(client.clone());
+        match tokio::time::timeout(self.timeout, api.get_opt(namespace)).await {
+            Ok(Ok(ns)) => Ok(ns.and_then(|n| n.metadata.labels).unwrap_or_default()),
+            Ok(Err(e)) => Err(format!("cannot read namespace {namespace}: {e}")),
+            Err(_) => Err(format!(
+                "cannot read namespace {namespace}: no answer within {:?}",
+                self.timeout
+            )),
+        }
+    }
+}
+
+/// `/mutate-pod` with injection: reads the SidecarSets (and the namespace when one of them
+/// selects namespaces), then runs the Pod handler.
+pub async fn mutate_pod<C: SidecarSetLookup>(req: Request, cluster: &C) -> Outcome {
+    if req.operation != Operation::Create || req.resource != "pods" || req.sub_resource.is_some() {
+        return Outcome::Allow;
+    }
+    let sidecar_sets = match cluster.sidecar_sets().await {
+        Ok(s) => s,
+        Err(e) => return Outcome::forbidden(e),
+    };
+    let mut ctx = InjectContext {
+        sidecar_sets,
+        namespace_labels: BTreeMap::new(),
+    };
+    if ctx
+        .sidecar_sets
+        .iter()
+        .any(|s| s.spec.namespace_selector.is_some())
+        && let Some(ns) = req.namespace.as_deref()
+    {
+        match cluster.namespace_labels(ns).await {
+            Ok(l) => ctx.namespace_labels = l,
+            Err(e) => return Outcome::forbidden(e),
+        }
+    }
+    crate::pod::mutate_with(&req, &ctx)
+}
+
+/// SidecarSet defaulting: records the SidecarSet's hashes in its annotations.
+pub fn mutate(req: &Request) -> Outcome {
+    if !matches!(req.operation, Operation::Create | Operation::Update) {
+        return Outcome::Allow;
+    }
+    let Some(raw) = req.object.as_ref().filter(|o| o.is_object()) else {
+        return Outcome::bad_request("SidecarSet request carries no object");
+    };
+    let set = match validate::decode(raw) {
+        Ok(s) => s,
+        Err(e) => return Outcome::bad_request(e),
+    };
+    let hashes = match validate::hash_annotations(&set.spec) {
+        Ok(h) => h,
+        Err(e) => return Outcome::bad_request(e),
+    };
+    let mut after = raw.clone();
+    let Some(meta) = after
+        .as_object_mut()
+        .map(|o| {
+            o.entry("metadata")
+                .or_insert_with(|| Value::Object(Default::default()))
+        })
+        .and_then(Value::as_object_mut)
+    else {
+        return Outcome::bad_request("metadata: must be an object");
+    };
+    let ann = meta
+        .entry("annotations")
+        .or_insert_with(|| Value::Object(Default::default()));
+    if ann.is_null() {
+        *ann = Value::Object(Default::default());
+    }
+    let Some(ann) = ann.as_object_mut() else {
+        return Outcome::bad_request("metadata.annotations: must be an object");
+    };
+    for (k, v) in hashes {
+        ann.insert(k, Value::String(v));
+    }
+    let patch = diff(raw, &after);
+    if patch.0.is_empty() {
+        Outcome::Allow
+    } else {
+        Outcome::Patch(patch)
+    }
+}
+
+/// SidecarSet validation: the rules of [`validate::violations`], then the conflict with the
+/// other SidecarSets.
+pub async fn validate_set<C: SidecarSetLookup>(req: Request, cluster: &C) -> Outcome {
+    if !matches!(req.operation, Operation::Create | Operation::Update) {
+        return Outcome::Allow;
+    }
+    let Some(raw) = req.object.as_ref() else {
+        return Outcome::bad_request("SidecarSet request carries no object");
+    };
+    let set = match validate::decode(raw) {
+        Ok(s) => s,
+        Err(e) => return Outcome::bad_request(e),
+    };
+    let errs = validate::violations(&set.spec);
+    if !errs.is_empty() {
+        return Outcome::invalid(errs.join("; "));
+    }
+    let others = match cluster.sidecar_sets().await {
+        Ok(s) => s,
+        Err(e) => return Outcome::forbidden(e),
+    };
+    let name = set.metadata.name.as_deref().unwrap_or(&req.name);
+    match validate::conflict(name, &set.spec, &others) {
+        Some(msg) => Outcome::invalid(msg),
+        None => Outcome::Allow,
+    }
+}
