@@ -80,7 +80,9 @@ fn versions_storage_and_conversion() {
         );
         let webhook = matches!(
             name.as_str(),
-            "clonesets.apps.kruise.io" | "containerrecreaterequests.apps.kruise.io"
+            "clonesets.apps.kruise.io"
+                | "containerrecreaterequests.apps.kruise.io"
+                | "daemonsets.apps.kruise.io"
         );
         match crd.spec.conversion.as_ref() {
             Some(conv) if webhook => {
