@@ -164,6 +164,14 @@ async fn run_controllers(
     let node_images = nodeimage::run(client.clone(), metrics.clone(), token.clone());
     let pull_jobs = imagepulljob::run(client.clone(), pods.clone(), metrics.clone(), token.clone());
     let recreate = crr::run(client.clone(), pods.clone(), metrics.clone(), token.clone());
+    let daemonsets = kruise_manager::daemonset::controller::run(
+        client.clone(),
+        pods.clone(),
+        metrics.clone(),
+        instance.clone(),
+        namespace.clone(),
+        token.clone(),
+    );
     let ctx = Arc::new(cloneset::Context::new(
         client, pods, metrics, instance, namespace,
     ));
@@ -173,7 +181,8 @@ async fn run_controllers(
         launch,
         node_images,
         pull_jobs,
-        recreate
+        recreate,
+        daemonsets
     );
 }
 
