@@ -217,5 +217,6 @@ pub mod bench;
 pub mod cli;
 pub mod cloneset;
 pub mod cri;
+pub mod daemonset;
 pub mod mode;
 pub mod recorder;
