@@ -39,12 +39,13 @@ impl InPlaceHooks for AdsHooks {
     }
 }
 
-/// The hash a revision's Pods carry.
+/// The hash a revision's Pods carry: its `controller-revision-hash` label (upstream ADS writes
+/// it on revisions), else the `controller.kubernetes.io/hash` the shared history writes.
 pub fn revision_hash(rev: &k8s_openapi::api::apps::v1::ControllerRevision) -> String {
-    rev.metadata
-        .labels
-        .as_ref()
+    let labels = rev.metadata.labels.as_ref();
+    labels
         .and_then(|l| l.get(keys::CONTROLLER_REVISION_HASH_LABEL))
+        .or_else(|| labels.and_then(|l| l.get(keys::k8s::CONTROLLER_REVISION_HASH_KEY)))
         .cloned()
         .unwrap_or_default()
 }
@@ -191,6 +192,26 @@ mod tests {
         pod.spec.as_mut().expect("spec").node_name = Some("node-7".into());
         assert_eq!(target_node(&pod), Some("node-7"));
         assert_eq!(target_node(&Pod::default()), None);
+    }
+
+    #[test]
+    fn revision_hash_reads_either_label() {
+        let rev = |k: &str| k8s_openapi::api::apps::v1::ControllerRevision {
+            metadata: kube::api::ObjectMeta {
+                labels: Some([(k.to_owned(), "abc".to_owned())].into()),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        assert_eq!(
+            revision_hash(&rev(keys::CONTROLLER_REVISION_HASH_LABEL)),
+            "abc"
+        );
+        assert_eq!(
+            revision_hash(&rev(keys::k8s::CONTROLLER_REVISION_HASH_KEY)),
+            "abc"
+        );
+        assert_eq!(revision_hash(&rev("other")), "");
     }
 
     #[test]

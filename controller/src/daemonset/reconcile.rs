@@ -371,6 +371,13 @@ async fn update_revision(
             let mut obj = candidate.clone();
             let rname = revision::name_for_collision(&name, &candidate, collision)?;
             obj.metadata.name = Some(rname.clone());
+            // Upstream ADS labels its revisions with the hash its Pods carry.
+            if let Some((_, h)) = rname.rsplit_once('-') {
+                obj.metadata.labels.get_or_insert_default().insert(
+                    kruise_api::keys::CONTROLLER_REVISION_HASH_LABEL.to_owned(),
+                    h.to_owned(),
+                );
+            }
             match api.create(&PostParams::default(), &obj).await {
                 Ok(created) => {
                     ctx.event(
