@@ -88,6 +88,11 @@ pub fn all() -> Result<Vec<CustomResourceDefinition>, CrdError> {
             Conversion::Webhook,
         )?,
         merged(
+            "daemonsets.apps.kruise.io",
+            vec![v1alpha1::DaemonSet::crd(), v1beta1::DaemonSet::crd()],
+            Conversion::Webhook,
+        )?,
+        merged(
             "imagepulljobs.apps.kruise.io",
             vec![v1alpha1::ImagePullJob::crd(), v1beta1::ImagePullJob::crd()],
             Conversion::None,

@@ -83,6 +83,7 @@ fn versions_storage_and_conversion() {
             "clonesets.apps.kruise.io"
                 | "containerrecreaterequests.apps.kruise.io"
                 | "sidecarsets.apps.kruise.io"
+                | "daemonsets.apps.kruise.io"
         );
         match crd.spec.conversion.as_ref() {
             Some(conv) if webhook => {

@@ -3,6 +3,7 @@
 pub use kruise_runtime::backoff;
 pub mod cloneset;
 pub mod crr;
+pub mod daemonset;
 pub mod expectations;
 pub mod imagepulljob;
 pub mod inplace;

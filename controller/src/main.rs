@@ -167,6 +167,14 @@ async fn run_controllers(
     let pull_jobs = imagepulljob::run(client.clone(), pods.clone(), metrics.clone(), token.clone());
     let recreate = crr::run(client.clone(), pods.clone(), metrics.clone(), token.clone());
     let sidecars = sidecarset::run(client.clone(), pods.clone(), metrics.clone(), token.clone());
+    let daemonsets = kruise_manager::daemonset::controller::run(
+        client.clone(),
+        pods.clone(),
+        metrics.clone(),
+        instance.clone(),
+        namespace.clone(),
+        token.clone(),
+    );
     let ctx = Arc::new(cloneset::Context::new(
         client, pods, metrics, instance, namespace,
     ));
@@ -177,7 +185,8 @@ async fn run_controllers(
         node_images,
         pull_jobs,
         recreate,
-        sidecars
+        sidecars,
+        daemonsets
     );
 }
 

@@ -217,6 +217,7 @@ pub mod bench;
 pub mod cli;
 pub mod cloneset;
 pub mod cri;
+pub mod daemonset;
 pub mod mode;
 pub mod recorder;
 pub mod sidecarset;

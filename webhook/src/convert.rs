@@ -101,6 +101,7 @@ pub fn convert_object(obj: &Value, desired: &str) -> Result<Value, String> {
         "CloneSet" => cloneset::convert(obj, desired),
         "ContainerRecreateRequest" => crate::crr::convert(obj, desired),
         "SidecarSet" => crate::sidecarset::conversion::convert(obj, desired),
+        "DaemonSet" => crate::daemonset::conversion::convert(obj, desired),
         other => Err(format!(
             "conversion of kind {other:?} ({api_version} → {desired}) is not supported by this webhook"
         )),

@@ -61,6 +61,7 @@ pub mod conversion;
 pub mod convert;
 pub mod crr;
 pub mod crr_admit;
+pub mod daemonset;
 pub mod field;
 pub mod imagepull;
 pub mod pod;

@@ -3,6 +3,7 @@
 
 mod cloneset;
 mod containerrecreaterequest;
+mod daemonset;
 mod imagepulljob;
 mod nodeimage;
 mod sidecarset;
@@ -19,6 +20,11 @@ pub use containerrecreaterequest::{
     ContainerRecreateRequestSpec, ContainerRecreateRequestStatus, ContainerRecreateRequestStrategy,
     ContainerRecreateRequestSyncContainerStatus, ContainerRecreateRequestSyncContainerStatuses,
     ProbeHandler,
+};
+pub use daemonset::{
+    DaemonSet, DaemonSetCondition, DaemonSetScaleStrategy, DaemonSetSpec, DaemonSetStatus,
+    DaemonSetUpdateStrategy, DaemonSetUpdateStrategyType, RollingUpdateDaemonSet,
+    RollingUpdateType,
 };
 pub use imagepulljob::{
     CompletionPolicy, CompletionPolicyType, FailedImageStatus, ImageListPullJob,

@@ -2,6 +2,7 @@
 
 mod cloneset;
 mod containerrecreaterequest;
+mod daemonset;
 mod imagelistpulljob;
 mod imagepulljob;
 mod nodeimage;
@@ -20,6 +21,11 @@ pub use containerrecreaterequest::{
     ContainerRecreateRequestSpec, ContainerRecreateRequestStatus, ContainerRecreateRequestStrategy,
     ContainerRecreateRequestSyncContainerStatus, ContainerRecreateRequestSyncContainerStatuses,
     ProbeHandler,
+};
+pub use daemonset::{
+    DaemonSet, DaemonSetCondition, DaemonSetScaleStrategy, DaemonSetSpec, DaemonSetStatus,
+    DaemonSetUpdateStrategy, DaemonSetUpdateStrategyType, RollingUpdateDaemonSet,
+    RollingUpdateType,
 };
 pub use imagelistpulljob::{
     FailedImageStatus, ImageListPullJob, ImageListPullJobSpec, ImageListPullJobStatus,

@@ -1,0 +1,121 @@
+//! Shared state of the Advanced DaemonSet controller (client, Pod cache, Node store,
+//! expectations, Events) and its error.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Node;
+use kruise_api::apps::v1beta1::DaemonSet;
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::reflector::Store;
+use kube::{Client, Resource};
+
+use super::plan::BadNumber;
+use crate::backoff::{Backoff, Policy};
+use crate::expectations::{ResourceVersionExpectations, ScaleExpectations};
+use crate::inplace::{ApplyError, InPlaceControl};
+use crate::metrics::Metrics;
+use crate::podcache::PodCache;
+use crate::revision::RevisionError;
+use crate::runner::ReconcileError;
+
+/// Name in Events, logs and the field manager.
+pub const CONTROLLER_NAME: &str = "daemonset-controller";
+/// Label value of the `controller` metric label.
+pub(super) const METRIC_NAME: &str = "daemonset";
+
+/// Shared state of the controller.
+pub struct Context {
+    pub client: Client,
+    pub pods: PodCache,
+    /// Every Node (filled by the controller's Node watch).
+    pub nodes: Store<Node>,
+    pub recorder: Recorder,
+    pub scale_exp: ScaleExpectations,
+    pub rv_exp: ResourceVersionExpectations,
+    pub inplace: InPlaceControl,
+    pub metrics: Arc<Metrics>,
+    pub namespace: Option<String>,
+    pub backoff: Arc<Backoff>,
+}
+
+impl Context {
+    pub fn new(
+        client: Client,
+        pods: PodCache,
+        nodes: Store<Node>,
+        metrics: Arc<Metrics>,
+        instance: Option<String>,
+        namespace: Option<String>,
+    ) -> Self {
+        let reporter = Reporter {
+            controller: CONTROLLER_NAME.to_string(),
+            instance,
+        };
+        Self {
+            recorder: Recorder::new(client.clone(), reporter),
+            inplace: InPlaceControl::new(client.clone()),
+            client,
+            pods,
+            nodes,
+            scale_exp: ScaleExpectations::new(),
+            rv_exp: ResourceVersionExpectations::new(),
+            metrics,
+            namespace,
+            backoff: Arc::new(Backoff::new(Policy::DEFAULT)),
+        }
+    }
+
+    /// Publish an Event on the DaemonSet; a refused Event is only logged.
+    pub(super) async fn event(&self, ds: &DaemonSet, type_: EventType, reason: &str, note: String) {
+        let ev = Event {
+            type_,
+            reason: reason.to_string(),
+            note: Some(note),
+            action: reason.to_string(),
+            secondary: None,
+        };
+        if let Err(e) = self.recorder.publish(&ev, &ds.object_ref(&())).await {
+            tracing::debug!(error = %e, reason, "event refused");
+        }
+    }
+}
+
+/// The soonest retry of errors only a spec change fixes (that change triggers a reconcile).
+const SPEC_ERROR_RETRY: Duration = Duration::from_secs(30);
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("kubernetes API: {0}")]
+    Kube(#[from] kube::Error),
+    #[error(transparent)]
+    Revision(#[from] RevisionError),
+    #[error("in-place update: {0}")]
+    InPlace(#[from] ApplyError),
+    #[error("serialization: {0}")]
+    Serde(#[from] serde_json::Error),
+    #[error(transparent)]
+    Spec(#[from] BadNumber),
+    #[error("DaemonSet has no namespace or uid")]
+    Unnamed,
+}
+
+impl ReconcileError for Error {
+    fn metric_label(&self) -> &'static str {
+        match self {
+            Error::Kube(_) => "kube",
+            Error::Revision(_) => "revision",
+            Error::InPlace(_) => "inplace",
+            Error::Serde(_) => "serde",
+            Error::Spec(_) => "spec",
+            Error::Unnamed => "unnamed",
+        }
+    }
+
+    fn retry_floor(&self) -> Duration {
+        match self {
+            Error::Spec(_) => SPEC_ERROR_RETRY,
+            _ => Duration::ZERO,
+        }
+    }
+}

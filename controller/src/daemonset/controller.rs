@@ -1,0 +1,147 @@
+//! Wiring of the Advanced DaemonSet controller on the shared [`runner`](crate::runner): the
+//! DaemonSet watch, a Node watch whose store the reconcile reads (every Node change concerns
+//! every DaemonSet: it may gain, keep or lose a Pod there), and the Pod events of the shared
+//! cache mapped to their owner.
+
+use std::sync::Arc;
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Node;
+use kruise_api::apps::v1beta1::DaemonSet;
+use kruise_api::keys;
+use kube::runtime::reflector::{self, ObjectRef};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, Client, Resource, ResourceExt};
+use tokio_util::sync::CancellationToken;
+
+use super::context::METRIC_NAME;
+pub use super::context::{CONTROLLER_NAME, Context, Error};
+pub use super::reconcile::reconcile;
+use crate::cloneset::podutil;
+use crate::expectations::{Cached, ScaleAction};
+use crate::metrics::Metrics;
+use crate::podcache::{PodCache, PodEvent};
+use crate::runner::{self, Controller};
+
+/// Reconciles of different DaemonSets running at once.
+const CONCURRENCY: u16 = 3;
+
+/// Run the Advanced DaemonSet controller until `shutdown` is cancelled.
+pub async fn run(
+    client: Client,
+    pods: PodCache,
+    metrics: Arc<Metrics>,
+    instance: Option<String>,
+    namespace: Option<String>,
+    shutdown: CancellationToken,
+) {
+    let (node_store, node_writer) = reflector::store::<Node>();
+    let node_events = reflector::reflector(
+        node_writer,
+        watcher(Api::<Node>::all(client.clone()), watcher::Config::default()),
+    )
+    .default_backoff()
+    .touched_objects();
+    let ctx = Arc::new(Context::new(
+        client.clone(),
+        pods,
+        node_store,
+        metrics,
+        instance,
+        namespace,
+    ));
+    let api: Api<DaemonSet> = match &ctx.namespace {
+        Some(ns) => Api::namespaced(client, ns),
+        None => Api::all(client),
+    };
+    let ctl = Controller::watching(
+        METRIC_NAME,
+        runner::watch(api),
+        ctx.metrics.clone(),
+        shutdown,
+    )
+    .concurrency(CONCURRENCY)
+    .backoff(ctx.backoff.clone());
+    let (exp_ctx, _) = (ctx.clone(), ());
+    let ctl = ctl.inspect(move |ev| {
+        if let Ok(watcher::Event::Delete(ds)) = ev {
+            exp_ctx.scale_exp.delete(&format!(
+                "{}/{}",
+                ds.namespace().unwrap_or_default(),
+                ds.name_any()
+            ));
+        }
+    });
+    let ds_store = ctl.store();
+    let node_targets = node_events.flat_map(move |ev: Result<Node, watcher::Error>| {
+        let refs: Vec<ObjectRef<DaemonSet>> = match ev {
+            Ok(_) => ds_store
+                .state()
+                .iter()
+                .map(|d| ObjectRef::from_obj(d.as_ref()))
+                .collect(),
+            Err(e) => {
+                tracing::debug!(error = %e, "node watch error");
+                Vec::new()
+            }
+        };
+        futures::stream::iter(refs)
+    });
+    let (pod_ctx, store) = (ctx.clone(), ctl.store());
+    let pod_targets = ctx
+        .pods
+        .events()
+        .flat_map(move |ev| futures::stream::iter(pod_event_targets(&pod_ctx, &store, ev)));
+    ctl.trigger_refs(node_targets)
+        .trigger_refs(pod_targets)
+        .run(reconcile, ctx)
+        .await;
+}
+
+/// Which DaemonSets a Pod event concerns; observes scale expectations on the way.
+fn pod_event_targets(
+    ctx: &Context,
+    store: &reflector::Store<DaemonSet>,
+    ev: PodEvent,
+) -> Vec<ObjectRef<DaemonSet>> {
+    let (pod, deleted) = match ev {
+        PodEvent::Applied(p) => (p, false),
+        PodEvent::Deleted(p) => (p, true),
+        PodEvent::Resync => {
+            return store
+                .state()
+                .iter()
+                .map(|d| ObjectRef::from_obj(d.as_ref()))
+                .collect();
+        }
+    };
+    let Some(owner) = pod
+        .metadata
+        .owner_references
+        .as_ref()
+        .and_then(|o| o.iter().find(|o| o.controller == Some(true)))
+    else {
+        return Vec::new();
+    };
+    if owner.kind != DaemonSet::kind(&()) || !owner.api_version.starts_with(keys::APPS_GROUP) {
+        return Vec::new();
+    }
+    let ns = pod.metadata.namespace.clone().unwrap_or_default();
+    let key = format!("{ns}/{}", owner.name);
+    let cached = match ctx.pods.store().get(&ObjectRef::from_obj(pod.as_ref())) {
+        None => Cached::Absent,
+        Some(p) if p.metadata.deletion_timestamp.is_some() => Cached::Terminating,
+        Some(_) => Cached::Present,
+    };
+    for action in [ScaleAction::Create, ScaleAction::Delete] {
+        if cached.shows(action) || deleted {
+            ctx.scale_exp.observe(&key, action, podutil::name(&pod));
+        }
+    }
+    if cached == Cached::Absent
+        && let Some(uid) = pod.metadata.uid.as_deref()
+    {
+        ctx.rv_exp.delete(uid);
+    }
+    vec![ObjectRef::new(&owner.name).within(&ns)]
+}

@@ -1,0 +1,320 @@
+use super::*;
+use serde_json::json;
+
+fn node(name: &str, labels: serde_json::Value) -> Node {
+    serde_json::from_value(json!({"metadata": {"name": name, "labels": labels}})).expect("node")
+}
+
+/// A Pod at `hash`; `ready` makes it Running, Ready and InPlaceUpdateReady.
+fn pod(name: &str, hash: &str, ready: bool) -> Pod {
+    let status = if ready { "True" } else { "False" };
+    serde_json::from_value(json!({
+        "metadata": {"name": name, "labels": {"controller-revision-hash": hash},
+                     "creationTimestamp": "2026-01-01T00:00:00Z"},
+        "spec": {"containers": [{"name": "c", "image": "i"}]},
+        "status": {"phase": "Running", "conditions": [
+            {"type": "Ready", "status": status, "lastTransitionTime": "2026-01-01T00:00:00Z"}]}
+    }))
+    .expect("pod")
+}
+
+const RUN: Placement = Placement {
+    should_run: true,
+    should_continue_running: true,
+};
+
+fn lim(unavailable: usize, surge: usize, partition: usize) -> Limits {
+    Limits {
+        max_unavailable: unavailable,
+        max_surge: surge,
+        partition,
+        burst: 250,
+    }
+}
+
+fn now() -> Timestamp {
+    "2026-01-02T00:00:00Z".parse().expect("ts")
+}
+
+/// 20 nodes n00..n19, each with one ready Pod at `old`; node i has label `pool=a` when `pool(i)`.
+fn cluster(pool: impl Fn(usize) -> bool) -> (Vec<Node>, Vec<Pod>) {
+    let nodes = (0..20)
+        .map(|i| {
+            node(
+                &format!("n{i:02}"),
+                if pool(i) {
+                    json!({"pool": "a"})
+                } else {
+                    json!({})
+                },
+            )
+        })
+        .collect();
+    let pods = (0..20)
+        .map(|i| pod(&format!("p{i:02}"), "old", true))
+        .collect();
+    (nodes, pods)
+}
+
+fn views<'a>(nodes: &'a [Node], pods: &'a [Pod]) -> Vec<NodePods<'a>> {
+    nodes
+        .iter()
+        .zip(pods)
+        .map(|(n, p)| NodePods {
+            node: n,
+            placement: RUN,
+            pods: vec![p],
+        })
+        .collect()
+}
+
+fn rolling() -> kruise_api::apps::v1beta1::RollingUpdateDaemonSet {
+    Default::default()
+}
+
+#[test]
+fn placement_creates_on_empty_nodes_and_deletes_misplaced() {
+    let (n1, n2, n3) = (
+        node("a", json!({})),
+        node("b", json!({})),
+        node("c", json!({})),
+    );
+    let (pb, pc, gone) = (
+        pod("pb", "h", true),
+        pod("pc", "h", true),
+        pod("px", "h", true),
+    );
+    let nodes = [
+        NodePods {
+            node: &n1,
+            placement: RUN,
+            pods: vec![],
+        },
+        NodePods {
+            node: &n2,
+            placement: RUN,
+            pods: vec![&pb],
+        },
+        NodePods {
+            node: &n3,
+            placement: Placement {
+                should_run: false,
+                should_continue_running: false,
+            },
+            pods: vec![&pc],
+        },
+    ];
+    let p = plan(
+        &nodes,
+        &[&gone],
+        "h",
+        &lim(1, 0, 0),
+        Some(&rolling()),
+        0,
+        now(),
+    );
+    assert_eq!(p.create_on, ["a"]);
+    assert_eq!(p.delete, ["px", "pc"]);
+    assert!(
+        p.replace.is_empty(),
+        "no update while placement is unsettled"
+    );
+}
+
+#[test]
+fn no_schedule_taint_keeps_the_pod_but_creates_none() {
+    let n = node("a", json!({}));
+    let keep = Placement {
+        should_run: false,
+        should_continue_running: true,
+    };
+    let existing = pod("p", "h", true);
+    let with_pod = [NodePods {
+        node: &n,
+        placement: keep,
+        pods: vec![&existing],
+    }];
+    assert_eq!(
+        plan(&with_pod, &[], "h", &lim(1, 0, 0), None, 0, now()),
+        Plan::default()
+    );
+    let empty = [NodePods {
+        node: &n,
+        placement: keep,
+        pods: vec![],
+    }];
+    assert_eq!(
+        plan(&empty, &[], "h", &lim(1, 0, 0), None, 0, now()),
+        Plan::default()
+    );
+}
+
+#[test]
+fn terminating_pod_blocks_its_replacement_and_duplicates_go() {
+    let n = node("a", json!({}));
+    let mut dying = pod("old", "h", true);
+    dying.metadata.deletion_timestamp =
+        Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(now()));
+    let nodes = [NodePods {
+        node: &n,
+        placement: RUN,
+        pods: vec![&dying],
+    }];
+    assert_eq!(
+        plan(&nodes, &[], "h", &lim(1, 0, 0), None, 0, now()),
+        Plan::default()
+    );
+    let (a, mut b) = (pod("a1", "h", true), pod("a2", "h", true));
+    b.metadata.creation_timestamp =
+        Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(now()));
+    let nodes = [NodePods {
+        node: &n,
+        placement: RUN,
+        pods: vec![&b, &a],
+    }];
+    assert_eq!(
+        plan(&nodes, &[], "h", &lim(1, 0, 0), None, 0, now()).delete,
+        ["a2"],
+        "the oldest stays"
+    );
+}
+
+#[test]
+fn max_unavailable_bounds_replacements() {
+    let (nodes, mut pods) = cluster(|_| true);
+    let v = views(&nodes, &pods);
+    let p = plan(&v, &[], "new", &lim(3, 0, 0), Some(&rolling()), 0, now());
+    assert_eq!(p.replace.len(), 3);
+    // Two nodes already run an unready new Pod: one slot is left.
+    pods[0] = pod("p00", "new", false);
+    pods[1] = pod("p01", "new", false);
+    let v = views(&nodes, &pods);
+    let p = plan(&v, &[], "new", &lim(3, 0, 0), Some(&rolling()), 0, now());
+    assert_eq!(p.replace.len(), 1);
+    // An unavailable old Pod is replaced even past the budget.
+    pods[2] = pod("p02", "old", false);
+    let v = views(&nodes, &pods);
+    let p = plan(&v, &[], "new", &lim(2, 0, 0), Some(&rolling()), 0, now());
+    assert_eq!(p.replace, ["p02"]);
+}
+
+#[test]
+fn partition_keeps_that_many_old_pods() {
+    let (nodes, mut pods) = cluster(|_| true);
+    for (i, p) in pods.iter_mut().enumerate().take(14) {
+        *p = pod(&format!("p{i:02}"), "new", true);
+    }
+    let v = views(&nodes, &pods);
+    // 14 updated, partition 5: one more may update.
+    let p = plan(&v, &[], "new", &lim(3, 0, 5), Some(&rolling()), 0, now());
+    assert_eq!(p.replace.len(), 1);
+    pods[14] = pod("p14", "new", true);
+    let v = views(&nodes, &pods);
+    let p = plan(&v, &[], "new", &lim(3, 0, 5), Some(&rolling()), 0, now());
+    assert!(p.replace.is_empty(), "15 of 20 updated with partition 5");
+}
+
+#[test]
+fn rolling_selector_limits_nodes() {
+    let (nodes, pods) = cluster(|i| i % 4 == 0);
+    let v = views(&nodes, &pods);
+    let mut ru = rolling();
+    ru.selector = Some(serde_json::from_value(json!({"matchLabels": {"pool": "a"}})).expect("sel"));
+    let p = plan(&v, &[], "new", &lim(20, 0, 0), Some(&ru), 0, now());
+    let mut got = p.replace.clone();
+    got.sort();
+    assert_eq!(got, ["p00", "p04", "p08", "p12", "p16"]);
+}
+
+#[test]
+fn paused_and_on_delete_update_nothing() {
+    let (nodes, pods) = cluster(|_| true);
+    let v = views(&nodes, &pods);
+    let mut ru = rolling();
+    ru.paused = Some(true);
+    assert!(
+        plan(&v, &[], "new", &lim(3, 0, 0), Some(&ru), 0, now())
+            .replace
+            .is_empty()
+    );
+    assert!(
+        plan(&v, &[], "new", &lim(3, 0, 0), None, 0, now())
+            .replace
+            .is_empty()
+    );
+}
+
+#[test]
+fn surge_creates_beside_old_then_deletes_old_when_new_is_available() {
+    let (nodes, pods) = cluster(|_| true);
+    let v = views(&nodes, &pods);
+    let p = plan(&v, &[], "new", &lim(0, 1, 0), Some(&rolling()), 0, now());
+    assert_eq!(p.create_on.len(), 1, "one surge Pod at a time");
+    assert!(
+        p.delete.is_empty() && p.replace.is_empty(),
+        "no old Pod goes first"
+    );
+    let node = p.create_on[0].clone();
+    let idx = nodes
+        .iter()
+        .position(|n| n.metadata.name.as_deref() == Some(&node))
+        .expect("node");
+    // The new Pod is not ready yet: nothing more happens.
+    let unready = pod("fresh", "new", false);
+    let mut v = views(&nodes, &pods);
+    v[idx].pods.push(&unready);
+    let p = plan(&v, &[], "new", &lim(0, 1, 0), Some(&rolling()), 0, now());
+    assert_eq!(p, Plan::default());
+    // Ready: the old one on that node is deleted.
+    let ready = pod("fresh", "new", true);
+    let mut v = views(&nodes, &pods);
+    v[idx].pods.push(&ready);
+    let p = plan(&v, &[], "new", &lim(0, 1, 0), Some(&rolling()), 0, now());
+    assert_eq!(p.delete, [format!("p{idx:02}")]);
+}
+
+#[test]
+fn limits_resolve_percentages_and_defaults() {
+    let ds = |ru: serde_json::Value, burst: serde_json::Value| -> DaemonSet {
+        let mut spec =
+            json!({"selector": {}, "template": {}, "updateStrategy": {"rollingUpdate": ru}});
+        if !burst.is_null() {
+            spec["burstReplicas"] = burst;
+        }
+        serde_json::from_value(
+            json!({"apiVersion": "apps.kruise.io/v1beta1", "kind": "DaemonSet",
+            "metadata": {"name": "d"}, "spec": spec}),
+        )
+        .expect("ds")
+    };
+    assert_eq!(limits(&ds(json!({}), json!(null)), 20), Ok(lim(1, 0, 0)));
+    let l = limits(
+        &ds(
+            json!({"maxUnavailable": "10%", "partition": "25%"}),
+            json!("5%"),
+        ),
+        20,
+    )
+    .expect("ok");
+    assert_eq!((l.max_unavailable, l.partition, l.burst), (2, 5, 1));
+    assert_eq!(
+        limits(
+            &ds(json!({"rollingUpdateType": "Surging"}), json!(null)),
+            20
+        ),
+        Ok(lim(0, 1, 0))
+    );
+    assert_eq!(
+        limits(
+            &ds(json!({"maxUnavailable": 0, "maxSurge": 0}), json!(null)),
+            3
+        ),
+        Ok(lim(1, 0, 0))
+    );
+    let err = limits(&ds(json!({"maxSurge": "lots"}), json!(null)), 3).expect_err("bad");
+    assert!(
+        err.to_string()
+            .contains("updateStrategy.rollingUpdate.maxSurge"),
+        "{err}"
+    );
+}
