@@ -25,7 +25,13 @@ pub fn api(client: &Client, ns: &str) -> Api<DynamicObject> {
 /// A v1beta1 StatefulSet `name` of testapp pods labelled `app=<name>`, served by the headless
 /// Service `name`; `spec` is merged over the defaults. With `volume`, a 16Mi claim `data` is
 /// mounted at `/data`, and each container start appends the pod's hostname to `/data/hostname`.
-pub fn new(name: &str, replicas: i32, tag: &str, volume: bool, spec: Value) -> Result<DynamicObject> {
+pub fn new(
+    name: &str,
+    replicas: i32,
+    tag: &str,
+    volume: bool,
+    spec: Value,
+) -> Result<DynamicObject> {
     let mut container = json!({
         "name": "app",
         "image": crate::image("testapp", tag),
@@ -47,7 +53,11 @@ pub fn new(name: &str, replicas: i32, tag: &str, volume: bool, spec: Value) -> R
         }
     });
     if volume {
-        container["command"] = json!(["sh", "-c", "hostname >> /data/hostname; exec /usr/local/bin/testapp"]);
+        container["command"] = json!([
+            "sh",
+            "-c",
+            "hostname >> /data/hostname; exec /usr/local/bin/testapp"
+        ]);
         container["volumeMounts"] = json!([{"name": "data", "mountPath": "/data"}]);
         obj["spec"]["volumeClaimTemplates"] = json!([{
             "metadata": {"name": "data"},
@@ -118,11 +128,17 @@ pub async fn wait_rolled_out(
     replicas: i64,
     timeout: Duration,
 ) -> Result<DynamicObject> {
-    wait_status(api, name, &format!("StatefulSet {name}: {replicas} updated and ready"), timeout, |st| {
-        st["replicas"] == replicas
-            && st["readyReplicas"] == replicas
-            && st["updatedReplicas"] == replicas
-            && st["currentRevision"] == st["updateRevision"]
-    })
+    wait_status(
+        api,
+        name,
+        &format!("StatefulSet {name}: {replicas} updated and ready"),
+        timeout,
+        |st| {
+            st["replicas"] == replicas
+                && st["readyReplicas"] == replicas
+                && st["updatedReplicas"] == replicas
+                && st["currentRevision"] == st["updateRevision"]
+        },
+    )
     .await
 }

@@ -49,13 +49,21 @@ fn set_image(tag: &str) -> serde_json::Value {
 #[tokio::test]
 async fn ordered_ready_with_volumes_and_dns() {
     let client = client().await.expect("cluster");
-    let ns = TestNamespace::create(&client, "e2e-asts-order").await.expect("ns");
-    asts::create_headless_service(&client, &ns.name, "web").await.expect("svc");
+    let ns = TestNamespace::create(&client, "e2e-asts-order")
+        .await
+        .expect("ns");
+    asts::create_headless_service(&client, &ns.name, "web")
+        .await
+        .expect("svc");
     let api = asts::api(&client, &ns.name);
     let pods: Api<Pod> = ns.api();
     let sts = asts::new("web", 3, "v1", true, json!({})).expect("sts");
-    api.create(&PostParams::default(), &sts).await.expect("create");
-    asts::wait_rolled_out(&api, "web", 3, ROLLOUT).await.expect("rolled out");
+    api.create(&PostParams::default(), &sts)
+        .await
+        .expect("create");
+    asts::wait_rolled_out(&api, "web", 3, ROLLOUT)
+        .await
+        .expect("rolled out");
 
     let list = asts::pods(&pods, "web").await.expect("pods");
     let names: Vec<String> = list.iter().map(|p| p.name_any()).collect();
@@ -69,7 +77,11 @@ async fn ordered_ready_with_volumes_and_dns() {
             .and_then(|c| c.iter().find(|c| c.type_ == "Ready"))
             .and_then(|c| c.last_transition_time.clone())
             .expect("ready time");
-        let created = pair[1].metadata.creation_timestamp.clone().expect("created");
+        let created = pair[1]
+            .metadata
+            .creation_timestamp
+            .clone()
+            .expect("created");
         assert!(
             created.0 >= ready_at.0,
             "{} created at {} before {} was ready at {}",
@@ -103,7 +115,9 @@ async fn ordered_ready_with_volumes_and_dns() {
         }]}
     }))
     .expect("probe");
-    pods.create(&PostParams::default(), &probe).await.expect("probe pod");
+    pods.create(&PostParams::default(), &probe)
+        .await
+        .expect("probe pod");
     let phase = wait_for("dns probe finished", Duration::from_secs(90), || async {
         let p = pods.get("dns-probe").await?;
         let phase = p.status.and_then(|s| s.phase).unwrap_or_default();
@@ -121,8 +135,12 @@ async fn ordered_ready_with_volumes_and_dns() {
 #[tokio::test]
 async fn in_place_update_from_the_highest_ordinal_down_to_the_partition() {
     let client = client().await.expect("cluster");
-    let ns = TestNamespace::create(&client, "e2e-asts-inplace").await.expect("ns");
-    asts::create_headless_service(&client, &ns.name, "web").await.expect("svc");
+    let ns = TestNamespace::create(&client, "e2e-asts-inplace")
+        .await
+        .expect("ns");
+    asts::create_headless_service(&client, &ns.name, "web")
+        .await
+        .expect("svc");
     let api = asts::api(&client, &ns.name);
     let pods: Api<Pod> = ns.api();
     let sts = asts::new(
@@ -134,8 +152,12 @@ async fn in_place_update_from_the_highest_ordinal_down_to_the_partition() {
             "podUpdatePolicy": "InPlaceIfPossible", "partition": 1}}}),
     )
     .expect("sts");
-    api.create(&PostParams::default(), &sts).await.expect("create");
-    asts::wait_rolled_out(&api, "web", 3, ROLLOUT).await.expect("rolled out");
+    api.create(&PostParams::default(), &sts)
+        .await
+        .expect("create");
+    asts::wait_rolled_out(&api, "web", 3, ROLLOUT)
+        .await
+        .expect("rolled out");
     let before = uids(&asts::pods(&pods, "web").await.expect("pods"));
 
     patch(&api, "web", set_image("v2")).await;
@@ -156,13 +178,29 @@ async fn in_place_update_from_the_highest_ordinal_down_to_the_partition() {
     })
     .await
     .expect("partitioned");
-    assert_ne!(st.data["status"]["currentRevision"], st.data["status"]["updateRevision"]);
+    assert_ne!(
+        st.data["status"]["currentRevision"],
+        st.data["status"]["updateRevision"]
+    );
     let list = asts::pods(&pods, "web").await.expect("pods");
-    assert_eq!(uids(&list), before, "same pods (UIDs) after in-place update");
+    assert_eq!(
+        uids(&list),
+        before,
+        "same pods (UIDs) after in-place update"
+    );
     for p in &list {
-        let want = if p.name_any() == "web-0" { (0, "v1") } else { (1, "v2") };
+        let want = if p.name_any() == "web-0" {
+            (0, "v1")
+        } else {
+            (1, "v2")
+        };
         assert_eq!(restarts(p), want.0, "{} restarts", p.name_any());
-        assert_eq!(app_image(p), image("testapp", want.1), "{} image", p.name_any());
+        assert_eq!(
+            app_image(p),
+            image("testapp", want.1),
+            "{} image",
+            p.name_any()
+        );
         let claim = p
             .spec
             .as_ref()
@@ -173,11 +211,21 @@ async fn in_place_update_from_the_highest_ordinal_down_to_the_partition() {
         assert_eq!(claim, Some(format!("data-{}", p.name_any())));
     }
 
-    patch(&api, "web", json!({"spec": {"updateStrategy": {"rollingUpdate": {"partition": 0}}}})).await;
-    asts::wait_rolled_out(&api, "web", 3, ROLLOUT).await.expect("promoted");
+    patch(
+        &api,
+        "web",
+        json!({"spec": {"updateStrategy": {"rollingUpdate": {"partition": 0}}}}),
+    )
+    .await;
+    asts::wait_rolled_out(&api, "web", 3, ROLLOUT)
+        .await
+        .expect("promoted");
     let list = asts::pods(&pods, "web").await.expect("pods");
     assert_eq!(uids(&list), before, "same pods after the full rollout");
-    assert!(list.iter().all(|p| restarts(p) == 1), "every container restarted exactly once");
+    assert!(
+        list.iter().all(|p| restarts(p) == 1),
+        "every container restarted exactly once"
+    );
     ns.delete().await.expect("cleanup");
 }
 
@@ -185,8 +233,12 @@ async fn in_place_update_from_the_highest_ordinal_down_to_the_partition() {
 #[tokio::test]
 async fn parallel_max_unavailable_two_updates_two_at_a_time() {
     let client = client().await.expect("cluster");
-    let ns = TestNamespace::create(&client, "e2e-asts-parallel").await.expect("ns");
-    asts::create_headless_service(&client, &ns.name, "web").await.expect("svc");
+    let ns = TestNamespace::create(&client, "e2e-asts-parallel")
+        .await
+        .expect("ns");
+    asts::create_headless_service(&client, &ns.name, "web")
+        .await
+        .expect("svc");
     let api = asts::api(&client, &ns.name);
     let pods: Api<Pod> = ns.api();
     let sts = asts::new(
@@ -199,8 +251,12 @@ async fn parallel_max_unavailable_two_updates_two_at_a_time() {
                    "podUpdatePolicy": "InPlaceIfPossible", "maxUnavailable": 2}}}),
     )
     .expect("sts");
-    api.create(&PostParams::default(), &sts).await.expect("create");
-    asts::wait_rolled_out(&api, "web", 4, ROLLOUT).await.expect("rolled out");
+    api.create(&PostParams::default(), &sts)
+        .await
+        .expect("create");
+    asts::wait_rolled_out(&api, "web", 4, ROLLOUT)
+        .await
+        .expect("rolled out");
 
     patch(&api, "web", set_image("v2")).await;
     let mut most = 0;
@@ -223,7 +279,9 @@ async fn parallel_max_unavailable_two_updates_two_at_a_time() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert_eq!(most, 2, "pods mid-update at once");
-    asts::wait_rolled_out(&api, "web", 4, ROLLOUT).await.expect("finished");
+    asts::wait_rolled_out(&api, "web", 4, ROLLOUT)
+        .await
+        .expect("finished");
     ns.delete().await.expect("cleanup");
 }
 
@@ -232,8 +290,12 @@ async fn parallel_max_unavailable_two_updates_two_at_a_time() {
 #[tokio::test]
 async fn non_in_place_change_recreates_with_the_same_name_and_claim() {
     let client = client().await.expect("cluster");
-    let ns = TestNamespace::create(&client, "e2e-asts-recreate").await.expect("ns");
-    asts::create_headless_service(&client, &ns.name, "web").await.expect("svc");
+    let ns = TestNamespace::create(&client, "e2e-asts-recreate")
+        .await
+        .expect("ns");
+    asts::create_headless_service(&client, &ns.name, "web")
+        .await
+        .expect("svc");
     let api = asts::api(&client, &ns.name);
     let pods: Api<Pod> = ns.api();
     let sts = asts::new(
@@ -244,8 +306,12 @@ async fn non_in_place_change_recreates_with_the_same_name_and_claim() {
         json!({"updateStrategy": {"rollingUpdate": {"podUpdatePolicy": "InPlaceIfPossible"}}}),
     )
     .expect("sts");
-    api.create(&PostParams::default(), &sts).await.expect("create");
-    asts::wait_rolled_out(&api, "web", 2, ROLLOUT).await.expect("rolled out");
+    api.create(&PostParams::default(), &sts)
+        .await
+        .expect("create");
+    asts::wait_rolled_out(&api, "web", 2, ROLLOUT)
+        .await
+        .expect("rolled out");
     let before = uids(&asts::pods(&pods, "web").await.expect("pods"));
     let pvcs: Api<PersistentVolumeClaim> = ns.api();
     let claim_uids: Vec<String> = ["data-web-0", "data-web-1"]
@@ -255,12 +321,21 @@ async fn non_in_place_change_recreates_with_the_same_name_and_claim() {
         .collect_vec()
         .await;
 
-    patch(&api, "web", json!({"spec": {"template": {"spec": {"containers": [
-        {"name": "app", "env": [{"name": "MODE", "value": "b"}]}]}}}}))
+    patch(
+        &api,
+        "web",
+        json!({"spec": {"template": {"spec": {"containers": [
+        {"name": "app", "env": [{"name": "MODE", "value": "b"}]}]}}}}),
+    )
     .await;
-    asts::wait_rolled_out(&api, "web", 2, ROLLOUT).await.expect("recreated");
+    asts::wait_rolled_out(&api, "web", 2, ROLLOUT)
+        .await
+        .expect("recreated");
     let after = uids(&asts::pods(&pods, "web").await.expect("pods"));
-    assert_eq!(after.keys().collect::<Vec<_>>(), before.keys().collect::<Vec<_>>());
+    assert_eq!(
+        after.keys().collect::<Vec<_>>(),
+        before.keys().collect::<Vec<_>>()
+    );
     for (name, uid) in &after {
         assert_ne!(Some(uid), before.get(name), "{name} was recreated");
     }
@@ -294,8 +369,12 @@ where
 #[tokio::test]
 async fn reserve_ordinals_skip_an_ordinal() {
     let client = client().await.expect("cluster");
-    let ns = TestNamespace::create(&client, "e2e-asts-reserve").await.expect("ns");
-    asts::create_headless_service(&client, &ns.name, "web").await.expect("svc");
+    let ns = TestNamespace::create(&client, "e2e-asts-reserve")
+        .await
+        .expect("ns");
+    asts::create_headless_service(&client, &ns.name, "web")
+        .await
+        .expect("svc");
     let api = asts::api(&client, &ns.name);
     let pods: Api<Pod> = ns.api();
     let sts = asts::new(
@@ -306,14 +385,27 @@ async fn reserve_ordinals_skip_an_ordinal() {
         json!({"podManagementPolicy": "Parallel", "reserveOrdinals": [1]}),
     )
     .expect("sts");
-    api.create(&PostParams::default(), &sts).await.expect("create");
-    asts::wait_rolled_out(&api, "web", 3, ROLLOUT).await.expect("rolled out");
-    let names: Vec<String> = asts::pods(&pods, "web").await.expect("pods").iter().map(|p| p.name_any()).collect();
+    api.create(&PostParams::default(), &sts)
+        .await
+        .expect("create");
+    asts::wait_rolled_out(&api, "web", 3, ROLLOUT)
+        .await
+        .expect("rolled out");
+    let names: Vec<String> = asts::pods(&pods, "web")
+        .await
+        .expect("pods")
+        .iter()
+        .map(|p| p.name_any())
+        .collect();
     assert_eq!(names, ["web-0", "web-2", "web-3"]);
 
     patch(&api, "web", json!({"spec": {"reserveOrdinals": [1, 2]}})).await;
     let names = wait_for("web-2 replaced by web-4", ROLLOUT, || async {
-        let names: Vec<String> = asts::pods(&pods, "web").await?.iter().map(|p| p.name_any()).collect();
+        let names: Vec<String> = asts::pods(&pods, "web")
+            .await?
+            .iter()
+            .map(|p| p.name_any())
+            .collect();
         Ok((names == ["web-0", "web-3", "web-4"]).then_some(names))
     })
     .await
@@ -326,11 +418,15 @@ async fn reserve_ordinals_skip_an_ordinal() {
 #[tokio::test]
 async fn retention_policy_when_scaled() {
     let client = client().await.expect("cluster");
-    let ns = TestNamespace::create(&client, "e2e-asts-retain").await.expect("ns");
+    let ns = TestNamespace::create(&client, "e2e-asts-retain")
+        .await
+        .expect("ns");
     let api = asts::api(&client, &ns.name);
     let pvcs: Api<PersistentVolumeClaim> = ns.api();
     for (name, policy) in [("del", "Delete"), ("keep", "Retain")] {
-        asts::create_headless_service(&client, &ns.name, name).await.expect("svc");
+        asts::create_headless_service(&client, &ns.name, name)
+            .await
+            .expect("svc");
         let sts = asts::new(
             name,
             2,
@@ -340,10 +436,14 @@ async fn retention_policy_when_scaled() {
                    "persistentVolumeClaimRetentionPolicy": {"whenScaled": policy}}),
         )
         .expect("sts");
-        api.create(&PostParams::default(), &sts).await.expect("create");
+        api.create(&PostParams::default(), &sts)
+            .await
+            .expect("create");
     }
     for name in ["del", "keep"] {
-        asts::wait_rolled_out(&api, name, 2, ROLLOUT).await.expect("rolled out");
+        asts::wait_rolled_out(&api, name, 2, ROLLOUT)
+            .await
+            .expect("rolled out");
         patch(&api, name, json!({"spec": {"replicas": 1}})).await;
     }
     wait_for("data-del-1 deleted", ROLLOUT, || async {
@@ -355,7 +455,9 @@ async fn retention_policy_when_scaled() {
     })
     .await
     .expect("Delete policy");
-    asts::wait_rolled_out(&api, "keep", 1, ROLLOUT).await.expect("scaled down");
+    asts::wait_rolled_out(&api, "keep", 1, ROLLOUT)
+        .await
+        .expect("scaled down");
     // The pod of keep-1 is gone; give the controller a few reconciles to (wrongly) act.
     tokio::time::sleep(Duration::from_secs(5)).await;
     let kept = pvcs.get_opt("data-keep-1").await.expect("get");
@@ -363,8 +465,104 @@ async fn retention_policy_when_scaled() {
         kept.is_some_and(|c| c.metadata.deletion_timestamp.is_none()),
         "Retain keeps data-keep-1"
     );
-    assert!(pvcs.get_opt("data-del-0").await.expect("get").is_some(), "data-del-0 stays");
+    assert!(
+        pvcs.get_opt("data-del-0").await.expect("get").is_some(),
+        "data-del-0 stays"
+    );
     let list = pvcs.list(&ListParams::default()).await.expect("list");
     assert!(list.items.iter().any(|c| c.name_any() == "data-keep-0"));
+    ns.delete().await.expect("cleanup");
+}
+
+/// Acceptance 7: invalid objects are refused, and the refusal names the field.
+#[tokio::test]
+async fn invalid_statefulsets_are_refused_naming_the_field() {
+    let client = client().await.expect("cluster");
+    let ns = TestNamespace::create(&client, "e2e-asts-invalid")
+        .await
+        .expect("ns");
+    let api = asts::api(&client, &ns.name);
+    let rows: [(&str, serde_json::Value, &str); 7] = [
+        (
+            "/spec/selector",
+            json!({"matchLabels": {"app": "other"}}),
+            "spec.template.metadata.labels",
+        ),
+        (
+            "/spec/podManagementPolicy",
+            json!("Random"),
+            "spec.podManagementPolicy",
+        ),
+        ("/spec/replicas", json!(-1), "spec.replicas"),
+        (
+            "/spec/reserveOrdinals",
+            json!(["5-2"]),
+            "spec.reserveOrdinals[0]",
+        ),
+        (
+            "/spec/updateStrategy",
+            json!({"rollingUpdate": {"partition": -1}}),
+            "spec.updateStrategy.rollingUpdate.partition",
+        ),
+        (
+            "/spec/updateStrategy",
+            json!({"rollingUpdate": {"maxUnavailable": "150%"}}),
+            "spec.updateStrategy.rollingUpdate.maxUnavailable",
+        ),
+        (
+            "/spec/updateStrategy",
+            json!({"rollingUpdate": {"podUpdatePolicy": "Sometimes"}}),
+            "spec.updateStrategy.rollingUpdate.podUpdatePolicy",
+        ),
+    ];
+    for (ptr, value, field) in rows {
+        let mut sts =
+            serde_json::to_value(asts::new("bad", 1, "v1", false, json!({})).expect("sts"))
+                .expect("json");
+        match sts.pointer_mut(ptr) {
+            Some(v) => *v = value.clone(),
+            None => {
+                let key = ptr.rsplit('/').next().unwrap_or_default();
+                sts["spec"][key] = value.clone();
+            }
+        }
+        let obj: kube::api::DynamicObject = serde_json::from_value(sts).expect("object");
+        let err = api
+            .create(&PostParams::default(), &obj)
+            .await
+            .expect_err(&format!("{ptr}={value} must be refused"));
+        assert!(err.to_string().contains(field), "{ptr}={value}: {err}");
+    }
+    // Immutable: serviceName; InPlaceOnly: only images may change.
+    let sts = asts::new(
+        "good",
+        0,
+        "v1",
+        false,
+        json!({"updateStrategy": {"rollingUpdate": {"podUpdatePolicy": "InPlaceOnly"}}}),
+    )
+    .expect("sts");
+    api.create(&PostParams::default(), &sts)
+        .await
+        .expect("valid set");
+    let err = api
+        .patch(
+            "good",
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"spec": {"serviceName": "other"}})),
+        )
+        .await
+        .expect_err("serviceName is immutable");
+    assert!(err.to_string().contains("spec.serviceName"), "{err}");
+    let err = api
+        .patch(
+            "good",
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"spec": {"template": {"spec": {"containers": [
+                {"name": "app", "env": [{"name": "X", "value": "1"}]}]}}}})),
+        )
+        .await
+        .expect_err("InPlaceOnly refuses an env change");
+    assert!(err.to_string().contains("spec.template.spec"), "{err}");
     ns.delete().await.expect("cleanup");
 }
