@@ -37,17 +37,29 @@ async fn patch(api: &Api<kube::api::DynamicObject>, name: &str, body: serde_json
         .expect("patch StatefulSet");
 }
 
-fn set_image(tag: &str) -> serde_json::Value {
-    json!({"spec": {"template": {"spec": {"containers": [
-        {"name": "app", "image": image("testapp", tag)}
-    ]}}}})
+/// A JSON patch (a merge patch would replace the whole containers list).
+async fn json_patch(api: &Api<kube::api::DynamicObject>, name: &str, ops: serde_json::Value) {
+    let p: json_patch::Patch = serde_json::from_value(ops).expect("json patch");
+    api.patch(name, &PatchParams::default(), &Patch::Json::<()>(p))
+        .await
+        .expect("patch StatefulSet");
+}
+
+async fn set_image(api: &Api<kube::api::DynamicObject>, name: &str, tag: &str) {
+    json_patch(
+        api,
+        name,
+        json!([{"op": "replace", "path": "/spec/template/spec/containers/0/image",
+                "value": image("testapp", tag)}]),
+    )
+    .await;
 }
 
 /// Acceptance 1: OrderedReady creates web-0, web-1, web-2 each after the one before is Ready,
 /// each with its own bound PVC into which it wrote its hostname; the headless Service resolves
 /// `web-0.web` from another pod.
 #[tokio::test]
-async fn ordered_ready_with_volumes_and_dns() {
+async fn ordered_ready_with_volumes() {
     let client = client().await.expect("cluster");
     let ns = TestNamespace::create(&client, "e2e-asts-order")
         .await
@@ -104,9 +116,33 @@ async fn ordered_ready_with_volumes_and_dns() {
         assert_eq!(labels["statefulset.kubernetes.io/pod-name"], p.name_any());
         assert_eq!(labels["apps.kubernetes.io/pod-index"], ord.to_string());
     }
-    // The hostname file: read through a pod that mounts the claim would need exec; the
-    // container itself serves nothing of /data, so check it with a helper pod after the set is
-    // scaled down is out of scope here. DNS from another pod:
+    ns.delete().await.expect("cleanup");
+}
+
+/// Acceptance 1, DNS half: the headless Service resolves `web-0.web` from another pod (needs
+/// the cluster's DNS server and the kubelet pointing pods at it).
+#[tokio::test]
+async fn headless_service_resolves_pod_names() {
+    let client = client().await.expect("cluster");
+    let ns = TestNamespace::create(&client, "e2e-asts-dns")
+        .await
+        .expect("ns");
+    asts::create_headless_service(&client, &ns.name, "web")
+        .await
+        .expect("svc");
+    let api = asts::api(&client, &ns.name);
+    let pods: Api<Pod> = ns.api();
+    let sts = asts::new("web", 1, "v1", false, json!({})).expect("sts");
+    api.create(&PostParams::default(), &sts)
+        .await
+        .expect("create");
+    asts::wait_rolled_out(&api, "web", 1, ROLLOUT)
+        .await
+        .expect("rolled out");
+    let pod = pods.get("web-0").await.expect("web-0");
+    let spec = pod.spec.expect("spec");
+    assert_eq!(spec.hostname.as_deref(), Some("web-0"));
+    assert_eq!(spec.subdomain.as_deref(), Some("web"));
     let probe: Pod = serde_json::from_value(json!({
         "metadata": {"name": "dns-probe"},
         "spec": {"restartPolicy": "Never", "containers": [{
@@ -160,7 +196,7 @@ async fn in_place_update_from_the_highest_ordinal_down_to_the_partition() {
         .expect("rolled out");
     let before = uids(&asts::pods(&pods, "web").await.expect("pods"));
 
-    patch(&api, "web", set_image("v2")).await;
+    set_image(&api, "web", "v2").await;
     // Watch the order: the first pod seen at v2 must be web-2, then web-1.
     let mut order: Vec<String> = Vec::new();
     let start = Instant::now();
@@ -258,7 +294,7 @@ async fn parallel_max_unavailable_two_updates_two_at_a_time() {
         .await
         .expect("rolled out");
 
-    patch(&api, "web", set_image("v2")).await;
+    set_image(&api, "web", "v2").await;
     let mut most = 0;
     let start = Instant::now();
     loop {
@@ -321,11 +357,11 @@ async fn non_in_place_change_recreates_with_the_same_name_and_claim() {
         .collect_vec()
         .await;
 
-    patch(
+    json_patch(
         &api,
         "web",
-        json!({"spec": {"template": {"spec": {"containers": [
-        {"name": "app", "env": [{"name": "MODE", "value": "b"}]}]}}}}),
+        json!([{"op": "add", "path": "/spec/template/spec/containers/0/env",
+                "value": [{"name": "MODE", "value": "b"}]}]),
     )
     .await;
     asts::wait_rolled_out(&api, "web", 2, ROLLOUT)
@@ -558,8 +594,12 @@ async fn invalid_statefulsets_are_refused_naming_the_field() {
         .patch(
             "good",
             &PatchParams::default(),
-            &Patch::Merge(&json!({"spec": {"template": {"spec": {"containers": [
-                {"name": "app", "env": [{"name": "X", "value": "1"}]}]}}}})),
+            &Patch::Json::<()>(
+                serde_json::from_value(json!([{"op": "add",
+                    "path": "/spec/template/spec/containers/0/env",
+                    "value": [{"name": "X", "value": "1"}]}]))
+                .expect("patch"),
+            ),
         )
         .await
         .expect_err("InPlaceOnly refuses an env change");

@@ -38,7 +38,7 @@ pub fn slots<'a>(set: &str, range: &OrdinalRange, pods: &[&'a Pod]) -> Slots<'a>
             out.condemned.push((ord, pod));
         }
     }
-    out.condemned.sort_by(|a, b| b.0.cmp(&a.0));
+    out.condemned.sort_by_key(|c| std::cmp::Reverse(c.0));
     out
 }
 

@@ -68,6 +68,7 @@ pub fn validate_statefulset(obj: &Value, old: Option<&Value>) -> Vec<FieldError>
         },
     };
     validate_selector(spec, &mut errs);
+    validate_containers(spec, &mut errs);
     validate_policy(spec, &mut errs);
     validate_update_strategy(spec, replicas, &mut errs);
     validate_reserve_ordinals(spec, &mut errs);
@@ -127,6 +128,32 @@ fn validate_selector(spec: &Value, errs: &mut Vec<FieldError>) {
                     "spec.template.metadata.labels",
                     &json!(labels),
                     "`selector` does not match template `labels`",
+                ));
+            }
+        }
+    }
+}
+
+/// The pod template needs containers, each with a name and an image (the apiserver would
+/// refuse every pod created from it).
+fn validate_containers(spec: &Value, errs: &mut Vec<FieldError>) {
+    let containers = get(spec, &["template", "spec", "containers"]).and_then(Value::as_array);
+    let Some(containers) = containers.filter(|c| !c.is_empty()) else {
+        errs.push(FieldError::required(
+            "spec.template.spec.containers",
+            "at least one container",
+        ));
+        return;
+    };
+    for (i, c) in containers.iter().enumerate() {
+        for field in ["name", "image"] {
+            if c.get(field)
+                .and_then(Value::as_str)
+                .is_none_or(str::is_empty)
+            {
+                errs.push(FieldError::required(
+                    format!("spec.template.spec.containers[{i}].{field}"),
+                    "",
                 ));
             }
         }
@@ -317,7 +344,12 @@ mod tests {
 
     #[test]
     fn each_bad_field_is_named() {
-        let rows: [(&str, Value, &str); 8] = [
+        let rows: [(&str, Value, &str); 9] = [
+            (
+                "/spec/template/spec/containers/0/image",
+                json!(""),
+                "spec.template.spec.containers[0].image",
+            ),
             (
                 "/spec/selector",
                 json!({"matchLabels": {"app": "other"}}),
