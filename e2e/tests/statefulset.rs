@@ -56,8 +56,8 @@ async fn set_image(api: &Api<kube::api::DynamicObject>, name: &str, tag: &str) {
 }
 
 /// Acceptance 1: OrderedReady creates web-0, web-1, web-2 each after the one before is Ready,
-/// each with its own bound PVC into which it wrote its hostname; the headless Service resolves
-/// `web-0.web` from another pod.
+/// each with its own bound PVC (`data-web-N`) mounted, and the identity labels; DNS is
+/// checked by `headless_service_resolves_pod_names`.
 #[tokio::test]
 async fn ordered_ready_with_volumes() {
     let client = client().await.expect("cluster");
