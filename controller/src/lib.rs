@@ -18,3 +18,4 @@ pub use kruise_runtime::ratelimit;
 pub mod revision;
 pub mod server;
 pub mod sidecarset;
+pub mod statefulset;

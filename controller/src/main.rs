@@ -175,11 +175,22 @@ async fn run_controllers(
         namespace.clone(),
         token.clone(),
     );
+    let asts = kruise_manager::statefulset::controller::run(
+        Arc::new(kruise_manager::statefulset::controller::Context::new(
+            client.clone(),
+            pods.clone(),
+            metrics.clone(),
+            instance.clone(),
+            namespace.clone(),
+        )),
+        token.clone(),
+    );
     let ctx = Arc::new(cloneset::Context::new(
         client, pods, metrics, instance, namespace,
     ));
     tokio::join!(
         cloneset::run(ctx, token),
+        asts,
         readiness,
         launch,
         node_images,

@@ -221,3 +221,4 @@ pub mod daemonset;
 pub mod mode;
 pub mod recorder;
 pub mod sidecarset;
+pub mod statefulset;

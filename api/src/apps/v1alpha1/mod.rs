@@ -7,6 +7,7 @@ mod daemonset;
 mod imagepulljob;
 mod nodeimage;
 mod sidecarset;
+mod statefulset;
 
 pub use crate::appspub::{UpdateScatterStrategy, UpdateScatterTerm};
 pub use cloneset::{
@@ -37,3 +38,8 @@ pub use nodeimage::{
     NodeImage, NodeImageSpec, NodeImageStatus, ReferenceObject, SyncStatus, SyncStatusPhase,
 };
 pub use sidecarset::{SidecarSet, SidecarSetSpec};
+pub use statefulset::{
+    PodManagementPolicyType, PodUpdateStrategyType, RollingUpdateStatefulSetStrategy, StatefulSet,
+    StatefulSetCondition, StatefulSetSpec, StatefulSetStatus, StatefulSetUpdateStrategy,
+    StatefulSetUpdateStrategyType, UnorderedUpdateStrategy,
+};

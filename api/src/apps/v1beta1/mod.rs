@@ -7,6 +7,7 @@ mod imagelistpulljob;
 mod imagepulljob;
 mod nodeimage;
 mod sidecarset;
+mod statefulset;
 
 pub use crate::appspub::{UpdateScatterStrategy, UpdateScatterTerm};
 pub use cloneset::{
@@ -46,4 +47,12 @@ pub use sidecarset::{
     SidecarSetPatchPodMetadata, SidecarSetPatchPolicyType, SidecarSetSpec, SidecarSetStatus,
     SidecarSetUpdateStrategy, SidecarSetUpdateStrategyType, SourceContainerNameSource,
     TransferEnvVar,
+};
+pub use statefulset::{
+    InvalidReserveOrdinal, MAX_MIN_READY_SECONDS, PersistentVolumeClaimRetentionPolicyType,
+    PodManagementPolicyType, PodUpdateStrategyType, RollingUpdateStatefulSetStrategy, StatefulSet,
+    StatefulSetCondition, StatefulSetOrdinals, StatefulSetPersistentVolumeClaimRetentionPolicy,
+    StatefulSetScaleStrategy, StatefulSetSpec, StatefulSetStatus, StatefulSetUpdateStrategy,
+    StatefulSetUpdateStrategyType, UnorderedUpdateStrategy, VolumeClaimStatus,
+    VolumeClaimUpdateStrategy, VolumeClaimUpdateStrategyType,
 };
