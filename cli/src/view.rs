@@ -317,6 +317,8 @@ pub struct PodView {
     pub inplace: Option<InPlaceProgress>,
     pub terminating: bool,
     pub uid: String,
+    /// The controlling owner as `Kind/name` (the workload a SidecarSet's Pod belongs to).
+    pub owner: String,
 }
 
 /// The status of the pod's condition of `type_` as a bool, `None` when it is not reported.
@@ -441,6 +443,12 @@ impl PodView {
             containers,
             inplace: parse_inplace(&annotations),
             terminating: meta.deletion_timestamp.is_some(),
+            owner: meta
+                .owner_references
+                .as_ref()
+                .and_then(|refs| refs.iter().find(|r| r.controller == Some(true)))
+                .map(|r| format!("{}/{}", r.kind, r.name))
+                .unwrap_or_default(),
         }
     }
 

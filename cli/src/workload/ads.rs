@@ -17,6 +17,7 @@ pub static SPEC: KindSpec = KindSpec {
     grouped: &["ds", "daemonset", "daemonsets"],
     namespaced: true,
     pods: PodSource::Owned,
+    ordered: false,
     partition: true,
     pause: true,
     history: History::ControllerRevisions,

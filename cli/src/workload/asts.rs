@@ -18,6 +18,7 @@ pub static SPEC: KindSpec = KindSpec {
     grouped: &["sts", "statefulset", "statefulsets"],
     namespaced: true,
     pods: PodSource::Owned,
+    ordered: true,
     partition: true,
     pause: true,
     history: History::ControllerRevisions,

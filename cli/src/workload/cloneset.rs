@@ -18,6 +18,7 @@ pub static SPEC: KindSpec = KindSpec {
     grouped: &[],
     namespaced: true,
     pods: PodSource::Owned,
+    ordered: false,
     partition: true,
     pause: true,
     history: History::ControllerRevisions,

@@ -16,6 +16,7 @@ pub static SPEC: KindSpec = KindSpec {
     grouped: &[],
     namespaced: true,
     pods: PodSource::Owned,
+    ordered: false,
     partition: false,
     pause: false,
     history: History::ControllerRevisions,

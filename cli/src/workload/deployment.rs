@@ -17,6 +17,7 @@ pub static SPEC: KindSpec = KindSpec {
     grouped: &[],
     namespaced: true,
     pods: PodSource::Selected,
+    ordered: false,
     partition: false,
     pause: true,
     history: History::ReplicaSets,

@@ -149,6 +149,9 @@ pub struct KindSpec {
     pub grouped: &'static [&'static str],
     pub namespaced: bool,
     pub pods: PodSource,
+    /// Pods have ordinals (`NAME-0`, `NAME-1`) and the partition is an ordinal: those below it
+    /// are kept.
+    pub ordered: bool,
     pub partition: bool,
     pub pause: bool,
     pub history: History,

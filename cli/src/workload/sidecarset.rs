@@ -17,6 +17,7 @@ pub static SPEC: KindSpec = KindSpec {
     grouped: &[],
     namespaced: false,
     pods: PodSource::SelectedClusterWide,
+    ordered: false,
     partition: true,
     pause: true,
     history: History::Unsupported,

@@ -17,6 +17,7 @@ pub static SPEC: KindSpec = KindSpec {
     grouped: &[],
     namespaced: true,
     pods: PodSource::Owned,
+    ordered: true,
     partition: true,
     pause: false,
     history: History::ControllerRevisions,
