@@ -42,9 +42,14 @@ fn read(obj: &Value, v: &mut RolloutView) {
     };
     v.partition = int_or_percent(&k, "partition");
     v.paused = flag(&k, "paused");
-    // Pods carry the hash as their controller-revision-hash; the revision is `NAME-HASH`.
-    let hash = s(obj, &["status", "daemonSetHash"]);
-    v.update_revision = hash;
+    // v1beta1 reports `updateRevision`, v1alpha1 `daemonSetHash` (the hash Pods carry as
+    // controller-revision-hash; the ControllerRevision is `NAME-HASH`).
+    let rev = s(obj, &["status", "updateRevision"]);
+    v.update_revision = if rev.is_empty() {
+        s(obj, &["status", "daemonSetHash"])
+    } else {
+        rev
+    };
 }
 
 fn image_change(v: &RolloutView) -> String {
