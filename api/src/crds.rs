@@ -105,6 +105,13 @@ pub fn all() -> Result<Vec<CustomResourceDefinition>, CrdError> {
             vec![v1alpha1::NodeImage::crd(), v1beta1::NodeImage::crd()],
             Conversion::None,
         )?,
+        // Upstream serves both versions without a conversion webhook: v1alpha1 is a JSON
+        // subset of v1beta1.
+        merged(
+            "statefulsets.apps.kruise.io",
+            vec![v1alpha1::StatefulSet::crd(), v1beta1::StatefulSet::crd()],
+            Conversion::None,
+        )?,
     ];
     crds.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
     Ok(crds)

@@ -391,7 +391,21 @@ pub mod k8s {
     /// Event reason the kubelet gives when it stops a container (its `events.KillingContainer`);
     /// the daemon uses it too when it stops one for a restart or a recreate.
     pub const EVENT_REASON_KILLING: &str = "Killing";
+
+    /// StatefulSet pod label with the pod's own name (a Service can select one ordinal).
+    pub const STATEFULSET_POD_NAME_LABEL: &str = "statefulset.kubernetes.io/pod-name";
+    /// StatefulSet pod label with the pod's ordinal.
+    pub const POD_INDEX_LABEL: &str = "apps.kubernetes.io/pod-index";
 }
+
+// ---------------------------------------------------------------------------------------------
+// Advanced StatefulSet
+// ---------------------------------------------------------------------------------------------
+
+/// Advanced StatefulSet condition type: creating a pod or its PVCs failed.
+pub const STATEFULSET_CONDITION_FAILED_CREATE_POD: &str = "FailedCreatePod";
+/// Advanced StatefulSet condition type: updating a pod failed.
+pub const STATEFULSET_CONDITION_FAILED_UPDATE_POD: &str = "FailedUpdatePod";
 
 #[cfg(test)]
 mod tests {

@@ -227,3 +227,72 @@ fn schemas_are_structural() {
         }
     }
 }
+
+#[test]
+fn statefulset_crd_matches_upstream_shape() {
+    let all = crds::all().expect("CRDs assemble");
+    let sts = all
+        .iter()
+        .find(|c| c.metadata.name.as_deref() == Some("statefulsets.apps.kruise.io"))
+        .expect("statefulsets CRD");
+    assert_eq!(sts.spec.names.kind, "StatefulSet");
+    assert_eq!(
+        sts.spec.names.short_names.as_deref(),
+        Some(&["sts".to_owned(), "asts".to_owned()][..])
+    );
+    for v in &sts.spec.versions {
+        let cols: Vec<&str> = v
+            .additional_printer_columns
+            .iter()
+            .flatten()
+            .map(|c| c.name.as_str())
+            .collect();
+        assert_eq!(
+            cols,
+            [
+                "DESIRED",
+                "CURRENT",
+                "UPDATED",
+                "READY",
+                "AGE",
+                "CONTAINERS",
+                "IMAGES"
+            ],
+            "{}",
+            v.name
+        );
+        let scale = v
+            .subresources
+            .as_ref()
+            .and_then(|s| s.scale.as_ref())
+            .expect("scale subresource");
+        assert_eq!(scale.spec_replicas_path, ".spec.replicas");
+        assert_eq!(
+            scale.label_selector_path.as_deref(),
+            Some(".status.labelSelector")
+        );
+    }
+    let beta = sts
+        .spec
+        .versions
+        .iter()
+        .find(|v| v.name == keys::VERSION_V1BETA1)
+        .expect("v1beta1");
+    let schema = serde_json::to_value(&beta.schema).expect("schema json");
+    let spec = &schema["openAPIV3Schema"]["properties"]["spec"]["properties"];
+    for field in [
+        "reserveOrdinals",
+        "ordinals",
+        "persistentVolumeClaimRetentionPolicy",
+        "lifecycle",
+        "scaleStrategy",
+        "volumeClaimTemplates",
+        "podManagementPolicy",
+    ] {
+        assert!(spec.get(field).is_some(), "v1beta1 spec lacks {field}");
+    }
+    assert_eq!(
+        spec["podManagementPolicy"]["enum"],
+        serde_json::json!(["OrderedReady", "Parallel"])
+    );
+}

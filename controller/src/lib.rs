@@ -16,3 +16,4 @@ pub mod runner;
 pub use kruise_runtime::ratelimit;
 pub mod revision;
 pub mod server;
+pub mod statefulset;

@@ -164,11 +164,22 @@ async fn run_controllers(
     let node_images = nodeimage::run(client.clone(), metrics.clone(), token.clone());
     let pull_jobs = imagepulljob::run(client.clone(), pods.clone(), metrics.clone(), token.clone());
     let recreate = crr::run(client.clone(), pods.clone(), metrics.clone(), token.clone());
+    let asts = kruise_manager::statefulset::controller::run(
+        Arc::new(kruise_manager::statefulset::controller::Context::new(
+            client.clone(),
+            pods.clone(),
+            metrics.clone(),
+            instance.clone(),
+            namespace.clone(),
+        )),
+        token.clone(),
+    );
     let ctx = Arc::new(cloneset::Context::new(
         client, pods, metrics, instance, namespace,
     ));
     tokio::join!(
         cloneset::run(ctx, token),
+        asts,
         readiness,
         launch,
         node_images,

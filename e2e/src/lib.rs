@@ -219,3 +219,4 @@ pub mod cloneset;
 pub mod cri;
 pub mod mode;
 pub mod recorder;
+pub mod statefulset;

@@ -242,6 +242,12 @@ pub fn validating_configuration(
                 "clonesets",
             ),
             hook(
+                "vstatefulset.kb.io",
+                paths::VALIDATE_STATEFULSET,
+                &["CREATE", "UPDATE"],
+                "statefulsets",
+            ),
+            hook(
                 "vimagepulljob.kb.io",
                 paths::VALIDATE_IMAGEPULLJOB,
                 &["CREATE", "UPDATE"],

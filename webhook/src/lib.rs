@@ -66,6 +66,7 @@ pub mod imagepull;
 pub mod pod;
 pub mod review;
 mod server;
+pub mod statefulset;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -92,6 +93,8 @@ pub mod paths {
     /// CloneSet validation, v1beta1 alias.
     pub const VALIDATE_CLONESET_V1BETA1: &str = "/validate-apps-kruise-io-v1beta1-cloneset";
     /// ImagePullJob defaulting (upstream's path; both versions).
+    /// Advanced StatefulSet validation (v1alpha1 and v1beta1).
+    pub const VALIDATE_STATEFULSET: &str = "/validate-apps-kruise-io-statefulset";
     pub const MUTATE_IMAGEPULLJOB: &str = "/mutate-apps-kruise-io-v1alpha1-imagepulljob";
     /// ImagePullJob validation (upstream's path; both versions).
     pub const VALIDATE_IMAGEPULLJOB: &str = "/validate-apps-kruise-io-v1alpha1-imagepulljob";
@@ -118,6 +121,7 @@ pub mod paths {
         VALIDATE_CLONESET,
         VALIDATE_CLONESET_V1ALPHA1,
         VALIDATE_CLONESET_V1BETA1,
+        VALIDATE_STATEFULSET,
         MUTATE_IMAGEPULLJOB,
         VALIDATE_IMAGEPULLJOB,
         MUTATE_NODEIMAGE,
@@ -149,6 +153,7 @@ pub fn admission_handler(path: &str) -> Option<fn(&review::Request) -> review::O
         paths::MUTATE_IMAGELISTPULLJOB => Some(imagepull::mutate_imagelistpulljob),
         paths::VALIDATE_IMAGELISTPULLJOB => Some(imagepull::validate_imagelistpulljob),
         paths::VALIDATE_CRR => Some(crr_admit::validate),
+        paths::VALIDATE_STATEFULSET => Some(statefulset::validation::validate),
         _ => None,
     }
 }

@@ -5,6 +5,7 @@ mod cloneset;
 mod containerrecreaterequest;
 mod imagepulljob;
 mod nodeimage;
+mod statefulset;
 
 pub use crate::appspub::{UpdateScatterStrategy, UpdateScatterTerm};
 pub use cloneset::{
@@ -28,4 +29,9 @@ pub use imagepulljob::{
 pub use nodeimage::{
     ImagePullPhase, ImageSpec, ImageStatus, ImageTagPullPolicy, ImageTagSpec, ImageTagStatus,
     NodeImage, NodeImageSpec, NodeImageStatus, ReferenceObject, SyncStatus, SyncStatusPhase,
+};
+pub use statefulset::{
+    PodManagementPolicyType, PodUpdateStrategyType, RollingUpdateStatefulSetStrategy, StatefulSet,
+    StatefulSetCondition, StatefulSetSpec, StatefulSetStatus, StatefulSetUpdateStrategy,
+    StatefulSetUpdateStrategyType, UnorderedUpdateStrategy,
 };

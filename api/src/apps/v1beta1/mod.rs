@@ -5,6 +5,7 @@ mod containerrecreaterequest;
 mod imagelistpulljob;
 mod imagepulljob;
 mod nodeimage;
+mod statefulset;
 
 pub use crate::appspub::{UpdateScatterStrategy, UpdateScatterTerm};
 pub use cloneset::{
@@ -31,4 +32,12 @@ pub use imagepulljob::{
 pub use nodeimage::{
     ImagePullPhase, ImageSpec, ImageStatus, ImageTagPullPolicy, ImageTagSpec, ImageTagStatus,
     NodeImage, NodeImageSpec, NodeImageStatus, ReferenceObject, SyncStatus, SyncStatusPhase,
+};
+pub use statefulset::{
+    InvalidReserveOrdinal, MAX_MIN_READY_SECONDS, PersistentVolumeClaimRetentionPolicyType,
+    PodManagementPolicyType, PodUpdateStrategyType, RollingUpdateStatefulSetStrategy, StatefulSet,
+    StatefulSetCondition, StatefulSetOrdinals, StatefulSetPersistentVolumeClaimRetentionPolicy,
+    StatefulSetScaleStrategy, StatefulSetSpec, StatefulSetStatus, StatefulSetUpdateStrategy,
+    StatefulSetUpdateStrategyType, UnorderedUpdateStrategy, VolumeClaimStatus,
+    VolumeClaimUpdateStrategy, VolumeClaimUpdateStrategyType,
 };

@@ -1,0 +1,106 @@
+//! Shared state of the Advanced StatefulSet controller: the client and Pod cache, Events, and
+//! the scale and resource-version expectations its writes leave behind.
+
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::{ObjectReference, Pod};
+use kruise_api::apps::v1beta1::StatefulSet;
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::reflector::ObjectRef;
+use kube::{Client, Resource};
+
+use crate::backoff::{Backoff, Policy};
+use crate::expectations::{Cached, ResourceVersionExpectations, ScaleExpectations};
+use crate::inplace::InPlaceControl;
+use crate::metrics::Metrics;
+use crate::podcache::PodCache;
+
+/// Name in Events, logs and the field manager.
+pub const CONTROLLER_NAME: &str = "statefulset-controller";
+/// Label value of the `controller` metric label.
+pub(super) const METRIC_NAME: &str = "statefulset";
+
+pub struct Context {
+    pub client: Client,
+    pub pods: PodCache,
+    pub recorder: Recorder,
+    pub scale_exp: ScaleExpectations,
+    pub rv_exp: ResourceVersionExpectations,
+    pub inplace: InPlaceControl,
+    pub metrics: Arc<Metrics>,
+    /// Only StatefulSets in this namespace (all when `None`).
+    pub namespace: Option<String>,
+    pub backoff: Arc<Backoff>,
+}
+
+impl Context {
+    pub fn new(
+        client: Client,
+        pods: PodCache,
+        metrics: Arc<Metrics>,
+        instance: Option<String>,
+        namespace: Option<String>,
+    ) -> Self {
+        let reporter = Reporter {
+            controller: CONTROLLER_NAME.to_string(),
+            instance,
+        };
+        Self {
+            recorder: Recorder::new(client.clone(), reporter),
+            inplace: InPlaceControl::new(client.clone()),
+            client,
+            pods,
+            scale_exp: ScaleExpectations::new(),
+            rv_exp: ResourceVersionExpectations::new(),
+            metrics,
+            namespace,
+            backoff: Arc::new(Backoff::new(Policy::DEFAULT)),
+        }
+    }
+
+    /// Observes the scale expectations of `key` that the Pod cache already shows.
+    pub(super) fn observe_from_cache(&self, key: &str) -> usize {
+        let Some((ns, _)) = key.split_once('/') else {
+            return 0;
+        };
+        let store = self.pods.store();
+        self.scale_exp.observe_cache(key, |name| {
+            match store.get(&ObjectRef::<Pod>::new(name).within(ns)) {
+                None => Cached::Absent,
+                Some(p) if p.metadata.deletion_timestamp.is_some() => Cached::Terminating,
+                Some(_) => Cached::Present,
+            }
+        })
+    }
+
+    /// Publishes an Event on the StatefulSet, about `related` when given.
+    pub(super) async fn event(
+        &self,
+        sts: &StatefulSet,
+        type_: EventType,
+        reason: &str,
+        note: String,
+        related: Option<ObjectReference>,
+    ) {
+        let ev = Event {
+            type_,
+            reason: reason.to_string(),
+            note: Some(note),
+            action: reason.to_string(),
+            secondary: related,
+        };
+        match self.recorder.publish(&ev, &sts.object_ref(&())).await {
+            Ok(()) => {}
+            Err(kube::Error::Api(s))
+                if s.is_forbidden() && s.message.contains("being terminated") => {}
+            Err(e) => tracing::warn!(error = %e, reason, "failed to publish event"),
+        }
+    }
+
+    /// Remembers the resource version one of our pod writes produced.
+    pub(super) fn expect_version(&self, uid: Option<&str>, rv: Option<&str>) {
+        if let (Some(uid), Some(rv)) = (uid, rv) {
+            self.rv_exp.expect(uid, rv);
+        }
+    }
+}

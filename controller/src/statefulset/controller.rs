@@ -1,0 +1,97 @@
+//! Wiring of the Advanced StatefulSet controller on the shared [`runner`](crate::runner): its
+//! own watch (forgetting the expectations of deleted sets), the shared Pod cache's events
+//! mapped to owning sets, three workers.
+
+use std::sync::Arc;
+
+use futures::StreamExt;
+use kruise_api::apps::v1beta1::StatefulSet;
+use kruise_api::keys;
+use kube::runtime::reflector::ObjectRef;
+use kube::runtime::watcher;
+use kube::{Api, Resource, ResourceExt};
+use tokio_util::sync::CancellationToken;
+
+use super::context::METRIC_NAME;
+pub use super::context::{CONTROLLER_NAME, Context};
+pub use super::error::Error;
+pub use super::reconcile::reconcile;
+use crate::cloneset::podutil;
+use crate::expectations::{Cached, ScaleAction};
+use crate::podcache::PodEvent;
+use crate::runner::{self, Controller};
+
+const CONCURRENCY: u16 = 3;
+
+/// Runs the controller until `shutdown` is cancelled.
+pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
+    let api: Api<StatefulSet> = match &ctx.namespace {
+        Some(ns) => Api::namespaced(ctx.client.clone(), ns),
+        None => Api::all(ctx.client.clone()),
+    };
+    let ctl = Controller::watching(
+        METRIC_NAME,
+        runner::watch(api),
+        ctx.metrics.clone(),
+        shutdown,
+    )
+    .concurrency(CONCURRENCY)
+    .backoff(ctx.backoff.clone());
+    let exp_ctx = ctx.clone();
+    let ctl = ctl.inspect(move |ev| {
+        if let Ok(watcher::Event::Delete(sts)) = ev {
+            let key = format!("{}/{}", sts.namespace().unwrap_or_default(), sts.name_any());
+            exp_ctx.scale_exp.delete(&key);
+        }
+    });
+    let (pod_ctx, store) = (ctx.clone(), ctl.store());
+    ctl.trigger_refs(ctx.pods.events().flat_map(move |ev| {
+        let targets: Vec<ObjectRef<StatefulSet>> = match ev {
+            PodEvent::Resync => store
+                .state()
+                .iter()
+                .map(|s| ObjectRef::from_obj(s.as_ref()))
+                .collect(),
+            PodEvent::Applied(p) => owner_of(&pod_ctx, &p, false).into_iter().collect(),
+            PodEvent::Deleted(p) => owner_of(&pod_ctx, &p, true).into_iter().collect(),
+        };
+        futures::stream::iter(targets)
+    }))
+    .run(reconcile, ctx)
+    .await;
+}
+
+/// The set owning `pod`, observing its scale expectations on the way.
+fn owner_of(
+    ctx: &Context,
+    pod: &k8s_openapi::api::core::v1::Pod,
+    deleted: bool,
+) -> Option<ObjectRef<StatefulSet>> {
+    let owner = pod
+        .metadata
+        .owner_references
+        .as_ref()?
+        .iter()
+        .find(|o| o.controller == Some(true))?;
+    if owner.kind != StatefulSet::kind(&()) || !owner.api_version.starts_with(keys::APPS_GROUP) {
+        return None;
+    }
+    let ns = pod.metadata.namespace.clone().unwrap_or_default();
+    let key = format!("{ns}/{}", owner.name);
+    let cached = match ctx.pods.store().get(&ObjectRef::from_obj(pod)) {
+        None => Cached::Absent,
+        Some(p) if p.metadata.deletion_timestamp.is_some() => Cached::Terminating,
+        Some(_) => Cached::Present,
+    };
+    for action in [ScaleAction::Create, ScaleAction::Delete] {
+        if cached.shows(action) || deleted {
+            ctx.scale_exp.observe(&key, action, podutil::name(pod));
+        }
+    }
+    if cached == Cached::Absent
+        && let Some(uid) = pod.metadata.uid.as_deref()
+    {
+        ctx.rv_exp.delete(uid);
+    }
+    Some(ObjectRef::new(&owner.name).within(&ns))
+}

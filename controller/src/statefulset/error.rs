@@ -1,0 +1,97 @@
+//! The Advanced StatefulSet controller's error and what the shared runner needs of it.
+
+use std::time::Duration;
+
+use kruise_api::apps::v1beta1::InvalidReserveOrdinal;
+
+use crate::inplace::{ApplyError, NotInPlace};
+use crate::revision::RevisionError;
+use crate::runner::ReconcileError;
+
+/// The soonest retry of errors only a change of the spec can fix.
+const SPEC_ERROR_RETRY: Duration = Duration::from_secs(30);
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("kubernetes API: {0}")]
+    Kube(#[from] kube::Error),
+    #[error(transparent)]
+    Revision(#[from] RevisionError),
+    #[error("in-place update: {0}")]
+    InPlace(#[from] ApplyError),
+    #[error("serialization: {0}")]
+    Serde(#[from] serde_json::Error),
+    #[error("StatefulSet has no namespace or uid")]
+    Unnamed,
+    #[error(transparent)]
+    ReserveOrdinal(#[from] InvalidReserveOrdinal),
+    #[error("{field}: {reason}")]
+    Spec { field: &'static str, reason: String },
+    #[error(
+        "pod {pod}: podUpdatePolicy is InPlaceOnly but it cannot be updated in place: {reason}"
+    )]
+    InPlaceOnly { pod: String, reason: NotInPlace },
+    #[error("revision template: {0}")]
+    Template(String),
+}
+
+impl Error {
+    /// The text a condition shows: the API server's own message for a refused request.
+    pub(super) fn condition_message(&self) -> String {
+        match self {
+            Error::Kube(kube::Error::Api(status)) if !status.message.is_empty() => {
+                status.message.clone()
+            }
+            e => e.to_string(),
+        }
+    }
+}
+
+impl ReconcileError for Error {
+    fn metric_label(&self) -> &'static str {
+        match self {
+            Error::Kube(_) => "kube",
+            Error::Revision(_) => "revision",
+            Error::InPlace(_) => "inplace",
+            Error::Serde(_) => "serde",
+            Error::Unnamed => "unnamed",
+            Error::ReserveOrdinal(_) | Error::Spec { .. } => "spec",
+            Error::InPlaceOnly { .. } => "inplace_only",
+            Error::Template(_) => "template",
+        }
+    }
+
+    fn retry_floor(&self) -> Duration {
+        match self {
+            Error::InPlaceOnly { .. }
+            | Error::Template(_)
+            | Error::ReserveOrdinal(_)
+            | Error::Spec { .. } => SPEC_ERROR_RETRY,
+            _ => Duration::ZERO,
+        }
+    }
+
+    fn is_conflict(&self) -> bool {
+        matches!(self, Error::Kube(e) if crate::runner::is_conflict(e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spec_errors_wait_and_name_the_field() {
+        let e = Error::Spec {
+            field: "spec.updateStrategy.rollingUpdate.maxUnavailable",
+            reason: "\"x\" is neither an integer nor a percentage".into(),
+        };
+        assert!(
+            e.to_string()
+                .starts_with("spec.updateStrategy.rollingUpdate.maxUnavailable: ")
+        );
+        assert_eq!(e.retry_floor(), SPEC_ERROR_RETRY);
+        assert_eq!(e.metric_label(), "spec");
+        assert_eq!(Error::Unnamed.retry_floor(), Duration::ZERO);
+    }
+}

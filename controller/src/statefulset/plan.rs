@@ -1,0 +1,518 @@
+//! Pure decisions of one sync (upstream `updateStatefulSet` and `rollingUpdateStatefulsetPods`):
+//! which pods are replicas and which are condemned, what to create and delete this round, and
+//! which pods to update. Time is a parameter; nothing here talks to the API.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::Pod;
+use kruise_api::keys::k8s;
+
+use super::identity::{OrdinalRange, ordinal_of};
+use crate::cloneset::podutil;
+
+/// The set's pods by role: `replicas[i]` holds the pod of ordinal `start + i` (reserved and
+/// missing ordinals are `None`); `condemned` holds pods outside the range, highest ordinal
+/// first. Pods whose name carries no ordinal are ignored, as upstream does.
+#[derive(Debug, Default)]
+pub struct Slots<'a> {
+    pub replicas: Vec<Option<&'a Pod>>,
+    pub condemned: Vec<(i32, &'a Pod)>,
+}
+
+pub fn slots<'a>(set: &str, range: &OrdinalRange, pods: &[&'a Pod]) -> Slots<'a> {
+    let mut out = Slots {
+        replicas: vec![None; range.slots()],
+        condemned: Vec::new(),
+    };
+    for &pod in pods {
+        let Some(ord) = ordinal_of(set, podutil::name(pod)) else {
+            continue;
+        };
+        if range.contains(ord) {
+            if let Ok(i) = usize::try_from(ord - range.start) {
+                out.replicas[i] = Some(pod);
+            }
+        } else {
+            out.condemned.push((ord, pod));
+        }
+    }
+    out.condemned.sort_by(|a, b| b.0.cmp(&a.0));
+    out
+}
+
+pub fn is_terminating(pod: &Pod) -> bool {
+    pod.metadata.deletion_timestamp.is_some()
+}
+
+fn is_finished(pod: &Pod) -> bool {
+    let p = podutil::phase(pod);
+    p == k8s::POD_FAILED || p == k8s::POD_SUCCEEDED
+}
+
+/// Running and Ready (upstream `isRunningAndReady`).
+pub fn is_running_and_ready(pod: &Pod) -> bool {
+    podutil::phase(pod) == k8s::POD_RUNNING && kruise_api::pod::is_ready(pod)
+}
+
+/// Running, Ready and not being deleted (upstream `isHealthy`).
+pub fn is_healthy(pod: &Pod) -> bool {
+    is_running_and_ready(pod) && !is_terminating(pod)
+}
+
+/// Running and Ready for `min_ready_seconds` (upstream `isRunningAndAvailable`); else how long
+/// until time alone makes it available, when that is all it lacks.
+pub fn running_and_available(
+    pod: &Pod,
+    min_ready_seconds: i32,
+    now: Timestamp,
+) -> (bool, Option<Duration>) {
+    if podutil::phase(pod) != k8s::POD_RUNNING || is_terminating(pod) {
+        return (false, None);
+    }
+    if podutil::is_available_k8s(pod, min_ready_seconds, now) {
+        return (true, None);
+    }
+    (false, podutil::available_in(pod, min_ready_seconds, now))
+}
+
+/// One write of the scale half of a sync.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ScaleOp {
+    /// Create the PVCs and then the pod of this ordinal.
+    Create(i32),
+    /// Delete this pod (a condemned one, or a failed replica to be recreated).
+    Delete { name: String, ordinal: i32 },
+}
+
+/// The scale half of a sync.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct ScalePlan {
+    pub ops: Vec<ScaleOp>,
+    /// OrderedReady is waiting on a pod: no updates this round.
+    pub exit: bool,
+    /// Come back after this long (a pod becomes available by time alone).
+    pub wait: Option<Duration>,
+    /// Why the plan stopped, for the logs.
+    pub blocked_by: Option<String>,
+}
+
+/// Spends one unit of `scaleStrategy.maxUnavailable`; true when none is left (upstream
+/// `decreaseAndCheckMaxUnavailable`).
+fn spend(budget: &mut Option<i32>) -> bool {
+    match budget {
+        None => false,
+        Some(n) => {
+            *n -= 1;
+            *n <= 0
+        }
+    }
+}
+
+/// What to create and delete (upstream `processReplica` over the replicas, then
+/// `processCondemned`). `monotonic` is OrderedReady: one pod at a time, each only once its
+/// predecessors are Running and available, scale-down from the highest ordinal and one at a
+/// time. Parallel creates and deletes everything at once, within `scale_max_unavailable`.
+pub fn plan_scale(
+    range: &OrdinalRange,
+    slots: &Slots<'_>,
+    monotonic: bool,
+    scale_max_unavailable: Option<i32>,
+    min_ready_seconds: i32,
+    now: Timestamp,
+) -> ScalePlan {
+    let mut plan = ScalePlan::default();
+    let mut budget = scale_max_unavailable;
+    for (i, slot) in slots.replicas.iter().enumerate() {
+        let ord = range.start + i32::try_from(i).unwrap_or(i32::MAX);
+        if range.reserved.contains(&ord) {
+            continue;
+        }
+        let (exit, stop) = match slot {
+            None => {
+                plan.ops.push(ScaleOp::Create(ord));
+                if monotonic {
+                    (true, false)
+                } else {
+                    (false, spend(&mut budget))
+                }
+            }
+            Some(pod) if is_finished(pod) => {
+                if spend(&mut budget) {
+                    (false, true)
+                } else {
+                    if !is_terminating(pod) {
+                        plan.ops.push(ScaleOp::Delete {
+                            name: podutil::name(pod).to_string(),
+                            ordinal: ord,
+                        });
+                    }
+                    (true, false)
+                }
+            }
+            Some(pod) if is_terminating(pod) => {
+                if monotonic {
+                    (true, false)
+                } else {
+                    (false, spend(&mut budget))
+                }
+            }
+            Some(pod) if monotonic || budget.is_some() => {
+                let (available, wait) = running_and_available(pod, min_ready_seconds, now);
+                if available {
+                    (false, false)
+                } else {
+                    plan.wait = min_wait(plan.wait, wait);
+                    if monotonic {
+                        (true, false)
+                    } else {
+                        (false, spend(&mut budget))
+                    }
+                }
+            }
+            Some(_) => (false, false),
+        };
+        if exit && monotonic {
+            plan.exit = true;
+            plan.blocked_by = Some(format!("ordinal {ord}"));
+            return plan;
+        }
+        if stop {
+            break;
+        }
+    }
+
+    // Upstream's firstUnhealthyPod: the lowest ordinal that is not healthy, replicas or not.
+    let first_unhealthy = slots
+        .replicas
+        .iter()
+        .enumerate()
+        .filter_map(|(i, p)| p.map(|p| (range.start + i32::try_from(i).unwrap_or(0), p)))
+        .chain(slots.condemned.iter().copied())
+        .filter(|(_, p)| !is_healthy(p))
+        .min_by_key(|(o, _)| *o)
+        .map(|(o, _)| o);
+    for &(ord, pod) in &slots.condemned {
+        if is_terminating(pod) {
+            if monotonic {
+                plan.exit = true;
+                return plan;
+            }
+            continue;
+        }
+        let first = first_unhealthy == Some(ord);
+        let (available, wait) = running_and_available(pod, min_ready_seconds, now);
+        if monotonic && !first && (!is_running_and_ready(pod) || !available) {
+            plan.wait = min_wait(plan.wait, wait);
+            plan.exit = true;
+            return plan;
+        }
+        plan.ops.push(ScaleOp::Delete {
+            name: podutil::name(pod).to_string(),
+            ordinal: ord,
+        });
+        if monotonic {
+            plan.exit = true;
+            return plan;
+        }
+    }
+    plan
+}
+
+fn min_wait(a: Option<Duration>, b: Option<Duration>) -> Option<Duration> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// The rolling settings the update half reads.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rolling {
+    /// Slots below this index keep their revision (or, unordered, this many pods).
+    pub partition: i32,
+    /// At least 1.
+    pub max_unavailable: i32,
+    /// `unorderedUpdate` is set: updated pods first, then the rest, highest ordinal first.
+    pub unordered: bool,
+    /// `spec.replicas`.
+    pub replicas: i32,
+    pub min_ready_seconds: i32,
+}
+
+/// The update half of a sync.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct UpdatePlan {
+    /// Slot indexes to update now, in order.
+    pub targets: Vec<usize>,
+    /// Come back after this long (a pod becomes available by time alone).
+    pub wait: Option<Duration>,
+    /// Pods counted unavailable before any update of this round.
+    pub unavailable: BTreeSet<String>,
+}
+
+/// The order slots are considered for update (upstream `sortPodsToUpdate`).
+pub fn update_order(
+    rolling: &Rolling,
+    slots: &Slots<'_>,
+    is_updated: &dyn Fn(&Pod) -> bool,
+) -> Vec<usize> {
+    let partition = usize::try_from(rolling.partition).unwrap_or(0);
+    let max_update = usize::try_from(rolling.replicas - rolling.partition).unwrap_or(0);
+    if max_update == 0 {
+        return Vec::new();
+    }
+    let present = |i: &usize| slots.replicas[*i].is_some();
+    if !rolling.unordered {
+        return (partition..slots.replicas.len())
+            .rev()
+            .filter(present)
+            .take(max_update)
+            .collect();
+    }
+    let (mut done, waiting): (Vec<usize>, Vec<usize>) = (0..slots.replicas.len())
+        .rev()
+        .filter(present)
+        .partition(|&i| slots.replicas[i].is_some_and(|p| is_terminating(p) || is_updated(p)));
+    done.extend(waiting);
+    done.truncate(max_update);
+    done
+}
+
+/// Which pods to update this round (upstream `rollingUpdateStatefulsetPods`): from the highest
+/// ordinal down to the partition, never leaving more than `max_unavailable` pods unavailable
+/// (unhealthy, mid in-place update, or not yet available for minReadySeconds), for both pod
+/// management policies. `in_place_pending` says whether a pod's in-place update has not
+/// completed.
+pub fn plan_update(
+    rolling: &Rolling,
+    slots: &Slots<'_>,
+    is_updated: &dyn Fn(&Pod) -> bool,
+    in_place_pending: &dyn Fn(&Pod) -> bool,
+    now: Timestamp,
+) -> UpdatePlan {
+    let mut plan = UpdatePlan::default();
+    for pod in slots.replicas.iter().flatten() {
+        let name = podutil::name(pod).to_string();
+        if !is_healthy(pod) || in_place_pending(pod) {
+            plan.unavailable.insert(name);
+            continue;
+        }
+        let (available, wait) = running_and_available(pod, rolling.min_ready_seconds, now);
+        if !available {
+            plan.unavailable.insert(name);
+            plan.wait = min_wait(plan.wait, wait);
+        }
+    }
+    let mut unavailable = plan.unavailable.clone();
+    let max = usize::try_from(rolling.max_unavailable.max(1)).unwrap_or(1);
+    for i in update_order(rolling, slots, is_updated) {
+        let Some(pod) = slots.replicas[i] else {
+            continue;
+        };
+        if is_updated(pod) {
+            continue;
+        }
+        let name = podutil::name(pod);
+        if unavailable.len() >= max && !unavailable.contains(name) {
+            break;
+        }
+        if !is_terminating(pod) {
+            plan.targets.push(i);
+            unavailable.insert(name.to_string());
+        }
+    }
+    plan
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::{PodCondition, PodStatus};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+    use kruise_api::keys;
+
+    fn pod(ord: i32, phase: &str, ready: bool, rev: &str) -> Pod {
+        let mut p = Pod::default();
+        p.metadata.name = Some(format!("web-{ord}"));
+        p.metadata.labels = Some(
+            [(
+                keys::CONTROLLER_REVISION_HASH_LABEL.to_string(),
+                rev.to_string(),
+            )]
+            .into(),
+        );
+        p.status = Some(PodStatus {
+            phase: Some(phase.into()),
+            conditions: Some(vec![PodCondition {
+                type_: k8s::POD_READY.into(),
+                status: if ready { "True" } else { "False" }.into(),
+                last_transition_time: Some(Time(Timestamp::UNIX_EPOCH)),
+                ..Default::default()
+            }]),
+            ..Default::default()
+        });
+        p
+    }
+
+    fn ok(ord: i32) -> Pod {
+        pod(ord, "Running", true, "old")
+    }
+
+    fn range(start: i32, end: i32, reserved: &[i32]) -> OrdinalRange {
+        OrdinalRange {
+            start,
+            end,
+            reserved: reserved.iter().copied().collect(),
+        }
+    }
+
+    fn now() -> Timestamp {
+        Timestamp::from_second(1_000).expect("time")
+    }
+
+    fn scale(r: &OrdinalRange, pods: &[Pod], monotonic: bool, budget: Option<i32>) -> ScalePlan {
+        let refs: Vec<&Pod> = pods.iter().collect();
+        plan_scale(r, &slots("web", r, &refs), monotonic, budget, 0, now())
+    }
+
+    #[test]
+    fn ordered_ready_creates_one_at_a_time_after_its_predecessor_is_ready() {
+        let r = range(0, 3, &[]);
+        let p = scale(&r, &[], true, None);
+        assert_eq!(p.ops, vec![ScaleOp::Create(0)]);
+        assert!(p.exit);
+        // web-0 exists but is not ready: wait, create nothing.
+        let p = scale(&r, &[pod(0, "Running", false, "old")], true, None);
+        assert_eq!(p.ops, vec![]);
+        assert!(p.exit);
+        let p = scale(&r, &[ok(0)], true, None);
+        assert_eq!(p.ops, vec![ScaleOp::Create(1)]);
+    }
+
+    #[test]
+    fn parallel_creates_all_missing_at_once_within_scale_max_unavailable() {
+        let r = range(0, 4, &[]);
+        let p = scale(&r, &[ok(1)], false, None);
+        assert_eq!(
+            p.ops,
+            vec![ScaleOp::Create(0), ScaleOp::Create(2), ScaleOp::Create(3)]
+        );
+        assert!(!p.exit);
+        let p = scale(&r, &[ok(1)], false, Some(2));
+        assert_eq!(p.ops, vec![ScaleOp::Create(0), ScaleOp::Create(2)]);
+    }
+
+    #[test]
+    fn reserved_ordinals_are_skipped_and_their_pods_condemned() {
+        let r = range(0, 4, &[1]);
+        let pods = [ok(0), ok(1), ok(2)];
+        let p = scale(&r, &pods, false, None);
+        assert_eq!(
+            p.ops,
+            vec![
+                ScaleOp::Create(3),
+                ScaleOp::Delete {
+                    name: "web-1".into(),
+                    ordinal: 1
+                }
+            ]
+        );
+    }
+
+    #[test]
+    fn ordered_scale_down_deletes_the_highest_ordinal_first_one_at_a_time() {
+        let r = range(0, 1, &[]);
+        let pods = [ok(0), ok(1), ok(2)];
+        let p = scale(&r, &pods, true, None);
+        assert_eq!(
+            p.ops,
+            vec![ScaleOp::Delete {
+                name: "web-2".into(),
+                ordinal: 2
+            }]
+        );
+        // Parallel: all condemned at once.
+        let p = scale(&r, &pods, false, None);
+        assert_eq!(p.ops.len(), 2);
+        // A terminating condemned pod blocks OrderedReady.
+        let mut gone = ok(2);
+        gone.metadata.deletion_timestamp = Some(Time(Timestamp::UNIX_EPOCH));
+        let p = scale(&r, &[ok(0), ok(1), gone], true, None);
+        assert_eq!(p.ops, vec![]);
+        assert!(p.exit);
+    }
+
+    #[test]
+    fn failed_replicas_are_deleted_for_recreation() {
+        let r = range(0, 2, &[]);
+        let p = scale(&r, &[ok(0), pod(1, "Failed", false, "old")], true, None);
+        assert_eq!(
+            p.ops,
+            vec![ScaleOp::Delete {
+                name: "web-1".into(),
+                ordinal: 1
+            }]
+        );
+    }
+
+    fn rolling(partition: i32, max_unavailable: i32, replicas: i32) -> Rolling {
+        Rolling {
+            partition,
+            max_unavailable,
+            unordered: false,
+            replicas,
+            min_ready_seconds: 0,
+        }
+    }
+
+    fn update(rolling: &Rolling, pods: &[Pod], pending: &[&str]) -> Vec<usize> {
+        let refs: Vec<&Pod> = pods.iter().collect();
+        let r = range(0, i32::try_from(pods.len()).unwrap_or(0), &[]);
+        let s = slots("web", &r, &refs);
+        let updated = |p: &Pod| podutil::revision_hash(p) == Some("new");
+        let pend = |p: &Pod| pending.contains(&podutil::name(p));
+        plan_update(rolling, &s, &updated, &pend, now()).targets
+    }
+
+    #[test]
+    fn updates_go_from_the_highest_ordinal_down_to_the_partition() {
+        let pods = [ok(0), ok(1), ok(2)];
+        assert_eq!(update(&rolling(1, 1, 3), &pods, &[]), vec![2]);
+        // web-2 done and ready: next is web-1; web-0 stays below the partition.
+        let pods = [ok(0), ok(1), pod(2, "Running", true, "new")];
+        assert_eq!(update(&rolling(1, 1, 3), &pods, &[]), vec![1]);
+        let pods = [
+            ok(0),
+            pod(1, "Running", true, "new"),
+            pod(2, "Running", true, "new"),
+        ];
+        assert_eq!(update(&rolling(1, 1, 3), &pods, &[]), Vec::<usize>::new());
+        assert_eq!(update(&rolling(0, 1, 3), &pods, &[]), vec![0]);
+    }
+
+    #[test]
+    fn max_unavailable_bounds_the_pods_updated_at_once() {
+        let pods = [ok(0), ok(1), ok(2), ok(3)];
+        assert_eq!(update(&rolling(0, 2, 4), &pods, &[]), vec![3, 2]);
+        // web-3 is mid in-place update (unavailable): only one more may go.
+        let pods = [ok(0), ok(1), ok(2), pod(3, "Running", true, "new")];
+        assert_eq!(update(&rolling(0, 2, 4), &pods, &["web-3"]), vec![2]);
+        // An unavailable pod that still needs the update may go even at the limit ...
+        let pods = [ok(0), ok(1), pod(2, "Running", false, "old")];
+        assert_eq!(update(&rolling(0, 1, 3), &pods, &[]), vec![2]);
+        // ... but an available one above it waits (upstream blocks on the first such pod).
+        let pods = [ok(0), pod(1, "Running", false, "old"), ok(2)];
+        assert_eq!(update(&rolling(0, 1, 3), &pods, &[]), Vec::<usize>::new());
+    }
+
+    #[test]
+    fn unordered_update_counts_updated_pods_against_the_partition() {
+        let mut r = rolling(1, 3, 3);
+        r.unordered = true;
+        let pods = [ok(0), pod(1, "Running", true, "new"), ok(2)];
+        // Two may be updated; web-1 already is, so only web-2 (highest first) goes.
+        assert_eq!(update(&r, &pods, &[]), vec![2]);
+    }
+}

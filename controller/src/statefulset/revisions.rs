@@ -1,0 +1,182 @@
+//! Revision I/O of the Advanced StatefulSet (upstream `getStatefulSetRevisions` and
+//! `truncateHistory`), on the ControllerRevision building blocks shared with CloneSet in
+//! [`crate::revision`].
+
+use std::collections::BTreeSet;
+
+use k8s_openapi::api::apps::v1::ControllerRevision;
+use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec};
+use kruise_api::apps::v1beta1::StatefulSet;
+use kruise_api::keys;
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::runtime::events::EventType;
+use kube::{Api, Resource, ResourceExt};
+use serde_json::json;
+
+use super::context::Context;
+use super::error::Error;
+use crate::cloneset::podutil;
+use crate::revision::{self, Parent, UpdateRevisionChoice};
+
+/// The set's revisions (owned by its uid), sorted.
+pub(super) async fn list(
+    api: &Api<ControllerRevision>,
+    sts: &StatefulSet,
+    uid: &str,
+) -> Result<Vec<ControllerRevision>, Error> {
+    let sel = kruise_api::selector::to_selector_string(&sts.spec.selector).unwrap_or_default();
+    let mut revs: Vec<ControllerRevision> = api
+        .list(&ListParams::default().labels(&sel))
+        .await?
+        .items
+        .into_iter()
+        .filter(|r| {
+            r.metadata
+                .owner_references
+                .iter()
+                .flatten()
+                .any(|o| o.controller == Some(true) && o.uid == uid)
+        })
+        .collect();
+    revision::sort_revisions(&mut revs);
+    Ok(revs)
+}
+
+/// The current and update revisions and the collision count, creating or bumping the update
+/// revision as the template asks.
+pub(super) async fn active(
+    ctx: &Context,
+    sts: &StatefulSet,
+    api: &Api<ControllerRevision>,
+    revisions: &mut Vec<ControllerRevision>,
+) -> Result<(ControllerRevision, ControllerRevision, i32), Error> {
+    let ns = sts.namespace().ok_or(Error::Unnamed)?;
+    let name = sts.name_any();
+    let uid = sts.uid().ok_or(Error::Unnamed)?;
+    let (api_version, kind) = (StatefulSet::api_version(&()), StatefulSet::kind(&()));
+    let parent = Parent {
+        api_version: &api_version,
+        kind: &kind,
+        name: &name,
+        namespace: &ns,
+        uid: &uid,
+    };
+    let mut collision = sts
+        .status
+        .as_ref()
+        .and_then(|s| s.collision_count)
+        .unwrap_or(0);
+    let template = serde_json::to_value(&sts.spec.template)?;
+    let labels = sts
+        .spec
+        .template
+        .metadata
+        .as_ref()
+        .and_then(|m| m.labels.clone())
+        .unwrap_or_default();
+    let annotations = sts.metadata.annotations.clone().unwrap_or_default();
+    let candidate = revision::new_revision(
+        &parent,
+        &template,
+        &labels,
+        &annotations,
+        revision::next_revision_number(revisions),
+        collision,
+    )?;
+    let update = match revision::choose_update_revision(revisions, &candidate) {
+        UpdateRevisionChoice::UseExisting(i) => revisions[i].clone(),
+        UpdateRevisionChoice::Bump { index, new_number } => {
+            let rname = revisions[index].metadata.name.clone().unwrap_or_default();
+            let bumped = api
+                .patch(
+                    &rname,
+                    &PatchParams::default(),
+                    &Patch::Merge(json!({ "revision": new_number })),
+                )
+                .await?;
+            revisions[index] = bumped.clone();
+            revision::sort_revisions(revisions);
+            bumped
+        }
+        UpdateRevisionChoice::Create => {
+            let created = create(api, &name, candidate, &mut collision).await?;
+            let rname = created.metadata.name.clone().unwrap_or_default();
+            ctx.event(
+                sts,
+                EventType::Normal,
+                "RevisionCreated",
+                format!("created revision {rname}"),
+                Some(created.object_ref(&())),
+            )
+            .await;
+            revisions.push(created.clone());
+            revision::sort_revisions(revisions);
+            created
+        }
+    };
+    let current_name = sts
+        .status
+        .as_ref()
+        .map(|s| s.current_revision.clone())
+        .unwrap_or_default();
+    let current = revisions
+        .iter()
+        .find(|r| r.metadata.name.as_deref() == Some(current_name.as_str()))
+        .cloned()
+        .unwrap_or_else(|| update.clone());
+    Ok((current, update, collision))
+}
+
+async fn create(
+    api: &Api<ControllerRevision>,
+    parent: &str,
+    candidate: ControllerRevision,
+    collision: &mut i32,
+) -> Result<ControllerRevision, Error> {
+    loop {
+        let mut obj = candidate.clone();
+        let name = revision::name_for_collision(parent, &candidate, *collision)?;
+        obj.metadata.name = Some(name.clone());
+        match api.create(&PostParams::default(), &obj).await {
+            Ok(c) => return Ok(c),
+            Err(kube::Error::Api(s)) if s.is_already_exists() => {
+                let existing = api.get(&name).await?;
+                if existing.data.as_ref().map(|d| &d.0) == obj.data.as_ref().map(|d| &d.0) {
+                    return Ok(existing);
+                }
+                *collision += 1;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// The pod template a revision recorded.
+pub(super) fn template_of(rev: &ControllerRevision) -> Result<PodTemplateSpec, Error> {
+    let v = revision::template_from_revision(rev)?;
+    serde_json::from_value(v).map_err(|e| Error::Template(e.to_string()))
+}
+
+/// Deletes revisions beyond `revisionHistoryLimit` that no pod uses. Best effort.
+pub(super) async fn truncate_history(
+    api: &Api<ControllerRevision>,
+    sts: &StatefulSet,
+    revisions: &[ControllerRevision],
+    pods: &[&Pod],
+    current: &str,
+    update: &str,
+) {
+    let live: BTreeSet<String> = pods
+        .iter()
+        .filter_map(|p| podutil::revision_hash(p).map(str::to_string))
+        .collect();
+    let limit = sts
+        .spec
+        .revision_history_limit
+        .unwrap_or(keys::DEFAULT_REVISION_HISTORY_LIMIT);
+    for old in revision::revisions_to_truncate(revisions, &live, current, update, limit) {
+        if let Err(e) = api.delete(&old, &DeleteParams::default()).await {
+            tracing::warn!(revision = %old, error = %e, "failed to delete old revision");
+        }
+    }
+}

@@ -1,0 +1,568 @@
+//! Advanced StatefulSet end to end: a real kube-apiserver, kubelet and containerd, with
+//! kruise-manager (and its webhook) and kruise-daemon running. Each test has its own namespace.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
+use kruise_e2e::statefulset::{self as asts, ordinal};
+use kruise_e2e::{TestNamespace, client, container_status, image, wait_for};
+use kube::api::{ListParams, Patch, PatchParams, PostParams};
+use kube::{Api, ResourceExt};
+use serde_json::json;
+
+const ROLLOUT: Duration = Duration::from_secs(240);
+
+fn uids(pods: &[Pod]) -> BTreeMap<String, String> {
+    pods.iter()
+        .map(|p| (p.name_any(), p.uid().unwrap_or_default()))
+        .collect()
+}
+
+fn restarts(p: &Pod) -> i32 {
+    container_status(p, "app").map_or(-1, |c| c.restart_count)
+}
+
+fn app_image(p: &Pod) -> String {
+    p.spec
+        .as_ref()
+        .and_then(|s| s.containers.first())
+        .and_then(|c| c.image.clone())
+        .unwrap_or_default()
+}
+
+async fn patch(api: &Api<kube::api::DynamicObject>, name: &str, body: serde_json::Value) {
+    api.patch(name, &PatchParams::default(), &Patch::Merge(&body))
+        .await
+        .expect("patch StatefulSet");
+}
+
+fn set_image(tag: &str) -> serde_json::Value {
+    json!({"spec": {"template": {"spec": {"containers": [
+        {"name": "app", "image": image("testapp", tag)}
+    ]}}}})
+}
+
+/// Acceptance 1: OrderedReady creates web-0, web-1, web-2 each after the one before is Ready,
+/// each with its own bound PVC into which it wrote its hostname; the headless Service resolves
+/// `web-0.web` from another pod.
+#[tokio::test]
+async fn ordered_ready_with_volumes_and_dns() {
+    let client = client().await.expect("cluster");
+    let ns = TestNamespace::create(&client, "e2e-asts-order")
+        .await
+        .expect("ns");
+    asts::create_headless_service(&client, &ns.name, "web")
+        .await
+        .expect("svc");
+    let api = asts::api(&client, &ns.name);
+    let pods: Api<Pod> = ns.api();
+    let sts = asts::new("web", 3, "v1", true, json!({})).expect("sts");
+    api.create(&PostParams::default(), &sts)
+        .await
+        .expect("create");
+    asts::wait_rolled_out(&api, "web", 3, ROLLOUT)
+        .await
+        .expect("rolled out");
+
+    let list = asts::pods(&pods, "web").await.expect("pods");
+    let names: Vec<String> = list.iter().map(|p| p.name_any()).collect();
+    assert_eq!(names, ["web-0", "web-1", "web-2"]);
+    // Ordered: each pod was created only after its predecessor was Ready.
+    for pair in list.windows(2) {
+        let ready_at = pair[0]
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .and_then(|c| c.iter().find(|c| c.type_ == "Ready"))
+            .and_then(|c| c.last_transition_time.clone())
+            .expect("ready time");
+        let created = pair[1]
+            .metadata
+            .creation_timestamp
+            .clone()
+            .expect("created");
+        assert!(
+            created.0 >= ready_at.0,
+            "{} created at {} before {} was ready at {}",
+            pair[1].name_any(),
+            created.0,
+            pair[0].name_any(),
+            ready_at.0
+        );
+    }
+    let pvcs: Api<PersistentVolumeClaim> = ns.api();
+    for p in &list {
+        let ord = ordinal("web", &p.name_any());
+        let claim = pvcs.get(&format!("data-web-{ord}")).await.expect("pvc");
+        assert_eq!(
+            claim.status.and_then(|s| s.phase).as_deref(),
+            Some("Bound"),
+            "data-web-{ord}"
+        );
+        let labels = p.labels();
+        assert_eq!(labels["statefulset.kubernetes.io/pod-name"], p.name_any());
+        assert_eq!(labels["apps.kubernetes.io/pod-index"], ord.to_string());
+    }
+    // The hostname file: read through a pod that mounts the claim would need exec; the
+    // container itself serves nothing of /data, so check it with a helper pod after the set is
+    // scaled down is out of scope here. DNS from another pod:
+    let probe: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "dns-probe"},
+        "spec": {"restartPolicy": "Never", "containers": [{
+            "name": "probe", "image": image("testapp", "v1"),
+            "command": ["sh", "-c", "nslookup web-0.web && nslookup web-0.web | grep -q Address"]
+        }]}
+    }))
+    .expect("probe");
+    pods.create(&PostParams::default(), &probe)
+        .await
+        .expect("probe pod");
+    let phase = wait_for("dns probe finished", Duration::from_secs(90), || async {
+        let p = pods.get("dns-probe").await?;
+        let phase = p.status.and_then(|s| s.phase).unwrap_or_default();
+        Ok((phase == "Succeeded" || phase == "Failed").then_some(phase))
+    })
+    .await
+    .expect("probe");
+    assert_eq!(phase, "Succeeded", "nslookup web-0.web from another pod");
+    ns.delete().await.expect("cleanup");
+}
+
+/// Acceptance 2: an image change with InPlaceIfPossible and partition 1 updates ordinals 2 then 1
+/// in place (same UID, same PVC, the file written before still there, one restart) and leaves
+/// ordinal 0; partition 0 finishes it.
+#[tokio::test]
+async fn in_place_update_from_the_highest_ordinal_down_to_the_partition() {
+    let client = client().await.expect("cluster");
+    let ns = TestNamespace::create(&client, "e2e-asts-inplace")
+        .await
+        .expect("ns");
+    asts::create_headless_service(&client, &ns.name, "web")
+        .await
+        .expect("svc");
+    let api = asts::api(&client, &ns.name);
+    let pods: Api<Pod> = ns.api();
+    let sts = asts::new(
+        "web",
+        3,
+        "v1",
+        true,
+        json!({"updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {
+            "podUpdatePolicy": "InPlaceIfPossible", "partition": 1}}}),
+    )
+    .expect("sts");
+    api.create(&PostParams::default(), &sts)
+        .await
+        .expect("create");
+    asts::wait_rolled_out(&api, "web", 3, ROLLOUT)
+        .await
+        .expect("rolled out");
+    let before = uids(&asts::pods(&pods, "web").await.expect("pods"));
+
+    patch(&api, "web", set_image("v2")).await;
+    // Watch the order: the first pod seen at v2 must be web-2, then web-1.
+    let mut order: Vec<String> = Vec::new();
+    let start = Instant::now();
+    while order.len() < 2 && start.elapsed() < ROLLOUT {
+        for p in asts::pods(&pods, "web").await.expect("pods") {
+            if app_image(&p) == image("testapp", "v2") && !order.contains(&p.name_any()) {
+                order.push(p.name_any());
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(order, ["web-2", "web-1"], "update order");
+    let st = asts::wait_status(&api, "web", "2 updated and ready", ROLLOUT, |st| {
+        st["updatedReplicas"] == 2 && st["updatedReadyReplicas"] == 2 && st["readyReplicas"] == 3
+    })
+    .await
+    .expect("partitioned");
+    assert_ne!(
+        st.data["status"]["currentRevision"],
+        st.data["status"]["updateRevision"]
+    );
+    let list = asts::pods(&pods, "web").await.expect("pods");
+    assert_eq!(
+        uids(&list),
+        before,
+        "same pods (UIDs) after in-place update"
+    );
+    for p in &list {
+        let want = if p.name_any() == "web-0" {
+            (0, "v1")
+        } else {
+            (1, "v2")
+        };
+        assert_eq!(restarts(p), want.0, "{} restarts", p.name_any());
+        assert_eq!(
+            app_image(p),
+            image("testapp", want.1),
+            "{} image",
+            p.name_any()
+        );
+        let claim = p
+            .spec
+            .as_ref()
+            .and_then(|s| s.volumes.as_ref())
+            .and_then(|v| v.iter().find(|v| v.name == "data"))
+            .and_then(|v| v.persistent_volume_claim.as_ref())
+            .map(|c| c.claim_name.clone());
+        assert_eq!(claim, Some(format!("data-{}", p.name_any())));
+    }
+
+    patch(
+        &api,
+        "web",
+        json!({"spec": {"updateStrategy": {"rollingUpdate": {"partition": 0}}}}),
+    )
+    .await;
+    asts::wait_rolled_out(&api, "web", 3, ROLLOUT)
+        .await
+        .expect("promoted");
+    let list = asts::pods(&pods, "web").await.expect("pods");
+    assert_eq!(uids(&list), before, "same pods after the full rollout");
+    assert!(
+        list.iter().all(|p| restarts(p) == 1),
+        "every container restarted exactly once"
+    );
+    ns.delete().await.expect("cleanup");
+}
+
+/// Acceptance 3: Parallel with maxUnavailable 2 has two pods mid-update at once, never three.
+#[tokio::test]
+async fn parallel_max_unavailable_two_updates_two_at_a_time() {
+    let client = client().await.expect("cluster");
+    let ns = TestNamespace::create(&client, "e2e-asts-parallel")
+        .await
+        .expect("ns");
+    asts::create_headless_service(&client, &ns.name, "web")
+        .await
+        .expect("svc");
+    let api = asts::api(&client, &ns.name);
+    let pods: Api<Pod> = ns.api();
+    let sts = asts::new(
+        "web",
+        4,
+        "v1",
+        false,
+        json!({"podManagementPolicy": "Parallel",
+               "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {
+                   "podUpdatePolicy": "InPlaceIfPossible", "maxUnavailable": 2}}}),
+    )
+    .expect("sts");
+    api.create(&PostParams::default(), &sts)
+        .await
+        .expect("create");
+    asts::wait_rolled_out(&api, "web", 4, ROLLOUT)
+        .await
+        .expect("rolled out");
+
+    patch(&api, "web", set_image("v2")).await;
+    let mut most = 0;
+    let start = Instant::now();
+    loop {
+        let list = asts::pods(&pods, "web").await.expect("pods");
+        // Mid-update: moved to the new image but not Ready again yet.
+        let busy = list
+            .iter()
+            .filter(|p| app_image(p) == image("testapp", "v2") && !kruise_e2e::pod_ready(p))
+            .count();
+        most = most.max(busy);
+        let done = list.len() == 4
+            && list
+                .iter()
+                .all(|p| app_image(p) == image("testapp", "v2") && kruise_e2e::pod_ready(p));
+        if done || start.elapsed() > ROLLOUT {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(most, 2, "pods mid-update at once");
+    asts::wait_rolled_out(&api, "web", 4, ROLLOUT)
+        .await
+        .expect("finished");
+    ns.delete().await.expect("cleanup");
+}
+
+/// Acceptance 4: a change that cannot go in place recreates the pod under the same name with the
+/// same PVC.
+#[tokio::test]
+async fn non_in_place_change_recreates_with_the_same_name_and_claim() {
+    let client = client().await.expect("cluster");
+    let ns = TestNamespace::create(&client, "e2e-asts-recreate")
+        .await
+        .expect("ns");
+    asts::create_headless_service(&client, &ns.name, "web")
+        .await
+        .expect("svc");
+    let api = asts::api(&client, &ns.name);
+    let pods: Api<Pod> = ns.api();
+    let sts = asts::new(
+        "web",
+        2,
+        "v1",
+        true,
+        json!({"updateStrategy": {"rollingUpdate": {"podUpdatePolicy": "InPlaceIfPossible"}}}),
+    )
+    .expect("sts");
+    api.create(&PostParams::default(), &sts)
+        .await
+        .expect("create");
+    asts::wait_rolled_out(&api, "web", 2, ROLLOUT)
+        .await
+        .expect("rolled out");
+    let before = uids(&asts::pods(&pods, "web").await.expect("pods"));
+    let pvcs: Api<PersistentVolumeClaim> = ns.api();
+    let claim_uids: Vec<String> = ["data-web-0", "data-web-1"]
+        .iter()
+        .map(|n| async { pvcs.get(n).await.map(|c| c.uid().unwrap_or_default()) })
+        .collect::<futures::stream::FuturesOrdered<_>>()
+        .collect_vec()
+        .await;
+
+    patch(
+        &api,
+        "web",
+        json!({"spec": {"template": {"spec": {"containers": [
+        {"name": "app", "env": [{"name": "MODE", "value": "b"}]}]}}}}),
+    )
+    .await;
+    asts::wait_rolled_out(&api, "web", 2, ROLLOUT)
+        .await
+        .expect("recreated");
+    let after = uids(&asts::pods(&pods, "web").await.expect("pods"));
+    assert_eq!(
+        after.keys().collect::<Vec<_>>(),
+        before.keys().collect::<Vec<_>>()
+    );
+    for (name, uid) in &after {
+        assert_ne!(Some(uid), before.get(name), "{name} was recreated");
+    }
+    let claims_after: Vec<String> = ["data-web-0", "data-web-1"]
+        .iter()
+        .map(|n| async { pvcs.get(n).await.map(|c| c.uid().unwrap_or_default()) })
+        .collect::<futures::stream::FuturesOrdered<_>>()
+        .collect_vec()
+        .await;
+    assert_eq!(claims_after, claim_uids, "same PVCs across recreation");
+    ns.delete().await.expect("cleanup");
+}
+
+trait CollectVec<T> {
+    async fn collect_vec(self) -> Vec<T>;
+}
+
+impl<S, T, E> CollectVec<T> for S
+where
+    S: futures::Stream<Item = Result<T, E>> + Unpin,
+    E: std::fmt::Debug,
+{
+    async fn collect_vec(self) -> Vec<T> {
+        use futures::StreamExt;
+        self.map(|r| r.expect("get PVC")).collect().await
+    }
+}
+
+/// Acceptance 5: reserveOrdinals [1] with 3 replicas gives ordinals 0, 2, 3; reserving 1 on a
+/// running set deletes web-1 and creates web-3.
+#[tokio::test]
+async fn reserve_ordinals_skip_an_ordinal() {
+    let client = client().await.expect("cluster");
+    let ns = TestNamespace::create(&client, "e2e-asts-reserve")
+        .await
+        .expect("ns");
+    asts::create_headless_service(&client, &ns.name, "web")
+        .await
+        .expect("svc");
+    let api = asts::api(&client, &ns.name);
+    let pods: Api<Pod> = ns.api();
+    let sts = asts::new(
+        "web",
+        3,
+        "v1",
+        false,
+        json!({"podManagementPolicy": "Parallel", "reserveOrdinals": [1]}),
+    )
+    .expect("sts");
+    api.create(&PostParams::default(), &sts)
+        .await
+        .expect("create");
+    asts::wait_rolled_out(&api, "web", 3, ROLLOUT)
+        .await
+        .expect("rolled out");
+    let names: Vec<String> = asts::pods(&pods, "web")
+        .await
+        .expect("pods")
+        .iter()
+        .map(|p| p.name_any())
+        .collect();
+    assert_eq!(names, ["web-0", "web-2", "web-3"]);
+
+    patch(&api, "web", json!({"spec": {"reserveOrdinals": [1, 2]}})).await;
+    let names = wait_for("web-2 replaced by web-4", ROLLOUT, || async {
+        let names: Vec<String> = asts::pods(&pods, "web")
+            .await?
+            .iter()
+            .map(|p| p.name_any())
+            .collect();
+        Ok((names == ["web-0", "web-3", "web-4"]).then_some(names))
+    })
+    .await
+    .expect("reserved 2");
+    assert_eq!(names, ["web-0", "web-3", "web-4"]);
+    ns.delete().await.expect("cleanup");
+}
+
+/// Acceptance 6: whenScaled Delete removes the PVC of a scaled-down ordinal; Retain keeps it.
+#[tokio::test]
+async fn retention_policy_when_scaled() {
+    let client = client().await.expect("cluster");
+    let ns = TestNamespace::create(&client, "e2e-asts-retain")
+        .await
+        .expect("ns");
+    let api = asts::api(&client, &ns.name);
+    let pvcs: Api<PersistentVolumeClaim> = ns.api();
+    for (name, policy) in [("del", "Delete"), ("keep", "Retain")] {
+        asts::create_headless_service(&client, &ns.name, name)
+            .await
+            .expect("svc");
+        let sts = asts::new(
+            name,
+            2,
+            "v1",
+            true,
+            json!({"podManagementPolicy": "Parallel",
+                   "persistentVolumeClaimRetentionPolicy": {"whenScaled": policy}}),
+        )
+        .expect("sts");
+        api.create(&PostParams::default(), &sts)
+            .await
+            .expect("create");
+    }
+    for name in ["del", "keep"] {
+        asts::wait_rolled_out(&api, name, 2, ROLLOUT)
+            .await
+            .expect("rolled out");
+        patch(&api, name, json!({"spec": {"replicas": 1}})).await;
+    }
+    wait_for("data-del-1 deleted", ROLLOUT, || async {
+        let gone = match pvcs.get_opt("data-del-1").await? {
+            None => true,
+            Some(c) => c.metadata.deletion_timestamp.is_some(),
+        };
+        Ok(gone.then_some(()))
+    })
+    .await
+    .expect("Delete policy");
+    asts::wait_rolled_out(&api, "keep", 1, ROLLOUT)
+        .await
+        .expect("scaled down");
+    // The pod of keep-1 is gone; give the controller a few reconciles to (wrongly) act.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let kept = pvcs.get_opt("data-keep-1").await.expect("get");
+    assert!(
+        kept.is_some_and(|c| c.metadata.deletion_timestamp.is_none()),
+        "Retain keeps data-keep-1"
+    );
+    assert!(
+        pvcs.get_opt("data-del-0").await.expect("get").is_some(),
+        "data-del-0 stays"
+    );
+    let list = pvcs.list(&ListParams::default()).await.expect("list");
+    assert!(list.items.iter().any(|c| c.name_any() == "data-keep-0"));
+    ns.delete().await.expect("cleanup");
+}
+
+/// Acceptance 7: invalid objects are refused, and the refusal names the field.
+#[tokio::test]
+async fn invalid_statefulsets_are_refused_naming_the_field() {
+    let client = client().await.expect("cluster");
+    let ns = TestNamespace::create(&client, "e2e-asts-invalid")
+        .await
+        .expect("ns");
+    let api = asts::api(&client, &ns.name);
+    let rows: [(&str, serde_json::Value, &str); 7] = [
+        (
+            "/spec/selector",
+            json!({"matchLabels": {"app": "other"}}),
+            "spec.template.metadata.labels",
+        ),
+        (
+            "/spec/podManagementPolicy",
+            json!("Random"),
+            "spec.podManagementPolicy",
+        ),
+        ("/spec/replicas", json!(-1), "spec.replicas"),
+        (
+            "/spec/reserveOrdinals",
+            json!(["5-2"]),
+            "spec.reserveOrdinals[0]",
+        ),
+        (
+            "/spec/updateStrategy",
+            json!({"rollingUpdate": {"partition": -1}}),
+            "spec.updateStrategy.rollingUpdate.partition",
+        ),
+        (
+            "/spec/updateStrategy",
+            json!({"rollingUpdate": {"maxUnavailable": "150%"}}),
+            "spec.updateStrategy.rollingUpdate.maxUnavailable",
+        ),
+        (
+            "/spec/updateStrategy",
+            json!({"rollingUpdate": {"podUpdatePolicy": "Sometimes"}}),
+            "spec.updateStrategy.rollingUpdate.podUpdatePolicy",
+        ),
+    ];
+    for (ptr, value, field) in rows {
+        let mut sts =
+            serde_json::to_value(asts::new("bad", 1, "v1", false, json!({})).expect("sts"))
+                .expect("json");
+        match sts.pointer_mut(ptr) {
+            Some(v) => *v = value.clone(),
+            None => {
+                let key = ptr.rsplit('/').next().unwrap_or_default();
+                sts["spec"][key] = value.clone();
+            }
+        }
+        let obj: kube::api::DynamicObject = serde_json::from_value(sts).expect("object");
+        let err = api
+            .create(&PostParams::default(), &obj)
+            .await
+            .expect_err(&format!("{ptr}={value} must be refused"));
+        assert!(err.to_string().contains(field), "{ptr}={value}: {err}");
+    }
+    // Immutable: serviceName; InPlaceOnly: only images may change.
+    let sts = asts::new(
+        "good",
+        0,
+        "v1",
+        false,
+        json!({"updateStrategy": {"rollingUpdate": {"podUpdatePolicy": "InPlaceOnly"}}}),
+    )
+    .expect("sts");
+    api.create(&PostParams::default(), &sts)
+        .await
+        .expect("valid set");
+    let err = api
+        .patch(
+            "good",
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"spec": {"serviceName": "other"}})),
+        )
+        .await
+        .expect_err("serviceName is immutable");
+    assert!(err.to_string().contains("spec.serviceName"), "{err}");
+    let err = api
+        .patch(
+            "good",
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"spec": {"template": {"spec": {"containers": [
+                {"name": "app", "env": [{"name": "X", "value": "1"}]}]}}}})),
+        )
+        .await
+        .expect_err("InPlaceOnly refuses an env change");
+    assert!(err.to_string().contains("spec.template.spec"), "{err}");
+    ns.delete().await.expect("cleanup");
+}
