@@ -3,6 +3,7 @@
 use crate::ctx::ConnectArgs;
 use crate::math::IntOrPercent;
 use crate::target::Target;
+use crate::workload::Kind;
 use clap::{ArgAction, Parser, Subcommand, ValueEnum};
 use std::time::Duration;
 
@@ -74,6 +75,11 @@ pub enum Output {
 // Keeps the typed error so `main` can tell an unknown kind (exit 6) from other usage errors.
 fn parse_target(s: &str) -> Result<Target, crate::target::TargetError> {
     s.parse()
+}
+
+/// A bare `TYPE` (`asts`, `statefulset.apps.kruise.io`), spelled as in `TYPE/NAME`.
+fn parse_kind(s: &str) -> Result<Kind, crate::target::TargetError> {
+    crate::target::parse_kind(s)
 }
 
 fn parse_partition(s: &str) -> Result<IntOrPercent, String> {
@@ -176,8 +182,11 @@ pub enum Rollout {
     /// Full-screen live view of a rollout.
     #[command(visible_alias = "tui")]
     Watch(WatchArgs),
-    /// List CloneSets with their rollout state.
+    /// List workloads of one kind (default CloneSets) with their rollout state.
     List {
+        /// The kind to list: cloneset, asts, ads, sidecarset, statefulset, daemonset, deployment.
+        #[arg(value_parser = parse_kind, default_value = "cloneset")]
+        kind: Kind,
         /// All namespaces.
         #[arg(short = 'A', long = "all-namespaces")]
         all_namespaces: bool,
@@ -332,7 +341,8 @@ mod tests {
         assert!(!s.watch);
         assert_eq!(s.timeout, Duration::from_secs(120));
         assert_eq!(s.output, Output::Json);
-        assert!(Cli::try_parse_from(["kubectl-kruise", "rollout", "status", "sts/web"]).is_err());
+        assert!(Cli::try_parse_from(["kubectl-kruise", "rollout", "status", "rs/web"]).is_err());
+        assert!(Cli::try_parse_from(["kubectl-kruise", "rollout", "status", "asts/web"]).is_ok());
         assert!(
             Cli::try_parse_from([
                 "kubectl-kruise",

@@ -1,8 +1,9 @@
 //! Connecting to the cluster and finding out which API versions it serves.
 
 use crate::error::{CliError, Result, kube_err};
-use crate::target::{Kind, Target};
+use crate::target::Target;
 use crate::view::RolloutView;
+use crate::workload::Kind;
 use kruise_api::keys;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
@@ -103,14 +104,14 @@ impl Ctx {
         kind: Kind,
         namespace: &str,
     ) -> Result<(Api<DynamicObject>, ApiResource)> {
-        let (ar, _) = match kind {
-            Kind::CloneSet => self.resolve(keys::APPS_GROUP, "clonesets").await?,
-            Kind::Deployment => self.resolve("apps", "deployments").await?,
+        let spec = kind.spec();
+        let (ar, _) = self.resolve(spec.group, spec.plural).await?;
+        let api = if spec.namespaced {
+            Api::namespaced_with(self.client.clone(), namespace, &ar)
+        } else {
+            Api::all_with(self.client.clone(), &ar)
         };
-        Ok((
-            Api::namespaced_with(self.client.clone(), namespace, &ar),
-            ar,
-        ))
+        Ok((api, ar))
     }
 
     pub async fn kruise_api(
@@ -133,6 +134,7 @@ pub struct Workload {
     pub api: Api<DynamicObject>,
     pub resource: ApiResource,
     pub target: Target,
+    /// The namespace of the command; a cluster-scoped kind (SidecarSet) is not in it.
     pub namespace: String,
 }
 
@@ -145,6 +147,15 @@ impl Workload {
             target: target.clone(),
             namespace: ctx.namespace.clone(),
         })
+    }
+
+    /// The API for the workload's Pods: its namespace, or every namespace for a cluster-scoped
+    /// kind whose selector reaches across them.
+    pub fn pods_api(&self, client: &Client) -> Api<k8s_openapi::api::core::v1::Pod> {
+        match self.target.kind.spec().pods {
+            crate::workload::PodSource::SelectedClusterWide => Api::all(client.clone()),
+            _ => Api::namespaced(client.clone(), &self.namespace),
+        }
     }
 
     pub fn not_found(&self, e: kube::Error) -> CliError {

@@ -13,6 +13,7 @@ pub mod target;
 pub mod tui;
 pub mod view;
 pub mod watch;
+pub mod workload;
 
 use clap::CommandFactory;
 use cli::{Cli, Command, ImageCmd, Rollout, SetCmd};
@@ -56,9 +57,10 @@ pub async fn dispatch(cli: Cli) -> Result<i32, CliError> {
             }
             Rollout::Watch(args) => tui::run(&ctx, &args).await,
             Rollout::List {
+                kind,
                 all_namespaces,
                 output,
-            } => cmd::rollout::list(&ctx, all_namespaces, output).await,
+            } => cmd::rollout::list(&ctx, kind, all_namespaces, output).await,
         },
         Command::Set(SetCmd::Image {
             target,

@@ -4,9 +4,8 @@
 //! the table tests below pin down.
 
 use crate::error::exit;
-use crate::target::Kind;
 use crate::view::{PodView, RolloutView};
-use kruise_api::keys::{self, k8s};
+use kruise_api::keys;
 use serde::Serialize;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -64,16 +63,9 @@ pub fn decide(v: &RolloutView, pods: &PodSummary) -> Decision {
             ),
         );
     }
-    if v.kind == Kind::CloneSet
-        && let Some(c) = v.condition(keys::CLONESET_CONDITION_FAILED_UPDATE)
-        && c.status == k8s::CONDITION_TRUE
-    {
-        return d(
-            Outcome::Failed,
-            format!("update failed: {} {}", c.reason, c.message)
-                .trim_end()
-                .to_string(),
-        );
+    let spec = v.kind.spec();
+    if let Some(verdict) = (spec.failure)(v) {
+        return verdict;
     }
     // Both Deployments and CloneSets (progressDeadlineSeconds) report a stuck rollout this way.
     if let Some(c) = v.condition(keys::CLONESET_CONDITION_PROGRESSING)
@@ -83,7 +75,7 @@ pub fn decide(v: &RolloutView, pods: &PodSummary) -> Decision {
             Outcome::Failed,
             format!(
                 "{} {:?} exceeded its progress deadline",
-                v.kind.as_str().to_lowercase(),
+                v.kind.type_name(),
                 v.name
             ),
         );
@@ -100,9 +92,9 @@ pub fn decide(v: &RolloutView, pods: &PodSummary) -> Decision {
             );
         }
         let hint = if v.on_delete {
-            " (OnDelete: pods update only when deleted)"
+            format!(" ({})", spec.on_delete_note)
         } else {
-            ""
+            String::new()
         };
         return d(
             Outcome::Progressing,
@@ -117,15 +109,6 @@ pub fn decide(v: &RolloutView, pods: &PodSummary) -> Decision {
         // Deployments do not report updated-ready; available pods of the new ReplicaSet count.
         None => v.available_replicas,
     };
-    if v.kind == Kind::Deployment && v.status_replicas > v.updated_replicas {
-        return d(
-            Outcome::Progressing,
-            format!(
-                "waiting: {} old pods pending termination",
-                v.status_replicas - v.updated_replicas
-            ),
-        );
-    }
     if ready < expected {
         return d(
             Outcome::Progressing,
@@ -145,14 +128,8 @@ pub fn decide(v: &RolloutView, pods: &PodSummary) -> Decision {
             format!("waiting: in-place update still running on {first}{more}"),
         );
     }
-    if v.kind == Kind::CloneSet && v.status_replicas > v.replicas {
-        return d(
-            Outcome::Progressing,
-            format!(
-                "waiting: {} extra pods to be deleted",
-                v.status_replicas - v.replicas
-            ),
-        );
+    if let Some(wait) = (spec.settle)(v, pods) {
+        return wait;
     }
     if expected < v.replicas {
         d(
@@ -172,7 +149,7 @@ pub fn decide(v: &RolloutView, pods: &PodSummary) -> Decision {
             Outcome::Complete,
             format!(
                 "{} {:?} successfully rolled out",
-                v.kind.as_str().to_lowercase(),
+                v.kind.type_name(),
                 v.name
             ),
         )
@@ -387,6 +364,301 @@ mod tests {
                 got.message
             );
         }
+    }
+
+    fn check(name: &str, view: &RolloutView, pods: &PodSummary, outcome: Outcome, needle: &str) {
+        let got = decide(view, pods);
+        assert_eq!(got.outcome, outcome, "{name}: {got:?}");
+        assert!(
+            got.message.contains(needle),
+            "{name}: {:?} lacks {needle:?}",
+            got.message
+        );
+    }
+
+    fn asts(rolling: serde_json::Value, status: serde_json::Value) -> RolloutView {
+        RolloutView::from_json(&json!({
+            "apiVersion": "apps.kruise.io/v1beta1", "kind": "StatefulSet",
+            "metadata": {"name": "web", "namespace": "default", "generation": 2},
+            "spec": {"replicas": 3, "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": rolling}},
+            "status": status,
+        }))
+    }
+
+    /// Advanced StatefulSet: partition 1 of 3 is done once ordinals 2 and 1 are updated and
+    /// ready and neither is mid in-place update; ordinal 0 is kept.
+    #[test]
+    fn asts_decisions() {
+        let none = PodSummary::default();
+        let st = |updated: i64, updated_ready: i64, replicas: i64| {
+            json!({"observedGeneration": 2, "replicas": replicas, "readyReplicas": 3, "availableReplicas": 3,
+                   "updatedReplicas": updated, "updatedReadyReplicas": updated_ready,
+                   "currentRevision": "web-a", "updateRevision": "web-b"})
+        };
+        let part = json!({"podUpdatePolicy": "InPlaceIfPossible", "partition": 1});
+        let v = asts(part.clone(), st(2, 2, 3));
+        assert_eq!(v.kind, crate::workload::Kind::AdvancedStatefulSet);
+        assert_eq!(v.pod_update_policy, "InPlaceIfPossible");
+        check(
+            "partitioned",
+            &v,
+            &none,
+            Outcome::Complete,
+            "2 of 3 pods updated (partition 1 keeps 1)",
+        );
+        let busy = PodSummary {
+            in_place_updating: vec!["web-1".into()],
+        };
+        check(
+            "ordinal 1 mid update",
+            &v,
+            &busy,
+            Outcome::Progressing,
+            "in-place update still running on web-1",
+        );
+        check(
+            "one left",
+            &asts(part.clone(), st(1, 1, 3)),
+            &none,
+            Outcome::Progressing,
+            "1 of 2 expected",
+        );
+        check(
+            "not ready",
+            &asts(part, st(2, 1, 3)),
+            &none,
+            Outcome::Progressing,
+            "1 of 2 updated pods ready",
+        );
+        check(
+            "paused",
+            &asts(json!({"paused": true}), st(1, 1, 3)),
+            &none,
+            Outcome::Paused,
+            "paused with 1 of 3",
+        );
+        check(
+            "full",
+            &asts(json!({}), st(3, 3, 3)),
+            &none,
+            Outcome::Complete,
+            "asts \"web\" successfully rolled out",
+        );
+        check(
+            "scale-down leftover",
+            &asts(json!({}), st(3, 3, 4)),
+            &none,
+            Outcome::Progressing,
+            "1 extra pods",
+        );
+    }
+
+    /// apps/v1 StatefulSet, as kubectl's status viewer: all Pods ready, the partition reached,
+    /// and without a partition the current revision caught up.
+    #[test]
+    fn native_statefulset_decisions() {
+        let none = PodSummary::default();
+        let sts = |strategy: serde_json::Value, status: serde_json::Value| {
+            RolloutView::from_json(&json!({
+                "apiVersion": "apps/v1", "kind": "StatefulSet",
+                "metadata": {"name": "db", "namespace": "default", "generation": 3},
+                "spec": {"replicas": 3, "updateStrategy": strategy}, "status": status}))
+        };
+        let st = |ready: i64, updated: i64, current: &str| {
+            json!({"observedGeneration": 3, "replicas": 3, "readyReplicas": ready, "availableReplicas": ready,
+                   "updatedReplicas": updated, "currentRevision": current, "updateRevision": "db-2"})
+        };
+        let rolling = json!({"type": "RollingUpdate"});
+        let v = sts(rolling.clone(), st(3, 3, "db-2"));
+        assert_eq!(v.kind, crate::workload::Kind::StatefulSet);
+        assert_eq!(v.updated_ready_replicas, None);
+        check(
+            "done",
+            &v,
+            &none,
+            Outcome::Complete,
+            "statefulset \"db\" successfully rolled out",
+        );
+        check(
+            "revision lag",
+            &sts(rolling.clone(), st(3, 3, "db-1")),
+            &none,
+            Outcome::Progressing,
+            "current revision is still db-1",
+        );
+        check(
+            "unready old pod",
+            &sts(rolling, st(2, 3, "db-2")),
+            &none,
+            Outcome::Progressing,
+            "2 of 3",
+        );
+        let part = json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 2}});
+        check(
+            "partitioned",
+            &sts(part.clone(), st(3, 1, "db-1")),
+            &none,
+            Outcome::Complete,
+            "partition 2 keeps 2",
+        );
+        check(
+            "partition waits",
+            &sts(part, st(3, 0, "db-1")),
+            &none,
+            Outcome::Progressing,
+            "0 of 1 expected",
+        );
+        check(
+            "OnDelete",
+            &sts(json!({"type": "OnDelete"}), st(3, 0, "db-1")),
+            &none,
+            Outcome::Progressing,
+            "only pods you delete",
+        );
+    }
+
+    /// DaemonSets count nodes: desired, updated and available scheduled Pods; the Advanced
+    /// one adds a partition of nodes kept and a pause.
+    #[test]
+    fn daemonset_decisions() {
+        let none = PodSummary::default();
+        let ds = |api: &str, rolling: serde_json::Value, updated: i64, available: i64| {
+            RolloutView::from_json(&json!({
+                "apiVersion": api, "kind": "DaemonSet",
+                "metadata": {"name": "agent", "namespace": "default", "generation": 5},
+                "spec": {"updateStrategy": {"type": "RollingUpdate", "rollingUpdate": rolling}},
+                "status": {"observedGeneration": 5, "desiredNumberScheduled": 20, "currentNumberScheduled": 20,
+                           "numberReady": available, "numberAvailable": available,
+                           "updatedNumberScheduled": updated, "daemonSetHash": "6d4b9c"}}))
+        };
+        let native = ds("apps/v1", json!({}), 20, 20);
+        assert_eq!(native.kind, crate::workload::Kind::DaemonSet);
+        assert_eq!(native.replicas, 20);
+        assert_eq!(native.max_unavailable_pods(), 1);
+        check(
+            "native done",
+            &native,
+            &none,
+            Outcome::Complete,
+            "daemonset \"agent\" successfully rolled out",
+        );
+        check(
+            "native updating",
+            &ds("apps/v1", json!({}), 12, 19),
+            &none,
+            Outcome::Progressing,
+            "12 of 20 expected",
+        );
+        check(
+            "native unavailable",
+            &ds("apps/v1", json!({}), 20, 19),
+            &none,
+            Outcome::Progressing,
+            "19 of 20",
+        );
+        let ads = |rolling, u, a| ds("apps.kruise.io/v1alpha1", rolling, u, a);
+        let part =
+            json!({"rollingUpdateType": "InPlaceIfPossible", "partition": 5, "maxUnavailable": 3});
+        let v = ads(part.clone(), 15, 20);
+        assert_eq!(v.kind, crate::workload::Kind::AdvancedDaemonSet);
+        assert_eq!(v.update_revision, "6d4b9c");
+        assert_eq!(v.max_unavailable_pods(), 3);
+        check(
+            "ads partitioned",
+            &v,
+            &none,
+            Outcome::Complete,
+            "15 of 20 pods updated (partition 5 keeps 5)",
+        );
+        check(
+            "ads moving",
+            &ads(part.clone(), 10, 20),
+            &none,
+            Outcome::Progressing,
+            "10 of 15 expected",
+        );
+        let busy = PodSummary {
+            in_place_updating: vec!["agent-x".into()],
+        };
+        check("ads in place", &v, &busy, Outcome::Progressing, "agent-x");
+        check(
+            "ads paused",
+            &ads(json!({"paused": true}), 10, 20),
+            &none,
+            Outcome::Paused,
+            "10 of 20",
+        );
+    }
+
+    /// SidecarSet: done when every matched Pod past the partition runs the latest sidecar.
+    #[test]
+    fn sidecarset_decisions() {
+        let none = PodSummary::default();
+        let sc = |strategy: serde_json::Value, status: serde_json::Value| {
+            RolloutView::from_json(&json!({
+                "apiVersion": "apps.kruise.io/v1alpha1", "kind": "SidecarSet",
+                "metadata": {"name": "proxy", "generation": 2},
+                "spec": {"selector": {"matchLabels": {"app": "web"}}, "updateStrategy": strategy,
+                         "containers": [{"name": "envoy", "image": "envoy:2"}]},
+                "status": status}))
+        };
+        let st = |matched: i64, updated: i64, updated_ready: i64| {
+            json!({"observedGeneration": 2, "matchedPods": matched, "updatedPods": updated,
+                   "readyPods": matched, "updatedReadyPods": updated_ready, "latestRevision": "abc"})
+        };
+        let v = sc(json!({}), st(4, 4, 4));
+        assert_eq!(v.kind, crate::workload::Kind::SidecarSet);
+        assert_eq!(v.list_selector().ok(), Some("app=web"));
+        check(
+            "done",
+            &v,
+            &none,
+            Outcome::Complete,
+            "sidecarset \"proxy\" successfully rolled out",
+        );
+        check(
+            "upgrading",
+            &sc(json!({}), st(4, 2, 2)),
+            &none,
+            Outcome::Progressing,
+            "2 of 4 expected",
+        );
+        check(
+            "restarting",
+            &sc(json!({}), st(4, 4, 3)),
+            &none,
+            Outcome::Progressing,
+            "3 of 4 updated pods ready",
+        );
+        check(
+            "partition",
+            &sc(json!({"partition": 1}), st(4, 3, 3)),
+            &none,
+            Outcome::Complete,
+            "partition 1 keeps 1",
+        );
+        check(
+            "paused",
+            &sc(json!({"paused": true}), st(4, 1, 1)),
+            &none,
+            Outcome::Paused,
+            "1 of 4",
+        );
+        let stale = RolloutView {
+            observed_generation: 1,
+            ..v.clone()
+        };
+        check(
+            "stale",
+            &stale,
+            &none,
+            Outcome::Progressing,
+            "observe generation 2",
+        );
+        assert_eq!(
+            v.strategy_patch(json!({"paused": true})),
+            json!({"spec": {"updateStrategy": {"paused": true}}})
+        );
     }
 
     #[test]

@@ -1,32 +1,8 @@
 //! Parsing of `TYPE/NAME` targets as kubectl users type them.
 
-use k8s_openapi::Resource;
-use k8s_openapi::api::apps::v1::Deployment;
-use kruise_api::keys;
+use crate::workload::Kind;
 use std::fmt;
 use std::str::FromStr;
-
-/// Workload kinds the rollout commands understand.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    CloneSet,
-    Deployment,
-}
-
-impl Kind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Kind::CloneSet => "CloneSet",
-            Kind::Deployment => "Deployment",
-        }
-    }
-}
-
-impl fmt::Display for Kind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
 
 /// A parsed `TYPE/NAME`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,11 +13,7 @@ pub struct Target {
 
 impl fmt::Display for Target {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let ty = match self.kind {
-            Kind::CloneSet => "cloneset",
-            Kind::Deployment => "deployment",
-        };
-        write!(f, "{ty}/{}", self.name)
+        write!(f, "{}/{}", self.kind.type_name(), self.name)
     }
 }
 
@@ -50,14 +22,15 @@ pub enum TargetError {
     #[error("expected TYPE/NAME (for example cloneset/web), got {0:?}")]
     Shape(String),
     #[error(
-        "unknown kind {0:?}: supported are cloneset (clone, clonesets, clonesets.apps.kruise.io) and deployment (deploy, deployments, deployments.apps)"
+        "unknown kind {0:?}: supported are cloneset (clone, clonesets.apps.kruise.io), deployment (deploy), statefulset (sts), daemonset (ds), asts (statefulset.apps.kruise.io), ads (daemon, daemonset.apps.kruise.io) and sidecarset"
     )]
     UnknownKind(String),
     #[error("{0:?} is not a valid object name (lowercase RFC 1123 subdomain expected)")]
     BadName(String),
 }
 
-fn parse_kind(raw: &str) -> Result<Kind, TargetError> {
+/// The kind a `TYPE` spelling names (`asts`, `statefulset.apps.kruise.io`, `deploy`).
+pub fn parse_kind(raw: &str) -> Result<Kind, TargetError> {
     let lower = raw.to_ascii_lowercase();
     // `resource.group` and `resource.version.group` spellings are accepted as kubectl does;
     // only the resource part and a matching group matter.
@@ -77,17 +50,22 @@ fn parse_kind(raw: &str) -> Result<Kind, TargetError> {
         }
         None => (lower.clone(), None),
     };
-    let kind = match resource.as_str() {
-        "clone" | "clones" | "cloneset" | "clonesets" => Kind::CloneSet,
-        "deploy" | "deployment" | "deployments" => Kind::Deployment,
-        _ => return Err(TargetError::UnknownKind(raw.to_string())),
-    };
-    match (kind, group.as_deref()) {
-        (_, None) => Ok(kind),
-        (Kind::CloneSet, Some(keys::APPS_GROUP)) => Ok(kind),
-        (Kind::Deployment, Some(<Deployment as Resource>::GROUP)) => Ok(kind),
-        _ => Err(TargetError::UnknownKind(raw.to_string())),
-    }
+    // Bare spellings go to the first kind that takes them (`statefulset` is apps/v1, as in
+    // kubectl); a group picks among the kinds of that group.
+    Kind::ALL
+        .into_iter()
+        .find(|k| {
+            let spec = k.spec();
+            match group.as_deref() {
+                None => spec.bare.contains(&resource.as_str()),
+                Some(g) => {
+                    g == spec.group
+                        && (spec.bare.contains(&resource.as_str())
+                            || spec.grouped.contains(&resource.as_str()))
+                }
+            }
+        })
+        .ok_or_else(|| TargetError::UnknownKind(raw.to_string()))
 }
 
 fn valid_name(name: &str) -> bool {
@@ -137,6 +115,23 @@ mod tests {
             ("deployment/web", Kind::Deployment),
             ("deploy/web", Kind::Deployment),
             ("deployments.apps/web", Kind::Deployment),
+            ("sts/web", Kind::StatefulSet),
+            ("statefulset/web", Kind::StatefulSet),
+            ("statefulsets.apps/web", Kind::StatefulSet),
+            ("ds/web", Kind::DaemonSet),
+            ("daemonsets.v1.apps/web", Kind::DaemonSet),
+            ("asts/web", Kind::AdvancedStatefulSet),
+            ("statefulset.apps.kruise.io/web", Kind::AdvancedStatefulSet),
+            ("sts.apps.kruise.io/web", Kind::AdvancedStatefulSet),
+            (
+                "statefulsets.v1beta1.apps.kruise.io/web",
+                Kind::AdvancedStatefulSet,
+            ),
+            ("ads/web", Kind::AdvancedDaemonSet),
+            ("daemon/web", Kind::AdvancedDaemonSet),
+            ("daemonset.apps.kruise.io/web", Kind::AdvancedDaemonSet),
+            ("sidecarset/web", Kind::SidecarSet),
+            ("sidecarsets.apps.kruise.io/web", Kind::SidecarSet),
         ];
         for (input, kind) in cases {
             let t: Target = input.parse().unwrap_or_else(|e| panic!("{input}: {e}"));
@@ -160,7 +155,15 @@ mod tests {
             Err(TargetError::Shape(_))
         ));
         assert!(matches!(
-            "statefulset/web".parse::<Target>(),
+            "replicaset/web".parse::<Target>(),
+            Err(TargetError::UnknownKind(_))
+        ));
+        assert!(matches!(
+            "asts.apps/web".parse::<Target>(),
+            Err(TargetError::UnknownKind(_))
+        ));
+        assert!(matches!(
+            "sidecarset.apps/web".parse::<Target>(),
             Err(TargetError::UnknownKind(_))
         ));
         assert!(matches!(
@@ -186,5 +189,15 @@ mod tests {
         let t: Target = "clone/web".parse().unwrap();
         assert_eq!(t.to_string(), "cloneset/web");
         assert_eq!(t.to_string().parse::<Target>().unwrap(), t);
+        for input in [
+            "asts/db",
+            "ads/agent",
+            "sts/db",
+            "ds/agent",
+            "sidecarset/proxy",
+        ] {
+            let t: Target = input.parse().unwrap();
+            assert_eq!(t.to_string().parse::<Target>().unwrap(), t, "{input}");
+        }
     }
 }

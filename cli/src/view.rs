@@ -6,7 +6,7 @@
 
 use crate::error::CliError;
 use crate::math::{self, IntOrPercent};
-use crate::target::Kind;
+use crate::workload::Kind;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kruise_api::appspub::{InPlaceUpdateState, UpdateSpec};
@@ -18,10 +18,10 @@ use std::collections::BTreeMap;
 /// Where a workload keeps `paused` and `partition` in its spec.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Layout {
-    /// CloneSet v1alpha1: `spec.updateStrategy.{partition,paused,maxUnavailable,...}`.
-    CloneSetFlat,
-    /// CloneSet v1beta1: `spec.updateStrategy.rollingUpdate.{...}`.
-    CloneSetNested,
+    /// `spec.updateStrategy.{partition,paused,maxUnavailable,...}` (CloneSet v1alpha1, SidecarSet).
+    Flat,
+    /// `spec.updateStrategy.rollingUpdate.{...}` (CloneSet v1beta1, StatefulSets, DaemonSets).
+    Nested,
     /// apps/v1 Deployment: `spec.paused`, no partition.
     Deployment,
 }
@@ -44,19 +44,22 @@ pub struct RolloutView {
     pub uid: String,
     pub generation: i64,
     pub observed_generation: i64,
+    /// Desired Pods: spec.replicas, a DaemonSet's desiredNumberScheduled, a SidecarSet's matchedPods.
     pub replicas: i64,
     pub status_replicas: i64,
     pub ready_replicas: i64,
     pub available_replicas: i64,
     pub updated_replicas: i64,
-    /// None for Deployments, which do not report it.
+    /// None for kinds that do not report it (Deployment, apps/v1 StatefulSet and DaemonSets).
     pub updated_ready_replicas: Option<i64>,
     pub partition: Option<IntOrPercent>,
     pub max_unavailable: Option<IntOrPercent>,
     pub max_surge: Option<IntOrPercent>,
     pub paused: bool,
-    /// ReCreate, InPlaceIfPossible or InPlaceOnly (CloneSet); RollingUpdate/Recreate (Deployment).
+    /// ReCreate, InPlaceIfPossible or InPlaceOnly (CloneSet, Advanced StatefulSet); the
+    /// rollingUpdateType (Advanced DaemonSet); the strategy type (native kinds).
     pub pod_update_policy: String,
+    /// OnDelete (or a SidecarSet's NotUpdate): running Pods are not updated by the controller.
     pub on_delete: bool,
     pub grace_period_seconds: i64,
     pub current_revision: String,
@@ -65,15 +68,15 @@ pub struct RolloutView {
     /// A label selector string usable in list calls; `None` when the spec's selector has none
     /// (see [`selector_string`]). Read it with [`RolloutView::list_selector`].
     pub selector: Option<String>,
-    /// (container name, image) from the pod template.
+    /// (container name, image) from the pod template (a SidecarSet's own containers).
     pub images: Vec<(String, String)>,
 }
 
-fn i(v: &Value, path: &[&str]) -> i64 {
+pub(crate) fn i(v: &Value, path: &[&str]) -> i64 {
     get(v, path).and_then(Value::as_i64).unwrap_or(0)
 }
 
-fn s(v: &Value, path: &[&str]) -> String {
+pub(crate) fn s(v: &Value, path: &[&str]) -> String {
     get(v, path)
         .and_then(Value::as_str)
         .unwrap_or_default()
@@ -102,86 +105,35 @@ pub fn selector_string(sel: Option<&Value>) -> Option<String> {
     }
 }
 
+/// The rolling-update knobs of a strategy in `layout`: the strategy itself when flat, its
+/// `rollingUpdate` when nested.
+pub(crate) fn knobs(strategy: &Value, layout: Layout) -> Value {
+    match layout {
+        Layout::Flat => strategy.clone(),
+        Layout::Nested | Layout::Deployment => strategy
+            .get("rollingUpdate")
+            .cloned()
+            .unwrap_or(Value::Null),
+    }
+}
+
+/// An int-or-percent knob, absent when missing or unreadable.
+pub(crate) fn int_or_percent(knobs: &Value, key: &str) -> Option<IntOrPercent> {
+    knobs.get(key).and_then(IntOrPercent::from_json)
+}
+
+pub(crate) fn flag(v: &Value, key: &str) -> bool {
+    v.get(key).and_then(Value::as_bool).unwrap_or(false)
+}
+
 impl RolloutView {
-    /// Builds the view from a full object (`apiVersion`, `kind`, `metadata`, `spec`, `status`).
+    /// Builds the view from a full object (`apiVersion`, `kind`, `metadata`, `spec`, `status`):
+    /// the metadata, conditions, selector and images here, the rest by the kind's module.
     pub fn from_json(obj: &Value) -> Self {
         let api_version = s(obj, &["apiVersion"]);
-        let kind_str = s(obj, &["kind"]);
-        let kind = if kind_str == "Deployment" {
-            Kind::Deployment
-        } else {
-            Kind::CloneSet
-        };
-        let spec = obj.get("spec").cloned().unwrap_or(Value::Null);
+        let kind = Kind::of_object(&api_version, &s(obj, &["kind"]));
+        let spec = kind.spec();
         let status = obj.get("status").cloned().unwrap_or(Value::Null);
-        let strategy_key = if kind == Kind::Deployment {
-            "strategy"
-        } else {
-            "updateStrategy"
-        };
-        let strategy = spec.get(strategy_key).cloned().unwrap_or(Value::Null);
-        let layout = match kind {
-            Kind::Deployment => Layout::Deployment,
-            // The served version decides the shape; fall back on the data for unknown versions.
-            Kind::CloneSet if api_version.ends_with("/v1alpha1") => Layout::CloneSetFlat,
-            Kind::CloneSet if api_version.ends_with("/v1beta1") => Layout::CloneSetNested,
-            Kind::CloneSet if strategy.get("rollingUpdate").is_some() => Layout::CloneSetNested,
-            Kind::CloneSet => Layout::CloneSetFlat,
-        };
-        let knobs = match layout {
-            Layout::CloneSetFlat => strategy.clone(),
-            Layout::CloneSetNested | Layout::Deployment => strategy
-                .get("rollingUpdate")
-                .cloned()
-                .unwrap_or(Value::Null),
-        };
-        let type_ = s(&strategy, &["type"]);
-        let (pod_update_policy, on_delete, paused) = match layout {
-            Layout::CloneSetFlat => {
-                let policy = if type_.is_empty() {
-                    "ReCreate".to_string()
-                } else {
-                    type_.clone()
-                };
-                (
-                    policy,
-                    type_ == "OnDelete",
-                    knobs
-                        .get("paused")
-                        .and_then(Value::as_bool)
-                        .unwrap_or(false),
-                )
-            }
-            Layout::CloneSetNested => {
-                let policy = s(&knobs, &["podUpdatePolicy"]);
-                let policy = if policy.is_empty() {
-                    "ReCreate".to_string()
-                } else {
-                    policy
-                };
-                (
-                    policy,
-                    type_ == "OnDelete",
-                    knobs
-                        .get("paused")
-                        .and_then(Value::as_bool)
-                        .unwrap_or(false),
-                )
-            }
-            Layout::Deployment => {
-                let t = if type_.is_empty() {
-                    "RollingUpdate".to_string()
-                } else {
-                    type_.clone()
-                };
-                (
-                    t,
-                    false,
-                    spec.get("paused").and_then(Value::as_bool).unwrap_or(false),
-                )
-            }
-        };
-        let ip = |k: &str| knobs.get(k).and_then(IntOrPercent::from_json);
         let conditions = status
             .get("conditions")
             .and_then(Value::as_array)
@@ -196,7 +148,8 @@ impl RolloutView {
                     .collect()
             })
             .unwrap_or_default();
-        let images = get(&spec, &["template", "spec", "containers"])
+        let images = obj
+            .pointer(spec.containers_path)
             .and_then(Value::as_array)
             .map(|cs| {
                 cs.iter()
@@ -206,59 +159,55 @@ impl RolloutView {
             .unwrap_or_default();
         let status_selector = s(&status, &["labelSelector"]);
         let selector = if status_selector.is_empty() {
-            selector_string(spec.get("selector"))
+            selector_string(get(obj, &["spec", "selector"]))
         } else {
             Some(status_selector)
         };
-        let (current_revision, update_revision) = match kind {
-            Kind::CloneSet => (
-                s(&status, &["currentRevision"]),
-                s(&status, &["updateRevision"]),
-            ),
-            Kind::Deployment => {
-                let rev = s(
-                    obj,
-                    &[
-                        "metadata",
-                        "annotations",
-                        k8s::DEPLOYMENT_REVISION_ANNOTATION,
-                    ],
-                );
-                (rev.clone(), rev)
-            }
-        };
-        RolloutView {
+        let mut view = RolloutView {
             kind,
             api_version,
-            layout,
+            layout: Layout::Nested,
             namespace: s(obj, &["metadata", "namespace"]),
             name: s(obj, &["metadata", "name"]),
             uid: s(obj, &["metadata", "uid"]),
             generation: i(obj, &["metadata", "generation"]),
             observed_generation: i(&status, &["observedGeneration"]),
-            // The API server defaults replicas to 1 for both kinds.
-            replicas: spec.get("replicas").and_then(Value::as_i64).unwrap_or(1),
-            status_replicas: i(&status, &["replicas"]),
-            ready_replicas: i(&status, &["readyReplicas"]),
-            available_replicas: i(&status, &["availableReplicas"]),
-            updated_replicas: i(&status, &["updatedReplicas"]),
-            updated_ready_replicas: match kind {
-                Kind::CloneSet => Some(i(&status, &["updatedReadyReplicas"])),
-                Kind::Deployment => None,
-            },
-            partition: ip("partition"),
-            max_unavailable: ip("maxUnavailable"),
-            max_surge: ip("maxSurge"),
-            paused,
-            pod_update_policy,
-            on_delete,
-            grace_period_seconds: i(&knobs, &["inPlaceUpdateStrategy", "gracePeriodSeconds"]),
-            current_revision,
-            update_revision,
+            replicas: 0,
+            status_replicas: 0,
+            ready_replicas: 0,
+            available_replicas: 0,
+            updated_replicas: 0,
+            updated_ready_replicas: None,
+            partition: None,
+            max_unavailable: None,
+            max_surge: None,
+            paused: false,
+            pod_update_policy: String::new(),
+            on_delete: false,
+            grace_period_seconds: 0,
+            current_revision: String::new(),
+            update_revision: String::new(),
             conditions,
             selector,
             images,
-        }
+        };
+        (spec.read)(obj, &mut view);
+        view
+    }
+
+    /// The counters every ReplicaSet-like workload reports under the same names.
+    pub(crate) fn read_replica_counters(&mut self, obj: &Value) {
+        let status = obj.get("status").cloned().unwrap_or(Value::Null);
+        // The API server defaults replicas to 1.
+        self.replicas = get(obj, &["spec", "replicas"])
+            .and_then(Value::as_i64)
+            .unwrap_or(1);
+        self.status_replicas = i(&status, &["replicas"]);
+        self.ready_replicas = i(&status, &["readyReplicas"]);
+        self.available_replicas = i(&status, &["availableReplicas"]);
+        self.updated_replicas = i(&status, &["updatedReplicas"]);
+        self.current_revision = s(&status, &["currentRevision"]);
+        self.update_revision = s(&status, &["updateRevision"]);
     }
 
     /// The selector to list the workload's Pods (and revisions) with, or an error a person can
@@ -267,7 +216,7 @@ impl RolloutView {
         self.selector.as_deref().ok_or_else(|| {
             CliError::Failed(format!(
                 "{} {:?}: spec.selector is not a label selector Kubernetes can list with (operators are In, NotIn, Exists, DoesNotExist), so its Pods cannot be listed",
-                self.kind.as_str().to_lowercase(),
+                self.kind.type_name(),
                 self.name
             ))
         })
@@ -292,8 +241,8 @@ impl RolloutView {
     /// A merge patch that sets the fields of the rolling-update knobs for this object's layout.
     pub fn strategy_patch(&self, fields: Value) -> Value {
         match self.layout {
-            Layout::CloneSetFlat => json!({"spec": {"updateStrategy": fields}}),
-            Layout::CloneSetNested => {
+            Layout::Flat => json!({"spec": {"updateStrategy": fields}}),
+            Layout::Nested => {
                 json!({"spec": {"updateStrategy": {"rollingUpdate": fields}}})
             }
             Layout::Deployment => json!({"spec": fields}),
@@ -368,6 +317,8 @@ pub struct PodView {
     pub inplace: Option<InPlaceProgress>,
     pub terminating: bool,
     pub uid: String,
+    /// The controlling owner as `Kind/name` (the workload a SidecarSet's Pod belongs to).
+    pub owner: String,
 }
 
 /// The status of the pod's condition of `type_` as a bool, `None` when it is not reported.
@@ -492,6 +443,12 @@ impl PodView {
             containers,
             inplace: parse_inplace(&annotations),
             terminating: meta.deletion_timestamp.is_some(),
+            owner: meta
+                .owner_references
+                .as_ref()
+                .and_then(|refs| refs.iter().find(|r| r.controller == Some(true)))
+                .map(|r| format!("{}/{}", r.kind, r.name))
+                .unwrap_or_default(),
         }
     }
 
@@ -595,8 +552,8 @@ mod tests {
         });
         let a = RolloutView::from_json(&alpha);
         let b = RolloutView::from_json(&beta);
-        assert_eq!(a.layout, Layout::CloneSetFlat);
-        assert_eq!(b.layout, Layout::CloneSetNested);
+        assert_eq!(a.layout, Layout::Flat);
+        assert_eq!(b.layout, Layout::Nested);
         for v in [&a, &b] {
             assert_eq!(v.pod_update_policy, "InPlaceIfPossible");
             assert!(v.paused);

@@ -3,7 +3,8 @@
 //! Object names are looked up on the cluster, best effort.
 
 use crate::ctx::{ConnectArgs, Ctx};
-use crate::target::{Kind, Target};
+use crate::target::Target;
+use crate::workload::Kind;
 use clap::Command;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams};
@@ -105,11 +106,21 @@ pub fn plan(root: &Command, words: &[String]) -> Want {
                 Err(_) => Want::Words(vec![], NO_FILE),
             },
             None => Want::Words(
-                ["cloneset/", "clone/", "deployment/", "deploy/"]
-                    .iter()
-                    .filter(|k| k.starts_with(partial))
-                    .map(|k| k.to_string())
-                    .collect(),
+                [
+                    "cloneset/",
+                    "clone/",
+                    "deployment/",
+                    "deploy/",
+                    "asts/",
+                    "ads/",
+                    "sidecarset/",
+                    "statefulset/",
+                    "daemonset/",
+                ]
+                .iter()
+                .filter(|k| k.starts_with(partial))
+                .map(|k| k.to_string())
+                .collect(),
                 NO_FILE | NO_SPACE,
             ),
         },

@@ -5,8 +5,9 @@ use crate::cli::Output;
 use crate::cmd::status::print_doc;
 use crate::ctx::{Ctx, Workload};
 use crate::error::{CliError, Result, exit, kube_err};
-use crate::target::{Kind, Target};
+use crate::target::Target;
 use crate::view::{RolloutView, get};
+use crate::workload::History;
 use k8s_openapi::api::apps::v1::{ControllerRevision, ReplicaSet};
 use kruise_api::keys::{self, k8s};
 use kube::api::{Api, ListParams, Patch, PatchParams};
@@ -53,8 +54,14 @@ fn owned_by(
 async fn revisions(ctx: &Ctx, wl: &Workload, view: &RolloutView) -> Result<Vec<Revision>> {
     let lp = ListParams::default().labels(view.list_selector()?);
     let mut out = Vec::new();
-    match view.kind {
-        Kind::CloneSet => {
+    match view.kind.spec().history {
+        History::Unsupported => {
+            return Err(CliError::Usage(format!(
+                "{}: a {} keeps no revisions this plugin can list or roll back to",
+                wl.target, view.kind
+            )));
+        }
+        History::ControllerRevisions => {
             let api: Api<ControllerRevision> = Api::namespaced(ctx.client.clone(), &wl.namespace);
             for cr in api.list(&lp).await.map_err(kube_err)?.items {
                 if !owned_by(cr.metadata.owner_references.as_ref(), &view.uid) {
@@ -79,14 +86,14 @@ async fn revisions(ctx: &Ctx, wl: &Workload, view: &RolloutView) -> Result<Vec<R
                         .as_ref()
                         .and_then(|a| a.get(k8s::CHANGE_CAUSE_ANNOTATION).cloned())
                         .unwrap_or_default(),
-                    current: name == view.current_revision,
-                    update: name == view.update_revision,
+                    current: is_revision(&name, &view.current_revision),
+                    update: is_revision(&name, &view.update_revision),
                     name,
                     template,
                 });
             }
         }
-        Kind::Deployment => {
+        History::ReplicaSets => {
             let api: Api<ReplicaSet> = Api::namespaced(ctx.client.clone(), &wl.namespace);
             for rs in api.list(&lp).await.map_err(kube_err)?.items {
                 if !owned_by(rs.metadata.owner_references.as_ref(), &view.uid) {
@@ -126,7 +133,23 @@ async fn revisions(ctx: &Ctx, wl: &Workload, view: &RolloutView) -> Result<Vec<R
         }
     }
     out.sort_by_key(|r| r.revision);
+    // DaemonSets report no update revision: the newest one is what the controller rolls to.
+    if view.update_revision.is_empty()
+        && let Some(last) = out.last_mut()
+    {
+        last.update = true;
+    }
     Ok(out)
+}
+
+/// Whether the ControllerRevision `name` is `revision`: its full name (CloneSet,
+/// StatefulSets) or the hash it ends in (an Advanced DaemonSet's `daemonSetHash`).
+fn is_revision(name: &str, revision: &str) -> bool {
+    !revision.is_empty()
+        && (name == revision
+            || name
+                .strip_suffix(revision)
+                .is_some_and(|rest| rest.ends_with('-')))
 }
 
 pub async fn history(
@@ -263,6 +286,14 @@ mod tests {
             update,
             template: Value::Null,
         }
+    }
+
+    #[test]
+    fn revision_names() {
+        assert!(is_revision("web-6d4b9c", "web-6d4b9c"));
+        assert!(is_revision("agent-6d4b9c", "6d4b9c"));
+        assert!(!is_revision("agent-16d4b9c", "6d4b9c"));
+        assert!(!is_revision("web-1", ""));
     }
 
     #[test]

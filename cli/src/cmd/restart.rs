@@ -5,30 +5,50 @@ use crate::cli::RestartArgs;
 use crate::cmd::crr::CrrClient;
 use crate::ctx::{Ctx, Workload};
 use crate::error::{CliError, Result, exit, kube_err};
-use crate::target::Kind;
 use crate::view::PodView;
+use crate::workload::{self, PodOrder, Restart};
 use k8s_openapi::api::core::v1::Pod;
 use kruise_api::keys::k8s;
 use kube::api::{Api, ListParams};
 use serde_json::json;
 
-/// Splits pods into batches of `size`, ready pods last so that pods already down are restarted
-/// first and the service loses as little capacity as possible.
-pub fn plan_batches(mut pods: Vec<PodView>, size: usize) -> Vec<Vec<PodView>> {
-    pods.sort_by(|a, b| a.ready.cmp(&b.ready).then_with(|| a.name.cmp(&b.name)));
+/// Splits pods into batches of `size` in the kind's order. Unready first (CloneSet): pods
+/// already down are restarted first, so the service loses as little capacity as possible.
+/// Highest ordinal first (Advanced StatefulSet), as its rolling update goes. By node (Advanced
+/// DaemonSet): each batch is a set of nodes, at most maxUnavailable of them at once.
+pub fn plan_batches(mut pods: Vec<PodView>, size: usize, order: PodOrder) -> Vec<Vec<PodView>> {
+    match order {
+        PodOrder::UnreadyFirst => {
+            pods.sort_by(|a, b| a.ready.cmp(&b.ready).then_with(|| a.name.cmp(&b.name)))
+        }
+        PodOrder::OrdinalDescending => {
+            workload::by_ordinal(&mut pods);
+            pods.reverse();
+        }
+        PodOrder::ByNode => workload::by_node(&mut pods),
+    }
     pods.chunks(size.max(1)).map(<[PodView]>::to_vec).collect()
 }
 
 pub async fn run(ctx: &Ctx, args: &RestartArgs) -> Result<i32> {
     let wl = Workload::locate(ctx, &args.target).await?;
     let view = wl.view().await?;
-    if view.kind == Kind::Deployment {
-        let now = jiff::Timestamp::now().to_string();
-        let patch = json!({"spec": {"template": {"metadata": {"annotations": {k8s::KUBECTL_RESTARTED_AT_ANNOTATION: now}}}}});
-        wl.merge_patch(&patch).await?;
-        println!("{} restarted (rolling replacement)", args.target);
-        return Ok(exit::OK);
-    }
+    let order = match view.kind.spec().restart {
+        Restart::InPlace(order) => order,
+        Restart::Unsupported => {
+            return Err(CliError::Usage(format!(
+                "{}: a {} has no Pods of its own to restart; restart the workloads it injects into",
+                args.target, view.kind
+            )));
+        }
+        Restart::TemplateAnnotation => {
+            let now = jiff::Timestamp::now().to_string();
+            let patch = json!({"spec": {"template": {"metadata": {"annotations": {k8s::KUBECTL_RESTARTED_AT_ANNOTATION: now}}}}});
+            wl.merge_patch(&patch).await?;
+            println!("{} restarted (rolling replacement)", args.target);
+            return Ok(exit::OK);
+        }
+    };
     let pods_api: Api<Pod> = Api::namespaced(ctx.client.clone(), &wl.namespace);
     let list = pods_api
         .list(&ListParams::default().labels(view.list_selector()?))
@@ -60,7 +80,11 @@ pub async fn run(ctx: &Ctx, args: &RestartArgs) -> Result<i32> {
         .iter()
         .map(|(v, p)| (v.name.clone(), p.clone()))
         .collect();
-    let batches = plan_batches(owned.into_iter().map(|(v, _)| v).collect(), size as usize);
+    let batches = plan_batches(
+        owned.into_iter().map(|(v, _)| v).collect(),
+        size as usize,
+        order,
+    );
     println!(
         "{}: restarting containers in place on {total} pods, {size} at a time ({} batches{})",
         args.target,
@@ -132,12 +156,50 @@ mod tests {
                 pod("e", true),
             ],
             2,
+            PodOrder::UnreadyFirst,
         );
         let names: Vec<Vec<&str>> = b
             .iter()
             .map(|x| x.iter().map(|p| p.name.as_str()).collect())
             .collect();
         assert_eq!(names, vec![vec!["b", "a"], vec!["c", "d"], vec!["e"]]);
-        assert_eq!(plan_batches(vec![pod("a", true)], 0).len(), 1);
+        assert_eq!(
+            plan_batches(vec![pod("a", true)], 0, PodOrder::UnreadyFirst).len(),
+            1
+        );
+    }
+
+    #[test]
+    fn asts_restarts_highest_ordinal_first_and_ads_node_by_node() {
+        let pod = |n: &str, node: &str| PodView {
+            name: n.into(),
+            node: node.into(),
+            ready: true,
+            ..Default::default()
+        };
+        let names = |b: Vec<Vec<PodView>>| -> Vec<Vec<String>> {
+            b.iter()
+                .map(|x| x.iter().map(|p| p.name.clone()).collect())
+                .collect()
+        };
+        let sts = vec![
+            pod("db-0", ""),
+            pod("db-10", ""),
+            pod("db-2", ""),
+            pod("db-1", ""),
+        ];
+        assert_eq!(
+            names(plan_batches(sts, 1, PodOrder::OrdinalDescending)),
+            [["db-10"], ["db-2"], ["db-1"], ["db-0"]]
+        );
+        let ds = vec![
+            pod("agent-x", "node-c"),
+            pod("agent-y", "node-a"),
+            pod("agent-z", "node-b"),
+        ];
+        assert_eq!(
+            names(plan_batches(ds, 2, PodOrder::ByNode)),
+            [vec!["agent-y", "agent-z"], vec!["agent-x"]]
+        );
     }
 }

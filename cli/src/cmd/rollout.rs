@@ -6,13 +6,20 @@ use crate::ctx::{Ctx, Workload};
 use crate::error::{CliError, Result, exit, kube_err};
 use crate::math::{self, IntOrPercent};
 use crate::status::{PodSummary, StatusReport, decide};
-use crate::target::{Kind, Target};
+use crate::target::Target;
 use crate::view::RolloutView;
+use crate::workload::Kind;
 use kube::api::{Api, DynamicObject, ListParams};
 use serde_json::json;
 
 pub async fn pause(ctx: &Ctx, targets: &[Target], paused: bool) -> Result<i32> {
     for target in targets {
+        if !target.kind.spec().pause {
+            return Err(CliError::Usage(format!(
+                "{target}: a {} has no pause switch (hold Pods back with `rollout partition` where it has one)",
+                target.kind
+            )));
+        }
         let wl = Workload::locate(ctx, target).await?;
         let view = wl.view().await?;
         let verb = if paused { "paused" } else { "resumed" };
@@ -27,10 +34,16 @@ pub async fn pause(ctx: &Ctx, targets: &[Target], paused: bool) -> Result<i32> {
     Ok(exit::OK)
 }
 
-fn require_cloneset(target: &Target, what: &str) -> Result<()> {
-    if target.kind != Kind::CloneSet {
+fn require_partition(target: &Target, what: &str) -> Result<()> {
+    if !target.kind.spec().partition {
+        let with: Vec<&str> = Kind::ALL
+            .into_iter()
+            .filter(|k| k.spec().partition)
+            .map(Kind::type_name)
+            .collect();
         return Err(CliError::Usage(format!(
-            "{what} needs a CloneSet; {target} is a {} without a partition",
+            "{what} needs a workload with a partition ({}); {target} is a {} without one",
+            with.join(", "),
             target.kind
         )));
     }
@@ -47,7 +60,7 @@ fn describe_partition(view: &RolloutView, p: &IntOrPercent) -> String {
 }
 
 pub async fn partition(ctx: &Ctx, target: &Target, value: &IntOrPercent) -> Result<i32> {
-    require_cloneset(target, "rollout partition")?;
+    require_partition(target, "rollout partition")?;
     let wl = Workload::locate(ctx, target).await?;
     let view = wl.view().await?;
     wl.merge_patch(&view.strategy_patch(json!({"partition": value.to_json()})))
@@ -78,7 +91,7 @@ pub async fn promote(
     full: bool,
     step: Option<&IntOrPercent>,
 ) -> Result<i32> {
-    require_cloneset(target, "rollout promote")?;
+    require_partition(target, "rollout promote")?;
     let wl = Workload::locate(ctx, target).await?;
     let view = wl.view().await?;
     let (kept, next) = next_partition(&view, full, step);
@@ -86,7 +99,13 @@ pub async fn promote(
         println!("{target}: nothing to promote (partition keeps {kept} pods, not paused)");
         return Ok(exit::OK);
     }
-    let patch = view.strategy_patch(json!({"partition": next, "paused": false}));
+    // Kinds without a pause switch (apps/v1 StatefulSet) would drop or refuse the field.
+    let fields = if target.kind.spec().pause {
+        json!({"partition": next, "paused": false})
+    } else {
+        json!({"partition": next})
+    };
+    let patch = view.strategy_patch(fields);
     wl.merge_patch(&patch).await?;
     let resumed = if view.paused { "; resumed" } else { "" };
     println!(
@@ -97,11 +116,10 @@ pub async fn promote(
     Ok(exit::OK)
 }
 
-pub async fn list(ctx: &Ctx, all: bool, output: Output) -> Result<i32> {
-    let (ar, _) = ctx
-        .resolve(kruise_api::keys::APPS_GROUP, "clonesets")
-        .await?;
-    let api: Api<DynamicObject> = if all {
+pub async fn list(ctx: &Ctx, kind: Kind, all: bool, output: Output) -> Result<i32> {
+    let spec = kind.spec();
+    let (ar, _) = ctx.resolve(spec.group, spec.plural).await?;
+    let api: Api<DynamicObject> = if all || !spec.namespaced {
         Api::all_with(ctx.client.clone(), &ar)
     } else {
         Api::namespaced_with(ctx.client.clone(), &ctx.namespace, &ar)
@@ -125,8 +143,13 @@ pub async fn list(ctx: &Ctx, all: bool, output: Output) -> Result<i32> {
     }
     if reports.is_empty() {
         println!(
-            "No CloneSets found{}.",
-            if all { "" } else { " in this namespace" }
+            "No {}s found{}.",
+            kind,
+            if all || !spec.namespaced {
+                ""
+            } else {
+                " in this namespace"
+            }
         );
         return Ok(exit::OK);
     }

@@ -3,7 +3,7 @@
 use crate::ctx::{Ctx, Workload};
 use crate::error::{CliError, Result, exit};
 use crate::math;
-use crate::target::{Kind, Target};
+use crate::target::Target;
 use crate::view::RolloutView;
 use kube::api::{Patch, PatchParams};
 use serde_json::{Value, json};
@@ -51,31 +51,11 @@ pub fn explain(view: &RolloutView, changes: usize) -> String {
     if changes == 0 {
         return "no image changes: nothing will roll out".to_string();
     }
-    let how = match (view.kind, view.pod_update_policy.as_str()) {
-        (Kind::Deployment, _) => {
-            "pods will be RECREATED (Deployments always replace pods)".to_string()
-        }
-        (Kind::CloneSet, "InPlaceIfPossible" | "InPlaceOnly") => {
-            let grace = if view.grace_period_seconds > 0 {
-                format!(
-                    ", after a {}s grace period per pod",
-                    view.grace_period_seconds
-                )
-            } else {
-                String::new()
-            };
-            format!(
-                "pods will be updated IN PLACE (podUpdatePolicy {}: image-only change, containers restart, pods keep name, IP and node{grace})",
-                view.pod_update_policy
-            )
-        }
-        (Kind::CloneSet, policy) => format!(
-            "pods will be RECREATED (podUpdatePolicy {policy}; use InPlaceIfPossible to update in place)"
-        ),
-    };
+    let spec = view.kind.spec();
+    let how = (spec.image_change)(view);
     let mut notes = Vec::new();
     if view.on_delete {
-        notes.push("updateStrategy OnDelete: only pods you delete pick up the change".to_string());
+        notes.push(spec.on_delete_note.to_string());
     }
     let kept = math::partition_pods(view.partition.as_ref(), view.replicas);
     if kept > 0 {
@@ -115,8 +95,9 @@ pub async fn run(ctx: &Ctx, target: &Target, pairs: &[String], dry_run: bool) ->
     // `test` guards against the template changing between our read and the patch.
     let mut ops = Vec::new();
     for (i, name, _, new) in &changes {
-        ops.push(json!({"op": "test", "path": format!("/spec/template/spec/containers/{i}/name"), "value": name}));
-        ops.push(json!({"op": "replace", "path": format!("/spec/template/spec/containers/{i}/image"), "value": new}));
+        let at = target.kind.spec().containers_path;
+        ops.push(json!({"op": "test", "path": format!("{at}/{i}/name"), "value": name}));
+        ops.push(json!({"op": "replace", "path": format!("{at}/{i}/image"), "value": new}));
     }
     let patch: json_patch::Patch =
         serde_json::from_value(Value::Array(ops)).map_err(|e| CliError::Other(e.into()))?;
@@ -179,6 +160,66 @@ mod tests {
             .contains("10s grace")
         );
         assert!(explain(&cs("ReCreate", json!({})), 1).contains("RECREATED"));
+        // The other kinds: in place where their switch says so, recreated where it does not.
+        let obj = |api: &str, kind: &str, strategy: Value| {
+            RolloutView::from_json(&json!({
+                "apiVersion": api, "kind": kind, "metadata": {"name": "w"},
+                "spec": {"replicas": 3, "updateStrategy": strategy,
+                         "template": {"spec": {"containers": [{"name": "app", "image": "nginx:1"}]}},
+                         "containers": [{"name": "proxy", "image": "envoy:1"}]},
+                "status": {"desiredNumberScheduled": 4, "matchedPods": 5}
+            }))
+        };
+        let asts = obj(
+            "apps.kruise.io/v1beta1",
+            "StatefulSet",
+            json!({"rollingUpdate": {"podUpdatePolicy": "InPlaceIfPossible", "partition": 1}}),
+        );
+        let e = explain(&asts, 1);
+        assert!(
+            e.contains("IN PLACE")
+                && e.contains("highest ordinal first")
+                && e.contains("keeps 1 of 3"),
+            "{e}"
+        );
+        let ads = obj(
+            "apps.kruise.io/v1alpha1",
+            "DaemonSet",
+            json!({"rollingUpdate": {"rollingUpdateType": "InPlaceIfPossible"}}),
+        );
+        assert!(
+            explain(&ads, 1).contains("IN PLACE"),
+            "{}",
+            explain(&ads, 1)
+        );
+        let ads_std = obj(
+            "apps.kruise.io/v1alpha1",
+            "DaemonSet",
+            json!({"rollingUpdate": {"rollingUpdateType": "Surging"}}),
+        );
+        assert!(explain(&ads_std, 1).contains("RECREATED (rollingUpdateType Surging"));
+        let sts = obj("apps/v1", "StatefulSet", json!({"type": "RollingUpdate"}));
+        assert!(explain(&sts, 1).contains("RECREATED (StatefulSets replace"));
+        let sc = obj(
+            "apps.kruise.io/v1alpha1",
+            "SidecarSet",
+            json!({"partition": 2}),
+        );
+        assert_eq!(
+            sc.images,
+            vec![("proxy".to_string(), "envoy:1".to_string())]
+        );
+        let e = explain(&sc, 1);
+        assert!(
+            e.contains("sidecar updated IN PLACE") && e.contains("keeps 2 of 5"),
+            "{e}"
+        );
+        let frozen = obj(
+            "apps.kruise.io/v1alpha1",
+            "SidecarSet",
+            json!({"type": "NotUpdate"}),
+        );
+        assert!(explain(&frozen, 1).contains("NotUpdate: running pods keep their sidecar"));
         let e = explain(
             &cs("InPlaceIfPossible", json!({"partition": 2, "paused": true})),
             1,

@@ -4,7 +4,6 @@ use crate::cli::{Output, StatusArgs};
 use crate::ctx::{Ctx, Workload};
 use crate::error::{CliError, Result, kube_err};
 use crate::status::{Decision, Outcome, PodSummary, StatusReport, decide, exit_code};
-use crate::target::Kind;
 use crate::view::{PodView, RolloutView};
 use crate::watch::{self, Cache, Update};
 use futures::StreamExt;
@@ -120,7 +119,7 @@ pub fn print_doc<T: serde::Serialize>(fmt: Output, value: &T) {
 }
 
 fn summarize(view: &RolloutView, pods: &Cache<Pod>) -> PodSummary {
-    let owner = (view.kind == Kind::CloneSet && !view.uid.is_empty()).then_some(view.uid.as_str());
+    let owner = (view.kind.owns_pods() && !view.uid.is_empty()).then_some(view.uid.as_str());
     let views: Vec<PodView> = watch::owned(pods, owner).map(PodView::from_pod).collect();
     PodSummary::from_pods(views.iter())
 }
@@ -163,7 +162,7 @@ pub async fn run(ctx: &Ctx, args: &StatusArgs) -> Result<i32> {
     let wl = Workload::locate(ctx, &args.target).await?;
     let first = wl.view().await?;
     let selector = first.list_selector()?.to_owned();
-    let pods_api: Api<Pod> = Api::namespaced(ctx.client.clone(), &wl.namespace);
+    let pods_api: Api<Pod> = wl.pods_api(&ctx.client);
     let reporter = Reporter::new(args.output);
 
     if !args.watch {

@@ -17,7 +17,6 @@ use crate::cmd::crr::CrrClient;
 use crate::ctx::{Ctx, Workload};
 use crate::error::{CliError, Result, exit};
 use crate::status;
-use crate::target::Kind;
 use crate::view::RolloutView;
 use crate::watch;
 use futures::StreamExt;
@@ -44,16 +43,16 @@ async fn perform(ctx: &Ctx, wl: &Workload, view: &RolloutView, action: &Action) 
             ))
         }
         Action::SetPartition(n) => {
-            if target.kind != Kind::CloneSet {
-                return Ok("Deployments have no partition".into());
+            if !target.kind.spec().partition {
+                return Ok(format!("a {} has no partition", target.kind));
             }
             wl.merge_patch(&view.strategy_patch(json!({"partition": n})))
                 .await?;
             Ok(format!("partition set to {n}"))
         }
         Action::Promote => {
-            if target.kind != Kind::CloneSet {
-                return Ok("Deployments have no partition".into());
+            if !target.kind.spec().partition {
+                return Ok(format!("a {} has no partition", target.kind));
             }
             let (kept, next) = crate::cmd::rollout::next_partition(view, false, None);
             wl.merge_patch(&view.strategy_patch(json!({"partition": next, "paused": false})))
@@ -134,7 +133,7 @@ pub async fn run(ctx: &Ctx, args: &WatchArgs) -> Result<i32> {
     let wl = Workload::locate(ctx, &args.target).await?;
     let first = wl.view().await?;
     let selector = first.list_selector()?.to_owned();
-    let pods_api: Api<Pod> = Api::namespaced(ctx.client.clone(), &wl.namespace);
+    let pods_api: Api<Pod> = wl.pods_api(&ctx.client);
     let events_api: Api<K8sEvent> = Api::namespaced(ctx.client.clone(), &wl.namespace);
     let mut updates = watch::stream(
         wl.api.clone(),

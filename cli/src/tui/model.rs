@@ -5,7 +5,6 @@
 use super::feeds::Feeds;
 use crate::math;
 use crate::status::{Decision, PodSummary, decide};
-use crate::target::Kind;
 use crate::view::{PodView, RolloutView};
 use crate::watch::Update;
 use kube::api::ApiResource;
@@ -172,11 +171,11 @@ impl LiveModel {
                 if !self.feeds.pods.apply(*ev) {
                     return false;
                 }
-                // CloneSets own their Pods; for other kinds every Pod the selector matches counts.
+                // Most kinds own their Pods; for the others every Pod the selector matches counts.
                 let owner = self
                     .rollout
                     .as_ref()
-                    .filter(|r| r.kind == Kind::CloneSet)
+                    .filter(|r| r.kind.owns_pods())
                     .map(|r| r.uid.clone());
                 let views = self.feeds.pod_views(owner.as_deref());
                 self.set_pods(views);
@@ -199,7 +198,11 @@ impl LiveModel {
 
     pub fn set_pods(&mut self, mut pods: Vec<PodView>) {
         let keep = self.selected_pod().map(|p| p.name.clone());
-        pods.sort_by(|a, b| a.name.cmp(&b.name));
+        // The kind's order: ordinals for StatefulSets, nodes for DaemonSets, names otherwise.
+        match &self.rollout {
+            Some(r) => (r.kind.spec().sort_pods)(&mut pods),
+            None => pods.sort_by(|a, b| a.name.cmp(&b.name)),
+        }
         self.pods = pods;
         // Keep the cursor on the same pod when others come and go.
         if let Some(name) = keep

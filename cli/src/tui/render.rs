@@ -5,6 +5,7 @@ use super::model::LiveModel;
 use crate::math;
 use crate::status::Outcome;
 use crate::view::{PodView, RolloutView, normalize_image};
+use crate::workload::{self, Kind};
 use kruise_api::keys::k8s;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -254,45 +255,76 @@ fn pod_table(f: &mut Frame, area: Rect, m: &LiveModel, p: &Palette) {
         .as_ref()
         .map(|r| r.update_revision.as_str())
         .unwrap_or_default();
+    let kind = m.rollout.as_ref().map(|r| r.kind);
+    let sidecars = kind == Some(Kind::SidecarSet);
+    // StatefulSets keep the ordinals below the partition: a line marks where updates start.
+    let boundary = m
+        .rollout
+        .as_ref()
+        .filter(|r| r.kind.spec().ordered && r.partition.is_some())
+        .map(|r| math::partition_pods(r.partition.as_ref(), r.replicas))
+        .filter(|kept| *kept > 0);
+    let below = |pod: &PodView, kept: i64| workload::ordinal(&pod.name).is_some_and(|o| o < kept);
     // Only the visible slice is turned into rows: thousands of pods cost nothing extra.
-    let rows: Vec<Row> = visible[start..end]
-        .iter()
-        .enumerate()
-        .map(|(i, pod)| {
-            let updated = pod.is_updated(update_rev);
-            let busy = pod.in_place_in_progress();
-            let state = if pod.terminating {
-                "Terminating".to_string()
-            } else if !pod.lifecycle.is_empty() {
-                pod.lifecycle.clone()
-            } else {
-                pod.phase.clone()
-            };
-            let ipr = match pod.inplace_ready {
-                Some(true) => "yes",
-                Some(false) => "no",
-                None => "-",
-            };
-            let rev = format!(
+    let mut rows: Vec<Row> = Vec::with_capacity(end - start + 1);
+    for (i, pod) in visible[start..end].iter().enumerate() {
+        let at = start + i;
+        if let Some(kept) = boundary
+            && at > 0
+            && below(visible[at - 1], kept)
+            && !below(pod, kept)
+        {
+            rows.push(partition_row(kept, p));
+        }
+        let updated = if sidecars {
+            m.rollout.as_ref().is_some_and(|r| runs_sidecars(pod, r))
+        } else {
+            pod.is_updated(update_rev)
+        };
+        let busy = pod.in_place_in_progress();
+        let state = if pod.terminating {
+            "Terminating".to_string()
+        } else if !pod.lifecycle.is_empty() {
+            pod.lifecycle.clone()
+        } else {
+            pod.phase.clone()
+        };
+        let ipr = match pod.inplace_ready {
+            Some(true) => "yes",
+            Some(false) => "no",
+            None => "-",
+        };
+        let rev = if sidecars {
+            // The pod's own revision belongs to its workload; what matters is the sidecar's.
+            if updated { "new*" } else { "old" }.to_string()
+        } else {
+            format!(
                 "{}{}",
                 short_rev(&pod.revision, rev_len),
                 if updated { "*" } else { "" }
-            );
-            let mut style = if !pod.ready {
-                p.fg(Color::Red)
-            } else if busy {
-                p.fg(Color::Yellow)
-            } else if updated {
-                p.fg(Color::Green)
-            } else {
-                Style::new()
-            };
-            if start + i == m.selected {
-                style = style.patch(p.selected());
-            }
+            )
+        };
+        let mut style = if !pod.ready {
+            p.fg(Color::Red)
+        } else if busy {
+            p.fg(Color::Yellow)
+        } else if updated {
+            p.fg(Color::Green)
+        } else {
+            Style::new()
+        };
+        if at == m.selected {
+            style = style.patch(p.selected());
+        }
+        let place = if sidecars {
+            pod.owner.clone()
+        } else {
+            pod.node.clone()
+        };
+        rows.push(
             Row::new(vec![
                 Cell::from(pod.name.clone()),
-                Cell::from(pod.node.clone()),
+                Cell::from(place),
                 Cell::from(rev),
                 Cell::from(state),
                 Cell::from(yes_no(pod.ready)),
@@ -300,13 +332,14 @@ fn pod_table(f: &mut Frame, area: Rect, m: &LiveModel, p: &Palette) {
                 Cell::from(pod.restarts.to_string()),
                 Cell::from(image_cell(pod, m.now, wide)),
             ])
-            .style(style)
-        })
-        .collect();
+            .style(style),
+        );
+    }
     let widths = if wide {
         [
             Constraint::Length(28),
-            Constraint::Length(16),
+            // Owners (`ReplicaSet/web-5d9f7c`) need more room than node names.
+            Constraint::Length(if sidecars { 24 } else { 16 }),
             Constraint::Length(11),
             Constraint::Length(12),
             Constraint::Length(5),
@@ -328,7 +361,7 @@ fn pod_table(f: &mut Frame, area: Rect, m: &LiveModel, p: &Palette) {
     };
     let head = Row::new(vec![
         "NAME",
-        "NODE",
+        if sidecars { "OWNER" } else { "NODE" },
         "REV",
         "STATE",
         "READY",
@@ -360,6 +393,40 @@ fn pod_table(f: &mut Frame, area: Rect, m: &LiveModel, p: &Palette) {
             );
         }
     }
+}
+
+/// The line between the ordinals a partition keeps and those it updates.
+fn partition_row(kept: i64, p: &Palette) -> Row<'static> {
+    let rule = || Cell::from("─".repeat(30));
+    Row::new(vec![
+        Cell::from(format!("── partition {kept} {}", "─".repeat(30))),
+        rule(),
+        rule(),
+        rule(),
+        rule(),
+        rule(),
+        rule(),
+        Cell::from(format!(
+            "── ordinals below {kept} kept, from {kept} up updated ──"
+        )),
+    ])
+    .style(p.dim())
+}
+
+/// Whether the pod runs every container of the SidecarSet at the SidecarSet's image.
+fn runs_sidecars(pod: &PodView, r: &RolloutView) -> bool {
+    !r.images.is_empty()
+        && r.images.iter().all(|(name, image)| {
+            pod.containers.iter().any(|c| {
+                // Hot-upgraded sidecars run as NAME-1 / NAME-2; either may be the working one.
+                let same = c.name == *name
+                    || c.name
+                        .strip_prefix(name.as_str())
+                        .is_some_and(|rest| rest == "-1" || rest == "-2");
+                same && normalize_image(&c.spec_image) == normalize_image(image)
+                    && c.runtime_has_spec_image()
+            })
+        })
 }
 
 fn detail_lines(m: &LiveModel, p: &Palette) -> Vec<Line<'static>> {

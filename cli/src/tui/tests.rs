@@ -81,6 +81,7 @@ fn pod(i: usize, updated: bool) -> PodView {
         }),
         terminating: false,
         uid: format!("uid-{i}"),
+        owner: String::new(),
     }
 }
 
@@ -369,4 +370,139 @@ fn exit_when_done_codes() {
     assert_eq!(super::final_exit_code(&finished), Some(exit::OK));
     let (_, mid) = scripted().remove(1);
     assert_eq!(super::final_exit_code(&mid), None);
+}
+
+/// An Advanced StatefulSet of `replicas` Pods `web-0`…, partition `partition`, with the Pods
+/// from `partition` up updated in place.
+fn asts_model(replicas: usize, partition: usize) -> LiveModel {
+    let updated = (replicas - partition) as i64;
+    let view = RolloutView::from_json(&json!({
+        "apiVersion": "apps.kruise.io/v1beta1", "kind": "StatefulSet",
+        "metadata": {"name": "web", "namespace": "shop", "generation": 2, "uid": "u1"},
+        "spec": {"replicas": replicas, "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {
+            "podUpdatePolicy": "InPlaceIfPossible", "partition": partition}}},
+        "status": {"observedGeneration": 2, "replicas": replicas, "readyReplicas": replicas,
+                   "availableReplicas": replicas, "updatedReplicas": updated, "updatedReadyReplicas": updated,
+                   "currentRevision": "web-6b8c9d7f5", "updateRevision": "web-7d4f8b9c6"}
+    }));
+    // Given out of order: the view sorts by ordinal, not by name (web-10 after web-9).
+    let pods = (0..replicas)
+        .rev()
+        .map(|o| {
+            let mut p = pod(o, o >= partition);
+            p.name = format!("web-{o}");
+            p
+        })
+        .collect();
+    let mut m = model(view, pods, vec![]);
+    m.target = "asts/web".into();
+    m
+}
+
+/// The live view of an Advanced StatefulSet lists Pods by ordinal and draws the partition line
+/// between the kept ordinals and the updated ones.
+#[test]
+fn asts_rows_by_ordinal_with_the_partition_line() {
+    let m = asts_model(12, 3);
+    let names: Vec<&str> = m.pods.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names[..4], ["web-0", "web-1", "web-2", "web-3"]);
+    assert_eq!(names[11], "web-11");
+    for (w, h) in [(80, 24), (160, 40)] {
+        let screen = draw(&m, w, h);
+        let lines: Vec<&str> = screen.lines().collect();
+        let at = |needle: &str| {
+            lines
+                .iter()
+                .position(|l| l.trim_start_matches('"').starts_with(needle))
+                .unwrap_or_else(|| panic!("{w}x{h}: no row {needle}: {screen}"))
+        };
+        let rule = lines
+            .iter()
+            .position(|l| l.trim_start_matches('"').starts_with("── partition 3 "))
+            .unwrap_or_else(|| panic!("{w}x{h}: no partition line: {screen}"));
+        assert_eq!(at("web-2 ") + 1, rule, "{w}x{h}: line right after web-2");
+        assert_eq!(
+            rule + 1,
+            at("web-3 "),
+            "{w}x{h}: web-3 right after the line"
+        );
+        assert!(screen.contains("partitioned rollout complete"), "{screen}");
+    }
+    assert!(draw(&m, 160, 40).contains("ordinals below 3 kept, from 3 up updated"));
+    insta::assert_snapshot!("asts_partitioned_80x24", draw(&m, 80, 24));
+    // No partition, no line.
+    let full = asts_model(3, 0);
+    assert!(!draw(&full, 160, 40).contains("ordinals below"));
+}
+
+/// An Advanced DaemonSet: one row per node, ordered by node name.
+#[test]
+fn ads_one_row_per_node() {
+    let view = RolloutView::from_json(&json!({
+        "apiVersion": "apps.kruise.io/v1alpha1", "kind": "DaemonSet",
+        "metadata": {"name": "agent", "namespace": "shop", "generation": 3, "uid": "u1"},
+        "spec": {"updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {
+            "rollingUpdateType": "InPlaceIfPossible", "maxUnavailable": 2}}},
+        "status": {"observedGeneration": 3, "desiredNumberScheduled": 4, "currentNumberScheduled": 4,
+                   "numberReady": 4, "numberAvailable": 4, "updatedNumberScheduled": 2,
+                   "daemonSetHash": "7d4f8b9c6"}
+    }));
+    let pods: Vec<PodView> = ["node-d", "node-b", "node-a", "node-c"]
+        .iter()
+        .enumerate()
+        .map(|(i, node)| {
+            let mut p = pod(i, i % 2 == 0);
+            p.node = node.to_string();
+            p.name = format!("agent-{}", ["x1", "x2", "x3", "x4"][i]);
+            p
+        })
+        .collect();
+    let mut m = model(view, pods, vec![]);
+    m.target = "ads/agent".into();
+    let nodes: Vec<&str> = m.pods.iter().map(|p| p.node.as_str()).collect();
+    assert_eq!(nodes, ["node-a", "node-b", "node-c", "node-d"]);
+    let screen = draw(&m, 160, 40);
+    assert!(screen.contains("updated 2/4"), "{screen}");
+    assert!(screen.contains("InPlaceIfPossible"), "{screen}");
+    insta::assert_snapshot!("ads_160x40", screen);
+}
+
+/// A SidecarSet: its matched Pods, which sidecar image each runs (new or old), and the
+/// workload that owns each Pod.
+#[test]
+fn sidecarset_shows_sidecar_version_and_owner() {
+    let view = RolloutView::from_json(&json!({
+        "apiVersion": "apps.kruise.io/v1alpha1", "kind": "SidecarSet",
+        "metadata": {"name": "log", "generation": 2, "uid": "s1"},
+        "spec": {"selector": {"matchLabels": {"app": "web"}},
+                 "containers": [{"name": "log", "image": "busybox:1.37"}],
+                 "updateStrategy": {"maxUnavailable": 1}},
+        "status": {"observedGeneration": 2, "matchedPods": 3, "updatedPods": 1, "readyPods": 3,
+                   "updatedReadyPods": 1, "latestRevision": "abc"}
+    }));
+    let mut pods: Vec<PodView> = (0..3).map(|i| pod(i, false)).collect();
+    pods[0].containers[1] = container("log", "busybox:1.37", "docker.io/library/busybox:1.37");
+    pods[0].owner = "CloneSet/web".into();
+    pods[1].owner = "ReplicaSet/api-5d9f".into();
+    pods[2].owner = "CloneSet/web".into();
+    let new_one = pods[0].name.clone();
+    let old_one = pods[1].name.clone();
+    let mut m = model(view, pods, vec![]);
+    m.target = "sidecarset/log".into();
+    let screen = draw(&m, 160, 40);
+    assert!(table_header(&screen).contains("OWNER"), "{screen}");
+    let row = row_of(&screen, &new_one);
+    assert!(
+        row.contains("CloneSet/web") && row.contains("new*") && row.contains("log=busybox:1.37✓"),
+        "{row}"
+    );
+    let row = row_of(&screen, &old_one);
+    assert!(
+        row.contains("ReplicaSet/api-5d9f")
+            && row.contains("old")
+            && row.contains("log=busybox:1.36"),
+        "{row}"
+    );
+    assert!(screen.contains("1 of 3 expected"), "{screen}");
+    insta::assert_snapshot!("sidecarset_160x40", screen);
 }

@@ -1,0 +1,539 @@
+//! `kubectl-kruise` against the workload kinds beyond CloneSet and Deployment: apps/v1
+//! StatefulSets and DaemonSets (status, partition, history, undo; kube-controller-manager rolls
+//! them), and the Kruise kinds (Advanced StatefulSet, Advanced DaemonSet, SidecarSet) when their
+//! CRDs and controllers are installed. Every run passes `--kubeconfig` and `-n` explicitly and
+//! checks the exit code; what a command claims is checked by reading the cluster back.
+//!
+//! Needs the binary: `cargo build -p kubectl-kruise`.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use k8s_openapi::api::apps::v1::{DaemonSet, StatefulSet};
+use k8s_openapi::api::core::v1::Pod;
+use kruise_api::keys;
+use kruise_e2e::cli::{Kruise, Run};
+use kruise_e2e::{TestNamespace, client, container_status, image, wait_for};
+use kube::api::{ApiResource, DynamicObject, ListParams, PostParams};
+use kube::{Api, Client, ResourceExt};
+use serde_json::{Value, json};
+
+/// Hard limit on one watching CLI run, above its own `--timeout`.
+const CLI_LIMIT: Duration = Duration::from_secs(300);
+
+const OK: i32 = 0;
+const USAGE: i32 = 2;
+
+fn assert_code(run: &Run, code: i32) {
+    assert_eq!(run.code, Some(code), "expected exit {code}: {run}");
+}
+
+fn assert_stdout(run: &Run, needle: &str) {
+    assert!(
+        run.stdout.contains(needle),
+        "stdout lacks {needle:?}: {run}"
+    );
+}
+
+struct Fixture {
+    client: Client,
+    ns: TestNamespace,
+    pods: Api<Pod>,
+    kk: Kruise,
+}
+
+async fn fixture(prefix: &str) -> Fixture {
+    // Before creating anything, so a missing binary leaves no namespace behind.
+    kruise_e2e::cli::binary().expect("kubectl-kruise binary");
+    let client = client().await.expect("cluster");
+    let ns = TestNamespace::create(&client, prefix)
+        .await
+        .expect("test namespace");
+    let kk = Kruise::new(&ns.name).expect("kubectl-kruise binary and kubeconfig");
+    Fixture {
+        pods: ns.api(),
+        kk,
+        ns,
+        client,
+    }
+}
+
+impl Fixture {
+    /// `rollout status TARGET` to its end (watching, 4 minutes at most).
+    async fn status(&self, target: &str) -> Run {
+        self.kk
+            .run_for(&["rollout", "status", target, "--timeout", "4m"], CLI_LIMIT)
+            .await
+            .expect("run rollout status")
+    }
+
+    async fn run(&self, args: &[&str]) -> Run {
+        self.kk.run(args).await.expect("run kubectl-kruise")
+    }
+
+    /// The workload's Pods by name: (UID, image of container `app`).
+    async fn pods_of(&self, app: &str) -> BTreeMap<String, (String, String)> {
+        self.pods
+            .list(&ListParams::default().labels(&format!("app={app}")))
+            .await
+            .expect("list Pods")
+            .items
+            .into_iter()
+            .filter(|p| p.metadata.deletion_timestamp.is_none())
+            .map(|p| {
+                let image = p
+                    .spec
+                    .as_ref()
+                    .and_then(|s| s.containers.iter().find(|c| c.name == "app"))
+                    .and_then(|c| c.image.clone())
+                    .unwrap_or_default();
+                (p.name_any(), (p.uid().unwrap_or_default(), image))
+            })
+            .collect()
+    }
+}
+
+/// A Pod template running testapp `tag`, ready once it serves HTTP.
+fn template(app: &str, tag: &str) -> Value {
+    json!({
+        "metadata": {"labels": {"app": app}},
+        "spec": {
+            "terminationGracePeriodSeconds": 1,
+            "containers": [{
+                "name": "app",
+                "image": image("testapp", tag),
+                "ports": [{"containerPort": 8080}],
+                "readinessProbe": {"httpGet": {"path": "/", "port": 8080}, "periodSeconds": 1}
+            }]
+        }
+    })
+}
+
+fn template_image(obj: &Value) -> String {
+    obj["spec"]["template"]["spec"]["containers"][0]["image"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// apps/v1 StatefulSet `db` of 2: status waits for the Pods, a partition of 1 holds `db-0`
+/// back (status exits 0 with a partitioned message while `db-0` still runs v1), `promote
+/// --full` finishes, history lists both revisions, undo goes back to v1; pause is refused.
+#[tokio::test]
+async fn native_statefulset_status_partition_history_undo() {
+    let fx = fixture("e2e-cli-sts").await;
+    let api: Api<StatefulSet> = fx.ns.api();
+    let sts: StatefulSet = serde_json::from_value(json!({
+        "metadata": {"name": "db"},
+        "spec": {
+            "replicas": 2, "serviceName": "db", "podManagementPolicy": "Parallel",
+            "selector": {"matchLabels": {"app": "db"}},
+            "template": template("db", "v1"),
+        }
+    }))
+    .expect("StatefulSet");
+    api.create(&PostParams::default(), &sts)
+        .await
+        .expect("create StatefulSet");
+
+    let run = fx.status("sts/db").await;
+    assert_code(&run, OK);
+    assert_stdout(&run, "statefulset \"db\" successfully rolled out");
+    let s = api.get("db").await.expect("read back");
+    let st = s.status.clone().unwrap_or_default();
+    assert_eq!(st.ready_replicas, Some(2), "{st:?}");
+    let v1 = fx.pods_of("db").await;
+    assert_eq!(v1.len(), 2, "{v1:?}");
+
+    let run = fx.run(&["rollout", "partition", "sts/db", "1"]).await;
+    assert_code(&run, OK);
+    let s = api.get("db").await.expect("read back");
+    let partition = s
+        .spec
+        .as_ref()
+        .and_then(|sp| sp.update_strategy.as_ref())
+        .and_then(|u| u.rolling_update.as_ref())
+        .and_then(|r| r.partition);
+    assert_eq!(partition, Some(1), "the partition reached the object");
+
+    let run = fx
+        .run(&[
+            "set",
+            "image",
+            "sts/db",
+            &format!("app={}", image("testapp", "v2")),
+        ])
+        .await;
+    assert_code(&run, OK);
+    assert_stdout(&run, "RECREATED");
+    assert_stdout(&run, "partition keeps 1 of 2");
+
+    let run = fx.status("sts/db").await;
+    assert_code(&run, OK);
+    assert_stdout(&run, "partitioned rollout complete: 1 of 2 pods updated");
+    let now = fx.pods_of("db").await;
+    assert_eq!(now["db-0"], v1["db-0"], "db-0 is kept: same UID, v1");
+    assert_eq!(now["db-1"].1, image("testapp", "v2"), "{now:?}");
+    assert_ne!(now["db-1"].0, v1["db-1"].0, "db-1 was recreated");
+
+    let run = fx.run(&["rollout", "promote", "sts/db", "--full"]).await;
+    assert_code(&run, OK);
+    let run = fx.status("sts/db").await;
+    assert_code(&run, OK);
+    assert_stdout(&run, "successfully rolled out");
+    let now = fx.pods_of("db").await;
+    assert!(
+        now.values().all(|(_, img)| *img == image("testapp", "v2")),
+        "{now:?}"
+    );
+
+    let run = fx
+        .run(&["rollout", "history", "sts/db", "-o", "json"])
+        .await;
+    assert_code(&run, OK);
+    let revs: Vec<Value> = serde_json::from_str(run.stdout.trim()).expect("history JSON");
+    let images: Vec<String> = revs
+        .iter()
+        .map(|r| r["images"][0].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(
+        images,
+        [
+            format!("app={}", image("testapp", "v1")),
+            format!("app={}", image("testapp", "v2"))
+        ],
+        "{run}"
+    );
+    assert_eq!(revs[1]["update"], true, "{run}");
+
+    let run = fx.run(&["rollout", "undo", "sts/db"]).await;
+    assert_code(&run, OK);
+    assert_stdout(&run, "rolling back to revision 1");
+    let s = api.get("db").await.expect("read back");
+    let raw = serde_json::to_value(&s).expect("json");
+    assert_eq!(template_image(&raw), image("testapp", "v1"));
+    let run = fx.status("sts/db").await;
+    assert_code(&run, OK);
+    let now = fx.pods_of("db").await;
+    assert!(
+        now.values().all(|(_, img)| *img == image("testapp", "v1")),
+        "{now:?}"
+    );
+
+    let run = fx.run(&["rollout", "pause", "sts/db"]).await;
+    assert_code(&run, USAGE);
+    assert!(run.stderr.contains("no pause switch"), "{run}");
+    fx.ns.delete().await.expect("delete namespace");
+}
+
+/// apps/v1 DaemonSet `agent` on the node(s): status, a recreating image change, history with
+/// both revisions, undo; partition is refused (a native DaemonSet has none).
+#[tokio::test]
+async fn native_daemonset_status_history_undo() {
+    let fx = fixture("e2e-cli-ds").await;
+    let api: Api<DaemonSet> = fx.ns.api();
+    let ds: DaemonSet = serde_json::from_value(json!({
+        "metadata": {"name": "agent"},
+        "spec": {"selector": {"matchLabels": {"app": "agent"}}, "template": template("agent", "v1")}
+    }))
+    .expect("DaemonSet");
+    api.create(&PostParams::default(), &ds)
+        .await
+        .expect("create DaemonSet");
+
+    let run = fx.status("ds/agent").await;
+    assert_code(&run, OK);
+    assert_stdout(&run, "daemonset \"agent\" successfully rolled out");
+    let st = api
+        .get("agent")
+        .await
+        .expect("read back")
+        .status
+        .unwrap_or_default();
+    assert!(st.desired_number_scheduled >= 1, "{st:?}");
+    assert_eq!(st.number_available, Some(st.desired_number_scheduled));
+    let v1 = fx.pods_of("agent").await;
+
+    let run = fx
+        .run(&[
+            "set",
+            "image",
+            "daemonset/agent",
+            &format!("app={}", image("testapp", "v2")),
+        ])
+        .await;
+    assert_code(&run, OK);
+    assert_stdout(&run, "RECREATED");
+    let run = fx.status("daemonset/agent").await;
+    assert_code(&run, OK);
+    let v2 = fx.pods_of("agent").await;
+    assert_eq!(v2.len(), v1.len(), "one Pod per node: {v2:?}");
+    for (uid, img) in v2.values() {
+        assert_eq!(*img, image("testapp", "v2"));
+        assert!(v1.values().all(|(old, _)| old != uid), "Pods were replaced");
+    }
+
+    let run = fx.run(&["rollout", "history", "ds/agent"]).await;
+    assert_code(&run, OK);
+    assert_stdout(&run, &image("testapp", "v1"));
+    assert_stdout(&run, &image("testapp", "v2"));
+
+    let run = fx
+        .run(&["rollout", "undo", "ds/agent", "--to-revision", "1"])
+        .await;
+    assert_code(&run, OK);
+    let run = fx.status("ds/agent").await;
+    assert_code(&run, OK);
+    let back = fx.pods_of("agent").await;
+    assert!(
+        back.values().all(|(_, img)| *img == image("testapp", "v1")),
+        "{back:?}"
+    );
+
+    let run = fx.run(&["rollout", "partition", "ds/agent", "1"]).await;
+    assert_code(&run, USAGE);
+    fx.ns.delete().await.expect("delete namespace");
+}
+
+/// The served resource of a Kruise kind, or None (the test is skipped with a note) when the
+/// cluster does not serve it yet.
+async fn kruise_resource(client: &Client, plural: &str) -> Option<ApiResource> {
+    let group = kube::discovery::group(client, keys::APPS_GROUP)
+        .await
+        .ok()?;
+    group
+        .versioned_resources(group.preferred_version_or_latest())
+        .into_iter()
+        .find(|(ar, _)| ar.plural == plural)
+        .map(|(ar, _)| ar)
+}
+
+/// Pod name → (UID, containerID of `app`, restartCount of `app`).
+async fn incarnations(pods: &Api<Pod>, app: &str) -> BTreeMap<String, (String, String, i32)> {
+    pods.list(&ListParams::default().labels(&format!("app={app}")))
+        .await
+        .expect("list Pods")
+        .items
+        .iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .map(|p| {
+            let c = container_status(p, "app");
+            (
+                p.name_any(),
+                (
+                    p.uid().unwrap_or_default(),
+                    c.and_then(|c| c.container_id.clone()).unwrap_or_default(),
+                    c.map(|c| c.restart_count).unwrap_or(-1),
+                ),
+            )
+        })
+        .collect()
+}
+
+/// Advanced StatefulSet `web` of 3, InPlaceIfPossible with partition 1 (issue 14, acceptance 2):
+/// after an image change `rollout status asts/web` exits 0 with a partitioned message once
+/// ordinals 2 and 1 were updated in place (same UID, restartCount 1) and ordinal 0 is untouched;
+/// `promote --full` finishes it and status exits 0 again.
+#[tokio::test]
+async fn asts_partitioned_in_place_status_and_promote() {
+    let fx = fixture("e2e-cli-asts").await;
+    let Some(ar) = kruise_resource(&fx.client, "statefulsets").await else {
+        eprintln!("skipped: the cluster serves no apps.kruise.io statefulsets");
+        fx.ns.delete().await.expect("delete namespace");
+        return;
+    };
+    let obj: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": ar.api_version,
+        "kind": "StatefulSet",
+        "metadata": {"name": "web"},
+        "spec": {
+            "replicas": 3, "serviceName": "web",
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": template("web", "v1"),
+            "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {
+                "podUpdatePolicy": "InPlaceIfPossible", "partition": 1, "maxUnavailable": 1}}
+        }
+    }))
+    .expect("Advanced StatefulSet");
+    let api: Api<DynamicObject> = Api::namespaced_with(fx.client.clone(), &fx.ns.name, &ar);
+    api.create(&PostParams::default(), &obj)
+        .await
+        .expect("create Advanced StatefulSet");
+    let run = fx.status("asts/web").await;
+    assert_code(&run, OK);
+    let before = incarnations(&fx.pods, "web").await;
+    assert_eq!(
+        before.keys().collect::<Vec<_>>(),
+        ["web-0", "web-1", "web-2"],
+        "{before:?}"
+    );
+
+    let run = fx
+        .run(&[
+            "set",
+            "image",
+            "asts/web",
+            &format!("app={}", image("testapp", "v2")),
+        ])
+        .await;
+    assert_code(&run, OK);
+    assert_stdout(&run, "IN PLACE");
+    let run = fx.status("statefulset.apps.kruise.io/web").await;
+    assert_code(&run, OK);
+    assert_stdout(&run, "partitioned rollout complete: 2 of 3 pods updated");
+    let after = incarnations(&fx.pods, "web").await;
+    assert_eq!(after["web-0"], before["web-0"], "ordinal 0 is kept");
+    for o in ["web-1", "web-2"] {
+        assert_eq!(after[o].0, before[o].0, "{o} kept its UID");
+        assert_ne!(after[o].1, before[o].1, "{o} has a new container");
+        assert_eq!(after[o].2, 1, "{o} restarted once");
+    }
+
+    let run = fx.run(&["rollout", "promote", "asts/web", "--full"]).await;
+    assert_code(&run, OK);
+    let run = fx.status("asts/web").await;
+    assert_code(&run, OK);
+    assert_stdout(&run, "successfully rolled out");
+    let done = incarnations(&fx.pods, "web").await;
+    assert_eq!(done["web-0"].0, before["web-0"].0, "web-0 updated in place");
+    assert_eq!(done["web-0"].2, 1, "web-0 restarted once");
+    fx.ns.delete().await.expect("delete namespace");
+}
+
+/// Advanced DaemonSet with InPlaceIfPossible (issue 15, acceptance 1, CLI part): `rollout
+/// status ads/NAME` exits 0 once the node's Pod runs the new image, same UID, restartCount 1.
+#[tokio::test]
+async fn ads_in_place_status() {
+    let fx = fixture("e2e-cli-ads").await;
+    let Some(ar) = kruise_resource(&fx.client, "daemonsets").await else {
+        eprintln!("skipped: the cluster serves no apps.kruise.io daemonsets");
+        fx.ns.delete().await.expect("delete namespace");
+        return;
+    };
+    let obj: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": ar.api_version,
+        "kind": "DaemonSet",
+        "metadata": {"name": "agent"},
+        "spec": {
+            "selector": {"matchLabels": {"app": "agent"}},
+            "template": template("agent", "v1"),
+            "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"rollingUpdateType": "InPlaceIfPossible"}}
+        }
+    }))
+    .expect("Advanced DaemonSet");
+    let api: Api<DynamicObject> = Api::namespaced_with(fx.client.clone(), &fx.ns.name, &ar);
+    api.create(&PostParams::default(), &obj)
+        .await
+        .expect("create Advanced DaemonSet");
+    let run = fx.status("ads/agent").await;
+    assert_code(&run, OK);
+    let before = incarnations(&fx.pods, "agent").await;
+    assert!(!before.is_empty());
+
+    let run = fx
+        .run(&[
+            "set",
+            "image",
+            "daemon/agent",
+            &format!("app={}", image("testapp", "v2")),
+        ])
+        .await;
+    assert_code(&run, OK);
+    assert_stdout(&run, "IN PLACE");
+    let run = fx.status("daemonset.apps.kruise.io/agent").await;
+    assert_code(&run, OK);
+    let after = incarnations(&fx.pods, "agent").await;
+    for (name, (uid, cid, restarts)) in &after {
+        let (old_uid, old_cid, _) = &before[name];
+        assert_eq!(uid, old_uid, "{name} kept its UID");
+        assert_ne!(cid, old_cid, "{name} has a new container");
+        assert_eq!(*restarts, 1, "{name} restarted once");
+    }
+    fx.ns.delete().await.expect("delete namespace");
+}
+
+/// SidecarSet (issue 16, acceptance 6, CLI part): after the sidecar's image changes, `rollout
+/// status sidecarset/NAME` exits 0 only when every matched Pod runs the new sidecar image.
+#[tokio::test]
+async fn sidecarset_status_waits_for_every_matched_pod() {
+    let fx = fixture("e2e-cli-sidecar").await;
+    let Some(ar) = kruise_resource(&fx.client, "sidecarsets").await else {
+        eprintln!("skipped: the cluster serves no apps.kruise.io sidecarsets");
+        fx.ns.delete().await.expect("delete namespace");
+        return;
+    };
+    let api: Api<DynamicObject> = Api::all_with(fx.client.clone(), &ar);
+    let app = fx.ns.name.clone();
+    let name = format!("{app}-proxy");
+    let sc: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": ar.api_version, "kind": "SidecarSet",
+        "metadata": {"name": name},
+        "spec": {
+            "selector": {"matchLabels": {"app": app}},
+            "namespace": fx.ns.name,
+            "containers": [{"name": "proxy", "image": image("sidecar", "v1")}],
+            "updateStrategy": {"type": "RollingUpdate", "maxUnavailable": 1}
+        }
+    }))
+    .expect("SidecarSet");
+    api.create(&PostParams::default(), &sc)
+        .await
+        .expect("create SidecarSet");
+    let deploy: k8s_openapi::api::apps::v1::Deployment = serde_json::from_value(json!({
+        "metadata": {"name": "web"},
+        "spec": {"replicas": 2, "selector": {"matchLabels": {"app": app}}, "template": template(&app, "v1")}
+    }))
+    .expect("Deployment");
+    fx.ns
+        .api::<k8s_openapi::api::apps::v1::Deployment>()
+        .create(&PostParams::default(), &deploy)
+        .await
+        .expect("create Deployment");
+    let proxy_images = || async {
+        let pods = fx
+            .pods
+            .list(&ListParams::default().labels(&format!("app={app}")))
+            .await?
+            .items;
+        Ok::<Vec<String>, kube::Error>(
+            pods.iter()
+                .filter(|p| p.metadata.deletion_timestamp.is_none())
+                .filter_map(|p| container_status(p, "proxy").map(|c| c.image.clone()))
+                .collect(),
+        )
+    };
+    wait_for("two Pods with the sidecar", CLI_LIMIT, || async {
+        let imgs = proxy_images().await?;
+        Ok((imgs.len() == 2).then_some(()))
+    })
+    .await
+    .expect("sidecar injected");
+    let target = format!("sidecarset/{name}");
+    let run = fx.status(&target).await;
+    assert_code(&run, OK);
+
+    let run = fx
+        .run(&[
+            "set",
+            "image",
+            &target,
+            &format!("proxy={}", image("sidecar", "v2")),
+        ])
+        .await;
+    assert_code(&run, OK);
+    assert_stdout(&run, "sidecar updated IN PLACE");
+    let run = fx.status(&target).await;
+    assert_code(&run, OK);
+    let imgs = proxy_images().await.expect("list Pods");
+    assert_eq!(imgs.len(), 2);
+    for img in imgs {
+        assert!(
+            img.ends_with("sidecar:v2"),
+            "every matched Pod runs v2: {img}"
+        );
+    }
+    api.delete(&name, &Default::default())
+        .await
+        .expect("delete SidecarSet");
+    fx.ns.delete().await.expect("delete namespace");
+}
