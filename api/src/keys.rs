@@ -391,6 +391,9 @@ pub mod k8s {
     /// Event reason the kubelet gives when it stops a container (its `events.KillingContainer`);
     /// the daemon uses it too when it stops one for a restart or a recreate.
     pub const EVENT_REASON_KILLING: &str = "Killing";
+    /// Annotation `kubectl apply` keeps the whole last applied object in (the manager's Pod
+    /// cache drops it: nothing reads it, and it can be as large as the Pod).
+    pub const LAST_APPLIED_ANNOTATION: &str = "kubectl.kubernetes.io/last-applied-configuration";
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@ pub use kruise_runtime::backoff;
 pub mod cloneset;
 pub mod crr;
 pub mod expectations;
+pub mod heap;
 pub mod imagepulljob;
 pub mod inplace;
 pub mod launchpriority;
