@@ -737,3 +737,72 @@ async fn run(args: Args) -> kruise_e2e::Result<()> {
     args.common.emit(&out)?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn typical_pods_have_init_volumes_and_a_delayed_probe() {
+        let t = pod_template("web", "v2", PodKind::Typical);
+        let spec = &t["spec"];
+        assert_eq!(spec["initContainers"][0]["command"], json!(["sleep", "2"]));
+        // The init image stays v1 when the app moves to v2: the change stays in place.
+        assert_eq!(
+            spec["initContainers"][0]["image"],
+            json!(image("testapp", "v1"))
+        );
+        assert_eq!(
+            spec["containers"][0]["image"],
+            json!(image("testapp", "v2"))
+        );
+        assert_eq!(spec["volumes"][0]["configMap"]["name"], json!(CONFIG_MAP));
+        assert!(spec["volumes"][1]["emptyDir"].is_object());
+        assert_eq!(
+            spec["containers"][0]["volumeMounts"]
+                .as_array()
+                .map(Vec::len),
+            Some(2)
+        );
+        assert_eq!(
+            spec["containers"][0]["readinessProbe"]["initialDelaySeconds"],
+            json!(1)
+        );
+        // It parses as a Pod spec.
+        let _: k8s_openapi::api::core::v1::PodTemplateSpec =
+            serde_json::from_value(t.clone()).expect("pod template");
+    }
+
+    #[test]
+    fn bare_pods_have_nothing_but_the_container() {
+        let t = pod_template("web", "v1", PodKind::Bare);
+        assert!(t["spec"].get("initContainers").is_none());
+        assert!(t["spec"].get("volumes").is_none());
+        assert!(
+            t["spec"]["containers"][0]["readinessProbe"]
+                .get("initialDelaySeconds")
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn arguments_select_kinds_and_variants() {
+        let a = Args::try_parse_from(["kruise-bench"]).expect("defaults");
+        assert_eq!(a.pod_kinds, vec![PodKind::Bare, PodKind::Typical]);
+        assert_eq!(a.variants, Variant::ALL.to_vec());
+        let a = Args::try_parse_from([
+            "kruise-bench",
+            "--variants",
+            "in-place,recreate",
+            "--pod-kinds",
+            "typical",
+            "--manager-pid",
+            "42",
+        ])
+        .expect("parse");
+        assert_eq!(a.variants, vec![Variant::InPlace, Variant::Recreate]);
+        assert_eq!(a.pod_kinds, vec![PodKind::Typical]);
+        assert_eq!(a.manager_pid, Some(42));
+        assert!(Args::try_parse_from(["kruise-bench", "--variants", "sideways"]).is_err());
+    }
+}
