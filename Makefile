@@ -98,6 +98,10 @@ bench: bench-scale bench-node cluster-up ## every benchmark; the rollout one (in
 bench-scale: ## controller at scale: 1,000 and 5,000 Pods on kwok nodes, manager vs. floor, RSS, CPU; appends to BENCHMARKS.md
 	hack/bench-scale.sh --append BENCHMARKS.md
 
+.PHONY: bench-openkruise
+bench-openkruise: ## side by side with OpenKruise v1.9.0 (built from its Go module, cached): rollout, manager RSS/CPU, daemon RSS, webhook latency, ABBA turns on the local cluster; appends to BENCHMARKS.md
+	hack/bench-openkruise.sh --append BENCHMARKS.md
+
 # The daemon pull bench starts its own release daemon (the dev-mode manager keeps running for its
 # NodeImage webhook), so the dev-mode daemon is stopped for it and started again after.
 .PHONY: bench-node

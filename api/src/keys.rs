@@ -413,6 +413,9 @@ pub mod k8s {
     pub const STATEFULSET_POD_NAME_LABEL: &str = "statefulset.kubernetes.io/pod-name";
     /// StatefulSet pod label with the pod's ordinal.
     pub const POD_INDEX_LABEL: &str = "apps.kubernetes.io/pod-index";
+    /// Annotation `kubectl apply` keeps the whole last applied object in (the manager's Pod
+    /// cache drops it: nothing reads it, and it can be as large as the Pod).
+    pub const LAST_APPLIED_ANNOTATION: &str = "kubectl.kubernetes.io/last-applied-configuration";
 }
 
 // ---------------------------------------------------------------------------------------------

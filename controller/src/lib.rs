@@ -5,6 +5,7 @@ pub mod cloneset;
 pub mod crr;
 pub mod daemonset;
 pub mod expectations;
+pub mod heap;
 pub mod imagepulljob;
 pub mod inplace;
 pub mod launchpriority;

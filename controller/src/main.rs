@@ -22,6 +22,11 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 use tokio_util::sync::CancellationToken;
 use tracing_subscriber::EnvFilter;
 
+/// Counts live heap bytes for /metrics (see `heap`); the system allocator does the work.
+#[global_allocator]
+static ALLOC: kruise_manager::heap::Counting<std::alloc::System> =
+    kruise_manager::heap::Counting(std::alloc::System);
+
 /// Name of the leader-election Lease (upstream's lock name).
 const LEASE_NAME: &str = "kruise-manager";
 /// Client-side request rate and burst by default: OpenKruise's manager flags

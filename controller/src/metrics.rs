@@ -41,6 +41,9 @@ pub struct Metrics {
     pub inplace_completed: Family<ControllerLabels, Counter>,
     pub scale_expectation_leakage: Family<WorkloadLabels, Counter>,
     pub is_leader: Gauge,
+    /// Set from [`crate::heap`] at each scrape.
+    pub heap_live_bytes: Gauge,
+    pub heap_peak_bytes: Gauge,
 }
 
 impl Default for Metrics {
@@ -61,6 +64,8 @@ impl Metrics {
         let inplace_completed = Family::<ControllerLabels, Counter>::default();
         let scale_expectation_leakage = Family::<WorkloadLabels, Counter>::default();
         let is_leader = Gauge::default();
+        let heap_live_bytes = Gauge::default();
+        let heap_peak_bytes = Gauge::default();
         registry.register(
             "reconciles",
             "Reconciles run, per controller",
@@ -96,6 +101,16 @@ impl Metrics {
             "1 while this replica holds the leader lease",
             is_leader.clone(),
         );
+        registry.register(
+            "heap_live_bytes",
+            "Heap bytes allocated and not freed (0 without the counting allocator)",
+            heap_live_bytes.clone(),
+        );
+        registry.register(
+            "heap_peak_bytes",
+            "Most heap bytes allocated at once since the start",
+            heap_peak_bytes.clone(),
+        );
         Self {
             registry,
             reconciles,
@@ -105,6 +120,8 @@ impl Metrics {
             inplace_completed,
             scale_expectation_leakage,
             is_leader,
+            heap_live_bytes,
+            heap_peak_bytes,
         }
     }
 
@@ -147,6 +164,10 @@ impl Metrics {
     /// The text exposition format.
     pub fn encode(&self) -> Result<String, std::fmt::Error> {
         let mut out = String::new();
+        self.heap_live_bytes
+            .set(i64::try_from(crate::heap::live_bytes()).unwrap_or(i64::MAX));
+        self.heap_peak_bytes
+            .set(i64::try_from(crate::heap::peak_bytes()).unwrap_or(i64::MAX));
         prometheus_client::encoding::text::encode(&mut out, &self.registry)?;
         Ok(out)
     }

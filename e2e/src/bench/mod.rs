@@ -7,6 +7,8 @@ pub mod args;
 pub mod process;
 pub mod stats;
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 /// `now` in RFC 3339, UTC, whole seconds: how Kubernetes writes its timestamps.
@@ -79,6 +81,32 @@ pub fn cpu_time(pid: u32) -> Option<Duration> {
     let utime: f64 = fields.get(11)?.parse().ok()?;
     let stime: f64 = fields.get(12)?.parse().ok()?;
     Some(Duration::from_secs_f64((utime + stime) / clock_ticks()))
+}
+
+/// Samples the process's RSS every 100 ms and keeps the peak.
+pub struct RssPeak {
+    peak: Arc<AtomicU64>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl RssPeak {
+    pub fn start(pid: u32) -> Self {
+        let peak = Arc::new(AtomicU64::new(rss_kib(pid).unwrap_or(0)));
+        let p = peak.clone();
+        let task = tokio::spawn(async move {
+            loop {
+                if let Some(k) = rss_kib(pid) {
+                    p.fetch_max(k, Ordering::Relaxed);
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        });
+        Self { peak, task }
+    }
+    pub fn stop(self) -> u64 {
+        self.task.abort();
+        self.peak.load(Ordering::Relaxed)
+    }
 }
 
 #[cfg(test)]

@@ -131,6 +131,29 @@ pub fn http_ok(addr: &str, path: &str) -> bool {
     status_ok(&buf[..n])
 }
 
+/// The body of one plain HTTP/1.1 GET of `path` on `addr` when the answer is 200.
+pub fn http_get(addr: &str, path: &str) -> Option<String> {
+    let mut s = std::net::TcpStream::connect(addr).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    s.write_all(request.as_bytes()).ok()?;
+    let mut buf = Vec::new();
+    s.read_to_end(&mut buf).ok()?;
+    if !status_ok(&buf) {
+        return None;
+    }
+    let text = String::from_utf8_lossy(&buf);
+    let (_, body) = text.split_once("\r\n\r\n")?;
+    Some(body.to_string())
+}
+
+/// The value of the unlabelled sample `name` in a Prometheus text exposition.
+pub fn metric(text: &str, name: &str) -> Option<f64> {
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
+}
+
 /// Whether a response starts with a 200 status line (HTTP/1.0 or 1.1).
 fn status_ok(head: &[u8]) -> bool {
     head.starts_with(b"HTTP/1.1 200") || head.starts_with(b"HTTP/1.0 200")
@@ -152,6 +175,35 @@ mod tests {
         for (head, want) in cases {
             assert_eq!(status_ok(head), want, "{}", String::from_utf8_lossy(head));
         }
+    }
+
+    #[test]
+    fn metric_reads_the_unlabelled_sample() {
+        let text = "# HELP kruise_manager_heap_live_bytes live\n\
+                    kruise_manager_heap_live_bytes 123456\n\
+                    kruise_manager_heap_live_bytes_other 9\n\
+                    kruise_manager_leader 1\n";
+        assert_eq!(
+            metric(text, "kruise_manager_heap_live_bytes"),
+            Some(123456.0)
+        );
+        assert_eq!(metric(text, "kruise_manager_leader"), Some(1.0));
+        assert_eq!(metric(text, "kruise_manager_heap_peak_bytes"), None);
+    }
+
+    #[test]
+    fn get_returns_the_body_of_a_200_only() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let addr = l.local_addr().expect("addr").to_string();
+        std::thread::spawn(move || {
+            if let Ok((mut s, _)) = l.accept() {
+                let mut req = [0u8; 256];
+                let _ = s.read(&mut req);
+                let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nm 1\n");
+            }
+        });
+        assert_eq!(http_get(&addr, "/metrics").as_deref(), Some("m 1\n"));
+        assert_eq!(http_get(&serve_once("404 Not Found"), "/metrics"), None);
     }
 
     /// A one-shot server answering `status`; returns its address.

@@ -3,7 +3,13 @@
 //! (d) the floor: N bare Pods whose image is patched directly, all at once. Runs are interleaved
 //! and the table reports medians and ratios measured in this one run, so machine drift cancels.
 //!
-//! Usage: kruise-bench [--pods N] [--runs R] [--append FILE] (`--help` for more)
+//! Two kinds of Pod: `bare` (one HTTP container with a readiness probe, the cheapest Pod) and
+//! `typical` (as real workloads are: an init container that runs 2 s, a ConfigMap volume and an
+//! emptyDir, a readiness probe with a 1 s initial delay), so that the table shows what an
+//! in-place update saves where a recreate re-runs init containers and re-mounts volumes.
+//!
+//! Usage: kruise-bench [--pods N] [--runs R] [--pod-kinds bare,typical] [--append FILE]
+//!        (`--help` for more)
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -11,11 +17,11 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 use futures::future::try_join_all;
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kruise_api::keys;
 use kruise_e2e::bench::args::{Common, at_least_one};
-use kruise_e2e::bench::machine;
 use kruise_e2e::bench::stats::{max, median, ratio, secs, secs_list};
+use kruise_e2e::bench::{self, machine};
 use kruise_e2e::{
     TestNamespace, client, cloneset, container_status, image, pod_condition, pod_ready, wait_for,
 };
@@ -25,7 +31,7 @@ use serde_json::json;
 
 const TIMEOUT: Duration = Duration::from_secs(300);
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum)]
 enum Variant {
     InPlace,
     Recreate,
@@ -50,6 +56,27 @@ impl Variant {
     }
 }
 
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum)]
+enum PodKind {
+    /// One container, a readiness probe, nothing else.
+    Bare,
+    /// An init container of 2 s, a ConfigMap volume, an emptyDir, a readiness probe with a
+    /// 1 s initial delay.
+    Typical,
+}
+
+impl PodKind {
+    fn label(self) -> &'static str {
+        match self {
+            PodKind::Bare => "bare Pod",
+            PodKind::Typical => "typical Pod",
+        }
+    }
+}
+
+/// The ConfigMap every typical Pod mounts, created in each benchmark namespace.
+const CONFIG_MAP: &str = "bench-config";
+
 /// Rollout benchmark on a real cluster: in-place vs recreate vs Deployment vs bare Pods.
 #[derive(Debug, Parser)]
 #[command(name = "kruise-bench")]
@@ -57,12 +84,42 @@ struct Args {
     /// Pods per workload.
     #[arg(long, default_value_t = 10, value_parser = at_least_one)]
     pods: usize,
+    /// Kinds of Pod to measure, comma separated; each is measured with all four variants,
+    /// interleaved.
+    #[arg(long, value_delimiter = ',', default_value = "bare,typical")]
+    pod_kinds: Vec<PodKind>,
+    /// Variants to run, comma separated (hack/bench-openkruise.sh runs in-place and recreate on
+    /// each system in turn).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "in-place,recreate,deployment,bare-pods"
+    )]
+    variants: Vec<Variant>,
+    /// PID of the manager that serves the CloneSets: its RSS (before the update, and the peak
+    /// during it) and CPU seconds per CloneSet rollout are reported.
+    #[arg(long, value_name = "PID")]
+    manager_pid: Option<u32>,
+    /// PID of the node daemon: its RSS before and at the peak of each CloneSet rollout.
+    #[arg(long, value_name = "PID")]
+    daemon_pid: Option<u32>,
+    /// Also time this many Pod creates (server-side dry run, so admission runs but nothing is
+    /// stored) and report their p50/p99 as the client sees them.
+    #[arg(long, default_value_t = 0)]
+    admission_samples: usize,
+    /// Only time the Pod creates (no rollout): the no-webhook baseline of
+    /// hack/bench-openkruise.sh.
+    #[arg(long)]
+    admission_only: bool,
+    /// Write the raw results as JSON to this file (hack/bench-openkruise.sh reads them).
+    #[arg(long, value_name = "FILE")]
+    json: Option<std::path::PathBuf>,
     #[command(flatten)]
     common: Common,
 }
 
-fn pod_template(name: &str, tag: &str) -> serde_json::Value {
-    json!({
+fn pod_template(name: &str, tag: &str, kind: PodKind) -> serde_json::Value {
+    let mut t = json!({
         "metadata": {"labels": {"app": name}},
         "spec": {
             "terminationGracePeriodSeconds": 5,
@@ -72,7 +129,39 @@ fn pod_template(name: &str, tag: &str) -> serde_json::Value {
                 "readinessProbe": {"httpGet": {"path": "/", "port": 8080}, "periodSeconds": 1}
             }]
         }
-    })
+    });
+    if kind == PodKind::Typical {
+        let spec = &mut t["spec"];
+        // The init container's image never changes, so the update stays in-place-able.
+        spec["initContainers"] = json!([{
+            "name": "init",
+            "image": image("testapp", "v1"),
+            "command": ["sleep", "2"]
+        }]);
+        spec["volumes"] = json!([
+            {"name": "config", "configMap": {"name": CONFIG_MAP}},
+            {"name": "scratch", "emptyDir": {}}
+        ]);
+        let app = &mut spec["containers"][0];
+        app["volumeMounts"] = json!([
+            {"name": "config", "mountPath": "/etc/bench"},
+            {"name": "scratch", "mountPath": "/scratch"}
+        ]);
+        app["readinessProbe"]["initialDelaySeconds"] = json!(1);
+    }
+    t
+}
+
+/// The ConfigMap typical Pods mount.
+async fn create_config_map(client: &Client, ns: &str) -> kruise_e2e::Result<()> {
+    let cm: ConfigMap = serde_json::from_value(json!({
+        "metadata": {"name": CONFIG_MAP},
+        "data": {"app.conf": "greeting = hello\n"}
+    }))?;
+    Api::<ConfigMap>::namespaced(client.clone(), ns)
+        .create(&PostParams::default(), &cm)
+        .await?;
+    Ok(())
 }
 
 /// All `n` live Pods labelled app=`name` are Ready and run image `tag`.
@@ -106,10 +195,14 @@ async fn create(
     client: &Client,
     ns: &str,
     v: Variant,
+    kind: PodKind,
     name: &str,
     n: i32,
 ) -> kruise_e2e::Result<()> {
     let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    if kind == PodKind::Typical {
+        create_config_map(client, ns).await?;
+    }
     match v {
         Variant::InPlace | Variant::Recreate => {
             let policy = if v == Variant::InPlace {
@@ -123,7 +216,7 @@ async fn create(
                 "v1",
                 json!({"type": "RollingUpdate", "rollingUpdate": {"podUpdatePolicy": policy, "maxUnavailable": "100%"}}),
             )?;
-            cs.data["spec"]["template"] = pod_template(name, "v1");
+            cs.data["spec"]["template"] = pod_template(name, "v1", kind);
             cloneset::api(client, ns)
                 .create(&PostParams::default(), &cs)
                 .await?;
@@ -135,7 +228,7 @@ async fn create(
                     "replicas": n,
                     "selector": {"matchLabels": {"app": name}},
                     "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "100%", "maxSurge": 0}},
-                    "template": pod_template(name, "v1")
+                    "template": pod_template(name, "v1", kind)
                 }
             }))?;
             Api::<Deployment>::namespaced(client.clone(), ns)
@@ -145,7 +238,7 @@ async fn create(
         Variant::BarePods => {
             let mut creates = Vec::new();
             for i in 0..n {
-                let mut p = pod_template(name, "v1");
+                let mut p = pod_template(name, "v1", kind);
                 p["metadata"]["name"] = json!(format!("{name}-{i}"));
                 let pod: Pod = serde_json::from_value(p)?;
                 let pods = pods.clone();
@@ -270,6 +363,18 @@ impl Phases {
         }
     }
 
+    /// Medians of each phase in seconds, for `--json`.
+    fn json(&self) -> serde_json::Value {
+        let m = |v: &[Duration]| median(v).as_secs_f64();
+        json!({
+            "dispatch": m(&self.dispatch),
+            "restart": m(&self.restart),
+            "notice": m(&self.notice),
+            "gate": m(&self.gate),
+            "patch_to_ready": m(&self.patch_to_ready),
+        })
+    }
+
     fn table(&self) -> String {
         let row = |what: &str, v: &[Duration]| {
             format!(
@@ -305,23 +410,120 @@ impl Phases {
 async fn one_run(
     client: &Client,
     v: Variant,
+    kind: PodKind,
     n: i32,
     run: usize,
     phases: &mut Phases,
+    procs: Option<&Procs>,
 ) -> kruise_e2e::Result<Duration> {
     let ns = TestNamespace::create(client, "bench").await?;
     let name = format!("bench-{run}");
-    create(client, &ns.name, v, &name, n).await?;
+    create(client, &ns.name, v, kind, &name, n).await?;
     let pods: Api<Pod> = ns.api();
     let watch = WatchLog::start(pods.clone(), &format!("app={name}"));
+    let cloneset = matches!(v, Variant::InPlace | Variant::Recreate);
+    let sampling = procs.filter(|_| cloneset).map(|p| p.begin());
     let start = Instant::now();
     update(client, &ns.name, v, &name).await?;
     wait_all_on(&pods, &name, n as usize, "v2").await?;
     let took = start.elapsed();
+    if let (Some(s), Some(p)) = (sampling, procs) {
+        p.end(s, kind, v);
+    }
     if v == Variant::InPlace {
         phases.add(start, &watch.history());
     }
     drop(watch);
+    ns.delete().await?;
+    Ok(took)
+}
+
+/// RSS and CPU of the manager and the daemon around each CloneSet rollout.
+#[derive(Default)]
+struct Procs {
+    manager: Option<u32>,
+    daemon: Option<u32>,
+    samples: std::sync::Mutex<Vec<ProcSample>>,
+}
+
+#[derive(Clone, serde::Serialize)]
+struct ProcSample {
+    kind: String,
+    variant: String,
+    manager_rss_steady_kib: u64,
+    manager_rss_peak_kib: u64,
+    manager_cpu_s: f64,
+    daemon_rss_steady_kib: u64,
+    daemon_rss_peak_kib: u64,
+}
+
+struct Sampling {
+    manager: Option<(u64, bench::RssPeak, Duration)>,
+    daemon: Option<(u64, bench::RssPeak)>,
+}
+
+impl Procs {
+    fn begin(&self) -> Sampling {
+        Sampling {
+            manager: self.manager.map(|pid| {
+                (
+                    bench::rss_kib(pid).unwrap_or(0),
+                    bench::RssPeak::start(pid),
+                    bench::cpu_time(pid).unwrap_or_default(),
+                )
+            }),
+            daemon: self
+                .daemon
+                .map(|pid| (bench::rss_kib(pid).unwrap_or(0), bench::RssPeak::start(pid))),
+        }
+    }
+
+    fn end(&self, s: Sampling, kind: PodKind, v: Variant) {
+        let mut out = ProcSample {
+            kind: format!("{kind:?}"),
+            variant: format!("{v:?}"),
+            manager_rss_steady_kib: 0,
+            manager_rss_peak_kib: 0,
+            manager_cpu_s: 0.0,
+            daemon_rss_steady_kib: 0,
+            daemon_rss_peak_kib: 0,
+        };
+        if let (Some((steady, peak, cpu0)), Some(pid)) = (s.manager, self.manager) {
+            out.manager_rss_steady_kib = steady;
+            out.manager_rss_peak_kib = peak.stop();
+            out.manager_cpu_s = bench::cpu_time(pid)
+                .unwrap_or_default()
+                .saturating_sub(cpu0)
+                .as_secs_f64();
+        }
+        if let Some((steady, peak)) = s.daemon {
+            out.daemon_rss_steady_kib = steady;
+            out.daemon_rss_peak_kib = peak.stop();
+        }
+        if let Ok(mut v) = self.samples.lock() {
+            v.push(out);
+        }
+    }
+}
+
+/// Client-side latency of `n` Pod creates with `dryRun=All`: the API server runs admission
+/// (every mutating and validating webhook) but stores nothing.
+async fn admission_latency(client: &Client, n: usize) -> kruise_e2e::Result<Vec<Duration>> {
+    let ns = TestNamespace::create(client, "bench-admission").await?;
+    let pods: Api<Pod> = ns.api();
+    let pp = PostParams {
+        dry_run: true,
+        ..Default::default()
+    };
+    let mut took = Vec::with_capacity(n);
+    for i in 0..n {
+        let mut p = pod_template("admission", "v1", PodKind::Bare);
+        p["metadata"]["name"] = json!(format!("admission-{i}"));
+        let pod: Pod = serde_json::from_value(p)?;
+        let t = Instant::now();
+        pods.create(&pp, &pod).await?;
+        took.push(t.elapsed());
+    }
     ns.delete().await?;
     Ok(took)
 }
@@ -398,50 +600,209 @@ async fn main() {
 
 async fn run(args: Args) -> kruise_e2e::Result<()> {
     let client = client().await?;
-    prepull(&client).await?;
-    let mut times: BTreeMap<Variant, Vec<Duration>> = BTreeMap::new();
-    let mut phases = Phases::default();
+    let mut kinds = args.pod_kinds.clone();
+    kinds.dedup();
+    let mut variants = args.variants.clone();
+    variants.sort();
+    variants.dedup();
+    if args.admission_only {
+        variants.clear();
+    }
+    let procs = Procs {
+        manager: args.manager_pid,
+        daemon: args.daemon_pid,
+        ..Default::default()
+    };
+    if !variants.is_empty() {
+        prepull(&client).await?;
+    }
+    let mut times: BTreeMap<(PodKind, Variant), Vec<Duration>> = BTreeMap::new();
+    let mut phases: BTreeMap<PodKind, Phases> = BTreeMap::new();
     // The API takes replicas as i32; a count past that is not a benchmark this cluster runs.
     let pods = i32::try_from(args.pods)
         .map_err(|_| kruise_e2e::Error::Mode(format!("--pods {} is too many", args.pods)))?;
+    // Order per run: every kind, every variant, so that drift spreads over all of them alike.
     for run in 0..args.common.runs {
-        for v in Variant::ALL {
-            let took = one_run(&client, v, pods, run, &mut phases).await?;
-            eprintln!("run {} {}: {}s", run + 1, v.label(), secs(took));
-            times.entry(v).or_default().push(took);
+        for &kind in &kinds {
+            for &v in &variants {
+                let ph = phases.entry(kind).or_default();
+                let took = one_run(&client, v, kind, pods, run, ph, Some(&procs)).await?;
+                eprintln!(
+                    "run {} {} {}: {}s",
+                    run + 1,
+                    kind.label(),
+                    v.label(),
+                    secs(took)
+                );
+                times.entry((kind, v)).or_default().push(took);
+            }
         }
     }
-    let med: BTreeMap<Variant, Duration> = times.iter().map(|(v, t)| (*v, median(t))).collect();
-    let ratio = |a: Variant, b: Variant| ratio(med[&a], med[&b]);
+    let admission = if args.admission_samples > 0 {
+        admission_latency(&client, args.admission_samples).await?
+    } else {
+        Vec::new()
+    };
+    if let Some(path) = &args.json {
+        let rows: Vec<serde_json::Value> = times
+            .iter()
+            .map(|((k, v), t)| {
+                json!({"kind": format!("{k:?}"), "variant": format!("{v:?}"),
+                       "seconds": t.iter().map(Duration::as_secs_f64).collect::<Vec<_>>()})
+            })
+            .collect();
+        let procs = procs.samples.lock().map(|v| v.clone()).unwrap_or_default();
+        let phases: BTreeMap<String, serde_json::Value> = phases
+            .iter()
+            .map(|(k, p)| (format!("{k:?}"), p.json()))
+            .collect();
+        let doc = json!({
+            "rollouts": rows,
+            "processes": procs,
+            "admission_seconds": admission.iter().map(Duration::as_secs_f64).collect::<Vec<_>>(),
+            "phases": phases,
+        });
+        std::fs::write(path, serde_json::to_string_pretty(&doc)?)?;
+    }
+    if variants != Variant::ALL {
+        // A partial run (one system's turn in hack/bench-openkruise.sh) has no ratios to print.
+        if !admission.is_empty() {
+            println!(
+                "Pod create (dry run) p50 {}s p99 {}s over {}",
+                secs(median(&admission)),
+                secs(kruise_e2e::bench::stats::quantile(&admission, 0.99)),
+                admission.len()
+            );
+        }
+        for ((k, v), t) in &times {
+            println!(
+                "{} {}: median {}s, runs {}",
+                k.label(),
+                v.label(),
+                secs(median(t)),
+                secs_list(t)
+            );
+        }
+        return Ok(());
+    }
+    let med: BTreeMap<(PodKind, Variant), Duration> =
+        times.iter().map(|(k, t)| (*k, median(t))).collect();
+    let ratio = |k: PodKind, a: Variant, b: Variant| ratio(med[&(k, a)], med[&(k, b)]);
     let mut out = String::new();
     out.push_str(&format!(
         "\n## Rollout of {} Pods, one image change ({} runs each, interleaved, medians)\n\n",
         args.pods, args.common.runs
     ));
     out.push_str(&format!(
-        "Machine: {}, local cluster (Kubernetes v1.34.4, containerd)\n\n",
+        "Machine: {}, local cluster (Kubernetes v1.34.4, containerd). Bare Pod: one HTTP container with a 1 s readiness probe. Typical Pod: the same plus an init container of 2 s, a ConfigMap volume, an emptyDir and a 1 s initial delay on the probe (no PersistentVolumeClaim).\n\n",
         machine()
     ));
-    out.push_str("| variant | median s | runs s |\n|---|---|---|\n");
-    for v in Variant::ALL {
+    out.push_str("| Pod | variant | median s | runs s |\n|---|---|---|---|\n");
+    for &kind in &kinds {
+        for v in Variant::ALL {
+            out.push_str(&format!(
+                "| {} | {} | {} | {} |\n",
+                kind.label(),
+                v.label(),
+                secs(med[&(kind, v)]),
+                secs_list(&times[&(kind, v)])
+            ));
+        }
+    }
+    out.push_str("\n| Pod | (a)/(c) in-place vs Deployment | (b)/(c) recreate vs Deployment | (a)/(d) in-place vs bare-Pod floor |\n|---|---|---|---|\n");
+    for &kind in &kinds {
         out.push_str(&format!(
-            "| {} | {} | {} |\n",
-            v.label(),
-            secs(med[&v]),
-            secs_list(&times[&v])
+            "| {} | {:.2} | {:.2} | {:.2} |\n",
+            kind.label(),
+            ratio(kind, Variant::InPlace, Variant::Deployment),
+            ratio(kind, Variant::Recreate, Variant::Deployment),
+            ratio(kind, Variant::InPlace, Variant::BarePods),
         ));
     }
-    let lat = &phases.patch_to_ready;
-    out.push_str(&format!(
-        "\n| ratio | value | target |\n|---|---|---|\n| (a)/(c) in-place vs Deployment | {:.2} | ≤ 0.3 |\n| (b)/(c) recreate vs Deployment | {:.2} | |\n| (a)/(d) in-place vs bare-Pod floor | {:.2} | ≤ 1.1 |\n\nPer-Pod latency of (a), spec patched → Ready: median {}s, max {}s over {} Pods.\n",
-        ratio(Variant::InPlace, Variant::Deployment),
-        ratio(Variant::Recreate, Variant::Deployment),
-        ratio(Variant::InPlace, Variant::BarePods),
-        secs(median(lat)),
-        secs(max(lat)),
-        lat.len()
-    ));
-    out.push_str(&phases.table());
+    out.push_str("\nTargets: (a)/(c) ≤ 0.3, (a)/(d) ≤ 1.1.\n");
+    for &kind in &kinds {
+        let Some(ph) = phases.get(&kind) else {
+            continue;
+        };
+        let lat = &ph.patch_to_ready;
+        out.push_str(&format!(
+            "\n{}: per-Pod latency of (a), spec patched → Ready: median {}s, max {}s over {} Pods.\n",
+            kind.label(),
+            secs(median(lat)),
+            secs(max(lat)),
+            lat.len()
+        ));
+        out.push_str(&ph.table());
+    }
     args.common.emit(&out)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn typical_pods_have_init_volumes_and_a_delayed_probe() {
+        let t = pod_template("web", "v2", PodKind::Typical);
+        let spec = &t["spec"];
+        assert_eq!(spec["initContainers"][0]["command"], json!(["sleep", "2"]));
+        // The init image stays v1 when the app moves to v2: the change stays in place.
+        assert_eq!(
+            spec["initContainers"][0]["image"],
+            json!(image("testapp", "v1"))
+        );
+        assert_eq!(
+            spec["containers"][0]["image"],
+            json!(image("testapp", "v2"))
+        );
+        assert_eq!(spec["volumes"][0]["configMap"]["name"], json!(CONFIG_MAP));
+        assert!(spec["volumes"][1]["emptyDir"].is_object());
+        assert_eq!(
+            spec["containers"][0]["volumeMounts"]
+                .as_array()
+                .map(Vec::len),
+            Some(2)
+        );
+        assert_eq!(
+            spec["containers"][0]["readinessProbe"]["initialDelaySeconds"],
+            json!(1)
+        );
+        // It parses as a Pod spec.
+        let _: k8s_openapi::api::core::v1::PodTemplateSpec =
+            serde_json::from_value(t.clone()).expect("pod template");
+    }
+
+    #[test]
+    fn bare_pods_have_nothing_but_the_container() {
+        let t = pod_template("web", "v1", PodKind::Bare);
+        assert!(t["spec"].get("initContainers").is_none());
+        assert!(t["spec"].get("volumes").is_none());
+        assert!(
+            t["spec"]["containers"][0]["readinessProbe"]
+                .get("initialDelaySeconds")
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn arguments_select_kinds_and_variants() {
+        let a = Args::try_parse_from(["kruise-bench"]).expect("defaults");
+        assert_eq!(a.pod_kinds, vec![PodKind::Bare, PodKind::Typical]);
+        assert_eq!(a.variants, Variant::ALL.to_vec());
+        let a = Args::try_parse_from([
+            "kruise-bench",
+            "--variants",
+            "in-place,recreate",
+            "--pod-kinds",
+            "typical",
+            "--manager-pid",
+            "42",
+        ])
+        .expect("parse");
+        assert_eq!(a.variants, vec![Variant::InPlace, Variant::Recreate]);
+        assert_eq!(a.pod_kinds, vec![PodKind::Typical]);
+        assert_eq!(a.manager_pid, Some(42));
+        assert!(Args::try_parse_from(["kruise-bench", "--variants", "sideways"]).is_err());
+    }
 }
