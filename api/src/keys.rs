@@ -443,3 +443,9 @@ mod tests {
         }
     }
 }
+
+// ---- Install, check and dev mode (kubectl kruise install/check/dev, the Helm chart) ----
+
+/// Env of the manager naming the Pod webhook's `failurePolicy` (`Fail` or `Ignore`); the Helm
+/// chart's `webhookConfiguration.failurePolicy.pods` sets it.
+pub const ENV_WEBHOOK_POD_FAILURE_POLICY: &str = "WEBHOOK_POD_FAILURE_POLICY";

@@ -76,6 +76,28 @@ struct Args {
     /// is OpenKruise's manager default (`--rest-config-burst=50`).
     #[arg(long, default_value_t = DEFAULT_KUBE_API_BURST)]
     kube_api_burst: u32,
+    /// Feature gates as upstream spells them (`Name=true,Other=false`; the Helm chart's
+    /// `featureGates`). Kruise-rs has no optional features yet: gates are checked for syntax and
+    /// each one is logged as having no effect.
+    #[arg(long, value_parser = parse_feature_gates)]
+    feature_gates: Option<Vec<(String, bool)>>,
+}
+
+/// Parses `Name=true,Other=false`.
+fn parse_feature_gates(s: &str) -> Result<Vec<(String, bool)>, String> {
+    s.split(',')
+        .map(str::trim)
+        .filter(|g| !g.is_empty())
+        .map(|g| {
+            let bad = || format!("--feature-gates: {g:?} must be Name=true or Name=false");
+            let (name, value) = g.split_once('=').ok_or_else(bad)?;
+            let on = value.trim().parse::<bool>().map_err(|_| bad())?;
+            if name.trim().is_empty() {
+                return Err(bad());
+            }
+            Ok((name.trim().to_owned(), on))
+        })
+        .collect()
 }
 
 fn init_tracing(json: bool) {
@@ -137,9 +159,27 @@ fn config(args: Args, kube: kube::Config) -> AppConfig {
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     init_tracing(args.log_json);
+    for (gate, on) in args.feature_gates.iter().flatten() {
+        tracing::warn!(gate = %gate, enabled = on, "feature gate has no effect: Kruise-rs has no optional features");
+    }
     let kube = kube_config(&args).await?;
     let shutdown = CancellationToken::new();
     app::shutdown_on_signals(shutdown.clone());
     app::run(config(args, kube), shutdown).await?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_feature_gates;
+
+    #[test]
+    fn feature_gates_parse_or_name_the_bad_one() {
+        assert_eq!(
+            parse_feature_gates("A=true, B=false").expect("valid"),
+            vec![("A".to_owned(), true), ("B".to_owned(), false)]
+        );
+        let err = parse_feature_gates("A=yes").expect_err("invalid");
+        assert!(err.contains("\"A=yes\""), "{err}");
+    }
 }

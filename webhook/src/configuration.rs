@@ -123,7 +123,12 @@ pub fn mutating_configuration(cfg: &WebhookConfig, ca_pem: &str) -> MutatingWebh
                 name: name.to_owned(),
                 client_config: ep.client_config(path, ca_pem),
                 rules: Some(rules),
-                failure_policy: Some("Fail".to_owned()),
+                // Only the Pod hook's policy is a setting (the chart's webhookConfiguration.failurePolicy.pods).
+                failure_policy: Some(if path == paths::MUTATE_POD {
+                    cfg.pod_failure_policy.clone()
+                } else {
+                    "Fail".to_owned()
+                }),
                 side_effects: "None".to_owned(),
                 admission_review_versions: vec!["v1".to_owned()],
                 timeout_seconds: Some(cfg.timeout_seconds),
