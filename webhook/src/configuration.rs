@@ -362,6 +362,22 @@ mod tests {
     use super::*;
 
     #[test]
+    fn pod_failure_policy_comes_from_the_env_and_only_for_pods() {
+        let cfg = WebhookConfig::from_lookup(|k| {
+            (k == keys::ENV_WEBHOOK_POD_FAILURE_POLICY).then(|| "Ignore".to_owned())
+        });
+        let hooks = mutating_configuration(&cfg, "CA").webhooks.unwrap_or_default();
+        for h in &hooks {
+            let want = if h.name == "mpod.kb.io" { "Ignore" } else { "Fail" };
+            assert_eq!(h.failure_policy.as_deref(), Some(want), "{}", h.name);
+        }
+        let bad = WebhookConfig::from_lookup(|k| {
+            (k == keys::ENV_WEBHOOK_POD_FAILURE_POLICY).then(|| "ignore".to_owned())
+        });
+        assert_eq!(bad.pod_failure_policy, "Fail", "an unknown policy keeps the default");
+    }
+
+    #[test]
     fn in_cluster_points_at_service_and_excludes_system_namespaces() {
         let cfg = WebhookConfig::default();
         let m = mutating_configuration(&cfg, "CA");
