@@ -31,10 +31,17 @@ fn image_repo() -> String {
     format!("{}/kruise-rs", registry())
 }
 
+/// `$KUBECTL`, else the local cluster's kubectl, else the one on PATH.
 fn kubectl() -> PathBuf {
-    std::env::var_os("KUBECTL")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("kubectl"))
+    if let Some(k) = std::env::var_os("KUBECTL") {
+        return PathBuf::from(k);
+    }
+    let local = repo_root().join(".cluster/bin/kubectl");
+    if local.is_file() {
+        local
+    } else {
+        PathBuf::from("kubectl")
+    }
 }
 
 /// Nothing of Kruise left: no CRD of a Kruise group, no webhook configuration, no namespace.

@@ -366,15 +366,24 @@ mod tests {
         let cfg = WebhookConfig::from_lookup(|k| {
             (k == keys::ENV_WEBHOOK_POD_FAILURE_POLICY).then(|| "Ignore".to_owned())
         });
-        let hooks = mutating_configuration(&cfg, "CA").webhooks.unwrap_or_default();
+        let hooks = mutating_configuration(&cfg, "CA")
+            .webhooks
+            .unwrap_or_default();
         for h in &hooks {
-            let want = if h.name == "mpod.kb.io" { "Ignore" } else { "Fail" };
+            let want = if h.name == "mpod.kb.io" {
+                "Ignore"
+            } else {
+                "Fail"
+            };
             assert_eq!(h.failure_policy.as_deref(), Some(want), "{}", h.name);
         }
         let bad = WebhookConfig::from_lookup(|k| {
             (k == keys::ENV_WEBHOOK_POD_FAILURE_POLICY).then(|| "ignore".to_owned())
         });
-        assert_eq!(bad.pod_failure_policy, "Fail", "an unknown policy keeps the default");
+        assert_eq!(
+            bad.pod_failure_policy, "Fail",
+            "an unknown policy keeps the default"
+        );
     }
 
     #[test]

@@ -423,7 +423,7 @@ async fn check_lease(client: &Client) -> Result<Check> {
 
 async fn check_daemon(client: &Client) -> Result<Check> {
     let title = "daemon";
-    let Some(_) = cluster::daemonset(client).await? else {
+    if cluster::daemonset(client).await?.is_none() {
         return Ok(Check::fail(
             title,
             format!(
@@ -433,7 +433,7 @@ async fn check_daemon(client: &Client) -> Result<Check> {
             ),
             FIX_INSTALL,
         ));
-    };
+    }
     let nodes: Api<Node> = Api::all(client.clone());
     let pods: Api<Pod> = Api::namespaced(client.clone(), keys::KRUISE_NAMESPACE);
     let node_names: Vec<String> = nodes

@@ -83,28 +83,16 @@ async fn wait_ready(ctx: &Ctx, timeout: Duration) -> Result<()> {
             return Ok(());
         }
         if start.elapsed() > timeout {
-            let what = if manager_ready {
-                format!(
-                    "DaemonSet {}/{}",
-                    keys::KRUISE_NAMESPACE,
-                    dev::DAEMON_DAEMONSET
-                )
+            let (kind, name) = if manager_ready {
+                ("daemonset", dev::DAEMON_DAEMONSET)
             } else {
-                format!(
-                    "Deployment {}/{}",
-                    keys::KRUISE_NAMESPACE,
-                    dev::MANAGER_DEPLOYMENT
-                )
+                ("deployment", dev::MANAGER_DEPLOYMENT)
             };
             return Err(CliError::Timeout(format!(
-                "{what} is not ready after {}s (kubectl -n {} describe {}; are the images pullable?)",
+                "{kind} {}/{name} is not ready after {}s (kubectl -n {} describe {kind} {name}; are the images pullable?)",
+                keys::KRUISE_NAMESPACE,
                 timeout.as_secs(),
                 keys::KRUISE_NAMESPACE,
-                what.split('/')
-                    .next()
-                    .unwrap_or_default()
-                    .to_lowercase()
-                    .replace(' ', "/")
             )));
         }
         tokio::time::sleep(Duration::from_secs(1)).await;
