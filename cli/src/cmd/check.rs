@@ -66,13 +66,13 @@ pub async fn run(ctx: &Ctx, args: &CheckArgs) -> Result<i32> {
     let ok = checks.iter().all(|c| c.ok);
     if args.output == Some(crate::cli::Output::Json) {
         let out = serde_json::json!({"ok": ok, "checks": checks});
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&out).map_err(|e| CliError::Failed(e.to_string()))?
-        );
+        let text =
+            serde_json::to_string_pretty(&out).map_err(|e| CliError::Failed(e.to_string()))?;
+        dev::print_out(&format!("{text}\n"))
     } else {
-        print!("{}", render(&checks, crate::no_color_env()));
+        dev::print_out(&render(&checks, crate::no_color_env()))
     }
+    .map_err(|e| CliError::Failed(format!("writing stdout: {e}")))?;
     Ok(if ok { exit::OK } else { exit::FAILED })
 }
 

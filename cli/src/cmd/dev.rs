@@ -148,7 +148,8 @@ pub fn counters(text: &str) -> Counters {
                     .is_some_and(|rest| rest.starts_with('{') || rest.starts_with(' '))
             })
             .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-            .sum()
+            // Not `sum`: an empty float sum is -0, which would print as "-0".
+            .fold(0.0, |a, b| a + b)
     };
     Counters {
         reconciles: sum("kruise_manager_reconciles_total"),
@@ -250,6 +251,14 @@ pub async fn run(connect: &ConnectArgs, args: &DevArgs) -> Result<i32> {
 
     let token = CancellationToken::new();
     app::shutdown_on_signals(token.clone());
+    // A closed terminal (SIGHUP) must clean up too, or Pods would be refused afterwards.
+    if let Ok(mut hup) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) {
+        let t = token.clone();
+        tokio::spawn(async move {
+            hup.recv().await;
+            t.cancel();
+        });
+    }
     let mut manager = tokio::spawn(app::run(cfg, token.clone()));
     let tty = std::io::stdout().is_terminal();
     let mut last = String::new();
@@ -327,6 +336,12 @@ mod tests {
         assert_eq!(c.reconciles, 7.0);
         assert_eq!(c.errors, 1.0);
         assert!(c.leader);
+        let none = counters("");
+        assert_eq!(
+            summary(true, &none, (0, 0)).contains("-0"),
+            false,
+            "no negative zero"
+        );
     }
 
     #[test]

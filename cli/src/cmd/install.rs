@@ -19,10 +19,8 @@ use crate::error::{CliError, Result, exit, kube_err};
 pub async fn install(ctx: &Ctx, args: &InstallArgs) -> Result<i32> {
     let objects = objects(args)?;
     if args.output.is_some() {
-        print!(
-            "{}",
-            dev::to_yaml(&objects).map_err(|e| CliError::Failed(e.to_string()))?
-        );
+        let yaml = dev::to_yaml(&objects).map_err(|e| CliError::Failed(e.to_string()))?;
+        dev::print_out(&yaml).map_err(|e| CliError::Failed(format!("writing stdout: {e}")))?;
         return Ok(exit::OK);
     }
     let dry = if args.dry_run {

@@ -141,6 +141,16 @@ fn set_images(doc: &mut Value, images: &Images) -> Result<(), ManifestError> {
     Ok(())
 }
 
+/// Writes `text` to stdout; a closed pipe (`| head`) is not an error.
+pub fn print_out(text: &str) -> std::io::Result<()> {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        r => r,
+    }
+}
+
 /// The objects as one multi-document YAML stream (`install -o yaml`).
 pub fn to_yaml(objects: &[Value]) -> Result<String, ManifestError> {
     let mut out = String::new();
