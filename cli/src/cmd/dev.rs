@@ -337,9 +337,8 @@ mod tests {
         assert_eq!(c.errors, 1.0);
         assert!(c.leader);
         let none = counters("");
-        assert_eq!(
-            summary(true, &none, (0, 0)).contains("-0"),
-            false,
+        assert!(
+            !summary(true, &none, (0, 0)).contains("-0"),
             "no negative zero"
         );
     }
