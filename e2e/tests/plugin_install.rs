@@ -44,16 +44,33 @@ fn kubectl() -> PathBuf {
     }
 }
 
-/// Nothing of Kruise left: no CRD of a Kruise group, no webhook configuration, no namespace.
+/// The CRDs `deploy/crds` holds (files are named GROUP_PLURAL.yaml).
+fn our_crds() -> Vec<String> {
+    let dir = repo_root().join("deploy/crds");
+    let mut out: Vec<String> = std::fs::read_dir(&dir)
+        .expect("deploy/crds")
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter_map(|f| {
+            let (group, plural) = f.strip_suffix(".yaml")?.split_once('_')?;
+            Some(format!("{plural}.{group}"))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// Nothing of Kruise left: none of our CRDs, no webhook configuration, no namespace.
 async fn assert_nothing_left(client: &Client) {
+    let ours = our_crds();
+    assert!(!ours.is_empty());
     let crds: Vec<String> = Api::<CustomResourceDefinition>::all(client.clone())
         .list(&ListParams::default())
         .await
         .expect("list CRDs")
         .items
         .into_iter()
-        .filter(|c| c.spec.group.ends_with("kruise.io"))
         .filter_map(|c| c.metadata.name)
+        .filter(|n| ours.contains(n))
         .collect();
     assert!(crds.is_empty(), "CRDs left: {crds:?}");
     let m = Api::<MutatingWebhookConfiguration>::all(client.clone())
