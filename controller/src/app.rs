@@ -219,10 +219,10 @@ pub async fn run(cfg: AppConfig, shutdown: CancellationToken) -> Result<(), AppE
                 r = kruise_webhook::wait_ready(wcfg, cfg.webhook_ready_timeout) => {
                     if let Err(e) = r {
                         // The server task may hold the real cause (a taken port, RBAC).
-                        if handle.is_finished() {
-                            if let Ok(Err(cause)) = handle.await {
-                                return Err(AppError::Webhook(cause));
-                            }
+                        if handle.is_finished()
+                            && let Ok(Err(cause)) = handle.await
+                        {
+                            return Err(AppError::Webhook(cause));
                         }
                         return Err(AppError::Webhook(e));
                     }

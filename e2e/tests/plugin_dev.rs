@@ -226,7 +226,7 @@ async fn dev_embeds_the_manager_and_cleans_up_on_ctrl_c() {
 
     // Ctrl-C: the webhook configurations go, and Pods can be created.
     tmux.key("C-c").expect("ctrl-c");
-    let screen = poll_screen(&tmux, "dev to stop", Duration::from_secs(60), |s| exited(s)).await;
+    let screen = poll_screen(&tmux, "dev to stop", Duration::from_secs(60), exited).await;
     assert!(screen.lines().any(|l| l.trim() == "EXIT=0"), "{screen}");
     assert!(screen.contains("removed"), "{screen}");
     let m: Api<MutatingWebhookConfiguration> = Api::all(client.clone());

@@ -242,10 +242,11 @@ pub async fn run(connect: &ConnectArgs, args: &DevArgs) -> Result<i32> {
     let mut cfg = AppConfig::new(config);
     cfg.leader_election_namespace = keys::KRUISE_NAMESPACE.to_owned();
     cfg.identity = format!("kubectl-kruise-dev_{}", app::identity());
-    let mut webhook = kruise_webhook::WebhookConfig::default();
-    webhook.bind_addr = SocketAddr::new(args.listen, args.webhook_port);
-    webhook.host_url = Some(url.clone());
-    cfg.webhook = Some(webhook);
+    cfg.webhook = Some(kruise_webhook::WebhookConfig {
+        bind_addr: SocketAddr::new(args.listen, args.webhook_port),
+        host_url: Some(url.clone()),
+        ..Default::default()
+    });
     let metrics: Arc<Metrics> = cfg.metrics.clone();
     let health = cfg.health.clone();
 
