@@ -21,7 +21,7 @@ cd "$KRS_ROOT"
 # RBAC (ContainerRecreateRequests, image pulls, runtime-containers-meta; daemon <-> API server
 # through the Service address, as a user's cluster has it), the Pod webhook's namespace scope,
 # RBAC and failover. The tests read KRUISE_E2E_INCLUSTER and never start host processes then.
-INCLUSTER_NAMES=(cluster cloneset crr daemonset imagepull runtime_meta webhook_scope statefulset incluster sidecarset)
+INCLUSTER_NAMES=(cluster cloneset crr daemonset imagepull runtime_meta webhook_scope statefulset incluster sidecarset plugin_dev)
 INCLUSTER_TESTS=()
 for t in "${INCLUSTER_NAMES[@]}"; do INCLUSTER_TESTS+=(--test "$t"); done
 
@@ -74,6 +74,11 @@ if [ "$mode" = incluster ]; then
   "$KRS_BIN_DIR/kubectl" apply -k deploy/ --dry-run=server >/dev/null
   KRUISE_E2E_INCLUSTER=1 run_suite "${INCLUSTER_TESTS[@]}"
   hack/install.sh uninstall
+  # The plugin's install/check/uninstall and the Helm chart need the cluster without Kruise, with
+  # the images just built (tag dev); the test uninstalls what it installed.
+  log "kubectl kruise install/check/uninstall and the Helm chart"
+  KUBECTL="$KRS_BIN_DIR/kubectl" KRUISE_E2E_INCLUSTER=1 \
+    cargo test -p kruise-e2e --test plugin_install -- --include-ignored
   exit 0
 fi
 

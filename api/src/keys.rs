@@ -347,6 +347,12 @@ pub const ENV_WEBHOOK_HOST: &str = "WEBHOOK_HOST";
 /// new template (full Pod validation); on by default.
 pub const ENV_WEBHOOK_TEMPLATE_DRY_RUN: &str = "KRUISE_WEBHOOK_TEMPLATE_DRY_RUN";
 
+// ---- Install, check and dev mode (kubectl kruise install/check/dev, the Helm chart) ----
+
+/// Env of the manager naming the Pod webhook's `failurePolicy` (`Fail` or `Ignore`); the Helm
+/// chart's `webhookConfiguration.failurePolicy.pods` sets it.
+pub const ENV_WEBHOOK_POD_FAILURE_POLICY: &str = "WEBHOOK_POD_FAILURE_POLICY";
+
 /// Names owned by Kubernetes itself (core condition types and statuses, pod phases, well-known
 /// labels and annotations) that Kruise-rs reads or writes. Kept apart from the Kruise names
 /// above so a reader can tell which side defines them.

@@ -50,6 +50,14 @@ pub enum Command {
     /// Pre-pull images on nodes through ImagePullJobs.
     #[command(subcommand)]
     Image(ImageCmd),
+    /// Run the manager (controllers and webhook) in this process, for a dev cluster.
+    Dev(DevArgs),
+    /// Install Kruise-rs (the manifests of deploy/, embedded in this binary), server side.
+    Install(InstallArgs),
+    /// Remove Kruise-rs: webhook configurations first, then workloads, RBAC, CRDs, namespaces.
+    Uninstall(UninstallArgs),
+    /// Check an installation: one ✔/✖ line per requirement, a fix per ✖; exit 0 when all pass.
+    Check(CheckArgs),
     /// Print a shell completion script.
     Completion {
         #[arg(value_enum)]
@@ -400,4 +408,72 @@ mod tests {
             "{err}"
         );
     }
+}
+
+/// `kubectl kruise dev`.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "\
+The API server calls the webhook at https://<--webhook-host>:<--webhook-port>; the default,
+127.0.0.1, works when the API server runs on this host (our local cluster). On kind the API
+server runs in a container: pass the kind network's gateway, e.g.
+  --webhook-host $(docker network inspect kind -f '{{(index .IPAM.Config 0).Gateway}}')
+The certificate is self-signed and names that host.")]
+pub struct DevArgs {
+    /// Host (name or IP) the cluster's API server reaches this machine at.
+    #[arg(long, default_value = "127.0.0.1", env = "WEBHOOK_HOST")]
+    pub webhook_host: String,
+    /// Port the webhook listens on.
+    #[arg(long, default_value_t = kruise_api::keys::WEBHOOK_PORT)]
+    pub webhook_port: u16,
+    /// Local address the webhook binds.
+    #[arg(long, default_value_t = crate::cmd::dev::DEFAULT_LISTEN)]
+    pub listen: std::net::IpAddr,
+}
+
+/// Output of `install`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ManifestFormat {
+    Yaml,
+}
+
+/// `kubectl kruise install`.
+#[derive(Debug, clap::Args)]
+pub struct InstallArgs {
+    /// Ask the API server to validate everything without persisting it.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Print the manifests instead of applying them (`... -o yaml | kubectl apply -f -`).
+    #[arg(short = 'o', long, value_enum)]
+    pub output: Option<ManifestFormat>,
+    /// Registry and path of the images (REPO/kruise-manager:VERSION); default kruise-rs.
+    #[arg(long)]
+    pub image_repo: Option<String>,
+    /// Image tag; default dev.
+    #[arg(long)]
+    pub version: Option<String>,
+    /// Wait until the manager and the daemon are ready.
+    #[arg(long)]
+    pub wait: bool,
+    /// How long --wait waits.
+    #[arg(long, value_parser = parse_duration, default_value = "5m")]
+    pub timeout: Duration,
+}
+
+/// `kubectl kruise uninstall`.
+#[derive(Debug, clap::Args)]
+pub struct UninstallArgs {
+    /// Wait until every object is gone (default true).
+    #[arg(long, default_value_t = true, action = ArgAction::Set)]
+    pub wait: bool,
+    /// How long to wait for each step.
+    #[arg(long, value_parser = parse_duration, default_value = "3m")]
+    pub timeout: Duration,
+}
+
+/// `kubectl kruise check`.
+#[derive(Debug, clap::Args)]
+pub struct CheckArgs {
+    /// Output format (text or json).
+    #[arg(short = 'o', long, value_enum)]
+    pub output: Option<Output>,
 }

@@ -6,6 +6,7 @@
 pub mod cli;
 pub mod cmd;
 pub mod ctx;
+pub mod dev;
 pub mod error;
 pub mod math;
 pub mod status;
@@ -69,5 +70,9 @@ pub async fn dispatch(cli: Cli) -> Result<i32, CliError> {
         }) => cmd::set_image::run(&ctx, &target, &images, dry_run).await,
         Command::RecreateContainer(args) => cmd::crr::run(&ctx, &args).await,
         Command::Image(ImageCmd::Pull(args)) => cmd::pull::run(&ctx, &args).await,
+        Command::Dev(args) => cmd::dev::run(&cli.connect, &args).await,
+        Command::Install(args) => cmd::install::install(&ctx, &args).await,
+        Command::Uninstall(args) => cmd::install::uninstall(&ctx, &args).await,
+        Command::Check(args) => cmd::check::run(&ctx, &args).await,
     }
 }

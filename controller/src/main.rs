@@ -1,23 +1,16 @@
 //! kruise-manager: serves the admission webhook, then runs the controllers while it holds the
-//! leader lease.
+//! leader lease. The work is in the library ([`kruise_manager::app`]); this is flags → config.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::{ArgAction, Parser};
 use kruise_api::keys;
-use kruise_manager::cloneset::controller as cloneset;
-use kruise_manager::leader::{self, LeaseSettings};
-use kruise_manager::metrics::Metrics;
-use kruise_manager::podcache::PodCache;
-use kruise_manager::server::{self, Health};
-use kruise_manager::{
-    crr, imagepulljob, launchpriority, nodeimage, podreadiness, ratelimit, sidecarset,
+use kruise_manager::app::{
+    self, AppConfig, DEFAULT_KUBE_API_BURST, DEFAULT_KUBE_API_QPS, LEASE_NAME,
 };
-use kube::Client;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use tokio_util::sync::CancellationToken;
 use tracing_subscriber::EnvFilter;
@@ -26,14 +19,6 @@ use tracing_subscriber::EnvFilter;
 #[global_allocator]
 static ALLOC: kruise_manager::heap::Counting<std::alloc::System> =
     kruise_manager::heap::Counting(std::alloc::System);
-
-/// Name of the leader-election Lease (upstream's lock name).
-const LEASE_NAME: &str = "kruise-manager";
-/// Client-side request rate and burst by default: OpenKruise's manager flags
-/// (`--rest-config-qps=30 --rest-config-burst=50`), so that a busy controller cannot flood the
-/// API server; benchmarks and large clusters raise them with the flags.
-const DEFAULT_KUBE_API_QPS: f32 = 30.0;
-const DEFAULT_KUBE_API_BURST: u32 = 50;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -96,6 +81,28 @@ struct Args {
     /// is OpenKruise's manager default (`--rest-config-burst=50`).
     #[arg(long, default_value_t = DEFAULT_KUBE_API_BURST)]
     kube_api_burst: u32,
+    /// Feature gates as upstream spells them (`Name=true,Other=false`; the Helm chart's
+    /// `featureGates`). Kruise-rs has no optional features yet: gates are checked for syntax and
+    /// each one is logged as having no effect.
+    #[arg(long, value_parser = parse_feature_gates)]
+    feature_gates: Option<Vec<(String, bool)>>,
+}
+
+/// Parses `Name=true,Other=false`.
+fn parse_feature_gates(s: &str) -> Result<Vec<(String, bool)>, String> {
+    s.split(',')
+        .map(str::trim)
+        .filter(|g| !g.is_empty())
+        .map(|g| {
+            let bad = || format!("--feature-gates: {g:?} must be Name=true or Name=false");
+            let (name, value) = g.split_once('=').ok_or_else(bad)?;
+            let on = value.trim().parse::<bool>().map_err(|_| bad())?;
+            if name.trim().is_empty() {
+                return Err(bad());
+            }
+            Ok((name.trim().to_owned(), on))
+        })
+        .collect()
 }
 
 fn init_tracing(json: bool) {
@@ -108,236 +115,76 @@ fn init_tracing(json: bool) {
     }
 }
 
-/// A client with the given client-side limit (qps ≤ 0: none).
-async fn make_client(args: &Args, qps: f32, burst: u32) -> anyhow::Result<Client> {
+/// The client configuration the flags name (the usual inference without --kubeconfig).
+async fn kube_config(args: &Args) -> anyhow::Result<kube::Config> {
     let Some(path) = &args.kubeconfig else {
-        let cfg = kube::Config::infer()
+        return kube::Config::infer()
             .await
-            .context("inferring the Kubernetes client configuration")?;
-        return ratelimit::client(cfg, qps, burst).context("building the Kubernetes client");
+            .context("inferring the Kubernetes client configuration");
     };
     let kc = Kubeconfig::read_from(path).with_context(|| format!("reading {}", path.display()))?;
     let opts = KubeConfigOptions {
         context: args.context.clone(),
         ..Default::default()
     };
-    let cfg = kube::Config::from_custom_kubeconfig(kc, &opts)
+    kube::Config::from_custom_kubeconfig(kc, &opts)
         .await
-        .context("loading kubeconfig")?;
-    ratelimit::client(cfg, qps, burst).context("building the Kubernetes client")
+        .context("loading kubeconfig")
 }
 
-/// Cancels `token` on SIGTERM or Ctrl-C.
-fn shutdown_on_signals(token: CancellationToken) {
-    tokio::spawn(async move {
-        let term = async {
-            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(mut s) => {
-                    s.recv().await;
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "cannot listen for SIGTERM");
-                    std::future::pending::<()>().await;
-                }
-            }
-        };
-        tokio::select! {
-            _ = term => tracing::info!("SIGTERM received, shutting down"),
-            _ = tokio::signal::ctrl_c() => tracing::info!("interrupt received, shutting down"),
+fn config(args: Args, kube: kube::Config) -> AppConfig {
+    let mut cfg = AppConfig::new(kube);
+    cfg.kube_api_qps = args.kube_api_qps;
+    cfg.kube_api_burst = args.kube_api_burst;
+    cfg.metrics_addr = Some(args.metrics_addr);
+    cfg.health_addr = Some(args.health_addr);
+    cfg.leader_elect = args.leader_elect;
+    if let Some(ns) = args.leader_election_namespace {
+        cfg.leader_election_namespace = ns;
+    }
+    cfg.leader_election_id = args.leader_election_id;
+    cfg.lease_duration = args.lease_duration;
+    cfg.lease_grace = args.lease_grace;
+    cfg.webhook_ready_timeout = Duration::from_secs(args.webhook_ready_timeout);
+    cfg.watch_namespace = args.watch_namespace;
+    cfg.webhook = if args.disable_webhook {
+        None
+    } else {
+        let mut w = kruise_webhook::WebhookConfig::from_env();
+        w.bind_addr.set_port(args.webhook_port);
+        if let Some(host) = &args.webhook_host {
+            w.host_url = Some(format!("https://{host}:{}", args.webhook_port));
         }
-        token.cancel();
-    });
-}
-
-fn identity() -> String {
-    let base = std::env::var("POD_NAME")
-        .or_else(|_| std::env::var("HOSTNAME"))
-        .unwrap_or_else(|_| "kruise-manager".to_string());
-    // Two replicas on one host (dev mode) must not share an identity.
-    format!("{base}_{}", std::process::id())
-}
-
-/// Everything the controllers run on while this replica leads.
-async fn run_controllers(
-    client: Client,
-    pods: PodCache,
-    metrics: Arc<Metrics>,
-    namespace: Option<String>,
-    token: CancellationToken,
-) {
-    let instance = std::env::var("POD_NAME").ok();
-    let readiness = podreadiness::run(client.clone(), pods.clone(), metrics.clone(), token.clone());
-    let launch = launchpriority::run(client.clone(), pods.clone(), metrics.clone(), token.clone());
-    let node_images = nodeimage::run(client.clone(), metrics.clone(), token.clone());
-    let pull_jobs = imagepulljob::run(client.clone(), pods.clone(), metrics.clone(), token.clone());
-    let recreate = crr::run(client.clone(), pods.clone(), metrics.clone(), token.clone());
-    let sidecars = sidecarset::run(client.clone(), pods.clone(), metrics.clone(), token.clone());
-    let daemonsets = kruise_manager::daemonset::controller::run(
-        client.clone(),
-        pods.clone(),
-        metrics.clone(),
-        instance.clone(),
-        namespace.clone(),
-        token.clone(),
-    );
-    let asts = kruise_manager::statefulset::controller::run(
-        Arc::new(kruise_manager::statefulset::controller::Context::new(
-            client.clone(),
-            pods.clone(),
-            metrics.clone(),
-            instance.clone(),
-            namespace.clone(),
-        )),
-        token.clone(),
-    );
-    let ctx = Arc::new(cloneset::Context::new(
-        client, pods, metrics, instance, namespace,
-    ));
-    tokio::join!(
-        cloneset::run(ctx, token),
-        asts,
-        readiness,
-        launch,
-        node_images,
-        pull_jobs,
-        recreate,
-        sidecars,
-        daemonsets
-    );
+        Some(w)
+    };
+    cfg
 }
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     init_tracing(args.log_json);
-    let client = make_client(&args, args.kube_api_qps, args.kube_api_burst).await?;
+    for (gate, on) in args.feature_gates.iter().flatten() {
+        tracing::warn!(gate = %gate, enabled = on, "feature gate has no effect: Kruise-rs has no optional features");
+    }
+    let kube = kube_config(&args).await?;
     let shutdown = CancellationToken::new();
-    shutdown_on_signals(shutdown.clone());
-
-    let metrics = Arc::new(Metrics::new());
-    let health = Arc::new(Health::default());
-    let mut servers = Vec::new();
-    if args.metrics_addr == args.health_addr {
-        let r = server::router(health.clone(), metrics.clone(), true, true);
-        servers.push(tokio::spawn(server::serve(
-            args.health_addr,
-            r,
-            shutdown.clone(),
-        )));
-    } else {
-        let r = server::router(health.clone(), metrics.clone(), true, false);
-        servers.push(tokio::spawn(server::serve(
-            args.metrics_addr,
-            r,
-            shutdown.clone(),
-        )));
-        let r = server::router(health.clone(), metrics.clone(), false, true);
-        servers.push(tokio::spawn(server::serve(
-            args.health_addr,
-            r,
-            shutdown.clone(),
-        )));
-    }
-
-    let namespace = args
-        .leader_election_namespace
-        .clone()
-        .or_else(|| {
-            std::env::var(keys::ENV_POD_NAMESPACE)
-                .ok()
-                .filter(|s| !s.is_empty())
-        })
-        .unwrap_or_else(|| keys::KRUISE_NAMESPACE.to_string());
-
-    // The webhook comes first: a controller must never create a pod the webhook has not had the
-    // chance to mutate.
-    let webhook = if args.disable_webhook {
-        tracing::warn!("webhook disabled: pods will not get the KruisePodReady readiness gate");
-        None
-    } else {
-        let mut cfg = kruise_webhook::WebhookConfig::from_env();
-        cfg.bind_addr.set_port(args.webhook_port);
-        if let Some(host) = &args.webhook_host {
-            cfg.host_url = Some(format!("https://{host}:{}", args.webhook_port));
-        }
-        let token = shutdown.clone();
-        // The webhook's own client, without the controllers' rate limit: an admission call (a
-        // template dry-run, a CRR's Pod) must not queue behind a rollout's writes and miss the
-        // API server's timeout. Its requests are bounded by the admissions the API server sends.
-        let wclient = make_client(&args, 0.0, 0).await?;
-        let wcfg = cfg.clone();
-        let handle = tokio::spawn(async move {
-            kruise_webhook::run(wclient, wcfg, token.cancelled_owned()).await
-        });
-        tokio::select! {
-            r = kruise_webhook::wait_ready(&cfg, Duration::from_secs(args.webhook_ready_timeout)) => {
-                r.context("waiting for the webhook")?;
-            }
-            _ = shutdown.cancelled() => return Ok(()),
-        }
-        tracing::info!(port = args.webhook_port, "webhook is serving");
-        Some(handle)
-    };
-
-    let pods = PodCache::start(
-        client.clone(),
-        args.watch_namespace.as_deref(),
-        shutdown.clone(),
-    );
-    tokio::select! {
-        _ = pods.wait_synced() => {}
-        _ = shutdown.cancelled() => return Ok(()),
-    }
-    tracing::info!("pod cache synced");
-    health.set_ready(true);
-
-    if args.leader_elect {
-        let settings = LeaseSettings {
-            name: args.leader_election_id.clone(),
-            namespace,
-            identity: identity(),
-            duration_secs: args.lease_duration,
-            grace_secs: args.lease_grace,
-        };
-        let m = metrics.clone();
-        let (c, p, wn) = (client.clone(), pods.clone(), args.watch_namespace.clone());
-        leader::run_when_leader(
-            client.clone(),
-            settings,
-            shutdown.clone(),
-            move |leading| {
-                m.is_leader.set(i64::from(leading));
-            },
-            move |token| run_controllers(c.clone(), p.clone(), metrics.clone(), wn.clone(), token),
-        )
-        .await
-        .context("leader election")?;
-    } else {
-        tracing::info!("leader election disabled; starting controllers");
-        let _ = metrics.is_leader.set(1);
-        run_controllers(
-            client.clone(),
-            pods.clone(),
-            metrics.clone(),
-            args.watch_namespace.clone(),
-            shutdown.clone(),
-        )
-        .await;
-    }
-
-    shutdown.cancel();
-    if let Some(h) = webhook {
-        match h.await {
-            Ok(Err(e)) => tracing::warn!(error = %e, "webhook server ended with an error"),
-            Err(e) => tracing::warn!(error = %e, "webhook task failed"),
-            Ok(Ok(())) => {}
-        }
-    }
-    for s in servers {
-        if let Ok(Err(e)) = s.await {
-            tracing::warn!(error = %e, "HTTP server ended with an error");
-        }
-    }
-    tracing::info!("kruise-manager stopped");
+    app::shutdown_on_signals(shutdown.clone());
+    app::run(config(args, kube), shutdown).await?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_feature_gates;
+
+    #[test]
+    fn feature_gates_parse_or_name_the_bad_one() {
+        assert_eq!(
+            parse_feature_gates("A=true, B=false").expect("valid"),
+            vec![("A".to_owned(), true), ("B".to_owned(), false)]
+        );
+        let err = parse_feature_gates("A=yes").expect_err("invalid");
+        assert!(err.contains("\"A=yes\""), "{err}");
+    }
 }

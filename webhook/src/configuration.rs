@@ -123,7 +123,12 @@ pub fn mutating_configuration(cfg: &WebhookConfig, ca_pem: &str) -> MutatingWebh
                 name: name.to_owned(),
                 client_config: ep.client_config(path, ca_pem),
                 rules: Some(rules),
-                failure_policy: Some("Fail".to_owned()),
+                // Only the Pod hook's policy is a setting (the chart's webhookConfiguration.failurePolicy.pods).
+                failure_policy: Some(if path == paths::MUTATE_POD {
+                    cfg.pod_failure_policy.clone()
+                } else {
+                    "Fail".to_owned()
+                }),
                 side_effects: "None".to_owned(),
                 admission_review_versions: vec!["v1".to_owned()],
                 timeout_seconds: Some(cfg.timeout_seconds),
@@ -378,6 +383,31 @@ pub async fn patch_crd_conversion(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pod_failure_policy_comes_from_the_env_and_only_for_pods() {
+        let cfg = WebhookConfig::from_lookup(|k| {
+            (k == keys::ENV_WEBHOOK_POD_FAILURE_POLICY).then(|| "Ignore".to_owned())
+        });
+        let hooks = mutating_configuration(&cfg, "CA")
+            .webhooks
+            .unwrap_or_default();
+        for h in &hooks {
+            let want = if h.name == "mpod.kb.io" {
+                "Ignore"
+            } else {
+                "Fail"
+            };
+            assert_eq!(h.failure_policy.as_deref(), Some(want), "{}", h.name);
+        }
+        let bad = WebhookConfig::from_lookup(|k| {
+            (k == keys::ENV_WEBHOOK_POD_FAILURE_POLICY).then(|| "ignore".to_owned())
+        });
+        assert_eq!(
+            bad.pod_failure_policy, "Fail",
+            "an unknown policy keeps the default"
+        );
+    }
 
     #[test]
     fn in_cluster_points_at_service_and_excludes_system_namespaces() {

@@ -243,6 +243,9 @@ pub struct WebhookConfig {
     /// create (default true; env [`kruise_api::keys::ENV_WEBHOOK_TEMPLATE_DRY_RUN`]`=false` turns it off,
     /// leaving the webhook's own template rules). See [`cloneset::template`].
     pub template_dry_run: bool,
+    /// `failurePolicy` of the Pod webhook: `Fail` (default) or `Ignore` (env
+    /// [`kruise_api::keys::ENV_WEBHOOK_POD_FAILURE_POLICY`]).
+    pub pod_failure_policy: String,
     /// Readiness state shared by clones of this config (leave it at its default; it is how
     /// [`run`] tells [`wait_ready`] which CA to trust).
     pub state: ReadyState,
@@ -267,6 +270,7 @@ impl Default for WebhookConfig {
             cert_policy: certs::CertPolicy::default(),
             resync_interval: Duration::from_secs(300),
             template_dry_run: true,
+            pod_failure_policy: "Fail".to_owned(),
             state: ReadyState::default(),
         }
     }
@@ -306,6 +310,14 @@ impl WebhookConfig {
                 "true" | "1" | "on" | "yes" => cfg.template_dry_run = true,
                 _ => {
                     tracing::warn!(value = %v, "ignoring unparseable {}", keys::ENV_WEBHOOK_TEMPLATE_DRY_RUN)
+                }
+            }
+        }
+        if let Some(v) = get(keys::ENV_WEBHOOK_POD_FAILURE_POLICY) {
+            match v.as_str() {
+                "Fail" | "Ignore" => cfg.pod_failure_policy = v,
+                _ => {
+                    tracing::warn!(value = %v, "ignoring {}: it must be Fail or Ignore", keys::ENV_WEBHOOK_POD_FAILURE_POLICY)
                 }
             }
         }

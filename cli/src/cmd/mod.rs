@@ -1,9 +1,12 @@
 //! One module per command.
 
+pub mod check;
 pub mod complete;
 pub mod completion;
 pub mod crr;
+pub mod dev;
 pub mod history;
+pub mod install;
 pub mod pull;
 pub mod restart;
 pub mod rollout;

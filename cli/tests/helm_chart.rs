@@ -1,0 +1,112 @@
+//! The Helm chart is generated from deploy/ (hack/helm-chart.py): these fail when the committed
+//! chart drifts from deploy/, when `helm lint` objects, or when the default values render other
+//! objects than deploy/ holds. Helm is built from its Go module by hack/build-helm.sh (cached).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("workspace root")
+        .to_path_buf()
+}
+
+fn run(cmd: &mut Command) -> String {
+    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn helm() -> PathBuf {
+    let out = run(&mut Command::new(root().join("hack/build-helm.sh")));
+    PathBuf::from(out.lines().last().expect("helm path").trim())
+}
+
+#[test]
+fn chart_templates_match_deploy() {
+    run(Command::new("python3")
+        .arg(root().join("hack/helm-chart.py"))
+        .arg("--check"));
+}
+
+#[test]
+fn chart_lints_and_renders_deploy_with_default_values() {
+    let helm = helm();
+    let chart = root().join("deploy/helm/kruise-rs");
+    run(Command::new(&helm).arg("lint").arg(&chart));
+    let rendered = run(Command::new(&helm)
+        .args(["template", "kruise-rs"])
+        .arg(&chart));
+    let file = std::env::temp_dir().join(format!("kruise-rs-chart-{}.yaml", std::process::id()));
+    std::fs::write(&file, &rendered).expect("write rendered chart");
+    let compared = Command::new("python3")
+        .arg(root().join("hack/helm-chart.py"))
+        .arg("--compare")
+        .arg(&file)
+        .output()
+        .expect("compare runs");
+    let _ = std::fs::remove_file(&file);
+    assert!(
+        compared.status.success(),
+        "{}",
+        String::from_utf8_lossy(&compared.stdout)
+    );
+}
+
+#[test]
+fn values_reach_the_objects() {
+    let helm = helm();
+    let chart = root().join("deploy/helm/kruise-rs");
+    let rendered = run(Command::new(&helm)
+        .args(["template", "kruise-rs"])
+        .arg(&chart)
+        .args([
+            "--set",
+            "manager.replicas=3",
+            "--set",
+            "manager.image.repository=reg.example/kr/kruise-manager",
+            "--set",
+            "manager.image.tag=v9.9.9",
+            "--set",
+            "manager.resources.limits.memory=1Gi",
+            "--set",
+            "daemon.socketLocation=/run",
+            "--set",
+            "webhookConfiguration.failurePolicy.pods=Ignore",
+            "--set",
+            "featureGates=PodWebhook=true",
+        ]));
+    let docs: Vec<serde_json::Value> = serde_saphyr::from_multiple(&rendered).expect("YAML");
+    let manager = docs
+        .iter()
+        .find(|d| d["kind"] == "Deployment")
+        .expect("manager Deployment");
+    assert_eq!(manager["spec"]["replicas"], 3);
+    let c = &manager["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(c["image"], "reg.example/kr/kruise-manager:v9.9.9");
+    assert_eq!(c["resources"]["limits"]["memory"], "1Gi");
+    assert!(
+        c["args"]
+            .as_array()
+            .expect("args")
+            .iter()
+            .any(|a| a == "--feature-gates=PodWebhook=true")
+    );
+    assert!(c["env"].as_array().expect("env").iter().any(|e| e["name"]
+        == kruise_api::keys::ENV_WEBHOOK_POD_FAILURE_POLICY
+        && e["value"] == "Ignore"));
+    let daemon = docs
+        .iter()
+        .find(|d| d["kind"] == "DaemonSet")
+        .expect("daemon");
+    assert_eq!(
+        daemon["spec"]["template"]["spec"]["volumes"][0]["hostPath"]["path"],
+        "/run/containerd"
+    );
+}

@@ -1,0 +1,338 @@
+//! The manager as a library: everything `kruise-manager` does after parsing its flags, so the
+//! binary and `kubectl kruise dev` (the manager embedded in the plugin) run the same code.
+//!
+//! Order, as upstream's `main.go`: serve the webhook and wait until it answers over TLS, sync
+//! the Pod cache, then run the controllers while holding the leader Lease.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use kruise_api::keys;
+use kube::Client;
+use tokio_util::sync::CancellationToken;
+
+use crate::cloneset::controller as cloneset;
+use crate::leader::{self, LeaseSettings};
+use crate::metrics::Metrics;
+use crate::podcache::PodCache;
+use crate::server::{self, Health};
+use crate::{
+    crr, daemonset, imagepulljob, launchpriority, nodeimage, podreadiness, ratelimit, sidecarset,
+    statefulset,
+};
+
+/// Name of the leader-election Lease (upstream's lock name).
+pub const LEASE_NAME: &str = "kruise-manager";
+/// Client-side request rate and burst by default: OpenKruise's manager flags
+/// (`--rest-config-qps=30 --rest-config-burst=50`), so that a busy controller cannot flood the
+/// API server; benchmarks and large clusters raise them.
+pub const DEFAULT_KUBE_API_QPS: f32 = 30.0;
+/// See [`DEFAULT_KUBE_API_QPS`].
+pub const DEFAULT_KUBE_API_BURST: u32 = 50;
+
+/// Why the manager could not start or stopped early.
+#[derive(Debug, thiserror::Error)]
+pub enum AppError {
+    /// A client could not be built from the configuration.
+    #[error("building the Kubernetes client: {0}")]
+    Client(String),
+    /// The webhook did not come up.
+    #[error("waiting for the webhook: {0}")]
+    Webhook(#[from] kruise_webhook::Error),
+    /// Leader election failed.
+    #[error("leader election: {0}")]
+    Leader(String),
+}
+
+/// What to run, and where. [`AppConfig::new`] gives the `kruise-manager` defaults.
+// Not Debug: the kube config holds credentials, and Metrics is not Debug.
+#[derive(Clone)]
+pub struct AppConfig {
+    /// Where the API server is and how to authenticate.
+    pub kube: kube::Config,
+    /// Client-side limit of the controllers' requests per second (≤ 0: none).
+    pub kube_api_qps: f32,
+    /// Requests allowed at once above `kube_api_qps`.
+    pub kube_api_burst: u32,
+    /// Address of `/metrics`; `None`: not served.
+    pub metrics_addr: Option<SocketAddr>,
+    /// Address of `/healthz` and `/readyz`; `None`: not served.
+    pub health_addr: Option<SocketAddr>,
+    /// Run controllers only while holding the leader Lease.
+    pub leader_elect: bool,
+    /// Namespace of the leader Lease.
+    pub leader_election_namespace: String,
+    /// Name of the leader Lease.
+    pub leader_election_id: String,
+    /// Seconds the lease is valid without renewal.
+    pub lease_duration: u64,
+    /// Seconds before expiry at which the leader renews.
+    pub lease_grace: u64,
+    /// The webhook to serve; `None`: no webhook (controllers start without waiting for it).
+    pub webhook: Option<kruise_webhook::WebhookConfig>,
+    /// How long to wait for the webhook to answer `/healthz` over TLS.
+    pub webhook_ready_timeout: Duration,
+    /// Watch only this namespace (Pods and workloads); `None`: all.
+    pub watch_namespace: Option<String>,
+    /// Identity in the leader Lease.
+    pub identity: String,
+    /// The controllers' metrics; shared so an embedding process can summarise them.
+    pub metrics: Arc<Metrics>,
+    /// Readiness as `/readyz` reports it; shared for the same reason.
+    pub health: Arc<Health>,
+}
+
+impl AppConfig {
+    /// The `kruise-manager` defaults for a cluster reached through `kube`.
+    pub fn new(kube: kube::Config) -> Self {
+        Self {
+            kube,
+            kube_api_qps: DEFAULT_KUBE_API_QPS,
+            kube_api_burst: DEFAULT_KUBE_API_BURST,
+            metrics_addr: None,
+            health_addr: None,
+            leader_elect: true,
+            leader_election_namespace: default_namespace(),
+            leader_election_id: LEASE_NAME.to_owned(),
+            lease_duration: 15,
+            lease_grace: 5,
+            webhook: Some(kruise_webhook::WebhookConfig::from_env()),
+            webhook_ready_timeout: Duration::from_secs(120),
+            watch_namespace: None,
+            identity: identity(),
+            metrics: Arc::new(Metrics::new()),
+            health: Arc::new(Health::default()),
+        }
+    }
+}
+
+/// `$POD_NAMESPACE`, else `kruise-system`.
+pub fn default_namespace() -> String {
+    std::env::var(keys::ENV_POD_NAMESPACE)
+        .ok()
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| keys::KRUISE_NAMESPACE.to_string())
+}
+
+/// `$POD_NAME` (else the host name) and the process id: two replicas on one host (dev mode)
+/// must not share an identity.
+pub fn identity() -> String {
+    let base = std::env::var("POD_NAME")
+        .or_else(|_| std::env::var("HOSTNAME"))
+        .unwrap_or_else(|_| "kruise-manager".to_string());
+    format!("{base}_{}", std::process::id())
+}
+
+/// Cancels `token` on SIGTERM or Ctrl-C.
+pub fn shutdown_on_signals(token: CancellationToken) {
+    tokio::spawn(async move {
+        let term = async {
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(mut s) => {
+                    s.recv().await;
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot listen for SIGTERM");
+                    std::future::pending::<()>().await;
+                }
+            }
+        };
+        tokio::select! {
+            _ = term => tracing::info!("SIGTERM received, shutting down"),
+            _ = tokio::signal::ctrl_c() => tracing::info!("interrupt received, shutting down"),
+        }
+        token.cancel();
+    });
+}
+
+/// Everything the controllers run on while this replica leads.
+pub async fn run_controllers(
+    client: Client,
+    pods: PodCache,
+    metrics: Arc<Metrics>,
+    namespace: Option<String>,
+    token: CancellationToken,
+) {
+    let instance = std::env::var("POD_NAME").ok();
+    let readiness = podreadiness::run(client.clone(), pods.clone(), metrics.clone(), token.clone());
+    let launch = launchpriority::run(client.clone(), pods.clone(), metrics.clone(), token.clone());
+    let node_images = nodeimage::run(client.clone(), metrics.clone(), token.clone());
+    let pull_jobs = imagepulljob::run(client.clone(), pods.clone(), metrics.clone(), token.clone());
+    let recreate = crr::run(client.clone(), pods.clone(), metrics.clone(), token.clone());
+    let sidecars = sidecarset::run(client.clone(), pods.clone(), metrics.clone(), token.clone());
+    let daemonsets = daemonset::controller::run(
+        client.clone(),
+        pods.clone(),
+        metrics.clone(),
+        instance.clone(),
+        namespace.clone(),
+        token.clone(),
+    );
+    let asts = statefulset::controller::run(
+        Arc::new(statefulset::controller::Context::new(
+            client.clone(),
+            pods.clone(),
+            metrics.clone(),
+            instance.clone(),
+            namespace.clone(),
+        )),
+        token.clone(),
+    );
+    let ctx = Arc::new(cloneset::Context::new(
+        client, pods, metrics, instance, namespace,
+    ));
+    tokio::join!(
+        cloneset::run(ctx, token),
+        asts,
+        readiness,
+        launch,
+        node_images,
+        pull_jobs,
+        recreate,
+        sidecars,
+        daemonsets
+    );
+}
+
+fn client(cfg: &kube::Config, qps: f32, burst: u32) -> Result<Client, AppError> {
+    ratelimit::client(cfg.clone(), qps, burst).map_err(|e| AppError::Client(e.to_string()))
+}
+
+/// Runs the manager until `shutdown` is cancelled (upstream's `main`, after flag parsing).
+/// Returns early with an error when the webhook does not come up or leader election fails.
+#[tracing::instrument(skip_all, fields(identity = %cfg.identity))]
+pub async fn run(cfg: AppConfig, shutdown: CancellationToken) -> Result<(), AppError> {
+    let client = client(&cfg.kube, cfg.kube_api_qps, cfg.kube_api_burst)?;
+    let (metrics, health) = (cfg.metrics.clone(), cfg.health.clone());
+    let mut servers = Vec::new();
+    match (cfg.metrics_addr, cfg.health_addr) {
+        (Some(m), Some(h)) if m == h => {
+            let r = server::router(health.clone(), metrics.clone(), true, true);
+            servers.push(tokio::spawn(server::serve(h, r, shutdown.clone())));
+        }
+        (m, h) => {
+            if let Some(m) = m {
+                let r = server::router(health.clone(), metrics.clone(), true, false);
+                servers.push(tokio::spawn(server::serve(m, r, shutdown.clone())));
+            }
+            if let Some(h) = h {
+                let r = server::router(health.clone(), metrics.clone(), false, true);
+                servers.push(tokio::spawn(server::serve(h, r, shutdown.clone())));
+            }
+        }
+    }
+
+    // The webhook comes first: a controller must never create a pod the webhook has not had the
+    // chance to mutate.
+    let webhook = match &cfg.webhook {
+        None => {
+            tracing::warn!("webhook disabled: pods will not get the KruisePodReady readiness gate");
+            None
+        }
+        Some(wcfg) => {
+            // The webhook's own client, without the controllers' rate limit: an admission call
+            // (a template dry-run, a CRR's Pod) must not queue behind a rollout's writes and miss
+            // the API server's timeout. Its requests are bounded by the admissions it is sent.
+            let wclient = self::client(&cfg.kube, 0.0, 0)?;
+            let token = shutdown.clone();
+            let run_cfg = wcfg.clone();
+            let handle = tokio::spawn(async move {
+                kruise_webhook::run(wclient, run_cfg, token.cancelled_owned()).await
+            });
+            tokio::select! {
+                r = kruise_webhook::wait_ready(wcfg, cfg.webhook_ready_timeout) => {
+                    if let Err(e) = r {
+                        // The server task may hold the real cause (a taken port, RBAC).
+                        if handle.is_finished()
+                            && let Ok(Err(cause)) = handle.await
+                        {
+                            return Err(AppError::Webhook(cause));
+                        }
+                        return Err(AppError::Webhook(e));
+                    }
+                }
+                _ = shutdown.cancelled() => return Ok(()),
+            }
+            tracing::info!(addr = %wcfg.bind_addr, "webhook is serving");
+            Some(handle)
+        }
+    };
+
+    let pods = PodCache::start(
+        client.clone(),
+        cfg.watch_namespace.as_deref(),
+        shutdown.clone(),
+    );
+    tokio::select! {
+        _ = pods.wait_synced() => {}
+        _ = shutdown.cancelled() => return Ok(()),
+    }
+    tracing::info!("pod cache synced");
+    health.set_ready(true);
+
+    let mut result = Ok(());
+    if cfg.leader_elect {
+        let settings = LeaseSettings {
+            name: cfg.leader_election_id.clone(),
+            namespace: cfg.leader_election_namespace.clone(),
+            identity: cfg.identity.clone(),
+            duration_secs: cfg.lease_duration,
+            grace_secs: cfg.lease_grace,
+        };
+        let m = metrics.clone();
+        let (c, p, wn) = (client.clone(), pods.clone(), cfg.watch_namespace.clone());
+        result = leader::run_when_leader(
+            client.clone(),
+            settings,
+            shutdown.clone(),
+            move |leading| {
+                m.is_leader.set(i64::from(leading));
+            },
+            move |token| run_controllers(c.clone(), p.clone(), metrics.clone(), wn.clone(), token),
+        )
+        .await
+        .map_err(|e| AppError::Leader(e.to_string()));
+    } else {
+        tracing::info!("leader election disabled; starting controllers");
+        metrics.is_leader.set(1);
+        run_controllers(
+            client.clone(),
+            pods.clone(),
+            metrics.clone(),
+            cfg.watch_namespace.clone(),
+            shutdown.clone(),
+        )
+        .await;
+    }
+
+    shutdown.cancel();
+    if let Some(h) = webhook {
+        match h.await {
+            Ok(Err(e)) => tracing::warn!(error = %e, "webhook server ended with an error"),
+            Err(e) => tracing::warn!(error = %e, "webhook task failed"),
+            Ok(Ok(())) => {}
+        }
+    }
+    for s in servers {
+        if let Ok(Err(e)) = s.await {
+            tracing::warn!(error = %e, "HTTP server ended with an error");
+        }
+    }
+    tracing::info!("kruise-manager stopped");
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identity_carries_the_process_id() {
+        let id = identity();
+        assert!(
+            id.ends_with(&format!("_{}", std::process::id())),
+            "identity {id} must end with the pid so two replicas on one host differ"
+        );
+    }
+}
