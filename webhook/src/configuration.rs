@@ -157,6 +157,17 @@ pub fn mutating_configuration(cfg: &WebhookConfig, ca_pem: &str) -> MutatingWebh
                 None,
             ),
             hook(
+                "mdaemonset.kb.io",
+                paths::MUTATE_DAEMONSET,
+                vec![rule(
+                    &[keys::APPS_GROUP],
+                    CLONESET_VERSIONS,
+                    &["CREATE", "UPDATE"],
+                    &["daemonsets"],
+                )],
+                None,
+            ),
+            hook(
                 "mimagepulljob.kb.io",
                 paths::MUTATE_IMAGEPULLJOB,
                 vec![rule(
@@ -251,6 +262,12 @@ pub fn validating_configuration(
                 paths::VALIDATE_CLONESET,
                 &["CREATE", "UPDATE", "DELETE"],
                 "clonesets",
+            ),
+            hook(
+                "vdaemonset.kb.io",
+                paths::VALIDATE_DAEMONSET,
+                &["CREATE", "UPDATE", "DELETE"],
+                "daemonsets",
             ),
             hook(
                 "vimagepulljob.kb.io",
