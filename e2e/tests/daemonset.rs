@@ -170,3 +170,99 @@ async fn image_update_is_in_place_and_the_node_keeps_its_pod() {
     }
     ns.delete().await.expect("cleanup");
 }
+
+/// The validating webhook refuses bad DaemonSets before anything reaches a node, and its
+/// message names the field to fix.
+#[tokio::test]
+async fn invalid_daemonsets_are_refused_naming_the_field() {
+    let client = client().await.expect("cluster");
+    let ns = TestNamespace::create(&client, "e2e-ads-invalid")
+        .await
+        .expect("ns");
+    let api = daemonset::api(&client, &ns.name);
+    let standard = json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}});
+    let base = || daemonset::new("bad", &image("testapp", "v1"), standard.clone(), json!({}));
+    let mut cases: Vec<(&str, kube::api::DynamicObject, &str)> = Vec::new();
+    let mut ds = base().expect("ds");
+    ds.data["spec"]["template"]["metadata"]["labels"] = json!({"app": "other"});
+    cases.push((
+        "selector vs labels",
+        ds,
+        "spec.template.metadata.labels: Invalid value",
+    ));
+    let mut ds = base().expect("ds");
+    ds.data["spec"]["updateStrategy"]["rollingUpdate"] =
+        json!({"maxUnavailable": 0, "maxSurge": 0});
+    cases.push((
+        "both zero",
+        ds,
+        "spec.updateStrategy.rollingUpdate.maxUnavailable: Invalid value: 0: may not be 0 when `maxSurge` is 0",
+    ));
+    let mut ds = base().expect("ds");
+    ds.data["spec"]["updateStrategy"]["rollingUpdate"] = json!({"maxUnavailable": "30"});
+    cases.push((
+        "int-or-percent syntax",
+        ds,
+        "spec.updateStrategy.rollingUpdate.maxUnavailable: Invalid value: \"30\"",
+    ));
+    let mut ds = base().expect("ds");
+    ds.data["spec"]["updateStrategy"]["rollingUpdate"] = json!({"partition": "150%"});
+    cases.push((
+        "partition range",
+        ds,
+        "spec.updateStrategy.rollingUpdate.partition: Invalid value: \"150%\"",
+    ));
+    let mut ds = base().expect("ds");
+    ds.data["spec"]["updateStrategy"]["rollingUpdate"] = json!({"rollingUpdateType": "Surging"});
+    cases.push((
+        "Surging without maxSurge",
+        ds,
+        "spec.updateStrategy.rollingUpdate.maxSurge: Invalid value: 0: must be greater than 0 when rollingUpdateType is Surging",
+    ));
+    let mut ds = base().expect("ds");
+    ds.data["spec"]["template"]["spec"]["restartPolicy"] = json!("Never");
+    cases.push((
+        "restartPolicy",
+        ds,
+        "spec.template.spec.restartPolicy: Unsupported value: \"Never\"",
+    ));
+    for (what, ds, want) in cases {
+        let err = api
+            .create(&PostParams::default(), &ds)
+            .await
+            .expect_err(what)
+            .to_string();
+        assert!(
+            err.contains("vdaemonset.kb.io"),
+            "{what}: refused by our webhook: {err}"
+        );
+        assert!(err.contains(want), "{what}: message names the field: {err}");
+    }
+    // The selector cannot change once created; the template can.
+    api.create(&PostParams::default(), &base().expect("ds"))
+        .await
+        .expect("a valid DaemonSet is admitted");
+    let err = daemonset::patch_spec(
+        &api,
+        "bad",
+        json!({"selector": {"matchLabels": {"app": "bad", "tier": "x"}},
+               "template": {"metadata": {"labels": {"app": "bad", "tier": "x"}}}}),
+    )
+    .await
+    .expect_err("selector change refused")
+    .to_string();
+    assert!(
+        err.contains("spec.selector: Forbidden: field is immutable"),
+        "names the field: {err}"
+    );
+    let got = api.get("bad").await.expect("get");
+    assert_eq!(
+        got.data["spec"]["selector"],
+        json!({"matchLabels": {"app": "bad"}})
+    );
+    // Defaulting filled what the user left out.
+    let ru = &got.data["spec"]["updateStrategy"]["rollingUpdate"];
+    assert_eq!(ru["maxSurge"], json!(0), "{ru}");
+    assert_eq!(ru["rollingUpdateType"], json!("Standard"), "{ru}");
+    ns.delete().await.expect("delete ns");
+}

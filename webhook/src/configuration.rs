@@ -162,6 +162,17 @@ pub fn mutating_configuration(cfg: &WebhookConfig, ca_pem: &str) -> MutatingWebh
                 None,
             ),
             hook(
+                "mdaemonset.kb.io",
+                paths::MUTATE_DAEMONSET,
+                vec![rule(
+                    &[keys::APPS_GROUP],
+                    CLONESET_VERSIONS,
+                    &["CREATE", "UPDATE"],
+                    &["daemonsets"],
+                )],
+                None,
+            ),
+            hook(
                 "mimagepulljob.kb.io",
                 paths::MUTATE_IMAGEPULLJOB,
                 vec![rule(
@@ -262,6 +273,12 @@ pub fn validating_configuration(
                 paths::VALIDATE_STATEFULSET,
                 &["CREATE", "UPDATE"],
                 "statefulsets",
+            ),
+            hook(
+                "vdaemonset.kb.io",
+                paths::VALIDATE_DAEMONSET,
+                &["CREATE", "UPDATE", "DELETE"],
+                "daemonsets",
             ),
             hook(
                 "vimagepulljob.kb.io",

@@ -94,6 +94,10 @@ pub mod paths {
     pub const VALIDATE_CLONESET_V1ALPHA1: &str = "/validate-apps-kruise-io-v1alpha1-cloneset";
     /// CloneSet validation, v1beta1 alias.
     pub const VALIDATE_CLONESET_V1BETA1: &str = "/validate-apps-kruise-io-v1beta1-cloneset";
+    /// Advanced DaemonSet defaulting (upstream's path; both versions).
+    pub const MUTATE_DAEMONSET: &str = "/mutate-apps-kruise-io-daemonset";
+    /// Advanced DaemonSet validation (upstream's path; both versions).
+    pub const VALIDATE_DAEMONSET: &str = "/validate-apps-kruise-io-daemonset";
     /// ImagePullJob defaulting (upstream's path; both versions).
     /// Advanced StatefulSet validation (v1alpha1 and v1beta1).
     pub const VALIDATE_STATEFULSET: &str = "/validate-apps-kruise-io-statefulset";
@@ -128,6 +132,8 @@ pub mod paths {
         VALIDATE_CLONESET_V1ALPHA1,
         VALIDATE_CLONESET_V1BETA1,
         VALIDATE_STATEFULSET,
+        MUTATE_DAEMONSET,
+        VALIDATE_DAEMONSET,
         MUTATE_IMAGEPULLJOB,
         VALIDATE_IMAGEPULLJOB,
         MUTATE_NODEIMAGE,
@@ -154,6 +160,8 @@ pub fn admission_handler(path: &str) -> Option<fn(&review::Request) -> review::O
         paths::MUTATE_CLONESET
         | paths::MUTATE_CLONESET_V1ALPHA1
         | paths::MUTATE_CLONESET_V1BETA1 => Some(cloneset::defaults::mutate),
+        paths::MUTATE_DAEMONSET => Some(daemonset::defaults::mutate),
+        paths::VALIDATE_DAEMONSET => Some(daemonset::validation::validate),
         paths::MUTATE_IMAGEPULLJOB => Some(imagepull::mutate_imagepulljob),
         paths::VALIDATE_IMAGEPULLJOB => Some(imagepull::validate_imagepulljob),
         paths::MUTATE_NODEIMAGE => Some(imagepull::mutate_nodeimage),
