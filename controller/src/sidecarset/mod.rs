@@ -228,9 +228,12 @@ async fn upgrade(
         // The idle container's version is one above the working one's (upstream
         // `updateHotUpgradeContainerInPod`); `versionalt` points back at the working one.
         let version_of = |c: &str| {
-            ann.get(&format!("{}{c}", keys::SIDECARSET_VERSION_ANNOTATION_PREFIX))
-                .and_then(|v| v.parse::<i64>().ok())
-                .unwrap_or(0)
+            ann.get(&format!(
+                "{}{c}",
+                keys::SIDECARSET_VERSION_ANNOTATION_PREFIX
+            ))
+            .and_then(|v| v.parse::<i64>().ok())
+            .unwrap_or(0)
         };
         if let Some(other) = wire::hot_upgrade_other(&container) {
             let working = version_of(&other);
@@ -239,7 +242,10 @@ async fn upgrade(
                 (working + 1).to_string(),
             );
             versions.insert(
-                format!("{}{container}", keys::SIDECARSET_VERSION_ALT_ANNOTATION_PREFIX),
+                format!(
+                    "{}{container}",
+                    keys::SIDECARSET_VERSION_ALT_ANNOTATION_PREFIX
+                ),
                 working.to_string(),
             );
         }
