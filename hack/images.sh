@@ -5,6 +5,7 @@
 #   kruise-rs/testapp:v1 v2 v3       busybox-static HTTP server on :8080; each tag has its own image ID
 #   kruise-rs/testapp:v1-retag       the same image as v1 under another tag (same image ID)
 #   kruise-rs/sidecar:v1 v2          busybox-static idler, for multi-container Pods
+#   kruise-rs/sidecar:empty          the same idler as a hot-upgrade sidecar's hotUpgradeEmptyImage
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=hack/lib.sh
@@ -54,7 +55,7 @@ for v in v2 v3; do
   push --name kruise-rs/testapp --tag "$v" --layer "$work/busybox" \
     --layer "$(top_layer testapp "$v" serve.sh)" --cmd '["/usr/local/bin/testapp"]'
 done
-for v in v1 v2; do
+for v in v1 v2 empty; do
   push --name kruise-rs/sidecar --tag "$v" --layer "$work/busybox" \
     --layer "$(top_layer sidecar "$v" idle.sh)" --cmd '["/usr/local/bin/sidecar"]'
 done

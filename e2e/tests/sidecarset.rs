@@ -1,16 +1,18 @@
 //! SidecarSet, end to end: injection into new Pods of a CloneSet and of a Deployment, in-place
 //! sidecar upgrade on an image change within maxUnavailable and partition, no upgrade of
-//! running Pods for other changes, and the refusal of a conflicting SidecarSet.
+//! running Pods for other changes, the refusal of a conflicting SidecarSet, and hot upgrade (the
+//! new version starts in the idle container of the pair before the old one is emptied).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Pod;
 use kruise_api::keys;
 use kruise_e2e::sidecarset::{self as sc, Guard};
 use kruise_e2e::{TestNamespace, client, cloneset, container_status, image, pod_ready, wait_for};
-use kube::api::{ListParams, PostParams};
+use kube::api::{ListParams, PostParams, WatchEvent, WatchParams};
 use kube::{Api, ResourceExt};
 use serde_json::json;
 
@@ -403,5 +405,127 @@ async fn conflicting_sidecarset_is_refused_naming_the_first() {
     );
 
     guard.delete().await.expect("delete first");
+    ns.delete().await.expect("delete ns");
+}
+
+/// Whether the container's status shows it running the given image, ready.
+fn runs(pod: &Pod, container: &str, tag: &str) -> bool {
+    container_status(pod, container).is_some_and(|s| {
+        s.ready
+            && s.image.ends_with(&format!("sidecar:{tag}"))
+            && s.state.as_ref().is_some_and(|st| st.running.is_some())
+    })
+}
+
+fn working(pod: &Pod) -> Option<String> {
+    let v = pod
+        .annotations()
+        .get(keys::SIDECARSET_WORKING_HOT_UPGRADE_CONTAINER_ANNOTATION)?;
+    let m: BTreeMap<String, String> = serde_json::from_str(v).ok()?;
+    m.get("proxy").cloned()
+}
+
+#[tokio::test]
+async fn hot_upgrade_starts_the_new_version_before_emptying_the_old_one() {
+    let client = client().await.expect("client");
+    let ns = TestNamespace::create(&client, "sc-hot").await.expect("ns");
+    let name = format!("{}-hot", ns.name);
+    let proxy = |tag: &str| {
+        json!({"name": "proxy", "image": image("sidecar", tag),
+            "upgradeStrategy": {"upgradeType": "HotUpgrade",
+                "hotUpgradeEmptyImage": image("sidecar", "empty")}})
+    };
+    let set = sc::new(&name, &ns.name, "web", json!({"containers": [proxy("v1")]})).expect("set");
+    let (guard, _) = Guard::create(&client, &set)
+        .await
+        .expect("create sidecarset");
+    let cs_api = cloneset::api(&client, &ns.name);
+    let cs = cloneset::new("web", 1, "v1", json!({})).expect("cloneset");
+    cs_api
+        .create(&PostParams::default(), &cs)
+        .await
+        .expect("create cloneset");
+    let pods: Api<Pod> = ns.api();
+    let pod = wait_for("the pair running, proxy-1 working", STARTUP, || async {
+        let p = ready_pods(&pods, "web", 1).await.remove(0);
+        let ok = runs(&p, "proxy-1", "v1")
+            && runs(&p, "proxy-2", "empty")
+            && working(&p).as_deref() == Some("proxy-1");
+        Ok(ok.then_some(p))
+    })
+    .await
+    .expect("injected pair");
+    let uid = pod.uid();
+    let pod_name = pod.name_any();
+    let rv = pod.resource_version().unwrap_or_default();
+
+    // Watch from the state just read, then change the image.
+    let wp = WatchParams::default()
+        .fields(&format!("metadata.name={pod_name}"))
+        .timeout(290);
+    let mut events = pods.watch(&wp, &rv).await.expect("watch pod").boxed();
+    let sets = sc::api(&client);
+    sc::patch_spec(&sets, &name, json!({"containers": [proxy("v2")]}))
+        .await
+        .expect("set image");
+
+    let mut new_running_before_empty = None;
+    let mut seen = 0;
+    let done = tokio::time::timeout(UPGRADE, async {
+        while let Some(ev) = events.try_next().await.expect("watch stream") {
+            let WatchEvent::Modified(p) = ev else {
+                continue;
+            };
+            seen += 1;
+            // At every moment one of the pair runs a real sidecar version.
+            let serving = ["proxy-1", "proxy-2"]
+                .iter()
+                .any(|c| runs(&p, c, "v1") || runs(&p, c, "v2"));
+            assert!(
+                serving,
+                "neither sidecar container runs the sidecar: {:?}",
+                p.status.as_ref().and_then(|s| s.container_statuses.clone())
+            );
+            // The first time proxy-1 is set to the empty image, proxy-2 must already run v2.
+            if new_running_before_empty.is_none()
+                && sc::spec_image(&p, "proxy-1").as_deref()
+                    == Some(image("sidecar", "empty").as_str())
+            {
+                new_running_before_empty = Some(runs(&p, "proxy-2", "v2"));
+            }
+            if working(&p).as_deref() == Some("proxy-2")
+                && runs(&p, "proxy-2", "v2")
+                && runs(&p, "proxy-1", "empty")
+            {
+                return p;
+            }
+        }
+        panic!("watch ended before the hot upgrade finished");
+    })
+    .await
+    .expect("hot upgrade finished in time");
+    assert!(seen > 1, "the watch saw the upgrade step by step");
+    assert_eq!(
+        new_running_before_empty,
+        Some(true),
+        "proxy-2 ran v2 before proxy-1 was switched to the empty image"
+    );
+    assert_eq!(done.uid(), uid, "same Pod");
+    assert_eq!(working(&done).as_deref(), Some("proxy-2"));
+    assert_eq!(
+        container_status(&done, "app").map(|s| s.restart_count),
+        Some(0),
+        "app container untouched"
+    );
+    wait_for("status updated 1, updatedReady 1", STARTUP, || async {
+        let s = sets.get(&name).await?;
+        Ok(s.status
+            .filter(|st| st.matched_pods == 1 && st.updated_pods == 1 && st.updated_ready_pods == 1)
+            .map(|_| ()))
+    })
+    .await
+    .expect("final status");
+
+    guard.delete().await.expect("delete sidecarset");
     ns.delete().await.expect("delete ns");
 }

@@ -4,8 +4,11 @@
 //! [`plan`] decides (pure); this module reads the Pod cache and writes: for a Pod to upgrade,
 //! first the `KruisePodReady` condition goes False under our key (the Pod leaves Service), then
 //! one patch sets the new images, the Pod's hash entries and the in-place state; once the
-//! kubelet runs the new images the key is removed again.
+//! kubelet runs the new images the key is removed again. Hot-upgrade sidecars ([`hot`]) never
+//! leave Service: the idle container of the pair gets the new image, and once it runs and is
+//! ready the working-container annotation flips to it and the old one goes to the empty image.
 
+pub mod hot;
 pub mod plan;
 
 use std::collections::BTreeMap;
@@ -113,6 +116,15 @@ async fn reconcile(set: Arc<SidecarSet>, ctx: Arc<Context>) -> Result<Action, Er
     for &i in &plan.upgrade {
         upgrade(&ctx.client, &set, &latest, &pods[i], now).await?;
     }
+    for pod in &pods {
+        let flips: Vec<hot::Step> = hot::steps(&set, pod)
+            .into_iter()
+            .filter(|s| matches!(s, hot::Step::Flip { .. }))
+            .collect();
+        if !flips.is_empty() {
+            flip(&ctx.client, pod, &flips).await?;
+        }
+    }
     if set.status.as_ref() != Some(&plan.status) {
         let api: Api<SidecarSet> = Api::all(ctx.client.clone());
         let patch = json!({"status": plan.status});
@@ -177,7 +189,6 @@ async fn upgrade(
     let mut images = Vec::new();
     let mut last = serde_json::Map::new();
     for sc in &set.spec.containers {
-        // Hot-upgrade pairs are not upgraded by this controller (yet): skip them.
         if sc.is_hot_upgrade() {
             continue;
         }
@@ -200,6 +211,45 @@ async fn upgrade(
             .unwrap_or_default();
         last.insert(sc.container.name.clone(), json!({"imageID": image_id}));
     }
+    // Hot pairs: the new image goes to the idle container; the Pod stays in Service.
+    let cold = !images.is_empty();
+    let mut versions = BTreeMap::new();
+    for step in hot::steps(set, pod) {
+        let hot::Step::Start { container, image } = step else {
+            continue;
+        };
+        images.push(json!({"name": container, "image": image}));
+        let image_id = statuses
+            .iter()
+            .find(|s| s.name == container)
+            .map(|s| s.image_id.clone())
+            .unwrap_or_default();
+        last.insert(container.clone(), json!({"imageID": image_id}));
+        // The idle container's version is one above the working one's (upstream
+        // `updateHotUpgradeContainerInPod`); `versionalt` points back at the working one.
+        let version_of = |c: &str| {
+            ann.get(&format!(
+                "{}{c}",
+                keys::SIDECARSET_VERSION_ANNOTATION_PREFIX
+            ))
+            .and_then(|v| v.parse::<i64>().ok())
+            .unwrap_or(0)
+        };
+        if let Some(other) = wire::hot_upgrade_other(&container) {
+            let working = version_of(&other);
+            versions.insert(
+                format!("{}{container}", keys::SIDECARSET_VERSION_ANNOTATION_PREFIX),
+                (working + 1).to_string(),
+            );
+            versions.insert(
+                format!(
+                    "{}{container}",
+                    keys::SIDECARSET_VERSION_ALT_ANNOTATION_PREFIX
+                ),
+                working.to_string(),
+            );
+        }
+    }
     let time = Time(now);
     let rewrite = |key: &'static str, hash: &str| -> Result<String, Error> {
         let mut m =
@@ -210,7 +260,7 @@ async fn upgrade(
         }
         Ok(wire::format_hash_annotation(&m)?)
     };
-    let mut annotations = BTreeMap::new();
+    let mut annotations = versions;
     annotations.insert(
         keys::SIDECARSET_HASH_ANNOTATION.to_owned(),
         rewrite(keys::SIDECARSET_HASH_ANNOTATION, &latest.hash)?,
@@ -243,8 +293,10 @@ async fn upgrade(
             keys::SIDECARSET_INPLACE_UPDATE_STATE_ANNOTATION.to_owned(),
             wire::format_inplace_states(&states)?,
         );
-        // Out of Service before the sidecar restarts.
-        set_held(client, pod, true, now).await?;
+        if cold {
+            // Out of Service before the sidecar restarts.
+            set_held(client, pod, true, now).await?;
+        }
     }
     let api: Api<Pod> = Api::namespaced(client.clone(), &pod.namespace().unwrap_or_default());
     let mut patch = json!({"metadata": {"annotations": annotations}});
@@ -252,6 +304,46 @@ async fn upgrade(
         patch["spec"] = json!({"containers": images});
     }
     tracing::info!(pod = %pod.name_any(), images = images.len(), "upgrading sidecars in place");
+    match api
+        .patch(
+            &pod.name_any(),
+            &PatchParams::default(),
+            &Patch::Strategic(&patch),
+        )
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(s)) if s.is_not_found() => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Makes the idle containers that now run the new image the working ones and puts the old
+/// ones on the empty image, in one patch (upstream `flipPodSidecarContainerDo`).
+async fn flip(client: &Client, pod: &Pod, flips: &[hot::Step]) -> Result<(), Error> {
+    let mut working = hot::working_containers(pod);
+    let mut images = Vec::new();
+    for step in flips {
+        if let hot::Step::Flip {
+            sidecar,
+            to,
+            from,
+            empty,
+        } = step
+        {
+            working.insert(sidecar.clone(), to.clone());
+            images.push(json!({"name": from, "image": empty}));
+        }
+    }
+    let patch = json!({
+        "metadata": {"annotations": {
+            keys::SIDECARSET_WORKING_HOT_UPGRADE_CONTAINER_ANNOTATION:
+                wire::format_working_containers(&working)?,
+        }},
+        "spec": {"containers": images},
+    });
+    tracing::info!(pod = %pod.name_any(), "hot upgrade: switching the working sidecar containers");
+    let api: Api<Pod> = Api::namespaced(client.clone(), &pod.namespace().unwrap_or_default());
     match api
         .patch(
             &pod.name_any(),

@@ -83,7 +83,8 @@ pub fn pod_state(set: &SidecarSet, latest: &Latest, pod: &Pod) -> PodState {
     PodState {
         updated: hash.as_deref() == Some(latest.hash.as_str()),
         image_only: without.as_deref() == Some(latest.without_image.as_str()),
-        consistent: is_consistent(set, pod),
+        // A started hot upgrade is consistent only once the pair has flipped.
+        consistent: is_consistent(set, pod) && !super::hot::in_progress(set, pod),
         ready: kpod::is_ready(pod),
         selected: set
             .spec
