@@ -334,3 +334,25 @@ fn statefulset_crd_matches_upstream_shape() {
         serde_json::json!(["OrderedReady", "Parallel"])
     );
 }
+
+/// `kubectl apply -k deploy/`, `kubectl kruise install` and the Helm chart install the CRDs the
+/// kustomization lists: a generated CRD missing there is a kind the shipped install lacks.
+#[test]
+fn kustomization_lists_every_crd() {
+    let kustomization = crd_dir().join("..").join("kustomization.yaml");
+    let text = std::fs::read_to_string(&kustomization).expect("deploy/kustomization.yaml");
+    let listed: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("- crds/"))
+        .collect();
+    let missing: Vec<String> = crds::all()
+        .expect("CRDs assemble")
+        .iter()
+        .map(crds::file_name)
+        .filter(|f| !listed.contains(&f.as_str()))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "deploy/kustomization.yaml does not list {missing:?}: add `- crds/FILE` under resources"
+    );
+}
