@@ -876,11 +876,22 @@ async fn error_paths_have_documented_codes() {
     let ns = fx.ns.name.clone();
 
     let run = kk
+        .run(&["rollout", "status", "job/web"])
+        .await
+        .expect("run");
+    assert_code(&run, NOT_FOUND);
+    assert_one_error_line(&run, "unknown kind \"job\"");
+
+    // A kind the plugin knows, absent from the namespace: not found, naming kind and namespace.
+    let run = kk
         .run(&["rollout", "status", "statefulset/web"])
         .await
         .expect("run");
     assert_code(&run, NOT_FOUND);
-    assert_one_error_line(&run, "unknown kind \"statefulset\"");
+    assert_one_error_line(
+        &run,
+        &format!("StatefulSet \"web\" not found in namespace \"{ns}\""),
+    );
 
     let missing = format!("CloneSet \"nope\" not found in namespace \"{ns}\"");
     for args in [
