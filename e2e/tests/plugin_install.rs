@@ -192,30 +192,6 @@ async fn install_check_uninstall_and_helm() {
     }
     let rendered = template.output().expect("helm template");
     assert!(rendered.status.success());
-    // What the chart renders, the API server accepts.
-    let mut apply = Command::new(kubectl())
-        .arg("--kubeconfig")
-        .arg(&kubeconfig)
-        .args(["apply", "--server-side", "--dry-run=server", "-f", "-"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("kubectl apply");
-    use std::io::Write as _;
-    apply
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(&rendered.stdout)
-        .expect("write");
-    let out = apply.wait_with_output().expect("kubectl apply");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-
     let mut install = Command::new(&helm);
     install
         .arg("--kubeconfig")
@@ -243,6 +219,37 @@ async fn install_check_uninstall_and_helm() {
         Some(0),
         "check on the Helm install:\n{}",
         ok.stdout
+    );
+    // What the chart renders, the API server accepts (after the install, so its namespaces exist;
+    // forced, as Helm owns the fields).
+    let mut apply = Command::new(kubectl())
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .args([
+            "apply",
+            "--server-side",
+            "--force-conflicts",
+            "--dry-run=server",
+            "-f",
+            "-",
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("kubectl apply");
+    use std::io::Write as _;
+    apply
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(&rendered.stdout)
+        .expect("write");
+    let out = apply.wait_with_output().expect("kubectl apply");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
     );
 
     // The chart's release goes; the webhook configurations the manager made are removed by
