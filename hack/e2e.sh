@@ -21,7 +21,7 @@ cd "$KRS_ROOT"
 # RBAC (ContainerRecreateRequests, image pulls, runtime-containers-meta; daemon <-> API server
 # through the Service address, as a user's cluster has it), the Pod webhook's namespace scope,
 # RBAC and failover. The tests read KRUISE_E2E_INCLUSTER and never start host processes then.
-INCLUSTER_NAMES=(cluster cloneset crr daemonset imagepull runtime_meta webhook_scope statefulset incluster sidecarset plugin_dev)
+INCLUSTER_NAMES=(cluster cloneset crr daemonset imagepull runtime_meta webhook_scope statefulset incluster sidecarset plugin_dev cli_kruise_history)
 INCLUSTER_TESTS=()
 for t in "${INCLUSTER_NAMES[@]}"; do INCLUSTER_TESTS+=(--test "$t"); done
 
