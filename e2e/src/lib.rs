@@ -219,6 +219,7 @@ pub mod cloneset;
 pub mod cri;
 pub mod daemonset;
 pub mod mode;
+pub mod plugin;
 pub mod recorder;
 pub mod sidecarset;
 pub mod statefulset;

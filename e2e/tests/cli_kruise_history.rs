@@ -11,107 +11,16 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::ControllerRevision;
-use k8s_openapi::api::core::v1::Pod;
-use kruise_api::keys;
-use kruise_e2e::cli::{Kruise, Run};
-use kruise_e2e::{TestNamespace, client, container_status, image, wait_for};
-use kube::api::{ApiResource, DynamicObject, ListParams, PostParams};
-use kube::{Api, Client, ResourceExt};
+use kruise_e2e::plugin::{
+    CLI_LIMIT, Fixture, assert_code, assert_stdout, kruise_resource, template,
+};
+use kruise_e2e::{container_status, image, wait_for};
+use kube::api::{DynamicObject, ListParams, PostParams};
+use kube::{Api, ResourceExt};
 use serde_json::{Value, json};
 
-/// Hard limit on one watching CLI run, above its own `--timeout`.
-const CLI_LIMIT: Duration = Duration::from_secs(300);
 const OK: i32 = 0;
 const PAUSED: i32 = 3;
-
-fn assert_code(run: &Run, code: i32) {
-    assert_eq!(run.code, Some(code), "expected exit {code}: {run}");
-}
-
-fn assert_stdout(run: &Run, needle: &str) {
-    assert!(
-        run.stdout.contains(needle),
-        "stdout lacks {needle:?}: {run}"
-    );
-}
-
-struct Fixture {
-    client: Client,
-    ns: TestNamespace,
-    pods: Api<Pod>,
-    kk: Kruise,
-}
-
-async fn fixture(prefix: &str) -> Fixture {
-    kruise_e2e::cli::binary().expect("kubectl-kruise binary");
-    let client = client().await.expect("cluster");
-    let ns = TestNamespace::create(&client, prefix)
-        .await
-        .expect("test namespace");
-    let kk = Kruise::new(&ns.name).expect("kubectl-kruise binary and kubeconfig");
-    Fixture {
-        pods: ns.api(),
-        kk,
-        ns,
-        client,
-    }
-}
-
-impl Fixture {
-    async fn status(&self, target: &str) -> Run {
-        self.kk
-            .run_for(&["rollout", "status", target, "--timeout", "4m"], CLI_LIMIT)
-            .await
-            .expect("run rollout status")
-    }
-
-    async fn run(&self, args: &[&str]) -> Run {
-        self.kk.run(args).await.expect("run kubectl-kruise")
-    }
-
-    /// Pod name → (UID, containerID, restartCount, image) of container `container`.
-    async fn incarnations(&self, app: &str, container: &str) -> BTreeMap<String, Incarnation> {
-        self.pods
-            .list(&ListParams::default().labels(&format!("app={app}")))
-            .await
-            .expect("list Pods")
-            .items
-            .iter()
-            .filter(|p| p.metadata.deletion_timestamp.is_none())
-            .map(|p| {
-                let c = container_status(p, container);
-                let spec_image = p
-                    .spec
-                    .as_ref()
-                    .and_then(|s| s.containers.iter().find(|c| c.name == container))
-                    .and_then(|c| c.image.clone())
-                    .unwrap_or_default();
-                (
-                    p.name_any(),
-                    Incarnation {
-                        uid: p.uid().unwrap_or_default(),
-                        container_id: c.and_then(|c| c.container_id.clone()).unwrap_or_default(),
-                        restarts: c.map(|c| c.restart_count).unwrap_or(-1),
-                        image: spec_image,
-                    },
-                )
-            })
-            .collect()
-    }
-
-    /// The ControllerRevisions in the namespace: name → revision number.
-    async fn revisions(&self) -> BTreeMap<String, i64> {
-        self.ns
-            .api::<ControllerRevision>()
-            .list(&ListParams::default())
-            .await
-            .expect("list ControllerRevisions")
-            .items
-            .into_iter()
-            .map(|r| (r.name_any(), r.revision))
-            .collect()
-    }
-}
 
 #[derive(Clone, Debug, PartialEq)]
 struct Incarnation {
@@ -121,32 +30,47 @@ struct Incarnation {
     image: String,
 }
 
-async fn kruise_resource(client: &Client, plural: &str) -> ApiResource {
-    let group = kube::discovery::group(client, keys::APPS_GROUP)
+/// Pod name → (UID, containerID, restartCount, image) of container `container`.
+async fn incarnations(fx: &Fixture, app: &str, container: &str) -> BTreeMap<String, Incarnation> {
+    fx.pods
+        .list(&ListParams::default().labels(&format!("app={app}")))
         .await
-        .expect("the cluster serves apps.kruise.io");
-    group
-        .versioned_resources(group.preferred_version_or_latest())
-        .into_iter()
-        .find(|(ar, _)| ar.plural == plural)
-        .map(|(ar, _)| ar)
-        .unwrap_or_else(|| panic!("the cluster serves no apps.kruise.io {plural}"))
+        .expect("list Pods")
+        .items
+        .iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .map(|p| {
+            let c = container_status(p, container);
+            let spec_image = p
+                .spec
+                .as_ref()
+                .and_then(|s| s.containers.iter().find(|c| c.name == container))
+                .and_then(|c| c.image.clone())
+                .unwrap_or_default();
+            (
+                p.name_any(),
+                Incarnation {
+                    uid: p.uid().unwrap_or_default(),
+                    container_id: c.and_then(|c| c.container_id.clone()).unwrap_or_default(),
+                    restarts: c.map(|c| c.restart_count).unwrap_or(-1),
+                    image: spec_image,
+                },
+            )
+        })
+        .collect()
 }
 
-/// A Pod template running testapp `tag`, ready once it serves HTTP.
-fn template(app: &str, tag: &str) -> Value {
-    json!({
-        "metadata": {"labels": {"app": app}},
-        "spec": {
-            "terminationGracePeriodSeconds": 1,
-            "containers": [{
-                "name": "app",
-                "image": image("testapp", tag),
-                "ports": [{"containerPort": 8080}],
-                "readinessProbe": {"httpGet": {"path": "/", "port": 8080}, "periodSeconds": 1}
-            }]
-        }
-    })
+/// The ControllerRevisions in the namespace: name → revision number.
+async fn revisions(fx: &Fixture) -> BTreeMap<String, i64> {
+    fx.ns
+        .api::<ControllerRevision>()
+        .list(&ListParams::default())
+        .await
+        .expect("list ControllerRevisions")
+        .items
+        .into_iter()
+        .map(|r| (r.name_any(), r.revision))
+        .collect()
 }
 
 /// Every Pod kept its UID, got a new container and restarted `restarts` times in all, on `tag`.
@@ -195,7 +119,7 @@ async fn history(fx: &Fixture, target: &str) -> (Vec<String>, Vec<bool>) {
 /// ordinal first.
 #[tokio::test]
 async fn asts_pause_resume_history_undo_restart() {
-    let fx = fixture("e2e-clih-asts").await;
+    let fx = Fixture::new("e2e-clih-asts").await;
     let ar = kruise_resource(&fx.client, "statefulsets").await;
     let obj: DynamicObject = serde_json::from_value(json!({
         "apiVersion": ar.api_version, "kind": "StatefulSet",
@@ -214,7 +138,7 @@ async fn asts_pause_resume_history_undo_restart() {
         .await
         .expect("create Advanced StatefulSet");
     assert_code(&fx.status("asts/web").await, OK);
-    let v1 = fx.incarnations("web", "app").await;
+    let v1 = incarnations(&fx, "web", "app").await;
     assert_eq!(v1.len(), 3, "{v1:?}");
 
     assert_code(&fx.run(&["rollout", "pause", "asts/web"]).await, OK);
@@ -242,7 +166,7 @@ async fn asts_pause_resume_history_undo_restart() {
     .expect("observedGeneration");
     tokio::time::sleep(Duration::from_secs(5)).await;
     assert_eq!(
-        fx.incarnations("web", "app").await,
+        incarnations(&fx, "web", "app").await,
         v1,
         "paused: no Pod changed"
     );
@@ -253,7 +177,7 @@ async fn asts_pause_resume_history_undo_restart() {
 
     assert_code(&fx.run(&["rollout", "resume", "asts/web"]).await, OK);
     assert_code(&fx.status("asts/web").await, OK);
-    let v2 = fx.incarnations("web", "app").await;
+    let v2 = incarnations(&fx, "web", "app").await;
     assert_in_place(&v1, &v2, 1, "v2");
 
     let (images, update) = history(&fx, "asts/web").await;
@@ -265,17 +189,17 @@ async fn asts_pause_resume_history_undo_restart() {
         ]
     );
     assert_eq!(update, [false, true]);
-    let revs_before_undo = fx.revisions().await;
+    let revs_before_undo = revisions(&fx).await;
     assert_eq!(revs_before_undo.len(), 2, "{revs_before_undo:?}");
 
     let run = fx.run(&["rollout", "undo", "asts/web"]).await;
     assert_code(&run, OK);
     assert_stdout(&run, "rolling back to revision 1");
     assert_code(&fx.status("asts/web").await, OK);
-    let back = fx.incarnations("web", "app").await;
+    let back = incarnations(&fx, "web", "app").await;
     assert_in_place(&v2, &back, 2, "v1");
     // The rollback reused the v1 revision, renumbered past the v2 one.
-    let revs = fx.revisions().await;
+    let revs = revisions(&fx).await;
     assert_eq!(
         revs.keys().collect::<Vec<_>>(),
         revs_before_undo.keys().collect::<Vec<_>>(),
@@ -309,7 +233,7 @@ async fn asts_pause_resume_history_undo_restart() {
         ["web-2", "web-1", "web-0"],
         "highest ordinal first: {run}"
     );
-    let restarted = fx.incarnations("web", "app").await;
+    let restarted = incarnations(&fx, "web", "app").await;
     assert_in_place(&back, &restarted, 3, "v1");
     fx.ns.delete().await.expect("delete namespace");
 }
@@ -319,7 +243,7 @@ async fn asts_pause_resume_history_undo_restart() {
 /// place through a ContainerRecreateRequest.
 #[tokio::test]
 async fn ads_history_undo_restart() {
-    let fx = fixture("e2e-clih-ads").await;
+    let fx = Fixture::new("e2e-clih-ads").await;
     let ar = kruise_resource(&fx.client, "daemonsets").await;
     let obj: DynamicObject = serde_json::from_value(json!({
         "apiVersion": ar.api_version, "kind": "DaemonSet",
@@ -337,7 +261,7 @@ async fn ads_history_undo_restart() {
         .await
         .expect("create Advanced DaemonSet");
     assert_code(&fx.status("ads/agent").await, OK);
-    let v1 = fx.incarnations("agent", "app").await;
+    let v1 = incarnations(&fx, "agent", "app").await;
     assert!(!v1.is_empty(), "a Pod per node");
 
     let run = fx
@@ -350,7 +274,7 @@ async fn ads_history_undo_restart() {
         .await;
     assert_code(&run, OK);
     assert_code(&fx.status("ads/agent").await, OK);
-    let v2 = fx.incarnations("agent", "app").await;
+    let v2 = incarnations(&fx, "agent", "app").await;
     assert_in_place(&v1, &v2, 1, "v2");
 
     let (images, update) = history(&fx, "ads/agent").await;
@@ -367,10 +291,10 @@ async fn ads_history_undo_restart() {
     assert_code(&run, OK);
     assert_stdout(&run, "rolling back to revision 1");
     assert_code(&fx.status("ads/agent").await, OK);
-    let back = fx.incarnations("agent", "app").await;
+    let back = incarnations(&fx, "agent", "app").await;
     assert_in_place(&v2, &back, 2, "v1");
     assert_eq!(
-        fx.revisions().await.len(),
+        revisions(&fx).await.len(),
         2,
         "a rollback reuses the v1 revision"
     );
@@ -378,7 +302,7 @@ async fn ads_history_undo_restart() {
     let run = fx.run(&["rollout", "restart", "ads/agent"]).await;
     assert_code(&run, OK);
     assert_stdout(&run, "restarted in place");
-    let restarted = fx.incarnations("agent", "app").await;
+    let restarted = incarnations(&fx, "agent", "app").await;
     assert_in_place(&back, &restarted, 3, "v1");
     fx.ns.delete().await.expect("delete namespace");
 }
@@ -389,7 +313,7 @@ async fn ads_history_undo_restart() {
 /// finishes in place; restart is refused (a SidecarSet has no Pods of its own).
 #[tokio::test]
 async fn sidecarset_partition_pause_promote() {
-    let fx = fixture("e2e-clih-sc").await;
+    let fx = Fixture::new("e2e-clih-sc").await;
     let ar = kruise_resource(&fx.client, "sidecarsets").await;
     let cs_ar = kruise_resource(&fx.client, "clonesets").await;
     let sc_api: Api<DynamicObject> = Api::all_with(fx.client.clone(), &ar);
@@ -423,7 +347,7 @@ async fn sidecarset_partition_pause_promote() {
         .expect("create CloneSet");
     let target = format!("sidecarset/{name}");
     wait_for("three Pods with the sidecar running", CLI_LIMIT, || async {
-        let now = fx.incarnations(&app, "proxy").await;
+        let now = incarnations(&fx, &app, "proxy").await;
         Ok((now.len() == 3
             && now
                 .values()
@@ -433,7 +357,7 @@ async fn sidecarset_partition_pause_promote() {
     .await
     .expect("sidecar injected");
     assert_code(&fx.status(&target).await, OK);
-    let v1 = fx.incarnations(&app, "proxy").await;
+    let v1 = incarnations(&fx, &app, "proxy").await;
 
     let run = fx.run(&["rollout", "partition", &target, "2"]).await;
     assert_code(&run, OK);
@@ -458,7 +382,7 @@ async fn sidecarset_partition_pause_promote() {
             .filter(|i| i.image == image("sidecar", "v2"))
             .count()
     };
-    let now = fx.incarnations(&app, "proxy").await;
+    let now = incarnations(&fx, &app, "proxy").await;
     assert_eq!(
         upgraded(&now),
         1,
@@ -475,7 +399,7 @@ async fn sidecarset_partition_pause_promote() {
     assert_eq!(strategy["paused"], json!(true), "{strategy}");
     assert_eq!(strategy["partition"], json!(0), "{strategy}");
     tokio::time::sleep(Duration::from_secs(8)).await;
-    let now = fx.incarnations(&app, "proxy").await;
+    let now = incarnations(&fx, &app, "proxy").await;
     assert_eq!(
         upgraded(&now),
         1,
@@ -491,7 +415,7 @@ async fn sidecarset_partition_pause_promote() {
     assert_code(&run, OK);
     assert_stdout(&run, "resumed");
     assert_code(&fx.status(&target).await, OK);
-    let done = fx.incarnations(&app, "proxy").await;
+    let done = incarnations(&fx, &app, "proxy").await;
     assert_eq!(upgraded(&done), 3, "{done:?}");
     for (pod, inc) in &done {
         assert_eq!(inc.uid, v1[pod].uid, "{pod} kept its UID");

@@ -7,106 +7,39 @@
 //! Needs the binary: `cargo build -p kubectl-kruise`.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::{DaemonSet, StatefulSet};
 use k8s_openapi::api::core::v1::Pod;
-use kruise_api::keys;
-use kruise_e2e::cli::{Kruise, Run};
-use kruise_e2e::{TestNamespace, client, container_status, image, wait_for};
-use kube::api::{ApiResource, DynamicObject, ListParams, PostParams};
-use kube::{Api, Client, ResourceExt};
+use kruise_e2e::plugin::{
+    CLI_LIMIT, Fixture, assert_code, assert_stdout, kruise_resource, template,
+};
+use kruise_e2e::{container_status, image, wait_for};
+use kube::api::{DynamicObject, ListParams, PostParams};
+use kube::{Api, ResourceExt};
 use serde_json::{Value, json};
-
-/// Hard limit on one watching CLI run, above its own `--timeout`.
-const CLI_LIMIT: Duration = Duration::from_secs(300);
 
 const OK: i32 = 0;
 const USAGE: i32 = 2;
 
-fn assert_code(run: &Run, code: i32) {
-    assert_eq!(run.code, Some(code), "expected exit {code}: {run}");
-}
-
-fn assert_stdout(run: &Run, needle: &str) {
-    assert!(
-        run.stdout.contains(needle),
-        "stdout lacks {needle:?}: {run}"
-    );
-}
-
-struct Fixture {
-    client: Client,
-    ns: TestNamespace,
-    pods: Api<Pod>,
-    kk: Kruise,
-}
-
-async fn fixture(prefix: &str) -> Fixture {
-    // Before creating anything, so a missing binary leaves no namespace behind.
-    kruise_e2e::cli::binary().expect("kubectl-kruise binary");
-    let client = client().await.expect("cluster");
-    let ns = TestNamespace::create(&client, prefix)
+/// The workload's Pods by name: (UID, image of container `app`).
+async fn pods_of(fx: &Fixture, app: &str) -> BTreeMap<String, (String, String)> {
+    fx.pods
+        .list(&ListParams::default().labels(&format!("app={app}")))
         .await
-        .expect("test namespace");
-    let kk = Kruise::new(&ns.name).expect("kubectl-kruise binary and kubeconfig");
-    Fixture {
-        pods: ns.api(),
-        kk,
-        ns,
-        client,
-    }
-}
-
-impl Fixture {
-    /// `rollout status TARGET` to its end (watching, 4 minutes at most).
-    async fn status(&self, target: &str) -> Run {
-        self.kk
-            .run_for(&["rollout", "status", target, "--timeout", "4m"], CLI_LIMIT)
-            .await
-            .expect("run rollout status")
-    }
-
-    async fn run(&self, args: &[&str]) -> Run {
-        self.kk.run(args).await.expect("run kubectl-kruise")
-    }
-
-    /// The workload's Pods by name: (UID, image of container `app`).
-    async fn pods_of(&self, app: &str) -> BTreeMap<String, (String, String)> {
-        self.pods
-            .list(&ListParams::default().labels(&format!("app={app}")))
-            .await
-            .expect("list Pods")
-            .items
-            .into_iter()
-            .filter(|p| p.metadata.deletion_timestamp.is_none())
-            .map(|p| {
-                let image = p
-                    .spec
-                    .as_ref()
-                    .and_then(|s| s.containers.iter().find(|c| c.name == "app"))
-                    .and_then(|c| c.image.clone())
-                    .unwrap_or_default();
-                (p.name_any(), (p.uid().unwrap_or_default(), image))
-            })
-            .collect()
-    }
-}
-
-/// A Pod template running testapp `tag`, ready once it serves HTTP.
-fn template(app: &str, tag: &str) -> Value {
-    json!({
-        "metadata": {"labels": {"app": app}},
-        "spec": {
-            "terminationGracePeriodSeconds": 1,
-            "containers": [{
-                "name": "app",
-                "image": image("testapp", tag),
-                "ports": [{"containerPort": 8080}],
-                "readinessProbe": {"httpGet": {"path": "/", "port": 8080}, "periodSeconds": 1}
-            }]
-        }
-    })
+        .expect("list Pods")
+        .items
+        .into_iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .map(|p| {
+            let image = p
+                .spec
+                .as_ref()
+                .and_then(|s| s.containers.iter().find(|c| c.name == "app"))
+                .and_then(|c| c.image.clone())
+                .unwrap_or_default();
+            (p.name_any(), (p.uid().unwrap_or_default(), image))
+        })
+        .collect()
 }
 
 fn template_image(obj: &Value) -> String {
@@ -121,7 +54,7 @@ fn template_image(obj: &Value) -> String {
 /// --full` finishes, history lists both revisions, undo goes back to v1; pause is refused.
 #[tokio::test]
 async fn native_statefulset_status_partition_history_undo() {
-    let fx = fixture("e2e-cli-sts").await;
+    let fx = Fixture::new("e2e-cli-sts").await;
     let api: Api<StatefulSet> = fx.ns.api();
     let sts: StatefulSet = serde_json::from_value(json!({
         "metadata": {"name": "db"},
@@ -142,7 +75,7 @@ async fn native_statefulset_status_partition_history_undo() {
     let s = api.get("db").await.expect("read back");
     let st = s.status.clone().unwrap_or_default();
     assert_eq!(st.ready_replicas, Some(2), "{st:?}");
-    let v1 = fx.pods_of("db").await;
+    let v1 = pods_of(&fx, "db").await;
     assert_eq!(v1.len(), 2, "{v1:?}");
 
     let run = fx.run(&["rollout", "partition", "sts/db", "1"]).await;
@@ -171,7 +104,7 @@ async fn native_statefulset_status_partition_history_undo() {
     let run = fx.status("sts/db").await;
     assert_code(&run, OK);
     assert_stdout(&run, "partitioned rollout complete: 1 of 2 pods updated");
-    let now = fx.pods_of("db").await;
+    let now = pods_of(&fx, "db").await;
     assert_eq!(now["db-0"], v1["db-0"], "db-0 is kept: same UID, v1");
     assert_eq!(now["db-1"].1, image("testapp", "v2"), "{now:?}");
     assert_ne!(now["db-1"].0, v1["db-1"].0, "db-1 was recreated");
@@ -181,7 +114,7 @@ async fn native_statefulset_status_partition_history_undo() {
     let run = fx.status("sts/db").await;
     assert_code(&run, OK);
     assert_stdout(&run, "successfully rolled out");
-    let now = fx.pods_of("db").await;
+    let now = pods_of(&fx, "db").await;
     assert!(
         now.values().all(|(_, img)| *img == image("testapp", "v2")),
         "{now:?}"
@@ -214,7 +147,7 @@ async fn native_statefulset_status_partition_history_undo() {
     assert_eq!(template_image(&raw), image("testapp", "v1"));
     let run = fx.status("sts/db").await;
     assert_code(&run, OK);
-    let now = fx.pods_of("db").await;
+    let now = pods_of(&fx, "db").await;
     assert!(
         now.values().all(|(_, img)| *img == image("testapp", "v1")),
         "{now:?}"
@@ -230,7 +163,7 @@ async fn native_statefulset_status_partition_history_undo() {
 /// both revisions, undo; partition is refused (a native DaemonSet has none).
 #[tokio::test]
 async fn native_daemonset_status_history_undo() {
-    let fx = fixture("e2e-cli-ds").await;
+    let fx = Fixture::new("e2e-cli-ds").await;
     let api: Api<DaemonSet> = fx.ns.api();
     let ds: DaemonSet = serde_json::from_value(json!({
         "metadata": {"name": "agent"},
@@ -252,7 +185,7 @@ async fn native_daemonset_status_history_undo() {
         .unwrap_or_default();
     assert!(st.desired_number_scheduled >= 1, "{st:?}");
     assert_eq!(st.number_available, Some(st.desired_number_scheduled));
-    let v1 = fx.pods_of("agent").await;
+    let v1 = pods_of(&fx, "agent").await;
 
     let run = fx
         .run(&[
@@ -266,7 +199,7 @@ async fn native_daemonset_status_history_undo() {
     assert_stdout(&run, "RECREATED");
     let run = fx.status("daemonset/agent").await;
     assert_code(&run, OK);
-    let v2 = fx.pods_of("agent").await;
+    let v2 = pods_of(&fx, "agent").await;
     assert_eq!(v2.len(), v1.len(), "one Pod per node: {v2:?}");
     for (uid, img) in v2.values() {
         assert_eq!(*img, image("testapp", "v2"));
@@ -284,7 +217,7 @@ async fn native_daemonset_status_history_undo() {
     assert_code(&run, OK);
     let run = fx.status("ds/agent").await;
     assert_code(&run, OK);
-    let back = fx.pods_of("agent").await;
+    let back = pods_of(&fx, "agent").await;
     assert!(
         back.values().all(|(_, img)| *img == image("testapp", "v1")),
         "{back:?}"
@@ -297,18 +230,6 @@ async fn native_daemonset_status_history_undo() {
 
 /// The served resource of a Kruise kind; the CRDs ship in deploy/, so a cluster under test
 /// that does not serve it is a failure.
-async fn kruise_resource(client: &Client, plural: &str) -> ApiResource {
-    let group = kube::discovery::group(client, keys::APPS_GROUP)
-        .await
-        .expect("the cluster serves apps.kruise.io");
-    group
-        .versioned_resources(group.preferred_version_or_latest())
-        .into_iter()
-        .find(|(ar, _)| ar.plural == plural)
-        .map(|(ar, _)| ar)
-        .unwrap_or_else(|| panic!("the cluster serves no apps.kruise.io {plural}"))
-}
-
 /// Pod name → (UID, containerID of `app`, restartCount of `app`).
 async fn incarnations(pods: &Api<Pod>, app: &str) -> BTreeMap<String, (String, String, i32)> {
     pods.list(&ListParams::default().labels(&format!("app={app}")))
@@ -337,7 +258,7 @@ async fn incarnations(pods: &Api<Pod>, app: &str) -> BTreeMap<String, (String, S
 /// `promote --full` finishes it and status exits 0 again.
 #[tokio::test]
 async fn asts_partitioned_in_place_status_and_promote() {
-    let fx = fixture("e2e-cli-asts").await;
+    let fx = Fixture::new("e2e-cli-asts").await;
     let ar = kruise_resource(&fx.client, "statefulsets").await;
     let obj: DynamicObject = serde_json::from_value(json!({
         "apiVersion": ar.api_version,
@@ -401,7 +322,7 @@ async fn asts_partitioned_in_place_status_and_promote() {
 /// status ads/NAME` exits 0 once the node's Pod runs the new image, same UID, restartCount 1.
 #[tokio::test]
 async fn ads_in_place_status() {
-    let fx = fixture("e2e-cli-ads").await;
+    let fx = Fixture::new("e2e-cli-ads").await;
     let ar = kruise_resource(&fx.client, "daemonsets").await;
     let obj: DynamicObject = serde_json::from_value(json!({
         "apiVersion": ar.api_version,
@@ -449,7 +370,7 @@ async fn ads_in_place_status() {
 /// status sidecarset/NAME` exits 0 only when every matched Pod runs the new sidecar image.
 #[tokio::test]
 async fn sidecarset_status_waits_for_every_matched_pod() {
-    let fx = fixture("e2e-cli-sidecar").await;
+    let fx = Fixture::new("e2e-cli-sidecar").await;
     let ar = kruise_resource(&fx.client, "sidecarsets").await;
     let api: Api<DynamicObject> = Api::all_with(fx.client.clone(), &ar);
     let app = fx.ns.name.clone();
