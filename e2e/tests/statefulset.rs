@@ -760,3 +760,174 @@ async fn a_minimal_statefulset_reads_back_defaulted() {
     }
     ns.delete().await.expect("cleanup");
 }
+
+const HOLD_DELETE: &str = "example.io/hold-delete";
+const HOLD_UPDATE: &str = "example.io/hold-update";
+
+/// A set whose template carries `label: "true"`, the label handler of the lifecycle `hook`
+/// (`preDelete` or `inPlaceUpdate`).
+fn hooked_set(
+    hook: &str,
+    label: &str,
+    replicas: i32,
+    spec: serde_json::Value,
+) -> kube::api::DynamicObject {
+    let mut extra = spec;
+    extra["lifecycle"] = json!({hook: {"labelsHandler": {label: "true"}}});
+    let mut sts = asts::new("web", replicas, "v1", false, extra).expect("sts");
+    sts.data["spec"]["template"]["metadata"]["labels"][label] = json!("true");
+    sts
+}
+
+fn lifecycle_state(p: &Pod) -> String {
+    p.labels()
+        .get(kruise_api::keys::LIFECYCLE_STATE_LABEL)
+        .cloned()
+        .unwrap_or_default()
+}
+
+async fn wait_lifecycle(pods: &Api<Pod>, name: &str, state: &str) -> Pod {
+    wait_for(&format!("{name} in lifecycle {state}"), ROLLOUT, || async {
+        let p = pods.get(name).await?;
+        Ok((lifecycle_state(&p) == state).then_some(p))
+    })
+    .await
+    .expect("lifecycle state")
+}
+
+/// Removes the hook's label from one Pod, as the user (or their operator) releases it.
+async fn release(pods: &Api<Pod>, name: &str, label: &str) {
+    pods.patch(
+        name,
+        &PatchParams::default(),
+        &Patch::Merge(&json!({"metadata": {"labels": {label: null}}})),
+    )
+    .await
+    .expect("remove the hook label");
+}
+
+/// lifecycle.preDelete: scaling 2 → 1 moves web-1 to PreparingDelete and keeps it (same UID,
+/// not terminating) while its hook label is on it; removing the label lets the deletion go.
+#[tokio::test]
+async fn pre_delete_hook_holds_a_scale_down_until_the_label_is_removed() {
+    let _manager = MANAGER.read().await;
+    let client = client().await.expect("cluster");
+    let ns = TestNamespace::create(&client, "e2e-asts-predelete")
+        .await
+        .expect("ns");
+    asts::create_headless_service(&client, &ns.name, "web")
+        .await
+        .expect("svc");
+    let api = asts::api(&client, &ns.name);
+    let pods: Api<Pod> = ns.api();
+    let sts = hooked_set(
+        "preDelete",
+        HOLD_DELETE,
+        2,
+        json!({"podManagementPolicy": "Parallel"}),
+    );
+    api.create(&PostParams::default(), &sts)
+        .await
+        .expect("create");
+    asts::wait_rolled_out(&api, "web", 2, ROLLOUT)
+        .await
+        .expect("rolled out");
+    let uid = pods.get("web-1").await.expect("web-1").uid();
+
+    patch(&api, "web", json!({"spec": {"replicas": 1}})).await;
+    wait_lifecycle(&pods, "web-1", "PreparingDelete").await;
+    // Give the controller several reconciles to (wrongly) delete it.
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    let held = pods.get("web-1").await.expect("web-1 still there");
+    assert_eq!(held.uid(), uid, "same Pod");
+    assert!(
+        held.metadata.deletion_timestamp.is_none(),
+        "the preDelete hook holds web-1"
+    );
+    assert_eq!(lifecycle_state(&held), "PreparingDelete");
+
+    release(&pods, "web-1", HOLD_DELETE).await;
+    wait_for("web-1 deleted", ROLLOUT, || async {
+        let gone = match pods.get_opt("web-1").await? {
+            None => true,
+            Some(p) => p.metadata.deletion_timestamp.is_some() || p.uid() != uid,
+        };
+        Ok(gone.then_some(()))
+    })
+    .await
+    .expect("released web-1 is deleted");
+    asts::wait_rolled_out(&api, "web", 1, ROLLOUT)
+        .await
+        .expect("scaled down");
+    ns.delete().await.expect("cleanup");
+}
+
+/// lifecycle.inPlaceUpdate: an image change moves the highest ordinal to PreparingUpdate and
+/// leaves it (and every lower one) at the old image while its hook label is on; released, it
+/// is updated in place (same UID, one restart) and the next ordinal is held in turn.
+#[tokio::test]
+async fn in_place_update_hook_holds_an_ordinal_until_released() {
+    let _manager = MANAGER.read().await;
+    let client = client().await.expect("cluster");
+    let ns = TestNamespace::create(&client, "e2e-asts-preupdate")
+        .await
+        .expect("ns");
+    asts::create_headless_service(&client, &ns.name, "web")
+        .await
+        .expect("svc");
+    let api = asts::api(&client, &ns.name);
+    let pods: Api<Pod> = ns.api();
+    let sts = hooked_set(
+        "inPlaceUpdate",
+        HOLD_UPDATE,
+        2,
+        json!({"updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {
+            "podUpdatePolicy": "InPlaceIfPossible"}}}),
+    );
+    api.create(&PostParams::default(), &sts)
+        .await
+        .expect("create");
+    asts::wait_rolled_out(&api, "web", 2, ROLLOUT)
+        .await
+        .expect("rolled out");
+    let before = uids(&asts::pods(&pods, "web").await.expect("pods"));
+
+    set_image(&api, "web", "v2").await;
+    wait_lifecycle(&pods, "web-1", "PreparingUpdate").await;
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    for p in asts::pods(&pods, "web").await.expect("pods") {
+        assert_eq!(
+            app_image(&p),
+            image("testapp", "v1"),
+            "{} held by the hook",
+            p.name_any()
+        );
+        assert_eq!(restarts(&p), 0, "{}", p.name_any());
+    }
+
+    release(&pods, "web-1", HOLD_UPDATE).await;
+    let updated = wait_for("web-1 updated in place", ROLLOUT, || async {
+        let p = pods.get("web-1").await?;
+        Ok((app_image(&p) == image("testapp", "v2") && restarts(&p) == 1).then_some(p))
+    })
+    .await
+    .expect("released web-1 updates");
+    assert_eq!(updated.uid().as_ref(), before.get("web-1"), "in place");
+    let web0 = wait_lifecycle(&pods, "web-0", "PreparingUpdate").await;
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let web0_now = pods.get("web-0").await.expect("web-0");
+    assert_eq!(app_image(&web0_now), image("testapp", "v1"), "web-0 held");
+    assert_eq!(web0_now.uid(), web0.uid());
+
+    release(&pods, "web-0", HOLD_UPDATE).await;
+    asts::wait_rolled_out(&api, "web", 2, ROLLOUT)
+        .await
+        .expect("rollout finishes");
+    let list = asts::pods(&pods, "web").await.expect("pods");
+    assert_eq!(uids(&list), before, "same Pods");
+    for p in &list {
+        assert_eq!(restarts(p), 1, "{} restarted once", p.name_any());
+        assert_eq!(app_image(p), image("testapp", "v2"));
+    }
+    ns.delete().await.expect("cleanup");
+}
