@@ -931,3 +931,69 @@ async fn in_place_update_hook_holds_an_ordinal_until_released() {
     }
     ns.delete().await.expect("cleanup");
 }
+
+/// unorderedUpdate.priorityStrategy (Parallel): with weights on labels the user put on the
+/// Pods, the update goes web-0 (weight 100), web-1 (50), then web-2, not highest ordinal first.
+#[tokio::test]
+async fn weight_priority_decides_the_update_order() {
+    let _manager = MANAGER.read().await;
+    let client = client().await.expect("cluster");
+    let ns = TestNamespace::create(&client, "e2e-asts-priority")
+        .await
+        .expect("ns");
+    asts::create_headless_service(&client, &ns.name, "web")
+        .await
+        .expect("svc");
+    let api = asts::api(&client, &ns.name);
+    let pods: Api<Pod> = ns.api();
+    let weight =
+        |tier: &str, w: i32| json!({"weight": w, "matchSelector": {"matchLabels": {"tier": tier}}});
+    let sts = asts::new(
+        "web",
+        3,
+        "v1",
+        false,
+        json!({"podManagementPolicy": "Parallel",
+               "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {
+                   "podUpdatePolicy": "InPlaceIfPossible", "maxUnavailable": 1,
+                   "unorderedUpdate": {"priorityStrategy": {"weightPriority": [
+                       weight("high", 100), weight("mid", 50)]}}}}}),
+    )
+    .expect("sts");
+    api.create(&PostParams::default(), &sts)
+        .await
+        .expect("create");
+    asts::wait_rolled_out(&api, "web", 3, ROLLOUT)
+        .await
+        .expect("rolled out");
+    for (pod, tier) in [("web-0", "high"), ("web-1", "mid")] {
+        pods.patch(
+            pod,
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"metadata": {"labels": {"tier": tier}}})),
+        )
+        .await
+        .expect("label pod");
+    }
+    let before = uids(&asts::pods(&pods, "web").await.expect("pods"));
+
+    set_image(&api, "web", "v2").await;
+    let mut order: Vec<String> = Vec::new();
+    let start = Instant::now();
+    while order.len() < 3 && start.elapsed() < ROLLOUT {
+        for p in asts::pods(&pods, "web").await.expect("pods") {
+            if app_image(&p) == image("testapp", "v2") && !order.contains(&p.name_any()) {
+                order.push(p.name_any());
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(order, ["web-0", "web-1", "web-2"], "update order by weight");
+    asts::wait_rolled_out(&api, "web", 3, ROLLOUT)
+        .await
+        .expect("finished");
+    let list = asts::pods(&pods, "web").await.expect("pods");
+    assert_eq!(uids(&list), before, "in place");
+    assert!(list.iter().all(|p| restarts(p) == 1));
+    ns.delete().await.expect("cleanup");
+}

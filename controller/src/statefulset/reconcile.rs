@@ -89,6 +89,10 @@ fn settings(sts: &StatefulSet) -> Result<Settings, Error> {
             partition: ru.partition.unwrap_or(0),
             max_unavailable: max_unavailable.max(1),
             unordered: ru.unordered_update.is_some(),
+            priority: ru
+                .unordered_update
+                .as_ref()
+                .and_then(|u| u.priority_strategy.clone()),
             replicas,
             min_ready_seconds,
         },
