@@ -183,3 +183,78 @@ pub async fn daemon_pod(client: &Client) -> Result<Pod> {
         .find(|p| p.metadata.deletion_timestamp.is_none())
         .ok_or_else(|| Error::Mode("no kruise-daemon Pod in kruise-system".into()))
 }
+
+/// Name of the manager's leader-election Lease in [`KRUISE_NS`].
+pub const MANAGER_LEASE: &str = "kruise-manager";
+
+/// The Pod holding the manager Lease (in cluster): the holder identity is `<pod>_<pid>`.
+pub async fn manager_leader_pod(client: &Client) -> Result<String> {
+    let lease =
+        Api::<k8s_openapi::api::coordination::v1::Lease>::namespaced(client.clone(), KRUISE_NS)
+            .get(MANAGER_LEASE)
+            .await?;
+    let holder = lease
+        .spec
+        .and_then(|s| s.holder_identity)
+        .unwrap_or_default();
+    match holder.split('_').next() {
+        Some(pod) if !pod.is_empty() => Ok(pod.to_string()),
+        _ => Err(Error::Mode(format!(
+            "the {MANAGER_LEASE} Lease has no holder ({holder:?})"
+        ))),
+    }
+}
+
+/// Kills the leading manager without a chance to clean up, the way the mode allows: dev mode
+/// SIGKILLs the host process and, after `between`, starts it again with `hack/dev-up.sh`; in
+/// cluster the leader Pod is deleted with grace 0 (`between` runs right after) and a standby
+/// replica must take the Lease. Returns once the kill has happened and (dev mode) a new
+/// manager answers.
+pub async fn kill_manager(client: &Client, between: impl AsyncFnOnce()) -> Result<()> {
+    match mode() {
+        Mode::Dev => {
+            let pid = dev_pid("kruise-manager").ok_or_else(|| {
+                Error::Mode("no dev-mode kruise-manager runs (hack/dev-up.sh)".into())
+            })?;
+            let killed = Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .status()?;
+            if !killed.success() {
+                return Err(Error::Mode(format!("kill -KILL {pid} failed")));
+            }
+            wait_for(
+                "the killed manager to exit",
+                Duration::from_secs(10),
+                || async { Ok((!alive(pid)).then_some(())) },
+            )
+            .await?;
+            between().await;
+            let up = Command::new(repo_root().join("hack/dev-up.sh"))
+                .current_dir(repo_root())
+                .env("KRUISE_SKIP_BUILD", "1")
+                .output()?;
+            if !up.status.success() {
+                return Err(Error::Mode(format!(
+                    "hack/dev-up.sh: {}",
+                    String::from_utf8_lossy(&up.stderr)
+                )));
+            }
+            Ok(())
+        }
+        Mode::InCluster => {
+            check_isolation()?;
+            let leader = manager_leader_pod(client).await?;
+            let pods: Api<Pod> = Api::namespaced(client.clone(), KRUISE_NS);
+            pods.delete(
+                &leader,
+                &DeleteParams {
+                    grace_period_seconds: Some(0),
+                    ..Default::default()
+                },
+            )
+            .await?;
+            between().await;
+            Ok(())
+        }
+    }
+}

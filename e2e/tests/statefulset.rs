@@ -6,12 +6,16 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use kruise_e2e::statefulset::{self as asts, ordinal};
-use kruise_e2e::{TestNamespace, client, container_status, image, wait_for};
+use kruise_e2e::{TestNamespace, client, container_status, image, mode, wait_for};
 use kube::api::{ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, ResourceExt};
 use serde_json::json;
 
 const ROLLOUT: Duration = Duration::from_secs(240);
+
+/// The manager-kill test takes the manager (and in dev mode its webhook) away for a moment:
+/// it holds this for writing, every other test for reading, so none of them sees that gap.
+static MANAGER: tokio::sync::RwLock<()> = tokio::sync::RwLock::const_new(());
 
 fn uids(pods: &[Pod]) -> BTreeMap<String, String> {
     pods.iter()
@@ -60,6 +64,7 @@ async fn set_image(api: &Api<kube::api::DynamicObject>, name: &str, tag: &str) {
 /// checked by `headless_service_resolves_pod_names`.
 #[tokio::test]
 async fn ordered_ready_with_volumes() {
+    let _manager = MANAGER.read().await;
     let client = client().await.expect("cluster");
     let ns = TestNamespace::create(&client, "e2e-asts-order")
         .await
@@ -123,6 +128,7 @@ async fn ordered_ready_with_volumes() {
 /// the cluster's DNS server and the kubelet pointing pods at it).
 #[tokio::test]
 async fn headless_service_resolves_pod_names() {
+    let _manager = MANAGER.read().await;
     let client = client().await.expect("cluster");
     let ns = TestNamespace::create(&client, "e2e-asts-dns")
         .await
@@ -181,6 +187,7 @@ async fn headless_service_resolves_pod_names() {
 /// ordinal 0; partition 0 finishes it.
 #[tokio::test]
 async fn in_place_update_from_the_highest_ordinal_down_to_the_partition() {
+    let _manager = MANAGER.read().await;
     let client = client().await.expect("cluster");
     let ns = TestNamespace::create(&client, "e2e-asts-inplace")
         .await
@@ -279,6 +286,7 @@ async fn in_place_update_from_the_highest_ordinal_down_to_the_partition() {
 /// Acceptance 3: Parallel with maxUnavailable 2 has two pods mid-update at once, never three.
 #[tokio::test]
 async fn parallel_max_unavailable_two_updates_two_at_a_time() {
+    let _manager = MANAGER.read().await;
     let client = client().await.expect("cluster");
     let ns = TestNamespace::create(&client, "e2e-asts-parallel")
         .await
@@ -336,6 +344,7 @@ async fn parallel_max_unavailable_two_updates_two_at_a_time() {
 /// same PVC.
 #[tokio::test]
 async fn non_in_place_change_recreates_with_the_same_name_and_claim() {
+    let _manager = MANAGER.read().await;
     let client = client().await.expect("cluster");
     let ns = TestNamespace::create(&client, "e2e-asts-recreate")
         .await
@@ -415,6 +424,7 @@ where
 /// running set deletes web-1 and creates web-3.
 #[tokio::test]
 async fn reserve_ordinals_skip_an_ordinal() {
+    let _manager = MANAGER.read().await;
     let client = client().await.expect("cluster");
     let ns = TestNamespace::create(&client, "e2e-asts-reserve")
         .await
@@ -464,6 +474,7 @@ async fn reserve_ordinals_skip_an_ordinal() {
 /// Acceptance 6: whenScaled Delete removes the PVC of a scaled-down ordinal; Retain keeps it.
 #[tokio::test]
 async fn retention_policy_when_scaled() {
+    let _manager = MANAGER.read().await;
     let client = client().await.expect("cluster");
     let ns = TestNamespace::create(&client, "e2e-asts-retain")
         .await
@@ -524,6 +535,7 @@ async fn retention_policy_when_scaled() {
 /// Acceptance 7: invalid objects are refused, and the refusal names the field.
 #[tokio::test]
 async fn invalid_statefulsets_are_refused_naming_the_field() {
+    let _manager = MANAGER.read().await;
     let client = client().await.expect("cluster");
     let ns = TestNamespace::create(&client, "e2e-asts-invalid")
         .await
@@ -615,5 +627,373 @@ async fn invalid_statefulsets_are_refused_naming_the_field() {
         .await
         .expect_err("InPlaceOnly refuses an env change");
     assert!(err.to_string().contains("spec.template.spec"), "{err}");
+    ns.delete().await.expect("cleanup");
+}
+
+/// Acceptance 9: the manager is killed (dev mode: SIGKILL of the host process, then a restart;
+/// in cluster: the leader Pod deleted with grace 0, a standby takes over) in the middle of an
+/// in-place rollout slowed by minReadySeconds. The rollout finishes on the same Pods and every
+/// container restarted exactly once: nothing was updated twice, nothing recreated.
+#[tokio::test]
+async fn manager_killed_mid_rollout_finishes_it_restarting_each_container_once() {
+    let _manager = MANAGER.write().await;
+    let client = client().await.expect("cluster");
+    let ns = TestNamespace::create(&client, "e2e-asts-kill")
+        .await
+        .expect("ns");
+    asts::create_headless_service(&client, &ns.name, "web")
+        .await
+        .expect("svc");
+    let api = asts::api(&client, &ns.name);
+    let pods: Api<Pod> = ns.api();
+    let sts = asts::new(
+        "web",
+        3,
+        "v1",
+        false,
+        json!({"updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {
+            "podUpdatePolicy": "InPlaceIfPossible", "minReadySeconds": 6}}}),
+    )
+    .expect("sts");
+    api.create(&PostParams::default(), &sts)
+        .await
+        .expect("create");
+    asts::wait_rolled_out(&api, "web", 3, ROLLOUT)
+        .await
+        .expect("rolled out");
+    let before = uids(&asts::pods(&pods, "web").await.expect("pods"));
+
+    set_image(&api, "web", "v2").await;
+    let started = asts::wait_status(&api, "web", "the first ordinal updated", ROLLOUT, |st| {
+        st["updatedReplicas"].as_i64() >= Some(1) && st["currentRevision"] != st["updateRevision"]
+    })
+    .await
+    .expect("rollout started");
+    let update_revision = started.data["status"]["updateRevision"].clone();
+    let mut left = Vec::new();
+    mode::kill_manager(&client, async || {
+        // With the manager gone (dev mode) or not yet replaced (in cluster), the rollout must
+        // still be mid-way, else this test proves nothing about a restart.
+        left = asts::pods(&pods, "web")
+            .await
+            .expect("pods")
+            .iter()
+            .filter(|p| app_image(p) != image("testapp", "v2"))
+            .map(|p| p.name_any())
+            .collect();
+    })
+    .await
+    .expect("kill the manager");
+    assert!(
+        !left.is_empty(),
+        "the kill landed mid-rollout (some ordinal still at v1)"
+    );
+
+    let done = asts::wait_rolled_out(&api, "web", 3, ROLLOUT)
+        .await
+        .expect("the restarted manager finishes the rollout");
+    assert_eq!(done.data["status"]["updatedReplicas"], 3);
+    assert_eq!(done.data["status"]["updateRevision"], update_revision);
+    assert_eq!(
+        done.data["status"]["currentRevision"],
+        done.data["status"]["updateRevision"]
+    );
+    let list = asts::pods(&pods, "web").await.expect("pods");
+    assert_eq!(uids(&list), before, "same Pods (UIDs): updated in place");
+    for p in &list {
+        assert_eq!(app_image(p), image("testapp", "v2"), "{}", p.name_any());
+        assert_eq!(restarts(p), 1, "{} restarted exactly once", p.name_any());
+    }
+    ns.delete().await.expect("cleanup");
+}
+
+/// The defaulting webhook: a minimal set (no replicas, strategy, policies) reads back with
+/// upstream's defaults, in both served versions.
+#[tokio::test]
+async fn a_minimal_statefulset_reads_back_defaulted() {
+    let _manager = MANAGER.read().await;
+    let client = client().await.expect("cluster");
+    let ns = TestNamespace::create(&client, "e2e-asts-default")
+        .await
+        .expect("ns");
+    for (version, name) in [
+        (kruise_api::keys::VERSION_V1BETA1, "beta"),
+        (kruise_api::keys::VERSION_V1ALPHA1, "alpha"),
+    ] {
+        let api: Api<kube::api::DynamicObject> =
+            Api::namespaced_with(client.clone(), &ns.name, &asts::resource(version));
+        let obj: kube::api::DynamicObject = serde_json::from_value(json!({
+            "apiVersion": format!("{}/{version}", kruise_api::keys::APPS_GROUP),
+            "kind": "StatefulSet",
+            "metadata": {"name": name},
+            "spec": {
+                "serviceName": name,
+                "selector": {"matchLabels": {"app": name}},
+                "template": {"metadata": {"labels": {"app": name}},
+                    "spec": {"containers": [{"name": "app", "image": image("testapp", "v1")}]}}
+            }
+        }))
+        .expect("object");
+        api.create(&PostParams::default(), &obj)
+            .await
+            .expect("create");
+        let got = api.get(name).await.expect("get");
+        let spec = &got.data["spec"];
+        assert_eq!(spec["replicas"], 1, "{version} replicas");
+        assert_eq!(spec["podManagementPolicy"], "OrderedReady", "{version}");
+        assert_eq!(spec["revisionHistoryLimit"], 10, "{version}");
+        assert_eq!(spec["updateStrategy"]["type"], "RollingUpdate", "{version}");
+        let ru = &spec["updateStrategy"]["rollingUpdate"];
+        assert_eq!(ru["partition"], 0, "{version}");
+        assert_eq!(ru["maxUnavailable"], 1, "{version}");
+        assert_eq!(ru["podUpdatePolicy"], "ReCreate", "{version}");
+        assert_eq!(
+            spec["template"]["spec"]["restartPolicy"], "Always",
+            "{version} template defaults"
+        );
+        if version == kruise_api::keys::VERSION_V1BETA1 {
+            assert_eq!(
+                spec["persistentVolumeClaimRetentionPolicy"],
+                json!({"whenDeleted": "Retain", "whenScaled": "Retain"})
+            );
+        }
+    }
+    ns.delete().await.expect("cleanup");
+}
+
+const HOLD_DELETE: &str = "example.io/hold-delete";
+const HOLD_UPDATE: &str = "example.io/hold-update";
+
+/// A set whose template carries `label: "true"`, the label handler of the lifecycle `hook`
+/// (`preDelete` or `inPlaceUpdate`).
+fn hooked_set(
+    hook: &str,
+    label: &str,
+    replicas: i32,
+    spec: serde_json::Value,
+) -> kube::api::DynamicObject {
+    let mut extra = spec;
+    extra["lifecycle"] = json!({hook: {"labelsHandler": {label: "true"}}});
+    let mut sts = asts::new("web", replicas, "v1", false, extra).expect("sts");
+    sts.data["spec"]["template"]["metadata"]["labels"][label] = json!("true");
+    sts
+}
+
+fn lifecycle_state(p: &Pod) -> String {
+    p.labels()
+        .get(kruise_api::keys::LIFECYCLE_STATE_LABEL)
+        .cloned()
+        .unwrap_or_default()
+}
+
+async fn wait_lifecycle(pods: &Api<Pod>, name: &str, state: &str) -> Pod {
+    wait_for(&format!("{name} in lifecycle {state}"), ROLLOUT, || async {
+        let p = pods.get(name).await?;
+        Ok((lifecycle_state(&p) == state).then_some(p))
+    })
+    .await
+    .expect("lifecycle state")
+}
+
+/// Removes the hook's label from one Pod, as the user (or their operator) releases it.
+async fn release(pods: &Api<Pod>, name: &str, label: &str) {
+    pods.patch(
+        name,
+        &PatchParams::default(),
+        &Patch::Merge(&json!({"metadata": {"labels": {label: null}}})),
+    )
+    .await
+    .expect("remove the hook label");
+}
+
+/// lifecycle.preDelete: scaling 2 → 1 moves web-1 to PreparingDelete and keeps it (same UID,
+/// not terminating) while its hook label is on it; removing the label lets the deletion go.
+#[tokio::test]
+async fn pre_delete_hook_holds_a_scale_down_until_the_label_is_removed() {
+    let _manager = MANAGER.read().await;
+    let client = client().await.expect("cluster");
+    let ns = TestNamespace::create(&client, "e2e-asts-predelete")
+        .await
+        .expect("ns");
+    asts::create_headless_service(&client, &ns.name, "web")
+        .await
+        .expect("svc");
+    let api = asts::api(&client, &ns.name);
+    let pods: Api<Pod> = ns.api();
+    let sts = hooked_set(
+        "preDelete",
+        HOLD_DELETE,
+        2,
+        json!({"podManagementPolicy": "Parallel"}),
+    );
+    api.create(&PostParams::default(), &sts)
+        .await
+        .expect("create");
+    asts::wait_rolled_out(&api, "web", 2, ROLLOUT)
+        .await
+        .expect("rolled out");
+    let uid = pods.get("web-1").await.expect("web-1").uid();
+
+    patch(&api, "web", json!({"spec": {"replicas": 1}})).await;
+    wait_lifecycle(&pods, "web-1", "PreparingDelete").await;
+    // Give the controller several reconciles to (wrongly) delete it.
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    let held = pods.get("web-1").await.expect("web-1 still there");
+    assert_eq!(held.uid(), uid, "same Pod");
+    assert!(
+        held.metadata.deletion_timestamp.is_none(),
+        "the preDelete hook holds web-1"
+    );
+    assert_eq!(lifecycle_state(&held), "PreparingDelete");
+
+    release(&pods, "web-1", HOLD_DELETE).await;
+    wait_for("web-1 deleted", ROLLOUT, || async {
+        let gone = match pods.get_opt("web-1").await? {
+            None => true,
+            Some(p) => p.metadata.deletion_timestamp.is_some() || p.uid() != uid,
+        };
+        Ok(gone.then_some(()))
+    })
+    .await
+    .expect("released web-1 is deleted");
+    asts::wait_rolled_out(&api, "web", 1, ROLLOUT)
+        .await
+        .expect("scaled down");
+    ns.delete().await.expect("cleanup");
+}
+
+/// lifecycle.inPlaceUpdate: an image change moves the highest ordinal to PreparingUpdate and
+/// leaves it (and every lower one) at the old image while its hook label is on; released, it
+/// is updated in place (same UID, one restart) and the next ordinal is held in turn.
+#[tokio::test]
+async fn in_place_update_hook_holds_an_ordinal_until_released() {
+    let _manager = MANAGER.read().await;
+    let client = client().await.expect("cluster");
+    let ns = TestNamespace::create(&client, "e2e-asts-preupdate")
+        .await
+        .expect("ns");
+    asts::create_headless_service(&client, &ns.name, "web")
+        .await
+        .expect("svc");
+    let api = asts::api(&client, &ns.name);
+    let pods: Api<Pod> = ns.api();
+    let sts = hooked_set(
+        "inPlaceUpdate",
+        HOLD_UPDATE,
+        2,
+        json!({"updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {
+            "podUpdatePolicy": "InPlaceIfPossible"}}}),
+    );
+    api.create(&PostParams::default(), &sts)
+        .await
+        .expect("create");
+    asts::wait_rolled_out(&api, "web", 2, ROLLOUT)
+        .await
+        .expect("rolled out");
+    let before = uids(&asts::pods(&pods, "web").await.expect("pods"));
+
+    set_image(&api, "web", "v2").await;
+    wait_lifecycle(&pods, "web-1", "PreparingUpdate").await;
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    for p in asts::pods(&pods, "web").await.expect("pods") {
+        assert_eq!(
+            app_image(&p),
+            image("testapp", "v1"),
+            "{} held by the hook",
+            p.name_any()
+        );
+        assert_eq!(restarts(&p), 0, "{}", p.name_any());
+    }
+
+    release(&pods, "web-1", HOLD_UPDATE).await;
+    let updated = wait_for("web-1 updated in place", ROLLOUT, || async {
+        let p = pods.get("web-1").await?;
+        Ok((app_image(&p) == image("testapp", "v2") && restarts(&p) == 1).then_some(p))
+    })
+    .await
+    .expect("released web-1 updates");
+    assert_eq!(updated.uid().as_ref(), before.get("web-1"), "in place");
+    let web0 = wait_lifecycle(&pods, "web-0", "PreparingUpdate").await;
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let web0_now = pods.get("web-0").await.expect("web-0");
+    assert_eq!(app_image(&web0_now), image("testapp", "v1"), "web-0 held");
+    assert_eq!(web0_now.uid(), web0.uid());
+
+    release(&pods, "web-0", HOLD_UPDATE).await;
+    asts::wait_rolled_out(&api, "web", 2, ROLLOUT)
+        .await
+        .expect("rollout finishes");
+    let list = asts::pods(&pods, "web").await.expect("pods");
+    assert_eq!(uids(&list), before, "same Pods");
+    for p in &list {
+        assert_eq!(restarts(p), 1, "{} restarted once", p.name_any());
+        assert_eq!(app_image(p), image("testapp", "v2"));
+    }
+    ns.delete().await.expect("cleanup");
+}
+
+/// unorderedUpdate.priorityStrategy (Parallel): with weights on labels the user put on the
+/// Pods, the update goes web-0 (weight 100), web-1 (50), then web-2, not highest ordinal first.
+#[tokio::test]
+async fn weight_priority_decides_the_update_order() {
+    let _manager = MANAGER.read().await;
+    let client = client().await.expect("cluster");
+    let ns = TestNamespace::create(&client, "e2e-asts-priority")
+        .await
+        .expect("ns");
+    asts::create_headless_service(&client, &ns.name, "web")
+        .await
+        .expect("svc");
+    let api = asts::api(&client, &ns.name);
+    let pods: Api<Pod> = ns.api();
+    let weight =
+        |tier: &str, w: i32| json!({"weight": w, "matchSelector": {"matchLabels": {"tier": tier}}});
+    let sts = asts::new(
+        "web",
+        3,
+        "v1",
+        false,
+        json!({"podManagementPolicy": "Parallel",
+               "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {
+                   "podUpdatePolicy": "InPlaceIfPossible", "maxUnavailable": 1,
+                   "unorderedUpdate": {"priorityStrategy": {"weightPriority": [
+                       weight("high", 100), weight("mid", 50)]}}}}}),
+    )
+    .expect("sts");
+    api.create(&PostParams::default(), &sts)
+        .await
+        .expect("create");
+    asts::wait_rolled_out(&api, "web", 3, ROLLOUT)
+        .await
+        .expect("rolled out");
+    for (pod, tier) in [("web-0", "high"), ("web-1", "mid")] {
+        pods.patch(
+            pod,
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"metadata": {"labels": {"tier": tier}}})),
+        )
+        .await
+        .expect("label pod");
+    }
+    let before = uids(&asts::pods(&pods, "web").await.expect("pods"));
+
+    set_image(&api, "web", "v2").await;
+    let mut order: Vec<String> = Vec::new();
+    let start = Instant::now();
+    while order.len() < 3 && start.elapsed() < ROLLOUT {
+        for p in asts::pods(&pods, "web").await.expect("pods") {
+            if app_image(&p) == image("testapp", "v2") && !order.contains(&p.name_any()) {
+                order.push(p.name_any());
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(order, ["web-0", "web-1", "web-2"], "update order by weight");
+    asts::wait_rolled_out(&api, "web", 3, ROLLOUT)
+        .await
+        .expect("finished");
+    let list = asts::pods(&pods, "web").await.expect("pods");
+    assert_eq!(uids(&list), before, "in place");
+    assert!(list.iter().all(|p| restarts(p) == 1));
     ns.delete().await.expect("cleanup");
 }

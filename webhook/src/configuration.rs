@@ -162,6 +162,17 @@ pub fn mutating_configuration(cfg: &WebhookConfig, ca_pem: &str) -> MutatingWebh
                 None,
             ),
             hook(
+                "mstatefulset.kb.io",
+                paths::MUTATE_STATEFULSET,
+                vec![rule(
+                    &[keys::APPS_GROUP],
+                    CLONESET_VERSIONS,
+                    &["CREATE", "UPDATE"],
+                    &["statefulsets"],
+                )],
+                None,
+            ),
+            hook(
                 "mdaemonset.kb.io",
                 paths::MUTATE_DAEMONSET,
                 vec![rule(

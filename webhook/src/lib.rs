@@ -98,9 +98,15 @@ pub mod paths {
     pub const MUTATE_DAEMONSET: &str = "/mutate-apps-kruise-io-daemonset";
     /// Advanced DaemonSet validation (upstream's path; both versions).
     pub const VALIDATE_DAEMONSET: &str = "/validate-apps-kruise-io-daemonset";
-    /// ImagePullJob defaulting (upstream's path; both versions).
     /// Advanced StatefulSet validation (v1alpha1 and v1beta1).
     pub const VALIDATE_STATEFULSET: &str = "/validate-apps-kruise-io-statefulset";
+    /// Advanced StatefulSet defaulting (both versions).
+    pub const MUTATE_STATEFULSET: &str = "/mutate-apps-kruise-io-statefulset";
+    /// Advanced StatefulSet defaulting, v1alpha1 alias (upstream's path).
+    pub const MUTATE_STATEFULSET_V1ALPHA1: &str = "/mutate-apps-kruise-io-v1alpha1-statefulset";
+    /// Advanced StatefulSet defaulting, v1beta1 alias (upstream's path).
+    pub const MUTATE_STATEFULSET_V1BETA1: &str = "/mutate-apps-kruise-io-v1beta1-statefulset";
+    /// ImagePullJob defaulting (upstream's path; both versions).
     pub const MUTATE_IMAGEPULLJOB: &str = "/mutate-apps-kruise-io-v1alpha1-imagepulljob";
     /// ImagePullJob validation (upstream's path; both versions).
     pub const VALIDATE_IMAGEPULLJOB: &str = "/validate-apps-kruise-io-v1alpha1-imagepulljob";
@@ -132,6 +138,9 @@ pub mod paths {
         VALIDATE_CLONESET_V1ALPHA1,
         VALIDATE_CLONESET_V1BETA1,
         VALIDATE_STATEFULSET,
+        MUTATE_STATEFULSET,
+        MUTATE_STATEFULSET_V1ALPHA1,
+        MUTATE_STATEFULSET_V1BETA1,
         MUTATE_DAEMONSET,
         VALIDATE_DAEMONSET,
         MUTATE_IMAGEPULLJOB,
@@ -171,6 +180,9 @@ pub fn admission_handler(path: &str) -> Option<fn(&review::Request) -> review::O
         paths::VALIDATE_CRR => Some(crr_admit::validate),
         paths::MUTATE_SIDECARSET => Some(sidecarset::mutate),
         paths::VALIDATE_STATEFULSET => Some(statefulset::validation::validate),
+        paths::MUTATE_STATEFULSET
+        | paths::MUTATE_STATEFULSET_V1ALPHA1
+        | paths::MUTATE_STATEFULSET_V1BETA1 => Some(statefulset::defaults::mutate),
         _ => None,
     }
 }

@@ -6,7 +6,7 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kruise_api::appspub::{
-    LifecycleHook, LifecycleStateType, PodReadinessMessage, kruise_pod_ready_condition,
+    Lifecycle, LifecycleHook, LifecycleStateType, PodReadinessMessage, kruise_pod_ready_condition,
     set_lifecycle_state,
 };
 use kruise_api::keys;
@@ -20,7 +20,7 @@ use super::sync::Syncer;
 /// The metadata patch of upstream's `PatchPodLifecycle`: the state label and its timestamp
 /// ([`set_lifecycle_state`]), plus the hook's labels and finalizers. Only the fields set here are
 /// serialized.
-pub(super) fn lifecycle_patch(
+pub fn lifecycle_patch(
     state: LifecycleStateType,
     handler: Option<&LifecycleHook>,
     now: Timestamp,
@@ -36,6 +36,34 @@ pub(super) fn lifecycle_patch(
         }
     }
     json!({ "metadata": meta })
+}
+
+/// The readiness key a move to `state` adds (`true`) or removes under `lifecycle`'s
+/// markPodNotReady hooks (upstream's lifecycle `UpdatePodLifecycle`): PreparingDelete and
+/// PreparingUpdate hold the Pod not-ready, Updated lets the update hook's key go.
+pub fn not_ready_key(
+    lifecycle: Option<&Lifecycle>,
+    state: LifecycleStateType,
+) -> Option<(&'static str, bool)> {
+    let marks = |h: Option<&LifecycleHook>| h.is_some_and(|h| h.mark_pod_not_ready);
+    match state {
+        LifecycleStateType::PreparingDelete
+            if marks(lifecycle.and_then(|l| l.pre_delete.as_ref())) =>
+        {
+            Some((keys::READINESS_KEY_PRE_DELETE_HOOK, true))
+        }
+        LifecycleStateType::PreparingUpdate
+            if marks(lifecycle.and_then(|l| l.in_place_update.as_ref())) =>
+        {
+            Some((keys::READINESS_KEY_PRE_UPDATE_HOOK, true))
+        }
+        LifecycleStateType::Updated
+            if marks(lifecycle.and_then(|l| l.in_place_update.as_ref())) =>
+        {
+            Some((keys::READINESS_KEY_PRE_UPDATE_HOOK, false))
+        }
+        _ => None,
+    }
 }
 
 impl Syncer<'_> {
@@ -62,23 +90,8 @@ impl Syncer<'_> {
     /// PreparingDelete or PreparingUpdate, and let it go once Updated (upstream's
     /// `addNotReadyKey` / `removeNotReadyKey`, see [`kruise_pod_ready_condition`]).
     async fn mark_not_ready_for(&self, pod: &Pod, state: LifecycleStateType) -> Result<(), Error> {
-        let lc = self.cs.spec.lifecycle.as_ref();
-        let marks = |h: Option<&LifecycleHook>| h.is_some_and(|h| h.mark_pod_not_ready);
-        let (key, add) = match state {
-            LifecycleStateType::PreparingDelete
-                if marks(lc.and_then(|l| l.pre_delete.as_ref())) =>
-            {
-                (keys::READINESS_KEY_PRE_DELETE_HOOK, true)
-            }
-            LifecycleStateType::PreparingUpdate
-                if marks(lc.and_then(|l| l.in_place_update.as_ref())) =>
-            {
-                (keys::READINESS_KEY_PRE_UPDATE_HOOK, true)
-            }
-            LifecycleStateType::Updated if marks(lc.and_then(|l| l.in_place_update.as_ref())) => {
-                (keys::READINESS_KEY_PRE_UPDATE_HOOK, false)
-            }
-            _ => return Ok(()),
+        let Some((key, add)) = not_ready_key(self.cs.spec.lifecycle.as_ref(), state) else {
+            return Ok(());
         };
         let msg = PodReadinessMessage::new(keys::READINESS_USER_AGENT_LIFECYCLE, key);
         let cond = kruise_pod_ready_condition(pod, &msg, add, self.now).map_err(|source| {

@@ -17,7 +17,7 @@ mod context;
 pub mod controller;
 pub mod diff;
 mod error;
-mod lifecycle;
+pub mod lifecycle;
 pub mod pod;
 pub mod podutil;
 mod pvc;

@@ -33,6 +33,16 @@ pub enum Error {
     InPlaceOnly { pod: String, reason: NotInPlace },
     #[error("revision template: {0}")]
     Template(String),
+    #[error("not allowed to update pod {pod} in place in lifecycle state {state}")]
+    Lifecycle {
+        pod: String,
+        state: kruise_api::appspub::LifecycleStateType,
+    },
+    #[error("KruisePodReady condition of pod {pod}: {source}")]
+    Readiness {
+        pod: String,
+        source: kruise_api::Error,
+    },
 }
 
 impl Error {
@@ -58,6 +68,8 @@ impl ReconcileError for Error {
             Error::ReserveOrdinal(_) | Error::Spec { .. } => "spec",
             Error::InPlaceOnly { .. } => "inplace_only",
             Error::Template(_) => "template",
+            Error::Lifecycle { .. } => "lifecycle",
+            Error::Readiness { .. } => "readiness",
         }
     }
 

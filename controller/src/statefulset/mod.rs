@@ -7,7 +7,8 @@
 //!
 //! The I/O shell: `controller` (wiring on the shared runner) → `reconcile` (gates, revisions,
 //! in-place refresh, scale, update, status) → `revisions` (on the shared
-//! [`crate::revision`]) → `context` → `error`. In-place updates go through the shared engine
+//! [`crate::revision`]) → `lifecycle` (CloneSet's lifecycle hooks, written for this set) →
+//! `context` → `error`. In-place updates go through the shared engine
 //! ([`crate::inplace`]) with [`hooks::AstsHooks`].
 
 mod context;
@@ -15,6 +16,7 @@ pub mod controller;
 mod error;
 pub mod hooks;
 pub mod identity;
+mod lifecycle;
 pub mod plan;
 mod reconcile;
 mod revisions;

@@ -9,8 +9,11 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
 use kruise_api::keys::k8s;
 
+use kruise_api::appspub::UpdatePriorityStrategy;
+
 use super::identity::{OrdinalRange, ordinal_of};
 use crate::cloneset::podutil;
+use crate::cloneset::update::sort_by_priority;
 
 /// The set's pods by role: `replicas[i]` holds the pod of ordinal `start + i` (reserved and
 /// missing ordinals are `None`); `condemned` holds pods outside the range, highest ordinal
@@ -228,7 +231,7 @@ fn min_wait(a: Option<Duration>, b: Option<Duration>) -> Option<Duration> {
 }
 
 /// The rolling settings the update half reads.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Rolling {
     /// Slots below this index keep their revision (or, unordered, this many pods).
     pub partition: i32,
@@ -236,6 +239,8 @@ pub struct Rolling {
     pub max_unavailable: i32,
     /// `unorderedUpdate` is set: updated pods first, then the rest, highest ordinal first.
     pub unordered: bool,
+    /// `unorderedUpdate.priorityStrategy`: the order of the pods still to update.
+    pub priority: Option<UpdatePriorityStrategy>,
     /// `spec.replicas`.
     pub replicas: i32,
     pub min_ready_seconds: i32,
@@ -271,10 +276,18 @@ pub fn update_order(
             .take(max_update)
             .collect();
     }
-    let (mut done, waiting): (Vec<usize>, Vec<usize>) = (0..slots.replicas.len())
+    let (mut done, mut waiting): (Vec<usize>, Vec<usize>) = (0..slots.replicas.len())
         .rev()
         .filter(present)
         .partition(|&i| slots.replicas[i].is_some_and(|p| is_terminating(p) || is_updated(p)));
+    if let Some(strategy) = &rolling.priority {
+        // CloneSet's priority sort (upstream `updatesort`), stable, so equal priorities keep
+        // the highest-ordinal-first order.
+        let pods: Vec<&Pod> = waiting.iter().filter_map(|&i| slots.replicas[i]).collect();
+        let mut local: Vec<usize> = (0..pods.len()).collect();
+        sort_by_priority(strategy, &pods, &mut local);
+        waiting = local.into_iter().map(|j| waiting[j]).collect();
+    }
     done.extend(waiting);
     done.truncate(max_update);
     done
@@ -462,6 +475,7 @@ mod tests {
             partition,
             max_unavailable,
             unordered: false,
+            priority: None,
             replicas,
             min_ready_seconds: 0,
         }
@@ -514,5 +528,72 @@ mod tests {
         let pods = [ok(0), pod(1, "Running", true, "new"), ok(2)];
         // Two may be updated; web-1 already is, so only web-2 (highest first) goes.
         assert_eq!(update(&r, &pods, &[]), vec![2]);
+    }
+
+    fn labelled(ord: i32, labels: &[(&str, &str)]) -> Pod {
+        let mut p = ok(ord);
+        let l = p.metadata.labels.get_or_insert_default();
+        for (k, v) in labels {
+            l.insert((*k).to_string(), (*v).to_string());
+        }
+        p
+    }
+
+    fn update_order_of(r: &Rolling, pods: &[Pod]) -> Vec<usize> {
+        let refs: Vec<&Pod> = pods.iter().collect();
+        let rg = range(0, i32::try_from(pods.len()).unwrap_or(0), &[]);
+        let s = slots("web", &rg, &refs);
+        let updated = |p: &Pod| podutil::revision_hash(p) == Some("new");
+        update_order(r, &s, &updated)
+    }
+
+    #[test]
+    fn weight_priority_orders_the_pods_still_to_update() {
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+        use kruise_api::appspub::UpdatePriorityWeightTerm;
+        let term = |v: &str, weight| UpdatePriorityWeightTerm {
+            weight,
+            match_selector: LabelSelector {
+                match_labels: Some([("tier".to_string(), v.to_string())].into()),
+                ..Default::default()
+            },
+        };
+        let mut r = rolling(0, 1, 4);
+        r.unordered = true;
+        r.priority = Some(UpdatePriorityStrategy {
+            weight_priority: vec![term("high", 100), term("mid", 50)],
+            ..Default::default()
+        });
+        let pods = [
+            labelled(0, &[("tier", "high")]),
+            labelled(1, &[("tier", "mid")]),
+            ok(2),
+            pod(3, "Running", true, "new"),
+        ];
+        // Updated pods first (web-3), then by weight, ties highest ordinal first.
+        assert_eq!(update_order_of(&r, &pods), vec![3, 0, 1, 2]);
+        assert_eq!(update(&r, &pods, &[]), vec![0]);
+        // Without unorderedUpdate the strategy is never read.
+        r.unordered = false;
+        assert_eq!(update_order_of(&r, &pods), vec![3, 2, 1, 0]);
+    }
+
+    #[test]
+    fn order_priority_sorts_by_the_label_values_integer() {
+        use kruise_api::appspub::UpdatePriorityOrderTerm;
+        let mut r = rolling(0, 1, 3);
+        r.unordered = true;
+        r.priority = Some(UpdatePriorityStrategy {
+            order_priority: vec![UpdatePriorityOrderTerm {
+                ordered_key: "rank".into(),
+            }],
+            ..Default::default()
+        });
+        let pods = [
+            labelled(0, &[("rank", "r-9")]),
+            labelled(1, &[("rank", "r-1")]),
+            labelled(2, &[("rank", "r-5")]),
+        ];
+        assert_eq!(update_order_of(&r, &pods), vec![0, 2, 1]);
     }
 }

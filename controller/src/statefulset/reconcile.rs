@@ -12,6 +12,7 @@ use kruise_api::apps::v1beta1::{
     PersistentVolumeClaimRetentionPolicyType, PodManagementPolicyType, PodUpdateStrategyType,
     StatefulSet, StatefulSetStatus, StatefulSetUpdateStrategyType,
 };
+use kruise_api::appspub::LifecycleStateType;
 use kruise_api::keys;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::controller::Action;
@@ -22,6 +23,7 @@ use super::context::Context;
 use super::error::Error;
 use super::hooks::AstsHooks;
 use super::identity::{self, OrdinalRange};
+use super::lifecycle::{self, Refusal, UpdateStep};
 use super::plan::{self, Rolling, ScaleOp};
 use super::{revisions, status};
 use crate::cloneset::diff::scaled_value;
@@ -87,6 +89,10 @@ fn settings(sts: &StatefulSet) -> Result<Settings, Error> {
             partition: ru.partition.unwrap_or(0),
             max_unavailable: max_unavailable.max(1),
             unordered: ru.unordered_update.is_some(),
+            priority: ru
+                .unordered_update
+                .as_ref()
+                .and_then(|u| u.priority_strategy.clone()),
             replicas,
             min_ready_seconds,
         },
@@ -321,7 +327,10 @@ impl Sync<'_> {
         let set = self.sts.name_any();
         let slots = plan::slots(&set, &self.settings.range, pods);
 
-        // Move in-place updates forward first (grace periods, next batch, InPlaceUpdateReady).
+        // Move in-place updates forward first (grace periods, next batch, InPlaceUpdateReady),
+        // then the lifecycle state they leave behind (upstream `refreshPodState`).
+        let update_name = self.update.metadata.name.clone().unwrap_or_default();
+        let lc = self.sts.spec.lifecycle.as_ref();
         let mut refreshed = false;
         for pod in pods.iter().filter(|p| !plan::is_terminating(p)) {
             let out = self
@@ -333,6 +342,23 @@ impl Sync<'_> {
             if let Some(rv) = out.new_resource_version.as_deref() {
                 self.ctx
                     .expect_version(pod.metadata.uid.as_deref(), Some(rv));
+                refreshed = true;
+                // The cached pod is now stale; its lifecycle moves on the next round.
+                continue;
+            }
+            let completed = AstsHooks.pod_update_completed(pod).is_ok();
+            if let Some(next) = lifecycle::next_lifecycle_state(lc, pod, &update_name, completed)
+                && lifecycle::set_lifecycle(
+                    self.ctx,
+                    &self.pod_api(),
+                    lc,
+                    pod,
+                    next,
+                    None,
+                    self.now,
+                )
+                .await?
+            {
                 refreshed = true;
             }
         }
@@ -349,7 +375,12 @@ impl Sync<'_> {
         for op in &scale.ops {
             let res = match op {
                 ScaleOp::Create(ord) => self.create(*ord).await,
-                ScaleOp::Delete { name, .. } => self.delete(name, "scale").await,
+                ScaleOp::Delete { name, .. } => {
+                    match pods.iter().find(|p| podutil::name(p) == name) {
+                        Some(pod) => self.delete_pod(pod, "scale").await,
+                        None => self.delete(name, "scale").await,
+                    }
+                }
             };
             if let Err(e) = res {
                 let reason = if matches!(op, ScaleOp::Create(_)) {
@@ -394,7 +425,6 @@ impl Sync<'_> {
             return Ok(());
         }
 
-        let update_name = self.update.metadata.name.clone().unwrap_or_default();
         let is_updated = |p: &Pod| AstsHooks.equals_revision(p, &update_name);
         let pending = |p: &Pod| AstsHooks.pod_update_completed(p).is_err();
         let up = plan::plan_update(
@@ -491,6 +521,38 @@ impl Sync<'_> {
         }
     }
 
+    fn pod_api(&self) -> Api<Pod> {
+        Api::namespaced(self.ctx.client.clone(), self.ns)
+    }
+
+    /// Deletes `pod` (upstream `deletePod`), unless the preDelete hook holds it: then it only
+    /// moves to PreparingDelete and stays until the hook's labels and finalizers are gone.
+    async fn delete_pod(&self, pod: &Pod, why: &str) -> Result<(), Error> {
+        let lc = self.sts.spec.lifecycle.as_ref();
+        let hook = lc.and_then(|l| l.pre_delete.as_ref());
+        if lifecycle::is_hooked(hook, pod) {
+            let written = lifecycle::set_lifecycle(
+                self.ctx,
+                &self.pod_api(),
+                lc,
+                pod,
+                LifecycleStateType::PreparingDelete,
+                None,
+                self.now,
+            )
+            .await?;
+            if written {
+                tracing::info!(
+                    pod = podutil::name(pod),
+                    why,
+                    "preDelete hook holds the pod"
+                );
+            }
+            return Ok(());
+        }
+        self.delete(podutil::name(pod), why).await
+    }
+
     async fn delete(&self, name: &str, why: &str) -> Result<(), Error> {
         let api: Api<Pod> = Api::namespaced(self.ctx.client.clone(), self.ns);
         self.ctx
@@ -578,59 +640,105 @@ impl Sync<'_> {
         Ok(())
     }
 
-    /// Updates one pod to the update revision: in place when the policy allows and the change
-    /// can go in place, else by deleting it (the scale half recreates it under the same name,
-    /// with the same PVCs).
+    /// Updates one pod to the update revision (upstream `inPlaceUpdatePod`, then `deletePod`):
+    /// in place when the policy allows and the change can go in place, after the inPlaceUpdate
+    /// hook lets it; else by deleting it (the scale half recreates it under the same name, with
+    /// the same PVCs). The step is CloneSet's [`lifecycle::update_step`].
     async fn update_pod(&self, pod: &Pod, requeue: &mut Requeue) -> Result<(), Error> {
         let name = podutil::name(pod).to_string();
-        if self.settings.policy != PodUpdateStrategyType::ReCreate {
-            let old = self.revisions.iter().find(|r| {
-                r.metadata
-                    .name
-                    .as_deref()
-                    .is_some_and(|n| AstsHooks.equals_revision(pod, n))
-            });
-            let out = self
-                .ctx
-                .inplace
-                .update(
-                    &AstsHooks,
+        let lc = self.sts.spec.lifecycle.as_ref();
+        let hook = lc.and_then(|l| l.in_place_update.as_ref());
+        let old = self.revisions.iter().find(|r| {
+            r.metadata
+                .name
+                .as_deref()
+                .is_some_and(|n| AstsHooks.equals_revision(pod, n))
+        });
+        let step = lifecycle::update_step(
+            lifecycle::as_cloneset_policy(self.settings.policy),
+            pod,
+            hook,
+            || {
+                AstsHooks
+                    .calculate_spec(old, self.update, &self.settings.opts)
+                    .map(|_| ())
+            },
+        );
+        match step {
+            UpdateStep::PrepareUpdateHook { handler } => {
+                lifecycle::set_lifecycle(
+                    self.ctx,
+                    &self.pod_api(),
+                    lc,
                     pod,
-                    old,
-                    self.update,
-                    &self.settings.opts,
+                    LifecycleStateType::PreparingUpdate,
+                    handler,
                     self.now,
                 )
                 .await?;
-            match out {
-                UpdateOutcome::Updated {
-                    new_resource_version,
-                    requeue_after,
-                } => {
-                    self.ctx.expect_version(
-                        pod.metadata.uid.as_deref(),
-                        new_resource_version.as_deref(),
-                    );
-                    requeue.push(requeue_after);
-                    self.ctx
-                        .event(
-                            self.sts,
-                            EventType::Normal,
-                            "SuccessfulUpdatePodInPlace",
-                            format!("successfully update pod {name} in-place"),
-                            Some(pod.object_ref(&())),
-                        )
-                        .await;
-                    return Ok(());
-                }
-                UpdateOutcome::NotInPlace(reason) => {
-                    if self.settings.policy == PodUpdateStrategyType::InPlaceOnly {
-                        return Err(Error::InPlaceOnly { pod: name, reason });
-                    }
+                Ok(())
+            }
+            UpdateStep::Wait => Ok(()),
+            UpdateStep::Refuse(Refusal::BadLifecycle(state)) => {
+                Err(Error::Lifecycle { pod: name, state })
+            }
+            UpdateStep::Refuse(Refusal::InPlaceOnly(reason)) => {
+                Err(Error::InPlaceOnly { pod: name, reason })
+            }
+            UpdateStep::Recreate { reason } => {
+                if let Some(reason) = reason {
                     tracing::info!(pod = %name, %reason, "cannot update in place; recreating");
                 }
+                self.delete_pod(pod, "update").await
+            }
+            UpdateStep::InPlace => self.update_in_place(pod, old, requeue).await,
+        }
+    }
+
+    async fn update_in_place(
+        &self,
+        pod: &Pod,
+        old: Option<&ControllerRevision>,
+        requeue: &mut Requeue,
+    ) -> Result<(), Error> {
+        let name = podutil::name(pod).to_string();
+        // A Pod with a lifecycle state is Updating while the update runs (upstream sets it only
+        // when the state label is there).
+        let mut opts = self.settings.opts.clone();
+        if podutil::lifecycle_state(pod).is_some() {
+            opts.lifecycle_state = Some(LifecycleStateType::Updating);
+        }
+        let out = self
+            .ctx
+            .inplace
+            .update(&AstsHooks, pod, old, self.update, &opts, self.now)
+            .await?;
+        match out {
+            UpdateOutcome::Updated {
+                new_resource_version,
+                requeue_after,
+            } => {
+                self.ctx
+                    .expect_version(pod.metadata.uid.as_deref(), new_resource_version.as_deref());
+                requeue.push(requeue_after);
+                self.ctx
+                    .event(
+                        self.sts,
+                        EventType::Normal,
+                        "SuccessfulUpdatePodInPlace",
+                        format!("successfully update pod {name} in-place"),
+                        Some(pod.object_ref(&())),
+                    )
+                    .await;
+                Ok(())
+            }
+            UpdateOutcome::NotInPlace(reason) => {
+                if self.settings.policy == PodUpdateStrategyType::InPlaceOnly {
+                    return Err(Error::InPlaceOnly { pod: name, reason });
+                }
+                tracing::info!(pod = %name, %reason, "cannot update in place; recreating");
+                self.delete_pod(pod, "update").await
             }
         }
-        self.delete(&name, "update").await
     }
 }

@@ -132,7 +132,8 @@ fn get_mut<'a>(m: &'a mut Map<String, Value>, path: &[&str]) -> Option<&'a mut V
     Some(cur)
 }
 
-fn default_pvc(pvc: &mut Map<String, Value>) {
+/// A volumeClaimTemplate as the API server defaults a PVC (shared with Advanced StatefulSet).
+pub(crate) fn default_pvc(pvc: &mut Map<String, Value>) {
     if let Some(Value::Object(spec)) = pvc.get_mut("spec") {
         default_string(spec, "volumeMode", "Filesystem");
     }

@@ -1,6 +1,8 @@
-//! Advanced StatefulSet admission: validation (`/validate-apps-kruise-io-statefulset`), after
-//! upstream's `pkg/webhook/statefulset/validating`. Like CloneSet's, it works on raw JSON so a
+//! Advanced StatefulSet admission: defaulting (`/mutate-apps-kruise-io-statefulset`, upstream's
+//! `pkg/webhook/statefulset/mutating`) and validation (`/validate-apps-kruise-io-statefulset`),
+//! after upstream's `pkg/webhook/statefulset/validating`. Like CloneSet's, it works on raw JSON so a
 //! wrongly typed field is reported by path; it reuses CloneSet's selector, int-or-percent and
 //! InPlaceOnly checks.
 
+pub mod defaults;
 pub mod validation;
