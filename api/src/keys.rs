@@ -257,6 +257,9 @@ pub const VALIDATE_SIDECARSET_PATH: &str = "/validate-apps-kruise-io-v1alpha1-si
 pub const SIDECARSET_REASON_UPGRADE: &str = "SidecarUpgrade";
 /// Event reason: a SidecarSet could not upgrade a Pod's sidecar.
 pub const SIDECARSET_REASON_UPGRADE_FAILED: &str = "SidecarUpgradeFailed";
+/// SidecarSet condition: True while the controller cannot upgrade some matched Pods (the
+/// message names them and why).
+pub const SIDECARSET_CONDITION_POD_UPGRADE_BLOCKED: &str = "PodUpgradeBlocked";
 /// KruisePodReady user agent of the SidecarSet controller (it holds the Pod not-ready while a
 /// sidecar restarts).
 pub const READINESS_USER_AGENT_SIDECARSET: &str = "SidecarSet";

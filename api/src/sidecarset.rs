@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -263,6 +264,20 @@ pub fn selects(
     }
 }
 
+/// Whether the SidecarSet selects `pod`, whose namespace carries `namespace_labels`: the one
+/// matcher of injection (webhook) and upgrade (controller), so both act on the same Pods
+/// (upstream `PodMatchedSidecarSet`, which both of its callers share too).
+pub fn selects_pod(
+    spec: &SidecarSetSpec,
+    pod: &Pod,
+    namespace_labels: &BTreeMap<String, String>,
+) -> bool {
+    let ns = pod.metadata.namespace.as_deref().unwrap_or_default();
+    let empty = BTreeMap::new();
+    let labels = pod.metadata.labels.as_ref().unwrap_or(&empty);
+    selects(spec, ns, labels, namespace_labels)
+}
+
 /// The v1beta1 `namespaceSelector` equivalent of v1alpha1's `namespace` (upstream conversion).
 pub fn namespace_as_selector(namespace: &str) -> Value {
     json!({"matchLabels": {keys::k8s::NAMESPACE_NAME_LABEL: namespace}})
@@ -339,6 +354,18 @@ mod tests {
             serde_json::from_value(namespace_as_selector("team-b")).expect("sel");
         assert!(!selects(&s, "team-a", &web, &none));
         assert!(selects(&s, "team-b", &web, &none));
+        // A label of the namespace, as the webhook and the controller both read it.
+        s.namespace_selector = Some(LabelSelector {
+            match_labels: Some(BTreeMap::from([("team".to_owned(), "mesh".to_owned())])),
+            ..Default::default()
+        });
+        let mesh = BTreeMap::from([("team".to_owned(), "mesh".to_owned())]);
+        let pod: Pod = serde_json::from_value(json!({
+            "metadata": {"name": "p", "namespace": "team-c", "labels": {"app": "web"}}
+        }))
+        .expect("pod");
+        assert!(selects_pod(&s, &pod, &mesh));
+        assert!(!selects_pod(&s, &pod, &none), "unlabelled namespace");
         s.selector = Some(LabelSelector::default());
         assert!(
             !selects(&s, "team-b", &web, &none),

@@ -32,14 +32,12 @@ pub enum InjectError {
 
 /// The SidecarSets that inject into `pod`, by name (upstream lists them in name order too).
 pub fn matching<'a>(pod: &Pod, ctx: &'a InjectContext) -> Vec<&'a SidecarSet> {
-    let ns = pod.metadata.namespace.as_deref().unwrap_or_default();
-    let labels = pod.metadata.labels.clone().unwrap_or_default();
     let mut out: Vec<&SidecarSet> = ctx
         .sidecar_sets
         .iter()
         .filter(|s| !s.spec.injection_strategy.paused)
         .filter(|s| s.metadata.deletion_timestamp.is_none())
-        .filter(|s| wire::selects(&s.spec, ns, &labels, &ctx.namespace_labels))
+        .filter(|s| wire::selects_pod(&s.spec, pod, &ctx.namespace_labels))
         .collect();
     out.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
     out
