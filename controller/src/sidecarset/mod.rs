@@ -70,6 +70,15 @@ impl ReconcileError for Error {
             Error::Blocked { .. } => "blocked",
         }
     }
+
+    fn retry_floor(&self) -> Duration {
+        match self {
+            // Only a change of the Pod (which wakes us by itself) or of the API's mood fixes
+            // it; retrying at the backoff's first milliseconds would only repeat the Events.
+            Error::Blocked { .. } => PROGRESS_RESYNC,
+            _ => Duration::ZERO,
+        }
+    }
 }
 
 struct Context {
