@@ -548,13 +548,15 @@ async fn namespace_selector_limits_the_upgrade_to_the_labelled_namespace() {
             .expect("label namespace");
     }
     let name = format!("{}-nssel", a.name);
+    // The conflict check cannot prove a label selector of namespaces disjoint from the other
+    // tests' SidecarSets, so this one injects a container name of its own.
     let set = sc::new(
         &name,
         &a.name,
         "web",
         json!({"namespaceSelector": {"matchLabels": {
                 keys::k8s::NAMESPACE_NAME_LABEL: null, mesh: a.name}},
-            "containers": [{"name": "logger", "image": image("sidecar", "v1")}],
+            "containers": [{"name": "mesh-logger", "image": image("sidecar", "v1")}],
             "updateStrategy": {"maxUnavailable": 2}}),
     )
     .expect("set");
@@ -572,7 +574,11 @@ async fn namespace_selector_limits_the_upgrade_to_the_labelled_namespace() {
     let before_a = ready_pods(&pods_a, "web", 1).await.remove(0);
     let before_b = ready_pods(&pods_b, "web", 1).await.remove(0);
     for p in [&before_a, &before_b] {
-        assert_eq!(sc::container_names(p), ["logger", "app"], "both injected");
+        assert_eq!(
+            sc::container_names(p),
+            ["mesh-logger", "app"],
+            "both injected"
+        );
     }
     let sets = sc::api(&client);
     wait_for("matchedPods 2", STARTUP, || async {
@@ -596,13 +602,13 @@ async fn namespace_selector_limits_the_upgrade_to_the_labelled_namespace() {
     sc::patch_spec(
         &sets,
         &name,
-        json!({"containers": [{"name": "logger", "image": image("sidecar", "v2")}]}),
+        json!({"containers": [{"name": "mesh-logger", "image": image("sidecar", "v2")}]}),
     )
     .await
     .expect("set image");
     let after_a = wait_for("the sidecar in a on v2", UPGRADE, || async {
         let p = pods_a.get(&before_a.name_any()).await?;
-        Ok(container_status(&p, "logger")
+        Ok(container_status(&p, "mesh-logger")
             .is_some_and(|s| s.ready && s.image.contains("sidecar:v2"))
             .then_some(p))
     })
@@ -610,18 +616,18 @@ async fn namespace_selector_limits_the_upgrade_to_the_labelled_namespace() {
     .expect("a upgraded");
     assert_eq!(after_a.uid(), before_a.uid(), "same Pod in a");
     assert_eq!(
-        container_status(&after_a, "logger").map(|s| s.restart_count),
+        container_status(&after_a, "mesh-logger").map(|s| s.restart_count),
         Some(1)
     );
     // The Pod in b stays on v1, untouched.
     tokio::time::sleep(Duration::from_secs(10)).await;
     let now_b = pods_b.get(&before_b.name_any()).await.expect("b pod");
     assert_eq!(
-        sc::spec_image(&now_b, "logger"),
+        sc::spec_image(&now_b, "mesh-logger"),
         Some(image("sidecar", "v1"))
     );
     assert_eq!(
-        container_status(&now_b, "logger").map(|s| s.restart_count),
+        container_status(&now_b, "mesh-logger").map(|s| s.restart_count),
         Some(0),
         "the sidecar in b never restarted"
     );
