@@ -7,6 +7,7 @@ pub mod crr;
 pub mod daemonset;
 pub mod expectations;
 pub mod heap;
+pub mod history;
 pub mod imagepulljob;
 pub mod inplace;
 pub mod launchpriority;

@@ -11,7 +11,7 @@ use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::api::core::v1::Pod;
 use kruise_api::apps::v1beta1::{DaemonSet, DaemonSetStatus, RollingUpdateType};
-use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
 use kube::{Api, Resource, ResourceExt};
@@ -26,8 +26,9 @@ use crate::cloneset::podutil;
 use crate::expectations::{
     EXPECTATION_TIMEOUT, ScaleAction, ScaleSatisfaction, VersionSatisfaction,
 };
+use crate::history::{self, Origin};
 use crate::inplace::{UpdateOptions, UpdateOutcome};
-use crate::revision::{self, Parent, UpdateRevisionChoice};
+use crate::revision::{self, Parent};
 
 /// Longest wait before looking again while a rollout or placement is under way; Pod and Node
 /// events normally come much sooner.
@@ -294,21 +295,7 @@ async fn list_revisions(
     uid: &str,
 ) -> Result<Vec<ControllerRevision>, Error> {
     let sel = kruise_api::selector::to_selector_string(&ds.spec.selector).unwrap_or_default();
-    let mut revs: Vec<ControllerRevision> = api
-        .list(&ListParams::default().labels(&sel))
-        .await?
-        .items
-        .into_iter()
-        .filter(|r| {
-            r.metadata
-                .owner_references
-                .iter()
-                .flatten()
-                .any(|o| o.controller == Some(true) && o.uid == uid)
-        })
-        .collect();
-    revision::sort_revisions(&mut revs);
-    Ok(revs)
+    history::list_owned(api, &sel, uid).await
 }
 
 /// The revision of the current template: an equal existing one (bumped to the newest number
@@ -353,57 +340,26 @@ async fn update_revision(
         revision::next_revision_number(revisions),
         collision,
     )?;
-    let rev = match revision::choose_update_revision(revisions, &candidate) {
-        UpdateRevisionChoice::UseExisting(i) => revisions[i].clone(),
-        UpdateRevisionChoice::Bump { index, new_number } => {
-            let rname = revisions[index].metadata.name.clone().unwrap_or_default();
-            let bumped = api
-                .patch(
-                    &rname,
-                    &PatchParams::default(),
-                    &Patch::Merge(json!({ "revision": new_number })),
-                )
-                .await?;
-            revisions[index] = bumped.clone();
-            bumped
-        }
-        UpdateRevisionChoice::Create => loop {
-            let mut obj = candidate.clone();
-            let rname = revision::name_for_collision(&name, &candidate, collision)?;
-            obj.metadata.name = Some(rname.clone());
-            // Upstream ADS labels its revisions with the hash its Pods carry.
-            if let Some((_, h)) = rname.rsplit_once('-') {
-                obj.metadata.labels.get_or_insert_default().insert(
-                    kruise_api::keys::CONTROLLER_REVISION_HASH_LABEL.to_owned(),
-                    h.to_owned(),
-                );
-            }
-            match api.create(&PostParams::default(), &obj).await {
-                Ok(created) => {
-                    ctx.event(
-                        ds,
-                        EventType::Normal,
-                        "RevisionCreated",
-                        format!("created revision {rname}"),
-                    )
-                    .await;
-                    revisions.push(created.clone());
-                    break created;
-                }
-                Err(kube::Error::Api(s)) if s.is_already_exists() => {
-                    let existing = api.get(&rname).await?;
-                    if existing.data.as_ref().map(|d| &d.0) == obj.data.as_ref().map(|d| &d.0) {
-                        revisions.push(existing.clone());
-                        break existing;
-                    }
-                    // Same name, another template: a hash collision.
-                    collision += 1;
-                }
-                Err(e) => return Err(e.into()),
-            }
-        },
-    };
-    revision::sort_revisions(revisions);
+    // Upstream ADS labels its revisions with the hash its Pods carry.
+    let (rev, origin) = history::ensure_update_revision::<Error>(
+        api,
+        &name,
+        candidate,
+        revisions,
+        &mut collision,
+        Some(kruise_api::keys::CONTROLLER_REVISION_HASH_LABEL),
+    )
+    .await?;
+    if origin == Origin::Created {
+        let rname = rev.metadata.name.clone().unwrap_or_default();
+        ctx.event(
+            ds,
+            EventType::Normal,
+            "RevisionCreated",
+            format!("created revision {rname}"),
+        )
+        .await;
+    }
     Ok((rev, collision))
 }
 

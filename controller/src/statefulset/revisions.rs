@@ -8,15 +8,15 @@ use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec};
 use kruise_api::apps::v1beta1::StatefulSet;
 use kruise_api::keys;
-use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::api::DeleteParams;
 use kube::runtime::events::EventType;
 use kube::{Api, Resource, ResourceExt};
-use serde_json::json;
 
 use super::context::Context;
 use super::error::Error;
 use crate::cloneset::podutil;
-use crate::revision::{self, Parent, UpdateRevisionChoice};
+use crate::history::{self, Origin};
+use crate::revision::{self, Parent};
 
 /// The set's revisions (owned by its uid), sorted.
 pub(super) async fn list(
@@ -25,21 +25,7 @@ pub(super) async fn list(
     uid: &str,
 ) -> Result<Vec<ControllerRevision>, Error> {
     let sel = kruise_api::selector::to_selector_string(&sts.spec.selector).unwrap_or_default();
-    let mut revs: Vec<ControllerRevision> = api
-        .list(&ListParams::default().labels(&sel))
-        .await?
-        .items
-        .into_iter()
-        .filter(|r| {
-            r.metadata
-                .owner_references
-                .iter()
-                .flatten()
-                .any(|o| o.controller == Some(true) && o.uid == uid)
-        })
-        .collect();
-    revision::sort_revisions(&mut revs);
-    Ok(revs)
+    history::list_owned(api, &sel, uid).await
 }
 
 /// The current and update revisions and the collision count, creating or bumping the update
@@ -83,72 +69,33 @@ pub(super) async fn active(
         revision::next_revision_number(revisions),
         collision,
     )?;
-    let update = match revision::choose_update_revision(revisions, &candidate) {
-        UpdateRevisionChoice::UseExisting(i) => revisions[i].clone(),
-        UpdateRevisionChoice::Bump { index, new_number } => {
-            let rname = revisions[index].metadata.name.clone().unwrap_or_default();
-            let bumped = api
-                .patch(
-                    &rname,
-                    &PatchParams::default(),
-                    &Patch::Merge(json!({ "revision": new_number })),
-                )
-                .await?;
-            revisions[index] = bumped.clone();
-            revision::sort_revisions(revisions);
-            bumped
-        }
-        UpdateRevisionChoice::Create => {
-            let created = create(api, &name, candidate, &mut collision).await?;
-            let rname = created.metadata.name.clone().unwrap_or_default();
-            ctx.event(
-                sts,
-                EventType::Normal,
-                "RevisionCreated",
-                format!("created revision {rname}"),
-                Some(created.object_ref(&())),
-            )
-            .await;
-            revisions.push(created.clone());
-            revision::sort_revisions(revisions);
-            created
-        }
-    };
+    let (update, origin) = history::ensure_update_revision::<Error>(
+        api,
+        &name,
+        candidate,
+        revisions,
+        &mut collision,
+        None,
+    )
+    .await?;
+    if origin == Origin::Created {
+        let rname = update.metadata.name.clone().unwrap_or_default();
+        ctx.event(
+            sts,
+            EventType::Normal,
+            "RevisionCreated",
+            format!("created revision {rname}"),
+            Some(update.object_ref(&())),
+        )
+        .await;
+    }
     let current_name = sts
         .status
         .as_ref()
         .map(|s| s.current_revision.clone())
         .unwrap_or_default();
-    let current = revisions
-        .iter()
-        .find(|r| r.metadata.name.as_deref() == Some(current_name.as_str()))
-        .cloned()
-        .unwrap_or_else(|| update.clone());
+    let current = history::named_or(revisions, &current_name, &update);
     Ok((current, update, collision))
-}
-
-async fn create(
-    api: &Api<ControllerRevision>,
-    parent: &str,
-    candidate: ControllerRevision,
-    collision: &mut i32,
-) -> Result<ControllerRevision, Error> {
-    loop {
-        let mut obj = candidate.clone();
-        let name = revision::name_for_collision(parent, &candidate, *collision)?;
-        obj.metadata.name = Some(name.clone());
-        match api.create(&PostParams::default(), &obj).await {
-            Ok(c) => return Ok(c),
-            Err(kube::Error::Api(s)) if s.is_already_exists() => {
-                let existing = api.get(&name).await?;
-                if existing.data.as_ref().map(|d| &d.0) == obj.data.as_ref().map(|d| &d.0) {
-                    return Ok(existing);
-                }
-                *collision += 1;
-            }
-            Err(e) => return Err(e.into()),
-        }
-    }
 }
 
 /// The pod template a revision recorded.
