@@ -245,6 +245,9 @@ pub const SIDECARSET_WORKING_HOT_UPGRADE_CONTAINER_ANNOTATION: &str =
     "kruise.io/sidecarset-working-hotupgrade-container";
 /// ControllerRevision label with a SidecarSet's user-chosen version.
 pub const SIDECARSET_CUSTOM_VERSION_LABEL: &str = "apps.kruise.io/sidecarset-custom-version";
+/// ControllerRevision label naming the SidecarSet it records (revisions live in the manager's
+/// namespace, the SidecarSet being cluster-scoped).
+pub const SIDECARSET_NAME_LABEL: &str = "kruise.io/sidecarset-name";
 /// Pod annotation prefix (then the container name) with a hot-upgrade container's version.
 pub const SIDECARSET_VERSION_ANNOTATION_PREFIX: &str = "version.sidecarset.kruise.io/";
 /// Pod annotation prefix (then the container name) with the version of its pair's other one.

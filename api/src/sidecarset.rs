@@ -278,6 +278,80 @@ pub fn selects_pod(
     selects(spec, ns, labels, namespace_labels)
 }
 
+/// The spec fields a SidecarSet ControllerRevision records (upstream
+/// `copySidecarSetSpecRevision`); what injection of a stored revision restores.
+pub const REVISION_SPEC_FIELDS: [&str; 5] = [
+    "volumes",
+    "containers",
+    "initContainers",
+    "imagePullSecrets",
+    "patchPodMetadata",
+];
+
+/// The data of a SidecarSet ControllerRevision: `{"spec": {…the recorded fields…}}`, absent
+/// fields as `null` as upstream writes them (upstream `getPatch`).
+pub fn revision_data(spec: &SidecarSetSpec) -> Result<Value> {
+    let raw = serde_json::to_value(spec).map_err(|source| Error::Serialize {
+        what: "sidecarset spec",
+        source,
+    })?;
+    let mut copy = serde_json::Map::new();
+    for f in REVISION_SPEC_FIELDS {
+        copy.insert(f.to_owned(), raw.get(f).cloned().unwrap_or(Value::Null));
+    }
+    Ok(json!({ "spec": copy }))
+}
+
+/// `set` as a stored revision recorded it (upstream `GetHistorySidecarSet`): the recorded
+/// fields replace the current ones, and the hashes are the revision's (or computed from the
+/// restored spec when the revision lacks them).
+pub fn restore_revision(
+    set: &SidecarSet,
+    data: &Value,
+    revision_annotations: &BTreeMap<String, String>,
+) -> Result<SidecarSet> {
+    let mut spec = serde_json::to_value(&set.spec).map_err(|source| Error::Serialize {
+        what: "sidecarset spec",
+        source,
+    })?;
+    let recorded = data.get("spec").and_then(Value::as_object);
+    if let (Some(obj), Some(rec)) = (spec.as_object_mut(), recorded) {
+        for f in REVISION_SPEC_FIELDS {
+            match rec.get(f) {
+                Some(Value::Null) | None => {
+                    obj.remove(f);
+                }
+                Some(v) => {
+                    obj.insert(f.to_owned(), v.clone());
+                }
+            }
+        }
+    }
+    let mut out = set.clone();
+    out.spec = serde_json::from_value(spec).map_err(|source| Error::Serialize {
+        what: "sidecarset revision data",
+        source,
+    })?;
+    let ann = out.metadata.annotations.get_or_insert_default();
+    for (key, compute) in [
+        (
+            keys::SIDECARSET_HASH_ANNOTATION,
+            sidecarset_hash as fn(&SidecarSetSpec) -> Result<String>,
+        ),
+        (
+            keys::SIDECARSET_HASH_WITHOUT_IMAGE_ANNOTATION,
+            sidecarset_hash_without_image,
+        ),
+    ] {
+        let v = match revision_annotations.get(key).filter(|v| !v.is_empty()) {
+            Some(v) => v.clone(),
+            None => compute(&out.spec)?,
+        };
+        ann.insert(key.to_owned(), v);
+    }
+    Ok(out)
+}
+
 /// The v1beta1 `namespaceSelector` equivalent of v1alpha1's `namespace` (upstream conversion).
 pub fn namespace_as_selector(namespace: &str) -> Value {
     json!({"matchLabels": {keys::k8s::NAMESPACE_NAME_LABEL: namespace}})
@@ -370,6 +444,38 @@ mod tests {
         assert!(
             !selects(&s, "team-b", &web, &none),
             "empty selector selects nothing"
+        );
+    }
+
+    #[test]
+    fn revision_data_records_the_injected_fields_and_restores_them() {
+        let mut old = SidecarSet {
+            metadata: Default::default(),
+            spec: spec("envoy:1"),
+            status: None,
+        };
+        old.spec.volumes =
+            serde_json::from_value(json!([{"name": "v", "emptyDir": {}}])).expect("volumes");
+        let data = revision_data(&old.spec).expect("data");
+        assert_eq!(data["spec"]["containers"][0]["image"], "envoy:1");
+        assert_eq!(data["spec"]["initContainers"], Value::Null);
+        assert!(data["spec"].get("selector").is_none(), "{data}");
+        let hash = sidecarset_hash(&old.spec).expect("hash");
+        let ann = BTreeMap::from([(keys::SIDECARSET_HASH_ANNOTATION.to_owned(), hash.clone())]);
+        let mut now = old.clone();
+        now.spec = spec("envoy:2");
+        let restored = restore_revision(&now, &data, &ann).expect("restore");
+        assert_eq!(
+            restored.spec.containers[0].container.image.as_deref(),
+            Some("envoy:1")
+        );
+        assert_eq!(restored.spec.volumes.len(), 1);
+        let got = restored.metadata.annotations.expect("annotations");
+        assert_eq!(got[keys::SIDECARSET_HASH_ANNOTATION], hash);
+        // Missing in the revision: computed from the restored spec.
+        assert_eq!(
+            got[keys::SIDECARSET_HASH_WITHOUT_IMAGE_ANNOTATION],
+            sidecarset_hash_without_image(&old.spec).expect("h")
         );
     }
 

@@ -870,3 +870,115 @@ async fn a_pod_that_cannot_be_upgraded_is_reported_and_the_others_go_on() {
     guard.delete().await.expect("delete sidecarset");
     ns.delete().await.expect("delete ns");
 }
+
+#[tokio::test]
+async fn revisions_are_recorded_and_injection_can_pin_an_old_one() {
+    use k8s_openapi::api::apps::v1::ControllerRevision;
+    let client = client().await.expect("client");
+    let ns = TestNamespace::create(&client, "sc-rev").await.expect("ns");
+    let name = format!("{}-rev", ns.name);
+    // Paused upgrades: the pinned Pods must keep the old sidecar for the test's length.
+    let set = sc::new(
+        &name,
+        &ns.name,
+        "web",
+        json!({"containers": [{"name": "logger", "image": image("sidecar", "v1")}],
+            "updateStrategy": {"paused": true}}),
+    )
+    .expect("set");
+    let (guard, _) = Guard::create(&client, &set)
+        .await
+        .expect("create sidecarset");
+    let sets = sc::api(&client);
+    let latest = |want_not: Option<String>| {
+        let sets = sets.clone();
+        let name = name.clone();
+        async move {
+            wait_for("status.latestRevision", STARTUP, || async {
+                let s = sets.get(&name).await?;
+                Ok(s.status
+                    .map(|st| st.latest_revision)
+                    .filter(|r| !r.is_empty() && Some(r) != want_not.as_ref()))
+            })
+            .await
+            .expect("latestRevision")
+        }
+    };
+    let rev1 = latest(None).await;
+    let revs: Api<ControllerRevision> = Api::namespaced(client.clone(), keys::KRUISE_NAMESPACE);
+    let r1 = revs.get(&rev1).await.expect("revision object");
+    assert_eq!(
+        r1.metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(keys::SIDECARSET_NAME_LABEL)),
+        Some(&name)
+    );
+    let data = r1.data.as_ref().map(|d| d.0.clone()).expect("data");
+    assert_eq!(
+        data["spec"]["containers"][0]["image"],
+        json!(image("sidecar", "v1"))
+    );
+
+    sc::patch_spec(
+        &sets,
+        &name,
+        json!({"containers": [{"name": "logger", "image": image("sidecar", "v2")}],
+            "injectionStrategy": {"revision": {"revisionName": rev1, "policy": "Always"}}}),
+    )
+    .await
+    .expect("new image, injection pinned");
+    let rev2 = latest(Some(rev1.clone())).await;
+    revs.get(&rev2).await.expect("second revision");
+    let listed = revs
+        .list(&ListParams::default().labels(&format!("{}={name}", keys::SIDECARSET_NAME_LABEL)))
+        .await
+        .expect("list");
+    assert_eq!(listed.items.len(), 2, "one revision per spec");
+
+    let cs_api = cloneset::api(&client, &ns.name);
+    let cs = cloneset::new("web", 1, "v1", json!({})).expect("cloneset");
+    cs_api
+        .create(&PostParams::default(), &cs)
+        .await
+        .expect("create cloneset");
+    let pods: Api<Pod> = ns.api();
+    let first = ready_pods(&pods, "web", 1).await.remove(0);
+    assert_eq!(
+        sc::spec_image(&first, "logger"),
+        Some(image("sidecar", "v1")),
+        "the pinned revision's image"
+    );
+    let entry: serde_json::Value = serde_json::from_str(
+        first
+            .annotations()
+            .get(keys::SIDECARSET_HASH_ANNOTATION)
+            .expect("hash annotation"),
+    )
+    .expect("json");
+    assert_eq!(entry[&name]["controllerRevision"], json!(rev1));
+
+    // Unpinned: new Pods get the latest.
+    sc::patch_spec(
+        &sets,
+        &name,
+        json!({"injectionStrategy": {"revision": null}}),
+    )
+    .await
+    .expect("unpin");
+    cloneset::patch_spec(&cs_api, "web", json!({"replicas": 2}))
+        .await
+        .expect("scale");
+    let all = ready_pods(&pods, "web", 2).await;
+    let second = all
+        .iter()
+        .find(|p| p.uid() != first.uid())
+        .expect("new pod");
+    assert_eq!(
+        sc::spec_image(second, "logger"),
+        Some(image("sidecar", "v2"))
+    );
+
+    guard.delete().await.expect("delete sidecarset");
+    ns.delete().await.expect("delete ns");
+}

@@ -8,6 +8,7 @@
 //! leave Service: the idle container of the pair gets the new image, and once it runs and is
 //! ready the working-container annotation flips to it and the old one goes to the empty image.
 
+pub mod history;
 pub mod hot;
 pub mod plan;
 
@@ -52,6 +53,9 @@ pub enum Error {
     /// A wire format could not be read or written.
     #[error("{0}")]
     Wire(#[from] kruise_api::Error),
+    /// The ControllerRevision flow failed.
+    #[error(transparent)]
+    Revision(crate::revision::RevisionError),
     /// Some Pods could not be acted on; the others were, and the status says which.
     #[error("{count} matched Pod(s) could not be upgraded: {first}")]
     Blocked {
@@ -68,6 +72,7 @@ impl ReconcileError for Error {
             Error::Kube(_) => "kube",
             Error::Wire(_) => "wire",
             Error::Blocked { .. } => "blocked",
+            Error::Revision(_) => "revision",
         }
     }
 
@@ -87,6 +92,8 @@ struct Context {
     /// Every Namespace, for `namespaceSelector` (the webhook reads the same labels).
     namespaces: Store<Namespace>,
     recorder: Recorder,
+    /// The manager's namespace, where the SidecarSets' ControllerRevisions live.
+    namespace: String,
 }
 
 impl Context {
@@ -150,6 +157,7 @@ pub async fn run(
         client,
         pods,
         namespaces,
+        namespace: crate::app::default_namespace(),
     });
     let ctl = Controller::watching(NAME, watch(api), metrics, shutdown);
     // A namespace's labels changing can change which Pods a namespaceSelector matches.
@@ -206,7 +214,15 @@ async fn reconcile(set: Arc<SidecarSet>, ctx: Arc<Context>) -> Result<Action, Er
         .map(|p| plan::pod_state(&set, &latest, p))
         .collect();
     let refs: Vec<&Pod> = pods.iter().map(AsRef::as_ref).collect();
+    let registered = history::register_latest(&ctx.client, &ctx.namespace, &set, &refs).await?;
+    if !registered.deleted.is_empty() {
+        tracing::info!(deleted = ?registered.deleted, "revisions beyond revisionHistoryLimit deleted");
+    }
     let mut plan = plan::plan(&set, &states, &refs);
+    plan.status.latest_revision = registered.latest;
+    if registered.collision_count > 0 || plan.status.collision_count.is_some() {
+        plan.status.collision_count = Some(registered.collision_count);
+    }
     let now = Timestamp::now();
 
     // One Pod that cannot be written does not stop the others; each is reported.

@@ -20,6 +20,9 @@ pub struct InjectContext {
     pub sidecar_sets: Vec<SidecarSet>,
     /// Labels of the Pod's namespace (for `namespaceSelector`).
     pub namespace_labels: BTreeMap<String, String>,
+    /// SidecarSet name → the ControllerRevision its entry in `sidecar_sets` was restored from
+    /// (`injectionStrategy.revision`), recorded in the Pod's hash entry.
+    pub revisions: BTreeMap<String, String>,
 }
 
 /// Why a Pod could not be injected.
@@ -140,7 +143,7 @@ pub fn inject(pod: &mut Pod, ctx: &InjectContext, now: &Time) -> Result<bool, In
             hash,
             sidecar_set_name: name.clone(),
             sidecar_list: sidecar_list.iter().cloned().collect(),
-            controller_revision: String::new(),
+            controller_revision: ctx.revisions.get(&name).cloned().unwrap_or_default(),
         };
         hashes.insert(
             name.clone(),
