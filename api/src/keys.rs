@@ -245,6 +245,9 @@ pub const SIDECARSET_WORKING_HOT_UPGRADE_CONTAINER_ANNOTATION: &str =
     "kruise.io/sidecarset-working-hotupgrade-container";
 /// ControllerRevision label with a SidecarSet's user-chosen version.
 pub const SIDECARSET_CUSTOM_VERSION_LABEL: &str = "apps.kruise.io/sidecarset-custom-version";
+/// ControllerRevision label naming the SidecarSet it records (revisions live in the manager's
+/// namespace, the SidecarSet being cluster-scoped).
+pub const SIDECARSET_NAME_LABEL: &str = "kruise.io/sidecarset-name";
 /// Pod annotation prefix (then the container name) with a hot-upgrade container's version.
 pub const SIDECARSET_VERSION_ANNOTATION_PREFIX: &str = "version.sidecarset.kruise.io/";
 /// Pod annotation prefix (then the container name) with the version of its pair's other one.
@@ -257,6 +260,9 @@ pub const VALIDATE_SIDECARSET_PATH: &str = "/validate-apps-kruise-io-v1alpha1-si
 pub const SIDECARSET_REASON_UPGRADE: &str = "SidecarUpgrade";
 /// Event reason: a SidecarSet could not upgrade a Pod's sidecar.
 pub const SIDECARSET_REASON_UPGRADE_FAILED: &str = "SidecarUpgradeFailed";
+/// SidecarSet condition: True while the controller cannot upgrade some matched Pods (the
+/// message names them and why).
+pub const SIDECARSET_CONDITION_POD_UPGRADE_BLOCKED: &str = "PodUpgradeBlocked";
 /// KruisePodReady user agent of the SidecarSet controller (it holds the Pod not-ready while a
 /// sidecar restarts).
 pub const READINESS_USER_AGENT_SIDECARSET: &str = "SidecarSet";

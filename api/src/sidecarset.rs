@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -263,6 +264,94 @@ pub fn selects(
     }
 }
 
+/// Whether the SidecarSet selects `pod`, whose namespace carries `namespace_labels`: the one
+/// matcher of injection (webhook) and upgrade (controller), so both act on the same Pods
+/// (upstream `PodMatchedSidecarSet`, which both of its callers share too).
+pub fn selects_pod(
+    spec: &SidecarSetSpec,
+    pod: &Pod,
+    namespace_labels: &BTreeMap<String, String>,
+) -> bool {
+    let ns = pod.metadata.namespace.as_deref().unwrap_or_default();
+    let empty = BTreeMap::new();
+    let labels = pod.metadata.labels.as_ref().unwrap_or(&empty);
+    selects(spec, ns, labels, namespace_labels)
+}
+
+/// The spec fields a SidecarSet ControllerRevision records (upstream
+/// `copySidecarSetSpecRevision`); what injection of a stored revision restores.
+pub const REVISION_SPEC_FIELDS: [&str; 5] = [
+    "volumes",
+    "containers",
+    "initContainers",
+    "imagePullSecrets",
+    "patchPodMetadata",
+];
+
+/// The data of a SidecarSet ControllerRevision: `{"spec": {…the recorded fields…}}`, absent
+/// fields as `null` as upstream writes them (upstream `getPatch`).
+pub fn revision_data(spec: &SidecarSetSpec) -> Result<Value> {
+    let raw = serde_json::to_value(spec).map_err(|source| Error::Serialize {
+        what: "sidecarset spec",
+        source,
+    })?;
+    let mut copy = serde_json::Map::new();
+    for f in REVISION_SPEC_FIELDS {
+        copy.insert(f.to_owned(), raw.get(f).cloned().unwrap_or(Value::Null));
+    }
+    Ok(json!({ "spec": copy }))
+}
+
+/// `set` as a stored revision recorded it (upstream `GetHistorySidecarSet`): the recorded
+/// fields replace the current ones, and the hashes are the revision's (or computed from the
+/// restored spec when the revision lacks them).
+pub fn restore_revision(
+    set: &SidecarSet,
+    data: &Value,
+    revision_annotations: &BTreeMap<String, String>,
+) -> Result<SidecarSet> {
+    let mut spec = serde_json::to_value(&set.spec).map_err(|source| Error::Serialize {
+        what: "sidecarset spec",
+        source,
+    })?;
+    let recorded = data.get("spec").and_then(Value::as_object);
+    if let (Some(obj), Some(rec)) = (spec.as_object_mut(), recorded) {
+        for f in REVISION_SPEC_FIELDS {
+            match rec.get(f) {
+                Some(Value::Null) | None => {
+                    obj.remove(f);
+                }
+                Some(v) => {
+                    obj.insert(f.to_owned(), v.clone());
+                }
+            }
+        }
+    }
+    let mut out = set.clone();
+    out.spec = serde_json::from_value(spec).map_err(|source| Error::Serialize {
+        what: "sidecarset revision data",
+        source,
+    })?;
+    let ann = out.metadata.annotations.get_or_insert_default();
+    for (key, compute) in [
+        (
+            keys::SIDECARSET_HASH_ANNOTATION,
+            sidecarset_hash as fn(&SidecarSetSpec) -> Result<String>,
+        ),
+        (
+            keys::SIDECARSET_HASH_WITHOUT_IMAGE_ANNOTATION,
+            sidecarset_hash_without_image,
+        ),
+    ] {
+        let v = match revision_annotations.get(key).filter(|v| !v.is_empty()) {
+            Some(v) => v.clone(),
+            None => compute(&out.spec)?,
+        };
+        ann.insert(key.to_owned(), v);
+    }
+    Ok(out)
+}
+
 /// The v1beta1 `namespaceSelector` equivalent of v1alpha1's `namespace` (upstream conversion).
 pub fn namespace_as_selector(namespace: &str) -> Value {
     json!({"matchLabels": {keys::k8s::NAMESPACE_NAME_LABEL: namespace}})
@@ -339,10 +428,54 @@ mod tests {
             serde_json::from_value(namespace_as_selector("team-b")).expect("sel");
         assert!(!selects(&s, "team-a", &web, &none));
         assert!(selects(&s, "team-b", &web, &none));
+        // A label of the namespace, as the webhook and the controller both read it.
+        s.namespace_selector = Some(LabelSelector {
+            match_labels: Some(BTreeMap::from([("team".to_owned(), "mesh".to_owned())])),
+            ..Default::default()
+        });
+        let mesh = BTreeMap::from([("team".to_owned(), "mesh".to_owned())]);
+        let pod: Pod = serde_json::from_value(json!({
+            "metadata": {"name": "p", "namespace": "team-c", "labels": {"app": "web"}}
+        }))
+        .expect("pod");
+        assert!(selects_pod(&s, &pod, &mesh));
+        assert!(!selects_pod(&s, &pod, &none), "unlabelled namespace");
         s.selector = Some(LabelSelector::default());
         assert!(
             !selects(&s, "team-b", &web, &none),
             "empty selector selects nothing"
+        );
+    }
+
+    #[test]
+    fn revision_data_records_the_injected_fields_and_restores_them() {
+        let mut old = SidecarSet {
+            metadata: Default::default(),
+            spec: spec("envoy:1"),
+            status: None,
+        };
+        old.spec.volumes =
+            serde_json::from_value(json!([{"name": "v", "emptyDir": {}}])).expect("volumes");
+        let data = revision_data(&old.spec).expect("data");
+        assert_eq!(data["spec"]["containers"][0]["image"], "envoy:1");
+        assert_eq!(data["spec"]["initContainers"], Value::Null);
+        assert!(data["spec"].get("selector").is_none(), "{data}");
+        let hash = sidecarset_hash(&old.spec).expect("hash");
+        let ann = BTreeMap::from([(keys::SIDECARSET_HASH_ANNOTATION.to_owned(), hash.clone())]);
+        let mut now = old.clone();
+        now.spec = spec("envoy:2");
+        let restored = restore_revision(&now, &data, &ann).expect("restore");
+        assert_eq!(
+            restored.spec.containers[0].container.image.as_deref(),
+            Some("envoy:1")
+        );
+        assert_eq!(restored.spec.volumes.len(), 1);
+        let got = restored.metadata.annotations.expect("annotations");
+        assert_eq!(got[keys::SIDECARSET_HASH_ANNOTATION], hash);
+        // Missing in the revision: computed from the restored spec.
+        assert_eq!(
+            got[keys::SIDECARSET_HASH_WITHOUT_IMAGE_ANNOTATION],
+            sidecarset_hash_without_image(&old.spec).expect("h")
         );
     }
 

@@ -101,3 +101,32 @@ pub fn env(pod: &Pod, container: &str) -> BTreeMap<String, String> {
         .map(|e| (e.name.clone(), e.value.clone().unwrap_or_default()))
         .collect()
 }
+
+/// The notes of the Events with this reason about the cluster-scoped SidecarSet `name`.
+pub async fn event_notes(client: &Client, name: &str, reason: &str) -> Result<Vec<String>> {
+    let api: Api<k8s_openapi::api::core::v1::Event> = Api::all(client.clone());
+    let lp = kube::api::ListParams::default().fields(&format!("involvedObject.name={name}"));
+    Ok(api
+        .list(&lp)
+        .await?
+        .items
+        .into_iter()
+        .filter(|e| {
+            e.involved_object.kind.as_deref() == Some("SidecarSet")
+                && e.reason.as_deref() == Some(reason)
+        })
+        .filter_map(|e| e.message)
+        .collect())
+}
+
+/// Merge-patches the labels of a namespace (`null` removes one).
+pub async fn label_namespace(client: &Client, ns: &str, labels: Value) -> Result<()> {
+    let api: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
+    api.patch(
+        ns,
+        &PatchParams::default(),
+        &Patch::Merge(&json!({"metadata": {"labels": labels}})),
+    )
+    .await?;
+    Ok(())
+}

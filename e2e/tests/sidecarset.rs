@@ -9,10 +9,11 @@ use std::time::Duration;
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Pod;
+use kruise_api::apps::v1beta1::SidecarSet;
 use kruise_api::keys;
 use kruise_e2e::sidecarset::{self as sc, Guard};
 use kruise_e2e::{TestNamespace, client, cloneset, container_status, image, pod_ready, wait_for};
-use kube::api::{ListParams, PostParams, WatchEvent, WatchParams};
+use kube::api::{ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams};
 use kube::{Api, ResourceExt};
 use serde_json::json;
 
@@ -525,6 +526,458 @@ async fn hot_upgrade_starts_the_new_version_before_emptying_the_old_one() {
     })
     .await
     .expect("final status");
+
+    guard.delete().await.expect("delete sidecarset");
+    ns.delete().await.expect("delete ns");
+}
+
+#[tokio::test]
+async fn namespace_selector_limits_the_upgrade_to_the_labelled_namespace() {
+    let client = client().await.expect("client");
+    let a = TestNamespace::create(&client, "sc-ns-a")
+        .await
+        .expect("ns a");
+    let b = TestNamespace::create(&client, "sc-ns-b")
+        .await
+        .expect("ns b");
+    // A label of the namespaces (not their name), unique to this test run.
+    let mesh = "kruise-e2e/sidecar-mesh";
+    for ns in [&a.name, &b.name] {
+        sc::label_namespace(&client, ns, json!({ mesh: a.name }))
+            .await
+            .expect("label namespace");
+    }
+    let name = format!("{}-nssel", a.name);
+    // The conflict check cannot prove a label selector of namespaces disjoint from the other
+    // tests' SidecarSets, so this one injects a container name of its own.
+    let set = sc::new(
+        &name,
+        &a.name,
+        "web",
+        json!({"namespaceSelector": {"matchLabels": {
+                keys::k8s::NAMESPACE_NAME_LABEL: null, mesh: a.name}},
+            "containers": [{"name": "mesh-logger", "image": image("sidecar", "v1")}],
+            "updateStrategy": {"maxUnavailable": 2}}),
+    )
+    .expect("set");
+    let (guard, _) = Guard::create(&client, &set)
+        .await
+        .expect("create sidecarset");
+    for ns in [&a.name, &b.name] {
+        let cs = cloneset::new("web", 1, "v1", json!({})).expect("cloneset");
+        cloneset::api(&client, ns)
+            .create(&PostParams::default(), &cs)
+            .await
+            .expect("create cloneset");
+    }
+    let (pods_a, pods_b): (Api<Pod>, Api<Pod>) = (a.api(), b.api());
+    let before_a = ready_pods(&pods_a, "web", 1).await.remove(0);
+    let before_b = ready_pods(&pods_b, "web", 1).await.remove(0);
+    for p in [&before_a, &before_b] {
+        assert_eq!(
+            sc::container_names(p),
+            ["mesh-logger", "app"],
+            "both injected"
+        );
+    }
+    let sets = sc::api(&client);
+    wait_for("matchedPods 2", STARTUP, || async {
+        let s = sets.get(&name).await?;
+        Ok(s.status.filter(|st| st.matched_pods == 2).map(|_| ()))
+    })
+    .await
+    .expect("both matched");
+
+    // Namespace b leaves the mesh: the controller stops counting its Pod.
+    sc::label_namespace(&client, &b.name, json!({ mesh: null }))
+        .await
+        .expect("unlabel b");
+    wait_for("matchedPods 1 after the label went", STARTUP, || async {
+        let s = sets.get(&name).await?;
+        Ok(s.status.filter(|st| st.matched_pods == 1).map(|_| ()))
+    })
+    .await
+    .expect("only a matched");
+
+    sc::patch_spec(
+        &sets,
+        &name,
+        json!({"containers": [{"name": "mesh-logger", "image": image("sidecar", "v2")}]}),
+    )
+    .await
+    .expect("set image");
+    let after_a = wait_for("the sidecar in a on v2", UPGRADE, || async {
+        let p = pods_a.get(&before_a.name_any()).await?;
+        Ok(container_status(&p, "mesh-logger")
+            .is_some_and(|s| s.ready && s.image.contains("sidecar:v2"))
+            .then_some(p))
+    })
+    .await
+    .expect("a upgraded");
+    assert_eq!(after_a.uid(), before_a.uid(), "same Pod in a");
+    assert_eq!(
+        container_status(&after_a, "mesh-logger").map(|s| s.restart_count),
+        Some(1)
+    );
+    // The Pod in b stays on v1, untouched.
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    let now_b = pods_b.get(&before_b.name_any()).await.expect("b pod");
+    assert_eq!(
+        sc::spec_image(&now_b, "mesh-logger"),
+        Some(image("sidecar", "v1"))
+    );
+    assert_eq!(
+        container_status(&now_b, "mesh-logger").map(|s| s.restart_count),
+        Some(0),
+        "the sidecar in b never restarted"
+    );
+    let st = sets.get(&name).await.expect("set").status.expect("status");
+    assert_eq!((st.matched_pods, st.updated_pods), (1, 1), "{st:?}");
+    // Injection uses the same matcher: a new Pod in b gets no sidecar.
+    cloneset::patch_spec(
+        &cloneset::api(&client, &b.name),
+        "web",
+        json!({"replicas": 2}),
+    )
+    .await
+    .expect("scale b");
+    let all_b = ready_pods(&pods_b, "web", 2).await;
+    let new_b: Vec<&Pod> = all_b.iter().filter(|p| p.uid() != before_b.uid()).collect();
+    assert_eq!(new_b.len(), 1);
+    assert_eq!(sc::container_names(new_b[0]), ["app"]);
+
+    guard.delete().await.expect("delete sidecarset");
+    a.delete().await.expect("delete ns a");
+    b.delete().await.expect("delete ns b");
+}
+
+/// When the Ready condition of the Pod last changed.
+fn ready_since(p: &Pod) -> Option<String> {
+    p.status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == "Ready")?
+        .last_transition_time
+        .as_ref()
+        .map(|t| t.0.to_string())
+}
+
+#[tokio::test]
+async fn priority_strategy_upgrades_the_heavier_pods_first() {
+    let client = client().await.expect("client");
+    let ns = TestNamespace::create(&client, "sc-prio").await.expect("ns");
+    let name = format!("{}-prio", ns.name);
+    let set = sc::new(
+        &name,
+        &ns.name,
+        "web",
+        json!({"containers": [{"name": "logger", "image": image("sidecar", "v1")}],
+            "updateStrategy": {"maxUnavailable": 1, "priorityStrategy": {"weightPriority": [
+                {"weight": 100, "matchSelector": {"matchLabels": {"tier": "canary"}}},
+                {"weight": 50, "matchSelector": {"matchLabels": {"tier": "middle"}}}]}}}),
+    )
+    .expect("set");
+    let (guard, _) = Guard::create(&client, &set)
+        .await
+        .expect("create sidecarset");
+    let cs_api = cloneset::api(&client, &ns.name);
+    let cs = cloneset::new("web", 3, "v1", json!({})).expect("cloneset");
+    cs_api
+        .create(&PostParams::default(), &cs)
+        .await
+        .expect("create cloneset");
+    let pods: Api<Pod> = ns.api();
+    let mut before = ready_pods(&pods, "web", 3).await;
+    // The canary is the Pod the default order would upgrade last (ready longest, last name),
+    // so only the priority can put it first.
+    before.sort_by_key(|p| (ready_since(p), std::cmp::Reverse(p.name_any())));
+    let order: Vec<String> = before.iter().map(ResourceExt::name_any).collect();
+    for (pod, tier) in order.iter().zip(["canary", "middle"]) {
+        pods.patch(
+            pod,
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"metadata": {"labels": {"tier": tier}}})),
+        )
+        .await
+        .expect("label pod");
+    }
+    let sets = sc::api(&client);
+    wait_for("matchedPods 3", STARTUP, || async {
+        let s = sets.get(&name).await?;
+        Ok(s.status.filter(|st| st.matched_pods == 3).map(|_| ()))
+    })
+    .await
+    .expect("matched");
+
+    sc::patch_spec(
+        &sets,
+        &name,
+        json!({"containers": [{"name": "logger", "image": image("sidecar", "v2")}]}),
+    )
+    .await
+    .expect("set image");
+    let v2 = image("sidecar", "v2");
+    let mut seen: Vec<String> = Vec::new();
+    let mut max_unready = 0;
+    let deadline = tokio::time::Instant::now() + UPGRADE;
+    while seen.len() < 3 {
+        let now = pods_of(&pods, "web").await;
+        max_unready = max_unready.max(now.iter().filter(|p| !pod_ready(p)).count());
+        let mut fresh: Vec<String> = now
+            .iter()
+            .filter(|p| sc::spec_image(p, "logger").as_deref() == Some(v2.as_str()))
+            .map(ResourceExt::name_any)
+            .filter(|n| !seen.contains(n))
+            .collect();
+        assert!(
+            fresh.len() <= 1,
+            "maxUnavailable 1 upgrades one Pod at a time, saw {fresh:?} at once"
+        );
+        seen.append(&mut fresh);
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "rollout stuck after {seen:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(seen, order, "canary, then middle, then the rest");
+    assert!(max_unready <= 1, "saw {max_unready} Pods unready at once");
+    wait_for("all updated and ready", UPGRADE, || async {
+        let s = sets.get(&name).await?;
+        Ok(s.status
+            .filter(|st| st.updated_pods == 3 && st.updated_ready_pods == 3)
+            .map(|_| ()))
+    })
+    .await
+    .expect("final status");
+
+    guard.delete().await.expect("delete sidecarset");
+    ns.delete().await.expect("delete ns");
+}
+
+fn blocked_condition(s: &SidecarSet) -> Option<(String, String)> {
+    s.status
+        .as_ref()?
+        .conditions
+        .iter()
+        .find(|c| c.type_ == keys::SIDECARSET_CONDITION_POD_UPGRADE_BLOCKED)
+        .map(|c| (c.status.clone(), c.message.clone()))
+}
+
+#[tokio::test]
+async fn a_pod_that_cannot_be_upgraded_is_reported_and_the_others_go_on() {
+    let client = client().await.expect("client");
+    let ns = TestNamespace::create(&client, "sc-blocked")
+        .await
+        .expect("ns");
+    let name = format!("{}-blk", ns.name);
+    let set = sc::new(
+        &name,
+        &ns.name,
+        "web",
+        json!({"containers": [{"name": "logger", "image": image("sidecar", "v1")}],
+            "updateStrategy": {"maxUnavailable": 2}}),
+    )
+    .expect("set");
+    let (guard, _) = Guard::create(&client, &set)
+        .await
+        .expect("create sidecarset");
+    let cs_api = cloneset::api(&client, &ns.name);
+    let cs = cloneset::new("web", 2, "v1", json!({})).expect("cloneset");
+    cs_api
+        .create(&PostParams::default(), &cs)
+        .await
+        .expect("create cloneset");
+    let pods: Api<Pod> = ns.api();
+    let before = ready_pods(&pods, "web", 2).await;
+    let (bad, good) = (before[0].name_any(), before[1].name_any());
+    // An in-place state the controller cannot read: it must not guess over it.
+    let state = keys::SIDECARSET_INPLACE_UPDATE_STATE_ANNOTATION;
+    pods.patch(
+        &bad,
+        &PatchParams::default(),
+        &Patch::Merge(&json!({"metadata": {"annotations": {state: "not json"}}})),
+    )
+    .await
+    .expect("corrupt the annotation");
+    let sets = sc::api(&client);
+    sc::patch_spec(
+        &sets,
+        &name,
+        json!({"containers": [{"name": "logger", "image": image("sidecar", "v2")}]}),
+    )
+    .await
+    .expect("set image");
+
+    wait_for("the other Pod upgraded", UPGRADE, || async {
+        let p = pods.get(&good).await?;
+        Ok(container_status(&p, "logger")
+            .is_some_and(|s| s.ready && s.image.contains("sidecar:v2"))
+            .then_some(()))
+    })
+    .await
+    .expect("good upgraded");
+    let (status, message) = wait_for("the blocked condition", STARTUP, || async {
+        let s = sets.get(&name).await?;
+        Ok(blocked_condition(&s).filter(|(st, _)| st == "True"))
+    })
+    .await
+    .expect("condition");
+    assert_eq!(status, "True");
+    assert!(message.contains(&bad), "{message}");
+    assert!(message.contains(state), "{message}");
+    let notes = wait_for("a Warning Event naming the Pod", STARTUP, || async {
+        let n = sc::event_notes(&client, &name, keys::SIDECARSET_REASON_UPGRADE_FAILED).await?;
+        Ok(n.iter().any(|m| m.contains(&bad)).then_some(n))
+    })
+    .await
+    .expect("warning event");
+    assert!(!notes.iter().any(|m| m.contains(&good)), "{notes:?}");
+    let upgraded = sc::event_notes(&client, &name, keys::SIDECARSET_REASON_UPGRADE)
+        .await
+        .expect("events");
+    assert!(upgraded.iter().any(|m| m.contains(&good)), "{upgraded:?}");
+    let p = pods.get(&bad).await.expect("bad pod");
+    assert_eq!(sc::spec_image(&p, "logger"), Some(image("sidecar", "v1")));
+
+    // Fixed by hand: the Pod upgrades and the condition clears.
+    pods.patch(
+        &bad,
+        &PatchParams::default(),
+        &Patch::Merge(&json!({"metadata": {"annotations": {state: null}}})),
+    )
+    .await
+    .expect("fix the annotation");
+    wait_for("the fixed Pod upgraded", UPGRADE, || async {
+        let p = pods.get(&bad).await?;
+        Ok(container_status(&p, "logger")
+            .is_some_and(|s| s.ready && s.image.contains("sidecar:v2"))
+            .then_some(()))
+    })
+    .await
+    .expect("bad upgraded");
+    wait_for("the condition False", STARTUP, || async {
+        let s = sets.get(&name).await?;
+        Ok(blocked_condition(&s)
+            .filter(|(st, _)| st == "False")
+            .map(|_| ()))
+    })
+    .await
+    .expect("condition cleared");
+
+    guard.delete().await.expect("delete sidecarset");
+    ns.delete().await.expect("delete ns");
+}
+
+#[tokio::test]
+async fn revisions_are_recorded_and_injection_can_pin_an_old_one() {
+    use k8s_openapi::api::apps::v1::ControllerRevision;
+    let client = client().await.expect("client");
+    let ns = TestNamespace::create(&client, "sc-rev").await.expect("ns");
+    let name = format!("{}-rev", ns.name);
+    // Paused upgrades: the pinned Pods must keep the old sidecar for the test's length.
+    let set = sc::new(
+        &name,
+        &ns.name,
+        "web",
+        json!({"containers": [{"name": "logger", "image": image("sidecar", "v1")}],
+            "updateStrategy": {"paused": true}}),
+    )
+    .expect("set");
+    let (guard, _) = Guard::create(&client, &set)
+        .await
+        .expect("create sidecarset");
+    let sets = sc::api(&client);
+    let latest = |want_not: Option<String>| {
+        let sets = sets.clone();
+        let name = name.clone();
+        async move {
+            wait_for("status.latestRevision", STARTUP, || async {
+                let s = sets.get(&name).await?;
+                Ok(s.status
+                    .map(|st| st.latest_revision)
+                    .filter(|r| !r.is_empty() && Some(r) != want_not.as_ref()))
+            })
+            .await
+            .expect("latestRevision")
+        }
+    };
+    let rev1 = latest(None).await;
+    let revs: Api<ControllerRevision> = Api::namespaced(client.clone(), keys::KRUISE_NAMESPACE);
+    let r1 = revs.get(&rev1).await.expect("revision object");
+    assert_eq!(
+        r1.metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(keys::SIDECARSET_NAME_LABEL)),
+        Some(&name)
+    );
+    let data = r1.data.as_ref().map(|d| d.0.clone()).expect("data");
+    assert_eq!(
+        data["spec"]["containers"][0]["image"],
+        json!(image("sidecar", "v1"))
+    );
+
+    sc::patch_spec(
+        &sets,
+        &name,
+        json!({"containers": [{"name": "logger", "image": image("sidecar", "v2")}],
+            "injectionStrategy": {"revision": {"revisionName": rev1, "policy": "Always"}}}),
+    )
+    .await
+    .expect("new image, injection pinned");
+    let rev2 = latest(Some(rev1.clone())).await;
+    revs.get(&rev2).await.expect("second revision");
+    let listed = revs
+        .list(&ListParams::default().labels(&format!("{}={name}", keys::SIDECARSET_NAME_LABEL)))
+        .await
+        .expect("list");
+    assert_eq!(listed.items.len(), 2, "one revision per spec");
+
+    let cs_api = cloneset::api(&client, &ns.name);
+    let cs = cloneset::new("web", 1, "v1", json!({})).expect("cloneset");
+    cs_api
+        .create(&PostParams::default(), &cs)
+        .await
+        .expect("create cloneset");
+    let pods: Api<Pod> = ns.api();
+    let first = ready_pods(&pods, "web", 1).await.remove(0);
+    assert_eq!(
+        sc::spec_image(&first, "logger"),
+        Some(image("sidecar", "v1")),
+        "the pinned revision's image"
+    );
+    let entry: serde_json::Value = serde_json::from_str(
+        first
+            .annotations()
+            .get(keys::SIDECARSET_HASH_ANNOTATION)
+            .expect("hash annotation"),
+    )
+    .expect("json");
+    assert_eq!(entry[&name]["controllerRevision"], json!(rev1));
+
+    // Unpinned: new Pods get the latest.
+    sc::patch_spec(
+        &sets,
+        &name,
+        json!({"injectionStrategy": {"revision": null}}),
+    )
+    .await
+    .expect("unpin");
+    cloneset::patch_spec(&cs_api, "web", json!({"replicas": 2}))
+        .await
+        .expect("scale");
+    let all = ready_pods(&pods, "web", 2).await;
+    let second = all
+        .iter()
+        .find(|p| p.uid() != first.uid())
+        .expect("new pod");
+    assert_eq!(
+        sc::spec_image(second, "logger"),
+        Some(image("sidecar", "v2"))
+    );
 
     guard.delete().await.expect("delete sidecarset");
     ns.delete().await.expect("delete ns");

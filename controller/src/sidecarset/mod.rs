@@ -8,6 +8,7 @@
 //! leave Service: the idle container of the pair gets the new image, and once it runs and is
 //! ready the working-container annotation flips to it and the old one goes to the empty image.
 
+pub mod history;
 pub mod hot;
 pub mod plan;
 
@@ -17,15 +18,17 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use jiff::Timestamp;
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Namespace, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kruise_api::apps::v1beta1::SidecarSet;
 use kruise_api::appspub::{InPlaceUpdateState, PodReadinessMessage};
 use kruise_api::{keys, sidecarset as wire};
 use kube::api::{Patch, PatchParams};
 use kube::runtime::controller::Action;
-use kube::runtime::reflector::ObjectRef;
-use kube::{Api, Client, ResourceExt};
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, Client, Resource, ResourceExt};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -36,6 +39,8 @@ use crate::runner::{Controller, ReconcileError, watch};
 use plan::{Latest, PodState};
 
 const NAME: &str = "sidecarset";
+/// Name in Events.
+const CONTROLLER_NAME: &str = "sidecarset-controller";
 /// While Pods are upgrading, look again this often (the Pod events also wake us).
 const PROGRESS_RESYNC: Duration = Duration::from_secs(5);
 
@@ -48,6 +53,17 @@ pub enum Error {
     /// A wire format could not be read or written.
     #[error("{0}")]
     Wire(#[from] kruise_api::Error),
+    /// The ControllerRevision flow failed.
+    #[error(transparent)]
+    Revision(crate::revision::RevisionError),
+    /// Some Pods could not be acted on; the others were, and the status says which.
+    #[error("{count} matched Pod(s) could not be upgraded: {first}")]
+    Blocked {
+        /// How many.
+        count: usize,
+        /// The first one and why.
+        first: String,
+    },
 }
 
 impl ReconcileError for Error {
@@ -55,6 +71,17 @@ impl ReconcileError for Error {
         match self {
             Error::Kube(_) => "kube",
             Error::Wire(_) => "wire",
+            Error::Blocked { .. } => "blocked",
+            Error::Revision(_) => "revision",
+        }
+    }
+
+    fn retry_floor(&self) -> Duration {
+        match self {
+            // Only a change of the Pod (which wakes us by itself) or of the API's mood fixes
+            // it; retrying at the backoff's first milliseconds would only repeat the Events.
+            Error::Blocked { .. } => PROGRESS_RESYNC,
+            _ => Duration::ZERO,
         }
     }
 }
@@ -62,6 +89,35 @@ impl ReconcileError for Error {
 struct Context {
     client: Client,
     pods: PodCache,
+    /// Every Namespace, for `namespaceSelector` (the webhook reads the same labels).
+    namespaces: Store<Namespace>,
+    recorder: Recorder,
+    /// The manager's namespace, where the SidecarSets' ControllerRevisions live.
+    namespace: String,
+}
+
+impl Context {
+    /// The labels of a namespace as the store has them (empty when unknown).
+    fn namespace_labels(&self, namespace: &str) -> BTreeMap<String, String> {
+        self.namespaces
+            .get(&ObjectRef::new(namespace))
+            .and_then(|n| n.metadata.labels.clone())
+            .unwrap_or_default()
+    }
+
+    /// Publishes an Event on the SidecarSet; a refused Event is only logged.
+    async fn event(&self, set: &SidecarSet, type_: EventType, reason: &str, note: String) {
+        let ev = Event {
+            type_,
+            reason: reason.to_owned(),
+            note: Some(note),
+            action: reason.to_owned(),
+            secondary: None,
+        };
+        if let Err(e) = self.recorder.publish(&ev, &set.object_ref(&())).await {
+            tracing::debug!(error = %e, reason, "event refused");
+        }
+    }
 }
 
 /// Runs until `shutdown`.
@@ -72,6 +128,16 @@ pub async fn run(
     shutdown: CancellationToken,
 ) {
     let api: Api<SidecarSet> = Api::all(client.clone());
+    let (namespaces, ns_writer) = reflector::store::<Namespace>();
+    let ns_events = reflector::reflector(
+        ns_writer,
+        watcher(
+            Api::<Namespace>::all(client.clone()),
+            watcher::Config::default(),
+        ),
+    )
+    .default_backoff()
+    .touched_objects();
     // A Pod event wakes every SidecarSet the Pod carries.
     let wake = pods.live_pods().flat_map(|p| {
         let names: Vec<ObjectRef<SidecarSet>> = p
@@ -82,15 +148,52 @@ pub async fn run(
             .unwrap_or_default();
         futures::stream::iter(names)
     });
-    Controller::watching(NAME, watch(api), metrics, shutdown)
-        .trigger_refs(wake)
-        .run(reconcile, Arc::new(Context { client, pods }))
+    let reporter = Reporter {
+        controller: CONTROLLER_NAME.to_owned(),
+        instance: std::env::var("POD_NAME").ok(),
+    };
+    let ctx = Arc::new(Context {
+        recorder: Recorder::new(client.clone(), reporter),
+        client,
+        pods,
+        namespaces,
+        namespace: crate::app::default_namespace(),
+    });
+    let ctl = Controller::watching(NAME, watch(api), metrics, shutdown);
+    // A namespace's labels changing can change which Pods a namespaceSelector matches.
+    let store = ctl.store();
+    let ns_wake = ns_events.flat_map(move |ev: Result<Namespace, watcher::Error>| {
+        let refs: Vec<ObjectRef<SidecarSet>> = match ev {
+            Ok(_) => store
+                .state()
+                .iter()
+                .filter(|s| s.spec.namespace_selector.is_some())
+                .map(|s| ObjectRef::from_obj(s.as_ref()))
+                .collect(),
+            Err(e) => {
+                tracing::debug!(error = %e, "namespace watch error");
+                Vec::new()
+            }
+        };
+        futures::stream::iter(refs)
+    });
+    ctl.trigger_refs(wake)
+        .trigger_refs(ns_wake)
+        .run(reconcile, ctx)
         .await;
+}
+
+fn pod_key(pod: &Pod) -> String {
+    format!("{}/{}", pod.namespace().unwrap_or_default(), pod.name_any())
 }
 
 #[tracing::instrument(skip_all, fields(sidecarset = %set.name_any()))]
 async fn reconcile(set: Arc<SidecarSet>, ctx: Arc<Context>) -> Result<Action, Error> {
     ctx.pods.wait_synced().await;
+    // Until the namespaces are listed every namespaceSelector would match nothing.
+    if ctx.namespaces.wait_until_ready().await.is_err() {
+        return Ok(Action::requeue(PROGRESS_RESYNC));
+    }
     let latest = Latest {
         hash: wire::current_hash(&set, keys::SIDECARSET_HASH_ANNOTATION)?,
         without_image: wire::current_hash(&set, keys::SIDECARSET_HASH_WITHOUT_IMAGE_ANNOTATION)?,
@@ -100,31 +203,91 @@ async fn reconcile(set: Arc<SidecarSet>, ctx: Arc<Context>) -> Result<Action, Er
         .store()
         .state()
         .into_iter()
-        .filter(|p| plan::is_matched(&set, p))
+        .filter(|p| {
+            let ns = p.namespace().unwrap_or_default();
+            plan::is_matched(&set, p, &ctx.namespace_labels(&ns))
+        })
         .collect();
     pods.sort_by_key(|p| (p.namespace(), p.name_any()));
     let states: Vec<PodState> = pods
         .iter()
         .map(|p| plan::pod_state(&set, &latest, p))
         .collect();
-    let plan = plan::plan(&set, &states);
+    let refs: Vec<&Pod> = pods.iter().map(AsRef::as_ref).collect();
+    let registered = history::register_latest(&ctx.client, &ctx.namespace, &set, &refs).await?;
+    if !registered.deleted.is_empty() {
+        tracing::info!(deleted = ?registered.deleted, "revisions beyond revisionHistoryLimit deleted");
+    }
+    let mut plan = plan::plan(&set, &states, &refs);
+    plan.status.latest_revision = registered.latest;
+    if registered.collision_count > 0 || plan.status.collision_count.is_some() {
+        plan.status.collision_count = Some(registered.collision_count);
+    }
     let now = Timestamp::now();
 
+    // One Pod that cannot be written does not stop the others; each is reported.
+    let mut blocked: Vec<String> = Vec::new();
     for &i in &plan.release {
-        set_held(&ctx.client, &pods[i], false, now).await?;
+        if let Err(e) = set_held(&ctx.client, &pods[i], false, now).await {
+            blocked.push(format!("{}: {e}", pod_key(&pods[i])));
+        }
     }
     for &i in &plan.upgrade {
-        upgrade(&ctx.client, &set, &latest, &pods[i], now).await?;
+        match upgrade(&ctx.client, &set, &latest, &pods[i], now).await {
+            Ok(images) if !images.is_empty() => {
+                let note = format!(
+                    "upgrading the sidecars of Pod {} in place: {}",
+                    pod_key(&pods[i]),
+                    images.join(", ")
+                );
+                ctx.event(
+                    &set,
+                    EventType::Normal,
+                    keys::SIDECARSET_REASON_UPGRADE,
+                    note,
+                )
+                .await;
+            }
+            Ok(_) => {}
+            Err(e) => blocked.push(format!("{}: {e}", pod_key(&pods[i]))),
+        }
     }
     for pod in &pods {
         let flips: Vec<hot::Step> = hot::steps(&set, pod)
             .into_iter()
             .filter(|s| matches!(s, hot::Step::Flip { .. }))
             .collect();
-        if !flips.is_empty() {
-            flip(&ctx.client, pod, &flips).await?;
+        if flips.is_empty() {
+            continue;
+        }
+        match flip(&ctx.client, pod, &flips).await {
+            Ok(()) => {
+                let note = format!(
+                    "hot upgrade of Pod {}: the new version serves, the old container is emptied",
+                    pod_key(pod)
+                );
+                ctx.event(
+                    &set,
+                    EventType::Normal,
+                    keys::SIDECARSET_REASON_UPGRADE,
+                    note,
+                )
+                .await;
+            }
+            Err(e) => blocked.push(format!("{}: {e}", pod_key(pod))),
         }
     }
+    for b in &blocked {
+        tracing::warn!(pod = %b, "cannot upgrade the sidecars of a matched Pod");
+        ctx.event(
+            &set,
+            EventType::Warning,
+            keys::SIDECARSET_REASON_UPGRADE_FAILED,
+            format!("cannot upgrade the sidecars of Pod {b}"),
+        )
+        .await;
+    }
+    plan.status.conditions = plan::conditions(set.status.as_ref(), &blocked, now);
     if set.status.as_ref() != Some(&plan.status) {
         let api: Api<SidecarSet> = Api::all(ctx.client.clone());
         let patch = json!({"status": plan.status});
@@ -134,6 +297,13 @@ async fn reconcile(set: Arc<SidecarSet>, ctx: Arc<Context>) -> Result<Action, Er
             &Patch::Merge(&patch),
         )
         .await?;
+    }
+    if let Some(first) = blocked.first() {
+        // The runner backs this SidecarSet off; the others go on.
+        return Err(Error::Blocked {
+            count: blocked.len(),
+            first: first.clone(),
+        });
     }
     let busy = states.iter().any(|s| !s.consistent || s.held)
         || !plan.upgrade.is_empty()
@@ -178,7 +348,7 @@ async fn upgrade(
     latest: &Latest,
     pod: &Pod,
     now: Timestamp,
-) -> Result<(), Error> {
+) -> Result<Vec<String>, Error> {
     let name = set.name_any();
     let ann = pod.annotations();
     let statuses = pod
@@ -304,6 +474,16 @@ async fn upgrade(
         patch["spec"] = json!({"containers": images});
     }
     tracing::info!(pod = %pod.name_any(), images = images.len(), "upgrading sidecars in place");
+    let done: Vec<String> = images
+        .iter()
+        .map(|i| {
+            format!(
+                "{}={}",
+                i["name"].as_str().unwrap_or_default(),
+                i["image"].as_str().unwrap_or_default()
+            )
+        })
+        .collect();
     match api
         .patch(
             &pod.name_any(),
@@ -312,8 +492,8 @@ async fn upgrade(
         )
         .await
     {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(s)) if s.is_not_found() => Ok(()),
+        Ok(_) => Ok(done),
+        Err(kube::Error::Api(s)) if s.is_not_found() => Ok(Vec::new()),
         Err(e) => Err(e.into()),
     }
 }

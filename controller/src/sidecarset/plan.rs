@@ -5,10 +5,15 @@
 
 use std::collections::BTreeMap;
 
+use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
-use kruise_api::apps::v1beta1::{SidecarSet, SidecarSetStatus};
+use kruise_api::apps::v1beta1::{SidecarSet, SidecarSetCondition, SidecarSetStatus};
+use kruise_api::appspub::UpdateScatterTerm;
 use kruise_api::{keys, pod as kpod, selector, sidecarset as wire};
+
+use crate::cloneset::{podutil, update};
 
 /// One matched Pod as the plan sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,21 +52,120 @@ pub struct Latest {
     pub without_image: String,
 }
 
-/// Whether the Pod carries (was injected by) this SidecarSet and still matches it.
-pub fn is_matched(set: &SidecarSet, pod: &Pod) -> bool {
+/// Whether the Pod carries (was injected by) this SidecarSet and still matches it, with the
+/// matcher the webhook injects with; `namespace_labels` are those of the Pod's namespace
+/// (upstream `getMatchingPods`).
+pub fn is_matched(
+    set: &SidecarSet,
+    pod: &Pod,
+    namespace_labels: &BTreeMap<String, String>,
+) -> bool {
     let name = set.metadata.name.as_deref().unwrap_or_default();
     if pod.metadata.deletion_timestamp.is_some() {
         return false;
     }
-    let ns = pod.metadata.namespace.as_deref().unwrap_or_default();
-    let labels = pod.metadata.labels.clone().unwrap_or_default();
     wire::pod_hash(
         pod.metadata.annotations.as_ref(),
         keys::SIDECARSET_HASH_ANNOTATION,
         name,
     )
     .is_some()
-        && wire::selects(&set.spec, ns, &labels, &BTreeMap::new())
+        && wire::selects_pod(&set.spec, pod, namespace_labels)
+}
+
+/// The `scatterStrategy` with every `key: "*"` term replaced by one term per value of that
+/// label among `pods`, duplicates dropped (upstream `parseUpdateScatterTerms`).
+pub fn expand_scatter_terms(terms: &[UpdateScatterTerm], pods: &[&Pod]) -> Vec<UpdateScatterTerm> {
+    let mut out: Vec<UpdateScatterTerm> = Vec::new();
+    let mut push = |t: UpdateScatterTerm| {
+        if !out.contains(&t) {
+            out.push(t);
+        }
+    };
+    for t in terms {
+        if t.value != "*" {
+            push(t.clone());
+            continue;
+        }
+        for p in pods {
+            if let Some(v) = p.metadata.labels.as_ref().and_then(|l| l.get(&t.key)) {
+                push(UpdateScatterTerm {
+                    key: t.key.clone(),
+                    value: v.clone(),
+                });
+            }
+        }
+    }
+    out
+}
+
+/// The upgrade order of the waiting Pods (upstream `SortUpdateIndexes`): Kubernetes' ActivePods
+/// order (not-ready and unscheduled first: upgrading them costs no availability), then
+/// `priorityStrategy` (stable, so ties keep that order), then `scatterStrategy`. The same
+/// sorters as CloneSet's, as upstream shares `updatesort`.
+pub fn sort_waiting(set: &SidecarSet, pods: &[&Pod], mut idx: Vec<usize>) -> Vec<usize> {
+    idx.sort_by(|&a, &b| podutil::active_pods_cmp(pods[a], pods[b]));
+    let us = &set.spec.update_strategy;
+    if let Some(p) = &us.priority_strategy {
+        update::sort_by_priority(p, pods, &mut idx);
+    }
+    if !us.scatter_strategy.is_empty() {
+        let terms = expand_scatter_terms(&us.scatter_strategy, pods);
+        idx = update::scatter(&terms, pods, idx);
+    }
+    idx
+}
+
+/// The status conditions after this reconcile: [`keys::SIDECARSET_CONDITION_POD_UPGRADE_BLOCKED`]
+/// True naming the Pods in `blocked`, False once none is (written only after it was True once);
+/// the transition time moves only when the status does.
+pub fn conditions(
+    prev: Option<&SidecarSetStatus>,
+    blocked: &[String],
+    now: Timestamp,
+) -> Vec<SidecarSetCondition> {
+    let mut out: Vec<SidecarSetCondition> = prev.map(|s| s.conditions.clone()).unwrap_or_default();
+    let at = out
+        .iter()
+        .position(|c| c.type_ == keys::SIDECARSET_CONDITION_POD_UPGRADE_BLOCKED);
+    if blocked.is_empty() && at.is_none() {
+        return out;
+    }
+    let (status, reason, message) = if blocked.is_empty() {
+        (keys::k8s::CONDITION_FALSE, "", String::new())
+    } else {
+        const SHOWN: usize = 5;
+        let mut m = blocked
+            .iter()
+            .take(SHOWN)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("; ");
+        if blocked.len() > SHOWN {
+            m.push_str(&format!("; and {} more", blocked.len() - SHOWN));
+        }
+        (
+            keys::k8s::CONDITION_TRUE,
+            keys::SIDECARSET_REASON_UPGRADE_FAILED,
+            m,
+        )
+    };
+    let transition = match at.map(|i| &out[i]) {
+        Some(c) if c.status == status => c.last_transition_time.clone(),
+        _ => Some(Time(now)),
+    };
+    let cond = SidecarSetCondition {
+        type_: keys::SIDECARSET_CONDITION_POD_UPGRADE_BLOCKED.to_owned(),
+        status: status.to_owned(),
+        last_transition_time: transition,
+        reason: reason.to_owned(),
+        message,
+    };
+    match at {
+        Some(i) => out[i] = cond,
+        None => out.push(cond),
+    }
+    out
 }
 
 /// The plan's view of one matched Pod.
@@ -137,8 +241,9 @@ pub fn scaled(v: &IntOrString, total: i32, round_up: bool) -> i32 {
     }
 }
 
-/// The plan, from the Pods' states in a stable order (upstream upgrades not-ready Pods first).
-pub fn plan(set: &SidecarSet, pods: &[PodState]) -> Plan {
+/// The plan, from the Pods' states; `objects[i]` is the Pod of `pods[i]` (for the upgrade
+/// order, [`sort_waiting`]).
+pub fn plan(set: &SidecarSet, pods: &[PodState], objects: &[&Pod]) -> Plan {
     let matched = i32::try_from(pods.len()).unwrap_or(i32::MAX);
     let count = |f: &dyn Fn(&PodState) -> bool| {
         i32::try_from(pods.iter().filter(|p| f(p)).count()).unwrap_or(i32::MAX)
@@ -149,8 +254,17 @@ pub fn plan(set: &SidecarSet, pods: &[PodState]) -> Plan {
         updated_pods: count(&|p| p.updated),
         ready_pods: count(&|p| p.ready),
         updated_ready_pods: count(&|p| p.updated && p.consistent && p.ready),
-        latest_revision: String::new(),
+        latest_revision: set
+            .status
+            .as_ref()
+            .map(|s| s.latest_revision.clone())
+            .unwrap_or_default(),
         collision_count: set.status.as_ref().and_then(|s| s.collision_count),
+        conditions: set
+            .status
+            .as_ref()
+            .map(|s| s.conditions.clone())
+            .unwrap_or_default(),
     };
     let release = pods
         .iter()
@@ -167,14 +281,13 @@ pub fn plan(set: &SidecarSet, pods: &[PodState]) -> Plan {
     if us.is_not_update() || us.paused {
         return out;
     }
-    let mut waiting: Vec<usize> = pods
+    let waiting: Vec<usize> = pods
         .iter()
         .enumerate()
         .filter(|(_, p)| !p.updated && p.image_only && p.selected)
         .map(|(i, _)| i)
         .collect();
-    // Not-ready Pods first: upgrading them costs no availability.
-    waiting.sort_by_key(|&i| pods[i].ready);
+    let waiting = sort_waiting(set, objects, waiting);
     let partition = us
         .partition
         .as_ref()
@@ -220,6 +333,39 @@ mod tests {
         .expect("set")
     }
 
+    /// Pods `p0`, `p1`, … with these labels, scheduled, running and ready.
+    fn objects(labels: &[serde_json::Value]) -> Vec<Pod> {
+        labels
+            .iter()
+            .enumerate()
+            .map(|(i, l)| {
+                serde_json::from_value(json!({
+                    "metadata": {"name": format!("p{i}"), "namespace": "team", "labels": l,
+                        "creationTimestamp": "2026-01-01T00:00:00Z"},
+                    "spec": {"nodeName": "n1", "containers": [{"name": "proxy", "image": "e:1"}]},
+                    "status": {"phase": "Running", "conditions": [
+                        {"type": "Ready", "status": "True",
+                         "lastTransitionTime": "2026-01-01T00:00:10Z"}]}
+                }))
+                .expect("pod")
+            })
+            .collect()
+    }
+
+    /// The plan over Pods without labels.
+    fn run(set: &SidecarSet, states: &[PodState]) -> Plan {
+        let objs = objects(&vec![json!({}); states.len()]);
+        let refs: Vec<&Pod> = objs.iter().collect();
+        plan(set, states, &refs)
+    }
+
+    /// The plan over labelled Pods, every one waiting and ready.
+    fn run_labelled(set: &SidecarSet, labels: &[serde_json::Value]) -> Plan {
+        let objs = objects(labels);
+        let refs: Vec<&Pod> = objs.iter().collect();
+        plan(set, &vec![old(); labels.len()], &refs)
+    }
+
     fn old() -> PodState {
         PodState {
             updated: false,
@@ -234,7 +380,7 @@ mod tests {
     #[test]
     fn max_unavailable_one_upgrades_one_at_a_time() {
         let pods = vec![old(), old(), old()];
-        let p = plan(&set(json!({})), &pods);
+        let p = run(&set(json!({})), &pods);
         assert_eq!(p.upgrade, vec![0]);
         assert_eq!(p.status.matched_pods, 3);
         assert_eq!(p.status.updated_pods, 0);
@@ -248,15 +394,15 @@ mod tests {
             held: true,
             ..old()
         };
-        assert!(plan(&set(json!({})), &busy).upgrade.is_empty());
+        assert!(run(&set(json!({})), &busy).upgrade.is_empty());
     }
 
     #[test]
     fn partition_holds_back_exactly() {
         let pods = vec![old(); 4];
-        let p = plan(&set(json!({"maxUnavailable": 10, "partition": 1})), &pods);
+        let p = run(&set(json!({"maxUnavailable": 10, "partition": 1})), &pods);
         assert_eq!(p.upgrade, vec![0, 1, 2]);
-        let p = plan(
+        let p = run(
             &set(json!({"maxUnavailable": "100%", "partition": "50%"})),
             &pods,
         );
@@ -266,13 +412,9 @@ mod tests {
     #[test]
     fn paused_not_update_selector_and_non_image_changes_upgrade_nothing() {
         let pods = vec![old(); 2];
+        assert!(run(&set(json!({"paused": true})), &pods).upgrade.is_empty());
         assert!(
-            plan(&set(json!({"paused": true})), &pods)
-                .upgrade
-                .is_empty()
-        );
-        assert!(
-            plan(&set(json!({"type": "NotUpdate"})), &pods)
+            run(&set(json!({"type": "NotUpdate"})), &pods)
                 .upgrade
                 .is_empty()
         );
@@ -283,7 +425,7 @@ mod tests {
             };
             2
         ];
-        assert!(plan(&set(json!({})), &unselected).upgrade.is_empty());
+        assert!(run(&set(json!({})), &unselected).upgrade.is_empty());
         let env_change = vec![
             PodState {
                 image_only: false,
@@ -292,7 +434,7 @@ mod tests {
             2
         ];
         assert!(
-            plan(&set(json!({"maxUnavailable": 2})), &env_change)
+            run(&set(json!({"maxUnavailable": 2})), &env_change)
                 .upgrade
                 .is_empty()
         );
@@ -305,9 +447,207 @@ mod tests {
             held: true,
             ..old()
         };
-        let p = plan(&set(json!({})), &[done, old()]);
+        let p = run(&set(json!({})), &[done, old()]);
         assert_eq!(p.release, vec![0]);
         assert_eq!(p.status.updated_ready_pods, 1);
         assert_eq!(p.upgrade, vec![1]);
+    }
+
+    #[test]
+    fn weight_priority_upgrades_the_heaviest_pod_first() {
+        let s = set(json!({"priorityStrategy": {"weightPriority": [
+            {"weight": 50, "matchSelector": {"matchLabels": {"tier": "canary"}}},
+            {"weight": 10, "matchSelector": {"matchLabels": {"zone": "a"}}}]}}));
+        let labels = [
+            json!({"zone": "a"}),
+            json!({}),
+            json!({"tier": "canary"}),
+            json!({"tier": "canary", "zone": "a"}),
+        ];
+        assert_eq!(run_labelled(&s, &labels).upgrade, vec![3]);
+        let all = set(
+            json!({"maxUnavailable": 4, "priorityStrategy": {"weightPriority": [
+            {"weight": 50, "matchSelector": {"matchLabels": {"tier": "canary"}}},
+            {"weight": 10, "matchSelector": {"matchLabels": {"zone": "a"}}}]}}),
+        );
+        // 60, 50, 10, 0; the tie-free order shows the weights are summed.
+        assert_eq!(run_labelled(&all, &labels).upgrade, vec![3, 2, 0, 1]);
+    }
+
+    #[test]
+    fn order_priority_upgrades_higher_suffix_first_and_unlabelled_first() {
+        let s = set(
+            json!({"maxUnavailable": 10, "priorityStrategy": {"orderPriority": [
+            {"orderedKey": "rank"}]}}),
+        );
+        let labels = [
+            json!({"rank": "web-1"}),
+            json!({"rank": "web-12"}),
+            json!({}),
+            json!({"rank": "web-3"}),
+        ];
+        // Upstream puts Pods without the key first, then the larger integer suffix.
+        assert_eq!(run_labelled(&s, &labels).upgrade, vec![2, 1, 3, 0]);
+    }
+
+    #[test]
+    fn not_ready_pods_come_first() {
+        let s = set(json!({"maxUnavailable": 1}));
+        let mut objs = objects(&[json!({}), json!({})]);
+        if let Some(st) = objs[1].status.as_mut() {
+            st.conditions = Some(Vec::new());
+        }
+        let refs: Vec<&Pod> = objs.iter().collect();
+        let states = vec![
+            old(),
+            PodState {
+                ready: false,
+                ..old()
+            },
+        ];
+        // The unready one goes first and costs nothing more; being unready it already uses
+        // the one unavailable slot, so the ready one waits.
+        assert_eq!(plan(&s, &states, &refs).upgrade, vec![1]);
+        let two = set(json!({"maxUnavailable": 2}));
+        assert_eq!(plan(&two, &states, &refs).upgrade, vec![1, 0]);
+    }
+
+    #[test]
+    fn scatter_spreads_a_label_value_over_the_order() {
+        let s = set(json!({"maxUnavailable": 6,
+            "scatterStrategy": [{"key": "zone", "value": "a"}]}));
+        let labels = [
+            json!({"zone": "a"}),
+            json!({"zone": "a"}),
+            json!({"zone": "a"}),
+            json!({"zone": "b"}),
+            json!({"zone": "b"}),
+            json!({"zone": "b"}),
+        ];
+        let order = run_labelled(&s, &labels).upgrade;
+        assert_eq!(order.len(), 6);
+        let zone_a = |i: usize| i < 3;
+        // Never two zone=a Pods next to each other.
+        assert!(
+            order.windows(2).all(|w| !(zone_a(w[0]) && zone_a(w[1]))),
+            "{order:?}"
+        );
+    }
+
+    #[test]
+    fn wildcard_scatter_terms_expand_to_the_pods_values() {
+        let objs = objects(&[
+            json!({"zone": "a"}),
+            json!({"zone": "b"}),
+            json!({"zone": "a"}),
+            json!({}),
+        ]);
+        let refs: Vec<&Pod> = objs.iter().collect();
+        let terms = vec![
+            UpdateScatterTerm {
+                key: "zone".into(),
+                value: "*".into(),
+            },
+            UpdateScatterTerm {
+                key: "zone".into(),
+                value: "b".into(),
+            },
+        ];
+        let got = expand_scatter_terms(&terms, &refs);
+        let pairs: Vec<(&str, &str)> = got
+            .iter()
+            .map(|t| (t.key.as_str(), t.value.as_str()))
+            .collect();
+        assert_eq!(pairs, vec![("zone", "a"), ("zone", "b")]);
+    }
+
+    #[test]
+    fn matching_reads_the_namespace_labels() {
+        let s: SidecarSet = serde_json::from_value(json!({
+            "apiVersion": "apps.kruise.io/v1beta1", "kind": "SidecarSet",
+            "metadata": {"name": "s"},
+            "spec": {"selector": {"matchLabels": {"app": "web"}},
+                "namespaceSelector": {"matchLabels": {"mesh": "on"}},
+                "containers": [{"name": "proxy", "image": "e:1"}]}
+        }))
+        .expect("set");
+        let pod: Pod = serde_json::from_value(json!({
+            "metadata": {"name": "p", "namespace": "team", "labels": {"app": "web"},
+                "annotations": {keys::SIDECARSET_HASH_ANNOTATION:
+                    r#"{"s":{"updateTimestamp":"2026-01-01T00:00:00Z","hash":"h","sidecarSetName":"s"}}"#}}
+        }))
+        .expect("pod");
+        let on = BTreeMap::from([("mesh".to_owned(), "on".to_owned())]);
+        assert!(is_matched(&s, &pod, &on));
+        assert!(!is_matched(&s, &pod, &BTreeMap::new()));
+        let other = BTreeMap::from([("mesh".to_owned(), "off".to_owned())]);
+        assert!(!is_matched(&s, &pod, &other));
+    }
+
+    #[test]
+    fn blocked_pods_set_the_condition_and_clear_it_later() {
+        let t0: Timestamp = "2026-01-01T00:00:00Z".parse().expect("t");
+        let t1: Timestamp = "2026-01-01T00:01:00Z".parse().expect("t");
+        assert!(conditions(None, &[], t0).is_empty(), "nothing to report");
+        let blocked = vec!["team/p0: bad annotation".to_owned()];
+        let c = conditions(None, &blocked, t0);
+        assert_eq!(c.len(), 1);
+        assert_eq!(c[0].type_, keys::SIDECARSET_CONDITION_POD_UPGRADE_BLOCKED);
+        assert_eq!(c[0].status, "True");
+        assert_eq!(c[0].reason, keys::SIDECARSET_REASON_UPGRADE_FAILED);
+        assert!(c[0].message.contains("team/p0"), "{}", c[0].message);
+        let prev = SidecarSetStatus {
+            conditions: c,
+            ..Default::default()
+        };
+        // Still blocked: the transition time stays.
+        let again = conditions(Some(&prev), &blocked, t1);
+        assert_eq!(again[0].last_transition_time, Some(Time(t0)));
+        let cleared = conditions(Some(&prev), &[], t1);
+        assert_eq!(cleared[0].status, "False");
+        assert_eq!(cleared[0].last_transition_time, Some(Time(t1)));
+        assert!(cleared[0].message.is_empty());
+        let many: Vec<String> = (0..8).map(|i| format!("team/p{i}: x")).collect();
+        let c = conditions(None, &many, t0);
+        assert!(c[0].message.ends_with("and 3 more"), "{}", c[0].message);
+    }
+
+    proptest::proptest! {
+        /// Whatever the labels and the strategy, the order is a permutation of the waiting
+        /// Pods, the budget holds, and the partition holds back exactly.
+        #[test]
+        fn upgrade_order_is_a_permutation_within_budget(
+            zones in proptest::collection::vec(0u8..3, 1..12),
+            ready in proptest::collection::vec(proptest::bool::ANY, 12),
+            max_unavailable in 1i32..5,
+            partition in 0i32..4,
+            weighted in proptest::bool::ANY,
+        ) {
+            let labels: Vec<serde_json::Value> =
+                zones.iter().map(|z| json!({"zone": format!("z{z}")})).collect();
+            let mut strategy = json!({"maxUnavailable": max_unavailable, "partition": partition,
+                "scatterStrategy": [{"key": "zone", "value": "*"}]});
+            if weighted {
+                strategy["priorityStrategy"] = json!({"weightPriority": [
+                    {"weight": 5, "matchSelector": {"matchLabels": {"zone": "z1"}}}]});
+            }
+            let s = set(strategy);
+            let objs = objects(&labels);
+            let refs: Vec<&Pod> = objs.iter().collect();
+            let states: Vec<PodState> = (0..labels.len())
+                .map(|i| PodState { ready: ready[i], ..old() })
+                .collect();
+            let order = sort_waiting(&s, &refs, (0..labels.len()).collect());
+            let mut sorted = order.clone();
+            sorted.sort_unstable();
+            proptest::prop_assert_eq!(sorted, (0..labels.len()).collect::<Vec<_>>());
+            let p = plan(&s, &states, &refs);
+            let n = i32::try_from(labels.len()).expect("small");
+            proptest::prop_assert!(i32::try_from(p.upgrade.len()).expect("small") <= (n - partition).max(0));
+            let unready = states.iter().filter(|s| !s.ready).count();
+            let ready_upgraded = p.upgrade.iter().filter(|&&i| states[i].ready).count();
+            let budget = usize::try_from(max_unavailable).expect("positive").saturating_sub(unready);
+            proptest::prop_assert!(ready_upgraded <= budget, "{} > {}", ready_upgraded, budget);
+        }
     }
 }

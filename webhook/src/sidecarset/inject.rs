@@ -20,6 +20,9 @@ pub struct InjectContext {
     pub sidecar_sets: Vec<SidecarSet>,
     /// Labels of the Pod's namespace (for `namespaceSelector`).
     pub namespace_labels: BTreeMap<String, String>,
+    /// SidecarSet name → the ControllerRevision its entry in `sidecar_sets` was restored from
+    /// (`injectionStrategy.revision`), recorded in the Pod's hash entry.
+    pub revisions: BTreeMap<String, String>,
 }
 
 /// Why a Pod could not be injected.
@@ -32,14 +35,12 @@ pub enum InjectError {
 
 /// The SidecarSets that inject into `pod`, by name (upstream lists them in name order too).
 pub fn matching<'a>(pod: &Pod, ctx: &'a InjectContext) -> Vec<&'a SidecarSet> {
-    let ns = pod.metadata.namespace.as_deref().unwrap_or_default();
-    let labels = pod.metadata.labels.clone().unwrap_or_default();
     let mut out: Vec<&SidecarSet> = ctx
         .sidecar_sets
         .iter()
         .filter(|s| !s.spec.injection_strategy.paused)
         .filter(|s| s.metadata.deletion_timestamp.is_none())
-        .filter(|s| wire::selects(&s.spec, ns, &labels, &ctx.namespace_labels))
+        .filter(|s| wire::selects_pod(&s.spec, pod, &ctx.namespace_labels))
         .collect();
     out.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
     out
@@ -142,7 +143,7 @@ pub fn inject(pod: &mut Pod, ctx: &InjectContext, now: &Time) -> Result<bool, In
             hash,
             sidecar_set_name: name.clone(),
             sidecar_list: sidecar_list.iter().cloned().collect(),
-            controller_revision: String::new(),
+            controller_revision: ctx.revisions.get(&name).cloned().unwrap_or_default(),
         };
         hashes.insert(
             name.clone(),

@@ -11,8 +11,10 @@ pub mod validate;
 
 use std::collections::BTreeMap;
 
+use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::api::core::v1::Namespace;
-use kruise_api::apps::v1beta1::SidecarSet;
+use kruise_api::apps::v1beta1::{SidecarSet, SidecarSetInjectRevision};
+use kruise_api::{keys, sidecarset as wire};
 use kube::core::admission::Operation;
 use serde_json::Value;
 
@@ -26,6 +28,16 @@ pub trait SidecarSetLookup: Sync {
     /// Every SidecarSet.
     fn sidecar_sets(&self) -> impl Future<Output = Result<Vec<SidecarSet>, String>> + Send {
         std::future::ready(Ok(Vec::new()))
+    }
+    /// The ControllerRevision `injectionStrategy.revision` names for `set` (upstream
+    /// `getControllerRevision`): by name, or the newest with the custom version; `None` when
+    /// there is none (injection then uses the current spec, as upstream).
+    fn injection_revision(
+        &self,
+        _set: &SidecarSet,
+        _rev: &SidecarSetInjectRevision,
+    ) -> impl Future<Output = Result<Option<ControllerRevision>, String>> + Send {
+        std::future::ready(Ok(None))
     }
     /// The labels of a namespace (empty when it does not exist).
     fn namespace_labels(
@@ -51,6 +63,47 @@ impl SidecarSetLookup for ApiPods {
                 "cannot list SidecarSets: no answer from the API server within {:?}",
                 self.timeout
             )),
+        }
+    }
+
+    async fn injection_revision(
+        &self,
+        set: &SidecarSet,
+        rev: &SidecarSetInjectRevision,
+    ) -> Result<Option<ControllerRevision>, String> {
+        let Some(client) = &self.client else {
+            return Ok(None);
+        };
+        // The revisions live in the manager's namespace (upstream `webhookutil.GetNamespace`).
+        let ns = std::env::var(keys::ENV_POD_NAMESPACE)
+            .ok()
+            .filter(|n| !n.is_empty())
+            .unwrap_or_else(|| keys::KRUISE_NAMESPACE.to_owned());
+        let api: kube::Api<ControllerRevision> = kube::Api::namespaced(client.clone(), &ns);
+        let name = set.metadata.name.clone().unwrap_or_default();
+        let fail = |e: String| format!("cannot read the revision SidecarSet {name} injects: {e}");
+        if let Some(r) = &rev.revision_name {
+            return match tokio::time::timeout(self.timeout, api.get_opt(r)).await {
+                Ok(res) => res.map_err(|e| fail(e.to_string())),
+                Err(_) => Err(fail(format!("no answer within {:?}", self.timeout))),
+            };
+        }
+        let Some(v) = &rev.custom_version else {
+            return Ok(None);
+        };
+        let lp = kube::api::ListParams::default().labels(&format!(
+            "{}={name},{}={v}",
+            keys::SIDECARSET_NAME_LABEL,
+            keys::SIDECARSET_CUSTOM_VERSION_LABEL
+        ));
+        match tokio::time::timeout(self.timeout, api.list(&lp)).await {
+            Ok(Ok(list)) => Ok(list.items.into_iter().max_by(|a, b| {
+                a.revision
+                    .cmp(&b.revision)
+                    .then_with(|| a.metadata.name.cmp(&b.metadata.name))
+            })),
+            Ok(Err(e)) => Err(fail(e.to_string())),
+            Err(_) => Err(fail(format!("no answer within {:?}", self.timeout))),
         }
     }
 
@@ -82,8 +135,38 @@ pub async fn mutate_pod<C: SidecarSetLookup>(req: Request, cluster: &C) -> Outco
     };
     let mut ctx = InjectContext {
         sidecar_sets,
-        namespace_labels: BTreeMap::new(),
+        ..Default::default()
     };
+    // `injectionStrategy.revision`: new Pods get the stored revision's sidecars.
+    for set in &mut ctx.sidecar_sets {
+        let Some(rev) = set.spec.injection_strategy.revision.clone() else {
+            continue;
+        };
+        let found = match cluster.injection_revision(set, &rev).await {
+            Ok(f) => f,
+            Err(e) => return Outcome::forbidden(e),
+        };
+        let Some(found) = found else {
+            continue;
+        };
+        let data = found.data.as_ref().map(|d| d.0.clone()).unwrap_or_default();
+        let ann = found.metadata.annotations.clone().unwrap_or_default();
+        match wire::restore_revision(set, &data, &ann) {
+            Ok(restored) => {
+                let name = set.metadata.name.clone().unwrap_or_default();
+                ctx.revisions
+                    .insert(name, found.metadata.name.clone().unwrap_or_default());
+                *set = restored;
+            }
+            Err(e) => {
+                return Outcome::forbidden(format!(
+                    "revision {} of SidecarSet {}: {e}",
+                    found.metadata.name.as_deref().unwrap_or_default(),
+                    set.metadata.name.as_deref().unwrap_or_default()
+                ));
+            }
+        }
+    }
     if ctx
         .sidecar_sets
         .iter()

@@ -42,7 +42,7 @@ pub use nodeimage::{
 };
 pub use sidecarset::{
     PodInjectPolicyType, ShareVolumePolicy, ShareVolumePolicyType, SidecarContainer,
-    SidecarContainerUpgradeStrategy, SidecarContainerUpgradeType, SidecarSet,
+    SidecarContainerUpgradeStrategy, SidecarContainerUpgradeType, SidecarSet, SidecarSetCondition,
     SidecarSetInjectRevision, SidecarSetInjectRevisionPolicy, SidecarSetInjectionStrategy,
     SidecarSetPatchPodMetadata, SidecarSetPatchPolicyType, SidecarSetSpec, SidecarSetStatus,
     SidecarSetUpdateStrategy, SidecarSetUpdateStrategyType, SourceContainerNameSource,

@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{Container, LocalObjectReference, ObjectFieldSelector, Volume};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, Time};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::CustomResource;
 use schemars::JsonSchema;
@@ -326,6 +326,32 @@ pub struct SidecarSetStatus {
     /// Hash collisions met naming ControllerRevisions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub collision_count: Option<i32>,
+    /// What keeps the controller from acting on some Pods (an addition of ours: upstream's
+    /// SidecarSet reports those only in Events).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<SidecarSetCondition>,
+}
+
+/// A SidecarSet condition (type in `keys::SIDECARSET_CONDITION_*`).
+// `type` and `reason` are strings so a condition written by another version never breaks
+// decoding.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SidecarSetCondition {
+    /// Condition type.
+    #[serde(rename = "type")]
+    pub type_: String,
+    /// True, False or Unknown.
+    pub status: String,
+    /// Last status change.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_transition_time: Option<Time>,
+    /// Machine-readable reason.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub reason: String,
+    /// Human-readable message.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub message: String,
 }
 
 impl SidecarContainer {
