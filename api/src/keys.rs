@@ -483,3 +483,10 @@ mod tests {
         }
     }
 }
+
+// ---- Advanced DaemonSet conditions (CloneSet's types: one string, one definition) ----
+
+/// DaemonSet condition: creating or deleting its Pods failed (or the spec's numbers are invalid).
+pub const DAEMONSET_CONDITION_FAILED_SCALE: &str = CLONESET_CONDITION_FAILED_SCALE;
+/// DaemonSet condition: updating a Pod in place failed.
+pub const DAEMONSET_CONDITION_FAILED_UPDATE: &str = CLONESET_CONDITION_FAILED_UPDATE;
