@@ -40,6 +40,10 @@ struct Run {
     prefix: String,
     name: String,
     nodes: Arc<Mutex<Vec<String>>>,
+    /// More DaemonSets of the run (deleted with their Pods like `name`).
+    others: Arc<Mutex<Vec<String>>>,
+    /// ValidatingAdmissionPolicies (and their bindings, of the same name) of the run.
+    policies: Arc<Mutex<Vec<String>>>,
 }
 
 impl Run {
@@ -94,16 +98,28 @@ where
         prefix: format!("{test}-{suffix:06x}"),
         name: format!("{test}-{suffix:06x}"),
         nodes: Arc::default(),
+        others: Arc::default(),
+        policies: Arc::default(),
     };
     let outcome = tokio::spawn(body(run.clone())).await;
-    // The DaemonSet first (else it recreates its Pods), then its Pods, then the Nodes.
+    for p in run.policies.lock().map(|v| v.clone()).unwrap_or_default() {
+        delete_policy(&run.client, &p).await;
+    }
+    // The DaemonSets first (else they recreate their Pods), then Pods, then the Nodes.
+    let mut names = vec![run.name.clone()];
+    names.extend(run.others.lock().map(|v| v.clone()).unwrap_or_default());
     let ds = run.ds();
-    let _ = ds.delete(&run.name, &DeleteParams::default()).await;
-    let gone = kruise_e2e::wait_for("the DaemonSet deleted", WAIT, || async {
-        Ok(ds.get_opt(&run.name).await?.is_none().then_some(()))
-    })
-    .await;
-    let pods = kwok::delete_pods(&run.pods(), &format!("app={}", run.name)).await;
+    let (mut gone, mut pods) = (Ok(()), Ok(()));
+    for name in &names {
+        let _ = ds.delete(name, &DeleteParams::default()).await;
+        let g = kruise_e2e::wait_for("the DaemonSet deleted", WAIT, || async {
+            Ok(ds.get_opt(name).await?.is_none().then_some(()))
+        })
+        .await;
+        let p = kwok::delete_pods(&run.pods(), &format!("app={name}")).await;
+        gone = gone.and(g);
+        pods = pods.and(p);
+    }
     let names = run.nodes.lock().map(|v| v.clone()).unwrap_or_default();
     let nodes = kwok::delete_nodes(&run.client, &names).await;
     manager.stop().await;
@@ -127,6 +143,93 @@ async fn create_ds(run: &Run, strategy: Value, node_selector: Value) {
         .create(&PostParams::default(), &ds)
         .await
         .expect("create DaemonSet");
+}
+
+fn policy_api(client: &Client, plural: &str, kind: &str) -> Api<DynamicObject> {
+    let gvk = kube::api::GroupVersionKind::gvk("admissionregistration.k8s.io", "v1", kind);
+    Api::all_with(
+        client.clone(),
+        &kube::api::ApiResource::from_gvk_with_plural(&gvk, plural),
+    )
+}
+
+/// A ValidatingAdmissionPolicy (and its binding) refusing to create Pods labelled `label` in
+/// the test namespace, with `message`: how an API server refuses a DaemonSet's Pods (a quota,
+/// a policy engine) without a webhook of the test's own.
+async fn refuse_pods(run: &Run, name: &str, label: &str, message: &str) {
+    if let Ok(mut v) = run.policies.lock() {
+        v.push(name.to_owned());
+    }
+    let policy: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": name},
+        "spec": {
+            "failurePolicy": "Fail",
+            "matchConstraints": {"resourceRules": [{
+                "apiGroups": [""], "apiVersions": ["v1"],
+                "operations": ["CREATE"], "resources": ["pods"]}]},
+            "validations": [{
+                "expression": format!("!has(object.metadata.labels) || !('{label}' in object.metadata.labels)"),
+                "message": message,
+            }]
+        }
+    }))
+    .expect("policy");
+    let binding: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": name},
+        "spec": {
+            "policyName": name,
+            "validationActions": ["Deny"],
+            "matchResources": {"namespaceSelector": {"matchLabels": {kruise_e2e::E2E_LABEL: NS}}}
+        }
+    }))
+    .expect("binding");
+    let pp = PostParams::default();
+    policy_api(
+        &run.client,
+        "validatingadmissionpolicies",
+        "ValidatingAdmissionPolicy",
+    )
+    .create(&pp, &policy)
+    .await
+    .expect("create policy");
+    policy_api(
+        &run.client,
+        "validatingadmissionpolicybindings",
+        "ValidatingAdmissionPolicyBinding",
+    )
+    .create(&pp, &binding)
+    .await
+    .expect("create binding");
+}
+
+async fn delete_policy(client: &Client, name: &str) {
+    let dp = DeleteParams::default();
+    let _ = policy_api(
+        client,
+        "validatingadmissionpolicybindings",
+        "ValidatingAdmissionPolicyBinding",
+    )
+    .delete(name, &dp)
+    .await;
+    let _ = policy_api(
+        client,
+        "validatingadmissionpolicies",
+        "ValidatingAdmissionPolicy",
+    )
+    .delete(name, &dp)
+    .await;
+}
+
+/// The DaemonSet's condition `type_`, if any.
+fn condition<'a>(ds: &'a DynamicObject, type_: &str) -> Option<&'a Value> {
+    ds.data["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == type_)
 }
 
 /// Waits until `n` nodes each run one Ready Pod and the status says so.
@@ -564,6 +667,126 @@ async fn surging_runs_the_new_pod_before_deleting_the_old_one() {
         }
         assert_eq!(old_deleted.len(), 6, "every old Pod went: {steps:?}");
         assert_eq!(peak_surge, 1, "maxSurge 1: one node surging at a time");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_refused_pod_create_is_an_event_and_a_condition_and_others_keep_going() {
+    with_run("ads-refused", |run| async move {
+        let nodes: Vec<FakeNode> = (0..3).map(|i| run.fake(i)).collect();
+        run.create_nodes(&nodes).await;
+        const REFUSE: &str = "kruise-rs.e2e/refuse";
+        let message = "pods labelled kruise-rs.e2e/refuse are refused by this test";
+        refuse_pods(&run, &run.name, REFUSE, message).await;
+        // A policy takes effect once the API server has loaded it: wait until a probe Pod is
+        // refused, so a slow start is not mistaken for the controller's doing.
+        let probe: Pod = serde_json::from_value(json!({
+            "metadata": {"generateName": "probe-", "labels": {REFUSE: "yes"}},
+            "spec": {"containers": [{"name": "c", "image": V1}], "nodeSelector": {"none": "none"}}
+        }))
+        .expect("probe");
+        kruise_e2e::wait_for("the policy in force", WAIT, || async {
+            Ok(
+                match run.pods().create(&PostParams::default(), &probe).await {
+                    Err(kube::Error::Api(s)) if s.message.contains(message) => Some(()),
+                    Ok(p) => {
+                        let _ = run
+                            .pods()
+                            .delete(&p.name_any(), &DeleteParams::default())
+                            .await;
+                        None
+                    }
+                    Err(_) => None,
+                },
+            )
+        })
+        .await
+        .expect("policy");
+        let strategy = json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}});
+        let sel = json!({ RUN_LABEL: run.prefix });
+        let mut refused = daemonset::new(
+            &run.name,
+            V1,
+            strategy.clone(),
+            json!({"nodeSelector": sel}),
+        )
+        .expect("DaemonSet");
+        refused.data["spec"]["template"]["metadata"]["labels"][REFUSE] = json!("yes");
+        run.ds()
+            .create(&PostParams::default(), &refused)
+            .await
+            .expect("create DaemonSet");
+        let other = format!("{}-ok", run.name);
+        if let Ok(mut v) = run.others.lock() {
+            v.push(other.clone());
+        }
+        let ok =
+            daemonset::new(&other, V1, strategy, json!({"nodeSelector": sel})).expect("DaemonSet");
+        run.ds()
+            .create(&PostParams::default(), &ok)
+            .await
+            .expect("create DaemonSet");
+
+        // The refused one says so in its status, with the API server's message ...
+        let ds = wait_status(
+            &run.ds(),
+            &run.name,
+            "the FailedScale condition",
+            WAIT,
+            |d| condition(d, "FailedScale").is_some_and(|c| c["status"] == "True"),
+        )
+        .await
+        .expect("condition");
+        let c = condition(&ds, "FailedScale").cloned().unwrap_or_default();
+        assert_eq!(c["reason"], "FailedCreate", "{c}");
+        assert!(c["message"].as_str().unwrap_or("").contains(message), "{c}");
+        assert_eq!(status_i64(&ds, "desiredNumberScheduled"), 3);
+        assert_eq!(status_i64(&ds, "currentNumberScheduled"), 0);
+        // ... and in a Warning Event naming the node it was for.
+        let events: Api<k8s_openapi::api::events::v1::Event> =
+            Api::namespaced(run.client.clone(), NS);
+        let ev = kruise_e2e::wait_for("the FailedCreate Event", WAIT, || async {
+            let list = events.list(&Default::default()).await?;
+            Ok(list.items.into_iter().find(|e| {
+                e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(run.name.as_str())
+                    && e.reason.as_deref() == Some("FailedCreate")
+            }))
+        })
+        .await
+        .expect("event");
+        assert_eq!(ev.type_.as_deref(), Some("Warning"));
+        let note = ev.note.unwrap_or_default();
+        assert!(note.contains(message), "{note}");
+        assert!((0..3).any(|i| note.contains(&run.node(i))), "{note}");
+
+        // The other DaemonSet of the namespace is placed meanwhile.
+        let ok_status = wait_status(&run.ds(), &other, "the other DaemonSet placed", WAIT, |d| {
+            status_i64(d, "numberReady") == 3
+        })
+        .await
+        .expect("other");
+        assert!(
+            condition(&ok_status, "FailedScale").is_none(),
+            "{}",
+            ok_status.data["status"]
+        );
+        let still = run.ds().get(&run.name).await.expect("get");
+        assert_eq!(status_i64(&still, "currentNumberScheduled"), 0);
+
+        // Once the API server accepts them (the backoff retries), the Pods come and the
+        // condition goes.
+        delete_policy(&run.client, &run.name).await;
+        let ds = wait_status(
+            &run.ds(),
+            &run.name,
+            "placed after the refusal ends",
+            WAIT,
+            |d| status_i64(d, "numberReady") == 3 && condition(d, "FailedScale").is_none(),
+        )
+        .await
+        .expect("recovered");
+        assert_eq!(status_i64(&ds, "currentNumberScheduled"), 3);
     })
     .await;
 }

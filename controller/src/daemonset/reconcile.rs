@@ -11,10 +11,10 @@ use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::api::core::v1::Pod;
 use kruise_api::apps::v1beta1::{DaemonSet, DaemonSetStatus, RollingUpdateType};
+use kruise_api::keys;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
-use kruise_api::keys;
 use kube::{Api, Resource, ResourceExt};
 use serde_json::{Value, json};
 

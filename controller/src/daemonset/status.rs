@@ -68,7 +68,13 @@ pub fn calculate(
 
 /// Sets condition `type_` True with `reason` and `message`; the transition time moves only when
 /// it was not True before (upstream `SetDaemonSetCondition` semantics, as CloneSet's).
-pub fn set_failure(st: &mut DaemonSetStatus, type_: &str, reason: &str, message: &str, now: Timestamp) {
+pub fn set_failure(
+    st: &mut DaemonSetStatus,
+    type_: &str,
+    reason: &str,
+    message: &str,
+    now: Timestamp,
+) {
     let since = st
         .conditions
         .iter()
@@ -173,11 +179,17 @@ mod tests {
         set_failure(&mut st, "FailedScale", "FailedCreate", "quota again", t1);
         assert_eq!(st.conditions.len(), 1);
         let c = &st.conditions[0];
-        assert_eq!((c.status.as_str(), c.message.as_str()), ("True", "quota again"));
+        assert_eq!(
+            (c.status.as_str(), c.message.as_str()),
+            ("True", "quota again")
+        );
         assert_eq!(c.last_transition_time.as_ref().map(|t| t.0), Some(t0));
         clear_failure(&mut st, "FailedScale");
         assert!(st.conditions.is_empty());
         set_failure(&mut st, "FailedScale", "FailedCreate", "quota", t1);
-        assert_eq!(st.conditions[0].last_transition_time.as_ref().map(|t| t.0), Some(t1));
+        assert_eq!(
+            st.conditions[0].last_transition_time.as_ref().map(|t| t.0),
+            Some(t1)
+        );
     }
 }
