@@ -48,17 +48,58 @@ run_suite() {
   cargo test -p kruise-e2e --no-fail-fast "$@" -- --test-threads "${E2E_THREADS:-3}"
 }
 
+# The test files run against the cluster under test: all but the kwok scale cluster's
+# (run_kwok_suite) and, unless asked for, the in-cluster checks.
+suite_tests() { # [incluster]
+  local f name
+  for f in e2e/tests/*.rs; do
+    name=$(basename "$f" .rs)
+    [[ " ${KWOK_TESTS[*]} " == *" $name "* ]] && continue
+    [ "$name" != incluster ] || [ "${1:-}" = incluster ] || continue
+    echo --test "$name"
+  done
+}
+# Multi-node behaviour on the kwok scale cluster (hack/scale-cluster.sh: its own control plane,
+# ports and state; shared, hence its lock). The tests start the manager they need (the debug
+# build above) and stop it; the cluster is brought down only if this run brought it up.
+KWOK_TESTS=(daemonset_kwok)
+scale_up=false
+run_kwok_suite() {
+  local t args=() rc=0
+  for t in "${KWOK_TESTS[@]}"; do args+=(--test "$t"); done
+  exec 9>/tmp/kruise-scale.lock
+  flock 9
+  if ! hack/scale-cluster.sh running; then
+    scale_up=true
+    hack/scale-cluster.sh up
+  fi
+  log "running the kwok tests against .cluster/scale/kubeconfig"
+  cargo test -p kruise-e2e --no-fail-fast "${args[@]}" -- --test-threads 1 || rc=$?
+  scale_down
+  flock -u 9
+  return "$rc"
+}
+# Also from the EXIT trap, should the run stop half-way.
+scale_down() {
+  if $scale_up; then
+    scale_up=false
+    hack/scale-cluster.sh down || true
+  fi
+}
+
 if [ -n "${KUBECONFIG:-}" ] && [ "$mode" = dev ]; then
   if [ "${KRUISE_E2E_DEV:-}" = 1 ]; then
     hack/dev-up.sh
     trap 'hack/dev-up.sh down' EXIT
   fi
-  run_suite
+  # shellcheck disable=SC2046 # one word a flag or name
+  run_suite $(suite_tests incluster)
   exit 0
 fi
 
 local_up=false
 cleanup() {
+  scale_down
   if $local_up; then hack/cluster.sh down || true; fi
 }
 trap cleanup EXIT
@@ -84,12 +125,9 @@ fi
 
 hack/dev-up.sh
 # Everything but the in-cluster checks, which need Kruise-rs installed from deploy/.
-dev_tests=()
-for f in e2e/tests/*.rs; do
-  name=$(basename "$f" .rs)
-  [ "$name" = incluster ] || dev_tests+=(--test "$name")
-done
-run_suite "${dev_tests[@]}"
+# shellcheck disable=SC2046 # one word a flag or name
+run_suite $(suite_tests)
+run_kwok_suite
 # The daemon's CRI client against the cluster's containerd.
 KRUISE_CRI_ENDPOINT="unix://$KRS_CONTAINERD_SOCK" cargo test -p kruise-daemon --test cri -- --include-ignored
 

@@ -8,6 +8,7 @@
 #   hack/scale-cluster.sh up      idempotent: starts what is not running, waits, installs the CRDs
 #   hack/scale-cluster.sh down    stops everything it started (by PID) and removes etcd's data
 #   hack/scale-cluster.sh status  prints what runs
+#   hack/scale-cluster.sh running exits 0 when it is up (what hack/e2e.sh asks before `up`)
 #
 # KUBECONFIG=.cluster/scale/kubeconfig (API server https://127.0.0.1:16443). No
 # kube-controller-manager: nothing here needs one, and on 2 cores it would compete with what is
@@ -131,9 +132,12 @@ cmd_down() {
 
 cmd_status() { print_status kruise-manager "${COMPONENTS[@]}"; }
 
+cmd_running() { all_alive "${COMPONENTS[@]}" && apiserver_ready >/dev/null 2>&1 && nodes_ready 2>/dev/null; }
+
 case ${1:-} in
   up) cmd_up ;;
   down) cmd_down ;;
   status) cmd_status ;;
-  *) echo "usage: $0 up|down|status" >&2; exit 2 ;;
+  running) cmd_running ;;
+  *) echo "usage: $0 up|down|status|running" >&2; exit 2 ;;
 esac

@@ -359,6 +359,13 @@ pub const ENV_WEBHOOK_TEMPLATE_DRY_RUN: &str = "KRUISE_WEBHOOK_TEMPLATE_DRY_RUN"
 /// chart's `webhookConfiguration.failurePolicy.pods` sets it.
 pub const ENV_WEBHOOK_POD_FAILURE_POLICY: &str = "WEBHOOK_POD_FAILURE_POLICY";
 
+// ---- Advanced DaemonSet conditions (CloneSet's types: one string, one definition) ----
+
+/// DaemonSet condition: creating or deleting its Pods failed (or the spec's numbers are invalid).
+pub const DAEMONSET_CONDITION_FAILED_SCALE: &str = CLONESET_CONDITION_FAILED_SCALE;
+/// DaemonSet condition: updating a Pod in place failed.
+pub const DAEMONSET_CONDITION_FAILED_UPDATE: &str = CLONESET_CONDITION_FAILED_UPDATE;
+
 /// Names owned by Kubernetes itself (core condition types and statuses, pod phases, well-known
 /// labels and annotations) that Kruise-rs reads or writes. Kept apart from the Kruise names
 /// above so a reader can tell which side defines them.

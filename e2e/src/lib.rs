@@ -218,6 +218,7 @@ pub mod cli;
 pub mod cloneset;
 pub mod cri;
 pub mod daemonset;
+pub mod kwok;
 pub mod mode;
 pub mod plugin;
 pub mod recorder;

@@ -231,8 +231,8 @@ fn nodes_to_update<'n, 'a>(
 }
 
 /// The rolling update (upstream `rollingUpdate`): without surge, replace old Pods while at most
-/// `max_unavailable` nodes are without an available Pod (an unavailable old Pod is replaced
-/// regardless); with surge, create a new Pod beside at most `max_surge` available old ones and
+/// `max_unavailable` of the nodes it may touch are without an available Pod (an unavailable old
+/// Pod is replaced regardless, outside the budget); with surge, create a new Pod beside at most `max_surge` available old ones and
 /// delete each old Pod once its new one is available.
 fn rolling_update(
     nodes: &[NodePods<'_>],
@@ -251,40 +251,31 @@ fn rolling_update(
         .collect();
     let targets = nodes_to_update(&eligible, hash, lim.partition, selector);
     if lim.max_surge == 0 {
+        // As upstream: the budget is counted over the nodes this update may touch (partition
+        // and selector applied), and an unavailable old Pod is replaced without using it up
+        // (replacing it makes nothing less available).
         let mut unavailable = 0usize;
-        let mut forced = Vec::new();
+        let mut allowed = Vec::new();
         let mut candidates = Vec::new();
-        // Unavailability is counted over every node, not only the ones this update may touch:
-        // a node that lost its Pod for any reason uses up the budget too.
-        for np in &eligible {
+        for np in &targets {
             match updated_pods_on_node(np, hash) {
                 None | Some((None, None)) | Some((Some(_), Some(_))) => unavailable += 1,
-                Some((Some(new), None)) if !available(new) => unavailable += 1,
-                _ => {}
-            }
-        }
-        for np in &targets {
-            if let Some((None, Some(old))) = updated_pods_on_node(np, hash) {
-                if !available(old) {
-                    forced.push(podutil::name(old).to_owned());
-                } else {
-                    candidates.push(podutil::name(old).to_owned());
+                Some((Some(new), None)) => {
+                    if !available(new) {
+                        unavailable += 1;
+                    }
+                }
+                Some((None, Some(old))) => {
+                    if available(old) {
+                        candidates.push(podutil::name(old).to_owned());
+                    } else {
+                        allowed.push(podutil::name(old).to_owned());
+                    }
                 }
             }
         }
-        // Unavailable old Pods of nodes outside the targets count as well (they are down).
-        for np in &eligible {
-            if let Some((None, Some(old))) = updated_pods_on_node(np, hash)
-                && !available(old)
-                && !forced.iter().any(|f| f == podutil::name(old))
-            {
-                unavailable += 1;
-            }
-        }
-        let room = lim
-            .max_unavailable
-            .saturating_sub(unavailable + forced.len());
-        plan.replace.extend(forced);
+        let room = lim.max_unavailable.saturating_sub(unavailable);
+        plan.replace.extend(allowed);
         plan.replace.extend(candidates.into_iter().take(room));
         return;
     }

@@ -11,6 +11,7 @@ use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::api::core::v1::Pod;
 use kruise_api::apps::v1beta1::{DaemonSet, DaemonSetStatus, RollingUpdateType};
+use kruise_api::keys;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
@@ -51,6 +52,7 @@ pub async fn reconcile(ds: Arc<DaemonSet>, ctx: Arc<Context>) -> Result<Action, 
         return Ok(wait);
     }
     let rev_api: Api<ControllerRevision> = Api::namespaced(ctx.client.clone(), &ns);
+    let now = Timestamp::now();
     let mut revisions = list_revisions(&rev_api, &ds, &uid).await?;
     let (update_rev, collision) = update_revision(&ctx, &ds, &rev_api, &mut revisions).await?;
     let hash = pod::revision_hash(&update_rev);
@@ -84,12 +86,22 @@ pub async fn reconcile(ds: Arc<DaemonSet>, ctx: Arc<Context>) -> Result<Action, 
         })
         .collect();
     let desired = views.iter().filter(|v| v.placement.should_run).count();
-    let now = Timestamp::now();
     let limits = match plan::limits(&ds, desired) {
         Ok(l) => l,
         Err(e) => {
+            // Nothing changes until the spec does: say why where `kubectl describe` shows it.
             ctx.event(&ds, EventType::Warning, "InvalidSpec", e.to_string())
                 .await;
+            let mut st = ds.status.clone().unwrap_or_default();
+            st.observed_generation = ds.metadata.generation.unwrap_or(0);
+            status::set_failure(
+                &mut st,
+                keys::DAEMONSET_CONDITION_FAILED_SCALE,
+                "InvalidSpec",
+                &e.to_string(),
+                now,
+            );
+            write_status(&ctx, &ds, &ns, st).await?;
             return Err(e.into());
         }
     };
@@ -122,6 +134,7 @@ pub async fn reconcile(ds: Arc<DaemonSet>, ctx: Arc<Context>) -> Result<Action, 
     let pod_api: Api<Pod> = Api::namespaced(ctx.client.clone(), &ns);
     let (post, del) = (PostParams::default(), DeleteParams::default());
     let mut to_delete = todo.delete.clone();
+    let mut update_err: Option<(String, Error)> = None;
     for name in &todo.replace {
         let Some(p) = pods.iter().find(|p| podutil::name(p) == name) else {
             continue;
@@ -132,11 +145,27 @@ pub async fn reconcile(ds: Arc<DaemonSet>, ctx: Arc<Context>) -> Result<Action, 
             let old = revisions
                 .iter()
                 .find(|r| pod::pod_hash(p) == Some(pod::revision_hash(r).as_str()));
-            match ctx
+            let outcome = match ctx
                 .inplace
                 .update(&AdsHooks, p, old, &update_rev, &opts, now)
-                .await?
+                .await
             {
+                Ok(o) => o,
+                Err(e) => {
+                    // One Pod refusing its update does not hold up the DaemonSet's others.
+                    let msg = e.to_string();
+                    ctx.event(
+                        &ds,
+                        EventType::Warning,
+                        "FailedUpdatePodInPlace",
+                        format!("failed to update pod {name} in place: {msg}"),
+                    )
+                    .await;
+                    update_err.get_or_insert((msg, Error::from(e)));
+                    continue;
+                }
+            };
+            match outcome {
                 UpdateOutcome::Updated {
                     new_resource_version,
                     ..
@@ -177,7 +206,7 @@ pub async fn reconcile(ds: Arc<DaemonSet>, ctx: Arc<Context>) -> Result<Action, 
         })
         .collect();
     let results = join_all(creates.iter().map(|(_, p)| pod_api.create(&post, p))).await;
-    let mut first_err = None;
+    let mut first_err: Option<(&str, kube::Error)> = None;
     for ((node, p), r) in creates.iter().zip(results) {
         if let Err(e) = r {
             ctx.scale_exp
@@ -189,7 +218,7 @@ pub async fn reconcile(ds: Arc<DaemonSet>, ctx: Arc<Context>) -> Result<Action, 
                 format!("failed to create pod for node {node}: {e}"),
             )
             .await;
-            first_err.get_or_insert(e);
+            first_err.get_or_insert(("FailedCreate", e));
         }
     }
     for name in &to_delete {
@@ -211,7 +240,7 @@ pub async fn reconcile(ds: Arc<DaemonSet>, ctx: Arc<Context>) -> Result<Action, 
                     format!("failed to delete pod {name}: {e}"),
                 )
                 .await;
-                first_err.get_or_insert(e);
+                first_err.get_or_insert(("FailedDelete", e));
             }
         }
     }
@@ -228,9 +257,34 @@ pub async fn reconcile(ds: Arc<DaemonSet>, ctx: Arc<Context>) -> Result<Action, 
     if collision > 0 {
         st.collision_count = Some(collision);
     }
+    // CloneSet's conditions: set while a step fails, removed once it goes through. A failed
+    // reconcile is retried with backoff; the other DaemonSets are reconciled meanwhile.
+    match &first_err {
+        Some((reason, e)) => status::set_failure(
+            &mut st,
+            keys::DAEMONSET_CONDITION_FAILED_SCALE,
+            reason,
+            &status::failure_message(e),
+            now,
+        ),
+        None => status::clear_failure(&mut st, keys::DAEMONSET_CONDITION_FAILED_SCALE),
+    }
+    match &update_err {
+        Some((msg, _)) => status::set_failure(
+            &mut st,
+            keys::DAEMONSET_CONDITION_FAILED_UPDATE,
+            "FailedUpdatePodInPlace",
+            msg,
+            now,
+        ),
+        None => status::clear_failure(&mut st, keys::DAEMONSET_CONDITION_FAILED_UPDATE),
+    }
     write_status(&ctx, &ds, &ns, st.clone()).await?;
-    if let Some(e) = first_err {
+    if let Some((_, e)) = first_err {
         return Err(e.into());
+    }
+    if let Some((_, e)) = update_err {
+        return Err(e);
     }
     let busy = !todo.create_on.is_empty()
         || !to_delete.is_empty()

@@ -1,7 +1,9 @@
 //! The DaemonSet status from the nodes and their Pods (upstream `updateDaemonSetStatus`).
 
 use jiff::Timestamp;
-use kruise_api::apps::v1beta1::DaemonSetStatus;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kruise_api::apps::v1beta1::{DaemonSetCondition, DaemonSetStatus};
+use kruise_api::keys::k8s;
 
 use super::plan::NodePods;
 use super::pod::pod_hash;
@@ -61,6 +63,44 @@ pub fn calculate(
         collision_count: previous.and_then(|s| s.collision_count),
         conditions: previous.map(|s| s.conditions.clone()).unwrap_or_default(),
         update_revision: hash.to_owned(),
+    }
+}
+
+/// Sets condition `type_` True with `reason` and `message`; the transition time moves only when
+/// it was not True before (upstream `SetDaemonSetCondition` semantics, as CloneSet's).
+pub fn set_failure(
+    st: &mut DaemonSetStatus,
+    type_: &str,
+    reason: &str,
+    message: &str,
+    now: Timestamp,
+) {
+    let since = st
+        .conditions
+        .iter()
+        .find(|c| c.type_ == type_ && c.status == k8s::CONDITION_TRUE)
+        .and_then(|c| c.last_transition_time.clone())
+        .unwrap_or(Time(now));
+    st.conditions.retain(|c| c.type_ != type_);
+    st.conditions.push(DaemonSetCondition {
+        type_: type_.to_owned(),
+        status: k8s::CONDITION_TRUE.to_owned(),
+        last_transition_time: Some(since),
+        reason: reason.to_owned(),
+        message: message.to_owned(),
+    });
+}
+
+/// Removes condition `type_` (the failure is over), as CloneSet does.
+pub fn clear_failure(st: &mut DaemonSetStatus, type_: &str) {
+    st.conditions.retain(|c| c.type_ != type_);
+}
+
+/// The text a condition shows: the API server's own message for a refused request.
+pub fn failure_message(e: &kube::Error) -> String {
+    match e {
+        kube::Error::Api(s) if !s.message.is_empty() => s.message.clone(),
+        e => e.to_string(),
     }
 }
 
@@ -128,5 +168,28 @@ mod tests {
         );
         assert_eq!((s.updated_number_scheduled, s.observed_generation), (1, 4));
         assert_eq!(s.update_revision, "new");
+    }
+
+    #[test]
+    fn failure_condition_keeps_its_transition_time_until_cleared() {
+        let t0: Timestamp = "2026-01-01T00:00:00Z".parse().expect("ts");
+        let t1: Timestamp = "2026-01-01T00:05:00Z".parse().expect("ts");
+        let mut st = DaemonSetStatus::default();
+        set_failure(&mut st, "FailedScale", "FailedCreate", "quota", t0);
+        set_failure(&mut st, "FailedScale", "FailedCreate", "quota again", t1);
+        assert_eq!(st.conditions.len(), 1);
+        let c = &st.conditions[0];
+        assert_eq!(
+            (c.status.as_str(), c.message.as_str()),
+            ("True", "quota again")
+        );
+        assert_eq!(c.last_transition_time.as_ref().map(|t| t.0), Some(t0));
+        clear_failure(&mut st, "FailedScale");
+        assert!(st.conditions.is_empty());
+        set_failure(&mut st, "FailedScale", "FailedCreate", "quota", t1);
+        assert_eq!(
+            st.conditions[0].last_transition_time.as_ref().map(|t| t.0),
+            Some(t1)
+        );
     }
 }

@@ -198,6 +198,34 @@ fn max_unavailable_bounds_replacements() {
     assert_eq!(p.replace, ["p02"]);
 }
 
+/// Upstream's budget, which ours once undercut: an unavailable old Pod's replacement does not use
+/// it up, and nodes the partition or selector keep out of the update do not count against it.
+#[test]
+fn max_unavailable_budget_is_upstreams() {
+    let (nodes, mut pods) = cluster(|i| i % 4 == 0);
+    // One node already runs an unready new Pod, one has an unavailable old Pod: maxUnavailable
+    // 3 leaves room for two more besides that old Pod's replacement.
+    pods[0] = pod("p00", "new", false);
+    pods[1] = pod("p01", "old", false);
+    let v = views(&nodes, &pods);
+    let p = plan(&v, &[], "new", &lim(3, 0, 0), Some(&rolling()), 0, now());
+    assert_eq!(p.replace.len(), 3, "{:?}", p.replace);
+    assert!(p.replace.iter().any(|n| n == "p01"), "{:?}", p.replace);
+    // With the selector pool=a (nodes 0, 4, 8, 12, 16), the unavailable old Pod on node 1 is
+    // outside the update: neither replaced nor counted. Node 0's unready new Pod counts.
+    let mut ru = rolling();
+    ru.selector = Some(serde_json::from_value(json!({"matchLabels": {"pool": "a"}})).expect("sel"));
+    let p = plan(&v, &[], "new", &lim(3, 0, 0), Some(&ru), 0, now());
+    let mut got = p.replace.clone();
+    got.sort();
+    assert_eq!(got, ["p12", "p16"], "reverse name order, as upstream");
+    // Partition 18 of 20: two nodes may run the new revision, node 0 (updated already, its
+    // unready Pod uses one slot of 2) and the last by name. Node 1's unavailable old Pod is
+    // outside and takes nothing.
+    let p = plan(&v, &[], "new", &lim(2, 0, 18), Some(&rolling()), 0, now());
+    assert_eq!(p.replace, ["p19"]);
+}
+
 #[test]
 fn partition_keeps_that_many_old_pods() {
     let (nodes, mut pods) = cluster(|_| true);
