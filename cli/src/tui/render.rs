@@ -494,6 +494,63 @@ fn runs_sidecars(pod: &PodView, r: &RolloutView) -> bool {
         })
 }
 
+/// The selected Pod of a SidecarSet: owner, the hash it records against the set's, and each
+/// sidecar's image as the runtime reports it.
+fn sidecar_lines(pod: &PodView, r: &RolloutView, p: &Palette) -> Vec<Line<'static>> {
+    let mut lines = vec![Line::from(format!(
+        "owner: {}",
+        if pod.owner.is_empty() {
+            "-"
+        } else {
+            pod.owner.as_str()
+        }
+    ))];
+    let recorded = pod.sidecar_hashes.get(&r.name).map(String::as_str);
+    let version = match recorded {
+        Some(h) if !r.sidecar_hash.is_empty() && h == r.sidecar_hash => {
+            format!("sidecar version {} (the set's)", short_rev(h, 10))
+        }
+        Some(h) => format!(
+            "sidecar version {} (the set is at {})",
+            short_rev(h, 10),
+            short_rev(&r.sidecar_hash, 10)
+        ),
+        None => "not injected by this SidecarSet".to_string(),
+    };
+    lines.push(Line::from(version));
+    for (name, image) in &r.images {
+        let Some(c) = pod.containers.iter().find(|c| {
+            c.name == *name
+                || c.name
+                    .strip_prefix(name.as_str())
+                    .is_some_and(|rest| rest == "-1" || rest == "-2")
+        }) else {
+            continue;
+        };
+        let text = if normalize_image(&c.spec_image) != normalize_image(image) {
+            format!(
+                "{}: {} (set: {})",
+                c.name,
+                short_image(&c.spec_image),
+                short_image(image)
+            )
+        } else if c.runtime_has_spec_image() {
+            format!("{}: runs {}", c.name, short_image(image))
+        } else {
+            format!("{}: restarting into {}", c.name, short_image(image))
+        };
+        let style = if c.runtime_has_spec_image()
+            && normalize_image(&c.spec_image) == normalize_image(image)
+        {
+            Style::new()
+        } else {
+            p.fg(Color::Yellow)
+        };
+        lines.push(Line::from(Span::styled(text, style)));
+    }
+    lines
+}
+
 fn detail_lines(m: &LiveModel, p: &Palette) -> Vec<Line<'static>> {
     let Some(pod) = m.selected_pod() else {
         return vec![Line::from("no pod selected")];
@@ -514,6 +571,12 @@ fn detail_lines(m: &LiveModel, p: &Palette) -> Vec<Line<'static>> {
             }
         )),
     ])];
+    // A SidecarSet upgrades sidecars only: what matters is the version the pod records and
+    // whether its sidecars run the set's images yet.
+    if let Some(r) = m.rollout.as_ref().filter(|r| r.kind == Kind::SidecarSet) {
+        lines.extend(sidecar_lines(pod, r, p));
+        return lines;
+    }
     let Some(ip) = &pod.inplace else {
         lines.push(Line::from("no in-place update recorded"));
         return lines;
@@ -655,7 +718,16 @@ pub fn render(f: &mut Frame, m: &LiveModel) {
         let [left, right] =
             Layout::horizontal([Constraint::Percentage(45), Constraint::Percentage(55)])
                 .areas(bottom);
-        let pod_block = Block::bordered().title(" pod in-place batches ");
+        let title = if m
+            .rollout
+            .as_ref()
+            .is_some_and(|r| r.kind == Kind::SidecarSet)
+        {
+            " pod sidecars "
+        } else {
+            " pod in-place batches "
+        };
+        let pod_block = Block::bordered().title(title);
         f.render_widget(
             Paragraph::new(detail_lines(m, &p))
                 .block(pod_block)

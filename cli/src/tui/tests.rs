@@ -550,6 +550,22 @@ fn sidecarset_shows_sidecar_version_and_owner() {
         row.contains("v2hashxxxx*") && row.contains("log=busybox:1.36→1.37⧗"),
         "{row}"
     );
+    // The detail panel of the Pod mid-upgrade names its owner, version and restarting sidecar.
+    m.selected = 2;
+    let detail = draw(&m, 160, 40);
+    for want in [
+        "owner: CloneSet/web",
+        "sidecar version v2hashxxxx (the set's)",
+        "log: restarting into busybox:1.37",
+    ] {
+        assert!(detail.contains(want), "{want}: {detail}");
+    }
+    m.selected = 1;
+    assert!(
+        draw(&m, 160, 40).contains("sidecar version v1hashyyyy (the set is at v2hashxxxx)"),
+        "not upgraded yet"
+    );
+    m.selected = 0;
     insta::assert_snapshot!("sidecarset_160x40", screen);
     let narrow = draw(&m, 80, 24);
     assert!(
