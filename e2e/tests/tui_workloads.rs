@@ -539,6 +539,10 @@ async fn sidecarset_view(width: u16, height: u16) {
         mixed,
         "some rows showed the new sidecar while others still ran the old one"
     );
+    assert!(
+        done.contains("owner: CloneSet/web") && done.contains("pod sidecars"),
+        "the selected Pod's sidecar panel: {done}"
+    );
     let status = kk
         .run_for(&["rollout", "status", &target, "--timeout", "60s"], ROLLOUT)
         .await
