@@ -70,6 +70,9 @@ pub struct RolloutView {
     pub selector: Option<String>,
     /// (container name, image) from the pod template (a SidecarSet's own containers).
     pub images: Vec<(String, String)>,
+    /// A SidecarSet's current hash (its `kruise.io/sidecarset-hash` annotation, else computed):
+    /// what an upgraded Pod records for it. Empty for other kinds.
+    pub sidecar_hash: String,
 }
 
 pub(crate) fn i(v: &Value, path: &[&str]) -> i64 {
@@ -190,6 +193,7 @@ impl RolloutView {
             conditions,
             selector,
             images,
+            sidecar_hash: String::new(),
         };
         (spec.read)(obj, &mut view);
         view
@@ -319,6 +323,10 @@ pub struct PodView {
     pub uid: String,
     /// The controlling owner as `Kind/name` (the workload a SidecarSet's Pod belongs to).
     pub owner: String,
+    pub namespace: String,
+    /// SidecarSet name → the hash of the sidecars the Pod was given or last upgraded to (the
+    /// Pod annotation `kruise.io/sidecarset-hash`); empty when nothing was injected.
+    pub sidecar_hashes: BTreeMap<String, String>,
 }
 
 /// The status of the pod's condition of `type_` as a bool, `None` when it is not reported.
@@ -388,6 +396,25 @@ fn parse_inplace(annotations: &BTreeMap<String, String>) -> Option<InPlaceProgre
     })
 }
 
+/// The SidecarSet hashes a Pod records (upstream `GetPodSidecarSetRevision` for every set);
+/// an unreadable annotation reads as none.
+fn sidecar_hashes(annotations: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+    let key = keys::SIDECARSET_HASH_ANNOTATION;
+    let Some(value) = annotations.get(key) else {
+        return BTreeMap::new();
+    };
+    match kruise_api::sidecarset::parse_hash_annotation(key, value) {
+        Ok(m) => m
+            .into_iter()
+            .map(|(name, spec)| (name, spec.hash))
+            .collect(),
+        Err(e) => {
+            tracing::debug!(error = %e, "unreadable sidecarset hash annotation");
+            BTreeMap::new()
+        }
+    }
+}
+
 impl PodView {
     pub fn from_pod(pod: &Pod) -> Self {
         let meta = &pod.metadata;
@@ -449,6 +476,8 @@ impl PodView {
                 .and_then(|refs| refs.iter().find(|r| r.controller == Some(true)))
                 .map(|r| format!("{}/{}", r.kind, r.name))
                 .unwrap_or_default(),
+            namespace: meta.namespace.clone().unwrap_or_default(),
+            sidecar_hashes: sidecar_hashes(&annotations),
         }
     }
 

@@ -88,11 +88,13 @@ pub fn is_fatal(e: &CliError) -> bool {
 }
 
 /// A keyed cache fed by watcher events, swapping in the new list atomically after a re-list so a
-/// reconnect never shows a half-empty state.
+/// reconnect never shows a half-empty state. Keyed by name, or by [`namespaced_key`] when made
+/// with [`Cache::across_namespaces`].
 #[derive(Clone)]
 pub struct Cache<K> {
     pub items: BTreeMap<String, K>,
     pending: Option<BTreeMap<String, K>>,
+    across_namespaces: bool,
 }
 
 impl<K> Default for Cache<K> {
@@ -100,6 +102,27 @@ impl<K> Default for Cache<K> {
         Cache {
             items: BTreeMap::new(),
             pending: None,
+            across_namespaces: false,
+        }
+    }
+}
+
+/// `namespace/name` (just `name` for cluster-scoped objects).
+pub fn namespaced_key(meta: &kube::api::ObjectMeta) -> String {
+    let name = meta.name.as_deref().unwrap_or_default();
+    match meta.namespace.as_deref() {
+        Some(ns) if !ns.is_empty() => format!("{ns}/{name}"),
+        _ => name.to_string(),
+    }
+}
+
+impl<K> Cache<K> {
+    /// A cache for a watch over several namespaces (a SidecarSet's Pods), where names alone
+    /// collide: keyed by `namespace/name`.
+    pub fn across_namespaces() -> Self {
+        Cache {
+            across_namespaces: true,
+            ..Cache::default()
         }
     }
 }
@@ -107,7 +130,14 @@ impl<K> Default for Cache<K> {
 impl<K: kube::Resource> Cache<K> {
     /// Applies one event; returns true when `items` changed.
     pub fn apply(&mut self, ev: watcher::Event<K>) -> bool {
-        let key = |k: &K| k.meta().name.clone().unwrap_or_default();
+        let across = self.across_namespaces;
+        let key = |k: &K| {
+            if across {
+                namespaced_key(k.meta())
+            } else {
+                k.meta().name.clone().unwrap_or_default()
+            }
+        };
         match ev {
             watcher::Event::Init => {
                 self.pending = Some(BTreeMap::new());

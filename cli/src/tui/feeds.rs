@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use super::model::EventRow;
 
 /// The three watched collections, the workload they are about, and the Pod-view cache.
-#[derive(Default, Clone)]
+#[derive(Clone)]
 pub struct Feeds {
     /// The workload's name: picks its object out of the object watch and its Events.
     pub name: String,
@@ -33,6 +33,21 @@ impl std::fmt::Debug for Feeds {
             .field("events", &self.events.items.len())
             .field("ticks", &self.ticks)
             .finish()
+    }
+}
+
+impl Default for Feeds {
+    fn default() -> Self {
+        Feeds {
+            name: String::new(),
+            resource: None,
+            objects: Cache::default(),
+            // A cluster-scoped SidecarSet watches Pods of every namespace.
+            pods: Cache::across_namespaces(),
+            events: Cache::default(),
+            views: ViewCache::default(),
+            ticks: 0,
+        }
     }
 }
 
@@ -115,7 +130,8 @@ pub struct ViewCache {
 
 impl ViewCache {
     pub fn get(&mut self, pod: &Pod) -> PodView {
-        let name = pod.metadata.name.clone().unwrap_or_default();
+        // The pod cache's key: names repeat across namespaces.
+        let name = crate::watch::namespaced_key(&pod.metadata);
         let rv = pod.metadata.resource_version.clone().unwrap_or_default();
         match self.views.get(&name) {
             Some((cached_rv, v)) if *cached_rv == rv && !rv.is_empty() => v.clone(),

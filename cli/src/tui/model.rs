@@ -7,6 +7,7 @@ use crate::math;
 use crate::status::{Decision, PodSummary, decide};
 use crate::view::{PodView, RolloutView};
 use crate::watch::Update;
+use crate::workload::Kind;
 use kube::api::ApiResource;
 use ratatui::crossterm::event::{
     Event as TermEvent, KeyCode, KeyEvent, KeyEventKind, KeyModifiers,
@@ -177,7 +178,13 @@ impl LiveModel {
                     .as_ref()
                     .filter(|r| r.kind.owns_pods())
                     .map(|r| r.uid.clone());
-                let views = self.feeds.pod_views(owner.as_deref());
+                let mut views = self.feeds.pod_views(owner.as_deref());
+                // A SidecarSet's Pods are those it injected (upstream `getMatchingPods` keeps
+                // only injected ones): the selector alone also matches Pods of namespaces its
+                // namespaceSelector leaves out.
+                if let Some(r) = self.rollout.as_ref().filter(|r| r.kind == Kind::SidecarSet) {
+                    views.retain(|p| p.sidecar_hashes.contains_key(&r.name));
+                }
                 self.set_pods(views);
                 self.events = self.feeds.relevant_events(&self.pods);
                 true

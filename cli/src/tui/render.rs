@@ -145,13 +145,16 @@ fn header(m: &LiveModel, p: &Palette, wide: bool) -> Vec<Line<'static>> {
             Span::styled(format!("{icon} {msg}"), p.fg(color)),
         ]),
         Line::from(format!(
-            " ns {} · {} · gen {}/{} · current {} → update {}",
-            m.namespace,
+            " {} · {} · gen {}/{} · {}",
+            if r.kind.spec().namespaced {
+                format!("ns {}", m.namespace)
+            } else {
+                "cluster-scoped".to_string()
+            },
             r.api_version,
             r.observed_generation,
             r.generation,
-            short_rev(&r.current_revision, if wide { 10 } else { 7 }),
-            short_rev(&r.update_revision, if wide { 10 } else { 7 }),
+            revisions(r, if wide { 10 } else { 7 }),
         )),
         Line::from(vec![
             Span::raw(format!(
@@ -164,6 +167,20 @@ fn header(m: &LiveModel, p: &Palette, wide: bool) -> Vec<Line<'static>> {
     ]
 }
 
+/// `current A → update B`; only the update revision for kinds that report no current one
+/// (Advanced DaemonSet, SidecarSet).
+fn revisions(r: &RolloutView, max: usize) -> String {
+    let update = short_rev(&r.update_revision, max);
+    if r.current_revision.is_empty() {
+        format!("update {update}")
+    } else {
+        format!(
+            "current {} → update {update}",
+            short_rev(&r.current_revision, max)
+        )
+    }
+}
+
 fn counts(r: &RolloutView, width: usize) -> String {
     let expected = r.expected_updated();
     let filled = if expected > 0 {
@@ -171,13 +188,26 @@ fn counts(r: &RolloutView, width: usize) -> String {
     } else {
         width
     };
+    // With a partition the goal is fewer than all Pods; counting against it would read
+    // `3/2` when every Pod already runs the update revision (a new StatefulSet).
+    let kept = r.replicas - expected;
+    let updated = if kept > 0 {
+        format!(
+            "updated {}/{} (partition keeps {kept})",
+            r.updated_replicas, r.replicas
+        )
+    } else {
+        format!("updated {}/{}", r.updated_replicas, expected)
+    };
+    // Kinds that do not report updated-ready Pods show no made-up 0.
+    let updated_ready = r
+        .updated_ready_replicas
+        .map(|n| format!(" · updated-ready {n}"))
+        .unwrap_or_default();
     format!(
-        " [{}{}] updated {}/{} · updated-ready {} · ready {}/{} · available {}",
+        " [{}{}] {updated}{updated_ready} · ready {}/{} · available {}",
         "█".repeat(filled),
         "░".repeat(width - filled),
-        r.updated_replicas,
-        expected,
-        r.updated_ready_replicas.unwrap_or(0),
         r.ready_replicas,
         r.replicas,
         r.available_replicas
@@ -264,6 +294,13 @@ fn pod_table(f: &mut Frame, area: Rect, m: &LiveModel, p: &Palette) {
         .filter(|r| r.kind.spec().ordered && r.partition.is_some())
         .map(|r| math::partition_pods(r.partition.as_ref(), r.replicas))
         .filter(|kept| *kept > 0);
+    // A cluster-scoped SidecarSet may match Pods of several namespaces: names alone are
+    // ambiguous then.
+    let many_namespaces = sidecars
+        && visible
+            .first()
+            .is_some_and(|first| visible.iter().any(|p| p.namespace != first.namespace));
+    let daemons = kind == Some(Kind::AdvancedDaemonSet) || kind == Some(Kind::DaemonSet);
     let below = |pod: &PodView, kept: i64| workload::ordinal(&pod.name).is_some_and(|o| o < kept);
     // Only the visible slice is turned into rows: thousands of pods cost nothing extra.
     let mut rows: Vec<Row> = Vec::with_capacity(end - start + 1);
@@ -276,10 +313,21 @@ fn pod_table(f: &mut Frame, area: Rect, m: &LiveModel, p: &Palette) {
         {
             rows.push(partition_row(kept, p));
         }
-        let updated = if sidecars {
-            m.rollout.as_ref().is_some_and(|r| runs_sidecars(pod, r))
-        } else {
-            pod.is_updated(update_rev)
+        // A SidecarSet's Pod is on the update once it records the set's hash; it is done
+        // once its sidecars also run the set's images.
+        let sidecar_rev = m
+            .rollout
+            .as_ref()
+            .filter(|_| sidecars)
+            .and_then(|r| pod.sidecar_hashes.get(&r.name).map(|h| (r, h)));
+        let marked = match sidecar_rev {
+            Some((r, h)) => !r.sidecar_hash.is_empty() && *h == r.sidecar_hash,
+            None if sidecars => false,
+            None => pod.is_updated(update_rev),
+        };
+        let updated = match sidecar_rev {
+            Some((r, _)) => marked && runs_sidecars(pod, r),
+            None => marked,
         };
         let busy = pod.in_place_in_progress();
         let state = if pod.terminating {
@@ -294,15 +342,18 @@ fn pod_table(f: &mut Frame, area: Rect, m: &LiveModel, p: &Palette) {
             Some(false) => "no",
             None => "-",
         };
-        let rev = if sidecars {
-            // The pod's own revision belongs to its workload; what matters is the sidecar's.
-            if updated { "new*" } else { "old" }.to_string()
-        } else {
-            format!(
+        // The pod's own revision belongs to its workload; a SidecarSet's row shows the hash
+        // of the sidecars the pod was given or last upgraded to.
+        let rev = match (sidecars, sidecar_rev) {
+            (true, Some((_, h))) => {
+                format!("{}{}", short_rev(h, rev_len), if marked { "*" } else { "" })
+            }
+            (true, None) => "-".to_string(),
+            (false, _) => format!(
                 "{}{}",
                 short_rev(&pod.revision, rev_len),
-                if updated { "*" } else { "" }
-            )
+                if marked { "*" } else { "" }
+            ),
         };
         let mut style = if !pod.ready {
             p.fg(Color::Red)
@@ -321,9 +372,14 @@ fn pod_table(f: &mut Frame, area: Rect, m: &LiveModel, p: &Palette) {
         } else {
             pod.node.clone()
         };
+        let name = if many_namespaces {
+            format!("{}/{}", pod.namespace, pod.name)
+        } else {
+            pod.name.clone()
+        };
         rows.push(
             Row::new(vec![
-                Cell::from(pod.name.clone()),
+                Cell::from(name),
                 Cell::from(place),
                 Cell::from(rev),
                 Cell::from(state),
@@ -348,11 +404,20 @@ fn pod_table(f: &mut Frame, area: Rect, m: &LiveModel, p: &Palette) {
             Constraint::Min(10),
         ]
     } else {
+        // A DaemonSet's rows are its nodes and a SidecarSet's are told apart by owner: those
+        // columns get the room names and states can spare.
+        let (name, place, state) = if daemons {
+            (14, 12, 9)
+        } else if sidecars {
+            (16, 13, 8)
+        } else {
+            (16, 8, 9)
+        };
         [
-            Constraint::Length(16),
+            Constraint::Length(name),
+            Constraint::Length(place),
             Constraint::Length(8),
-            Constraint::Length(8),
-            Constraint::Length(9),
+            Constraint::Length(state),
             Constraint::Length(5),
             Constraint::Length(4),
             Constraint::Length(3),
@@ -429,6 +494,63 @@ fn runs_sidecars(pod: &PodView, r: &RolloutView) -> bool {
         })
 }
 
+/// The selected Pod of a SidecarSet: owner, the hash it records against the set's, and each
+/// sidecar's image as the runtime reports it.
+fn sidecar_lines(pod: &PodView, r: &RolloutView, p: &Palette) -> Vec<Line<'static>> {
+    let mut lines = vec![Line::from(format!(
+        "owner: {}",
+        if pod.owner.is_empty() {
+            "-"
+        } else {
+            pod.owner.as_str()
+        }
+    ))];
+    let recorded = pod.sidecar_hashes.get(&r.name).map(String::as_str);
+    let version = match recorded {
+        Some(h) if !r.sidecar_hash.is_empty() && h == r.sidecar_hash => {
+            format!("sidecar version {} (the set's)", short_rev(h, 10))
+        }
+        Some(h) => format!(
+            "sidecar version {} (the set is at {})",
+            short_rev(h, 10),
+            short_rev(&r.sidecar_hash, 10)
+        ),
+        None => "not injected by this SidecarSet".to_string(),
+    };
+    lines.push(Line::from(version));
+    for (name, image) in &r.images {
+        let Some(c) = pod.containers.iter().find(|c| {
+            c.name == *name
+                || c.name
+                    .strip_prefix(name.as_str())
+                    .is_some_and(|rest| rest == "-1" || rest == "-2")
+        }) else {
+            continue;
+        };
+        let text = if normalize_image(&c.spec_image) != normalize_image(image) {
+            format!(
+                "{}: {} (set: {})",
+                c.name,
+                short_image(&c.spec_image),
+                short_image(image)
+            )
+        } else if c.runtime_has_spec_image() {
+            format!("{}: runs {}", c.name, short_image(image))
+        } else {
+            format!("{}: restarting into {}", c.name, short_image(image))
+        };
+        let style = if c.runtime_has_spec_image()
+            && normalize_image(&c.spec_image) == normalize_image(image)
+        {
+            Style::new()
+        } else {
+            p.fg(Color::Yellow)
+        };
+        lines.push(Line::from(Span::styled(text, style)));
+    }
+    lines
+}
+
 fn detail_lines(m: &LiveModel, p: &Palette) -> Vec<Line<'static>> {
     let Some(pod) = m.selected_pod() else {
         return vec![Line::from("no pod selected")];
@@ -449,6 +571,12 @@ fn detail_lines(m: &LiveModel, p: &Palette) -> Vec<Line<'static>> {
             }
         )),
     ])];
+    // A SidecarSet upgrades sidecars only: what matters is the version the pod records and
+    // whether its sidecars run the set's images yet.
+    if let Some(r) = m.rollout.as_ref().filter(|r| r.kind == Kind::SidecarSet) {
+        lines.extend(sidecar_lines(pod, r, p));
+        return lines;
+    }
     let Some(ip) = &pod.inplace else {
         lines.push(Line::from("no in-place update recorded"));
         return lines;
@@ -590,7 +718,16 @@ pub fn render(f: &mut Frame, m: &LiveModel) {
         let [left, right] =
             Layout::horizontal([Constraint::Percentage(45), Constraint::Percentage(55)])
                 .areas(bottom);
-        let pod_block = Block::bordered().title(" pod in-place batches ");
+        let title = if m
+            .rollout
+            .as_ref()
+            .is_some_and(|r| r.kind == Kind::SidecarSet)
+        {
+            " pod sidecars "
+        } else {
+            " pod in-place batches "
+        };
+        let pod_block = Block::bordered().title(title);
         f.render_widget(
             Paragraph::new(detail_lines(m, &p))
                 .block(pod_block)

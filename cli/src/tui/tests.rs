@@ -82,6 +82,8 @@ fn pod(i: usize, updated: bool) -> PodView {
         terminating: false,
         uid: format!("uid-{i}"),
         owner: String::new(),
+        namespace: "shop".into(),
+        sidecar_hashes: Default::default(),
     }
 }
 
@@ -430,6 +432,16 @@ fn asts_rows_by_ordinal_with_the_partition_line() {
     }
     assert!(draw(&m, 160, 40).contains("ordinals below 3 kept, from 3 up updated"));
     insta::assert_snapshot!("asts_partitioned_80x24", draw(&m, 80, 24));
+    // A new set with a partition: every Pod already runs the update revision.
+    let mut fresh = asts_model(3, 1);
+    if let Some(r) = fresh.rollout.as_mut() {
+        r.updated_replicas = 3;
+    }
+    let screen = draw(&fresh, 120, 40);
+    assert!(
+        screen.contains("updated 3/3 (partition keeps 1)"),
+        "{screen}"
+    );
     // No partition, no line.
     let full = asts_model(3, 0);
     assert!(!draw(&full, 160, 40).contains("ordinals below"));
@@ -447,7 +459,7 @@ fn ads_one_row_per_node() {
                    "numberReady": 4, "numberAvailable": 4, "updatedNumberScheduled": 2,
                    "daemonSetHash": "7d4f8b9c6"}
     }));
-    let pods: Vec<PodView> = ["node-d", "node-b", "node-a", "node-c"]
+    let pods: Vec<PodView> = ["worker-d01", "worker-b01", "worker-a01", "worker-c01"]
         .iter()
         .enumerate()
         .map(|(i, node)| {
@@ -460,49 +472,153 @@ fn ads_one_row_per_node() {
     let mut m = model(view, pods, vec![]);
     m.target = "ads/agent".into();
     let nodes: Vec<&str> = m.pods.iter().map(|p| p.node.as_str()).collect();
-    assert_eq!(nodes, ["node-a", "node-b", "node-c", "node-d"]);
+    assert_eq!(
+        nodes,
+        ["worker-a01", "worker-b01", "worker-c01", "worker-d01"]
+    );
+    // The node is what tells the rows apart: named in full at 80 columns too.
+    let narrow = draw(&m, 80, 24);
+    for (name, node) in [("agent-x3", "worker-a01"), ("agent-x1", "worker-d01")] {
+        assert!(row_of(&narrow, name).contains(node), "{narrow}");
+    }
+    assert!(
+        !narrow.contains("updated-ready"),
+        "not reported by DaemonSets: {narrow}"
+    );
+    assert!(
+        !narrow.contains("current "),
+        "no current revision reported: {narrow}"
+    );
     let screen = draw(&m, 160, 40);
     assert!(screen.contains("updated 2/4"), "{screen}");
     assert!(screen.contains("InPlaceIfPossible"), "{screen}");
     insta::assert_snapshot!("ads_160x40", screen);
 }
 
-/// A SidecarSet: its matched Pods, which sidecar image each runs (new or old), and the
-/// workload that owns each Pod.
+/// A SidecarSet: its matched Pods, which sidecar version each runs (the hash it records, `*`
+/// once it is the set's, the image with ✓ or ⧗), and the workload that owns each Pod.
 #[test]
 fn sidecarset_shows_sidecar_version_and_owner() {
     let view = RolloutView::from_json(&json!({
-        "apiVersion": "apps.kruise.io/v1alpha1", "kind": "SidecarSet",
-        "metadata": {"name": "log", "generation": 2, "uid": "s1"},
+        "apiVersion": "apps.kruise.io/v1beta1", "kind": "SidecarSet",
+        "metadata": {"name": "log", "generation": 2, "uid": "s1",
+            "annotations": {"kruise.io/sidecarset-hash": "v2hashxxxxxxxx"}},
         "spec": {"selector": {"matchLabels": {"app": "web"}},
                  "containers": [{"name": "log", "image": "busybox:1.37"}],
                  "updateStrategy": {"maxUnavailable": 1}},
-        "status": {"observedGeneration": 2, "matchedPods": 3, "updatedPods": 1, "readyPods": 3,
-                   "updatedReadyPods": 1, "latestRevision": "abc"}
+        "status": {"observedGeneration": 2, "matchedPods": 3, "updatedPods": 2, "readyPods": 3,
+                   "updatedReadyPods": 1}
     }));
-    let mut pods: Vec<PodView> = (0..3).map(|i| pod(i, false)).collect();
+    assert_eq!(view.update_revision, "v2hashxxxxxxxx");
+    let mut pods: Vec<PodView> = (0..4).map(|i| pod(i, false)).collect();
+    // Upgraded and running the new image.
     pods[0].containers[1] = container("log", "busybox:1.37", "docker.io/library/busybox:1.37");
     pods[0].owner = "CloneSet/web".into();
+    pods[0].sidecar_hashes = [("log".to_string(), "v2hashxxxxxxxx".to_string())].into();
+    // Not upgraded yet.
     pods[1].owner = "ReplicaSet/api-5d9f".into();
+    pods[1].sidecar_hashes = [("log".to_string(), "v1hashyyyyyyyy".to_string())].into();
+    // Patched to the new image; the runtime still runs the old one.
+    pods[2].containers[1] = container("log", "busybox:1.37", "docker.io/library/busybox:1.36");
     pods[2].owner = "CloneSet/web".into();
-    let new_one = pods[0].name.clone();
-    let old_one = pods[1].name.clone();
+    pods[2].sidecar_hashes = [("log".to_string(), "v2hashxxxxxxxx".to_string())].into();
+    pods.truncate(3);
+    let names: Vec<String> = pods.iter().map(|p| p.name.clone()).collect();
     let mut m = model(view, pods, vec![]);
     m.target = "sidecarset/log".into();
     let screen = draw(&m, 160, 40);
     assert!(table_header(&screen).contains("OWNER"), "{screen}");
-    let row = row_of(&screen, &new_one);
+    assert!(screen.contains("cluster-scoped"), "{screen}");
+    assert!(!screen.contains("ns shop"), "{screen}");
+    assert!(screen.contains("update v2hashxxxx"), "{screen}");
+    let row = row_of(&screen, &names[0]);
     assert!(
-        row.contains("CloneSet/web") && row.contains("new*") && row.contains("log=busybox:1.37✓"),
+        row.contains("CloneSet/web")
+            && row.contains("v2hashxxxx*")
+            && row.contains("log=busybox:1.37✓"),
         "{row}"
     );
-    let row = row_of(&screen, &old_one);
+    let row = row_of(&screen, &names[1]);
     assert!(
         row.contains("ReplicaSet/api-5d9f")
-            && row.contains("old")
-            && row.contains("log=busybox:1.36"),
+            && row.contains("v1hashyyyy ")
+            && row.contains("log=busybox:1.36✓"),
         "{row}"
     );
-    assert!(screen.contains("1 of 3 expected"), "{screen}");
+    let row = row_of(&screen, &names[2]);
+    assert!(
+        row.contains("v2hashxxxx*") && row.contains("log=busybox:1.36→1.37⧗"),
+        "{row}"
+    );
+    // The detail panel of the Pod mid-upgrade names its owner, version and restarting sidecar.
+    m.selected = 2;
+    let detail = draw(&m, 160, 40);
+    for want in [
+        "owner: CloneSet/web",
+        "sidecar version v2hashxxxx (the set's)",
+        "log: restarting into busybox:1.37",
+    ] {
+        assert!(detail.contains(want), "{want}: {detail}");
+    }
+    m.selected = 1;
+    assert!(
+        draw(&m, 160, 40).contains("sidecar version v1hashyyyy (the set is at v2hashxxxx)"),
+        "not upgraded yet"
+    );
+    m.selected = 0;
     insta::assert_snapshot!("sidecarset_160x40", screen);
+    let narrow = draw(&m, 80, 24);
+    assert!(
+        row_of(&narrow, &names[0]).contains("CloneSet/web"),
+        "{narrow}"
+    );
+}
+
+/// The pod watch keeps only the Pods the SidecarSet injected, and names their namespace when
+/// they come from several.
+#[test]
+fn sidecarset_pods_are_the_injected_ones() {
+    use crate::watch::Update;
+    use kube::runtime::watcher::Event;
+    let view = RolloutView::from_json(&json!({
+        "apiVersion": "apps.kruise.io/v1beta1", "kind": "SidecarSet",
+        "metadata": {"name": "log", "generation": 1, "uid": "s1",
+            "annotations": {"kruise.io/sidecarset-hash": "h1"}},
+        "spec": {"containers": [{"name": "log", "image": "busybox:1.37"}]},
+        "status": {"observedGeneration": 1, "matchedPods": 2, "updatedPods": 2}
+    }));
+    let mut m = LiveModel::new("sidecarset/log", "default", ts(NOW), false);
+    m.rollout = Some(view);
+    let hash = json!({"log": {"updateTimestamp": "2026-01-01T00:00:00Z", "hash": "h1",
+        "sidecarSetName": "log", "sidecarList": ["log"]}})
+    .to_string();
+    let pod = |ns: &str, name: &str, injected: bool| -> k8s_openapi::api::core::v1::Pod {
+        let annotations = if injected {
+            json!({"kruise.io/sidecarset-hash": hash})
+        } else {
+            json!({})
+        };
+        serde_json::from_value(json!({"metadata": {"name": name, "namespace": ns,
+            "resourceVersion": "1", "annotations": annotations}}))
+        .expect("pod")
+    };
+    let ev = |e| super::model::Input::Watch(Update::Pod(Box::new(e)));
+    m.apply(ev(Event::Init));
+    for p in [
+        pod("a", "web-1", true),
+        pod("b", "web-1", true),
+        pod("c", "web-2", false),
+    ] {
+        m.apply(ev(Event::InitApply(p)));
+    }
+    m.apply(ev(Event::InitDone));
+    let shown: Vec<(&str, &str)> = m
+        .pods
+        .iter()
+        .map(|p| (p.namespace.as_str(), p.name.as_str()))
+        .collect();
+    assert_eq!(shown, [("a", "web-1"), ("b", "web-1")]);
+    let screen = draw(&m, 120, 40);
+    assert!(!row_of(&screen, "a/web-1").is_empty(), "{screen}");
+    assert!(!row_of(&screen, "b/web-1").is_empty(), "{screen}");
 }

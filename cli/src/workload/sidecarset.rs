@@ -40,7 +40,14 @@ fn read(obj: &Value, v: &mut RolloutView) {
     v.available_replicas = v.ready_replicas;
     v.updated_replicas = i(&status, &["updatedPods"]);
     v.updated_ready_replicas = Some(i(&status, &["updatedReadyPods"]));
-    v.update_revision = s(&status, &["latestRevision"]);
+    v.sidecar_hash = current_hash(obj);
+    // latestRevision names a ControllerRevision; without it the hash is the revision.
+    let latest = s(&status, &["latestRevision"]);
+    v.update_revision = if latest.is_empty() {
+        v.sidecar_hash.clone()
+    } else {
+        latest
+    };
     v.layout = Layout::Flat;
     let strategy = get(obj, &["spec", "updateStrategy"])
         .cloned()
@@ -56,6 +63,22 @@ fn read(obj: &Value, v: &mut RolloutView) {
     v.max_unavailable =
         int_or_percent(&strategy, "maxUnavailable").or(Some(crate::math::IntOrPercent::Int(1)));
     v.paused = flag(&strategy, "paused");
+}
+
+/// The hash upgraded Pods record for the set: the webhook's annotation on the SidecarSet, else
+/// computed from its containers as the webhook would (upstream `SidecarSetHash`).
+fn current_hash(obj: &Value) -> String {
+    let recorded = s(
+        obj,
+        &["metadata", "annotations", keys::SIDECARSET_HASH_ANNOTATION],
+    );
+    if !recorded.is_empty() {
+        return recorded;
+    }
+    serde_json::from_value::<kruise_api::apps::v1beta1::SidecarSet>(obj.clone())
+        .ok()
+        .and_then(|set| kruise_api::sidecarset::sidecarset_hash(&set.spec).ok())
+        .unwrap_or_default()
 }
 
 fn image_change(_: &RolloutView) -> String {
