@@ -29,7 +29,8 @@ static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 /// The namespace every test of this file uses (see `kruise_e2e::kwok`: never deleted).
 const NS: &str = "e2e-ads-kwok";
 const RUN_LABEL: &str = "kruise-rs.e2e/ads-run";
-const WAIT: Duration = Duration::from_secs(90);
+/// Generous: on a loaded machine kwok, the scheduler and a debug manager share two cores.
+const WAIT: Duration = Duration::from_secs(180);
 const V1: &str = "registry.example/agent:v1";
 const V2: &str = "registry.example/agent:v2";
 
