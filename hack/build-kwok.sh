@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Builds kwok (simulated nodes and pods, for the controller-at-scale benchmark) from its Go module
-# (tools/kwok) into the versioned binary cache next to the Kubernetes binaries. Only
-# `make bench-scale` calls this, so the cluster and the test suite never pay for the build.
+# Builds kwok (simulated nodes and pods: the scale cluster of `make bench-scale` and of the
+# multi-node e2e tests that `make test` runs) from its Go module (tools/kwok) into the versioned
+# binary cache next to the Kubernetes binaries. The local cluster itself never needs it.
 #   KWOK_PREBUILT=/path/to/kwok   take a binary already built from tools/kwok (its embedded module
 #                                 version must be $KWOK_VERSION)
 set -euo pipefail
