@@ -702,7 +702,9 @@ async fn run(args: Args) -> kruise_e2e::Result<()> {
     // Typical Pods get a claim where one can bind.
     let claim = !args.no_claim && has_default_storage_class(&client).await?;
     if kinds.contains(&PodKind::Typical) && !claim {
-        eprintln!("kruise-bench: typical Pods without a PersistentVolumeClaim (no default StorageClass, or --no-claim)");
+        eprintln!(
+            "kruise-bench: typical Pods without a PersistentVolumeClaim (no default StorageClass, or --no-claim)"
+        );
     }
     let mut times: BTreeMap<(PodKind, Variant), Vec<Duration>> = BTreeMap::new();
     let mut phases: BTreeMap<PodKind, Phases> = BTreeMap::new();
