@@ -8,16 +8,20 @@
 # give the "without webhook" baseline.
 #
 # Turns are ordered ABBA (K O O K K O ... for Kruise-rs K, OpenKruise O), so linear drift of the
-# machine falls on both alike. Every turn is one run of each variant; --turns 6 (default) gives
-# 3 runs per variant per system.
+# machine falls on both alike. Every turn is one run of each variant (in place, recreate) for each
+# Pod kind (bare, typical: see kruise-bench); --turns 6 (default) gives 3 runs per variant per
+# system. Each run is a fresh CloneSet in a fresh namespace, gone before the next run starts.
 #
-#   hack/bench-openkruise.sh                       6 turns, prints the table
+#   hack/bench-openkruise.sh                       6 turns, bare and typical Pods, prints the table
 #   hack/bench-openkruise.sh --append BENCHMARKS.md
-#   hack/bench-openkruise.sh --turns 2 --pods 5    a quick look
+#   hack/bench-openkruise.sh --turns 2 --pods 5 --pod-kinds bare    a quick look
 #
 # It holds /tmp/kruise-cluster.lock while it uses the cluster (the cluster is shared), brings the
 # cluster up if it was down (and down again at the end), stops a running dev-mode Kruise-rs and
-# starts it again afterwards, and restores the Kruise-rs CRDs. OpenKruise's daemon finds the CRI
+# starts it again afterwards. Before the first turn it saves every CRD either system defines, the
+# two webhook configurations and the namespaces a turn creates, and at the end it puts them back
+# exactly (deleting what was not there, replacing what changed) and checks that they match, so
+# the suites that run next see only what was there before. OpenKruise's daemon finds the CRI
 # socket under /hostvarrun: a symlink to /run made for the run and removed after it.
 set -euo pipefail
 # shellcheck source=hack/lib.sh
@@ -28,12 +32,14 @@ turns=6
 pods=10
 append=
 samples=200
+kinds=bare,typical
 while [ $# -gt 0 ]; do
   case $1 in
     --turns) turns=$2; shift 2 ;;
     --pods) pods=$2; shift 2 ;;
     --append) append=$2; shift 2 ;;
     --admission-samples) samples=$2; shift 2 ;;
+    --pod-kinds) kinds=$2; shift 2 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -46,7 +52,7 @@ if [ -z "${KRS_BENCH_LOCKED:-}" ]; then
     --bin kruise-manager --bin kruise-daemon --bin kruise-bench
   log "waiting for $LOCK"
   KRS_BENCH_LOCKED=1 exec flock "$LOCK" "$0" --turns "$turns" --pods "$pods" \
-    --admission-samples "$samples" ${append:+--append "$append"}
+    --admission-samples "$samples" --pod-kinds "$kinds" ${append:+--append "$append"}
 fi
 
 export KUBECONFIG=${KUBECONFIG:-$KRS_DIR/kubeconfig}
@@ -63,12 +69,73 @@ hack/cluster.sh status | grep -q stopped && cluster_was_up=0
 dev_was_up=0
 pid_alive kruise-manager && dev_was_up=1
 made_hostvarrun=0
-openkruise_only=()
 
 remove_webhooks() {
   k delete mutatingwebhookconfiguration kruise-mutating-webhook-configuration --ignore-not-found >/dev/null
   k delete validatingwebhookconfiguration kruise-validating-webhook-configuration --ignore-not-found >/dev/null
 }
+
+# What a run may touch, saved before the first turn and put back after the last: every CRD
+# either system defines, the two webhook configurations, and the namespaces the turns create
+# (kruise-system, kruise-daemon-config, bench-*). `save` keeps them whole (as JSON); `restore`
+# deletes what was not there and replaces what differs; `digest` prints one line per object
+# (kind, name, a hash of its spec and labels) so that before and after can be compared.
+cat >"$out/state.py" <<'PY'
+import hashlib, json, subprocess, sys
+kubectl, cmd, out = sys.argv[1], sys.argv[2], sys.argv[3]
+names = set(open(f"{out}/crd-names").read().split())
+HOOKS = ("kruise-mutating-webhook-configuration", "kruise-validating-webhook-configuration")
+def k(*a, data=None):
+    return subprocess.run([kubectl, *a], input=data, capture_output=True, text=True, check=True).stdout
+def touched_ns(n):
+    return n in ("kruise-system", "kruise-daemon-config") or n.startswith("bench-")
+def current():
+    objs = {}
+    for o in json.loads(k("get", "crd", "-o", "json"))["items"]:
+        if o["metadata"]["name"] in names:
+            objs[("customresourcedefinition", o["metadata"]["name"])] = o
+    for kind in ("mutatingwebhookconfiguration", "validatingwebhookconfiguration"):
+        for o in json.loads(k("get", kind, "-o", "json"))["items"]:
+            if o["metadata"]["name"] in HOOKS:
+                objs[(kind, o["metadata"]["name"])] = o
+    for o in json.loads(k("get", "namespace", "-o", "json"))["items"]:
+        if touched_ns(o["metadata"]["name"]):
+            objs[("namespace", o["metadata"]["name"])] = o
+    return objs
+def clean(o):
+    """What a create or replace may set: no server-owned metadata, no status."""
+    o = json.loads(json.dumps(o))
+    for f in ("resourceVersion", "uid", "creationTimestamp", "generation", "managedFields"):
+        o["metadata"].pop(f, None)
+    o.pop("status", None)
+    return o
+def digest(o):
+    body = {x: o[x] for x in ("spec", "webhooks") if x in o}
+    body["labels"] = o["metadata"].get("labels", {})
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:16]
+if cmd == "save":
+    json.dump([clean(o) for o in current().values()], open(f"{out}/saved.json", "w"))
+elif cmd == "digest":
+    for (kind, name), o in sorted(current().items()):
+        print(kind, name, "-" if kind == "namespace" else digest(o))
+elif cmd == "restore":
+    saved = {(o["kind"].lower(), o["metadata"]["name"]): o for o in json.load(open(f"{out}/saved.json"))}
+    now = current()
+    # Webhooks first (a dead webhook would refuse the deletes), namespaces last (their custom
+    # objects go with the CRDs).
+    order = {"mutatingwebhookconfiguration": 0, "validatingwebhookconfiguration": 0,
+             "customresourcedefinition": 1, "namespace": 2}
+    for key in sorted(now, key=lambda key: order[key[0]]):
+        if key not in saved:
+            print(f"deleting {key[0]}/{key[1]} (not there before the run)", file=sys.stderr)
+            k("delete", key[0], key[1], "--ignore-not-found", "--wait=true", "--timeout=180s")
+    for key, o in saved.items():
+        if key in now and digest(now[key]) == digest(o):
+            continue
+        print(f"restoring {key[0]}/{key[1]} as it was", file=sys.stderr)
+        k("replace" if key in now else "create", "-f", "-", data=json.dumps(o))
+PY
+state() { python3 "$out/state.py" "$KRS_BIN_DIR/kubectl" "$1" "$out"; }
 
 # shellcheck disable=SC2317 # run by the EXIT trap
 cleanup() {
@@ -76,19 +143,26 @@ cleanup() {
   stop openkruise-manager 15
   stop openkruise-daemon 15
   hack/dev-up.sh down
-  remove_webhooks
-  log "restoring the Kruise-rs CRDs"
-  install_crds all
-  for n in "${openkruise_only[@]}"; do k delete crd "$n" --ignore-not-found >/dev/null; done
-  k delete namespace bench-webhook-probe --ignore-not-found --wait=false >/dev/null
+  if [ -f "$out/saved.json" ]; then
+    log "putting the CRDs, webhook configurations and namespaces back as they were"
+    state restore
+    state digest >"$out/after.txt"
+    if diff -u "$out/before.txt" "$out/after.txt" >&2; then
+      log "CRDs, webhook configurations and namespaces are as before the run ($(wc -l <"$out/after.txt") objects)"
+    else
+      warn "the cluster differs from before the run (diff above)"
+      rc=1
+    fi
+  fi
   [ "$made_hostvarrun" = 1 ] && rm -f /hostvarrun
   if [ "$dev_was_up" = 1 ]; then
     KRUISE_SKIP_BUILD=1 hack/dev-up.sh
   fi
   [ "$cluster_was_up" = 0 ] && hack/cluster.sh down
   rm -rf "$out"
+  exit "$rc"
 }
-trap cleanup EXIT
+trap 'rc=$?; cleanup' EXIT
 
 if [ "$cluster_was_up" = 0 ]; then
   log "the local cluster is down: bringing it up for the benchmark (and down after)"
@@ -121,12 +195,14 @@ with open(f"{out}/webhooks.yaml", "w") as f:
     yaml.safe_dump_all(hooks, f)
 print(f"{len(crds)} CRDs, {len(hooks)} webhook configurations", file=sys.stderr)
 EOF
-# CRDs only OpenKruise has: deleted at the end, so the cluster keeps only what it had.
-ours=$(cat deploy/crds/*.yaml | sed -n 's/^  name: \(.*\)$/\1/p')
-for f in "$out"/crds/*.yaml; do
-  n=$(basename "$f" .yaml)
-  grep -qx "$n" <<<"$ours" || k get crd "$n" >/dev/null 2>&1 || openkruise_only+=("$n")
-done
+# Every CRD name either system defines: what a turn may replace, saved before the first.
+{
+  cat deploy/crds/*.yaml | sed -n 's/^  name: \(.*\)$/\1/p'
+  for f in "$out"/crds/*.yaml; do basename "$f" .yaml; done
+} | sort -u >"$out/crd-names"
+state save
+state digest >"$out/before.txt"
+log "saved the $(wc -l <"$out/before.txt") objects a turn may change (put back at the end)"
 
 # Waits until the API server admits a Pod create through the webhook (dry run).
 # shellcheck disable=SC2317 # run through wait_for
@@ -200,68 +276,95 @@ baseline 0
 for ((t = 0; t < turns; t++)); do
   sys=${order[$t]}
   if [ "$sys" = K ]; then start_kruise_rs; else start_openkruise; fi
-  "$target/release/kruise-bench" --variants in-place,recreate --pod-kinds bare --runs 1 \
+  # The machine is shared: the load beside each turn says how far to trust its times.
+  echo "$t $sys $(cut -d' ' -f1 /proc/loadavg)" >>"$out/load.txt"
+  "$target/release/kruise-bench" --variants in-place,recreate --pod-kinds "$kinds" --runs 1 \
     --pods "$pods" --manager-pid "$manager_pid" --daemon-pid "$daemon_pid" \
     --admission-samples "$samples" --json "$out/turn-$t-$sys.json"
   if [ "$sys" = K ]; then stop_kruise_rs; else stop_openkruise; fi
   [ $((t % 2)) = 1 ] && baseline "$((t + 1))"
 done
 
-python3 - "$out" "$turns" "$pods" "$(uname -r)" "$(nproc)" "${order[*]}" >"$out/table.md" <<'EOF'
-import glob, json, statistics, sys
-out, turns, pods, kernel, cores, order = sys.argv[1:7]
-import math
+python3 - "$out" "$turns" "$pods" "$(uname -r)" "$(nproc)" "${order[*]}" "$kinds" "$OK_VERSION" >"$out/table.md" <<'PY'
+import glob, json, math, statistics, sys
+out, turns, pods, kernel, cores, order, kinds, version = sys.argv[1:9]
+kinds = [{"bare": "Bare", "typical": "Typical"}[k] for k in kinds.split(",")]
 def q(v, p):
     """The nearest-rank quantile, as kruise-bench's stats::quantile."""
     v = sorted(v)
     if not v:
         return 0.0
     return v[max(1, min(len(v), math.ceil(len(v) * p))) - 1]
-sys_name = {"K": "Kruise-rs", "O": "OpenKruise"}
-res = {s: {"InPlace": [], "Recreate": [], "procs": [], "adm": []} for s in "KO"}
+med = lambda v: statistics.median(v) if v else 0.0
+res = {s: {"times": {}, "procs": [], "adm": [], "phases": {}} for s in "KO"}
 for f in sorted(glob.glob(f"{out}/turn-*.json")):
     s = f.rsplit("-", 1)[1][0]
     d = json.load(open(f))
     for r in d["rollouts"]:
-        res[s][r["variant"]] += r["seconds"]
+        res[s]["times"].setdefault((r["kind"], r["variant"]), []).extend(r["seconds"])
     res[s]["procs"] += d["processes"]
     res[s]["adm"] += d["admission_seconds"]
+    for kind, ph in d.get("phases", {}).items():
+        res[s]["phases"].setdefault(kind, []).append(ph)
 base = []
 for f in glob.glob(f"{out}/baseline-*.json"):
     base += json.load(open(f))["admission_seconds"]
-med = lambda v: statistics.median(v) if v else 0.0
-def proc(s, key, agg=max, variant="InPlace"):
-    v = [p[key] for p in res[s]["procs"] if p["variant"] == variant]
-    return agg(v) if v else 0
-runs = len(res["K"]["InPlace"])
-print(f"\n## Side by side with OpenKruise v1.9.0: rollout of {pods} Pods ({runs} runs each, interleaved {order}, medians)\n")
-print(f"Machine: {cores} cores, Linux {kernel}, local cluster (Kubernetes v1.34.4, containerd). "
-      "Both systems as host processes from release builds (OpenKruise built from its Go module by hack/build-openkruise.sh; "
-      "its CRDs and webhook configurations from its module's config/). A fresh CloneSet per timing (v1alpha1 CloneSet, "
-      "maxUnavailable 100%), one image change v1 -> v2. Manager RSS and CPU are sampled during each in-place rollout "
-      "(steady: just before the image change; CPU: seconds used from the change to the last Pod ready).\n")
-print("| measure | OpenKruise | Kruise-rs | Kruise-rs / OpenKruise | target |")
-print("|---|---|---|---|---|")
-def row(name, o, k, unit, target="", fmt="{:.2f}"):
-    r = (k / o) if o else float("nan")
-    print(f"| {name} | {fmt.format(o)}{unit} | {fmt.format(k)}{unit} | {r:.2f} | {target} |")
-row("rollout in place, median", med(res["O"]["InPlace"]), med(res["K"]["InPlace"]), " s", "≤ 0.8")
-row("rollout recreate, median", med(res["O"]["Recreate"]), med(res["K"]["Recreate"]), " s")
+load = [float(l.split()[2]) for l in open(f"{out}/load.txt")]
+def procs(s, kind, variant, key):
+    return [p[key] for p in res[s]["procs"] if p["kind"] == kind and p["variant"] == variant]
+runs = min(len(v) for s in "KO" for v in res[s]["times"].values())
+print(f"\n## Side by side with OpenKruise {version}: rollout of {pods} Pods ({runs} runs per variant and system, turns {order}, medians)\n")
+print(f"Machine: {cores} cores, Linux {kernel}, shared with other build sessions (load average {min(load):.1f} to {max(load):.1f} at the turns' starts); "
+      "local cluster (Kubernetes v1.34.4, containerd). Both systems as host processes from release builds (OpenKruise built from its Go module by "
+      "hack/build-openkruise.sh, its CRDs and webhook configurations from its module's config/, webhook at a host URL via WEBHOOK_HOST; "
+      "Kruise-rs by hack/dev-up.sh with KRUISE_PROFILE=release). The systems take turns on the cluster (they share CRD and webhook names) "
+      "ordered ABBA so that linear drift falls on both alike. A fresh CloneSet (apps.kruise.io/v1beta1, maxUnavailable 100%) per timing, "
+      "one image change v1 -> v2; the namespace is deleted and gone before the next timing. Manager and daemon RSS: steady just before the "
+      "image change, peak during the rollout; CPU: manager seconds from the change to the last Pod ready.\n")
+print("| Pod | measure | OpenKruise | Kruise-rs | Kruise-rs / OpenKruise | target |")
+print("|---|---|---|---|---|---|")
+def row(kind, name, o, k, unit, target="", fmt="{:.2f}"):
+    r = f"{k / o:.2f}" if o else "n/a"
+    print(f"| {kind} | {name} | {fmt.format(o)}{unit} | {fmt.format(k)}{unit} | {r} | {target} |")
 mib = lambda kib: kib / 1024
-row("manager RSS steady (max over runs)", mib(proc("O", "manager_rss_steady_kib")), mib(proc("K", "manager_rss_steady_kib")), " MiB", "≤ 0.33", "{:.1f}")
-row("manager RSS peak", mib(proc("O", "manager_rss_peak_kib")), mib(proc("K", "manager_rss_peak_kib")), " MiB", "", "{:.1f}")
-row("manager CPU per in-place rollout, median", proc("O", "manager_cpu_s", med), proc("K", "manager_cpu_s", med), " s", "≤ 0.5")
-row("daemon RSS steady", mib(proc("O", "daemon_rss_steady_kib")), mib(proc("K", "daemon_rss_steady_kib")), " MiB", "", "{:.1f}")
-row("daemon RSS peak", mib(proc("O", "daemon_rss_peak_kib")), mib(proc("K", "daemon_rss_peak_kib")), " MiB", "", "{:.1f}")
+for kind in kinds:
+    label = kind.lower() + " Pod"
+    t = lambda s, v: med(res[s]["times"].get((kind, v), []))
+    row(label, "rollout in place, median", t("O", "InPlace"), t("K", "InPlace"), " s", "≤ 0.8")
+    row(label, "rollout recreate, median", t("O", "Recreate"), t("K", "Recreate"), " s")
+    for v, vl in (("InPlace", "in place"), ("Recreate", "recreate")):
+        p = lambda s, key: procs(s, kind, v, key)
+        row(label, f"manager RSS steady, {vl} (median)", mib(med(p("O", "manager_rss_steady_kib"))), mib(med(p("K", "manager_rss_steady_kib"))), " MiB", "≤ 0.33", "{:.1f}")
+        row(label, f"manager RSS peak, {vl} (max)", mib(max(p("O", "manager_rss_peak_kib"), default=0)), mib(max(p("K", "manager_rss_peak_kib"), default=0)), " MiB", "", "{:.1f}")
+        row(label, f"manager CPU per rollout, {vl} (median)", med(p("O", "manager_cpu_s")), med(p("K", "manager_cpu_s")), " s", "≤ 0.5")
+    p = lambda s, key: procs(s, kind, "InPlace", key) + procs(s, kind, "Recreate", key)
+    row(label, "daemon RSS steady (median)", mib(med(p("O", "daemon_rss_steady_kib"))), mib(med(p("K", "daemon_rss_steady_kib"))), " MiB", "", "{:.1f}")
+    row(label, "daemon RSS peak (max)", mib(max(p("O", "daemon_rss_peak_kib"), default=0)), mib(max(p("K", "daemon_rss_peak_kib"), default=0)), " MiB", "", "{:.1f}")
 ms = lambda v, p: q(v, p) * 1000
-row("Pod create (dry run) p50 with the webhook", ms(res["O"]["adm"], .5), ms(res["K"]["adm"], .5), " ms", "", "{:.1f}")
-row("Pod create (dry run) p99 with the webhook", ms(res["O"]["adm"], .99), ms(res["K"]["adm"], .99), " ms", "", "{:.1f}")
-print(f"\nPod create (dry run) without any webhook, same runs: p50 {ms(base, .5):.1f} ms, p99 {ms(base, .99):.1f} ms over {len(base)} creates.\n")
+row("any", "Pod create (dry run) p50 with the webhook", ms(res["O"]["adm"], .5), ms(res["K"]["adm"], .5), " ms", "", "{:.1f}")
+row("any", "Pod create (dry run) p99 with the webhook", ms(res["O"]["adm"], .99), ms(res["K"]["adm"], .99), " ms", "", "{:.1f}")
+print(f"\nPod create (dry run) without any webhook configured, between the turns: p50 {ms(base, .5):.1f} ms, p99 {ms(base, .99):.1f} ms "
+      f"over {len(base)} creates (with the webhook: {len(res['O']['adm'])} creates for OpenKruise, {len(res['K']['adm'])} for Kruise-rs).\n")
+print("Where an in-place rollout's time goes (kruise-bench's watch of the Pods; per turn the median over the Pods, then the median over the turns):\n")
+print("| Pod | phase | OpenKruise s | Kruise-rs s |")
+print("|---|---|---|---|")
+phase_names = (("dispatch", "image change → last Pod patched (manager)"),
+               ("restart", "patch → new container running (kubelet)"),
+               ("notice", "running → InPlaceUpdateReady True (manager)"),
+               ("gate", "InPlaceUpdateReady True → Ready (kubelet)"),
+               ("patch_to_ready", "per Pod, patch → Ready on the new image"))
+for kind in kinds:
+    for key, name in phase_names:
+        v = {s: med([ph[key] for ph in res[s]["phases"].get(kind, [])]) for s in "KO"}
+        print(f"| {kind.lower()} Pod | {name} | {v['O']:.2f} | {v['K']:.2f} |")
+print()
 fmt = lambda v: ", ".join(f"{x:.2f}" for x in v)
-print(f"Runs (s): OpenKruise in place {fmt(res['O']['InPlace'])}; Kruise-rs in place {fmt(res['K']['InPlace'])}; "
-      f"OpenKruise recreate {fmt(res['O']['Recreate'])}; Kruise-rs recreate {fmt(res['K']['Recreate'])}.")
-print(f"\nRun with `hack/bench-openkruise.sh --turns {turns} --pods {pods}` (`make bench-openkruise`).")
-EOF
+print("Runs (s), in turn order:")
+for kind in kinds:
+    for v in ("InPlace", "Recreate"):
+        print(f"- {kind.lower()} Pod, {v}: OpenKruise {fmt(res['O']['times'].get((kind, v), []))}; Kruise-rs {fmt(res['K']['times'].get((kind, v), []))}")
+print(f"\nRun with `hack/bench-openkruise.sh --turns {turns} --pods {pods} --pod-kinds {sys.argv[7]}` (`make bench-openkruise`).")
+PY
 cat "$out/table.md"
 [ -n "$append" ] && cat "$out/table.md" >>"$append"
 exit 0

@@ -9,6 +9,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 static LIVE: AtomicUsize = AtomicUsize::new(0);
 static PEAK: AtomicUsize = AtomicUsize::new(0);
+/// The peak since [`trim_periodically`] last looked (it resets this to the live bytes).
+static WINDOW_PEAK: AtomicUsize = AtomicUsize::new(0);
 
 /// Wraps the allocator `A` and counts what passes through it. Install it in the binary with
 /// `#[global_allocator] static A: Counting<System> = Counting(System);`.
@@ -19,6 +21,9 @@ fn grow(by: usize) {
     // A racy maximum is fine: the peak is a figure for a benchmark, not an invariant.
     if now > PEAK.load(Ordering::Relaxed) {
         PEAK.store(now, Ordering::Relaxed);
+    }
+    if now > WINDOW_PEAK.load(Ordering::Relaxed) {
+        WINDOW_PEAK.store(now, Ordering::Relaxed);
     }
 }
 
@@ -74,6 +79,56 @@ pub fn peak_bytes() -> usize {
     PEAK.load(Ordering::Relaxed)
 }
 
+/// Hands the memory glibc's malloc holds free back to the kernel, every `every` until
+/// `cancel`: without it the RSS stays at the heap's peak (watch and list bodies decoded during a
+/// rollout) long after the live set has shrunk back, because glibc returns pages only from the
+/// top of the main arena on its own. `malloc_trim(0)` also releases the free pages inside every
+/// arena (madvise), at the cost of faulting them in again if the heap grows back; so it runs
+/// only when the live heap is `min_drop` bytes or more below its peak since the last tick, not
+/// on every tick. A no-op on targets without glibc.
+pub async fn trim_periodically(
+    every: std::time::Duration,
+    min_drop: usize,
+    cancel: tokio_util::sync::CancellationToken,
+) {
+    let mut ticks = tokio::time::interval(every);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = cancel.cancelled() => return,
+            _ = ticks.tick() => {}
+        }
+        if should_trim(min_drop) {
+            let started = std::time::Instant::now();
+            trim();
+            tracing::debug!(
+                live_mib = live_bytes() >> 20,
+                took_us = started.elapsed().as_micros() as u64,
+                "returned free heap pages to the kernel"
+            );
+        }
+    }
+}
+
+/// Whether the heap peaked `min_drop` bytes or more above what is live now since the last
+/// call; starts the next window at the live bytes.
+fn should_trim(min_drop: usize) -> bool {
+    let live = live_bytes();
+    let peak = WINDOW_PEAK.swap(live, Ordering::Relaxed);
+    peak.saturating_sub(live) >= min_drop
+}
+
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn trim() {
+    // SAFETY: malloc_trim only walks glibc's own free lists; it has no preconditions.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn trim() {}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -100,5 +155,23 @@ mod tests {
         // SAFETY: `q` is live with layout `bigger`.
         unsafe { a.dealloc(q, bigger) };
         assert_eq!(live_bytes(), before);
+    }
+
+    #[test]
+    fn trims_only_after_the_heap_fell_from_a_peak() {
+        let a = Counting(System);
+        let big = Layout::from_size_align(1 << 20, 8).expect("layout");
+        // Starts a window at the live bytes.
+        should_trim(usize::MAX);
+        // (The other counting test runs beside this one, moving the counters by a few KiB.)
+        assert!(!should_trim(1 << 19), "nothing allocated: no trim");
+        // SAFETY: a valid layout, freed right after with the same layout.
+        let p = unsafe { a.alloc(big) };
+        assert!(!p.is_null());
+        // SAFETY: `p` came from `a.alloc(big)`.
+        unsafe { a.dealloc(p, big) };
+        assert!(should_trim(1 << 19), "1 MiB came and went: trim");
+        assert!(!should_trim(1 << 19), "a new window: nothing since");
+        trim();
     }
 }

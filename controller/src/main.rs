@@ -86,7 +86,15 @@ struct Args {
     /// each one is logged as having no effect.
     #[arg(long, value_parser = parse_feature_gates)]
     feature_gates: Option<Vec<(String, bool)>>,
+    /// Seconds between checks whether to hand freed heap pages back to the kernel
+    /// (`malloc_trim`, when the heap fell 4 MiB or more below its peak since the last check);
+    /// 0: never, glibc then keeps the RSS at the heap's peak.
+    #[arg(long, env = "KRUISE_MALLOC_TRIM_SECS", default_value_t = 5)]
+    malloc_trim_secs: u64,
 }
+
+/// The live-heap drop below its recent peak that makes a trim worth its page faults.
+const TRIM_MIN_DROP: usize = 4 << 20;
 
 /// Parses `Name=true,Other=false`.
 fn parse_feature_gates(s: &str) -> Result<Vec<(String, bool)>, String> {
@@ -170,6 +178,13 @@ async fn main() -> anyhow::Result<()> {
     let kube = kube_config(&args).await?;
     let shutdown = CancellationToken::new();
     app::shutdown_on_signals(shutdown.clone());
+    if args.malloc_trim_secs > 0 {
+        tokio::spawn(kruise_manager::heap::trim_periodically(
+            Duration::from_secs(args.malloc_trim_secs),
+            TRIM_MIN_DROP,
+            shutdown.clone(),
+        ));
+    }
     app::run(config(args, kube), shutdown).await?;
     Ok(())
 }

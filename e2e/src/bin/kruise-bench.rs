@@ -17,7 +17,8 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 use futures::future::try_join_all;
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::storage::v1::StorageClass;
 use kruise_api::keys;
 use kruise_e2e::bench::args::{Common, at_least_one};
 use kruise_e2e::bench::stats::{max, median, ratio, secs, secs_list};
@@ -77,6 +78,17 @@ impl PodKind {
 /// The ConfigMap every typical Pod mounts, created in each benchmark namespace.
 const CONFIG_MAP: &str = "bench-config";
 
+/// The volume a typical Pod's claim is mounted as (the CloneSet's volumeClaimTemplate's name).
+const CLAIM_VOLUME: &str = "data";
+
+/// The claim a typical Pod mounts when the cluster has a default StorageClass: one per Pod from
+/// the CloneSet's volumeClaimTemplates (a recreate deletes it with its Pod and provisions a new
+/// one), one per bare Pod created beside it, and one shared by all of a Deployment's Pods (a
+/// Deployment has no per-Pod claims).
+fn claim_spec() -> serde_json::Value {
+    json!({"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "16Mi"}}})
+}
+
 /// Rollout benchmark on a real cluster: in-place vs recreate vs Deployment vs bare Pods.
 #[derive(Debug, Parser)]
 #[command(name = "kruise-bench")]
@@ -111,6 +123,10 @@ struct Args {
     /// hack/bench-openkruise.sh.
     #[arg(long)]
     admission_only: bool,
+    /// Typical Pods without their PersistentVolumeClaim (by default they have one when the
+    /// cluster has a default StorageClass).
+    #[arg(long)]
+    no_claim: bool,
     /// Write the raw results as JSON to this file (hack/bench-openkruise.sh reads them).
     #[arg(long, value_name = "FILE")]
     json: Option<std::path::PathBuf>,
@@ -118,7 +134,9 @@ struct Args {
     common: Common,
 }
 
-fn pod_template(name: &str, tag: &str, kind: PodKind) -> serde_json::Value {
+/// The Pod template of every variant; `claim`: a typical Pod also mounts volume
+/// [`CLAIM_VOLUME`], whose source the variant adds.
+fn pod_template(name: &str, tag: &str, kind: PodKind, claim: bool) -> serde_json::Value {
     let mut t = json!({
         "metadata": {"labels": {"app": name}},
         "spec": {
@@ -148,8 +166,40 @@ fn pod_template(name: &str, tag: &str, kind: PodKind) -> serde_json::Value {
             {"name": "scratch", "mountPath": "/scratch"}
         ]);
         app["readinessProbe"]["initialDelaySeconds"] = json!(1);
+        if claim && let Some(m) = app["volumeMounts"].as_array_mut() {
+            m.push(json!({"name": CLAIM_VOLUME, "mountPath": "/data"}));
+        }
     }
     t
+}
+
+/// Adds volume [`CLAIM_VOLUME`] from claim `claim_name` to a Pod (template) spec.
+fn mount_claim(spec: &mut serde_json::Value, claim_name: &str) {
+    if let Some(v) = spec["volumes"].as_array_mut() {
+        v.push(json!({"name": CLAIM_VOLUME, "persistentVolumeClaim": {"claimName": claim_name}}));
+    }
+}
+
+/// Creates claim `name` in `ns`.
+async fn create_claim(client: &Client, ns: &str, name: &str) -> kruise_e2e::Result<()> {
+    let pvc: PersistentVolumeClaim =
+        serde_json::from_value(json!({"metadata": {"name": name}, "spec": claim_spec()}))?;
+    Api::<PersistentVolumeClaim>::namespaced(client.clone(), ns)
+        .create(&PostParams::default(), &pvc)
+        .await?;
+    Ok(())
+}
+
+/// Whether the cluster has a default StorageClass, so that a claim without a class binds.
+async fn has_default_storage_class(client: &Client) -> kruise_e2e::Result<bool> {
+    let classes = Api::<StorageClass>::all(client.clone())
+        .list(&ListParams::default())
+        .await?;
+    Ok(classes.items.iter().any(|c| {
+        c.annotations()
+            .get("storageclass.kubernetes.io/is-default-class")
+            .is_some_and(|v| v == "true")
+    }))
 }
 
 /// The ConfigMap typical Pods mount.
@@ -196,10 +246,12 @@ async fn create(
     ns: &str,
     v: Variant,
     kind: PodKind,
+    claim: bool,
     name: &str,
     n: i32,
 ) -> kruise_e2e::Result<()> {
     let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    let claim = claim && kind == PodKind::Typical;
     if kind == PodKind::Typical {
         create_config_map(client, ns).await?;
     }
@@ -216,19 +268,29 @@ async fn create(
                 "v1",
                 json!({"type": "RollingUpdate", "rollingUpdate": {"podUpdatePolicy": policy, "maxUnavailable": "100%"}}),
             )?;
-            cs.data["spec"]["template"] = pod_template(name, "v1", kind);
+            cs.data["spec"]["template"] = pod_template(name, "v1", kind, claim);
+            if claim {
+                cs.data["spec"]["volumeClaimTemplates"] =
+                    json!([{"metadata": {"name": CLAIM_VOLUME}, "spec": claim_spec()}]);
+            }
             cloneset::api(client, ns)
                 .create(&PostParams::default(), &cs)
                 .await?;
         }
         Variant::Deployment => {
+            let mut template = pod_template(name, "v1", kind, claim);
+            if claim {
+                let shared = format!("{name}-{CLAIM_VOLUME}");
+                create_claim(client, ns, &shared).await?;
+                mount_claim(&mut template["spec"], &shared);
+            }
             let d: Deployment = serde_json::from_value(json!({
                 "metadata": {"name": name},
                 "spec": {
                     "replicas": n,
                     "selector": {"matchLabels": {"app": name}},
                     "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "100%", "maxSurge": 0}},
-                    "template": pod_template(name, "v1", kind)
+                    "template": template
                 }
             }))?;
             Api::<Deployment>::namespaced(client.clone(), ns)
@@ -238,8 +300,13 @@ async fn create(
         Variant::BarePods => {
             let mut creates = Vec::new();
             for i in 0..n {
-                let mut p = pod_template(name, "v1", kind);
+                let mut p = pod_template(name, "v1", kind, claim);
                 p["metadata"]["name"] = json!(format!("{name}-{i}"));
+                if claim {
+                    let own = format!("{CLAIM_VOLUME}-{name}-{i}");
+                    create_claim(client, ns, &own).await?;
+                    mount_claim(&mut p["spec"], &own);
+                }
                 let pod: Pod = serde_json::from_value(p)?;
                 let pods = pods.clone();
                 creates.push(async move { pods.create(&PostParams::default(), &pod).await });
@@ -410,7 +477,7 @@ impl Phases {
 async fn one_run(
     client: &Client,
     v: Variant,
-    kind: PodKind,
+    (kind, claim): (PodKind, bool),
     n: i32,
     run: usize,
     phases: &mut Phases,
@@ -418,7 +485,7 @@ async fn one_run(
 ) -> kruise_e2e::Result<Duration> {
     let ns = TestNamespace::create(client, "bench").await?;
     let name = format!("bench-{run}");
-    create(client, &ns.name, v, kind, &name, n).await?;
+    create(client, &ns.name, v, kind, claim, &name, n).await?;
     let pods: Api<Pod> = ns.api();
     let watch = WatchLog::start(pods.clone(), &format!("app={name}"));
     let cloneset = matches!(v, Variant::InPlace | Variant::Recreate);
@@ -434,8 +501,20 @@ async fn one_run(
         phases.add(start, &watch.history());
     }
     drop(watch);
+    let ns_name = ns.name.clone();
     ns.delete().await?;
+    wait_gone(client, &ns_name).await?;
     Ok(took)
+}
+
+/// Waits until namespace `ns` is gone, so that its Pods' teardown does not overlap the next
+/// timing, and a system's turn (hack/bench-openkruise.sh) ends with nothing of it left.
+async fn wait_gone(client: &Client, ns: &str) -> kruise_e2e::Result<()> {
+    let api: Api<Namespace> = Api::all(client.clone());
+    wait_for(&format!("namespace {ns} deleted"), TIMEOUT, || async {
+        Ok(api.get_opt(ns).await?.is_none().then_some(()))
+    })
+    .await
 }
 
 /// RSS and CPU of the manager and the daemon around each CloneSet rollout.
@@ -517,14 +596,16 @@ async fn admission_latency(client: &Client, n: usize) -> kruise_e2e::Result<Vec<
     };
     let mut took = Vec::with_capacity(n);
     for i in 0..n {
-        let mut p = pod_template("admission", "v1", PodKind::Bare);
+        let mut p = pod_template("admission", "v1", PodKind::Bare, false);
         p["metadata"]["name"] = json!(format!("admission-{i}"));
         let pod: Pod = serde_json::from_value(p)?;
         let t = Instant::now();
         pods.create(&pp, &pod).await?;
         took.push(t.elapsed());
     }
+    let ns_name = ns.name.clone();
     ns.delete().await?;
+    wait_gone(client, &ns_name).await?;
     Ok(took)
 }
 
@@ -586,7 +667,9 @@ async fn prepull(client: &Client) -> kruise_e2e::Result<()> {
     })
     .await?;
     pods.delete("prepull", &DeleteParams::default()).await?;
-    ns.delete().await
+    let ns_name = ns.name.clone();
+    ns.delete().await?;
+    wait_gone(client, &ns_name).await
 }
 
 #[tokio::main]
@@ -616,6 +699,13 @@ async fn run(args: Args) -> kruise_e2e::Result<()> {
     if !variants.is_empty() {
         prepull(&client).await?;
     }
+    // Typical Pods get a claim where one can bind.
+    let claim = !args.no_claim && has_default_storage_class(&client).await?;
+    if kinds.contains(&PodKind::Typical) && !claim {
+        eprintln!(
+            "kruise-bench: typical Pods without a PersistentVolumeClaim (no default StorageClass, or --no-claim)"
+        );
+    }
     let mut times: BTreeMap<(PodKind, Variant), Vec<Duration>> = BTreeMap::new();
     let mut phases: BTreeMap<PodKind, Phases> = BTreeMap::new();
     // The API takes replicas as i32; a count past that is not a benchmark this cluster runs.
@@ -626,7 +716,7 @@ async fn run(args: Args) -> kruise_e2e::Result<()> {
         for &kind in &kinds {
             for &v in &variants {
                 let ph = phases.entry(kind).or_default();
-                let took = one_run(&client, v, kind, pods, run, ph, Some(&procs)).await?;
+                let took = one_run(&client, v, (kind, claim), pods, run, ph, Some(&procs)).await?;
                 eprintln!(
                     "run {} {} {}: {}s",
                     run + 1,
@@ -694,8 +784,13 @@ async fn run(args: Args) -> kruise_e2e::Result<()> {
         args.pods, args.common.runs
     ));
     out.push_str(&format!(
-        "Machine: {}, local cluster (Kubernetes v1.34.4, containerd). Bare Pod: one HTTP container with a 1 s readiness probe. Typical Pod: the same plus an init container of 2 s, a ConfigMap volume, an emptyDir and a 1 s initial delay on the probe (no PersistentVolumeClaim).\n\n",
-        machine()
+        "Machine: {}, local cluster (Kubernetes v1.34.4, containerd). Bare Pod: one HTTP container with a 1 s readiness probe. Typical Pod: the same plus an init container of 2 s, a ConfigMap volume, an emptyDir and a 1 s initial delay on the probe{}.\n\n",
+        machine(),
+        if claim {
+            ", and a 16 MiB claim on the default StorageClass (CloneSets: from a volumeClaimTemplate, one per Pod, a new one per recreated Pod; bare Pods: one per Pod; the Deployment: one shared by its Pods)"
+        } else {
+            " (no PersistentVolumeClaim: no default StorageClass)"
+        }
     ));
     out.push_str("| Pod | variant | median s | runs s |\n|---|---|---|---|\n");
     for &kind in &kinds {
@@ -744,7 +839,7 @@ mod tests {
 
     #[test]
     fn typical_pods_have_init_volumes_and_a_delayed_probe() {
-        let t = pod_template("web", "v2", PodKind::Typical);
+        let t = pod_template("web", "v2", PodKind::Typical, false);
         let spec = &t["spec"];
         assert_eq!(spec["initContainers"][0]["command"], json!(["sleep", "2"]));
         // The init image stays v1 when the app moves to v2: the change stays in place.
@@ -774,8 +869,24 @@ mod tests {
     }
 
     #[test]
+    fn typical_pods_with_a_claim_mount_it_where_each_variant_puts_it() {
+        let mut t = pod_template("web", "v1", PodKind::Typical, true);
+        let mounts = &t["spec"]["containers"][0]["volumeMounts"];
+        assert_eq!(mounts.as_array().map(Vec::len), Some(3));
+        assert_eq!(mounts[2]["name"], json!(CLAIM_VOLUME));
+        // The CloneSet's volumeClaimTemplate supplies the volume: the template has none.
+        assert_eq!(t["spec"]["volumes"].as_array().map(Vec::len), Some(2));
+        mount_claim(&mut t["spec"], "data-web-0");
+        assert_eq!(
+            t["spec"]["volumes"][2]["persistentVolumeClaim"]["claimName"],
+            json!("data-web-0")
+        );
+        let _: Pod = serde_json::from_value(t).expect("a Pod");
+    }
+
+    #[test]
     fn bare_pods_have_nothing_but_the_container() {
-        let t = pod_template("web", "v1", PodKind::Bare);
+        let t = pod_template("web", "v1", PodKind::Bare, true);
         assert!(t["spec"].get("initContainers").is_none());
         assert!(t["spec"].get("volumes").is_none());
         assert!(

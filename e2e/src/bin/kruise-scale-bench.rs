@@ -17,7 +17,7 @@
 
 use std::collections::HashSet;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -66,8 +66,27 @@ struct Args {
     /// The scale cluster's kubeconfig.
     #[arg(long, value_name = "FILE", default_value_os_t = scale_state().join("kubeconfig"))]
     kubeconfig: PathBuf,
+    /// Seconds to let the manager settle before "steady" is read (after the N Pods are ready)
+    /// and before "after" is read (after the rollout completed): what the manager keeps, not
+    /// what a burst of work just left in the allocator.
+    #[arg(long, default_value_t = 15)]
+    settle: u64,
     #[command(flatten)]
     common: Common,
+}
+
+/// The environment that changes how the manager allocates (it inherits ours), as the table
+/// reports it.
+fn allocator_settings() -> String {
+    let set: Vec<String> = ["KRUISE_MALLOC_TRIM_SECS", "MALLOC_ARENA_MAX"]
+        .iter()
+        .filter_map(|k| std::env::var(k).ok().map(|v| format!("{k}={v}")))
+        .collect();
+    if set.is_empty() {
+        "the manager's defaults".into()
+    } else {
+        set.join(" ")
+    }
 }
 
 /// Where the scale cluster keeps its state (kubeconfig, logs, PID files).
@@ -159,6 +178,9 @@ impl Manager {
 /// spec — the moment the last in-place patch reached the API server.
 struct ImageWatch {
     synced: Arc<AtomicBool>,
+    /// Pod updates seen after the initial list: every write to a Pod (the manager's and
+    /// kwok's), which is the work a rollout costs the API server.
+    writes: Arc<AtomicUsize>,
     done: Arc<Mutex<Option<Instant>>>,
     task: tokio::task::JoinHandle<()>,
 }
@@ -175,13 +197,18 @@ impl ImageWatch {
     async fn start(api: Api<Pod>, selector: &str, image: &str, n: usize) -> Result<Self> {
         use kube::runtime::watcher::{self, Event};
         let synced = Arc::new(AtomicBool::new(false));
+        let writes = Arc::new(AtomicUsize::new(0));
         let done = Arc::new(Mutex::new(None));
         let (s, d, image) = (synced.clone(), done.clone(), image.to_string());
+        let w = writes.clone();
         let cfg = watcher::Config::default().labels(selector);
         let task = tokio::spawn(async move {
             let mut updated: HashSet<String> = HashSet::new();
             let mut events = watcher::watcher(api, cfg).boxed();
             while let Some(ev) = events.next().await {
+                if let Ok(Event::Apply(_)) = ev {
+                    w.fetch_add(1, Ordering::Relaxed);
+                }
                 match ev {
                     Ok(Event::Apply(p) | Event::InitApply(p)) => {
                         if has_image(&p, &image) {
@@ -203,7 +230,12 @@ impl ImageWatch {
                 }
             }
         });
-        let w = Self { synced, done, task };
+        let w = Self {
+            synced,
+            writes,
+            done,
+            task,
+        };
         wait_for("the pod watch to sync", Duration::from_secs(60), || async {
             Ok(w.synced.load(Ordering::SeqCst).then_some(()))
         })
@@ -295,6 +327,11 @@ struct ManagerSample {
     /// most the manager ever held, read after the rollout.
     heap_steady: u64,
     heap_peak: u64,
+    /// RSS and live heap once the manager settled after the rollout.
+    rss_after_kib: u64,
+    heap_after: u64,
+    /// Pod writes a watch saw from the image change to rollout complete.
+    pod_writes: usize,
     cpu: Duration,
 }
 
@@ -305,7 +342,13 @@ fn manager_metric(name: &str) -> u64 {
         .map_or(0, |v| v as u64)
 }
 
-async fn manager_run(client: &Client, pid: u32, n: usize, run: usize) -> Result<ManagerSample> {
+async fn manager_run(
+    client: &Client,
+    pid: u32,
+    n: usize,
+    run: usize,
+    settle: Duration,
+) -> Result<ManagerSample> {
     let ns = format!("scale-cs-{n}-{run}");
     let pods = create_ns(client, &ns).await?;
     let api = cloneset::api(client, &ns);
@@ -331,6 +374,7 @@ async fn manager_run(client: &Client, pid: u32, n: usize, run: usize) -> Result<
         |cs| cloneset::status_i64(cs, "readyReplicas") == n64,
     )
     .await?;
+    tokio::time::sleep(settle).await;
     let rss_steady_kib = bench::rss_kib(pid).unwrap_or(0);
     let heap_steady = manager_metric("kruise_manager_heap_live_bytes");
     let watch = ImageWatch::start(pods.clone(), &format!("app={name}"), IMAGE_V2, n).await?;
@@ -362,7 +406,9 @@ async fn manager_run(client: &Client, pid: u32, n: usize, run: usize) -> Result<
         .saturating_sub(cpu0);
     let rss_peak_kib = rss.stop();
     let heap_peak = manager_metric("kruise_manager_heap_peak_bytes");
+    let pod_writes = watch.writes.load(Ordering::Relaxed);
     drop(watch);
+    tokio::time::sleep(settle).await;
     let sample = ManagerSample {
         patched,
         complete,
@@ -370,18 +416,23 @@ async fn manager_run(client: &Client, pid: u32, n: usize, run: usize) -> Result<
         rss_peak_kib,
         heap_steady,
         heap_peak,
+        rss_after_kib: bench::rss_kib(pid).unwrap_or(0),
+        heap_after: manager_metric("kruise_manager_heap_live_bytes"),
+        pod_writes,
         cpu,
     };
     eprintln!(
-        "N={n} run {}: manager patched all in {}s, rollout complete in {}s, cpu {}s, rss {} MiB steady / {} MiB peak, heap {} MiB steady / {} MiB peak",
+        "N={n} run {}: manager patched all in {}s, rollout complete in {}s, cpu {}s, rss {} MiB steady / {} MiB peak / {} MiB after, heap {} MiB steady / {} MiB peak / {} MiB after",
         run + 1,
         secs(sample.patched),
         secs(sample.complete),
         secs(sample.cpu),
         sample.rss_steady_kib / 1024,
         sample.rss_peak_kib / 1024,
+        sample.rss_after_kib / 1024,
         sample.heap_steady >> 20,
-        sample.heap_peak >> 20
+        sample.heap_peak >> 20,
+        sample.heap_after >> 20
     );
 
     // Without a garbage collector the Pods stay: delete the CloneSet first (else it recreates
@@ -532,6 +583,9 @@ struct SizeResult {
     rss_peak_kib: u64,
     heap_steady: u64,
     heap_peak: u64,
+    rss_after_kib: u64,
+    heap_after: u64,
+    pod_writes: Vec<usize>,
 }
 
 async fn measure_size(
@@ -551,7 +605,7 @@ async fn measure_size(
             r.floor
                 .push(floor_run(client, limited, n, run, args.concurrency).await?);
         }
-        let m = manager_run(client, pid, n, run).await?;
+        let m = manager_run(client, pid, n, run, Duration::from_secs(args.settle)).await?;
         r.patched.push(m.patched);
         r.complete.push(m.complete);
         r.cpu.push(m.cpu);
@@ -559,6 +613,9 @@ async fn measure_size(
         r.rss_peak_kib = r.rss_peak_kib.max(m.rss_peak_kib);
         r.heap_steady = r.heap_steady.max(m.heap_steady);
         r.heap_peak = r.heap_peak.max(m.heap_peak);
+        r.rss_after_kib = r.rss_after_kib.max(m.rss_after_kib);
+        r.heap_after = r.heap_after.max(m.heap_after);
+        r.pod_writes.push(m.pod_writes);
         if !floor_first {
             r.floor
                 .push(floor_run(client, limited, n, run, args.concurrency).await?);
@@ -609,29 +666,50 @@ async fn run(args: Args) -> Result<()> {
     ));
     out.push_str(&format!(
         "Machine: {}; scale cluster (Kubernetes {} control plane, kwok {} with 50 fake nodes, no kube-controller-manager), kruise-manager release build. \
-{limit}; the floor keeps {} Pods' patches in flight.\n\n",
+{limit}; the floor keeps {} Pods' patches in flight. Manager allocator settings: {}. \
+Steady: {} s after the N Pods are ready; after: {} s after the rollout completed.\n\n",
         bench::machine(),
         std::env::var("K8S_VERSION").unwrap_or_else(|_| "v1.34.4".into()),
         std::env::var("KWOK_VERSION").unwrap_or_else(|_| "v0.8.0".into()),
-        args.concurrency
+        args.concurrency,
+        allocator_settings(),
+        args.settle,
+        args.settle
     ));
-    out.push_str("| N | manager: all patches issued s | floor s | ratio | rollout complete s | RSS steady / peak MiB | heap live steady / peak MiB | CPU s (rollout) |\n|---|---|---|---|---|---|---|---|\n");
+    out.push_str("| N | manager: all patches issued s | floor s | ratio | rollout complete s | RSS steady / peak / after MiB | heap live steady / peak / after MiB | CPU s (rollout) |\n|---|---|---|---|---|---|---|---|\n");
     for (n, r) in &results {
         let (p, f) = (median(&r.patched), median(&r.floor));
         out.push_str(&format!(
-            "| {n} | {} | {} | {:.2} | {} | {} / {} | {:.1} / {:.1} | {} |\n",
+            "| {n} | {} | {} | {:.2} | {} | {} / {} / {} | {:.1} / {:.1} / {:.1} | {} |\n",
             secs(p),
             secs(f),
             ratio(p, f),
             secs(median(&r.complete)),
             mib(r.rss_steady_kib),
             mib(r.rss_peak_kib),
+            mib(r.rss_after_kib),
             r.heap_steady as f64 / 1048576.0,
             r.heap_peak as f64 / 1048576.0,
+            r.heap_after as f64 / 1048576.0,
             secs(median(&r.cpu)),
         ));
     }
-    out.push_str("\nRuns (s): ");
+    // Where "rollout complete" goes: the writes it took, at the rate the floor wrote.
+    for (n, r) in &results {
+        let mut w = r.pod_writes.clone();
+        w.sort_unstable();
+        let writes = w.get(w.len() / 2).copied().unwrap_or(0);
+        let floor = median(&r.floor).as_secs_f64();
+        if floor > 0.0 {
+            let rate = 2.0 * *n as f64 / floor;
+            out.push_str(&format!(
+                "\nN={n}: a watch saw {writes} Pod writes from the image change to rollout complete ({:.1} per Pod, the manager's and kwok's); at the floor's rate ({rate:.0} writes/s) they take {:.1} s.",
+                writes as f64 / *n as f64,
+                writes as f64 / rate
+            ));
+        }
+    }
+    out.push_str("\n\nRuns (s): ");
     let runs: Vec<String> = results
         .iter()
         .map(|(n, r)| {
