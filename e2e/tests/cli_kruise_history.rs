@@ -307,8 +307,9 @@ async fn ads_history_undo_restart() {
     fx.ns.delete().await.expect("delete namespace");
 }
 
-/// SidecarSet over a CloneSet of 3: `rollout partition sidecarset/NAME 2` then `set image`
-/// upgrades exactly one Pod's sidecar in place and `rollout status` reports the partition;
+/// SidecarSet over a CloneSet of 3: `rollout partition sidecarset/NAME 2` then a paused
+/// `set image` (status counts fall to 0), resumed, upgrades exactly one Pod's sidecar in place
+/// and `rollout status` reports the partition;
 /// paused, partition 0 upgrades no more Pods and status exits 3; `promote --full` resumes and
 /// finishes in place; restart is refused (a SidecarSet has no Pods of its own).
 #[tokio::test]
@@ -365,6 +366,23 @@ async fn sidecarset_partition_pause_promote() {
         sc_api.get(&name).await.expect("read back").data["spec"]["updateStrategy"]["partition"]
             .clone();
     assert_eq!(partition, json!(2), "the partition reached the object");
+    let status_of = || async {
+        let o = sc_api.get(&name).await?;
+        Ok::<_, kube::Error>((o.metadata.generation, o.data["status"].clone()))
+    };
+    let (_, st) = status_of().await.expect("read back");
+    assert_eq!(
+        (
+            &st["matchedPods"],
+            &st["updatedPods"],
+            &st["updatedReadyPods"]
+        ),
+        (&json!(3), &json!(3), &json!(3)),
+        "{st}"
+    );
+    // Paused, the new image reaches no Pod, and every count of updated Pods falls to 0 (a
+    // merge patch of the status that left zeros out would keep the old 3).
+    assert_code(&fx.run(&["rollout", "pause", &target]).await, OK);
     let run = fx
         .run(&[
             "set",
@@ -374,6 +392,15 @@ async fn sidecarset_partition_pause_promote() {
         ])
         .await;
     assert_code(&run, OK);
+    let st = wait_for("the paused change observed", CLI_LIMIT, || async {
+        let (generation, st) = status_of().await?;
+        Ok((st["observedGeneration"].as_i64() == generation).then_some(st))
+    })
+    .await
+    .expect("observedGeneration");
+    assert_eq!(st["updatedPods"].as_i64().unwrap_or(0), 0, "{st}");
+    assert_eq!(st["updatedReadyPods"].as_i64().unwrap_or(0), 0, "{st}");
+    assert_code(&fx.run(&["rollout", "resume", &target]).await, OK);
     let run = fx.status(&target).await;
     assert_code(&run, OK);
     assert_stdout(&run, "partitioned");

@@ -56,6 +56,9 @@ pub enum Error {
     /// The ControllerRevision flow failed.
     #[error(transparent)]
     Revision(crate::revision::RevisionError),
+    /// The status could not be serialized.
+    #[error("serializing the status: {0}")]
+    Serde(#[from] serde_json::Error),
     /// Some Pods could not be acted on; the others were, and the status says which.
     #[error("{count} matched Pod(s) could not be upgraded: {first}")]
     Blocked {
@@ -73,6 +76,7 @@ impl ReconcileError for Error {
             Error::Wire(_) => "wire",
             Error::Blocked { .. } => "blocked",
             Error::Revision(_) => "revision",
+            Error::Serde(_) => "serde",
         }
     }
 
@@ -290,7 +294,7 @@ async fn reconcile(set: Arc<SidecarSet>, ctx: Arc<Context>) -> Result<Action, Er
     plan.status.conditions = plan::conditions(set.status.as_ref(), &blocked, now);
     if set.status.as_ref() != Some(&plan.status) {
         let api: Api<SidecarSet> = Api::all(ctx.client.clone());
-        let patch = json!({"status": plan.status});
+        let patch = plan.status.merge_patch()?;
         api.patch_status(
             &set.name_any(),
             &PatchParams::default(),

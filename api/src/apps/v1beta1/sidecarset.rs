@@ -354,6 +354,31 @@ pub struct SidecarSetCondition {
     pub message: String,
 }
 
+impl SidecarSetStatus {
+    /// Every field of the status, as a JSON merge patch of `status`. Serializing leaves out
+    /// zero counts, an empty revision and an empty condition list; a merge patch would then keep
+    /// the old values, so the fields left out are sent as null (deleted, read back as empty).
+    pub fn merge_patch(&self) -> Result<serde_json::Value, serde_json::Error> {
+        const FIELDS: [&str; 8] = [
+            "observedGeneration",
+            "matchedPods",
+            "updatedPods",
+            "readyPods",
+            "updatedReadyPods",
+            "latestRevision",
+            "collisionCount",
+            "conditions",
+        ];
+        let mut v = serde_json::to_value(self)?;
+        if let serde_json::Value::Object(m) = &mut v {
+            for k in FIELDS {
+                m.entry(k).or_insert(serde_json::Value::Null);
+            }
+        }
+        Ok(serde_json::json!({ "status": v }))
+    }
+}
+
 impl SidecarContainer {
     /// Upgrade type, ColdUpgrade when unset.
     pub fn upgrade_type(&self) -> SidecarContainerUpgradeType {
@@ -374,6 +399,50 @@ impl SidecarContainer {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn status_merge_patch_clears_what_serialization_omits() {
+        let st = SidecarSetStatus {
+            matched_pods: 3,
+            ..Default::default()
+        };
+        let p = st.merge_patch().expect("patch");
+        let s = &p["status"];
+        assert_eq!(s["matchedPods"], 3);
+        assert_eq!(s["updatedPods"], 0);
+        for k in [
+            "updatedReadyPods",
+            "conditions",
+            "latestRevision",
+            "collisionCount",
+        ] {
+            assert!(
+                s.get(k).is_some_and(|v| v.is_null()),
+                "{k} is sent as null: {p}"
+            );
+        }
+        // Every serialized field is listed: a new field must be added to FIELDS too.
+        let full = SidecarSetStatus {
+            observed_generation: 1,
+            updated_ready_pods: 1,
+            latest_revision: "r".into(),
+            collision_count: Some(1),
+            conditions: vec![SidecarSetCondition::default()],
+            ..Default::default()
+        };
+        let keys: Vec<String> = serde_json::to_value(&full)
+            .expect("json")
+            .as_object()
+            .expect("object")
+            .keys()
+            .cloned()
+            .collect();
+        let patch = full.merge_patch().expect("patch");
+        assert_eq!(
+            patch["status"].as_object().map(|m| m.len()),
+            Some(keys.len())
+        );
+    }
     use super::*;
     use serde_json::json;
 
