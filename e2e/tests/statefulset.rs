@@ -923,7 +923,16 @@ async fn in_place_update_hook_holds_an_ordinal_until_released() {
     asts::wait_rolled_out(&api, "web", 2, ROLLOUT)
         .await
         .expect("rollout finishes");
-    let list = asts::pods(&pods, "web").await.expect("pods");
+    // The status counts web-0 updated from the patch on; its container restarts a moment later.
+    let list = wait_for("web-0 restarted on v2", ROLLOUT, || async {
+        let list = asts::pods(&pods, "web").await?;
+        Ok(list
+            .iter()
+            .all(|p| app_image(p) == image("testapp", "v2") && restarts(p) >= 1)
+            .then_some(list))
+    })
+    .await
+    .expect("every Pod restarted on v2");
     assert_eq!(uids(&list), before, "same Pods");
     for p in &list {
         assert_eq!(restarts(p), 1, "{} restarted once", p.name_any());
