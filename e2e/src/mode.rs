@@ -61,6 +61,23 @@ pub fn alive(pid: i32) -> bool {
         .is_ok_and(|s| s.success())
 }
 
+/// SIGKILLs `pid` (a crash, no chance to clean up) and waits until it is gone.
+async fn sigkill(pid: i32, what: &str) -> Result<()> {
+    let killed = Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status()?;
+    if !killed.success() {
+        return Err(Error::Mode(format!("kill -KILL {pid} ({what}) failed")));
+    }
+    wait_for(
+        &format!("the killed {what} to exit"),
+        Duration::from_secs(10),
+        || async { Ok((!alive(pid)).then_some(())) },
+    )
+    .await?;
+    Ok(())
+}
+
 /// In cluster, no dev-mode manager or daemon may run beside the installed ones: it would answer
 /// health checks on the same ports, could take the manager Lease, and runs with admin rights.
 pub fn check_isolation() -> Result<()> {
@@ -113,18 +130,7 @@ pub async fn crash_daemon(client: &Client, between: impl AsyncFnOnce()) -> Resul
         Mode::InCluster => Some(daemon_pod(client).await?),
         Mode::Dev => None,
     };
-    let killed = Command::new("kill")
-        .args(["-KILL", &pid.to_string()])
-        .status()?;
-    if !killed.success() {
-        return Err(Error::Mode(format!("kill -KILL {pid} failed")));
-    }
-    wait_for(
-        "the killed daemon to exit",
-        Duration::from_secs(10),
-        || async { Ok((!alive(pid)).then_some(())) },
-    )
-    .await?;
+    sigkill(pid, "daemon").await?;
     between().await;
     match old_pod {
         None => {
@@ -216,18 +222,7 @@ pub async fn kill_manager(client: &Client, between: impl AsyncFnOnce()) -> Resul
             let pid = dev_pid("kruise-manager").ok_or_else(|| {
                 Error::Mode("no dev-mode kruise-manager runs (hack/dev-up.sh)".into())
             })?;
-            let killed = Command::new("kill")
-                .args(["-KILL", &pid.to_string()])
-                .status()?;
-            if !killed.success() {
-                return Err(Error::Mode(format!("kill -KILL {pid} failed")));
-            }
-            wait_for(
-                "the killed manager to exit",
-                Duration::from_secs(10),
-                || async { Ok((!alive(pid)).then_some(())) },
-            )
-            .await?;
+            sigkill(pid, "manager").await?;
             between().await;
             let up = Command::new(repo_root().join("hack/dev-up.sh"))
                 .current_dir(repo_root())
