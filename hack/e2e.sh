@@ -120,6 +120,10 @@ if [ "$mode" = incluster ]; then
   log "kubectl kruise install/check/uninstall and the Helm chart"
   KUBECTL="$KRS_BIN_DIR/kubectl" KRUISE_E2E_INCLUSTER=1 \
     cargo test -p kruise-e2e --test plugin_install -- --include-ignored
+  # `kubectl kruise dev` runs for real only on a cluster without Kruise and without a dev-mode
+  # manager (elsewhere the same test checks that it refuses): here, after the uninstall.
+  log "kubectl kruise dev: the embedded manager, a rollout, Ctrl-C"
+  cargo test -p kruise-e2e --test plugin_dev
   exit 0
 fi
 

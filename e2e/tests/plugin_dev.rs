@@ -229,6 +229,10 @@ async fn dev_embeds_the_manager_and_cleans_up_on_ctrl_c() {
     let screen = poll_screen(&tmux, "dev to stop", Duration::from_secs(60), exited).await;
     assert!(screen.lines().any(|l| l.trim() == "EXIT=0"), "{screen}");
     assert!(screen.contains("removed"), "{screen}");
+    assert!(
+        screen.contains("CRDs still convert between versions"),
+        "dev names the CRDs whose conversion URL it leaves behind:\n{screen}"
+    );
     let m: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
     let v: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
     assert!(

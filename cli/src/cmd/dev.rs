@@ -299,11 +299,24 @@ pub async fn run(connect: &ConnectArgs, args: &DevArgs) -> Result<i32> {
     // Once more: the webhook may have re-registered itself while stopping.
     let again = cluster::delete_webhook_configurations(&client).await;
     match (removed, again) {
-        (Ok(a), Ok(b)) => println!(
-            "kruise dev stopped: removed {} webhook configurations (CRDs and the {} namespace stay; kubectl kruise uninstall removes them)",
-            a + b,
-            keys::KRUISE_NAMESPACE
-        ),
+        (Ok(a), Ok(b)) => {
+            println!(
+                "kruise dev stopped: removed {} webhook configurations (CRDs and the {} namespace stay; kubectl kruise uninstall removes them)",
+                a + b,
+                keys::KRUISE_NAMESPACE
+            );
+            // The CRDs stay, and so does their conversion URL: say what that breaks and what
+            // mends it rather than leave a v1alpha1 request to fail with "connection refused".
+            if let Ok(names) = cluster::crds_converting_at(&client, &url).await
+                && !names.is_empty()
+            {
+                println!(
+                    "  {} CRDs still convert between versions through {url}: requests for a version other than the stored one (v1alpha1) fail until kubectl kruise dev runs again or kubectl kruise install serves them: {}",
+                    names.len(),
+                    names.join(", ")
+                );
+            }
+        }
         (Err(e), _) | (_, Err(e)) => {
             return Err(CliError::Failed(format!(
                 "could not remove the webhook configurations ({e}): delete them by hand, or Pods may be refused: kubectl delete mutatingwebhookconfiguration {} ; kubectl delete validatingwebhookconfiguration {}",

@@ -148,6 +148,30 @@ pub async fn delete_webhook_configurations(client: &Client) -> Result<usize> {
     Ok(n)
 }
 
+/// The Kruise CRDs whose conversion webhook is a URL under `base` (dev mode's host URL): once dev
+/// mode stops, the API server cannot convert them, so a request for their other version fails.
+pub async fn crds_converting_at(client: &Client, base: &str) -> Result<Vec<String>> {
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let crds = api
+        .list(&kube::api::ListParams::default())
+        .await
+        .map_err(kube_err)?;
+    Ok(crds
+        .into_iter()
+        .filter(|crd| {
+            crd.spec
+                .conversion
+                .as_ref()
+                .filter(|c| c.strategy == "Webhook")
+                .and_then(|c| c.webhook.as_ref())
+                .and_then(|w| w.client_config.as_ref())
+                .and_then(|c| c.url.as_deref())
+                .is_some_and(|u| u.starts_with(base))
+        })
+        .map(|crd| crd.name_any())
+        .collect())
+}
+
 /// Waits until every CRD among `crds` is Established.
 pub async fn wait_established(client: &Client, crds: &[&Value], timeout: Duration) -> Result<()> {
     let api: Api<CustomResourceDefinition> = Api::all(client.clone());
