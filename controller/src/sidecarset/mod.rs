@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use jiff::Timestamp;
-use k8s_openapi::api::core::v1::{Namespace, Pod};
+use k8s_openapi::api::core::v1::{Namespace, ObjectReference, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kruise_api::apps::v1beta1::SidecarSet;
 use kruise_api::appspub::{InPlaceUpdateState, PodReadinessMessage};
@@ -157,12 +157,24 @@ impl Context {
 
     /// Publishes an Event on the SidecarSet; a refused Event is only logged.
     async fn event(&self, set: &SidecarSet, type_: EventType, reason: &str, note: String) {
+        self.event_about(set, None, type_, reason, note).await;
+    }
+
+    /// An Event on the SidecarSet about `secondary` (the object it concerns).
+    async fn event_about(
+        &self,
+        set: &SidecarSet,
+        secondary: Option<ObjectReference>,
+        type_: EventType,
+        reason: &str,
+        note: String,
+    ) {
         let ev = Event {
             type_,
             reason: reason.to_owned(),
             note: Some(note),
             action: reason.to_owned(),
-            secondary: None,
+            secondary,
         };
         if let Err(e) = self.recorder.publish(&ev, &set.object_ref(&())).await {
             tracing::debug!(error = %e, reason, "event refused");
@@ -276,6 +288,27 @@ async fn reconcile(set: Arc<SidecarSet>, ctx: Arc<Context>) -> Result<Action, Er
         .collect();
     let refs: Vec<&Pod> = pods.iter().map(AsRef::as_ref).collect();
     let registered = history::register_latest(&ctx.client, &ctx.namespace, &set, &refs).await?;
+    if registered.origin == crate::history::Origin::Created {
+        // As the workloads do: the revision is what `injectionStrategy.revision` can pin.
+        let about = ObjectReference {
+            api_version: Some("apps/v1".to_owned()),
+            kind: Some("ControllerRevision".to_owned()),
+            namespace: Some(ctx.namespace.clone()),
+            name: Some(registered.latest.clone()),
+            ..Default::default()
+        };
+        ctx.event_about(
+            &set,
+            Some(about),
+            EventType::Normal,
+            keys::REASON_REVISION_CREATED,
+            format!(
+                "created revision {} in namespace {}",
+                registered.latest, ctx.namespace
+            ),
+        )
+        .await;
+    }
     if !registered.deleted.is_empty() {
         tracing::info!(deleted = ?registered.deleted, "revisions beyond revisionHistoryLimit deleted");
     }
