@@ -47,6 +47,9 @@ pub const RUNTIME_CONTAINERS_META_ANNOTATION: &str = "apps.kruise.io/runtime-con
 pub const INPLACE_UPDATE_READY: &str = "InPlaceUpdateReady";
 /// Reason set on `InPlaceUpdateReady=False` when an in-place update starts.
 pub const REASON_START_INPLACE_UPDATE: &str = "StartInPlaceUpdate";
+/// Reason of the Normal Event a workload (CloneSet, Advanced StatefulSet / DaemonSet,
+/// SidecarSet) records when it creates a ControllerRevision.
+pub const REASON_REVISION_CREATED: &str = "RevisionCreated";
 
 // ---------------------------------------------------------------------------------------------
 // Pod readiness (KruisePodReady)

@@ -13,6 +13,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
+use kruise_api::keys;
 use kube::api::{DeleteParams, ListParams};
 use kube::{Api, Client, ResourceExt};
 
@@ -190,6 +191,56 @@ pub async fn daemon_pod(client: &Client) -> Result<Pod> {
         .ok_or_else(|| Error::Mode("no kruise-daemon Pod in kruise-system".into()))
 }
 
+/// Label of the installed manager's Pods (deploy/manager/manager.yaml).
+pub const MANAGER_POD_SELECTOR: &str = "app.kubernetes.io/name=kruise-manager";
+
+/// The namespace the running manager keeps its namespaced objects in (the SidecarSets'
+/// ControllerRevisions among them), read from the manager itself rather than assumed: in dev
+/// mode the `POD_NAMESPACE` of the host process's environment (what `hack/dev-up.sh` gave it;
+/// unset means the manager's default, [`keys::KRUISE_NAMESPACE`]); in cluster the namespace of
+/// the installed manager's Pods.
+pub async fn manager_namespace(client: &Client) -> Result<String> {
+    match mode() {
+        Mode::Dev => {
+            let pid = dev_pid("kruise-manager").ok_or_else(|| {
+                Error::Mode("no dev-mode kruise-manager runs (hack/dev-up.sh)".into())
+            })?;
+            let environ = std::fs::read(format!("/proc/{pid}/environ"))?;
+            Ok(env_value(&environ, keys::ENV_POD_NAMESPACE)
+                .filter(|ns| !ns.is_empty())
+                .unwrap_or_else(|| keys::KRUISE_NAMESPACE.to_owned()))
+        }
+        Mode::InCluster => {
+            let pods: Api<Pod> = Api::all(client.clone());
+            let list = pods
+                .list(&ListParams::default().labels(MANAGER_POD_SELECTOR))
+                .await?;
+            let mut namespaces: Vec<String> = list
+                .items
+                .iter()
+                .filter(|p| p.metadata.deletion_timestamp.is_none())
+                .filter_map(|p| p.namespace())
+                .collect();
+            namespaces.sort();
+            namespaces.dedup();
+            match namespaces.as_slice() {
+                [ns] => Ok(ns.clone()),
+                _ => Err(Error::Mode(format!(
+                    "expected the manager Pods ({MANAGER_POD_SELECTOR}) in one namespace, found {namespaces:?}"
+                ))),
+            }
+        }
+    }
+}
+
+/// The value of `name` in a `/proc/<pid>/environ` image (NUL-separated `NAME=value`).
+fn env_value(environ: &[u8], name: &str) -> Option<String> {
+    environ
+        .split(|b| *b == 0)
+        .filter_map(|kv| std::str::from_utf8(kv).ok())
+        .find_map(|kv| kv.strip_prefix(name)?.strip_prefix('=').map(str::to_owned))
+}
+
 /// Name of the manager's leader-election Lease in [`KRUISE_NS`].
 pub const MANAGER_LEASE: &str = "kruise-manager";
 
@@ -251,5 +302,24 @@ pub async fn kill_manager(client: &Client, between: impl AsyncFnOnce()) -> Resul
             between().await;
             Ok(())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn env_value_reads_one_variable_of_a_proc_environ() {
+        let environ = b"PATH=/bin\0POD_NAMESPACE_X=no\0POD_NAMESPACE=team-kruise\0RUST_LOG=info\0";
+        assert_eq!(
+            env_value(environ, "POD_NAMESPACE").as_deref(),
+            Some("team-kruise")
+        );
+        assert_eq!(env_value(environ, "HOME"), None);
+        assert_eq!(
+            env_value(b"POD_NAMESPACE=\0", "POD_NAMESPACE").as_deref(),
+            Some("")
+        );
     }
 }

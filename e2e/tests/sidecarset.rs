@@ -905,8 +905,20 @@ async fn revisions_are_recorded_and_injection_can_pin_an_old_one() {
         }
     };
     let rev1 = latest(None).await;
-    let revs: Api<ControllerRevision> = Api::namespaced(client.clone(), keys::KRUISE_NAMESPACE);
+    // Where the running manager keeps them (dev mode: its POD_NAMESPACE; in cluster: its
+    // Pods' namespace), not where we assume it does.
+    let manager_ns = kruise_e2e::mode::manager_namespace(&client)
+        .await
+        .expect("manager namespace");
+    let revs: Api<ControllerRevision> = Api::namespaced(client.clone(), &manager_ns);
     let r1 = revs.get(&rev1).await.expect("revision object");
+    // A Normal Event names the created revision, as the workloads' do.
+    wait_for("a RevisionCreated Event", STARTUP, || async {
+        let notes = sc::event_notes(&client, &name, keys::REASON_REVISION_CREATED).await?;
+        Ok(notes.iter().any(|n| n.contains(&rev1)).then_some(()))
+    })
+    .await
+    .expect("RevisionCreated Event");
     assert_eq!(
         r1.metadata
             .labels
@@ -918,6 +930,35 @@ async fn revisions_are_recorded_and_injection_can_pin_an_old_one() {
     assert_eq!(
         data["spec"]["containers"][0]["image"],
         json!(image("sidecar", "v1"))
+    );
+
+    // A pin to a revision that does not exist is refused, naming the field.
+    let missing = format!("{name}-missing");
+    let refused = sc::patch_spec(
+        &sets,
+        &name,
+        json!({"injectionStrategy": {"revision": {"revisionName": missing}}}),
+    )
+    .await
+    .expect_err("a pin to a missing revision is refused");
+    let msg = refused.to_string();
+    assert!(
+        msg.contains("spec.injectionStrategy.revision.revisionName: Not found")
+            && msg.contains(&missing),
+        "{msg}"
+    );
+    let refused = sc::patch_spec(
+        &sets,
+        &name,
+        json!({"injectionStrategy": {"revision": {"customVersion": "no-such-version"}}}),
+    )
+    .await
+    .expect_err("a pin to a missing custom version is refused");
+    assert!(
+        refused
+            .to_string()
+            .contains("spec.injectionStrategy.revision.customVersion: Not found"),
+        "{refused}"
     );
 
     sc::patch_spec(
@@ -957,6 +998,39 @@ async fn revisions_are_recorded_and_injection_can_pin_an_old_one() {
     )
     .expect("json");
     assert_eq!(entry[&name]["controllerRevision"], json!(rev1));
+
+    // Partial: the Pods the update selector leaves out get the pinned revision, the selected
+    // ones the latest (a dry-run create shows what the webhook injects).
+    sc::patch_spec(
+        &sets,
+        &name,
+        json!({"updateStrategy": {"paused": false,
+                "selector": {"matchLabels": {"canary": "true"}}},
+            "injectionStrategy": {"revision": {"revisionName": rev1, "policy": "Partial"}}}),
+    )
+    .await
+    .expect("partial pin");
+    let dry = PostParams {
+        dry_run: true,
+        ..Default::default()
+    };
+    for (canary, want) in [(false, "v1"), (true, "v2")] {
+        let mut labels = json!({"app": "web"});
+        if canary {
+            labels["canary"] = json!("true");
+        }
+        let bare: Pod = serde_json::from_value(json!({
+            "metadata": {"name": format!("bare-{canary}"), "labels": labels},
+            "spec": {"containers": [{"name": "app", "image": image("testapp", "v1")}]}
+        }))
+        .expect("pod");
+        let created = pods.create(&dry, &bare).await.expect("dry-run pod");
+        assert_eq!(
+            sc::spec_image(&created, "logger"),
+            Some(image("sidecar", want)),
+            "canary={canary}"
+        );
+    }
 
     // Unpinned: new Pods get the latest.
     sc::patch_spec(

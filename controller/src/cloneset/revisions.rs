@@ -71,7 +71,7 @@ pub(super) async fn active_revisions(
             cs,
             &update,
             EventType::Normal,
-            "RevisionCreated",
+            kruise_api::keys::REASON_REVISION_CREATED,
             format!(
                 "created revision {}",
                 update.metadata.name.clone().unwrap_or_default()

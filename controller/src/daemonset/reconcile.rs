@@ -409,7 +409,7 @@ async fn update_revision(
         ctx.event(
             ds,
             EventType::Normal,
-            "RevisionCreated",
+            keys::REASON_REVISION_CREATED,
             format!("created revision {rname}"),
         )
         .await;

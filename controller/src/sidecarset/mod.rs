@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use jiff::Timestamp;
-use k8s_openapi::api::core::v1::{Namespace, Pod};
+use k8s_openapi::api::core::v1::{Namespace, ObjectReference, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kruise_api::apps::v1beta1::SidecarSet;
 use kruise_api::appspub::{InPlaceUpdateState, PodReadinessMessage};
@@ -32,6 +32,7 @@ use kube::{Api, Client, Resource, ResourceExt};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
+use crate::expectations::{EXPECTATION_TIMEOUT, ResourceVersionExpectations, VersionSatisfaction};
 use crate::metrics::Metrics;
 use crate::podcache::PodCache;
 use crate::runner::{Controller, ReconcileError, watch};
@@ -43,6 +44,8 @@ const NAME: &str = "sidecarset";
 const CONTROLLER_NAME: &str = "sidecarset-controller";
 /// While Pods are upgrading, look again this often (the Pod events also wake us).
 const PROGRESS_RESYNC: Duration = Duration::from_secs(5);
+/// While the cache lags behind our own Pod writes, look again this soon (upstream: 1s).
+const CACHE_RECHECK: Duration = Duration::from_secs(1);
 
 /// What can go wrong reconciling a SidecarSet.
 #[derive(Debug, thiserror::Error)]
@@ -98,6 +101,49 @@ struct Context {
     recorder: Recorder,
     /// The manager's namespace, where the SidecarSets' ControllerRevisions live.
     namespace: String,
+    /// The versions of our own Pod writes the cache has not shown yet: maxUnavailable counts
+    /// only upgraded Pods, so a plan over a Pod whose upgrade the cache does not show yet
+    /// would upgrade one Pod too many (upstream `UpdateExpectations` /
+    /// `ResourceVersionExpectations`).
+    written: ResourceVersionExpectations,
+}
+
+impl Context {
+    /// Remembers the version one of our Pod writes produced.
+    fn wrote(&self, pod: &Pod) {
+        if let (Some(uid), Some(rv)) = (
+            pod.metadata.uid.as_deref(),
+            pod.metadata.resource_version.as_deref(),
+        ) {
+            self.written.expect(uid, rv);
+        }
+    }
+
+    /// How long to wait before planning when the cache still shows an older version of one
+    /// of `pods` than we wrote; an expectation older than [`EXPECTATION_TIMEOUT`] is dropped
+    /// (the write may have been overtaken by a delete and re-create).
+    fn cache_lags(&self, pods: &[Arc<Pod>], now: std::time::Instant) -> Option<Duration> {
+        if self.written.is_empty() {
+            return None;
+        }
+        for pod in pods {
+            let (Some(uid), Some(rv)) = (
+                pod.metadata.uid.as_deref(),
+                pod.metadata.resource_version.as_deref(),
+            ) else {
+                continue;
+            };
+            if let VersionSatisfaction::Unsatisfied { since } = self.written.satisfied(uid, rv, now)
+            {
+                if since >= EXPECTATION_TIMEOUT {
+                    self.written.delete(uid);
+                    continue;
+                }
+                return Some(CACHE_RECHECK);
+            }
+        }
+        None
+    }
 }
 
 impl Context {
@@ -111,12 +157,24 @@ impl Context {
 
     /// Publishes an Event on the SidecarSet; a refused Event is only logged.
     async fn event(&self, set: &SidecarSet, type_: EventType, reason: &str, note: String) {
+        self.event_about(set, None, type_, reason, note).await;
+    }
+
+    /// An Event on the SidecarSet about `secondary` (the object it concerns).
+    async fn event_about(
+        &self,
+        set: &SidecarSet,
+        secondary: Option<ObjectReference>,
+        type_: EventType,
+        reason: &str,
+        note: String,
+    ) {
         let ev = Event {
             type_,
             reason: reason.to_owned(),
             note: Some(note),
             action: reason.to_owned(),
-            secondary: None,
+            secondary,
         };
         if let Err(e) = self.recorder.publish(&ev, &set.object_ref(&())).await {
             tracing::debug!(error = %e, reason, "event refused");
@@ -162,6 +220,7 @@ pub async fn run(
         pods,
         namespaces,
         namespace: crate::app::default_namespace(),
+        written: ResourceVersionExpectations::new(),
     });
     let ctl = Controller::watching(NAME, watch(api), metrics, shutdown);
     // A namespace's labels changing can change which Pods a namespaceSelector matches.
@@ -202,10 +261,16 @@ async fn reconcile(set: Arc<SidecarSet>, ctx: Arc<Context>) -> Result<Action, Er
         hash: wire::current_hash(&set, keys::SIDECARSET_HASH_ANNOTATION)?,
         without_image: wire::current_hash(&set, keys::SIDECARSET_HASH_WITHOUT_IMAGE_ANNOTATION)?,
     };
-    let mut pods: Vec<Arc<Pod>> = ctx
-        .pods
-        .store()
-        .state()
+    let all = ctx.pods.store().state();
+    if !ctx.written.is_empty() {
+        // Pods that are gone never show our write.
+        let live: std::collections::HashSet<&str> = all
+            .iter()
+            .filter_map(|p| p.metadata.uid.as_deref())
+            .collect();
+        ctx.written.retain(|uid| live.contains(uid));
+    }
+    let mut pods: Vec<Arc<Pod>> = all
         .into_iter()
         .filter(|p| {
             let ns = p.namespace().unwrap_or_default();
@@ -213,12 +278,37 @@ async fn reconcile(set: Arc<SidecarSet>, ctx: Arc<Context>) -> Result<Action, Er
         })
         .collect();
     pods.sort_by_key(|p| (p.namespace(), p.name_any()));
+    if let Some(after) = ctx.cache_lags(&pods, std::time::Instant::now()) {
+        tracing::debug!("the Pod cache does not show our last writes yet");
+        return Ok(Action::requeue(after));
+    }
     let states: Vec<PodState> = pods
         .iter()
         .map(|p| plan::pod_state(&set, &latest, p))
         .collect();
     let refs: Vec<&Pod> = pods.iter().map(AsRef::as_ref).collect();
     let registered = history::register_latest(&ctx.client, &ctx.namespace, &set, &refs).await?;
+    if registered.origin == crate::history::Origin::Created {
+        // As the workloads do: the revision is what `injectionStrategy.revision` can pin.
+        let about = ObjectReference {
+            api_version: Some("apps/v1".to_owned()),
+            kind: Some("ControllerRevision".to_owned()),
+            namespace: Some(ctx.namespace.clone()),
+            name: Some(registered.latest.clone()),
+            ..Default::default()
+        };
+        ctx.event_about(
+            &set,
+            Some(about),
+            EventType::Normal,
+            keys::REASON_REVISION_CREATED,
+            format!(
+                "created revision {} in namespace {}",
+                registered.latest, ctx.namespace
+            ),
+        )
+        .await;
+    }
     if !registered.deleted.is_empty() {
         tracing::info!(deleted = ?registered.deleted, "revisions beyond revisionHistoryLimit deleted");
     }
@@ -232,12 +322,12 @@ async fn reconcile(set: Arc<SidecarSet>, ctx: Arc<Context>) -> Result<Action, Er
     // One Pod that cannot be written does not stop the others; each is reported.
     let mut blocked: Vec<String> = Vec::new();
     for &i in &plan.release {
-        if let Err(e) = set_held(&ctx.client, &pods[i], false, now).await {
+        if let Err(e) = set_held(&ctx, &pods[i], false, now).await {
             blocked.push(format!("{}: {e}", pod_key(&pods[i])));
         }
     }
     for &i in &plan.upgrade {
-        match upgrade(&ctx.client, &set, &latest, &pods[i], now).await {
+        match upgrade(&ctx, &set, &latest, &pods[i], now).await {
             Ok(images) if !images.is_empty() => {
                 let note = format!(
                     "upgrading the sidecars of Pod {} in place: {}",
@@ -264,7 +354,7 @@ async fn reconcile(set: Arc<SidecarSet>, ctx: Arc<Context>) -> Result<Action, Er
         if flips.is_empty() {
             continue;
         }
-        match flip(&ctx.client, pod, &flips).await {
+        match flip(&ctx, pod, &flips).await {
             Ok(()) => {
                 let note = format!(
                     "hot upgrade of Pod {}: the new version serves, the old container is emptied",
@@ -320,7 +410,7 @@ async fn reconcile(set: Arc<SidecarSet>, ctx: Arc<Context>) -> Result<Action, Er
 }
 
 /// Adds or removes our not-ready key on the Pod's `KruisePodReady` condition.
-async fn set_held(client: &Client, pod: &Pod, hold: bool, now: Timestamp) -> Result<(), Error> {
+async fn set_held(ctx: &Context, pod: &Pod, hold: bool, now: Timestamp) -> Result<(), Error> {
     let msg = PodReadinessMessage::new(
         keys::READINESS_USER_AGENT_SIDECARSET,
         keys::READINESS_KEY_SIDECAR_UPGRADE,
@@ -328,7 +418,7 @@ async fn set_held(client: &Client, pod: &Pod, hold: bool, now: Timestamp) -> Res
     let Some(cond) = kruise_api::appspub::kruise_pod_ready_condition(pod, &msg, hold, now)? else {
         return Ok(());
     };
-    let api: Api<Pod> = Api::namespaced(client.clone(), &pod.namespace().unwrap_or_default());
+    let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &pod.namespace().unwrap_or_default());
     let patch = json!({"status": {"conditions": [cond]}});
     match api
         .patch_status(
@@ -338,7 +428,10 @@ async fn set_held(client: &Client, pod: &Pod, hold: bool, now: Timestamp) -> Res
         )
         .await
     {
-        Ok(_) => Ok(()),
+        Ok(written) => {
+            ctx.wrote(&written);
+            Ok(())
+        }
         Err(kube::Error::Api(s)) if s.is_not_found() => Ok(()),
         Err(e) => Err(e.into()),
     }
@@ -347,7 +440,7 @@ async fn set_held(client: &Client, pod: &Pod, hold: bool, now: Timestamp) -> Res
 /// Upgrades the Pod's sidecars to the SidecarSet's images in place (upstream
 /// `updateSidecarImageAndHash`).
 async fn upgrade(
-    client: &Client,
+    ctx: &Context,
     set: &SidecarSet,
     latest: &Latest,
     pod: &Pod,
@@ -469,10 +562,10 @@ async fn upgrade(
         );
         if cold {
             // Out of Service before the sidecar restarts.
-            set_held(client, pod, true, now).await?;
+            set_held(ctx, pod, true, now).await?;
         }
     }
-    let api: Api<Pod> = Api::namespaced(client.clone(), &pod.namespace().unwrap_or_default());
+    let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &pod.namespace().unwrap_or_default());
     let mut patch = json!({"metadata": {"annotations": annotations}});
     if !images.is_empty() {
         patch["spec"] = json!({"containers": images});
@@ -496,7 +589,10 @@ async fn upgrade(
         )
         .await
     {
-        Ok(_) => Ok(done),
+        Ok(written) => {
+            ctx.wrote(&written);
+            Ok(done)
+        }
         Err(kube::Error::Api(s)) if s.is_not_found() => Ok(Vec::new()),
         Err(e) => Err(e.into()),
     }
@@ -504,7 +600,7 @@ async fn upgrade(
 
 /// Makes the idle containers that now run the new image the working ones and puts the old
 /// ones on the empty image, in one patch (upstream `flipPodSidecarContainerDo`).
-async fn flip(client: &Client, pod: &Pod, flips: &[hot::Step]) -> Result<(), Error> {
+async fn flip(ctx: &Context, pod: &Pod, flips: &[hot::Step]) -> Result<(), Error> {
     let mut working = hot::working_containers(pod);
     let mut images = Vec::new();
     for step in flips {
@@ -527,7 +623,7 @@ async fn flip(client: &Client, pod: &Pod, flips: &[hot::Step]) -> Result<(), Err
         "spec": {"containers": images},
     });
     tracing::info!(pod = %pod.name_any(), "hot upgrade: switching the working sidecar containers");
-    let api: Api<Pod> = Api::namespaced(client.clone(), &pod.namespace().unwrap_or_default());
+    let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &pod.namespace().unwrap_or_default());
     match api
         .patch(
             &pod.name_any(),
@@ -536,7 +632,10 @@ async fn flip(client: &Client, pod: &Pod, flips: &[hot::Step]) -> Result<(), Err
         )
         .await
     {
-        Ok(_) => Ok(()),
+        Ok(written) => {
+            ctx.wrote(&written);
+            Ok(())
+        }
         Err(kube::Error::Api(s)) if s.is_not_found() => Ok(()),
         Err(e) => Err(e.into()),
     }

@@ -13,7 +13,7 @@ use kruise_api::apps::v1beta1::{SidecarSet, SidecarSetCondition, SidecarSetStatu
 use kruise_api::appspub::UpdateScatterTerm;
 use kruise_api::{keys, pod as kpod, selector, sidecarset as wire};
 
-use crate::cloneset::{podutil, update};
+use crate::cloneset::{diff, podutil, update};
 
 /// One matched Pod as the plan sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -228,17 +228,18 @@ pub fn is_consistent(set: &SidecarSet, pod: &Pod) -> bool {
     })
 }
 
-/// Go's `GetScaledValueFromIntOrPercent`.
-pub fn scaled(v: &IntOrString, total: i32, round_up: bool) -> i32 {
-    match v {
-        IntOrString::Int(n) => *n,
-        IntOrString::String(s) => {
-            let p: i64 = s.trim_end_matches('%').parse().unwrap_or(0);
-            let t = i64::from(total) * p;
-            let r = if round_up { (t + 99) / 100 } else { t / 100 };
-            i32::try_from(r).unwrap_or(i32::MAX)
-        }
-    }
+/// How many of `matched` Pods `partition` holds back (upstream `calculateUpgradeCount` via
+/// `util.CalculatePartitionReplicas`, the CloneSet rule): a percentage rounds up, one that
+/// rounds to every Pod (more than one, not "100%") still lets one upgrade. A value the webhook
+/// would have refused holds every Pod back rather than upgrading them all.
+pub fn partition_count(partition: Option<&IntOrString>, matched: i32) -> i32 {
+    diff::partition_replicas(partition, matched).unwrap_or(matched)
+}
+
+/// How many Pods may be unavailable (upstream: `intstrutil.GetValueFromIntOrPercent(..., true)`,
+/// default 1): a percentage rounds up. An unreadable value (the webhook refuses it) counts as 1.
+pub fn max_unavailable_count(max_unavailable: Option<&IntOrString>, matched: i32) -> i32 {
+    max_unavailable.map_or(1, |m| diff::scaled_value(m, matched, true).unwrap_or(1))
 }
 
 /// The plan, from the Pods' states; `objects[i]` is the Pod of `pods[i]` (for the upgrade
@@ -288,29 +289,25 @@ pub fn plan(set: &SidecarSet, pods: &[PodState], objects: &[&Pod]) -> Plan {
         .map(|(i, _)| i)
         .collect();
     let waiting = sort_waiting(set, objects, waiting);
-    let partition = us
-        .partition
-        .as_ref()
-        .map_or(0, |p| scaled(p, matched, true))
-        .max(0);
+    let partition = partition_count(us.partition.as_ref(), matched);
     let to_upgrade = (i32::try_from(waiting.len()).unwrap_or(i32::MAX) - partition).max(0);
-    let max_unavailable = us
-        .max_unavailable
-        .as_ref()
-        .map_or(1, |m| scaled(m, matched, false))
-        .max(1);
-    let unavailable = count(&|p| !p.ready || !p.consistent);
-    let mut budget = (max_unavailable - unavailable).max(0);
+    let max_unavailable = max_unavailable_count(us.max_unavailable.as_ref(), matched);
+    // Upstream counts against maxUnavailable only the Pods already on the latest revision
+    // whose sidecars are still starting or that are not ready: a Pod that was unready before
+    // its upgrade is not made unavailable by it.
+    let mut unavailable = count(&|p| p.updated && (!p.consistent || !p.ready));
     for &i in waiting
         .iter()
         .take(usize::try_from(to_upgrade).unwrap_or(0))
     {
         // An unready Pod's upgrade takes nothing more away.
         if pods[i].ready {
-            if budget == 0 {
-                continue;
+            // The order is the upgrade priority: once the budget is spent, nothing after
+            // this Pod goes either (upstream breaks here too).
+            if unavailable >= max_unavailable {
+                break;
             }
-            budget -= 1;
+            unavailable += 1;
         }
         out.upgrade.push(i);
     }
@@ -505,11 +502,101 @@ mod tests {
                 ..old()
             },
         ];
-        // The unready one goes first and costs nothing more; being unready it already uses
-        // the one unavailable slot, so the ready one waits.
-        assert_eq!(plan(&s, &states, &refs).upgrade, vec![1]);
-        let two = set(json!({"maxUnavailable": 2}));
-        assert_eq!(plan(&two, &states, &refs).upgrade, vec![1, 0]);
+        // The unready one goes first and costs nothing: an unready Pod that is not upgraded
+        // yet is not counted against maxUnavailable (upstream `calculateUpgradeCount`), so
+        // the ready one takes the one slot.
+        assert_eq!(plan(&s, &states, &refs).upgrade, vec![1, 0]);
+        // An unready Pod already on the latest revision does use the slot.
+        let upgraded_unready = vec![
+            old(),
+            PodState {
+                updated: true,
+                ready: false,
+                ..old()
+            },
+        ];
+        assert!(plan(&s, &upgraded_unready, &refs).upgrade.is_empty());
+    }
+
+    #[test]
+    fn max_unavailable_counts_only_upgraded_pods_not_ready_or_still_starting() {
+        let s = set(json!({"maxUnavailable": 2}));
+        // An env change that will never be upgraded in place, and unready: not counted.
+        let stuck = PodState {
+            image_only: false,
+            ready: false,
+            ..old()
+        };
+        // Upgraded and ready but its sidecar not yet running the new image: counted.
+        let starting = PodState {
+            updated: true,
+            consistent: false,
+            ..old()
+        };
+        // Upgraded, consistent and ready: available.
+        let done = PodState {
+            updated: true,
+            ..old()
+        };
+        let p = run(
+            &s,
+            &[stuck.clone(), starting, done.clone(), old(), old(), old()],
+        );
+        assert_eq!(p.upgrade, vec![3], "one slot left of two");
+        let p = run(&s, &[stuck, done.clone(), done, old(), old(), old()]);
+        assert_eq!(p.upgrade, vec![3, 4]);
+    }
+
+    /// Partition and maxUnavailable as counts of the matched Pods, against upstream's
+    /// `CalculatePartitionReplicas` and `GetValueFromIntOrPercent(roundUp=true)`.
+    #[test]
+    fn percentages_round_as_upstream() {
+        let s = |v: &str| IntOrString::String(v.to_owned());
+        let i = IntOrString::Int;
+        // (partition, matched, held back)
+        let partitions = [
+            (None, 5, 0),
+            (Some(i(2)), 5, 2),
+            (Some(i(9)), 5, 5),
+            (Some(s("30%")), 5, 2),  // 1.5 rounds up
+            (Some(s("50%")), 3, 2),  // 1.5 rounds up
+            (Some(s("10%")), 4, 1),  // 0.4 rounds up: one old Pod stays
+            (Some(s("99%")), 5, 4),  // all but one: one Pod still upgrades
+            (Some(s("100%")), 5, 5), // exactly 100% holds every Pod
+            (Some(s("99%")), 1, 1),  // one Pod: nothing to leave
+            (Some(s("0%")), 3, 0),
+            (Some(s("x%")), 3, 3), // unreadable: hold every Pod
+        ];
+        for (p, matched, want) in partitions {
+            assert_eq!(
+                partition_count(p.as_ref(), matched),
+                want,
+                "{p:?} of {matched}"
+            );
+        }
+        // (maxUnavailable, matched, allowed)
+        let budgets = [
+            (None, 10, 1),
+            (Some(i(3)), 10, 3),
+            (Some(s("10%")), 10, 1),
+            (Some(s("15%")), 10, 2), // 1.5 rounds up
+            (Some(s("1%")), 3, 1),   // 0.03 rounds up
+            (Some(s("50%")), 5, 3),  // 2.5 rounds up
+            (Some(s("100%")), 4, 4),
+        ];
+        for (m, matched, want) in budgets {
+            assert_eq!(
+                max_unavailable_count(m.as_ref(), matched),
+                want,
+                "{m:?} of {matched}"
+            );
+        }
+        // The plan uses them: 50% of 3 holds two back, so one of three upgrades.
+        let p = run(
+            &set(json!({"maxUnavailable": "100%", "partition": "50%"})),
+            &[old(), old(), old()],
+        );
+        assert_eq!(p.upgrade, vec![0]);
     }
 
     #[test]
@@ -644,9 +731,9 @@ mod tests {
             let p = plan(&s, &states, &refs);
             let n = i32::try_from(labels.len()).expect("small");
             proptest::prop_assert!(i32::try_from(p.upgrade.len()).expect("small") <= (n - partition).max(0));
-            let unready = states.iter().filter(|s| !s.ready).count();
+            // No Pod is on the latest revision yet, so only the ready Pods upgraded now count.
             let ready_upgraded = p.upgrade.iter().filter(|&&i| states[i].ready).count();
-            let budget = usize::try_from(max_unavailable).expect("positive").saturating_sub(unready);
+            let budget = usize::try_from(max_unavailable).expect("positive");
             proptest::prop_assert!(ready_upgraded <= budget, "{} > {}", ready_upgraded, budget);
         }
     }

@@ -83,7 +83,7 @@ pub(super) async fn active(
         ctx.event(
             sts,
             EventType::Normal,
-            "RevisionCreated",
+            keys::REASON_REVISION_CREATED,
             format!("created revision {rname}"),
             Some(update.object_ref(&())),
         )

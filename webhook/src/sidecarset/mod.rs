@@ -1,12 +1,13 @@
 //! SidecarSet admission: injection into new Pods ([`inject`], called from the Pod mutating
-//! handler), SidecarSet defaulting and validation ([`validate`]), and v1alpha1 ⇄ v1beta1
-//! conversion ([`conversion`]).
+//! handler; [`revision`] decides which get a pinned revision), SidecarSet defaulting and
+//! validation ([`validate`]), and v1alpha1 ⇄ v1beta1 conversion ([`conversion`]).
 //!
 //! The Pod and SidecarSet handlers read the cluster (every SidecarSet, the Pod's namespace)
 //! through [`SidecarSetLookup`]; everything they decide is pure and tested without one.
 
 pub mod conversion;
 pub mod inject;
+pub mod revision;
 pub mod validate;
 
 use std::collections::BTreeMap;
@@ -74,11 +75,7 @@ impl SidecarSetLookup for ApiPods {
         let Some(client) = &self.client else {
             return Ok(None);
         };
-        // The revisions live in the manager's namespace (upstream `webhookutil.GetNamespace`).
-        let ns = std::env::var(keys::ENV_POD_NAMESPACE)
-            .ok()
-            .filter(|n| !n.is_empty())
-            .unwrap_or_else(|| keys::KRUISE_NAMESPACE.to_owned());
+        let ns = revision::revisions_namespace();
         let api: kube::Api<ControllerRevision> = kube::Api::namespaced(client.clone(), &ns);
         let name = set.metadata.name.clone().unwrap_or_default();
         let fail = |e: String| format!("cannot read the revision SidecarSet {name} injects: {e}");
@@ -137,11 +134,28 @@ pub async fn mutate_pod<C: SidecarSetLookup>(req: Request, cluster: &C) -> Outco
         sidecar_sets,
         ..Default::default()
     };
-    // `injectionStrategy.revision`: new Pods get the stored revision's sidecars.
+    let pod_labels: BTreeMap<String, String> = req
+        .object
+        .as_ref()
+        .and_then(|o| o.pointer("/metadata/labels"))
+        .and_then(|l| serde_json::from_value(l.clone()).ok())
+        .unwrap_or_default();
+    // `injectionStrategy.revision`: new Pods get the stored revision's sidecars, all of them
+    // or (policy Partial) those the update strategy leaves out.
     for set in &mut ctx.sidecar_sets {
         let Some(rev) = set.spec.injection_strategy.revision.clone() else {
             continue;
         };
+        match revision::injects_pinned(set, &pod_labels, rand::random::<f64>()) {
+            Ok(true) => {}
+            Ok(false) => continue,
+            Err(e) => {
+                return Outcome::invalid(format!(
+                    "SidecarSet {}: {e}",
+                    set.metadata.name.as_deref().unwrap_or_default()
+                ));
+            }
+        }
         let found = match cluster.injection_revision(set, &rev).await {
             Ok(f) => f,
             Err(e) => return Outcome::forbidden(e),
@@ -245,13 +259,172 @@ pub async fn validate_set<C: SidecarSetLookup>(req: Request, cluster: &C) -> Out
     if !errs.is_empty() {
         return Outcome::invalid(errs.join("; "));
     }
+    let name = set.metadata.name.as_deref().unwrap_or(&req.name);
+    // A pin to a revision that does not exist would silently inject the latest spec.
+    if let Some(rev) = set
+        .spec
+        .injection_strategy
+        .revision
+        .as_ref()
+        .filter(|r| revision::is_pinned(r))
+    {
+        match cluster.injection_revision(&set, rev).await {
+            Ok(Some(_)) => {}
+            Ok(None) => {
+                return Outcome::invalid(revision::not_found(
+                    name,
+                    rev,
+                    &revision::revisions_namespace(),
+                ));
+            }
+            Err(e) => return Outcome::forbidden(e),
+        }
+    }
     let others = match cluster.sidecar_sets().await {
         Ok(s) => s,
         Err(e) => return Outcome::forbidden(e),
     };
-    let name = set.metadata.name.as_deref().unwrap_or(&req.name);
     match validate::conflict(name, &set.spec, &others) {
         Some(msg) => Outcome::invalid(msg),
         None => Outcome::Allow,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::apimachinery::pkg::runtime::RawExtension;
+    use serde_json::json;
+
+    /// A cluster with these SidecarSets and one stored revision, `mesh-1`, whose proxy image
+    /// is `e:1`.
+    struct Cluster(Vec<SidecarSet>);
+
+    impl SidecarSetLookup for Cluster {
+        async fn sidecar_sets(&self) -> Result<Vec<SidecarSet>, String> {
+            Ok(self.0.clone())
+        }
+
+        async fn injection_revision(
+            &self,
+            _set: &SidecarSet,
+            rev: &SidecarSetInjectRevision,
+        ) -> Result<Option<ControllerRevision>, String> {
+            let found = rev.revision_name.as_deref() == Some("mesh-1")
+                || rev.custom_version.as_deref() == Some("blue");
+            Ok(found.then(|| ControllerRevision {
+                metadata: kube::api::ObjectMeta {
+                    name: Some("mesh-1".into()),
+                    ..Default::default()
+                },
+                data: Some(RawExtension(json!({"spec": {
+                    "containers": [{"name": "proxy", "image": "e:1"}]}}))),
+                revision: 1,
+            }))
+        }
+    }
+
+    fn set(strategy: Value, revision: Value) -> Value {
+        json!({"apiVersion": "apps.kruise.io/v1beta1", "kind": "SidecarSet",
+            "metadata": {"name": "mesh"},
+            "spec": {"selector": {"matchLabels": {"app": "web"}},
+                "containers": [{"name": "proxy", "image": "e:2"}],
+                "updateStrategy": strategy,
+                "injectionStrategy": {"revision": revision}}})
+    }
+
+    fn request(resource: &str, namespace: Option<&str>, object: Value) -> Request {
+        Request {
+            uid: "u".into(),
+            operation: Operation::Create,
+            group: String::new(),
+            version: "v1".into(),
+            kind: String::new(),
+            resource: resource.into(),
+            sub_resource: None,
+            namespace: namespace.map(str::to_owned),
+            name: String::new(),
+            object: Some(object),
+            old_object: None,
+            dry_run: false,
+        }
+    }
+
+    fn message(o: &Outcome) -> String {
+        match o {
+            Outcome::Deny { message, .. } => message.clone(),
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_pin_to_a_missing_revision_is_refused_naming_the_field() {
+        let cluster = Cluster(Vec::new());
+        let missing = set(json!({}), json!({"revisionName": "mesh-9"}));
+        let out = validate_set(request("sidecarsets", None, missing), &cluster).await;
+        let m = message(&out);
+        assert!(
+            m.starts_with("spec.injectionStrategy.revision.revisionName: Not found: \"mesh-9\""),
+            "{m}"
+        );
+        let version = set(json!({}), json!({"customVersion": "green"}));
+        let m = message(&validate_set(request("sidecarsets", None, version), &cluster).await);
+        assert!(m.contains("customVersion: Not found: \"green\""), "{m}");
+        for ok in [
+            json!({"revisionName": "mesh-1"}),
+            json!({"customVersion": "blue", "policy": "Partial"}),
+        ] {
+            let out =
+                validate_set(request("sidecarsets", None, set(json!({}), ok)), &cluster).await;
+            assert!(matches!(out, Outcome::Allow), "{out:?}");
+        }
+    }
+
+    /// The proxy image the Pod webhook injects into a Pod with these labels.
+    async fn injected_image(set: &Value, labels: Value) -> String {
+        let decoded = validate::decode(set).expect("set");
+        let pod = json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "p", "namespace": "team", "labels": labels},
+            "spec": {"containers": [{"name": "app", "image": "a:1"}]}});
+        let out = mutate_pod(
+            request("pods", Some("team"), pod.clone()),
+            &Cluster(vec![decoded]),
+        )
+        .await;
+        let Outcome::Patch(patch) = out else {
+            panic!("expected an injection, got {out:?}");
+        };
+        let mut after = pod;
+        json_patch::patch(&mut after, &patch).expect("patch applies");
+        after["spec"]["containers"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|c| c["name"] == "proxy")
+            .and_then(|c| c["image"].as_str())
+            .expect("proxy injected")
+            .to_owned()
+    }
+
+    #[tokio::test]
+    async fn partial_injects_the_pinned_revision_only_outside_the_update_selector() {
+        let partial = set(
+            json!({"selector": {"matchLabels": {"canary": "true"}}}),
+            json!({"revisionName": "mesh-1", "policy": "Partial"}),
+        );
+        assert_eq!(injected_image(&partial, json!({"app": "web"})).await, "e:1");
+        assert_eq!(
+            injected_image(&partial, json!({"app": "web", "canary": "true"})).await,
+            "e:2"
+        );
+        // Always: the pinned revision for every new Pod.
+        let always = set(
+            json!({"selector": {"matchLabels": {"canary": "true"}}}),
+            json!({"revisionName": "mesh-1"}),
+        );
+        assert_eq!(
+            injected_image(&always, json!({"app": "web", "canary": "true"})).await,
+            "e:1"
+        );
     }
 }

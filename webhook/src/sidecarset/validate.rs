@@ -111,6 +111,13 @@ pub fn violations(spec: &SidecarSetSpec) -> Vec<String> {
             }
         }
     }
+    if let Some(rev) = &spec.injection_strategy.revision
+        && !super::revision::is_pinned(rev)
+    {
+        errs.push(
+            "spec.injectionStrategy.revision: Invalid value: revisionName and customVersion cannot both be empty; set one, or remove revision".into(),
+        );
+    }
     if spec.revision_history_limit.is_some_and(|n| n < 0) {
         errs.push("spec.revisionHistoryLimit: Invalid value: must be 0 or more".into());
     }
@@ -296,7 +303,8 @@ mod tests {
             "spec": {"containers": [
                 {"name": "p", "image": ""},
                 {"name": "p", "image": "e:1", "upgradeStrategy": {"upgradeType": "HotUpgrade"}},
-            ], "updateStrategy": {"maxUnavailable": 0, "partition": "120%"}}}),
+            ], "updateStrategy": {"maxUnavailable": 0, "partition": "120%"},
+            "injectionStrategy": {"revision": {"policy": "Partial"}}}}),
         )
         .expect("decodes");
         let v = violations(&s.spec).join("\n");
@@ -307,6 +315,7 @@ mod tests {
             "spec.containers[1].upgradeStrategy.hotUpgradeEmptyImage: Required value",
             "spec.updateStrategy.maxUnavailable: Invalid value: 0",
             "spec.updateStrategy.partition: Invalid value: \"120%\"",
+            "spec.injectionStrategy.revision: Invalid value: revisionName and customVersion",
         ] {
             assert!(v.contains(want), "missing {want:?} in\n{v}");
         }
