@@ -290,7 +290,8 @@ fn lifecycle_state(p: &Pod) -> Option<String> {
 }
 
 /// A DaemonSet whose template carries the hook label and whose `hook` (preDelete or
-/// inPlaceUpdate) names it, rolled out; returns its Pod on the kubelet's node.
+/// inPlaceUpdate) names it (with `mark_not_ready`), rolled out; returns its Pod on the
+/// kubelet's node.
 async fn hooked_daemonset(
     client: &kube::Client,
     api: &Api<kube::api::DynamicObject>,
@@ -298,6 +299,7 @@ async fn hooked_daemonset(
     name: &str,
     rolling_type: &str,
     hook: &str,
+    mark_not_ready: bool,
 ) -> Pod {
     let nodes = schedulable_nodes(client).await;
     let mut ds = daemonset::new(
@@ -308,7 +310,8 @@ async fn hooked_daemonset(
     )
     .expect("ds");
     ds.data["spec"]["template"]["metadata"]["labels"][HOLD] = json!("true");
-    ds.data["spec"]["lifecycle"] = json!({ hook: {"labelsHandler": {HOLD: "true"}} });
+    ds.data["spec"]["lifecycle"] =
+        json!({ hook: {"labelsHandler": {HOLD: "true"}, "markPodNotReady": mark_not_ready} });
     api.create(&PostParams::default(), &ds)
         .await
         .expect("create DaemonSet");
@@ -323,9 +326,9 @@ async fn hooked_daemonset(
         .expect("a Pod on the kubelet's node")
 }
 
-/// `lifecycle.preDelete`: a recreate update moves the old Pod to PreparingDelete and leaves it
-/// running while the hook label is on it; removing the label lets it go and its node gets a
-/// Pod of the new revision.
+/// `lifecycle.preDelete` with markPodNotReady: a recreate update moves the old Pod to
+/// PreparingDelete and leaves it running, but not Ready, while the hook label is on it; removing
+/// the label lets it go and its node gets a Pod of the new revision.
 #[tokio::test]
 async fn pre_delete_hook_holds_the_pod_until_its_label_goes() {
     let client = client().await.expect("cluster");
@@ -334,7 +337,8 @@ async fn pre_delete_hook_holds_the_pod_until_its_label_goes() {
         .expect("ns");
     let api = daemonset::api(&client, &ns.name);
     let pods: Api<Pod> = ns.api();
-    let target = hooked_daemonset(&client, &api, &pods, "held", "Standard", "preDelete").await;
+    let target =
+        hooked_daemonset(&client, &api, &pods, "held", "Standard", "preDelete", true).await;
     let (name, uid) = (target.name_any(), target.uid().unwrap_or_default());
     let node = pod_node(&target);
 
@@ -358,6 +362,20 @@ async fn pre_delete_hook_holds_the_pod_until_its_label_goes() {
         "still running: {c:?}"
     );
     assert_eq!(c.image, image("testapp", "v1"));
+    let cond = |t: &str| {
+        p.status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .and_then(|cs| cs.iter().find(|c| c.type_ == t))
+            .map(|c| c.status.clone())
+    };
+    assert_eq!(
+        cond(keys::KRUISE_POD_READY).as_deref(),
+        Some("False"),
+        "markPodNotReady holds KruisePodReady False: {:?}",
+        p.status
+    );
+    assert_eq!(cond("Ready").as_deref(), Some("False"), "out of service");
     let on_node = daemonset::pods(&pods, "held").await.expect("pods");
     assert!(
         on_node
@@ -415,6 +433,7 @@ async fn in_place_update_hook_holds_the_restart_until_its_label_goes() {
         "gated",
         "InPlaceIfPossible",
         "inPlaceUpdate",
+        false,
     )
     .await;
     let (name, uid) = (target.name_any(), target.uid().unwrap_or_default());
