@@ -1,19 +1,26 @@
 //! Advanced DaemonSet on the real kubelet: the node's daemon Pod is updated in place (same UID,
-//! one container restart, a new image) and the node is never without its Pod.
+//! one container restart, a new image) and the node is never without its Pod; the lifecycle
+//! hooks hold a Pod's deletion and its in-place restart until their label goes; a Pod the API
+//! server refuses shows as a condition and an Event.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Node, Pod};
+use kruise_api::keys;
 use kruise_e2e::daemonset::{self, pod_node, set_image, status_i64, status_str, wait_rolled_out};
 use kruise_e2e::{TestNamespace, client, container_status, image};
-use kube::api::{ListParams, PostParams};
+use kube::api::{ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::watcher::{self, Event};
 use kube::{Api, ResourceExt};
 use serde_json::json;
 
 const ROLLOUT: Duration = Duration::from_secs(180);
+/// How long a hooked Pod is watched to stay held.
+const HELD: Duration = Duration::from_secs(8);
+/// The hook label the tests' templates carry and their lifecycle hooks name.
+const HOLD: &str = "e2e.kruise-rs.io/hold";
 
 /// The nodes a daemon Pod can land on here: the schedulable ones (this cluster has one kubelet).
 async fn schedulable_nodes(client: &kube::Client) -> Vec<String> {
@@ -265,4 +272,333 @@ async fn invalid_daemonsets_are_refused_naming_the_field() {
     assert_eq!(ru["maxSurge"], json!(0), "{ru}");
     assert_eq!(ru["rollingUpdateType"], json!("Standard"), "{ru}");
     ns.delete().await.expect("delete ns");
+}
+
+/// Merge-patches one Pod's labels (`null` removes one).
+async fn label_pod(pods: &Api<Pod>, name: &str, labels: serde_json::Value) {
+    pods.patch(
+        name,
+        &PatchParams::default(),
+        &Patch::Merge(&json!({"metadata": {"labels": labels}})),
+    )
+    .await
+    .expect("label pod");
+}
+
+fn lifecycle_state(p: &Pod) -> Option<String> {
+    p.labels().get(keys::LIFECYCLE_STATE_LABEL).cloned()
+}
+
+/// A DaemonSet whose template carries the hook label and whose `hook` (preDelete or
+/// inPlaceUpdate) names it (with `mark_not_ready`), rolled out; returns its Pod on the
+/// kubelet's node.
+async fn hooked_daemonset(
+    client: &kube::Client,
+    api: &Api<kube::api::DynamicObject>,
+    pods: &Api<Pod>,
+    name: &str,
+    rolling_type: &str,
+    hook: &str,
+    mark_not_ready: bool,
+) -> Pod {
+    let nodes = schedulable_nodes(client).await;
+    let mut ds = daemonset::new(
+        name,
+        &image("testapp", "v1"),
+        json!({"type": "RollingUpdate", "rollingUpdate": {"rollingUpdateType": rolling_type, "maxUnavailable": 1}}),
+        json!({}),
+    )
+    .expect("ds");
+    ds.data["spec"]["template"]["metadata"]["labels"][HOLD] = json!("true");
+    ds.data["spec"]["lifecycle"] =
+        json!({ hook: {"labelsHandler": {HOLD: "true"}, "markPodNotReady": mark_not_ready} });
+    api.create(&PostParams::default(), &ds)
+        .await
+        .expect("create DaemonSet");
+    wait_rolled_out(api, name, None, ROLLOUT)
+        .await
+        .expect("initial rollout");
+    daemonset::pods(pods, name)
+        .await
+        .expect("pods")
+        .into_iter()
+        .find(|p| nodes.contains(&pod_node(p)))
+        .expect("a Pod on the kubelet's node")
+}
+
+/// `lifecycle.preDelete` with markPodNotReady: a recreate update moves the old Pod to
+/// PreparingDelete and leaves it running, but not Ready, while the hook label is on it; removing
+/// the label lets it go and its node gets a Pod of the new revision.
+#[tokio::test]
+async fn pre_delete_hook_holds_the_pod_until_its_label_goes() {
+    let client = client().await.expect("cluster");
+    let ns = TestNamespace::create(&client, "e2e-ads-predelete")
+        .await
+        .expect("ns");
+    let api = daemonset::api(&client, &ns.name);
+    let pods: Api<Pod> = ns.api();
+    let target =
+        hooked_daemonset(&client, &api, &pods, "held", "Standard", "preDelete", true).await;
+    let (name, uid) = (target.name_any(), target.uid().unwrap_or_default());
+    let node = pod_node(&target);
+
+    set_image(&api, "held", &image("testapp", "v2"))
+        .await
+        .expect("set image");
+    kruise_e2e::wait_for("the Pod in PreparingDelete", ROLLOUT, || async {
+        let p = pods.get(&name).await?;
+        Ok((lifecycle_state(&p).as_deref() == Some("PreparingDelete")).then_some(()))
+    })
+    .await
+    .expect("PreparingDelete");
+    tokio::time::sleep(HELD).await;
+    let p = pods.get(&name).await.expect("the held Pod is still there");
+    assert_eq!(p.uid().as_deref(), Some(uid.as_str()), "same Pod");
+    assert!(p.metadata.deletion_timestamp.is_none(), "not being deleted");
+    assert_eq!(lifecycle_state(&p).as_deref(), Some("PreparingDelete"));
+    let c = container_status(&p, "app").expect("container status");
+    assert!(
+        c.state.as_ref().and_then(|s| s.running.as_ref()).is_some(),
+        "still running: {c:?}"
+    );
+    assert_eq!(c.image, image("testapp", "v1"));
+    let cond = |t: &str| {
+        p.status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .and_then(|cs| cs.iter().find(|c| c.type_ == t))
+            .map(|c| c.status.clone())
+    };
+    assert_eq!(
+        cond(keys::KRUISE_POD_READY).as_deref(),
+        Some("False"),
+        "markPodNotReady holds KruisePodReady False: {:?}",
+        p.status
+    );
+    assert_eq!(cond("Ready").as_deref(), Some("False"), "out of service");
+    let on_node = daemonset::pods(&pods, "held").await.expect("pods");
+    assert!(
+        on_node
+            .iter()
+            .filter(|p| pod_node(p) == node)
+            .all(|p| p.uid().as_deref() == Some(uid.as_str())),
+        "no replacement beside the held Pod without surge"
+    );
+
+    label_pod(&pods, &name, json!({ HOLD: null })).await;
+    kruise_e2e::wait_for("the released Pod gone", ROLLOUT, || async {
+        Ok(pods
+            .get_opt(&name)
+            .await?
+            .is_none_or(|p| p.uid().as_deref() != Some(uid.as_str()))
+            .then_some(()))
+    })
+    .await
+    .expect("deleted after release");
+    let done = wait_rolled_out(&api, "held", None, ROLLOUT)
+        .await
+        .expect("rollout");
+    let after = daemonset::pods(&pods, "held").await.expect("pods");
+    let p = after
+        .iter()
+        .find(|p| pod_node(p) == node)
+        .expect("the node has a Pod again");
+    assert_ne!(p.uid().as_deref(), Some(uid.as_str()), "a new Pod");
+    assert_eq!(
+        p.labels()
+            .get("controller-revision-hash")
+            .map(String::as_str),
+        Some(status_str(&done, "updateRevision"))
+    );
+    let c = container_status(p, "app").expect("container status");
+    assert_eq!(c.image, image("testapp", "v2"));
+    ns.delete().await.expect("cleanup");
+}
+
+/// `lifecycle.inPlaceUpdate`: the Pod waits in PreparingUpdate with its old container while
+/// the hook label is on it; once removed it restarts in place (same UID, restartCount 1),
+/// goes to Updated, and back to Normal when the label returns.
+#[tokio::test]
+async fn in_place_update_hook_holds_the_restart_until_its_label_goes() {
+    let client = client().await.expect("cluster");
+    let ns = TestNamespace::create(&client, "e2e-ads-updatehook")
+        .await
+        .expect("ns");
+    let api = daemonset::api(&client, &ns.name);
+    let pods: Api<Pod> = ns.api();
+    let target = hooked_daemonset(
+        &client,
+        &api,
+        &pods,
+        "gated",
+        "InPlaceIfPossible",
+        "inPlaceUpdate",
+        false,
+    )
+    .await;
+    let (name, uid) = (target.name_any(), target.uid().unwrap_or_default());
+    let cid = container_status(&target, "app").and_then(|c| c.container_id.clone());
+
+    set_image(&api, "gated", &image("testapp", "v2"))
+        .await
+        .expect("set image");
+    kruise_e2e::wait_for("the Pod in PreparingUpdate", ROLLOUT, || async {
+        let p = pods.get(&name).await?;
+        Ok((lifecycle_state(&p).as_deref() == Some("PreparingUpdate")).then_some(()))
+    })
+    .await
+    .expect("PreparingUpdate");
+    tokio::time::sleep(HELD).await;
+    let p = pods.get(&name).await.expect("pod");
+    assert_eq!(lifecycle_state(&p).as_deref(), Some("PreparingUpdate"));
+    let c = container_status(&p, "app").expect("container status");
+    assert_eq!(c.restart_count, 0, "not restarted while held");
+    assert_eq!(c.container_id, cid, "the same container");
+    assert_eq!(c.image, image("testapp", "v1"));
+
+    label_pod(&pods, &name, json!({ HOLD: null })).await;
+    let p = kruise_e2e::wait_for("the in-place restart", ROLLOUT, || async {
+        let p = pods.get(&name).await?;
+        let restarted = container_status(&p, "app").is_some_and(|c| {
+            c.restart_count == 1
+                && c.image == image("testapp", "v2")
+                && c.state.as_ref().and_then(|s| s.running.as_ref()).is_some()
+        });
+        Ok(restarted.then_some(p))
+    })
+    .await
+    .expect("restarted in place");
+    assert_eq!(p.uid().as_deref(), Some(uid.as_str()), "same Pod");
+    kruise_e2e::wait_for("the Pod Updated", ROLLOUT, || async {
+        let p = pods.get(&name).await?;
+        Ok((lifecycle_state(&p).as_deref() == Some("Updated")).then_some(()))
+    })
+    .await
+    .expect("Updated once the update is done and the hook label is gone");
+    label_pod(&pods, &name, json!({ HOLD: "true" })).await;
+    kruise_e2e::wait_for("the Pod Normal", ROLLOUT, || async {
+        let p = pods.get(&name).await?;
+        Ok((lifecycle_state(&p).as_deref() == Some("Normal")).then_some(()))
+    })
+    .await
+    .expect("Normal once the hook label is back");
+    wait_rolled_out(&api, "gated", None, ROLLOUT)
+        .await
+        .expect("rolled out");
+    let p = pods.get(&name).await.expect("pod");
+    let c = container_status(&p, "app").expect("container status");
+    assert_eq!(c.restart_count, 1, "restarted exactly once");
+    ns.delete().await.expect("cleanup");
+}
+
+/// A Pod the API server refuses (a quota of no Pods) shows as the FailedScale condition with the
+/// server's reason and a FailedCreate Warning Event; once the quota goes, the retries create it
+/// and the condition is removed.
+#[tokio::test]
+async fn refused_pod_creation_shows_a_condition_and_an_event_until_it_succeeds() {
+    use k8s_openapi::api::core::v1::{Event as CoreEvent, ResourceQuota};
+    let client = client().await.expect("cluster");
+    let ns = TestNamespace::create(&client, "e2e-ads-quota")
+        .await
+        .expect("ns");
+    let quotas: Api<ResourceQuota> = ns.api();
+    let quota: ResourceQuota = serde_json::from_value(
+        json!({"metadata": {"name": "no-pods"}, "spec": {"hard": {"pods": "0"}}}),
+    )
+    .expect("quota");
+    quotas
+        .create(&PostParams::default(), &quota)
+        .await
+        .expect("create quota");
+    // Admission enforces a quota once the quota controller has filled its status.
+    kruise_e2e::wait_for("the quota in force", Duration::from_secs(60), || async {
+        let q = quotas.get("no-pods").await?;
+        Ok(q.status
+            .and_then(|s| s.hard)
+            .is_some_and(|h| h.contains_key("pods"))
+            .then_some(()))
+    })
+    .await
+    .expect("quota status");
+    let api = daemonset::api(&client, &ns.name);
+    let pods: Api<Pod> = ns.api();
+    let ds = daemonset::new(
+        "refused",
+        &image("testapp", "v1"),
+        json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}}),
+        json!({}),
+    )
+    .expect("ds");
+    api.create(&PostParams::default(), &ds)
+        .await
+        .expect("create DaemonSet");
+    let failed =
+        daemonset::wait_status(&api, "refused", "the FailedScale condition", ROLLOUT, |d| {
+            d.data["status"]["conditions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|c| {
+                    c["type"] == keys::DAEMONSET_CONDITION_FAILED_SCALE
+                        && c["status"] == "True"
+                        && c["reason"] == "FailedCreate"
+                })
+        })
+        .await
+        .expect("condition");
+    let cond = failed.data["status"]["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|c| c["type"] == keys::DAEMONSET_CONDITION_FAILED_SCALE)
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        cond["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("exceeded quota"),
+        "the server's reason: {cond}"
+    );
+    let events: Api<CoreEvent> = ns.api();
+    let notes: Vec<String> = events
+        .list(&ListParams::default().fields("involvedObject.name=refused"))
+        .await
+        .expect("events")
+        .items
+        .into_iter()
+        .filter(|e| {
+            e.involved_object.kind.as_deref() == Some("DaemonSet")
+                && e.reason.as_deref() == Some("FailedCreate")
+                && e.type_.as_deref() == Some("Warning")
+        })
+        .filter_map(|e| e.message)
+        .collect();
+    assert!(
+        notes.iter().any(|n| n.contains("exceeded quota")),
+        "a FailedCreate Warning naming the cause: {notes:?}"
+    );
+    assert!(
+        daemonset::pods(&pods, "refused")
+            .await
+            .expect("pods")
+            .is_empty(),
+        "no Pod got through"
+    );
+
+    quotas
+        .delete("no-pods", &Default::default())
+        .await
+        .expect("delete quota");
+    let done = wait_rolled_out(&api, "refused", None, ROLLOUT)
+        .await
+        .expect("created once the quota is gone");
+    let left: Vec<_> = done.data["status"]["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|c| c["type"] == keys::DAEMONSET_CONDITION_FAILED_SCALE)
+        .collect();
+    assert!(left.is_empty(), "condition removed: {left:?}");
+    ns.delete().await.expect("cleanup");
 }

@@ -791,3 +791,85 @@ async fn a_refused_pod_create_is_an_event_and_a_condition_and_others_keep_going(
     })
     .await;
 }
+
+/// `lifecycle.preDelete` when a node stops matching: its Pod moves to PreparingDelete and stays
+/// (same UID) while the hook label is on it, the other nodes' Pods are untouched; removing the
+/// label lets the controller delete it.
+#[tokio::test]
+async fn pre_delete_hook_holds_the_pod_of_a_node_labelled_out() {
+    const HOLD: &str = "e2e.kruise-rs.io/hold";
+    with_run("ads-predel", |run| async move {
+        let nodes: Vec<FakeNode> = (0..5).map(|i| run.fake(i).label("agent", "yes")).collect();
+        run.create_nodes(&nodes).await;
+        let sel = json!({ RUN_LABEL: run.prefix, "agent": "yes" });
+        let mut ds = daemonset::new(
+            &run.name,
+            V1,
+            json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}}),
+            json!({ "nodeSelector": sel }),
+        )
+        .expect("DaemonSet");
+        ds.data["spec"]["template"]["metadata"]["labels"][HOLD] = json!("true");
+        ds.data["spec"]["lifecycle"] = json!({"preDelete": {"labelsHandler": {HOLD: "true"}}});
+        run.ds()
+            .create(&PostParams::default(), &ds)
+            .await
+            .expect("create DaemonSet");
+        wait_placed(&run, 5).await;
+        let before: BTreeMap<String, String> = run
+            .pods_by_node()
+            .await
+            .iter()
+            .map(|(n, p)| (n.clone(), p[0].uid().unwrap_or_default()))
+            .collect();
+        let node = run.node(2);
+        let held = run.pods_by_node().await[&node][0].name_any();
+
+        let node_api: Api<Node> = Api::all(run.client.clone());
+        node_api
+            .patch(
+                &node,
+                &PatchParams::default(),
+                &Patch::Merge(&json!({"metadata": {"labels": {"agent": "no"}}})),
+            )
+            .await
+            .expect("label node out");
+        let pods = run.pods();
+        kruise_e2e::wait_for("the Pod in PreparingDelete", WAIT, || async {
+            let p = pods.get(&held).await?;
+            let state = p
+                .labels()
+                .get(kruise_api::keys::LIFECYCLE_STATE_LABEL)
+                .cloned();
+            Ok((state.as_deref() == Some("PreparingDelete")).then_some(()))
+        })
+        .await
+        .expect("PreparingDelete");
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        let by_node = run.pods_by_node().await;
+        let after: BTreeMap<String, String> = by_node
+            .iter()
+            .map(|(n, p)| (n.clone(), p[0].uid().unwrap_or_default()))
+            .collect();
+        assert_eq!(after, before, "the held Pod and all others are still there");
+
+        pods.patch(
+            &held,
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"metadata": {"labels": {HOLD: null}}})),
+        )
+        .await
+        .expect("release the hook");
+        wait_placed(&run, 4).await;
+        let by_node = run.pods_by_node().await;
+        assert!(!by_node.contains_key(&node), "{by_node:?}");
+        for (n, p) in &by_node {
+            assert_eq!(
+                before.get(n),
+                p[0].uid().as_ref(),
+                "the Pod on {n} was kept"
+            );
+        }
+    })
+    .await;
+}

@@ -10,6 +10,7 @@ use kruise_api::appspub::{
     set_lifecycle_state,
 };
 use kruise_api::keys;
+use kube::Api;
 use serde_json::{Value, json};
 
 use super::context::{PodPart, patch_pod};
@@ -66,6 +67,70 @@ pub fn not_ready_key(
     }
 }
 
+/// Why a lifecycle write failed.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    #[error("kubernetes API: {0}")]
+    Kube(#[from] kube::Error),
+    #[error("KruisePodReady condition of pod {pod}: {source}")]
+    Readiness {
+        pod: String,
+        source: kruise_api::Error,
+    },
+}
+
+/// Moves `pod` to `state` (upstream `UpdatePodLifecycle` / `UpdatePodLifecycleWithHandler`),
+/// the one writer every workload with lifecycle hooks uses: first the markPodNotReady
+/// readiness key ([`not_ready_key`]), then the state label with the hook's handlers
+/// ([`lifecycle_patch`]). `written` sees every Pod the API server returns, so the caller can
+/// expect its resource version. Returns whether the state patch was sent.
+pub async fn write_lifecycle(
+    api: &Api<Pod>,
+    lifecycle: Option<&Lifecycle>,
+    pod: &Pod,
+    state: LifecycleStateType,
+    handler: Option<&LifecycleHook>,
+    now: Timestamp,
+    written: &(dyn Fn(&Pod) + Send + Sync),
+) -> Result<bool, WriteError> {
+    let name = podutil::name(pod);
+    if let Some((key, add)) = not_ready_key(lifecycle, state) {
+        let msg = PodReadinessMessage::new(keys::READINESS_USER_AGENT_LIFECYCLE, key);
+        let cond = kruise_pod_ready_condition(pod, &msg, add, now).map_err(|source| {
+            WriteError::Readiness {
+                pod: name.to_string(),
+                source,
+            }
+        })?;
+        if let Some(cond) = cond {
+            let patch = json!({ "status": { "conditions": [cond] } });
+            written(&patch_pod(api, pod, PodPart::Status, patch).await?);
+            tracing::info!(
+                pod = name,
+                key,
+                held = add,
+                "lifecycle hook readiness key changed"
+            );
+        }
+    }
+    if podutil::lifecycle_state(pod) == Some(state) && handler.is_none() {
+        return Ok(false);
+    }
+    let patch = lifecycle_patch(state, handler, now);
+    written(&patch_pod(api, pod, PodPart::Object, patch).await?);
+    tracing::info!(pod = name, state = %state, "pod lifecycle changed");
+    Ok(true)
+}
+
+impl From<WriteError> for Error {
+    fn from(e: WriteError) -> Self {
+        match e {
+            WriteError::Kube(e) => Error::Kube(e),
+            WriteError::Readiness { pod, source } => Error::Readiness { pod, source },
+        }
+    }
+}
+
 impl Syncer<'_> {
     /// Patch the lifecycle label (and, with a hook, its labels and finalizers). Returns whether
     /// the pod was written.
@@ -75,42 +140,18 @@ impl Syncer<'_> {
         state: LifecycleStateType,
         handler: Option<&LifecycleHook>,
     ) -> Result<bool, Error> {
-        self.mark_not_ready_for(pod, state).await?;
-        if podutil::lifecycle_state(pod) == Some(state) && handler.is_none() {
-            return Ok(false);
-        }
-        let patch = lifecycle_patch(state, handler, self.now);
-        let written = patch_pod(&self.api()?, pod, PodPart::Object, patch).await?;
-        self.ctx.expect_written(&written);
-        tracing::info!(pod = podutil::name(pod), state = %state, "pod lifecycle changed");
-        Ok(true)
-    }
-
-    /// The lifecycle hooks' markPodNotReady: hold KruisePodReady False while a pod waits in
-    /// PreparingDelete or PreparingUpdate, and let it go once Updated (upstream's
-    /// `addNotReadyKey` / `removeNotReadyKey`, see [`kruise_pod_ready_condition`]).
-    async fn mark_not_ready_for(&self, pod: &Pod, state: LifecycleStateType) -> Result<(), Error> {
-        let Some((key, add)) = not_ready_key(self.cs.spec.lifecycle.as_ref(), state) else {
-            return Ok(());
-        };
-        let msg = PodReadinessMessage::new(keys::READINESS_USER_AGENT_LIFECYCLE, key);
-        let cond = kruise_pod_ready_condition(pod, &msg, add, self.now).map_err(|source| {
-            Error::Readiness {
-                pod: podutil::name(pod).to_string(),
-                source,
-            }
-        })?;
-        let Some(cond) = cond else { return Ok(()) };
-        let patch = json!({ "status": { "conditions": [cond] } });
-        let written = patch_pod(&self.api()?, pod, PodPart::Status, patch).await?;
-        self.ctx.expect_written(&written);
-        tracing::info!(
-            pod = podutil::name(pod),
-            key,
-            held = add,
-            "lifecycle hook readiness key changed"
-        );
-        Ok(())
+        let lifecycle = self.cs.spec.lifecycle.as_ref();
+        let expect = |p: &Pod| self.ctx.expect_written(p);
+        Ok(write_lifecycle(
+            &self.api()?,
+            lifecycle,
+            pod,
+            state,
+            handler,
+            self.now,
+            &expect,
+        )
+        .await?)
     }
 }
 

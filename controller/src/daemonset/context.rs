@@ -12,6 +12,7 @@ use kube::{Client, Resource};
 
 use super::plan::BadNumber;
 use crate::backoff::{Backoff, Policy};
+use crate::cloneset::lifecycle::WriteError;
 use crate::expectations::{ResourceVersionExpectations, ScaleExpectations};
 use crate::inplace::{ApplyError, InPlaceControl};
 use crate::metrics::Metrics;
@@ -98,6 +99,8 @@ pub enum Error {
     Spec(#[from] BadNumber),
     #[error("DaemonSet has no namespace or uid")]
     Unnamed,
+    #[error("lifecycle: {0}")]
+    Lifecycle(#[from] WriteError),
 }
 
 impl ReconcileError for Error {
@@ -109,6 +112,7 @@ impl ReconcileError for Error {
             Error::Serde(_) => "serde",
             Error::Spec(_) => "spec",
             Error::Unnamed => "unnamed",
+            Error::Lifecycle(_) => "lifecycle",
         }
     }
 

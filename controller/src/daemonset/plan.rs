@@ -3,13 +3,14 @@
 //! nodes get a Pod, which Pods go, and which old Pods are replaced (in place when possible)
 //! now. Time is a parameter; no client.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kruise_api::apps::v1beta1::{DaemonSet, RollingUpdateType};
+use kruise_api::appspub::LifecycleStateType;
 use kruise_api::selector;
 
 use super::nodes::Placement;
@@ -125,6 +126,16 @@ pub struct Plan {
     pub replace: Vec<String>,
 }
 
+/// A Pod the preDelete hook holds: it waits to be deleted and counts as no Pod (upstream
+/// `isPodPreDeleting`).
+pub fn is_pre_deleting(pod: &Pod) -> bool {
+    podutil::lifecycle_state(pod) == Some(LifecycleStateType::PreparingDelete)
+}
+
+fn nil_or_pre_deleting(pod: Option<&Pod>) -> bool {
+    pod.is_none_or(is_pre_deleting)
+}
+
 fn oldest_first(a: &&Pod, b: &&Pod) -> std::cmp::Ordering {
     let t = |p: &Pod| p.metadata.creation_timestamp.as_ref().map(|t| t.0);
     t(a).cmp(&t(b))
@@ -132,7 +143,9 @@ fn oldest_first(a: &&Pod, b: &&Pod) -> std::cmp::Ordering {
 }
 
 /// The manage loop for one node (upstream `podsShouldBeOnNode`): create, or delete failed,
-/// surplus and misplaced Pods. With surge a node may hold one old and one new Pod.
+/// surplus, misplaced and pre-deleting Pods (the reconcile deletes a pre-deleting one once its
+/// hook lets go). With surge a node may hold one old and one new Pod, and a node whose only
+/// Pods are pre-deleting gets a new one beside them.
 fn manage_node(np: &NodePods<'_>, hash: &str, surge: bool, plan: &mut Plan) {
     let p = np.placement;
     if p.should_run && np.pods.is_empty() {
@@ -146,7 +159,7 @@ fn manage_node(np: &NodePods<'_>, hash: &str, surge: bool, plan: &mut Plan) {
     }
     let mut running = Vec::new();
     for pod in np.live() {
-        if podutil::phase(pod) == "Failed" {
+        if podutil::phase(pod) == "Failed" || is_pre_deleting(pod) {
             // Its replacement is created by the next sync, once this one is gone.
             plan.delete.push(podutil::name(pod).to_owned());
         } else {
@@ -161,6 +174,10 @@ fn manage_node(np: &NodePods<'_>, hash: &str, surge: bool, plan: &mut Plan) {
                 .skip(1)
                 .map(|pod| podutil::name(pod).to_owned()),
         );
+        return;
+    }
+    if running.is_empty() && p.should_run {
+        plan.create_on.push(np.name().to_owned());
         return;
     }
     let (new, old): (Vec<&Pod>, Vec<&Pod>) = running
@@ -214,6 +231,7 @@ fn nodes_to_update<'n, 'a>(
         match updated_pods_on_node(np, hash) {
             None | Some((Some(_), _)) => updated.push(*np),
             Some((None, None)) => updating.push(*np),
+            Some((None, Some(old))) if is_pre_deleting(old) => updating.push(*np),
             Some((None, Some(_))) => {
                 let labels = np.node.metadata.labels.as_ref().unwrap_or(&empty);
                 if selector.is_none_or(|s| selector::matches(s, labels)) {
@@ -258,14 +276,25 @@ fn rolling_update(
         let mut allowed = Vec::new();
         let mut candidates = Vec::new();
         for np in &targets {
-            match updated_pods_on_node(np, hash) {
-                None | Some((None, None)) | Some((Some(_), Some(_))) => unavailable += 1,
-                Some((Some(new), None)) => {
+            let Some((new, old)) = updated_pods_on_node(np, hash) else {
+                unavailable += 1;
+                continue;
+            };
+            // A pre-deleting Pod counts as none: the manage loop deletes it and creates anew.
+            match (new, old) {
+                (new, old) if nil_or_pre_deleting(new) == nil_or_pre_deleting(old) => {
+                    unavailable += 1
+                }
+                (Some(new), _) => {
                     if !available(new) {
                         unavailable += 1;
                     }
+                    if is_pre_deleting(new) {
+                        unavailable += 1;
+                    }
                 }
-                Some((None, Some(old))) => {
+                (None, None) => unavailable += 1,
+                (None, Some(old)) => {
                     if available(old) {
                         candidates.push(podutil::name(old).to_owned());
                     } else {
@@ -285,6 +314,7 @@ fn rolling_update(
     for np in &targets {
         match updated_pods_on_node(np, hash) {
             None => surging += 1,
+            Some((_, old)) if nil_or_pre_deleting(old) => {}
             Some((_, None)) => {}
             Some((None, Some(old))) => {
                 if available(old) {
@@ -294,7 +324,7 @@ fn rolling_update(
                 }
             }
             Some((Some(new), Some(old))) => {
-                if available(new) {
+                if available(new) && !is_pre_deleting(new) {
                     plan.delete.push(podutil::name(old).to_owned());
                 } else {
                     surging += 1;
@@ -330,9 +360,20 @@ pub fn plan(
     for np in nodes {
         manage_node(np, hash, surge, &mut plan);
     }
-    // The update waits until placement is settled, as upstream's expectations make it.
+    // The update waits until placement is settled, as upstream's expectations make it. A Pod
+    // already pre-deleting does not hold it up: it may wait for its hook for a long time, and
+    // the update counts it as no Pod (upstream sets no expectation for a held Pod).
+    let pre_deleting: BTreeSet<&str> = nodes
+        .iter()
+        .flat_map(|n| n.pods.iter())
+        .filter(|p| is_pre_deleting(p))
+        .map(|p| podutil::name(p))
+        .collect();
     if plan.create_on.is_empty()
-        && plan.delete.is_empty()
+        && plan
+            .delete
+            .iter()
+            .all(|n| pre_deleting.contains(n.as_str()))
         && let Some(ru) = rolling.filter(|r| !r.is_paused())
     {
         rolling_update(

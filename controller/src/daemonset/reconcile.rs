@@ -10,7 +10,10 @@ use futures::future::join_all;
 use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::api::core::v1::Pod;
-use kruise_api::apps::v1beta1::{DaemonSet, DaemonSetStatus, RollingUpdateType};
+use kruise_api::apps::v1beta1::{
+    CloneSetPodUpdateStrategyType, DaemonSet, DaemonSetStatus, RollingUpdateType,
+};
+use kruise_api::appspub::LifecycleStateType;
 use kruise_api::keys;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::controller::Action;
@@ -23,12 +26,15 @@ use super::nodes;
 use super::plan::{self, NodePods};
 use super::pod::{self, AdsHooks};
 use super::status;
+use crate::cloneset::lifecycle::{WriteError, write_lifecycle};
 use crate::cloneset::podutil;
+use crate::cloneset::update::next_lifecycle_state;
+use crate::cloneset::update_step::{UpdateStep, update_step};
 use crate::expectations::{
     EXPECTATION_TIMEOUT, ScaleAction, ScaleSatisfaction, VersionSatisfaction,
 };
 use crate::history::{self, Origin};
-use crate::inplace::{UpdateOptions, UpdateOutcome};
+use crate::inplace::{InPlaceHooks, UpdateOptions, UpdateOutcome};
 use crate::revision::{self, Parent};
 
 /// Longest wait before looking again while a rollout or placement is under way; Pod and Node
@@ -119,8 +125,20 @@ pub async fn reconcile(ds: Arc<DaemonSet>, ctx: Arc<Context>) -> Result<Action, 
         .as_ref()
         .is_some_and(|r| r.type_ == Some(RollingUpdateType::InPlaceIfPossible));
     let opts = UpdateOptions::default();
+    let lc = ds.spec.lifecycle.as_ref();
+    let pod_api: Api<Pod> = Api::namespaced(ctx.client.clone(), &ns);
+    let expect = |w: &Pod| {
+        if let (Some(uid), Some(rv)) = (
+            w.metadata.uid.as_deref(),
+            w.metadata.resource_version.as_deref(),
+        ) {
+            ctx.rv_exp.expect(uid, rv);
+        }
+    };
 
-    // In-place progress first: later batches, grace periods, InPlaceUpdateReady back to True.
+    // In-place progress first: later batches, grace periods, InPlaceUpdateReady back to True;
+    // then the lifecycle state a finished update leaves (Updating → Updated → Normal, as
+    // CloneSet's `refreshPodState`).
     for p in &pods {
         let out = ctx.inplace.refresh(&AdsHooks, p, &opts, now).await?;
         if let (Some(uid), Some(rv)) = (
@@ -128,13 +146,22 @@ pub async fn reconcile(ds: Arc<DaemonSet>, ctx: Arc<Context>) -> Result<Action, 
             out.new_resource_version.as_deref(),
         ) {
             ctx.rv_exp.expect(uid, rv);
+            // The cached Pod is stale now; its lifecycle moves on the next sync.
+            continue;
+        }
+        if p.metadata.deletion_timestamp.is_some() {
+            continue;
+        }
+        let completed = AdsHooks.pod_update_completed(p).is_ok();
+        if let Some(next) = next_lifecycle_state(lc, p, &hash, completed) {
+            write_lifecycle(&pod_api, lc, p, next, None, now, &expect).await?;
         }
     }
 
-    let pod_api: Api<Pod> = Api::namespaced(ctx.client.clone(), &ns);
     let (post, del) = (PostParams::default(), DeleteParams::default());
     let mut to_delete = todo.delete.clone();
     let mut update_err: Option<(String, Error)> = None;
+    let update_hook = lc.and_then(|l| l.in_place_update.as_ref());
     for name in &todo.replace {
         let Some(p) = pods.iter().find(|p| podutil::name(p) == name) else {
             continue;
@@ -145,6 +172,45 @@ pub async fn reconcile(ds: Arc<DaemonSet>, ctx: Arc<Context>) -> Result<Action, 
             let old = revisions
                 .iter()
                 .find(|r| pod::pod_hash(p) == Some(pod::revision_hash(r).as_str()));
+            // CloneSet's per-Pod decision: the inPlaceUpdate hook first holds the Pod in
+            // PreparingUpdate; a change that cannot go in place recreates it.
+            let step = update_step(
+                CloneSetPodUpdateStrategyType::InPlaceIfPossible,
+                p,
+                update_hook,
+                || AdsHooks.calculate_spec(old, &update_rev, &opts).map(|_| ()),
+            );
+            match step {
+                UpdateStep::PrepareUpdateHook { handler } => {
+                    let state = LifecycleStateType::PreparingUpdate;
+                    if let Err(e) =
+                        write_lifecycle(&pod_api, lc, p, state, handler, now, &expect).await
+                    {
+                        update_err.get_or_insert((e.to_string(), e.into()));
+                    }
+                    continue;
+                }
+                UpdateStep::Wait => continue,
+                UpdateStep::Refuse(r) => {
+                    // The plan never picks a pre-deleting Pod; nothing else refuses under
+                    // InPlaceIfPossible. Leave the Pod alone rather than guess.
+                    tracing::warn!(pod = %name, refusal = ?r, "not updating pod");
+                    continue;
+                }
+                UpdateStep::Recreate { reason } => {
+                    if let Some(reason) = reason {
+                        tracing::info!(pod = %name, %reason, "cannot update in place; recreating");
+                    }
+                    to_delete.push(name.clone());
+                    continue;
+                }
+                UpdateStep::InPlace => {}
+            }
+            // A Pod with a lifecycle state is Updating while its update runs.
+            let mut opts = opts.clone();
+            if podutil::lifecycle_state(p).is_some() {
+                opts.lifecycle_state = Some(LifecycleStateType::Updating);
+            }
             let outcome = match ctx
                 .inplace
                 .update(&AdsHooks, p, old, &update_rev, &opts, now)
@@ -221,6 +287,42 @@ pub async fn reconcile(ds: Arc<DaemonSet>, ctx: Arc<Context>) -> Result<Action, 
             first_err.get_or_insert(("FailedCreate", e));
         }
     }
+    // The preDelete hook (upstream `syncWithPreparingDelete`): a Pod it still holds only moves
+    // to PreparingDelete; it is deleted by a later sync, once its labels and finalizers are gone.
+    let pre_delete = lc.and_then(|l| l.pre_delete.as_ref());
+    let mut held = 0usize;
+    if pre_delete.is_some() {
+        let mut free = Vec::with_capacity(to_delete.len());
+        for name in to_delete {
+            let Some(p) = pods
+                .iter()
+                .find(|p| podutil::name(p) == name)
+                .filter(|p| podutil::is_hooked(pre_delete, p))
+            else {
+                free.push(name);
+                continue;
+            };
+            held += 1;
+            let state = LifecycleStateType::PreparingDelete;
+            match write_lifecycle(&pod_api, lc, p, state, None, now, &expect).await {
+                Ok(true) => tracing::info!(pod = %name, "preDelete hook holds the pod"),
+                Ok(false) => {}
+                Err(e) => {
+                    ctx.event(
+                        &ds,
+                        EventType::Warning,
+                        "FailedDelete",
+                        format!("failed to mark pod {name} PreparingDelete: {e}"),
+                    )
+                    .await;
+                    if let WriteError::Kube(e) = e {
+                        first_err.get_or_insert(("FailedDelete", e));
+                    }
+                }
+            }
+        }
+        to_delete = free;
+    }
     for name in &to_delete {
         ctx.scale_exp.expect(&key, ScaleAction::Delete, name);
     }
@@ -286,7 +388,8 @@ pub async fn reconcile(ds: Arc<DaemonSet>, ctx: Arc<Context>) -> Result<Action, 
     if let Some((_, e)) = update_err {
         return Err(e);
     }
-    let busy = !todo.create_on.is_empty()
+    let busy = held > 0
+        || !todo.create_on.is_empty()
         || !to_delete.is_empty()
         || !todo.replace.is_empty()
         || st.updated_number_scheduled < st.desired_number_scheduled

@@ -3,23 +3,18 @@
 //! PreparingDelete instead of deleting it, `lifecycle.inPlaceUpdate` holds it in PreparingUpdate
 //! before its in-place update, both while the hook's labels or finalizers are on the Pod.
 //!
-//! The decisions are CloneSet's ([`update_step`], [`next_lifecycle_state`], [`not_ready_key`],
-//! [`lifecycle_patch`]); this module only writes them to this set's Pods.
+//! The decisions and the writer are CloneSet's ([`update_step`], [`next_lifecycle_state`],
+//! [`write_lifecycle`]); this module only applies them to this set's Pods.
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
 use kruise_api::apps::v1beta1::{CloneSetPodUpdateStrategyType, PodUpdateStrategyType};
-use kruise_api::appspub::{
-    LifecycleHook, LifecycleStateType, PodReadinessMessage, kruise_pod_ready_condition,
-};
-use kruise_api::keys;
+use kruise_api::appspub::{LifecycleHook, LifecycleStateType};
 use kube::Api;
-use kube::api::{Patch, PatchParams};
-use serde_json::json;
 
 use super::context::Context;
 use super::error::Error;
-use crate::cloneset::lifecycle::{lifecycle_patch, not_ready_key};
+use crate::cloneset::lifecycle::{WriteError, write_lifecycle};
 use crate::cloneset::podutil;
 pub(super) use crate::cloneset::update::next_lifecycle_state;
 pub(super) use crate::cloneset::update_step::{Refusal, UpdateStep, update_step};
@@ -40,9 +35,8 @@ pub(super) fn is_hooked(hook: Option<&LifecycleHook>, pod: &Pod) -> bool {
     podutil::is_hooked(hook, pod)
 }
 
-/// Moves `pod` to `state` (upstream `UpdatePodLifecycle` / `UpdatePodLifecycleWithHandler`):
-/// first the markPodNotReady readiness key, then the state label with the hook's handlers.
-/// Returns whether the Pod was written.
+/// Moves `pod` to `state` through the shared writer ([`write_lifecycle`]), expecting the
+/// versions it writes. Returns whether the state label was written.
 pub(super) async fn set_lifecycle(
     ctx: &Context,
     api: &Api<Pod>,
@@ -52,49 +46,25 @@ pub(super) async fn set_lifecycle(
     handler: Option<&LifecycleHook>,
     now: Timestamp,
 ) -> Result<bool, Error> {
-    let name = podutil::name(pod);
-    let params = PatchParams::default();
-    if let Some((key, add)) = not_ready_key(lifecycle, state) {
-        let msg = PodReadinessMessage::new(keys::READINESS_USER_AGENT_LIFECYCLE, key);
-        let cond =
-            kruise_pod_ready_condition(pod, &msg, add, now).map_err(|source| Error::Readiness {
-                pod: name.to_string(),
-                source,
-            })?;
-        if let Some(cond) = cond {
-            let patch = json!({ "status": { "conditions": [cond] } });
-            let written = api
-                .patch_status(name, &params, &Patch::Strategic(patch))
-                .await?;
-            ctx.expect_version(
-                written.metadata.uid.as_deref(),
-                written.metadata.resource_version.as_deref(),
-            );
-            tracing::info!(
-                pod = name,
-                key,
-                held = add,
-                "lifecycle readiness key changed"
-            );
-        }
-    }
-    if podutil::lifecycle_state(pod) == Some(state) && handler.is_none() {
-        return Ok(false);
-    }
-    let patch = lifecycle_patch(state, handler, now);
-    let written = api.patch(name, &params, &Patch::Strategic(patch)).await?;
-    ctx.expect_version(
-        written.metadata.uid.as_deref(),
-        written.metadata.resource_version.as_deref(),
-    );
-    tracing::info!(pod = name, state = %state, "pod lifecycle changed");
-    Ok(true)
+    let expect = |p: &Pod| {
+        ctx.expect_version(
+            p.metadata.uid.as_deref(),
+            p.metadata.resource_version.as_deref(),
+        )
+    };
+    write_lifecycle(api, lifecycle, pod, state, handler, now, &expect)
+        .await
+        .map_err(|e| match e {
+            WriteError::Kube(e) => Error::Kube(e),
+            WriteError::Readiness { pod, source } => Error::Readiness { pod, source },
+        })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use kruise_api::appspub::Lifecycle;
+    use kruise_api::keys;
 
     fn pod(state: LifecycleStateType, labels: &[(&str, &str)]) -> Pod {
         let mut p = Pod::default();

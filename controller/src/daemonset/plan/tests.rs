@@ -346,3 +346,53 @@ fn limits_resolve_percentages_and_defaults() {
         "{err}"
     );
 }
+
+/// `p` held by the preDelete hook (lifecycle state PreparingDelete).
+fn pre_deleting(mut p: Pod) -> Pod {
+    p.metadata.labels.get_or_insert_default().insert(
+        kruise_api::keys::LIFECYCLE_STATE_LABEL.into(),
+        "PreparingDelete".into(),
+    );
+    p
+}
+
+#[test]
+fn a_pre_deleting_pod_is_deleted_and_counts_as_no_pod() {
+    let (nodes, mut pods) = cluster(|_| true);
+    // Node 19, first in upstream's reverse name order, holds its old Pod for the hook.
+    pods[19] = pre_deleting(pod("p19", "old", true));
+    let v = views(&nodes, &pods);
+    let p = plan(&v, &[], "new", &lim(3, 0, 0), Some(&rolling()), 0, now());
+    assert_eq!(p.delete, ["p19"], "deleted once its hook lets go");
+    assert!(p.create_on.is_empty(), "without surge no Pod beside it");
+    // It takes one of the 3 slots, is not picked again, and does not hold up the others.
+    assert_eq!(p.replace, ["p18", "p17"]);
+}
+
+#[test]
+fn a_pre_deleting_new_pod_uses_the_budget() {
+    let (nodes, mut pods) = cluster(|_| true);
+    pods[0] = pre_deleting(pod("p00", "new", true));
+    let v = views(&nodes, &pods);
+    let p = plan(&v, &[], "new", &lim(2, 0, 0), Some(&rolling()), 0, now());
+    assert_eq!(p.delete, ["p00"]);
+    assert_eq!(p.replace, ["p19"]);
+}
+
+#[test]
+fn surge_starts_a_new_pod_beside_a_pre_deleting_one() {
+    let (nodes, mut pods) = cluster(|_| true);
+    pods[3] = pre_deleting(pod("p03", "old", true));
+    let v = views(&nodes, &pods);
+    let p = plan(&v, &[], "new", &lim(0, 1, 0), Some(&rolling()), 0, now());
+    assert_eq!(p.delete, ["p03"]);
+    assert_eq!(p.create_on, ["n03"], "the node is not left without a Pod");
+    // Its new Pod is available: the held old Pod is only the manage loop's, and the surge
+    // budget moves on to the next node.
+    let ready = pod("fresh", "new", true);
+    let mut v = views(&nodes, &pods);
+    v[3].pods.push(&ready);
+    let p = plan(&v, &[], "new", &lim(0, 1, 0), Some(&rolling()), 0, now());
+    assert_eq!(p.delete, ["p03"]);
+    assert_eq!(p.create_on, ["n19"]);
+}
