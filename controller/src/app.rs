@@ -179,8 +179,13 @@ pub async fn run_controllers(
         )),
         token.clone(),
     );
+    let revisions = crate::cloneset::revcache::RevisionCache::start(
+        client.clone(),
+        namespace.as_deref(),
+        token.clone(),
+    );
     let ctx = Arc::new(cloneset::Context::new(
-        client, pods, metrics, instance, namespace,
+        client, pods, revisions, metrics, instance, namespace,
     ));
     tokio::join!(
         cloneset::run(ctx, token),

@@ -491,6 +491,7 @@ mod tests {
                 client: None,
                 timeout: std::time::Duration::from_secs(1),
                 template_dry_run: true,
+                sidecar_sets: None,
             };
             let served = tokio::runtime::Builder::new_current_thread()
                 .build()

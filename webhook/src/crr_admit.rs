@@ -365,6 +365,9 @@ pub struct ApiPods {
     pub timeout: Duration,
     /// Whether CloneSet templates are dry-run as Pods ([`crate::WebhookConfig::template_dry_run`]).
     pub template_dry_run: bool,
+    /// Where SidecarSets are read once it has loaded (they are listed before that, and when
+    /// `None`).
+    pub sidecar_sets: Option<crate::sidecarset_cache::SidecarSetCache>,
 }
 
 impl PodLookup for ApiPods {

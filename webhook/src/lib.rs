@@ -68,6 +68,7 @@ pub mod pod;
 pub mod review;
 mod server;
 pub mod sidecarset;
+pub mod sidecarset_cache;
 pub mod statefulset;
 
 use std::net::SocketAddr;

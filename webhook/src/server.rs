@@ -121,6 +121,8 @@ pub async fn run(
     let tls = RustlsConfig::from_config(server_config(&bundle)?);
     register(&client, &cfg, &bundle.ca_cert).await?;
 
+    let (sidecar_sets, _sidecar_watch) =
+        crate::sidecarset_cache::SidecarSetCache::start(client.clone());
     let handle = axum_server::Handle::new();
     let server = axum_server::from_tcp_rustls(listener, tls.clone())
         .map_err(|source| Error::Serve { addr, source })?
@@ -134,6 +136,7 @@ pub async fn run(
                 client: Some(client.clone()),
                 timeout: pod_lookup_timeout(&cfg),
                 template_dry_run: cfg.template_dry_run,
+                sidecar_sets: Some(sidecar_sets),
             })
             .into_make_service(),
         );
@@ -356,6 +359,7 @@ mod tests {
                     client: None,
                     timeout: Duration::from_secs(1),
                     template_dry_run: true,
+                    sidecar_sets: None,
                 })
                 .into_make_service(),
             );

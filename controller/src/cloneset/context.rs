@@ -11,9 +11,12 @@ use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::runtime::reflector::ObjectRef;
 use kube::{Api, Client, Resource};
 use serde_json::Value;
+use tokio::sync::Semaphore;
+use tracing::Instrument;
 
 use super::error::Error;
 use super::podutil;
+use super::revcache::RevisionCache;
 use crate::backoff::{Backoff, Policy};
 use crate::expectations::{Cached, ResourceVersionExpectations, ScaleExpectations};
 use crate::inplace::InPlaceControl;
@@ -33,10 +36,16 @@ const CREATE_BACKOFF: Policy = Policy {
     cap: Policy::DEFAULT.cap,
 };
 
+/// Events written in the background at once (see [`Context::event`]): client-go's broadcaster
+/// queues up to 1000; a rollout of a few hundred Pods writes one or two per Pod.
+const EVENTS_IN_FLIGHT: usize = 256;
+
 /// Shared state of the CloneSet controller.
 pub struct Context {
     pub client: Client,
     pub pods: PodCache,
+    /// The CloneSets' ControllerRevisions (see [`RevisionCache`]).
+    pub revisions: RevisionCache,
     pub recorder: Recorder,
     pub scale_exp: ScaleExpectations,
     pub rv_exp: ResourceVersionExpectations,
@@ -48,12 +57,15 @@ pub struct Context {
     pub backoff: Arc<Backoff>,
     /// Failed Pod creations per CloneSet (see [`CREATE_BACKOFF`]).
     pub create_backoff: Backoff,
+    /// Events being written in the background (see [`Context::event`]).
+    event_slots: Arc<Semaphore>,
 }
 
 impl Context {
     pub fn new(
         client: Client,
         pods: PodCache,
+        revisions: RevisionCache,
         metrics: Arc<Metrics>,
         instance: Option<String>,
         namespace: Option<String>,
@@ -67,12 +79,14 @@ impl Context {
             inplace: InPlaceControl::new(client.clone()),
             client,
             pods,
+            revisions,
             scale_exp: ScaleExpectations::new(),
             rv_exp: ResourceVersionExpectations::new(),
             metrics,
             namespace,
             backoff: Arc::new(Backoff::new(Policy::DEFAULT)),
             create_backoff: Backoff::new(CREATE_BACKOFF),
+            event_slots: Arc::new(Semaphore::new(EVENTS_IN_FLIGHT)),
         }
     }
 
@@ -94,6 +108,12 @@ impl Context {
 
     /// Publish an Event on the CloneSet. `related` (the pod, PVC or revision concerned) also keeps
     /// events about different objects from being folded into one series.
+    ///
+    /// The write runs in the background (client-go's recorder queues its events too): awaited,
+    /// each Event was a round trip between a revision's creation and the first Pod patch, and
+    /// after every Pod write before the reconcile could end and the next Pod event be handled.
+    /// At most [`EVENTS_IN_FLIGHT`] run at once; beyond that the caller waits for its own, so a
+    /// flood of Events slows the controller down rather than piling up tasks.
     pub(super) async fn event(
         &self,
         cs: &CloneSet,
@@ -109,17 +129,19 @@ impl Context {
             action: reason.to_string(),
             secondary: related,
         };
-        match self.recorder.publish(&ev, &cs.object_ref(&())).await {
-            Ok(()) => {}
-            // A terminating namespace refuses new events; that is expected, not worth a warning.
-            Err(kube::Error::Api(s))
-                if s.is_forbidden() && s.message.contains("being terminated") =>
-            {
-                tracing::debug!(reason, "event refused");
+        let (recorder, reference) = (self.recorder.clone(), cs.object_ref(&()));
+        let publish = async move { publish(&recorder, &ev, &reference).await };
+        match self.event_slots.clone().try_acquire_owned() {
+            Ok(slot) => {
+                tokio::spawn(
+                    async move {
+                        publish.await;
+                        drop(slot);
+                    }
+                    .instrument(tracing::Span::current()),
+                );
             }
-            Err(e) => {
-                tracing::warn!(error = %e, reason, "failed to publish event");
-            }
+            Err(_) => publish.await,
         }
     }
 
@@ -171,6 +193,21 @@ impl Context {
             written.metadata.uid.as_deref(),
             written.metadata.resource_version.as_deref(),
         );
+    }
+}
+
+/// Publishes `ev` about `reference`; a failure is logged, never returned (an Event is a report,
+/// not part of the work).
+async fn publish(recorder: &Recorder, ev: &Event, reference: &ObjectReference) {
+    match recorder.publish(ev, reference).await {
+        Ok(()) => {}
+        // A terminating namespace refuses new events; that is expected, not worth a warning.
+        Err(kube::Error::Api(s)) if s.is_forbidden() && s.message.contains("being terminated") => {
+            tracing::debug!(reason = %ev.reason, "event refused");
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, reason = %ev.reason, "failed to publish event");
+        }
     }
 }
 

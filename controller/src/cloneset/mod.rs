@@ -22,6 +22,7 @@ pub mod pod;
 pub mod podutil;
 mod pvc;
 mod reconcile;
+pub mod revcache;
 mod revisions;
 pub mod scale;
 pub mod spec;

@@ -117,8 +117,7 @@ async fn reconcile_inner(cs: &CloneSet, ctx: &Context) -> Result<Action, Error> 
     }
 
     let rev_api: Api<ControllerRevision> = Api::namespaced(ctx.client.clone(), &ns);
-    let mut revisions = list_revisions(&rev_api, cs, &uid).await?;
-    revision::sort_revisions(&mut revisions);
+    let mut revisions = list_revisions(ctx, cs, &ns, &uid);
     let (current, update_rev, collision) =
         active_revisions(ctx, cs, &rev_api, &mut revisions).await?;
     let update_name = update_rev.metadata.name.clone().unwrap_or_default();
@@ -126,10 +125,6 @@ async fn reconcile_inner(cs: &CloneSet, ctx: &Context) -> Result<Action, Error> 
 
     if let Some(wait) = wait_for_versions(ctx, &update_rev, &active, clock) {
         return Ok(wait);
-    }
-
-    if cs.metadata.deletion_timestamp.is_none() {
-        predownload_images(ctx, cs, &current, &update_rev).await;
     }
 
     let old_status = cs.status.clone().unwrap_or_default();
@@ -177,6 +172,11 @@ async fn reconcile_inner(cs: &CloneSet, ctx: &Context) -> Result<Action, Error> 
         write_status(ctx, cs, &new_status).await?;
     }
 
+    // After the Pod writes, not before: it is best effort and, when it acts, writes a revision
+    // label and jobs, which the Pods waiting for this reconcile need not wait for.
+    if cs.metadata.deletion_timestamp.is_none() {
+        predownload_images(ctx, cs, &current, &update_rev).await;
+    }
     if let Err(e) = truncate_pods_to_delete(ctx, cs, &pods).await {
         tracing::warn!(error = %e, "failed to truncate podsToDelete");
     }
@@ -341,8 +341,11 @@ async fn truncate_history(
     for old in
         revision::revisions_to_truncate(revisions, &live, current_revision, update_revision, limit)
     {
-        if let Err(e) = rev_api.delete(&old, &DeleteParams::default()).await {
-            tracing::warn!(revision = %old, error = %e, "failed to delete old revision");
+        match rev_api.delete(&old, &DeleteParams::default()).await {
+            Ok(_) => {}
+            // The cache can lag behind a delete of ours from the reconcile before.
+            Err(kube::Error::Api(s)) if s.is_not_found() => {}
+            Err(e) => tracing::warn!(revision = %old, error = %e, "failed to delete old revision"),
         }
     }
 }

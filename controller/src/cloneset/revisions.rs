@@ -10,16 +10,17 @@ use kube::{Api, Resource, ResourceExt};
 use super::context::Context;
 use super::error::Error;
 use super::spec::template_labels;
-use super::status;
 use crate::history::{self, Origin};
 use crate::revision::{self, Parent};
 
-pub(super) async fn list_revisions(
-    api: &Api<ControllerRevision>,
+/// The CloneSet's revisions as the cache shows them, oldest first.
+pub(super) fn list_revisions(
+    ctx: &Context,
     cs: &CloneSet,
+    ns: &str,
     uid: &str,
-) -> Result<Vec<ControllerRevision>, Error> {
-    history::list_owned(api, &status::selector_string(&cs.spec.selector), uid).await
+) -> Vec<ControllerRevision> {
+    ctx.revisions.owned(ns, &cs.spec.selector, uid)
 }
 
 /// The current and update revisions, creating or bumping the update revision as needed.

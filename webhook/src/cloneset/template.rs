@@ -18,7 +18,8 @@
 //! message saying so: the webhook fails closed anyway (failurePolicy Fail).
 //!
 //! Cost: one extra API request per CloneSet CREATE, and per UPDATE that changes the template or
-//! the claim templates (an unchanged template was validated when it was written), plus
+//! the claim templates (an unchanged template was validated when it was written; a change of
+//! container images only is checked locally, as that is all Kubernetes checks of them), plus
 //! whatever Pod admission webhooks the cluster has (ours only computes the launch priority of
 //! an unowned Pod). It can be switched off with [`kruise_api::keys::ENV_WEBHOOK_TEMPLATE_DRY_RUN`].
 
@@ -247,7 +248,8 @@ fn strip_pod_prefix(message: &str) -> &str {
 
 /// Whether `req` needs its template dry-run: every CREATE, and an UPDATE that changes the
 /// template or the claim templates (an unchanged template was judged when it was written, and
-/// re-judging it could block unrelated updates such as removing a finalizer).
+/// re-judging it could block unrelated updates such as removing a finalizer), unless all it
+/// changes is container images (see [`only_images_changed`]).
 fn template_changed(req: &Request, obj: &Value) -> bool {
     match req.operation {
         Operation::Create => true,
@@ -255,12 +257,52 @@ fn template_changed(req: &Request, obj: &Value) -> bool {
             let Some(old) = &req.old_object else {
                 return true;
             };
-            ["template", "volumeClaimTemplates"]
-                .iter()
-                .any(|k| get(obj, &["spec", k]) != get(old, &["spec", k]))
+            let claims = ["spec", "volumeClaimTemplates"];
+            if get(obj, &claims) != get(old, &claims) {
+                return true;
+            }
+            let (new_t, old_t) = (
+                get(obj, &["spec", "template"]),
+                get(old, &["spec", "template"]),
+            );
+            new_t != old_t
+                && !new_t
+                    .zip(old_t)
+                    .is_some_and(|(n, o)| only_images_changed(n, o))
         }
         _ => false,
     }
+}
+
+/// Whether `new` differs from `old` (both Pod templates) in container and init-container images
+/// only, each new image non-empty and without surrounding whitespace. That is the common
+/// rollout (`kubectl set image`), and all Kubernetes checks of an image (required, no leading
+/// or trailing whitespace): the rest of the template was judged when it was written, so the
+/// dry-run (an API request, plus the Pod webhooks it calls, inside this admission) would tell
+/// nothing new.
+fn only_images_changed(new: &Value, old: &Value) -> bool {
+    fn without_images(t: &Value) -> Option<(Value, Vec<Value>)> {
+        let mut t = t.clone();
+        let mut images = Vec::new();
+        for list in ["initContainers", "containers"] {
+            let Some(cs) = t.get_mut("spec").and_then(|s| s.get_mut(list)) else {
+                continue;
+            };
+            for c in cs.as_array_mut()? {
+                images.push(c.as_object_mut()?.remove("image").unwrap_or(Value::Null));
+            }
+        }
+        Some((t, images))
+    }
+    let (Some((new_rest, new_images)), Some((old_rest, _))) =
+        (without_images(new), without_images(old))
+    else {
+        return false;
+    };
+    new_rest == old_rest
+        && new_images
+            .iter()
+            .all(|i| i.as_str().is_some_and(|i| !i.is_empty() && i.trim() == i))
 }
 
 /// `/validate-apps-kruise-io-cloneset`: the rules of [`super::validation`], then the dry-run of

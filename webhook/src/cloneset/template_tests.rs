@@ -373,6 +373,36 @@ fn an_update_that_keeps_the_template_is_not_dry_run() {
 }
 
 #[test]
+fn an_update_of_images_only_is_not_dry_run() {
+    let api = Scripted::new(DryRun::Refused(invalid_name_status()));
+    let two = |main: &str, init: &str| {
+        cloneset(json!({
+            "initContainers": [{"name": "init", "image": init}],
+            "containers": [{"name": "main", "image": main}]}))
+    };
+    let old = two("app:v1", "init:v1");
+    let r = run("UPDATE", two("app:v2", "init:v2"), Some(old.clone()), &api);
+    assert_eq!(r["allowed"], true, "{r}");
+    assert_eq!(api.calls(), 0);
+
+    // An image Kubernetes would refuse, or anything besides images, is dry-run.
+    run("UPDATE", two(" app:v2", "init:v1"), Some(old.clone()), &api);
+    assert_eq!(api.calls(), 1);
+    let mut more = two("app:v2", "init:v1");
+    more["spec"]["template"]["spec"]["containers"][0]["name"] = json!("Main_X");
+    let r = run("UPDATE", more, Some(old.clone()), &api);
+    assert_eq!(r["allowed"], false, "{r}");
+    assert_eq!(api.calls(), 2);
+    let mut added = two("app:v2", "init:v1");
+    added["spec"]["template"]["spec"]["containers"]
+        .as_array_mut()
+        .expect("containers")
+        .push(json!({"name": "side", "image": "side:v1"}));
+    run("UPDATE", added, Some(old), &api);
+    assert_eq!(api.calls(), 3);
+}
+
+#[test]
 fn quota_does_not_make_a_cloneset_invalid() {
     let api = Scripted::new(refused(
         403,
@@ -434,6 +464,7 @@ fn the_served_path_dry_runs_and_the_client_less_server_says_why() {
         client: None,
         timeout: std::time::Duration::from_secs(1),
         template_dry_run: true,
+        sidecar_sets: None,
     };
     let body = review_body(
         "CREATE",
@@ -459,6 +490,7 @@ fn the_served_path_dry_runs_and_the_client_less_server_says_why() {
     // Switched off: only the local rules.
     let off = crate::crr_admit::ApiPods {
         template_dry_run: false,
+        sidecar_sets: None,
         ..pods
     };
     let out = rt

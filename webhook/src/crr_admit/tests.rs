@@ -379,6 +379,7 @@ fn mutate_without_client_fails_closed_with_reason() {
         client: None,
         timeout: Duration::from_secs(1),
         template_dry_run: true,
+        sidecar_sets: None,
     };
     let out = response(&block_on(admit_async(&body, |req| async move {
         mutate(req, &pods).await

@@ -40,6 +40,8 @@ pub trait SidecarSetLookup: Sync {
     ) -> impl Future<Output = Result<Option<ControllerRevision>, String>> + Send {
         std::future::ready(Ok(None))
     }
+    /// A SidecarSet create or update is being admitted (a cache of them is stale for a while).
+    fn sidecar_set_changing(&self) {}
     /// The labels of a namespace (empty when it does not exist).
     fn namespace_labels(
         &self,
@@ -50,7 +52,16 @@ pub trait SidecarSetLookup: Sync {
 }
 
 impl SidecarSetLookup for ApiPods {
+    fn sidecar_set_changing(&self) {
+        if let Some(c) = &self.sidecar_sets {
+            c.changing();
+        }
+    }
+
     async fn sidecar_sets(&self) -> Result<Vec<SidecarSet>, String> {
+        if let Some(sets) = self.sidecar_sets.as_ref().and_then(|c| c.snapshot()) {
+            return Ok(sets);
+        }
         let Some(client) = &self.client else {
             return Ok(Vec::new());
         };
@@ -280,6 +291,7 @@ pub async fn validate_set<C: SidecarSetLookup>(req: Request, cluster: &C) -> Out
             Err(e) => return Outcome::forbidden(e),
         }
     }
+    cluster.sidecar_set_changing();
     let others = match cluster.sidecar_sets().await {
         Ok(s) => s,
         Err(e) => return Outcome::forbidden(e),

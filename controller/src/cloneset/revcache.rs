@@ -1,0 +1,169 @@
+//! The CloneSet controller's ControllerRevisions, kept by one watch (upstream reads them from its
+//! informer cache). A LIST per reconcile was one API round trip before every decision: the
+//! first reconcile after a template change waited on it before creating the new revision and
+//! patching Pods, and every Pod event's reconcile waited on it before setting
+//! InPlaceUpdateReady.
+//!
+//! A reconcile may run before the watch shows a revision this controller has just created or
+//! changed. Every write it then makes is still safe: creating an existing revision answers
+//! AlreadyExists and the existing one is used (see `history::ensure_update_revision`), and
+//! deleting a revision that is already gone answers NotFound.
+
+use std::sync::Arc;
+
+use futures::StreamExt;
+use k8s_openapi::api::apps::v1::ControllerRevision;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use kruise_api::selector;
+use kube::runtime::WatchStreamExt;
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::watcher::{self, watcher};
+use kube::{Api, Client};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use crate::revision;
+
+/// The watched ControllerRevisions of every workload kind; [`RevisionCache::owned`] picks a
+/// CloneSet's.
+#[derive(Clone)]
+pub struct RevisionCache {
+    store: Store<ControllerRevision>,
+    synced: watch::Receiver<bool>,
+}
+
+impl RevisionCache {
+    /// Starts the watch on `namespace` (all namespaces when `None`); it stops when `shutdown` is
+    /// cancelled.
+    pub fn start(client: Client, namespace: Option<&str>, shutdown: CancellationToken) -> Self {
+        let (store, writer) = reflector::store::<ControllerRevision>();
+        let (synced_tx, synced) = watch::channel(false);
+        let api: Api<ControllerRevision> = match namespace {
+            Some(ns) => Api::namespaced(client, ns),
+            None => Api::all(client),
+        };
+        tokio::spawn(async move {
+            // managedFields are never read; the template data is what the controller needs.
+            let stream = watcher(api, watcher::Config::default())
+                .default_backoff()
+                .modify(|r| r.metadata.managed_fields = None)
+                .reflect(writer);
+            let mut stream = std::pin::pin!(stream);
+            loop {
+                let item = tokio::select! {
+                    _ = shutdown.cancelled() => break,
+                    item = stream.next() => item,
+                };
+                match item {
+                    None => break,
+                    Some(Ok(watcher::Event::InitDone)) => {
+                        let _ = synced_tx.send(true);
+                    }
+                    Some(Ok(_)) => {}
+                    Some(Err(e)) => {
+                        tracing::warn!(error = %e, "controllerrevision watch failed, retrying")
+                    }
+                }
+            }
+            tracing::debug!("controllerrevision cache stopped");
+        });
+        Self { store, synced }
+    }
+
+    /// Waits until the first list has been loaded: before that, a CloneSet would look as if it
+    /// had no revisions at all.
+    pub async fn wait_synced(&self) {
+        let mut rx = self.synced.clone();
+        let _ = rx.wait_for(|s| *s).await;
+    }
+
+    /// The revisions in `namespace` that `selector` selects and the controller `uid` owns,
+    /// oldest first (what the LIST by selector used to return, filtered the same way).
+    pub fn owned(
+        &self,
+        namespace: &str,
+        selector: &LabelSelector,
+        uid: &str,
+    ) -> Vec<ControllerRevision> {
+        owned_revisions(&self.store.state(), namespace, selector, uid)
+    }
+}
+
+/// See [`RevisionCache::owned`].
+fn owned_revisions(
+    all: &[Arc<ControllerRevision>],
+    namespace: &str,
+    sel: &LabelSelector,
+    uid: &str,
+) -> Vec<ControllerRevision> {
+    let empty = Default::default();
+    let mut revs: Vec<ControllerRevision> = all
+        .iter()
+        .filter(|r| r.metadata.namespace.as_deref() == Some(namespace))
+        .filter(|r| {
+            r.metadata
+                .owner_references
+                .iter()
+                .flatten()
+                .any(|o| o.controller == Some(true) && o.uid == uid)
+        })
+        .filter(|r| selector::matches(sel, r.metadata.labels.as_ref().unwrap_or(&empty)))
+        .map(|r| r.as_ref().clone())
+        .collect();
+    revision::sort_revisions(&mut revs);
+    revs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+    use std::collections::BTreeMap;
+
+    fn rev(
+        ns: &str,
+        name: &str,
+        number: i64,
+        owner: &str,
+        controller: bool,
+        app: &str,
+    ) -> Arc<ControllerRevision> {
+        Arc::new(ControllerRevision {
+            metadata: ObjectMeta {
+                namespace: Some(ns.into()),
+                name: Some(name.into()),
+                labels: Some(BTreeMap::from([("app".to_string(), app.to_string())])),
+                owner_references: Some(vec![OwnerReference {
+                    uid: owner.into(),
+                    controller: Some(controller),
+                    ..Default::default()
+                }]),
+                ..Default::default()
+            },
+            revision: number,
+            ..Default::default()
+        })
+    }
+
+    #[test]
+    fn picks_the_owned_selected_revisions_of_the_namespace_oldest_first() {
+        let sel = LabelSelector {
+            match_labels: Some(BTreeMap::from([("app".to_string(), "web".to_string())])),
+            ..Default::default()
+        };
+        let all = vec![
+            rev("ns", "web-b", 2, "u1", true, "web"),
+            rev("ns", "web-a", 1, "u1", true, "web"),
+            // Another namespace, another owner, a non-controller owner, another selector.
+            rev("other", "web-c", 3, "u1", true, "web"),
+            rev("ns", "db-a", 1, "u2", true, "web"),
+            rev("ns", "web-d", 4, "u1", false, "web"),
+            rev("ns", "web-e", 5, "u1", true, "db"),
+        ];
+        let names: Vec<String> = owned_revisions(&all, "ns", &sel, "u1")
+            .into_iter()
+            .filter_map(|r| r.metadata.name)
+            .collect();
+        assert_eq!(names, ["web-a", "web-b"]);
+    }
+}
