@@ -33,13 +33,13 @@ impl Syncer<'_> {
         // Pods are independent: their refreshes (completion checks, InPlaceUpdateReady back to
         // True) run side by side, so the last pod of a large batch does not wait for every
         // round trip of the ones before it.
-        // Built eagerly (not inside a stream's closure) so the future stays Send.
-        let refreshes: Vec<_> = pods
-            .iter()
-            .map(|pod| self.refresh_pod(pod, &hooks, &opts, &update_name, lifecycle))
-            .collect();
+        // Made one at a time as slots free up (an iterator, not a Vec: see
+        // `concurrently_in_order`).
         let refreshed: Vec<Result<(bool, Option<Duration>), Error>> =
-            concurrently_in_order(refreshes).await;
+            concurrently_in_order(pods.len(), |i| {
+                self.refresh_pod(pods[i], &hooks, &opts, &update_name, lifecycle)
+            })
+            .await;
         let mut modified = false;
         let mut first_err = None;
         for r in refreshed {
@@ -97,11 +97,10 @@ impl Syncer<'_> {
         );
         // Every chosen pod is already within maxUnavailable/partition, so their updates are
         // sent together (bounded) rather than one pod's round trips after another's.
-        let updates: Vec<_> = chosen
-            .into_iter()
-            .map(|i| self.update_pod_alone(pods[i], &opts))
-            .collect();
-        let results: Vec<(Result<(), Error>, Requeue)> = concurrently_in_order(updates).await;
+        let results: Vec<(Result<(), Error>, Requeue)> = concurrently_in_order(chosen.len(), |k| {
+            self.update_pod_alone(pods[chosen[k]], &opts)
+        })
+        .await;
         let mut first_err = None;
         for (res, r) in results {
             requeue.push(r.0);
@@ -319,5 +318,62 @@ impl Syncer<'_> {
                 Err(e.into())
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cloneset::context::Context;
+    use crate::cloneset::spec::settings_of;
+    use crate::podcache::PodCache;
+    use kruise_api::apps::v1beta1::CloneSet;
+    use std::sync::Arc;
+    use tokio_util::sync::CancellationToken;
+
+    /// How big one Pod's refresh and update futures are before they first run: a reconcile
+    /// makes one of each per Pod, so their size times the Pod count is what a reconcile holds
+    /// if it builds them all up front.
+    #[tokio::test]
+    async fn per_pod_future_sizes() {
+        let cfg = kube::Config::new("http://127.0.0.1:9".parse().expect("url"));
+        let client = kube::Client::try_from(cfg).expect("client");
+        let token = CancellationToken::new();
+        let pods = PodCache::start(client.clone(), Some("none"), token.clone());
+        let ctx = Context::new(
+            client,
+            pods,
+            Arc::new(crate::metrics::Metrics::new()),
+            None,
+            None,
+        );
+        let cs: CloneSet = serde_json::from_value(json!({
+            "apiVersion": "apps.kruise.io/v1alpha1", "kind": "CloneSet",
+            "metadata": {"name": "c", "namespace": "n"},
+            "spec": {"selector": {}, "template": {}}
+        }))
+        .expect("cloneset");
+        let rev = ControllerRevision::default();
+        let sync = Syncer {
+            ctx: &ctx,
+            cs: &cs,
+            key: "n/c",
+            settings: settings_of(&cs),
+            current: &rev,
+            update: &rev,
+            revisions: &[],
+            pvcs: &[],
+            now: jiff::Timestamp::now(),
+        };
+        let pod = Pod::default();
+        let (hooks, opts) = (CloneSetHooks, update_options(&cs));
+        let refresh = sync.refresh_pod(&pod, &hooks, &opts, "r", None);
+        let update = sync.update_pod_alone(&pod, &opts);
+        eprintln!(
+            "refresh_pod future: {} B, update_pod_alone future: {} B",
+            std::mem::size_of_val(&refresh),
+            std::mem::size_of_val(&update)
+        );
+        token.cancel();
     }
 }

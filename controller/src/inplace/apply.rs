@@ -10,12 +10,17 @@ use super::plan::{self, GraceStep, PodWrite, RefreshStep};
 use super::spec::{NotInPlace, UpdateOptions};
 use jiff::Timestamp;
 use json_patch::jsonptr::PointerBuf;
-use json_patch::{PatchOperation, ReplaceOperation};
+use json_patch::{
+    AddOperation, CopyOperation, MoveOperation, PatchOperation, RemoveOperation, ReplaceOperation,
+    TestOperation,
+};
 use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::api::core::v1::Pod;
 use kruise_api::keys;
 use kube::api::{Api, Patch, PatchParams};
+use serde::Serialize;
 use serde_json::Value;
+use std::mem;
 use std::time::Duration;
 use thiserror::Error;
 
@@ -72,12 +77,50 @@ fn is_conflict(err: &kube::Error) -> bool {
 
 /// A JSON patch from `before` to `after`, guarded by `before`'s resourceVersion: the server
 /// answers 409 if the pod changed since it was read.
-fn guarded_patch(
-    before: &Pod,
-    after: &Pod,
+///
+/// Only what differs is turned into JSON. The parts are compared as Rust values first (no
+/// allocation), and only a part that differs is serialized and diffed, under its own path. An
+/// engine write changes metadata, some containers or the status' conditions, so it serializes
+/// those and not the rest of the Pod (other containers, volumes, container statuses), where the
+/// whole Pod serialized twice per write used to be most of a write's allocations. To compare
+/// "the spec but its containers" and "the status but its conditions" without a copy, those
+/// lists are taken out of both pods for the comparison and put back: both pods are as given
+/// when this returns, hence `&mut`. The patch is the same as a diff of the whole Pods up to
+/// the order of operations on disjoint paths (property-tested below).
+pub fn guarded_patch(
+    before: &mut Pod,
+    after: &mut Pod,
 ) -> Result<Option<json_patch::Patch>, serde_json::Error> {
-    let (a, b) = (serde_json::to_value(before)?, serde_json::to_value(after)?);
-    let mut ops = json_patch::diff(&a, &b).0;
+    let mut ops = Vec::new();
+    diff_part(&before.metadata, &after.metadata, &["metadata"], &mut ops)?;
+    match (before.spec.as_mut(), after.spec.as_mut()) {
+        (Some(a), Some(b)) => {
+            let (ca, cb) = (mem::take(&mut a.containers), mem::take(&mut b.containers));
+            let rest = diff_part(&*a, &*b, &["spec"], &mut ops);
+            (a.containers, b.containers) = (ca, cb);
+            rest?;
+            diff_list(
+                &a.containers,
+                &b.containers,
+                &["spec", "containers"],
+                &mut ops,
+            )?;
+        }
+        (a, b) => diff_opt(a.as_deref(), b.as_deref(), &["spec"], &mut ops)?,
+    }
+    match (before.status.as_mut(), after.status.as_mut()) {
+        (Some(a), Some(b)) => {
+            let (ca, cb) = (a.conditions.take(), b.conditions.take());
+            let rest = diff_part(&*a, &*b, &["status"], &mut ops);
+            (a.conditions, b.conditions) = (ca, cb);
+            rest?;
+            match (a.conditions.as_deref(), b.conditions.as_deref()) {
+                (Some(x), Some(y)) => diff_list(x, y, &["status", "conditions"], &mut ops)?,
+                (x, y) => diff_opt(x, y, &["status", "conditions"], &mut ops)?,
+            }
+        }
+        (a, b) => diff_opt(a.as_deref(), b.as_deref(), &["status"], &mut ops)?,
+    }
     if ops.is_empty() {
         return Ok(None);
     }
@@ -91,6 +134,98 @@ fn guarded_patch(
         );
     }
     Ok(Some(json_patch::Patch(ops)))
+}
+
+/// The operations turning `a` into `b`, at `at`; nothing is serialized when they are equal.
+fn diff_part<T: Serialize + PartialEq + ?Sized>(
+    a: &T,
+    b: &T,
+    at: &[&str],
+    ops: &mut Vec<PatchOperation>,
+) -> Result<(), serde_json::Error> {
+    if a == b {
+        return Ok(());
+    }
+    let prefix = PointerBuf::from_tokens(at.iter().copied());
+    let (va, vb) = (serde_json::to_value(a)?, serde_json::to_value(b)?);
+    ops.extend(
+        json_patch::diff(&va, &vb)
+            .0
+            .into_iter()
+            .map(|op| under(&prefix, op)),
+    );
+    Ok(())
+}
+
+/// A list element by element when the lengths agree (only the changed elements are
+/// serialized), else as a whole.
+fn diff_list<T: Serialize + PartialEq>(
+    a: &[T],
+    b: &[T],
+    at: &[&str],
+    ops: &mut Vec<PatchOperation>,
+) -> Result<(), serde_json::Error> {
+    if a.len() != b.len() {
+        return diff_part(a, b, at, ops);
+    }
+    for (i, (x, y)) in a.iter().zip(b).enumerate() {
+        if x != y {
+            let index = i.to_string();
+            let mut path = at.to_vec();
+            path.push(&index);
+            diff_part(x, y, &path, ops)?;
+        }
+    }
+    Ok(())
+}
+
+/// An optional field: added, removed or diffed. (A diff of `null` against an object would
+/// replace a path that is absent on the server, which a JSON patch refuses.)
+fn diff_opt<T: Serialize + PartialEq + ?Sized>(
+    a: Option<&T>,
+    b: Option<&T>,
+    at: &[&str],
+    ops: &mut Vec<PatchOperation>,
+) -> Result<(), serde_json::Error> {
+    let path = || PointerBuf::from_tokens(at.iter().copied());
+    match (a, b) {
+        (None, None) => {}
+        (None, Some(b)) => ops.push(PatchOperation::Add(AddOperation {
+            path: path(),
+            value: serde_json::to_value(b)?,
+        })),
+        (Some(_), None) => ops.push(PatchOperation::Remove(RemoveOperation { path: path() })),
+        (Some(a), Some(b)) => diff_part(a, b, at, ops)?,
+    }
+    Ok(())
+}
+
+/// `op` with its paths moved under `prefix`.
+fn under(prefix: &PointerBuf, op: PatchOperation) -> PatchOperation {
+    let at = |p: &PointerBuf| prefix.concat(p);
+    match op {
+        PatchOperation::Add(o) => PatchOperation::Add(AddOperation {
+            path: at(&o.path),
+            value: o.value,
+        }),
+        PatchOperation::Remove(o) => PatchOperation::Remove(RemoveOperation { path: at(&o.path) }),
+        PatchOperation::Replace(o) => PatchOperation::Replace(ReplaceOperation {
+            path: at(&o.path),
+            value: o.value,
+        }),
+        PatchOperation::Move(o) => PatchOperation::Move(MoveOperation {
+            from: at(&o.from),
+            path: at(&o.path),
+        }),
+        PatchOperation::Copy(o) => PatchOperation::Copy(CopyOperation {
+            from: at(&o.from),
+            path: at(&o.path),
+        }),
+        PatchOperation::Test(o) => PatchOperation::Test(TestOperation {
+            path: at(&o.path),
+            value: o.value,
+        }),
+    }
 }
 
 /// The namespace and name of a pod, both required to address it.
@@ -111,12 +246,15 @@ impl InPlaceControl {
         Self { client }
     }
 
-    /// Writes `write` (resize first, then the pod). `Ok(None)` when nothing changed.
-    async fn write(&self, before: &Pod, write: &PodWrite) -> Result<Option<String>, ApplyError> {
-        let (api, name) = pods(&self.client, before)?;
-        let mut before = before.clone();
-        let mut after = write.pod.clone();
-        if let Some(resize) = write.resize.as_ref() {
+    /// Writes `write` (resize first, then the pod). `Ok(None)` when nothing changed. Takes the
+    /// pod as read by value: the diff borrows it mutably, and the caller has no use for it after.
+    async fn write(&self, mut before: Pod, write: PodWrite) -> Result<Option<String>, ApplyError> {
+        let (api, name) = pods(&self.client, &before)?;
+        let PodWrite {
+            pod: mut after,
+            resize,
+        } = write;
+        if let Some(resize) = resize.as_ref() {
             // The resize subresource is the only way to change resources of a running pod; its
             // answer carries the new resourceVersion and resources, which the main write keeps.
             let resized = api
@@ -142,8 +280,8 @@ impl InPlaceControl {
                 }
             }
         }
-        match guarded_patch(&before, &after)? {
-            None => Ok(before.metadata.resource_version.clone()),
+        match guarded_patch(&mut before, &mut after)? {
+            None => Ok(before.metadata.resource_version),
             Some(patch) => {
                 let written = api
                     .patch(&name, &PatchParams::default(), &Patch::Json::<()>(patch))
@@ -154,7 +292,11 @@ impl InPlaceControl {
     }
 
     /// Writes the status of `after`; returns the pod as written.
-    async fn write_status(&self, before: &Pod, after: &Pod) -> Result<Option<Pod>, ApplyError> {
+    async fn write_status(
+        &self,
+        before: &mut Pod,
+        after: &mut Pod,
+    ) -> Result<Option<Pod>, ApplyError> {
         let (api, name) = pods(&self.client, before)?;
         match guarded_patch(before, after)? {
             None => Ok(None),
@@ -170,7 +312,8 @@ impl InPlaceControl {
         Ok(api.get(&name).await?)
     }
 
-    /// Runs `step` on the pod as given, then on freshly read copies after each conflict.
+    /// Runs `step` on a copy of the pod as given, then on freshly read copies after each
+    /// conflict.
     async fn with_conflict_retry<T, F, Fut>(&self, pod: &Pod, mut step: F) -> Result<T, ApplyError>
     where
         F: FnMut(Pod) -> Fut,
@@ -178,7 +321,7 @@ impl InPlaceControl {
     {
         let mut current = pod.clone();
         for attempt in 0..CONFLICT_ATTEMPTS {
-            match step(current.clone()).await {
+            match step(current).await {
                 Err(ApplyError::Kube(e)) if is_conflict(&e) => {
                     tracing::debug!(
                         pod = pod.metadata.name.as_deref().unwrap_or(""),
@@ -209,23 +352,26 @@ impl InPlaceControl {
             Ok(spec) => spec,
             Err(reason) => return Ok(UpdateOutcome::NotInPlace(reason)),
         };
-        let mut current = pod.clone();
+        let mut current = None;
         if hooks.pod_needs_be_unready(pod, &spec, opts) {
-            current = self
-                .with_conflict_retry(pod, |p| async move {
+            current = Some(
+                self.with_conflict_retry(pod, |mut p| async move {
                     let reason = Some(keys::REASON_START_INPLACE_UPDATE);
                     match with_inplace_condition(&p, false, reason, now) {
-                        Some(after) => Ok(self.write_status(&p, &after).await?.unwrap_or(p)),
+                        Some(mut after) => {
+                            Ok(self.write_status(&mut p, &mut after).await?.unwrap_or(p))
+                        }
                         None => Ok(p),
                     }
                 })
-                .await?;
+                .await?,
+            );
         }
         let spec = &spec;
         let new_rv = self
-            .with_conflict_retry(&current, |p| async move {
+            .with_conflict_retry(current.as_ref().unwrap_or(pod), |p| async move {
                 let write = plan::plan_update(&p, spec, hooks, opts, now)?;
-                self.write(&p, &write).await
+                self.write(p, write).await
             })
             .await?;
         tracing::info!(
@@ -243,7 +389,9 @@ impl InPlaceControl {
 
     /// Moves an in-place update forward (upstream `Refresh`): ends grace periods, patches the
     /// next launch-priority batch, and sets InPlaceUpdateReady=True when everything is done.
-    /// Reads nothing unless it has to write: the decision is made on `pod` as given.
+    /// Reads nothing unless it has to write: the decision is made on `pod` as given, and the
+    /// pod is copied only for a write (every pod is refreshed at every reconcile, and most
+    /// need nothing).
     pub async fn refresh(
         &self,
         hooks: &dyn InPlaceHooks,
@@ -251,30 +399,57 @@ impl InPlaceControl {
         opts: &UpdateOptions,
         now: Timestamp,
     ) -> Result<RefreshOutcome, ApplyError> {
-        self.with_conflict_retry(pod, |p| async move {
+        let mut step = plan::plan_refresh(pod, hooks, opts, now)?;
+        // The pod as read again after a conflict; `pod` until then.
+        let mut reread: Option<Pod> = None;
+        for attempt in 0..CONFLICT_ATTEMPTS {
             let mut outcome = RefreshOutcome::default();
-            match plan::plan_refresh(&p, hooks, opts, now)? {
+            let before = |reread: &mut Option<Pod>| reread.take().unwrap_or_else(|| pod.clone());
+            let written = match step {
                 RefreshStep::Grace(GraceStep::Wait(d)) => {
                     outcome.requeue_after = Some(d);
                     outcome.pending = Some(NotCompleted::GracePending.to_string());
+                    return Ok(outcome);
+                }
+                RefreshStep::Grace(GraceStep::NotInGrace) | RefreshStep::Idle => {
+                    return Ok(outcome);
+                }
+                RefreshStep::InProgress(why) => {
+                    outcome.pending = Some(why.to_string());
+                    return Ok(outcome);
+                }
+                RefreshStep::WaitingForBatch(why) => {
+                    outcome.pending = Some(why.to_string());
+                    return Ok(outcome);
                 }
                 RefreshStep::Grace(GraceStep::Drop(w) | GraceStep::Apply(w))
-                | RefreshStep::NextBatch(w) => {
-                    outcome.new_resource_version = self.write(&p, &w).await?;
+                | RefreshStep::NextBatch(w) => self.write(before(&mut reread), w).await,
+                RefreshStep::MarkReady(mut after) => {
+                    let mut read = before(&mut reread);
+                    self.write_status(&mut read, &mut after)
+                        .await
+                        .map(|w| w.and_then(|w| w.metadata.resource_version))
                 }
-                RefreshStep::Grace(GraceStep::NotInGrace) | RefreshStep::Idle => {}
-                RefreshStep::InProgress(why) => outcome.pending = Some(why.to_string()),
-                RefreshStep::WaitingForBatch(why) => outcome.pending = Some(why.to_string()),
-                RefreshStep::MarkReady(after) => {
-                    outcome.new_resource_version = self
-                        .write_status(&p, &after)
-                        .await?
-                        .and_then(|w| w.metadata.resource_version);
+            };
+            match written {
+                Ok(rv) => {
+                    outcome.new_resource_version = rv;
+                    return Ok(outcome);
                 }
+                Err(ApplyError::Kube(e)) if is_conflict(&e) => {
+                    tracing::debug!(
+                        pod = pod.metadata.name.as_deref().unwrap_or(""),
+                        attempt,
+                        "conflict, reading the pod again"
+                    );
+                    let fresh = self.reread(pod).await?;
+                    step = plan::plan_refresh(&fresh, hooks, opts, now)?;
+                    reread = Some(fresh);
+                }
+                Err(e) => return Err(e),
             }
-            Ok(outcome)
-        })
-        .await
+        }
+        Err(ApplyError::TooManyConflicts)
     }
 }
 
@@ -305,9 +480,9 @@ mod tests {
 
     #[test]
     fn guarded_patch_leads_with_the_resource_version() {
-        let before = pod(Some("7"), &[("a", "1")]);
-        let after = pod(Some("7"), &[("a", "2"), ("b/c", "3")]);
-        let patch = guarded_patch(&before, &after)
+        let mut before = pod(Some("7"), &[("a", "1")]);
+        let mut after = pod(Some("7"), &[("a", "2"), ("b/c", "3")]);
+        let patch = guarded_patch(&mut before, &mut after)
             .expect("serializes")
             .expect("changed");
         assert_eq!(
@@ -326,11 +501,16 @@ mod tests {
 
     #[test]
     fn guarded_patch_is_empty_when_nothing_changed() {
-        let p = pod(Some("7"), &[("a", "1")]);
-        assert!(guarded_patch(&p, &p).expect("serializes").is_none());
-        let unversioned = pod(None, &[("a", "1")]);
-        let changed = pod(None, &[("a", "2")]);
-        let patch = guarded_patch(&unversioned, &changed)
+        let mut p = pod(Some("7"), &[("a", "1")]);
+        let mut same = p.clone();
+        assert!(
+            guarded_patch(&mut p, &mut same)
+                .expect("serializes")
+                .is_none()
+        );
+        let mut unversioned = pod(None, &[("a", "1")]);
+        let mut changed = pod(None, &[("a", "2")]);
+        let patch = guarded_patch(&mut unversioned, &mut changed)
             .expect("serializes")
             .expect("changed");
         assert_eq!(patch.0.len(), 1);
@@ -343,5 +523,139 @@ mod tests {
             pods_name(&client_free),
             Err(ApplyError::Unnamed(_))
         ));
+    }
+
+    /// A pod with the parts the engine's writes touch and the parts they do not.
+    fn full_pod(containers: usize, with_status: bool) -> Pod {
+        let cs: Vec<Value> = (0..containers)
+            .map(|i| {
+                json!({"name": format!("c{i}"), "image": format!("img{i}:1"),
+                       "env": [{"name": "E", "value": "v"}],
+                       "resources": {"requests": {"cpu": "100m"}}})
+            })
+            .collect();
+        let statuses: Vec<Value> = (0..containers)
+            .map(|i| {
+                json!({"name": format!("c{i}"), "image": format!("img{i}:1"),
+                       "imageID": format!("id{i}"), "ready": true, "restartCount": 0,
+                       "containerID": format!("containerd://{i}")})
+            })
+            .collect();
+        let mut p = json!({
+            "metadata": {"name": "p", "namespace": "ns", "resourceVersion": "9",
+                         "labels": {"app": "x"}, "annotations": {"k": "v"}},
+            "spec": {"containers": cs, "volumes": [{"name": "v", "emptyDir": {}}],
+                     "readinessGates": [{"conditionType": "InPlaceUpdateReady"}]},
+        });
+        if with_status {
+            p["status"] = json!({"phase": "Running", "containerStatuses": statuses,
+                "conditions": [{"type": "Ready", "status": "True"}]});
+        }
+        serde_json::from_value(p).expect("pod")
+    }
+
+    /// One of the changes a write can make, chosen by `which`, to container `i` (mod the count).
+    fn change(p: &mut Pod, which: u8, i: usize) {
+        let n = p.spec.as_ref().map_or(0, |s| s.containers.len());
+        let spec = p.spec.get_or_insert_default();
+        match which % 12 {
+            0 if n > 0 => spec.containers[i % n].image = Some(format!("img:{which}")),
+            1 => {
+                p.metadata
+                    .labels
+                    .get_or_insert_default()
+                    .insert(format!("l{i}"), "1".into());
+            }
+            2 => {
+                p.metadata.annotations = None;
+            }
+            3 => {
+                p.metadata
+                    .annotations
+                    .get_or_insert_default()
+                    .insert("apps.kruise.io/x~/y".into(), format!("{i}"));
+            }
+            4 => {
+                p.status
+                    .get_or_insert_default()
+                    .conditions
+                    .get_or_insert_default()
+                    .push(
+                        serde_json::from_value(
+                            json!({"type": "InPlaceUpdateReady", "status": "False"}),
+                        )
+                        .expect("condition"),
+                    );
+            }
+            5 => {
+                if let Some(c) = p
+                    .status
+                    .as_mut()
+                    .and_then(|s| s.conditions.as_mut())
+                    .and_then(|c| c.first_mut())
+                {
+                    c.status = "False".into();
+                }
+            }
+            6 => {
+                if let Some(s) = p.status.as_mut() {
+                    s.conditions = None;
+                }
+            }
+            7 => spec.containers.push(
+                serde_json::from_value(json!({"name": format!("n{i}"), "image": "n"}))
+                    .expect("container"),
+            ),
+            8 => {
+                spec.containers.pop();
+            }
+            9 => spec.volumes = None,
+            10 => p.status = None,
+            _ => {
+                if let Some(s) = p.status.as_mut() {
+                    s.phase = Some(format!("P{i}"));
+                }
+            }
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+
+        /// The part-wise patch takes the pod as read to the pod as wanted (as the server
+        /// applies it to the pod's JSON), leaves both pods as they were, and does what a diff
+        /// of the whole pods does.
+        #[test]
+        fn the_partwise_patch_is_the_whole_diff(
+            containers in 0usize..4,
+            with_status: bool,
+            changes in proptest::collection::vec((0u8..24, 0usize..4), 0..5),
+        ) {
+            let mut before = full_pod(containers, with_status);
+            let mut after = before.clone();
+            for (which, i) in changes {
+                change(&mut after, which, i);
+            }
+            let (b0, a0) = (before.clone(), after.clone());
+            let patch = guarded_patch(&mut before, &mut after).expect("serializes");
+            proptest::prop_assert_eq!(&before, &b0);
+            proptest::prop_assert_eq!(&after, &a0);
+            let (vb, va) = (serde_json::to_value(&b0).expect("json"), serde_json::to_value(&a0).expect("json"));
+            let whole = json_patch::diff(&vb, &va);
+            let Some(patch) = patch else {
+                proptest::prop_assert!(whole.0.is_empty(), "no patch, but the pods differ: {:?}", whole);
+                return Ok(());
+            };
+            let mut doc = vb.clone();
+            json_patch::patch(&mut doc, &patch).expect("applies");
+            proptest::prop_assert_eq!(&doc, &va);
+            // The same operations as the whole diff (plus the guard), in another order.
+            let key = |op: &PatchOperation| serde_json::to_string(op).expect("json");
+            let mut ours: Vec<String> = patch.0.iter().skip(1).map(key).collect();
+            let mut theirs: Vec<String> = whole.0.iter().map(key).collect();
+            ours.sort();
+            theirs.sort();
+            proptest::prop_assert_eq!(ours, theirs);
+        }
     }
 }
