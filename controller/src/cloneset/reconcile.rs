@@ -127,6 +127,12 @@ async fn reconcile_inner(cs: &CloneSet, ctx: &Context) -> Result<Action, Error> 
         return Ok(wait);
     }
 
+    // Before the Pod writes, as upstream: the jobs must reach the nodes ahead of the update, or
+    // the Pods of the first batches pull the new image themselves.
+    if cs.metadata.deletion_timestamp.is_none() {
+        predownload_images(ctx, cs, &current, &update_rev).await;
+    }
+
     let old_status = cs.status.clone().unwrap_or_default();
     let mut new_status = CloneSetStatus {
         observed_generation: cs.metadata.generation.unwrap_or_default(),
@@ -172,11 +178,6 @@ async fn reconcile_inner(cs: &CloneSet, ctx: &Context) -> Result<Action, Error> 
         write_status(ctx, cs, &new_status).await?;
     }
 
-    // After the Pod writes, not before: it is best effort and, when it acts, writes a revision
-    // label and jobs, which the Pods waiting for this reconcile need not wait for.
-    if cs.metadata.deletion_timestamp.is_none() {
-        predownload_images(ctx, cs, &current, &update_rev).await;
-    }
     if let Err(e) = truncate_pods_to_delete(ctx, cs, &pods).await {
         tracing::warn!(error = %e, "failed to truncate podsToDelete");
     }
