@@ -15,6 +15,15 @@ use serde_json::json;
 
 use crate::revision::{self, RevisionError, UpdateRevisionChoice};
 
+/// Whether the object `uid` is the controller owner of `rev`.
+pub fn controlled_by(rev: &ControllerRevision, uid: &str) -> bool {
+    rev.metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .any(|o| o.controller == Some(true) && o.uid == uid)
+}
+
 /// The revisions matching `selector` that `uid` controls, sorted oldest first.
 pub async fn list_owned<E>(
     api: &Api<ControllerRevision>,
@@ -29,13 +38,7 @@ where
         .await?
         .items
         .into_iter()
-        .filter(|r| {
-            r.metadata
-                .owner_references
-                .iter()
-                .flatten()
-                .any(|o| o.controller == Some(true) && o.uid == uid)
-        })
+        .filter(|r| controlled_by(r, uid))
         .collect();
     revision::sort_revisions(&mut revs);
     Ok(revs)

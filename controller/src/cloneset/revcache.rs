@@ -100,13 +100,7 @@ fn owned_revisions(
     let mut revs: Vec<ControllerRevision> = all
         .iter()
         .filter(|r| r.metadata.namespace.as_deref() == Some(namespace))
-        .filter(|r| {
-            r.metadata
-                .owner_references
-                .iter()
-                .flatten()
-                .any(|o| o.controller == Some(true) && o.uid == uid)
-        })
+        .filter(|r| crate::history::controlled_by(r, uid))
         .filter(|r| selector::matches(sel, r.metadata.labels.as_ref().unwrap_or(&empty)))
         .map(|r| r.as_ref().clone())
         .collect();
