@@ -149,13 +149,20 @@ render_openkruise() {
   [ -d "$src" ] || die "$src not found: run hack/build-openkruise.sh"
   rm -rf "$dir"
   mkdir -p "$dir/crds"
-  kctl kustomize "$src" | python3 -c '
+  # kustomize warns about the deprecated fields of that config/ on every render: shown only
+  # when the render fails.
+  if ! kctl kustomize "$src" >"$dir/all.yaml" 2>"$dir/kustomize.err"; then
+    cat "$dir/kustomize.err" >&2
+    die "rendering $src failed"
+  fi
+  python3 -c '
 import sys, yaml
 out = sys.argv[1]
-docs = [d for d in yaml.safe_load_all(sys.stdin) if d]
+docs = [d for d in yaml.safe_load_all(open(f"{out}/all.yaml")) if d]
 for d in docs:
     if d["kind"] == "CustomResourceDefinition":
-        with open(f"{out}/crds/{d["metadata"]["name"]}.yaml", "w") as f:
+        name = d["metadata"]["name"]
+        with open(f"{out}/crds/{name}.yaml", "w") as f:
             yaml.safe_dump(d, f)
 hooks = [d for d in docs if d["kind"].endswith("WebhookConfiguration")]
 with open(f"{out}/webhooks.yaml.tmp", "w") as f:

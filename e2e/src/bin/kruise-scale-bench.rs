@@ -181,6 +181,21 @@ fn allocator_settings() -> String {
     }
 }
 
+/// The cargo profile a binary was built with, read from its directory (`target/release/`,
+/// `target/debug/`, after symbolic links): the table says which was measured.
+fn build_profile(bin: &std::path::Path) -> &'static str {
+    let bin = std::fs::canonicalize(bin).unwrap_or_else(|_| bin.to_path_buf());
+    match bin
+        .parent()
+        .and_then(|d| d.file_name())
+        .and_then(|d| d.to_str())
+    {
+        Some("release") => "release",
+        Some("debug") => "debug",
+        _ => "(profile unknown)",
+    }
+}
+
 /// Where the scale cluster keeps its state (kubeconfig, logs, PID files).
 fn scale_state() -> PathBuf {
     kruise_e2e::repo_root().join(".cluster/scale")
@@ -944,13 +959,14 @@ fn table(args: &Args, results: &[(usize, SizeResult)]) -> String {
         args.common.runs
     ));
     out.push_str(&format!(
-        "Machine: {}; scale cluster (Kubernetes {} control plane, kwok {} with 50 fake nodes, no kube-controller-manager), kruise-manager release build. \
+        "Machine: {}; scale cluster (Kubernetes {} control plane, kwok {} with 50 fake nodes, no kube-controller-manager), kruise-manager {} build. \
 {limit}; the floor keeps {} Pods' patches in flight. Manager allocator settings: {}. \
 Steady: {} s after the N Pods are ready; after: {} s after the rollout completed. \
 CloneSet {} (InPlaceIfPossible, maxUnavailable 100%), one image change v1 -> v2.",
         bench::machine(),
         std::env::var("K8S_VERSION").unwrap_or_else(|_| "v1.34.4".into()),
         std::env::var("KWOK_VERSION").unwrap_or_else(|_| "v0.8.0".into()),
+        build_profile(&args.manager),
         args.concurrency,
         allocator_settings(),
         args.settle,
@@ -1059,6 +1075,14 @@ the floor runs in {}'s turns.",
     out.push_str(
         "\nTargets: ratio ≤ 1.2; manager RSS ≤ 64 MiB at 1,000 Pods, ≤ 200 MiB at 5,000.\n",
     );
+    let sizes: Vec<String> = results.iter().map(|(n, _)| n.to_string()).collect();
+    let systems: Vec<&str> = args.systems.iter().map(|s| s.arg()).collect();
+    out.push_str(&format!(
+        "Run with `kruise-scale-bench --systems {} --sizes {} --runs {}`.\n",
+        systems.join(","),
+        sizes.join(","),
+        args.common.runs
+    ));
     out
 }
 
