@@ -15,8 +15,9 @@
 # After the rollout turns (the local cluster released and left as found), the scale part: the
 # same kruise-scale-bench as `make bench-scale` on the scale cluster (hack/scale-cluster.sh: a
 # control plane and kwok's fake nodes), run with both systems (`--systems kruise-rs,openkruise`):
-# for each size a CloneSet of N Pods rolls out in place with each system's manager, ABBA turns
-# (one A B pair per run), the floor measured in the same run. Neither system's daemon runs
+# for each size a CloneSet of N Pods rolls out in place with each system's manager, in turns
+# Kruise-rs OpenKruise in even runs and OpenKruise Kruise-rs in odd ones (ABBA over two runs),
+# a fresh manager process per turn, the floor measured in the same run (in Kruise-rs's turns). Neither system's daemon runs
 # there (kwok's nodes have no container runtime). Its table follows the rollout table (on
 # stdout, and in the --append file).
 #
@@ -37,7 +38,8 @@
 #
 # The scale part holds /tmp/kruise-scale.lock (not the local cluster's lock, released by then),
 # brings the scale cluster up if it was down and down again at the end; if it was up, it is left
-# up with Kruise-rs's CRDs installed again (kruise-scale-bench swaps them back after the turns).
+# up with Kruise-rs's CRDs installed again (kruise-scale-bench swaps them back after the turns)
+# and no webhook configurations (kruise-manager writes its own when it next starts).
 set -euo pipefail
 # shellcheck source=hack/lib.sh
 source "$(dirname "$0")/lib.sh"
