@@ -99,7 +99,7 @@ bench-scale: ## controller at scale: 1,000 and 5,000 Pods on kwok nodes, manager
 	hack/bench-scale.sh --append BENCHMARKS.md
 
 .PHONY: bench-openkruise
-bench-openkruise: ## side by side with OpenKruise v1.9.0 (built from its Go module, cached): rollout, manager RSS/CPU, daemon RSS, webhook latency, ABBA turns on the local cluster; appends to BENCHMARKS.md
+bench-openkruise: ## side by side with OpenKruise v1.9.0 (built from its Go module, cached): rollout, manager RSS/CPU, daemon RSS, webhook latency, ABBA turns on the local cluster; then 1,000 Pods on kwok nodes (scale cluster), both managers in ABBA turns; appends to BENCHMARKS.md
 	hack/bench-openkruise.sh --append BENCHMARKS.md
 
 # The daemon pull bench starts its own release daemon (the dev-mode manager keeps running for its

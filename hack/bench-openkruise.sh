@@ -12,9 +12,21 @@
 # Pod kind (bare, typical: see kruise-bench); --turns 6 (default) gives 3 runs per variant per
 # system. Each run is a fresh CloneSet in a fresh namespace, gone before the next run starts.
 #
-#   hack/bench-openkruise.sh                       6 turns, bare and typical Pods, prints the table
+# After the rollout turns (the local cluster released and left as found), the scale part: the
+# same kruise-scale-bench as `make bench-scale` on the scale cluster (hack/scale-cluster.sh: a
+# control plane and kwok's fake nodes), run with both systems (`--systems kruise-rs,openkruise`):
+# for each size a CloneSet of N Pods rolls out in place with each system's manager, in turns
+# Kruise-rs OpenKruise in even runs and OpenKruise Kruise-rs in odd ones (ABBA over two runs),
+# a fresh manager process per turn, the floor measured in the same run (in Kruise-rs's turns). Neither system's daemon runs
+# there (kwok's nodes have no container runtime). Its table follows the rollout table (on
+# stdout, and in the --append file).
+#
+#   hack/bench-openkruise.sh                       6 turns, bare and typical Pods, then 1,000 Pods
+#                                                  at scale, one run; prints the tables
 #   hack/bench-openkruise.sh --append BENCHMARKS.md
-#   hack/bench-openkruise.sh --turns 2 --pods 5 --pod-kinds bare    a quick look
+#   hack/bench-openkruise.sh --turns 2 --pods 5 --pod-kinds bare --scale-sizes none
+#                                                  a quick look at the rollout part only
+#   hack/bench-openkruise.sh --scale-sizes 1000,5000 --scale-runs 2   more of the scale part
 #
 # It holds /tmp/kruise-cluster.lock while it uses the cluster (the cluster is shared), brings the
 # cluster up if it was down (and down again at the end), stops a running dev-mode Kruise-rs and
@@ -23,6 +35,11 @@
 # exactly (deleting what was not there, replacing what changed) and checks that they match, so
 # the suites that run next see only what was there before. OpenKruise's daemon finds the CRI
 # socket under /hostvarrun: a symlink to /run made for the run and removed after it.
+#
+# The scale part holds /tmp/kruise-scale.lock (not the local cluster's lock, released by then),
+# brings the scale cluster up if it was down and down again at the end; if it was up, it is left
+# up with Kruise-rs's CRDs installed again (kruise-scale-bench swaps them back after the turns)
+# and no webhook configurations (kruise-manager writes its own when it next starts).
 set -euo pipefail
 # shellcheck source=hack/lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -33,8 +50,12 @@ pods=10
 append=
 samples=200
 kinds=bare,typical
+scale_sizes=1000
+scale_runs=1
 while [ $# -gt 0 ]; do
   case $1 in
+    --scale-sizes) scale_sizes=$2; shift 2 ;;
+    --scale-runs) scale_runs=$2; shift 2 ;;
     --turns) turns=$2; shift 2 ;;
     --pods) pods=$2; shift 2 ;;
     --append) append=$2; shift 2 ;;
@@ -45,20 +66,49 @@ while [ $# -gt 0 ]; do
 done
 
 LOCK=/tmp/kruise-cluster.lock
-if [ -z "${KRS_BENCH_LOCKED:-}" ]; then
-  hack/build-openkruise.sh
-  log "building Kruise-rs release binaries and kruise-bench"
-  cargo build --release -p kruise-manager -p kruise-daemon -p kruise-e2e \
-    --bin kruise-manager --bin kruise-daemon --bin kruise-bench
-  log "waiting for $LOCK"
-  KRS_BENCH_LOCKED=1 exec flock "$LOCK" "$0" --turns "$turns" --pods "$pods" \
-    --admission-samples "$samples" --pod-kinds "$kinds" ${append:+--append "$append"}
-fi
-
-export KUBECONFIG=${KUBECONFIG:-$KRS_DIR/kubeconfig}
+SCALE_LOCK=/tmp/kruise-scale.lock
 target=${CARGO_TARGET_DIR:-$KRS_ROOT/target}
 OK_VERSION=${OPENKRUISE_VERSION:-v1.9.0}
 OK_DIR="$KRS_CACHE/openkruise-$OK_VERSION"
+
+# The scale part, run under $SCALE_LOCK by the outer invocation below.
+scale_part() {
+  local was_up=0 rc=0
+  hack/scale-cluster.sh running && was_up=1
+  if [ "$was_up" = 0 ]; then
+    log "the scale cluster is down: bringing it up for the scale part (and down after)"
+    # shellcheck disable=SC2064 # expanded now: the trap only tears down what this run started
+    trap "hack/scale-cluster.sh down" EXIT
+    hack/scale-cluster.sh up
+  fi
+  "$target/release/kruise-scale-bench" --systems kruise-rs,openkruise \
+    --sizes "$scale_sizes" --runs "$scale_runs" \
+    --manager "$target/release/kruise-manager" --openkruise-manager "$OK_DIR/bin/manager" \
+    --kubeconfig "$KRS_ROOT/.cluster/scale/kubeconfig" ${append:+--append "$append"} || rc=$?
+  return "$rc"
+}
+
+if [ -n "${KRS_SCALE_LOCKED:-}" ]; then
+  scale_part
+  exit
+fi
+
+if [ -z "${KRS_BENCH_LOCKED:-}" ]; then
+  hack/build-openkruise.sh
+  bins=(--bin kruise-manager --bin kruise-daemon --bin kruise-bench)
+  [ "$scale_sizes" = none ] || bins+=(--bin kruise-scale-bench)
+  log "building Kruise-rs release binaries and the benchmarks"
+  cargo build --release -p kruise-manager -p kruise-daemon -p kruise-e2e "${bins[@]}"
+  log "waiting for $LOCK"
+  KRS_BENCH_LOCKED=1 flock "$LOCK" "$0" --turns "$turns" --pods "$pods" \
+    --admission-samples "$samples" --pod-kinds "$kinds" ${append:+--append "$append"}
+  [ "$scale_sizes" = none ] && exit 0
+  log "the scale part: waiting for $SCALE_LOCK"
+  KRS_SCALE_LOCKED=1 exec flock "$SCALE_LOCK" "$0" --scale-sizes "$scale_sizes" \
+    --scale-runs "$scale_runs" ${append:+--append "$append"}
+fi
+
+export KUBECONFIG=${KUBECONFIG:-$KRS_DIR/kubeconfig}
 out=$(mktemp -d "${TMPDIR:-/tmp}/bench-openkruise.XXXXXX")
 k() { "$KRS_BIN_DIR/kubectl" "$@"; }
 
@@ -363,7 +413,7 @@ print("Runs (s), in turn order:")
 for kind in kinds:
     for v in ("InPlace", "Recreate"):
         print(f"- {kind.lower()} Pod, {v}: OpenKruise {fmt(res['O']['times'].get((kind, v), []))}; Kruise-rs {fmt(res['K']['times'].get((kind, v), []))}")
-print(f"\nRun with `hack/bench-openkruise.sh --turns {turns} --pods {pods} --pod-kinds {sys.argv[7]}` (`make bench-openkruise`).")
+print(f"\nRun with `hack/bench-openkruise.sh --turns {turns} --pods {pods} --pod-kinds {sys.argv[7]}` (`make bench-openkruise`); its scale part's table follows when it ran.")
 PY
 cat "$out/table.md"
 [ -n "$append" ] && cat "$out/table.md" >>"$append"

@@ -9,6 +9,12 @@
 #   hack/scale-cluster.sh down    stops everything it started (by PID) and removes etcd's data
 #   hack/scale-cluster.sh status  prints what runs
 #   hack/scale-cluster.sh running exits 0 when it is up (what hack/e2e.sh asks before `up`)
+#   hack/scale-cluster.sh use kruise-rs|openkruise
+#                                 installs that system's CRDs (replaced whole) and webhook
+#                                 configurations, for kruise-scale-bench's turns: the two share
+#                                 CRD and webhook configuration names. OpenKruise's come from its
+#                                 module's config/ (hack/build-openkruise.sh caches it); Kruise-rs
+#                                 writes its webhook configurations itself when its manager starts.
 #
 # KUBECONFIG=.cluster/scale/kubeconfig (API server https://127.0.0.1:16443). No
 # kube-controller-manager: nothing here needs one, and on 2 cores it would compete with what is
@@ -30,9 +36,11 @@ SCALE_NODES=${SCALE_NODES:-50}
 ETCD_PORT=12379
 SCHEDULER_PORT=10359
 
-# Started left to right, stopped right to left. kruise-manager is started by the benchmark
-# (kruise-scale-bench writes its PID file here) and is stopped first.
+# Started left to right, stopped right to left. The managers under test are started by the
+# benchmark (kruise-scale-bench writes their PID files here) and are stopped first.
 COMPONENTS=(etcd kube-apiserver kube-scheduler kwok)
+MANAGERS=(kruise-manager openkruise-manager)
+OPENKRUISE_VERSION=${OPENKRUISE_VERSION:-v1.9.0}
 
 make_pki() {
   make_ca kruise-scale-ca
@@ -124,13 +132,74 @@ cmd_up() {
 cmd_down() {
   local quiet=${1:-} i
   [ -n "$quiet" ] || log "stopping the scale cluster"
-  stop kruise-manager 15
+  for i in "${MANAGERS[@]}"; do stop "$i" 15; done
   for ((i = ${#COMPONENTS[@]} - 1; i >= 0; i--)); do stop "${COMPONENTS[i]}"; done
-  rm -rf "$KRS_DIR/etcd" "$KRS_PIDS"
+  rm -rf "$KRS_DIR/etcd" "$KRS_PIDS" "$KRS_DIR"/openkruise-*
   [ -n "$quiet" ] || log "the scale cluster is down"
 }
 
-cmd_status() { print_status kruise-manager "${COMPONENTS[@]}"; }
+cmd_status() { print_status "${MANAGERS[@]}" "${COMPONENTS[@]}"; }
+
+# OpenKruise's CRDs and webhook configurations, rendered once per scale cluster (removed by down)
+# from its module's config/ (kustomize names them kruise-*, as ours): crds/ one file a CRD, and
+# webhooks.yaml. Its manager fills in their CA bundle and, with WEBHOOK_HOST, a host URL.
+render_openkruise() {
+  local src="$KRS_CACHE/openkruise-$OPENKRUISE_VERSION/src/config/default" dir="$KRS_DIR/openkruise-$OPENKRUISE_VERSION"
+  [ -f "$dir/webhooks.yaml" ] && return 0
+  [ -d "$src" ] || die "$src not found: run hack/build-openkruise.sh"
+  rm -rf "$dir"
+  mkdir -p "$dir/crds"
+  # kustomize warns about the deprecated fields of that config/ on every render: shown only
+  # when the render fails.
+  if ! kctl kustomize "$src" >"$dir/all.yaml" 2>"$dir/kustomize.err"; then
+    cat "$dir/kustomize.err" >&2
+    die "rendering $src failed"
+  fi
+  python3 -c '
+import sys, yaml
+out = sys.argv[1]
+docs = [d for d in yaml.safe_load_all(open(f"{out}/all.yaml")) if d]
+for d in docs:
+    if d["kind"] == "CustomResourceDefinition":
+        name = d["metadata"]["name"]
+        with open(f"{out}/crds/{name}.yaml", "w") as f:
+            yaml.safe_dump(d, f)
+hooks = [d for d in docs if d["kind"].endswith("WebhookConfiguration")]
+with open(f"{out}/webhooks.yaml.tmp", "w") as f:
+    yaml.safe_dump_all(hooks, f)
+' "$dir"
+  mv "$dir/webhooks.yaml.tmp" "$dir/webhooks.yaml"
+}
+
+cmd_use() {
+  local system=${1:-} crd
+  export KUBECONFIG=$KRS_DIR/kubeconfig
+  # The previous system's configurations point at a manager that is gone: with failurePolicy
+  # Fail they would refuse the writes below and the next turn's Pods.
+  kctl delete mutatingwebhookconfiguration kruise-mutating-webhook-configuration --ignore-not-found >/dev/null
+  kctl delete validatingwebhookconfiguration kruise-validating-webhook-configuration --ignore-not-found >/dev/null
+  case $system in
+    kruise-rs)
+      install_crds all
+      ;;
+    openkruise)
+      render_openkruise
+      # Replaced whole, as install_crds does ours: a merge would keep the other system's fields.
+      for crd in "$KRS_DIR/openkruise-$OPENKRUISE_VERSION"/crds/*.yaml; do
+        if kctl get -f "$crd" >/dev/null 2>&1; then
+          kctl replace -f "$crd" >/dev/null
+        else
+          kctl create -f "$crd" >/dev/null
+        fi
+      done
+      kctl wait --for condition=established --timeout 60s -f "$KRS_DIR/openkruise-$OPENKRUISE_VERSION/crds/" >/dev/null
+      kctl apply -f "$KRS_DIR/openkruise-$OPENKRUISE_VERSION/webhooks.yaml" >/dev/null
+      ;;
+    *) echo "usage: $0 use kruise-rs|openkruise" >&2; exit 2 ;;
+  esac
+  kruise_namespaces
+  log "scale cluster: $system's CRDs and webhook configurations installed"
+}
 
 cmd_running() { all_alive "${COMPONENTS[@]}" && apiserver_ready >/dev/null 2>&1 && nodes_ready 2>/dev/null; }
 
@@ -139,5 +208,6 @@ case ${1:-} in
   down) cmd_down ;;
   status) cmd_status ;;
   running) cmd_running ;;
-  *) echo "usage: $0 up|down|status|running" >&2; exit 2 ;;
+  use) cmd_use "${2:-}" ;;
+  *) echo "usage: $0 up|down|status|running|use SYSTEM" >&2; exit 2 ;;
 esac

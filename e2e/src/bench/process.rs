@@ -131,7 +131,9 @@ pub fn http_ok(addr: &str, path: &str) -> bool {
     status_ok(&buf[..n])
 }
 
-/// The body of one plain HTTP/1.1 GET of `path` on `addr` when the answer is 200.
+/// The body of one plain HTTP/1.1 GET of `path` on `addr` when the answer is 200. A chunked
+/// body (Go's HTTP server sends one when the handler sets no length, as OpenKruise's /metrics
+/// does) is put back together.
 pub fn http_get(addr: &str, path: &str) -> Option<String> {
     let mut s = std::net::TcpStream::connect(addr).ok()?;
     s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
@@ -143,8 +145,33 @@ pub fn http_get(addr: &str, path: &str) -> Option<String> {
         return None;
     }
     let text = String::from_utf8_lossy(&buf);
-    let (_, body) = text.split_once("\r\n\r\n")?;
-    Some(body.to_string())
+    let (head, body) = text.split_once("\r\n\r\n")?;
+    let chunked = head.lines().any(|l| {
+        l.split_once(':').is_some_and(|(k, v)| {
+            k.trim().eq_ignore_ascii_case("transfer-encoding")
+                && v.trim().eq_ignore_ascii_case("chunked")
+        })
+    });
+    if chunked {
+        dechunk(body)
+    } else {
+        Some(body.to_string())
+    }
+}
+
+/// The data of a chunked HTTP/1.1 body: hexadecimal size (extensions after `;` ignored), CRLF,
+/// that many bytes, CRLF, until the zero-size chunk.
+fn dechunk(mut body: &str) -> Option<String> {
+    let mut out = String::with_capacity(body.len());
+    loop {
+        let (size, rest) = body.split_once("\r\n")?;
+        let size = usize::from_str_radix(size.split(';').next()?.trim(), 16).ok()?;
+        if size == 0 {
+            return Some(out);
+        }
+        out.push_str(rest.get(..size)?);
+        body = rest.get(size..)?.strip_prefix("\r\n")?;
+    }
 }
 
 /// The value of the unlabelled sample `name` in a Prometheus text exposition.
@@ -174,6 +201,23 @@ mod tests {
         ];
         for (head, want) in cases {
             assert_eq!(status_ok(head), want, "{}", String::from_utf8_lossy(head));
+        }
+    }
+
+    #[test]
+    fn chunked_bodies_are_joined() {
+        let cases: [(&str, Option<&str>); 4] = [
+            (
+                "5\r\nhello\r\n7;x=1\r\n world\n\r\n0\r\n\r\n",
+                Some("hello world\n"),
+            ),
+            ("0\r\n\r\n", Some("")),
+            // cut short, or a size that is not hexadecimal
+            ("5\r\nhel", None),
+            ("zz\r\nhello\r\n0\r\n\r\n", None),
+        ];
+        for (body, want) in cases {
+            assert_eq!(dechunk(body).as_deref(), want, "{body:?}");
         }
     }
 
