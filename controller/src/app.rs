@@ -55,6 +55,9 @@ pub struct AppConfig {
     pub kube_api_qps: f32,
     /// Requests allowed at once above `kube_api_qps`.
     pub kube_api_burst: u32,
+    /// Requests each client keeps in flight at once (0: no bound; see
+    /// [`ratelimit::MAX_IN_FLIGHT`]).
+    pub kube_api_max_in_flight: usize,
     /// Address of `/metrics`; `None`: not served.
     pub metrics_addr: Option<SocketAddr>,
     /// Address of `/healthz` and `/readyz`; `None`: not served.
@@ -90,6 +93,7 @@ impl AppConfig {
             kube,
             kube_api_qps: DEFAULT_KUBE_API_QPS,
             kube_api_burst: DEFAULT_KUBE_API_BURST,
+            kube_api_max_in_flight: ratelimit::MAX_IN_FLIGHT,
             metrics_addr: None,
             health_addr: None,
             leader_elect: true,
@@ -200,15 +204,26 @@ pub async fn run_controllers(
     );
 }
 
-fn client(cfg: &kube::Config, qps: f32, burst: u32) -> Result<Client, AppError> {
-    ratelimit::client(cfg.clone(), qps, burst).map_err(|e| AppError::Client(e.to_string()))
+fn client(
+    cfg: &kube::Config,
+    qps: f32,
+    burst: u32,
+    max_in_flight: usize,
+) -> Result<Client, AppError> {
+    ratelimit::client_with(cfg.clone(), qps, burst, max_in_flight)
+        .map_err(|e| AppError::Client(e.to_string()))
 }
 
 /// Runs the manager until `shutdown` is cancelled (upstream's `main`, after flag parsing).
 /// Returns early with an error when the webhook does not come up or leader election fails.
 #[tracing::instrument(skip_all, fields(identity = %cfg.identity))]
 pub async fn run(cfg: AppConfig, shutdown: CancellationToken) -> Result<(), AppError> {
-    let client = client(&cfg.kube, cfg.kube_api_qps, cfg.kube_api_burst)?;
+    let client = client(
+        &cfg.kube,
+        cfg.kube_api_qps,
+        cfg.kube_api_burst,
+        cfg.kube_api_max_in_flight,
+    )?;
     let (metrics, health) = (cfg.metrics.clone(), cfg.health.clone());
     let mut servers = Vec::new();
     match (cfg.metrics_addr, cfg.health_addr) {
@@ -239,7 +254,7 @@ pub async fn run(cfg: AppConfig, shutdown: CancellationToken) -> Result<(), AppE
             // The webhook's own client, without the controllers' rate limit: an admission call
             // (a template dry-run, a CRR's Pod) must not queue behind a rollout's writes and miss
             // the API server's timeout. Its requests are bounded by the admissions it is sent.
-            let wclient = self::client(&cfg.kube, 0.0, 0)?;
+            let wclient = self::client(&cfg.kube, 0.0, 0, cfg.kube_api_max_in_flight)?;
             let token = shutdown.clone();
             let run_cfg = wcfg.clone();
             let handle = tokio::spawn(async move {

@@ -81,6 +81,10 @@ struct Args {
     /// is OpenKruise's manager default (`--rest-config-burst=50`).
     #[arg(long, default_value_t = DEFAULT_KUBE_API_BURST)]
     kube_api_burst: u32,
+    /// Requests the manager keeps in flight at once, whatever the rate (each one is an HTTP/1.1
+    /// connection to the API server, kept open for 90 s after); 0: no bound.
+    #[arg(long, env = "KRUISE_KUBE_API_MAX_IN_FLIGHT", default_value_t = kruise_manager::ratelimit::MAX_IN_FLIGHT)]
+    kube_api_max_in_flight: usize,
     /// Feature gates as upstream spells them (`Name=true,Other=false`; the Helm chart's
     /// `featureGates`). Kruise-rs has no optional features yet: gates are checked for syntax and
     /// each one is logged as having no effect.
@@ -144,6 +148,7 @@ fn config(args: Args, kube: kube::Config) -> AppConfig {
     let mut cfg = AppConfig::new(kube);
     cfg.kube_api_qps = args.kube_api_qps;
     cfg.kube_api_burst = args.kube_api_burst;
+    cfg.kube_api_max_in_flight = args.kube_api_max_in_flight;
     cfg.metrics_addr = Some(args.metrics_addr);
     cfg.health_addr = Some(args.health_addr);
     cfg.leader_elect = args.leader_elect;

@@ -162,9 +162,15 @@ pub struct InFlightLayer {
 }
 
 impl InFlightLayer {
+    /// At most `max` requests at once; 0: as many as a semaphore can count (no bound).
     pub fn new(max: usize) -> Self {
+        let max = if max == 0 {
+            Semaphore::MAX_PERMITS
+        } else {
+            max
+        };
         Self {
-            slots: Arc::new(Semaphore::new(max.max(1))),
+            slots: Arc::new(Semaphore::new(max)),
         }
     }
 }
@@ -254,10 +260,20 @@ pub const MAX_IN_FLIGHT: usize = 32;
 /// A client for `config` whose requests pass through a limiter of `qps` (≤ 0: unlimited) and
 /// `burst`, at most [`MAX_IN_FLIGHT`] at once.
 pub fn client(config: kube::Config, qps: f32, burst: u32) -> Result<kube::Client, kube::Error> {
+    client_with(config, qps, burst, MAX_IN_FLIGHT)
+}
+
+/// [`client`] with `max_in_flight` requests at once instead of [`MAX_IN_FLIGHT`] (0: no bound).
+pub fn client_with(
+    config: kube::Config,
+    qps: f32,
+    burst: u32,
+    max_in_flight: usize,
+) -> Result<kube::Client, kube::Error> {
     let limiter = Limiter::new(qps, burst);
     // Layers wrap outward: a request waits for its rate token, then for a connection slot.
     let builder = kube::client::ClientBuilder::try_from(config)?
-        .with_layer(&InFlightLayer::new(MAX_IN_FLIGHT));
+        .with_layer(&InFlightLayer::new(max_in_flight));
     Ok(if limiter.0.is_none() {
         builder.build()
     } else {
@@ -336,6 +352,28 @@ mod tests {
         assert!(most <= MAX_IN_FLIGHT, "{most} requests in flight at once");
         // Two clients, each bounded: their connections together.
         assert!(conns <= 2 * MAX_IN_FLIGHT, "{conns} connections opened");
+    }
+
+    /// `--kube-api-max-in-flight 0`: no bound, so the same burst goes out at once.
+    #[tokio::test]
+    async fn zero_max_in_flight_is_no_bound() {
+        let (addr, most, _) = slow_server().await;
+        let url = format!("http://{addr}").parse().expect("url");
+        let c = client_with(kube::Config::new(url), 0.0, 0, 0).expect("client");
+        let reqs = (0..4 * MAX_IN_FLIGHT).map(|_| {
+            let req = http::Request::get("/version")
+                .body(Vec::new())
+                .expect("request");
+            c.request_text(req)
+        });
+        for r in futures::future::join_all(reqs).await {
+            assert_eq!(r.expect("answered"), "{}");
+        }
+        let most = most.load(Ordering::SeqCst);
+        assert!(
+            most > MAX_IN_FLIGHT,
+            "only {most} requests in flight at once"
+        );
     }
 
     #[test]

@@ -167,13 +167,17 @@ struct Args {
     common: Common,
 }
 
-/// The environment that changes how the manager allocates (it inherits ours), as the table
-/// reports it.
+/// The environment that changes how the manager allocates or how many requests it keeps in
+/// flight (it inherits ours), as the table reports it.
 fn allocator_settings() -> String {
-    let set: Vec<String> = ["KRUISE_MALLOC_TRIM_SECS", "MALLOC_ARENA_MAX"]
-        .iter()
-        .filter_map(|k| std::env::var(k).ok().map(|v| format!("{k}={v}")))
-        .collect();
+    let set: Vec<String> = [
+        "KRUISE_MALLOC_TRIM_SECS",
+        "MALLOC_ARENA_MAX",
+        "KRUISE_KUBE_API_MAX_IN_FLIGHT",
+    ]
+    .iter()
+    .filter_map(|k| std::env::var(k).ok().map(|v| format!("{k}={v}")))
+    .collect();
     if set.is_empty() {
         "the manager's defaults".into()
     } else {
