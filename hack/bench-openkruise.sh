@@ -263,16 +263,7 @@ webhook_serves() {
 
 start_openkruise() {
   log "OpenKruise turn: its CRDs and webhook configurations"
-  local crd
-  # Replaced whole, as install_crds does ours: a merge would keep the other system's fields.
-  for crd in "$out"/crds/*.yaml; do
-    if k get -f "$crd" >/dev/null 2>&1; then
-      k replace -f "$crd" >/dev/null
-    else
-      k create -f "$crd" >/dev/null
-    fi
-  done
-  k wait --for condition=established --timeout 60s -f "$out/crds/" >/dev/null
+  install_crds all "$out/crds"
   kruise_namespaces
   k apply -f "$out/webhooks.yaml" >/dev/null
   POD_NAMESPACE=kruise-system WEBHOOK_HOST=127.0.0.1 WEBHOOK_PORT=9876 \

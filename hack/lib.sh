@@ -304,15 +304,17 @@ print_status() {
 
 _kruise_kubectl() { "$KRS_BIN_DIR/kubectl" --kubeconfig "${KUBECONFIG:-$KRS_DIR/kubeconfig}" "$@"; }
 
-# install_crds MODE: every CRD of deploy/crds replaced whole if it exists. Replaced, not merged:
-# a manager in dev mode points CRD conversion at a URL on this host, which an apply that sets the
-# in-cluster Service would merge into an invalid config ("exactly one of url or service").
+# install_crds MODE [DIR]: every CRD of DIR (default deploy/crds) replaced whole if it exists.
+# Replaced, not merged: a manager in dev mode points CRD conversion at a URL on this host, which an
+# apply that sets the in-cluster Service would merge into an invalid config ("exactly one of url or
+# service"); and OpenKruise's CRDs (the benchmarks' DIR) share names with ours, whose fields a
+# merge would keep.
 # MODE all: missing CRDs are created, then all are waited for until established.
 # MODE existing-only: missing CRDs are left to the caller (hack/install.sh applies them with the
 # rest of deploy/).
 install_crds() {
-  local mode=$1 crd
-  for crd in "$KRS_ROOT"/deploy/crds/*.yaml; do
+  local mode=$1 dir=${2:-$KRS_ROOT/deploy/crds} crd
+  for crd in "$dir"/*.yaml; do
     if _kruise_kubectl get -f "$crd" >/dev/null 2>&1; then
       _kruise_kubectl replace -f "$crd" >/dev/null
     elif [ "$mode" = all ]; then
@@ -320,7 +322,7 @@ install_crds() {
     fi
   done
   if [ "$mode" = all ]; then
-    _kruise_kubectl wait --for condition=established --timeout 60s -f "$KRS_ROOT/deploy/crds/" >/dev/null
+    _kruise_kubectl wait --for condition=established --timeout 60s -f "$dir/" >/dev/null
   fi
 }
 

@@ -172,7 +172,7 @@ with open(f"{out}/webhooks.yaml.tmp", "w") as f:
 }
 
 cmd_use() {
-  local system=${1:-} crd
+  local system=${1:-}
   export KUBECONFIG=$KRS_DIR/kubeconfig
   # The previous system's configurations point at a manager that is gone: with failurePolicy
   # Fail they would refuse the writes below and the next turn's Pods.
@@ -184,15 +184,7 @@ cmd_use() {
       ;;
     openkruise)
       render_openkruise
-      # Replaced whole, as install_crds does ours: a merge would keep the other system's fields.
-      for crd in "$KRS_DIR/openkruise-$OPENKRUISE_VERSION"/crds/*.yaml; do
-        if kctl get -f "$crd" >/dev/null 2>&1; then
-          kctl replace -f "$crd" >/dev/null
-        else
-          kctl create -f "$crd" >/dev/null
-        fi
-      done
-      kctl wait --for condition=established --timeout 60s -f "$KRS_DIR/openkruise-$OPENKRUISE_VERSION/crds/" >/dev/null
+      install_crds all "$KRS_DIR/openkruise-$OPENKRUISE_VERSION/crds"
       kctl apply -f "$KRS_DIR/openkruise-$OPENKRUISE_VERSION/webhooks.yaml" >/dev/null
       ;;
     *) echo "usage: $0 use kruise-rs|openkruise" >&2; exit 2 ;;

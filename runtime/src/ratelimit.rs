@@ -329,6 +329,19 @@ mod tests {
         (addr, most, conns)
     }
 
+    /// Four times [`MAX_IN_FLIGHT`] requests at once through `c`, each answered `{}`.
+    async fn burst(c: &kube::Client) {
+        let reqs = (0..4 * MAX_IN_FLIGHT).map(|_| {
+            let req = http::Request::get("/version")
+                .body(Vec::new())
+                .expect("request");
+            c.request_text(req)
+        });
+        for r in futures::future::join_all(reqs).await {
+            assert_eq!(r.expect("answered"), "{}");
+        }
+    }
+
     /// Four times as many requests at once as the bound: the server never holds more than
     /// the bound, and the client opens no more connections than that.
     #[tokio::test]
@@ -336,16 +349,7 @@ mod tests {
         let (addr, most, conns) = slow_server().await;
         for qps in [0.0, 10_000.0] {
             let url = format!("http://{addr}").parse().expect("url");
-            let c = client(kube::Config::new(url), qps, 10_000).expect("client");
-            let reqs = (0..4 * MAX_IN_FLIGHT).map(|_| {
-                let req = http::Request::get("/version")
-                    .body(Vec::new())
-                    .expect("request");
-                c.request_text(req)
-            });
-            for r in futures::future::join_all(reqs).await {
-                assert_eq!(r.expect("answered"), "{}");
-            }
+            burst(&client(kube::Config::new(url), qps, 10_000).expect("client")).await;
         }
         let (most, conns) = (most.load(Ordering::SeqCst), conns.load(Ordering::SeqCst));
         assert!(most > 1, "requests ran one at a time ({most})");
@@ -359,16 +363,7 @@ mod tests {
     async fn zero_max_in_flight_is_no_bound() {
         let (addr, most, _) = slow_server().await;
         let url = format!("http://{addr}").parse().expect("url");
-        let c = client_with(kube::Config::new(url), 0.0, 0, 0).expect("client");
-        let reqs = (0..4 * MAX_IN_FLIGHT).map(|_| {
-            let req = http::Request::get("/version")
-                .body(Vec::new())
-                .expect("request");
-            c.request_text(req)
-        });
-        for r in futures::future::join_all(reqs).await {
-            assert_eq!(r.expect("answered"), "{}");
-        }
+        burst(&client_with(kube::Config::new(url), 0.0, 0, 0).expect("client")).await;
         let most = most.load(Ordering::SeqCst);
         assert!(
             most > MAX_IN_FLIGHT,
