@@ -32,8 +32,8 @@ build: ## build every crate
 	$(CARGO) build --workspace --bins
 
 .PHONY: unit
-unit: ## unit and pure tests of every crate (no cluster)
-	$(CARGO) test --workspace --exclude kruise-e2e
+unit: ## unit, property and snapshot tests of every crate, the e2e crate's own, the CRI test that needs no runtime (no cluster)
+	hack/test.sh unit
 
 .PHONY: lint
 lint: ## rustfmt, clippy (warnings are errors) and shellcheck
@@ -42,12 +42,12 @@ lint: ## rustfmt, clippy (warnings are errors) and shellcheck
 	shellcheck hack/*.sh kind/*.sh kind/bin/docker kind/node/entrypoint .ci/run
 
 .PHONY: e2e
-e2e: ## end-to-end suite against KUBECONFIG, or the local cluster (started and stopped here)
-	hack/e2e.sh
+e2e: ## every e2e stage (smoke gate, behaviour suite, serial phase, plugin, dev mode, kwok, CRI, cycle); with KUBECONFIG set, the suite against that cluster
+	hack/test.sh e2e
 
-.PHONY: e2e-incluster
-e2e-incluster: ## install from deploy/ with images built here on the local cluster and run the in-cluster e2e subset
-	hack/e2e.sh --incluster
+.PHONY: stages
+stages: ## the stages of make test and what each does (run some with hack/test.sh STAGE…)
+	@hack/test.sh --list
 
 .PHONY: kind-up
 kind-up: ## a kind cluster built here (no pulls) running Kruise-rs from deploy/; KUBECONFIG=.cluster/kind/kubeconfig
@@ -58,14 +58,12 @@ kind-down: ## remove the kind cluster and what kind/up.sh started
 	kind/down.sh
 
 .PHONY: kind-e2e
-kind-e2e: ## the in-cluster e2e subset on a kind cluster, which is removed afterwards
+kind-e2e: ## the behaviour suite (smoke, suite, serial) on a kind cluster, which is removed afterwards
 	kind/up.sh --e2e; status=$$?; kind/down.sh; exit $$status
 
 .PHONY: test
-test: ## the full test suite: unit tests, the e2e suite (dev mode, then in cluster) on local clusters
-	$(MAKE) unit
-	hack/e2e.sh --cycle
-	hack/e2e.sh --incluster
+test: ## every stage: unit tests, then the behaviour suite against Kruise-rs installed from deploy/ on a local cluster, dev mode, kwok, CRI, cycle; prints a table of stages
+	hack/test.sh
 
 .PHONY: dev-up
 dev-up: cluster-up ## run kruise-manager and kruise-daemon from this tree as host processes

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs Kruise-rs from deploy/ on the cluster in $KUBECONFIG (default: the local cluster), with
 # the images hack/build-images.sh pushed (pinned by digest), and waits until every component is
-# ready.  hack/install.sh uninstall removes it all and leaves the cluster as it was.
+# ready (each rollout within KRUISE_INSTALL_TIMEOUT, default 300s).  hack/install.sh uninstall
+# removes it all and leaves the cluster as it was.
 set -euo pipefail
 # shellcheck source=hack/lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -49,7 +50,7 @@ install_crds existing-only
 log "applying deploy/ with $KRUISE_MANAGER_IMAGE and $KRUISE_DAEMON_IMAGE"
 k apply --server-side --force-conflicts -k "$KRS_DIR/install" >/dev/null
 log "waiting for the manager and the daemon"
-k -n kruise-system rollout status deployment/kruise-controller-manager --timeout=300s
-k -n kruise-system rollout status daemonset/kruise-daemon --timeout=300s
+k -n kruise-system rollout status deployment/kruise-controller-manager --timeout="${KRUISE_INSTALL_TIMEOUT:-300s}"
+k -n kruise-system rollout status daemonset/kruise-daemon --timeout="${KRUISE_INSTALL_TIMEOUT:-300s}"
 k wait --for condition=established --timeout=60s -f deploy/crds/ >/dev/null
 log "Kruise-rs is installed"

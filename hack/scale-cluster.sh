@@ -8,7 +8,7 @@
 #   hack/scale-cluster.sh up      idempotent: starts what is not running, waits, installs the CRDs
 #   hack/scale-cluster.sh down    stops everything it started (by PID) and removes etcd's data
 #   hack/scale-cluster.sh status  prints what runs
-#   hack/scale-cluster.sh running exits 0 when it is up (what hack/e2e.sh asks before `up`)
+#   hack/scale-cluster.sh running exits 0 when it is up (what hack/test.sh kwok asks before `up`)
 #   hack/scale-cluster.sh use kruise-rs|openkruise
 #                                 installs that system's CRDs (replaced whole) and webhook
 #                                 configurations, for kruise-scale-bench's turns: the two share

@@ -93,7 +93,7 @@ pub fn slim(pod: &mut Pod) {
 
 /// Test knob, deliberately not a flag: when this environment variable is `1`, every subscriber
 /// behaves as if it had lagged on every event (it receives `Resync` instead of each event), the
-/// worst case of a slow subscriber. The e2e suite (`e2e/tests/scale.rs`) starts a manager with
+/// worst case of a slow subscriber. The e2e suite (`e2e/tests/e2e/scale.rs`) starts a manager with
 /// it to prove that controllers converge from the store alone.
 pub const ENV_DEBUG_POD_EVENT_LAG: &str = "KRUISE_DEBUG_POD_EVENT_LAG";
 

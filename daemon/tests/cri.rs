@@ -1,6 +1,7 @@
-//! Against a real CRI runtime, so ignored by a plain `cargo test`: hack/e2e.sh runs them with
-//! `--include-ignored` and KRUISE_CRI_ENDPOINT set to the local cluster's containerd. Without
-//! the variable they fail, saying what is missing, rather than pass without testing anything.
+//! Against a real CRI runtime, so all but the socket-path test (which needs none) are ignored by
+//! a plain `cargo test`: `hack/test.sh cri` runs them with `--include-ignored` and
+//! KRUISE_CRI_ENDPOINT set to the local cluster's containerd. Without the variable they fail,
+//! saying what is missing, rather than pass without testing anything.
 //! KRUISE_TEST_IMAGE (default 127.0.0.1:5000/kruise-rs/sidecar:v1) must be pullable and
 //! idle until SIGTERM; KRUISE_TEST_MISSING_IMAGE must not exist in its registry.
 
@@ -31,7 +32,7 @@ async fn connect(ep: &str) -> CriClient {
 }
 
 #[tokio::test]
-#[ignore = "needs a CRI runtime: run by hack/e2e.sh"]
+#[ignore = "needs a CRI runtime: run by hack/test.sh cri"]
 async fn version_and_images() {
     let Some(ep) = endpoint() else { return };
     let c = connect(&ep).await;
@@ -47,7 +48,6 @@ async fn version_and_images() {
 }
 
 #[tokio::test]
-#[ignore = "needs a CRI runtime: run by hack/e2e.sh"]
 async fn missing_socket_error_names_the_path() {
     let src = SocketSource::from_flags(
         Some("unix:///nonexistent/cri.sock"),
@@ -64,7 +64,7 @@ async fn missing_socket_error_names_the_path() {
 }
 
 #[tokio::test]
-#[ignore = "needs a CRI runtime: run by hack/e2e.sh"]
+#[ignore = "needs a CRI runtime: run by hack/test.sh cri"]
 async fn pull_reports_the_image_id_of_image_status() {
     let Some(ep) = endpoint() else { return };
     let c = connect(&ep).await;
@@ -90,7 +90,7 @@ async fn pull_reports_the_image_id_of_image_status() {
 }
 
 #[tokio::test]
-#[ignore = "needs a CRI runtime: run by hack/e2e.sh"]
+#[ignore = "needs a CRI runtime: run by hack/test.sh cri"]
 async fn failed_pull_carries_the_registry_error() {
     let Some(ep) = endpoint() else { return };
     let c = connect(&ep).await;
@@ -111,7 +111,7 @@ async fn failed_pull_carries_the_registry_error() {
 }
 
 #[tokio::test]
-#[ignore = "needs a CRI runtime: run by hack/e2e.sh"]
+#[ignore = "needs a CRI runtime: run by hack/test.sh cri"]
 async fn exec_and_stop_a_real_container() {
     let Some(ep) = endpoint() else { return };
     let c = connect(&ep).await;

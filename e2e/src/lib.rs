@@ -219,6 +219,7 @@ pub mod cloneset;
 pub mod cri;
 pub mod daemonset;
 pub mod kwok;
+pub mod manager;
 pub mod mode;
 pub mod plugin;
 pub mod recorder;

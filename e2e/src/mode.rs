@@ -3,7 +3,7 @@
 //!
 //! - **Dev**: the manager and daemon are host processes started by `hack/dev-up.sh` (PID files in
 //!   `.cluster/pids/`); a test may kill them and start them again with that script.
-//! - **In cluster** (`KRUISE_E2E_INCLUSTER=1`, set by `hack/e2e.sh --incluster`): they run from
+//! - **In cluster** (`KRUISE_E2E_INCLUSTER=1`, set by the e2e stages of `hack/test.sh`): they run from
 //!   `deploy/` under their own ServiceAccounts. A test must never start a host process then: a
 //!   dev-mode manager runs with admin rights, re-points the webhooks and would hide the shipped
 //!   RBAC. Restarts go through the API, as a user would do them.
@@ -19,7 +19,7 @@ use kube::{Api, Client, ResourceExt};
 
 use crate::{Error, Result, pod_ready, repo_root, wait_for};
 
-/// Env that `hack/e2e.sh --incluster` sets.
+/// Env that the e2e stages of `hack/test.sh` set.
 pub const INCLUSTER_ENV: &str = "KRUISE_E2E_INCLUSTER";
 /// Namespace the installed components run in.
 pub const KRUISE_NS: &str = "kruise-system";

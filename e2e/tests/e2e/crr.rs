@@ -494,7 +494,7 @@ async fn webhook_admits_at_create_and_refuses_what_it_cannot() {
 /// mode: hack/dev-up.sh; in cluster: its Pod deleted): the request completes and the container is
 /// recreated exactly once, neither lost nor doubled.
 #[tokio::test]
-async fn daemon_killed_mid_request_recreates_exactly_once() {
+async fn serial_daemon_killed_mid_request_recreates_exactly_once() {
     let client = client().await.expect("cluster");
     let ns = TestNamespace::create(&client, "e2e-crr-kill")
         .await

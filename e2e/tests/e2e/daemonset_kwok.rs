@@ -5,8 +5,9 @@
 //!
 //! Each test starts a kruise-manager of this tree against the scale cluster and stops it, and
 //! deletes the DaemonSet, its Pods and its Nodes again (the scale cluster has no garbage
-//! collector). Not part of the local cluster's suite: `hack/e2e.sh` runs this file against the
-//! scale cluster under `flock /tmp/kruise-scale.lock`. The tests run one at a time (one manager).
+//! collector). Not part of the local cluster's suite: the `kwok` stage of `hack/test.sh` runs it
+//! against the scale cluster under `flock /tmp/kruise-scale.lock`. The tests run one at a time
+//! (one manager).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};

@@ -4,7 +4,7 @@
 //! webhook configuration and Pods can be created afterwards.
 //!
 //! When a manager already serves the webhooks (the dev-mode one of `hack/dev-up.sh`, or the
-//! in-cluster one of `hack/e2e.sh --incluster`), `dev` must refuse and name it: that is what this
+//! in-cluster one of `make test`), `dev` must refuse and name it: that is what this
 //! test checks then. The full run needs the shared cluster with nothing Kruise running (under
 //! the cluster lock, without `hack/dev-up.sh`).
 

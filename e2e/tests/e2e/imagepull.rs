@@ -25,8 +25,10 @@ use serde_json::{Value, json};
 
 const PULL: Duration = Duration::from_secs(120);
 /// The daemon only reports intermediate progress while it runs a single pull (containerd's
-/// ingests do not say which pull they belong to), so the progress test runs alone: every other
-/// test here shares this lock, the progress test takes it exclusively.
+/// ingests do not say which pull they belong to), so the progress test runs alone: in the suite's
+/// serial phase (its name says so), and, where this file's tests share one process (`cargo
+/// test`), under this lock, which every other test here shares and the progress test takes
+/// exclusively.
 static PULLS: tokio::sync::RwLock<()> = tokio::sync::RwLock::const_new(());
 
 fn resource(kind: &str, plural: &str) -> ApiResource {
@@ -261,7 +263,7 @@ fn rss_kb(pid: i32) -> String {
 /// hack/dev-up.sh; in cluster: its Pod deleted and recreated by the DaemonSet): the pull finishes
 /// and the status is right.
 #[tokio::test]
-async fn daemon_killed_mid_pull_recovers() {
+async fn serial_daemon_killed_mid_pull_recovers() {
     let _pulls = PULLS.read().await;
     let client = client().await.expect("cluster");
     let ns = TestNamespace::create(&client, "e2e-ipj-kill")
@@ -322,7 +324,7 @@ async fn daemon_killed_mid_pull_recovers() {
 /// d: a big pull through containerd shows progress strictly between 0 and 100 in the NodeImage
 /// status while it runs (read from containerd's content ingests), then 100 on success.
 #[tokio::test]
-async fn big_pull_reports_intermediate_progress() {
+async fn serial_big_pull_reports_intermediate_progress() {
     let _alone = PULLS.write().await;
     let client = client().await.expect("cluster");
     let ns = TestNamespace::create(&client, "e2e-ipj-progress")

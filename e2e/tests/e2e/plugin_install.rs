@@ -1,8 +1,7 @@
 //! `kubectl kruise install / check / uninstall` and the Helm chart on a real cluster (issue 17,
 //! acceptance 2–4). It needs a cluster with nothing Kruise on it and the images in the registry
-//! (`hack/build-images.sh`), so it is ignored by default; `hack/e2e.sh --incluster` runs it after
-//! its own uninstall, and by hand:
-//!   flock /tmp/kruise-cluster.lock cargo test -p kruise-e2e --test plugin_install -- --include-ignored
+//! (`hack/build-images.sh`), so it is ignored by default; the `plugin` stage of `hack/test.sh`
+//! runs it after its own uninstall, and by hand: `hack/test.sh plugin`.
 //! It leaves the cluster as it found it (uninstalled).
 
 use std::path::PathBuf;
@@ -98,7 +97,7 @@ async fn check(kk: &Kruise) -> kruise_e2e::cli::Run {
 }
 
 #[tokio::test]
-#[ignore = "needs a cluster without Kruise and the images in the registry (hack/e2e.sh --incluster runs it)"]
+#[ignore = "needs a cluster without Kruise and the images in the registry (the plugin stage of hack/test.sh runs it)"]
 async fn install_check_uninstall_and_helm() {
     let client = client().await.expect("cluster");
     let kk = Kruise::new("default").expect("kubectl-kruise and kubeconfig");

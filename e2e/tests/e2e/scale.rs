@@ -3,28 +3,20 @@
 //! manager's Pod event subscribers lag, and how often a CloneSet retries creating Pods in a
 //! namespace that is being deleted.
 //!
-//! Dev mode only (the manager runs as a host process started by hack/dev-up.sh): the lag test
-//! restarts the manager with the test knob `KRUISE_DEBUG_POD_EVENT_LAG=1` and restores the
-//! default manager afterwards, and the namespace test reads the manager's log. The tests of this
-//! file run one at a time, since the lag test takes the manager away for a moment.
+//! The lag test reconfigures the manager with the test knob `KRUISE_DEBUG_POD_EVENT_LAG=1` and
+//! restores it afterwards ([`kruise_e2e::manager::reconfigure`]), so it runs in the serial phase;
+//! the namespace test reads the leading manager's log.
 
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
 use kruise_e2e::cloneset::{self, patch_spec, status_i64};
-use kruise_e2e::{TestNamespace, client, repo_root, wait_for};
+use kruise_e2e::manager::{self, ManagerConfig};
+use kruise_e2e::{TestNamespace, client, wait_for};
 use kube::api::{DeleteParams, DynamicObject, ListParams, PostParams};
 use kube::{Api, ResourceExt};
 use serde_json::{Value, json};
-
-/// The tests share one manager; the lag test replaces it for its duration.
-static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
-fn manager_log() -> std::path::PathBuf {
-    repo_root().join(".cluster/logs/kruise-manager.log")
-}
 
 /// A CloneSet of testapp Pods with `extra` merged into its spec.
 fn cloneset_with(name: &str, replicas: i32, extra: Value) -> DynamicObject {
@@ -70,7 +62,6 @@ async fn all_pods(pods: &Api<Pod>, name: &str) -> Vec<Pod> {
 
 #[tokio::test]
 async fn min_ready_seconds_next_pod_is_created_when_the_previous_becomes_available() {
-    let _serial = SERIAL.lock().await;
     let client = client().await.expect("cluster");
     let ns = TestNamespace::create(&client, "e2e-scale-minready")
         .await
@@ -113,47 +104,15 @@ async fn min_ready_seconds_next_pod_is_created_when_the_previous_becomes_availab
     ns.delete().await.expect("delete ns");
 }
 
-/// Stops the dev-mode manager and starts it again from the same binary, with `env` added.
-fn restart_manager(env: &[(&str, &str)]) {
-    let pid_file = repo_root().join(".cluster/pids/kruise-manager.pid");
-    if let Ok(pid) = std::fs::read_to_string(&pid_file) {
-        // SIGTERM: the manager releases its Lease, so the next one leads at once.
-        let _ = Command::new("kill").args(["-TERM", pid.trim()]).status();
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while Instant::now() < deadline
-            && Command::new("kill")
-                .args(["-0", pid.trim()])
-                .status()
-                .is_ok_and(|s| s.success())
-        {
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-    let mut cmd = Command::new(repo_root().join("hack/dev-up.sh"));
-    cmd.current_dir(repo_root()).env("KRUISE_SKIP_BUILD", "1");
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let status = cmd.status().expect("run hack/dev-up.sh");
-    assert!(status.success(), "hack/dev-up.sh starts the manager");
-}
-
-/// Puts the default manager back even when the test fails.
-struct DefaultManagerOnDrop;
-
-impl Drop for DefaultManagerOnDrop {
-    fn drop(&mut self) {
-        restart_manager(&[]);
-    }
-}
-
 #[tokio::test]
-async fn scale_down_and_up_converge_when_every_pod_event_is_lost_to_lag() {
-    let _serial = SERIAL.lock().await;
-    restart_manager(&[(kruise_manager::podcache::ENV_DEBUG_POD_EVENT_LAG, "1")]);
-    let _restore = DefaultManagerOnDrop;
-
+async fn serial_scale_down_and_up_converge_when_every_pod_event_is_lost_to_lag() {
     let client = client().await.expect("cluster");
+    let lagging = manager::reconfigure(
+        &client,
+        &ManagerConfig::default().env(kruise_manager::podcache::ENV_DEBUG_POD_EVENT_LAG, "1"),
+    )
+    .await
+    .expect("the manager runs with every Pod event lost to lag");
     let ns = TestNamespace::create(&client, "e2e-scale-lag")
         .await
         .expect("ns");
@@ -226,39 +185,24 @@ async fn scale_down_and_up_converge_when_every_pod_event_is_lost_to_lag() {
     .await
     .expect("scale-up completes");
     ns.delete().await.expect("delete ns");
+    lagging
+        .restore(&client)
+        .await
+        .expect("the installed manager is back");
 }
 
-/// Timestamps of the manager's "creating pods" lines for `cloneset` (`ns/name`) written after
-/// byte `from` of its log.
-fn creation_attempts(from: u64, cloneset: &str) -> Vec<Timestamp> {
-    let log = std::fs::read(manager_log()).expect("manager log");
-    let tail = log.get(usize::try_from(from).unwrap_or(0)..).unwrap_or(&[]);
-    let needle = format!("cloneset={cloneset} ");
-    String::from_utf8_lossy(tail)
-        .lines()
-        .map(strip_ansi)
-        .filter(|l| l.contains("creating pods") && l.contains(&needle))
-        .filter_map(|l| l.split_whitespace().next()?.parse().ok())
+/// Times of the leading manager's "creating pods" lines for `cloneset` (`ns/name`) written at
+/// or after `since`.
+async fn creation_attempts(
+    client: &kube::Client,
+    since: Timestamp,
+    cloneset: &str,
+) -> Vec<Timestamp> {
+    let log = manager::leader_log(client).await.expect("manager log");
+    log.lines()
+        .filter_map(|l| manager::log_line_matches(l, "creating pods", "cloneset", cloneset))
+        .filter(|t| *t >= since)
         .collect()
-}
-
-/// The line without terminal colour sequences (the manager's log may carry them).
-fn strip_ansi(line: &str) -> String {
-    let mut out = String::with_capacity(line.len());
-    let mut chars = line.chars();
-    while let Some(c) = chars.next() {
-        if c == '\u{1b}' {
-            // ESC [ parameters final-letter
-            for c in chars.by_ref() {
-                if c.is_ascii_alphabetic() {
-                    break;
-                }
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    out
 }
 
 async fn apply_json<K>(api: &Api<K>, obj: Value)
@@ -276,7 +220,6 @@ async fn pod_creation_backs_off_while_the_namespace_is_deleted() {
     use k8s_openapi::api::admissionregistration::v1::{
         ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
     };
-    let _serial = SERIAL.lock().await;
     let client = client().await.expect("cluster");
     let ns = TestNamespace::create(&client, "e2e-scale-nsdel")
         .await
@@ -340,15 +283,12 @@ async fn pod_creation_backs_off_while_the_namespace_is_deleted() {
     )
     .await;
 
-    let log_start = std::fs::metadata(manager_log())
-        .expect("manager log (dev mode)")
-        .len();
     let deleted_at = Timestamp::now();
     let outcome = if policy_active.is_ok() {
         ns.delete().await.expect("delete ns");
         // Pods go within a few seconds; then watch what the controller does for a while.
         tokio::time::sleep(Duration::from_secs(20)).await;
-        Some(creation_attempts(log_start, &format!("{ns_name}/web")))
+        Some(creation_attempts(&client, deleted_at, &format!("{ns_name}/web")).await)
     } else {
         None
     };

@@ -1,6 +1,6 @@
 //! Kruise-rs installed in the cluster from deploy/ (hack/install.sh): the manager and the daemon
 //! run under their own ServiceAccounts, their RBAC is least-privilege, and a standby manager
-//! replica takes over a rollout when the leader dies. Run by `make e2e-incluster`.
+//! replica takes over a rollout when the leader dies. Run by the suite and serial stages of `make test`.
 
 use std::time::Duration;
 
@@ -405,7 +405,7 @@ async fn daemon_may_write_only_its_own_nodes_objects() {
 /// Killing the leading manager Pod mid-rollout: the standby takes over, the rollout completes, and
 /// no container restarts twice.
 #[tokio::test]
-async fn standby_manager_finishes_the_rollout() {
+async fn serial_standby_manager_finishes_the_rollout() {
     let client = client().await.expect("cluster");
     let ns = TestNamespace::create(&client, "e2e-failover")
         .await

@@ -1,42 +1,21 @@
 //! Scenario 5 with a restart: the grace period of an in-place update lives in the Pod's
 //! inplace-update-grace annotation, not in the manager's memory, so killing the manager inside
-//! the window loses nothing. Dev mode only (the manager runs as a host process started by
-//! hack/dev-up.sh); a test binary of its own, because it takes the webhook away for a moment.
+//! the window loses nothing. The leading manager is killed the way the mode allows
+//! ([`mode::kill_manager`]: in cluster its Pod is deleted with grace 0 and the standby takes
+//! over); a serial test, because it takes the manager away for a moment.
 
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Pod;
 use kruise_api::keys;
 use kruise_e2e::cloneset::{self, set_image, wait_rolled_out};
-use kruise_e2e::{TestNamespace, client, container_status, image, repo_root, wait_for};
+use kruise_e2e::{TestNamespace, client, container_status, image, mode, wait_for};
 use kube::api::PostParams;
 use kube::{Api, ResourceExt};
 use serde_json::json;
 
-fn kill_manager() {
-    let pid_file = repo_root().join(".cluster/pids/kruise-manager.pid");
-    let pid = std::fs::read_to_string(&pid_file).unwrap_or_else(|e| {
-        panic!("{pid_file:?}: {e} (is the manager running in dev mode? hack/dev-up.sh)")
-    });
-    let status = Command::new("kill")
-        .args(["-KILL", pid.trim()])
-        .status()
-        .expect("run kill");
-    assert!(status.success(), "kill -KILL {}", pid.trim());
-}
-
-fn start_manager() {
-    let status = Command::new(repo_root().join("hack/dev-up.sh"))
-        .current_dir(repo_root())
-        .env("KRUISE_SKIP_BUILD", "1")
-        .status()
-        .expect("run hack/dev-up.sh");
-    assert!(status.success(), "hack/dev-up.sh restarts the manager");
-}
-
 #[tokio::test]
-async fn grace_period_survives_a_manager_kill() {
+async fn serial_grace_period_survives_a_manager_kill() {
     let client = client().await.expect("cluster");
     let ns = TestNamespace::create(&client, "e2e-cs-restart")
         .await
@@ -69,20 +48,22 @@ async fn grace_period_survives_a_manager_kill() {
     })
     .await
     .expect("grace annotation");
-    kill_manager();
     let spec_image = |p: &Pod| {
         p.spec
             .as_ref()
             .and_then(|s| s.containers[0].image.clone())
             .unwrap_or_default()
     };
-    assert_eq!(
-        spec_image(&pods.get(&name).await.expect("pod")),
-        image("testapp", "v1"),
-        "not patched before the grace period ends"
-    );
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    start_manager();
+    mode::kill_manager(&client, async || {
+        assert_eq!(
+            spec_image(&pods.get(&name).await.expect("pod")),
+            image("testapp", "v1"),
+            "not patched before the grace period ends"
+        );
+        tokio::time::sleep(Duration::from_secs(2)).await;
+    })
+    .await
+    .expect("kill the leading manager");
 
     let patched = wait_for(
         "the image patch after the restart",

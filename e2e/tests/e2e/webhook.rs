@@ -673,7 +673,7 @@ fn all_from(bundles: &[Vec<u8>], secret: &Secret) -> bool {
 /// The cluster's one webhook is shared: for the second or so of the rotation, other tests'
 /// admission calls may fail TLS.
 #[tokio::test]
-async fn deleted_certificates_are_regenerated() {
+async fn serial_deleted_certificates_are_regenerated() {
     let client = client().await.expect("cluster");
     let secrets: Api<Secret> = Api::namespaced(client.clone(), keys::KRUISE_NAMESPACE);
     let mutating: Api<MutatingWebhookConfiguration> = Api::all(client.clone());

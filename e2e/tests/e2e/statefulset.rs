@@ -635,7 +635,7 @@ async fn invalid_statefulsets_are_refused_naming_the_field() {
 /// in-place rollout slowed by minReadySeconds. The rollout finishes on the same Pods and every
 /// container restarted exactly once: nothing was updated twice, nothing recreated.
 #[tokio::test]
-async fn manager_killed_mid_rollout_finishes_it_restarting_each_container_once() {
+async fn serial_manager_killed_mid_rollout_finishes_it_restarting_each_container_once() {
     let _manager = MANAGER.write().await;
     let client = client().await.expect("cluster");
     let ns = TestNamespace::create(&client, "e2e-asts-kill")

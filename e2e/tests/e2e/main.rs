@@ -1,0 +1,37 @@
+//! The behaviour suite: every end-to-end test file, as modules of one test binary, so the suite
+//! links once and a runner (cargo-nextest, `.config/nextest.toml`) schedules tests from all files
+//! in parallel on one cluster, each in its own namespace.
+//!
+//! Where a test runs is decided by its module and name (the filtersets in `.config/nextest.toml`,
+//! used by `hack/test.sh`):
+//! - `smoke::` runs first, alone: when it fails the run stops with the components' logs.
+//! - `serial::` tests (in any module) disturb what every other test relies on (they kill the
+//!   manager or daemon, rotate the webhook's certificates, reconfigure the installed manager):
+//!   they run one at a time after the parallel phase.
+//! - `daemonset_kwok::` runs on the kwok scale cluster; `plugin_install::` and `plugin_dev::` on
+//!   the cluster once Kruise-rs is uninstalled.
+//! - everything else runs in parallel against Kruise-rs installed from `deploy/`.
+
+mod cli;
+mod cli_kruise_history;
+mod cli_workloads;
+mod cloneset;
+mod cluster;
+mod crr;
+mod daemonset;
+mod daemonset_kwok;
+mod imagepull;
+mod incluster;
+mod launch_priority;
+mod manager_restart;
+mod plugin_dev;
+mod plugin_install;
+mod runtime_meta;
+mod scale;
+mod sidecarset;
+mod smoke;
+mod statefulset;
+mod tui;
+mod tui_workloads;
+mod webhook;
+mod webhook_scope;

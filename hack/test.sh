@@ -1,0 +1,357 @@
+#!/usr/bin/env bash
+# The test system: runs its stages in order, each to the end even when an earlier one failed,
+# and prints a table of stage, tests passed / failed / ignored and seconds; exits non-zero when
+# any stage failed. Every log is also kept in .cluster/test-logs/<stage>.log.
+#
+#   hack/test.sh                 every stage (what `make test` and CI run)
+#   hack/test.sh STAGE…          only those stages, in the order below (e.g. `unit`, `e2e`)
+#   hack/test.sh --list          the stages and what each does
+#
+# Stages:
+#   unit      unit, table, property and snapshot tests of every crate, the e2e crate's own, and the
+#             CRI test that needs no runtime (no cluster)
+#   build     the binaries, the behaviour suite's test binary, cargo-nextest
+#   cluster   the local cluster (hack/cluster.sh up), brought down again at the end
+#   install   Kruise-rs from deploy/ (shipped RBAC, webhook behind its Service) with images built
+#             here (PROFILE=dev unless set: unoptimised, cheap to build; `make install` ships
+#             release ones) and a server-side dry run of deploy/
+#   smoke     the smoke gate: a Ready node, Kruise-rs serving, one CloneSet rolled out in place;
+#             when it (or install) fails, the run stops here with the components' logs and Events
+#   suite     the behaviour suite against the install, tests of every file in parallel
+#   serial    the tests that disturb the others (a killed manager or daemon, rotated
+#             certificates, a reconfigured manager), one at a time
+#   plugin    Kruise-rs uninstalled: `kubectl kruise install/check/uninstall`, the Helm chart,
+#             `kubectl kruise dev` (the embedded manager)
+#   dev       dev mode (hack/dev-up.sh: host processes) and its smoke rollout, then dev-up down
+#   kwok      the multi-node rules on the kwok scale cluster
+#   cri       the daemon's CRI client against the cluster's containerd
+#   cycle     cluster down/up, twice; the first also checks that down removes only its own state
+#
+# With KUBECONFIG set, the e2e stages (smoke, suite, serial) run against that cluster, which must
+# already run Kruise-rs (make install; kind/up.sh); the stages that need the local cluster are
+# skipped and the table says so. KEEP_CLUSTER=1 leaves the local cluster up at the end.
+set -uo pipefail
+# shellcheck source=hack/lib.sh
+source "$(dirname "$0")/lib.sh"
+cd "$KRS_ROOT"
+
+ALL_STAGES=(unit build cluster install smoke suite serial plugin dev kwok cri cycle)
+E2E_STAGES=(build cluster install smoke suite serial plugin dev kwok cri cycle)
+LOGS="$KRS_DIR/test-logs"
+
+stage_doc() {
+  sed -n '/^# Stages:/,/^# With KUBECONFIG/p' "$0" | sed '1d;$d;s/^# \{0,3\}//'
+}
+
+want=()
+for a in "$@"; do
+  case $a in
+    --list) stage_doc; exit 0 ;;
+    e2e) want+=("${E2E_STAGES[@]}") ;;
+    -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *)
+      [[ " ${ALL_STAGES[*]} " == *" $a "* ]] || { echo "unknown stage $a; hack/test.sh --list" >&2; exit 2; }
+      want+=("$a") ;;
+  esac
+done
+[ ${#want[@]} -gt 0 ] || want=("${ALL_STAGES[@]}")
+wanted() { [[ " ${want[*]} " == *" $1 "* ]]; }
+
+external=false
+[ -n "${KUBECONFIG:-}" ] && external=true
+export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never}
+mkdir -p "$LOGS"
+
+# The table's rows: stage|passed|failed|ignored|seconds|result
+rows=()
+failed_stages=()
+stopped=""  # set when the smoke gate stops the run: the stages after it do not run
+
+# Sums the test counts a stage's log reports: libtest's `test result:` lines and nextest's
+# `Summary` line. Prints "passed failed ignored".
+count_tests() { # log
+  awk '
+    /^test result:/ {
+      for (i = 1; i <= NF; i++) {
+        if ($(i+1) ~ /^passed/) p += $i
+        if ($(i+1) ~ /^failed/) f += $i
+        if ($(i+1) ~ /^ignored/) ig += $i
+      }
+    }
+    /^ *Summary \[/ {
+      line = $0; sub(/.*tests? run: /, "", line)
+      n = split(line, parts, ", ")
+      for (i = 1; i <= n; i++) {
+        split(parts[i], kv, " ")
+        if (kv[2] ~ /^passed/) p += kv[1]
+        if (kv[2] ~ /^(failed|timed)/) f += kv[1]
+      }
+    }
+    /^ignored-tests: / { ig += $2 }
+    END { printf "%d %d %d\n", p, f, ig }
+  ' "$1"
+}
+
+# Runs one stage: its output goes to the terminal and to its log; the row records counts,
+# seconds and the result. A stage is a shell function named stage_<name>.
+run_stage() { # name
+  local name=$1 log="$LOGS/$1.log" t0 rc counts
+  if [ -n "$stopped" ]; then
+    rows+=("$name|-|-|-|0|not run ($stopped)")
+    return
+  fi
+  log "stage $name"
+  t0=$(date +%s)
+  # The stage runs in a subshell of its own with errexit on, so a failing command ends the stage,
+  # not the run. (run_stage is never called in a condition: there bash would ignore errexit.)
+  ( set -e; "stage_$name" ) 2>&1 | tee "$log"
+  rc=${PIPESTATUS[0]}
+  counts=$(count_tests "$log")
+  read -r p f ig <<<"$counts"
+  local secs=$(($(date +%s) - t0)) result=ok
+  if [ "$rc" != 0 ]; then
+    result="FAILED (exit $rc; log: .cluster/test-logs/$name.log)"
+    failed_stages+=("$name")
+  fi
+  rows+=("$name|$p|$f|$ig|$secs|$result")
+  last_rc=$rc
+}
+
+skip_stage() { # name why
+  rows+=("$1|-|-|-|0|skipped: $2")
+}
+
+print_table() {
+  local r total_p=0 total_f=0 total_i=0 total_s=0
+  printf '\n%-8s %7s %7s %8s %8s  %s\n' stage passed failed ignored seconds result
+  for r in "${rows[@]}"; do
+    IFS='|' read -r s p f i secs res <<<"$r"
+    printf '%-8s %7s %7s %8s %8s  %s\n' "$s" "$p" "$f" "$i" "$secs" "$res"
+    [[ $p =~ ^[0-9]+$ ]] && total_p=$((total_p + p))
+    [[ $f =~ ^[0-9]+$ ]] && total_f=$((total_f + f))
+    [[ $i =~ ^[0-9]+$ ]] && total_i=$((total_i + i))
+    total_s=$((total_s + secs))
+  done
+  printf '%-8s %7s %7s %8s %8s\n' total "$total_p" "$total_f" "$total_i" "$total_s"
+  # The plain closing line CI reads.
+  echo "$total_p passed, $total_f failed, $total_i skipped"
+}
+
+NEXTEST=""
+nextest() { # profile [args…]
+  local profile=$1; shift
+  [ -n "$NEXTEST" ] || NEXTEST=$(hack/build-nextest.sh)
+  local rc=0
+  "$NEXTEST" nextest run -p kruise-e2e --test e2e --profile "$profile" --no-tests pass "$@" || rc=$?
+  # nextest counts tests its filter leaves out as skipped: say how many of this phase's tests are
+  # #[ignore]d instead, for the table.
+  if [[ " $* " != *" --run-ignored all "* ]]; then
+    echo "ignored-tests: $("$NEXTEST" nextest list -p kruise-e2e --test e2e --profile "$profile" \
+      --run-ignored only "$@" 2>/dev/null | grep -c '^    ')"
+  fi
+  return "$rc"
+}
+
+# What the components say when the install or the smoke gate fails.
+diagnose() {
+  local k=("$KRS_BIN_DIR/kubectl")
+  warn "the smoke gate failed: the components' state, logs and the recent Events follow"
+  "${k[@]}" get nodes -o wide || true
+  "${k[@]}" -n kruise-system get deploy,ds,pods -o wide || true
+  "${k[@]}" -n kruise-system describe pods || true
+  local p
+  for p in $("${k[@]}" -n kruise-system get pods -o name 2>/dev/null); do
+    echo "---- logs of $p"
+    "${k[@]}" -n kruise-system logs "$p" --all-containers --tail 150 || true
+    "${k[@]}" -n kruise-system logs "$p" --all-containers --tail 50 --previous 2>/dev/null || true
+  done
+  echo "---- Events"
+  "${k[@]}" get events -A --sort-by=.lastTimestamp 2>/dev/null | tail -60 || true
+}
+
+# ---- the stages
+
+stage_unit() {
+  cargo test --workspace --exclude kruise-e2e --no-fail-fast
+  # The e2e crate's own unit tests (harness, bench statistics) and its binaries'.
+  cargo test -p kruise-e2e --lib --bins --no-fail-fast
+}
+
+stage_build() {
+  # The suite drives the binaries (kubectl-kruise, and the manager and daemon in dev mode).
+  cargo build --workspace --bins
+  hack/build-nextest.sh >/dev/null
+  NEXTEST=$(hack/build-nextest.sh)
+  "$NEXTEST" nextest run -p kruise-e2e --test e2e --no-run
+}
+
+stage_cluster() {
+  hack/cluster.sh up
+}
+
+stage_install() {
+  # A dev-mode manager or daemon left running would serve beside the installed ones.
+  hack/dev-up.sh down
+  PROFILE=${PROFILE:-dev} KRUISE_INSTALL_TIMEOUT=${KRUISE_INSTALL_TIMEOUT:-150s} hack/install.sh
+  log "checking that deploy/ applies cleanly on a live cluster (server-side dry run)"
+  "$KRS_BIN_DIR/kubectl" apply -k deploy/ --dry-run=server >/dev/null
+}
+
+stage_smoke() {
+  KRUISE_E2E_INCLUSTER=1 nextest e2e-smoke
+}
+
+stage_suite() {
+  # E2E_THREADS overrides the profile's number of tests at once.
+  if [ -n "${E2E_THREADS:-}" ]; then export NEXTEST_TEST_THREADS=$E2E_THREADS; fi
+  KRUISE_E2E_INCLUSTER=1 nextest e2e-suite
+}
+
+stage_serial() {
+  local before after rc=0
+  before=$(manager_template)
+  KRUISE_E2E_INCLUSTER=1 nextest e2e-serial || rc=$?
+  # A test killed at its budget cannot put back a manager it reconfigured: check, and say so.
+  after=$(manager_template)
+  if [ "$before" != "$after" ]; then
+    warn "the serial phase left the manager reconfigured; reinstalling"
+    hack/install.sh
+    rc=1
+  fi
+  return "$rc"
+}
+
+manager_template() {
+  "$KRS_BIN_DIR/kubectl" -n kruise-system get deployment kruise-controller-manager \
+    -o jsonpath='{.spec.template.spec.containers[0].args}{.spec.template.spec.containers[0].env}'
+}
+
+stage_plugin() {
+  hack/install.sh uninstall
+  # The plugin's install/check/uninstall and the Helm chart need the cluster without Kruise, with
+  # the images just built (tag dev); the test uninstalls what it installed. `kubectl kruise dev`
+  # runs for real only on a cluster without Kruise and without a dev-mode manager.
+  KUBECTL="$KRS_BIN_DIR/kubectl" KRUISE_E2E_INCLUSTER=1 nextest e2e-plugin --run-ignored all \
+    -E 'test(/^plugin_install::/)'
+  nextest e2e-plugin -E 'test(/^plugin_dev::/)'
+}
+
+stage_dev() {
+  # Dev mode: the manager and daemon as host processes; the same smoke rollout against them.
+  hack/dev-up.sh
+  local rc=0
+  nextest e2e-smoke || rc=$?
+  hack/dev-up.sh down
+  return "$rc"
+}
+
+stage_kwok() {
+  # Multi-node behaviour on the kwok scale cluster (its own control plane, ports and state;
+  # shared, hence its lock). The tests start the manager they need (the debug build) and stop it;
+  # the cluster is brought down only if this stage brought it up.
+  exec 9>/tmp/kruise-scale.lock
+  flock 9
+  local up=false rc=0
+  if ! hack/scale-cluster.sh running; then
+    up=true
+    hack/scale-cluster.sh up
+  fi
+  log "running the kwok tests against .cluster/scale/kubeconfig"
+  nextest e2e-kwok || rc=$?
+  if $up; then hack/scale-cluster.sh down || rc=1; fi
+  flock -u 9
+  return "$rc"
+}
+
+stage_cri() {
+  KRUISE_CRI_ENDPOINT="unix://$KRS_CONTAINERD_SOCK" cargo test -p kruise-daemon --test cri -- --include-ignored
+}
+
+stage_cycle() {
+  local round
+  for round in 1 2; do
+    log "cluster down/up cycle $round of 2"
+    hack/cluster.sh down
+    if [ "$round" = 1 ]; then
+      cycle_checks_foreign_state
+    fi
+    hack/cluster.sh up
+    KRUISE_E2E_INCLUSTER=0 nextest e2e-suite -E 'test(/^cluster::(node_is_ready|pod_runs_from_local_registry)$/)'
+  done
+}
+
+# What is not the cluster's must survive its teardown: a KUBE-* chain made before it started and a
+# process that looks like a containerd shim of namespace k8s.io.
+cycle_checks_foreign_state() {
+  local before after foreign_pid alive chain
+  before=$(iptables-save | grep '^:KUBE-' | cut -d' ' -f1 || true)
+  iptables -N KUBE-E2E-FOREIGN
+  setsid bash -c 'exec -a "containerd-shim-runc-v2 -namespace k8s.io -id e2e-foreign" sleep 600' </dev/null >/dev/null 2>&1 &
+  foreign_pid=$!
+  hack/cluster.sh up
+  # A running Pod, so that there are shims of this cluster to stop.
+  "$KRS_BIN_DIR/kubectl" run e2e-shim --image "$KRS_REGISTRY/kruise-rs/testapp:v1" >/dev/null
+  "$KRS_BIN_DIR/kubectl" wait --for condition=Ready pod/e2e-shim --timeout 60s >/dev/null
+  hack/cluster.sh down
+  if pgrep -f -- "containerd-shim.* -address $KRS_CONTAINERD_SOCK" >/dev/null; then
+    warn "cluster down left shims of its containerd: $(pgrep -af -- "containerd-shim.* -address $KRS_CONTAINERD_SOCK")"
+    return 1
+  fi
+  alive=true; kill -0 "$foreign_pid" 2>/dev/null || alive=false
+  chain=true; iptables -S KUBE-E2E-FOREIGN >/dev/null 2>&1 || chain=false
+  kill "$foreign_pid" 2>/dev/null || true
+  iptables -X KUBE-E2E-FOREIGN 2>/dev/null || true
+  $alive || { warn "cluster down killed a shim-like process it did not start"; return 1; }
+  $chain || { warn "cluster down removed a KUBE-* chain it did not make"; return 1; }
+  after=$(iptables-save | grep '^:KUBE-' | cut -d' ' -f1 || true)
+  [ "$after" = "$before" ] || { warn "cluster down left KUBE-* chains: $(echo "$after" | tr '\n' ' ')"; return 1; }
+  # The provisioner's volumes are the cluster's state too.
+  [ ! -e "$KRS_DIR/local-path" ] || { warn "cluster down left the volumes in .cluster/local-path"; return 1; }
+  log "cluster down removed only what the cluster made"
+}
+
+# ---- the run
+
+local_up=false
+cleanup() {
+  if $local_up && [ "${KEEP_CLUSTER:-}" != 1 ]; then hack/cluster.sh down >/dev/null 2>&1 || true; fi
+}
+trap cleanup EXIT
+
+if $external; then
+  log "KUBECONFIG is set ($KUBECONFIG): the e2e stages run against that cluster, which must run Kruise-rs"
+else
+  export KUBECONFIG="$KRS_DIR/kubeconfig"
+fi
+
+for s in "${ALL_STAGES[@]}"; do
+  wanted "$s" || continue
+  if $external; then
+    case $s in
+      cluster|install|plugin|dev|cri|cycle)
+        skip_stage "$s" "KUBECONFIG is set: this stage needs the local cluster (unset KUBECONFIG)"
+        continue ;;
+      kwok)
+        skip_stage "$s" "KUBECONFIG is set: the kwok scale cluster is local (unset KUBECONFIG)"
+        continue ;;
+    esac
+  fi
+  last_rc=0
+  run_stage "$s"
+  case $s in
+    # The cluster is this run's to bring down, even if `up` failed half-way.
+    cluster) local_up=true ;;
+    install|smoke)
+      if [ "$last_rc" != 0 ] && [ -z "$stopped" ]; then
+        diagnose 2>&1 | tee "$LOGS/diagnose.log"
+        stopped="the smoke gate failed at $s; see .cluster/test-logs/diagnose.log"
+      fi ;;
+  esac
+done
+
+print_table | tee "$LOGS/table.txt"
+if [ ${#failed_stages[@]} -gt 0 ]; then
+  warn "failed stages: ${failed_stages[*]}"
+  exit 1
+fi
+[ -z "$stopped" ] || exit 1
