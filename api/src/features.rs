@@ -35,6 +35,9 @@ impl Maturity {
     }
 }
 
+/// The flag of both binaries that takes the gates (upstream's name).
+pub const FLAG: &str = "--feature-gates";
+
 /// The special name that sets every alpha gate not named explicitly (component-base).
 pub const ALL_ALPHA: &str = "AllAlpha";
 /// The special name that sets every beta gate not named explicitly (component-base).
@@ -377,15 +380,24 @@ impl fmt::Debug for FeatureGates {
 }
 
 impl fmt::Display for FeatureGates {
-    /// The differences from upstream's defaults, or `upstream defaults`.
+    /// [`FeatureGates::to_flag`], so that `parse(&g.to_string()) == Ok(g)`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let flag = self.to_flag();
-        if flag.is_empty() {
-            f.write_str("upstream defaults")
-        } else {
-            f.write_str(&flag)
-        }
+        f.write_str(&self.to_flag())
     }
+}
+
+/// The gates Kruise-rs ships turned on (`deploy/`, the Helm chart's default values,
+/// `kubectl kruise install` and `dev`): the features this project is about, which act only on
+/// objects a user creates for them (ImagePullJobs, a workload's resources change). The binaries
+/// themselves keep upstream's defaults.
+pub const SHIPPED_ON: &[Gate] = &[Gate::ImagePullJobGate, Gate::InPlaceWorkloadVerticalScaling];
+
+/// Upstream's defaults with [`SHIPPED_ON`] turned on.
+pub fn shipped() -> FeatureGates {
+    SHIPPED_ON
+        .iter()
+        .fold(FeatureGates::default(), |g, gate| g.with(*gate, true))
+        .with_dependencies()
 }
 
 impl std::str::FromStr for FeatureGates {
@@ -509,7 +521,12 @@ mod tests {
             "ImagePullJobGate=true,InPlaceWorkloadVerticalScaling=true"
         );
         assert_eq!(FeatureGates::parse(&g.to_flag()), Ok(g));
-        assert_eq!(FeatureGates::default().to_string(), "upstream defaults");
+        assert_eq!(FeatureGates::default().to_string(), "");
+        assert_eq!(FeatureGates::parse(&shipped().to_string()), Ok(shipped()));
+        assert_eq!(
+            shipped().to_flag(),
+            "ImagePullJobGate=true,InPlaceWorkloadVerticalScaling=true"
+        );
     }
 
     #[test]

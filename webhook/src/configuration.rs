@@ -1,6 +1,7 @@
 //! The MutatingWebhookConfiguration / ValidatingWebhookConfiguration we register, and the CRD
 //! conversion settings, all pointing at this webhook with the current CA.
 
+use kruise_api::features::Gate;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::admissionregistration::v1::{
     MutatingWebhook, MutatingWebhookConfiguration, RuleWithOperations, ServiceReference,
@@ -115,8 +116,12 @@ fn excluded_namespaces(cfg: &WebhookConfig) -> LabelSelector {
 const CLONESET_VERSIONS: &[&str] = &[keys::VERSION_V1ALPHA1, keys::VERSION_V1BETA1];
 
 /// The mutating configuration.
+/// Name of the Pod mutating hook (upstream's).
+const POD_HOOK: &str = "mpod.kb.io";
+
 pub fn mutating_configuration(cfg: &WebhookConfig, ca_pem: &str) -> MutatingWebhookConfiguration {
     let ep = Endpoint::from_config(cfg);
+    let pod_webhook = cfg.feature_gates.enabled(Gate::PodWebhook);
     let hook =
         |name: &str, path: &str, rules: Vec<RuleWithOperations>, ns: Option<LabelSelector>| {
             MutatingWebhook {
@@ -145,7 +150,7 @@ pub fn mutating_configuration(cfg: &WebhookConfig, ca_pem: &str) -> MutatingWebh
         },
         webhooks: Some(vec![
             hook(
-                "mpod.kb.io",
+                POD_HOOK,
                 paths::MUTATE_POD,
                 vec![rule(&[""], &["v1"], &["CREATE"], &["pods"])],
                 Some(excluded_namespaces(cfg)),
@@ -240,7 +245,12 @@ pub fn mutating_configuration(cfg: &WebhookConfig, ca_pem: &str) -> MutatingWebh
                 )],
                 None,
             ),
-        ]),
+        ]
+        .into_iter()
+        // Upstream registers no Pod handler without `PodWebhook`, and leaves a hook whose
+        // handler is missing out of the configuration.
+        .filter(|h| pod_webhook || h.name != POD_HOOK)
+        .collect()),
     }
 }
 
@@ -461,6 +471,24 @@ mod tests {
         assert!(pod.timeout_seconds.is_some_and(|t| (1..=10).contains(&t)));
     }
 
+    #[test]
+    fn pod_webhook_gate_off_leaves_the_pod_hook_out() {
+        let names = |cfg: &WebhookConfig| -> Vec<String> {
+            let m = mutating_configuration(cfg, "CA");
+            m.webhooks.unwrap_or_default().into_iter().map(|h| h.name).collect()
+        };
+        let on = names(&WebhookConfig::default());
+        assert!(on.iter().any(|n| n == POD_HOOK));
+        let off = WebhookConfig {
+            feature_gates: kruise_api::features::FeatureGates::parse("PodWebhook=false")
+                .expect("valid"),
+            ..Default::default()
+        };
+        let off = names(&off);
+        assert!(!off.iter().any(|n| n == POD_HOOK), "{off:?}");
+        assert_eq!(off.len() + 1, on.len(), "only the Pod hook goes");
+    }
+
     /// A configured path the server does not route answers 404, which with failurePolicy Fail
     /// blocks every write of that kind.
     #[test]
@@ -496,7 +524,7 @@ mod tests {
             let served = tokio::runtime::Builder::new_current_thread()
                 .build()
                 .expect("runtime")
-                .block_on(crate::handle_admission_async(&path, body, &pods));
+                .block_on(crate::handle_admission_async(&path, body, &pods, &kruise_api::features::FeatureGates::default().with(kruise_api::features::Gate::ImagePullJobGate, true)));
             assert!(served.is_some(), "{path} has no handler");
         }
     }

@@ -31,7 +31,7 @@ use crate::cloneset::podutil;
 use crate::expectations::{
     EXPECTATION_TIMEOUT, ScaleAction, ScaleSatisfaction, VersionSatisfaction,
 };
-use crate::inplace::{InPlaceHooks, UpdateOptions, UpdateOutcome};
+use crate::inplace::{Features, InPlaceHooks, UpdateOptions, UpdateOutcome};
 
 /// Longest wait before looking at the world again while something is pending.
 const RECHECK: Duration = Duration::from_secs(30);
@@ -48,7 +48,7 @@ struct Settings {
     opts: UpdateOptions,
 }
 
-fn settings(sts: &StatefulSet) -> Result<Settings, Error> {
+fn settings(sts: &StatefulSet, features: Features) -> Result<Settings, Error> {
     let replicas = sts.spec.replicas();
     let ru = sts
         .spec
@@ -105,6 +105,7 @@ fn settings(sts: &StatefulSet) -> Result<Settings, Error> {
                 .as_ref()
                 .map_or(0, |s| s.grace_period_seconds),
             ignore_volume_claim_templates_hash_diff: true,
+            features,
             ..Default::default()
         },
     })
@@ -149,7 +150,7 @@ async fn reconcile_inner(sts: &StatefulSet, ctx: &Context) -> Result<Action, Err
     let clock = Instant::now();
     let mut requeue = Requeue::default();
 
-    let settings = match settings(sts) {
+    let settings = match settings(sts, Features::from_gates(&ctx.gates)) {
         Ok(s) => s,
         Err(e) => return report_invalid(ctx, sts, &e, now).await,
     };
