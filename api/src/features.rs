@@ -441,7 +441,11 @@ mod tests {
         ("TemplateNoDefaults", false, Maturity::Alpha),
         ("InPlaceUpdateEnvFromMetadata", true, Maturity::Beta),
         ("StatefulSetAutoDeletePVC", true, Maturity::Beta),
-        ("SidecarSetPatchPodMetadataDefaultsAllowed", false, Maturity::Alpha),
+        (
+            "SidecarSetPatchPodMetadataDefaultsAllowed",
+            false,
+            Maturity::Alpha,
+        ),
         ("SidecarTerminator", false, Maturity::Alpha),
         ("PodProbeMarkerGate", true, Maturity::Beta),
         ("PreDownloadImageForDaemonSetUpdate", false, Maturity::Alpha),
@@ -449,9 +453,17 @@ mod tests {
         ("PreparingUpdateAsUpdate", false, Maturity::Alpha),
         ("ImagePullJobGate", false, Maturity::Alpha),
         ("ResourceDistributionGate", false, Maturity::Alpha),
-        ("DeletionProtectionForCRDCascadingGate", false, Maturity::Alpha),
+        (
+            "DeletionProtectionForCRDCascadingGate",
+            false,
+            Maturity::Alpha,
+        ),
         ("EnhancedLivenessProbe", false, Maturity::Alpha),
-        ("RecreatePodWhenChangeVCTInCloneSetGate", false, Maturity::Alpha),
+        (
+            "RecreatePodWhenChangeVCTInCloneSetGate",
+            false,
+            Maturity::Alpha,
+        ),
         ("StatefulSetStartOrdinal", false, Maturity::Alpha),
         ("PodIndexLabel", true, Maturity::Beta),
         ("EnableExternalCerts", false, Maturity::Alpha),
@@ -506,7 +518,10 @@ mod tests {
             g.differences(),
             vec![(PreparingUpdateAsUpdate, true), (PodIndexLabel, false)]
         );
-        assert_eq!(FeatureGates::parse("").expect("empty"), FeatureGates::default());
+        assert_eq!(
+            FeatureGates::parse("").expect("empty"),
+            FeatureGates::default()
+        );
         // Later entries win; Go's bool spellings are accepted.
         let g = FeatureGates::parse("CloneSetShortHash=1,CloneSetShortHash=F").expect("valid");
         assert!(!g.enabled(CloneSetShortHash));
@@ -594,7 +609,10 @@ mod tests {
             },
             Case {
                 flag: "ResourcesDeletionProtection=true,DeletionProtectionForCRDCascadingGate=true",
-                on: &[ResourcesDeletionProtection, DeletionProtectionForCRDCascadingGate],
+                on: &[
+                    ResourcesDeletionProtection,
+                    DeletionProtectionForCRDCascadingGate,
+                ],
                 off: &[],
             },
         ];
@@ -611,11 +629,15 @@ mod tests {
 
     #[test]
     fn parse_errors_name_the_entry_and_the_fix() {
-        let err = FeatureGates::parse("ImagePullJobGate=true,NoSuchGate=true").expect_err("unknown");
+        let err =
+            FeatureGates::parse("ImagePullJobGate=true,NoSuchGate=true").expect_err("unknown");
         assert!(matches!(&err, FeatureGateError::Unknown { name, .. } if name == "NoSuchGate"));
         let msg = err.to_string();
         assert!(msg.contains("\"NoSuchGate\""), "{msg}");
-        assert!(msg.contains("PreparingUpdateAsUpdate"), "lists the known gates: {msg}");
+        assert!(
+            msg.contains("PreparingUpdateAsUpdate"),
+            "lists the known gates: {msg}"
+        );
 
         let msg = FeatureGates::parse("imagepulljobgate=true")
             .expect_err("case matters")

@@ -152,7 +152,10 @@ fn feature_gates_are_ours_by_default_and_exactly_the_users_when_set() {
     );
     assert_eq!(gate_args(&[]), vec![vec![shipped.clone()], vec![shipped]]);
     // OpenKruise's values: featureGates "" means its defaults, so no flag at all.
-    assert_eq!(gate_args(&["featureGates="]), vec![Vec::<String>::new(), vec![]]);
+    assert_eq!(
+        gate_args(&["featureGates="]),
+        vec![Vec::<String>::new(), vec![]]
+    );
     let theirs = "--feature-gates=PreDownloadImageForInPlaceUpdate=true".to_owned();
     assert_eq!(
         gate_args(&["featureGates=PreDownloadImageForInPlaceUpdate=true"]),

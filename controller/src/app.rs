@@ -365,7 +365,14 @@ pub async fn run(cfg: AppConfig, shutdown: CancellationToken) -> Result<(), AppE
                 m.is_leader.set(i64::from(leading));
             },
             move |token| {
-                run_controllers(c.clone(), p.clone(), metrics.clone(), wn.clone(), gates, token)
+                run_controllers(
+                    c.clone(),
+                    p.clone(),
+                    metrics.clone(),
+                    wn.clone(),
+                    gates,
+                    token,
+                )
             },
         )
         .await
@@ -413,7 +420,10 @@ mod tests {
             ("ImagePullJobGate=true", (true, true, true)),
             // Pre-download turns the pull-job gate on.
             ("PreDownloadImageForInPlaceUpdate=true", (true, true, true)),
-            ("KruiseDaemon=false,ImagePullJobGate=true", (false, false, false)),
+            (
+                "KruiseDaemon=false,ImagePullJobGate=true",
+                (false, false, false),
+            ),
         ];
         for (flag, (node_images, pull_jobs, container_recreate)) in cases {
             let gates = FeatureGates::parse(flag).expect(flag);

@@ -198,7 +198,10 @@ mod tests {
                 .enabled(Gate::PreDownloadImageForInPlaceUpdate)
         );
         let args = Args::try_parse_from(["kruise-manager"]).expect("no flag");
-        assert!(args.feature_gates.differences().is_empty(), "upstream's defaults");
+        assert!(
+            args.feature_gates.differences().is_empty(),
+            "upstream's defaults"
+        );
     }
 
     #[test]

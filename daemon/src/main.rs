@@ -314,8 +314,12 @@ mod tests {
 
     #[test]
     fn feature_gates_flag_parses_or_names_the_unknown_gate() {
-        let f = Flags::try_parse_from(["kruise-daemon", "--feature-gates", "DaemonWatchingPod=false"])
-            .expect("known gate");
+        let f = Flags::try_parse_from([
+            "kruise-daemon",
+            "--feature-gates",
+            "DaemonWatchingPod=false",
+        ])
+        .expect("known gate");
         assert!(!f.feature_gates.enabled(Gate::DaemonWatchingPod));
         let err = Flags::try_parse_from(["kruise-daemon", "--feature-gates", "NoSuchGate=true"])
             .expect_err("unknown gate");
@@ -324,7 +328,11 @@ mod tests {
 
     #[test]
     fn containermeta_runs_only_while_the_daemon_watches_pods() {
-        let all = [Duty::Imagepuller, Duty::Containermeta, Duty::Containerrecreate];
+        let all = [
+            Duty::Imagepuller,
+            Duty::Containermeta,
+            Duty::Containerrecreate,
+        ];
         assert_eq!(gated_duties(&all, &FeatureGates::default()), all.to_vec());
         let off = FeatureGates::parse("DaemonWatchingPod=false").expect("valid");
         assert_eq!(

@@ -1,7 +1,6 @@
 //! The MutatingWebhookConfiguration / ValidatingWebhookConfiguration we register, and the CRD
 //! conversion settings, all pointing at this webhook with the current CA.
 
-use kruise_api::features::Gate;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::admissionregistration::v1::{
     MutatingWebhook, MutatingWebhookConfiguration, RuleWithOperations, ServiceReference,
@@ -9,6 +8,7 @@ use k8s_openapi::api::admissionregistration::v1::{
 };
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
+use kruise_api::features::Gate;
 use kube::api::{Api, ListParams, ObjectMeta, Patch, PatchParams};
 use serde_json::json;
 
@@ -148,109 +148,111 @@ pub fn mutating_configuration(cfg: &WebhookConfig, ca_pem: &str) -> MutatingWebh
             name: Some(keys::MUTATING_WEBHOOK_CONFIGURATION_NAME.to_owned()),
             ..Default::default()
         },
-        webhooks: Some(vec![
-            hook(
-                POD_HOOK,
-                paths::MUTATE_POD,
-                vec![rule(&[""], &["v1"], &["CREATE"], &["pods"])],
-                Some(excluded_namespaces(cfg)),
-            ),
-            hook(
-                "mcloneset.kb.io",
-                paths::MUTATE_CLONESET,
-                vec![rule(
-                    &[keys::APPS_GROUP],
-                    CLONESET_VERSIONS,
-                    &["CREATE", "UPDATE"],
-                    &["clonesets"],
-                )],
-                None,
-            ),
-            hook(
-                "mstatefulset.kb.io",
-                paths::MUTATE_STATEFULSET,
-                vec![rule(
-                    &[keys::APPS_GROUP],
-                    CLONESET_VERSIONS,
-                    &["CREATE", "UPDATE"],
-                    &["statefulsets"],
-                )],
-                None,
-            ),
-            hook(
-                "mdaemonset.kb.io",
-                paths::MUTATE_DAEMONSET,
-                vec![rule(
-                    &[keys::APPS_GROUP],
-                    CLONESET_VERSIONS,
-                    &["CREATE", "UPDATE"],
-                    &["daemonsets"],
-                )],
-                None,
-            ),
-            hook(
-                "mimagepulljob.kb.io",
-                paths::MUTATE_IMAGEPULLJOB,
-                vec![rule(
-                    &[keys::APPS_GROUP],
-                    CLONESET_VERSIONS,
-                    &["CREATE", "UPDATE"],
-                    &["imagepulljobs"],
-                )],
-                None,
-            ),
-            hook(
-                "mnodeimage.kb.io",
-                paths::MUTATE_NODEIMAGE,
-                vec![rule(
-                    &[keys::APPS_GROUP],
-                    CLONESET_VERSIONS,
-                    &["CREATE", "UPDATE"],
-                    &["nodeimages"],
-                )],
-                None,
-            ),
-            hook(
-                "mimagelistpulljob.kb.io",
-                paths::MUTATE_IMAGELISTPULLJOB,
-                vec![rule(
-                    &[keys::APPS_GROUP],
-                    CLONESET_VERSIONS,
-                    &["CREATE", "UPDATE"],
-                    &["imagelistpulljobs"],
-                )],
-                None,
-            ),
-            // CREATE only: upstream's handler also refuses spec changes on UPDATE, which here
-            // is the validating hook's job (it sees the object after every mutation).
-            hook(
-                "mcontainerrecreaterequest.kb.io",
-                paths::MUTATE_CRR,
-                vec![rule(
-                    &[keys::APPS_GROUP],
-                    CLONESET_VERSIONS,
-                    &["CREATE"],
-                    &["containerrecreaterequests"],
-                )],
-                None,
-            ),
-            hook(
-                "msidecarset.kb.io",
-                paths::MUTATE_SIDECARSET,
-                vec![rule(
-                    &[keys::APPS_GROUP],
-                    CLONESET_VERSIONS,
-                    &["CREATE", "UPDATE"],
-                    &["sidecarsets"],
-                )],
-                None,
-            ),
-        ]
-        .into_iter()
-        // Upstream registers no Pod handler without `PodWebhook`, and leaves a hook whose
-        // handler is missing out of the configuration.
-        .filter(|h| pod_webhook || h.name != POD_HOOK)
-        .collect()),
+        webhooks: Some(
+            vec![
+                hook(
+                    POD_HOOK,
+                    paths::MUTATE_POD,
+                    vec![rule(&[""], &["v1"], &["CREATE"], &["pods"])],
+                    Some(excluded_namespaces(cfg)),
+                ),
+                hook(
+                    "mcloneset.kb.io",
+                    paths::MUTATE_CLONESET,
+                    vec![rule(
+                        &[keys::APPS_GROUP],
+                        CLONESET_VERSIONS,
+                        &["CREATE", "UPDATE"],
+                        &["clonesets"],
+                    )],
+                    None,
+                ),
+                hook(
+                    "mstatefulset.kb.io",
+                    paths::MUTATE_STATEFULSET,
+                    vec![rule(
+                        &[keys::APPS_GROUP],
+                        CLONESET_VERSIONS,
+                        &["CREATE", "UPDATE"],
+                        &["statefulsets"],
+                    )],
+                    None,
+                ),
+                hook(
+                    "mdaemonset.kb.io",
+                    paths::MUTATE_DAEMONSET,
+                    vec![rule(
+                        &[keys::APPS_GROUP],
+                        CLONESET_VERSIONS,
+                        &["CREATE", "UPDATE"],
+                        &["daemonsets"],
+                    )],
+                    None,
+                ),
+                hook(
+                    "mimagepulljob.kb.io",
+                    paths::MUTATE_IMAGEPULLJOB,
+                    vec![rule(
+                        &[keys::APPS_GROUP],
+                        CLONESET_VERSIONS,
+                        &["CREATE", "UPDATE"],
+                        &["imagepulljobs"],
+                    )],
+                    None,
+                ),
+                hook(
+                    "mnodeimage.kb.io",
+                    paths::MUTATE_NODEIMAGE,
+                    vec![rule(
+                        &[keys::APPS_GROUP],
+                        CLONESET_VERSIONS,
+                        &["CREATE", "UPDATE"],
+                        &["nodeimages"],
+                    )],
+                    None,
+                ),
+                hook(
+                    "mimagelistpulljob.kb.io",
+                    paths::MUTATE_IMAGELISTPULLJOB,
+                    vec![rule(
+                        &[keys::APPS_GROUP],
+                        CLONESET_VERSIONS,
+                        &["CREATE", "UPDATE"],
+                        &["imagelistpulljobs"],
+                    )],
+                    None,
+                ),
+                // CREATE only: upstream's handler also refuses spec changes on UPDATE, which here
+                // is the validating hook's job (it sees the object after every mutation).
+                hook(
+                    "mcontainerrecreaterequest.kb.io",
+                    paths::MUTATE_CRR,
+                    vec![rule(
+                        &[keys::APPS_GROUP],
+                        CLONESET_VERSIONS,
+                        &["CREATE"],
+                        &["containerrecreaterequests"],
+                    )],
+                    None,
+                ),
+                hook(
+                    "msidecarset.kb.io",
+                    paths::MUTATE_SIDECARSET,
+                    vec![rule(
+                        &[keys::APPS_GROUP],
+                        CLONESET_VERSIONS,
+                        &["CREATE", "UPDATE"],
+                        &["sidecarsets"],
+                    )],
+                    None,
+                ),
+            ]
+            .into_iter()
+            // Upstream registers no Pod handler without `PodWebhook`, and leaves a hook whose
+            // handler is missing out of the configuration.
+            .filter(|h| pod_webhook || h.name != POD_HOOK)
+            .collect(),
+        ),
     }
 }
 
@@ -475,7 +477,11 @@ mod tests {
     fn pod_webhook_gate_off_leaves_the_pod_hook_out() {
         let names = |cfg: &WebhookConfig| -> Vec<String> {
             let m = mutating_configuration(cfg, "CA");
-            m.webhooks.unwrap_or_default().into_iter().map(|h| h.name).collect()
+            m.webhooks
+                .unwrap_or_default()
+                .into_iter()
+                .map(|h| h.name)
+                .collect()
         };
         let on = names(&WebhookConfig::default());
         assert!(on.iter().any(|n| n == POD_HOOK));
@@ -524,7 +530,13 @@ mod tests {
             let served = tokio::runtime::Builder::new_current_thread()
                 .build()
                 .expect("runtime")
-                .block_on(crate::handle_admission_async(&path, body, &pods, &kruise_api::features::FeatureGates::default().with(kruise_api::features::Gate::ImagePullJobGate, true)));
+                .block_on(crate::handle_admission_async(
+                    &path,
+                    body,
+                    &pods,
+                    &kruise_api::features::FeatureGates::default()
+                        .with(kruise_api::features::Gate::ImagePullJobGate, true),
+                ));
             assert!(served.is_some(), "{path} has no handler");
         }
     }

@@ -29,7 +29,13 @@ fn serve(path: &str, body: &[u8]) -> Result<Vec<u8>, TestCaseError> {
     tokio::runtime::Builder::new_current_thread()
         .build()
         .map_err(|e| TestCaseError::fail(e.to_string()))?
-        .block_on(handle_admission_async(path, body, &pods, &kruise_api::features::FeatureGates::default().with(kruise_api::features::Gate::ImagePullJobGate, true)))
+        .block_on(handle_admission_async(
+            path,
+            body,
+            &pods,
+            &kruise_api::features::FeatureGates::default()
+                .with(kruise_api::features::Gate::ImagePullJobGate, true),
+        ))
         .ok_or_else(|| TestCaseError::fail(format!("{path} not served")))
 }
 

@@ -490,7 +490,10 @@ mod tests {
                 other => format!("{other:?}"),
             })
         };
-        for path in [paths::VALIDATE_IMAGEPULLJOB, paths::VALIDATE_IMAGELISTPULLJOB] {
+        for path in [
+            paths::VALIDATE_IMAGEPULLJOB,
+            paths::VALIDATE_IMAGELISTPULLJOB,
+        ] {
             assert_eq!(
                 msg(path, "").as_deref(),
                 Some("403 Forbidden: feature-gate ImagePullJobGate is not enabled"),
@@ -509,7 +512,11 @@ mod tests {
             );
         }
         // Other kinds, and the defaulting of pull jobs, are not gated.
-        for path in [paths::MUTATE_IMAGEPULLJOB, paths::VALIDATE_NODEIMAGE, paths::MUTATE_POD] {
+        for path in [
+            paths::MUTATE_IMAGEPULLJOB,
+            paths::VALIDATE_NODEIMAGE,
+            paths::MUTATE_POD,
+        ] {
             assert_eq!(msg(path, ""), None, "{path}");
         }
     }

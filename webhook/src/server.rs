@@ -133,12 +133,15 @@ pub async fn run(
         .map(|tls| tls.acceptor(axum_server::accept::NoDelayAcceptor::new()))
         .handle(handle.clone())
         .serve(
-            router(ApiPods {
-                client: Some(client.clone()),
-                timeout: pod_lookup_timeout(&cfg),
-                template_dry_run: cfg.template_dry_run,
-                sidecar_sets: Some(sidecar_sets),
-            }, cfg.feature_gates)
+            router(
+                ApiPods {
+                    client: Some(client.clone()),
+                    timeout: pod_lookup_timeout(&cfg),
+                    template_dry_run: cfg.template_dry_run,
+                    sidecar_sets: Some(sidecar_sets),
+                },
+                cfg.feature_gates,
+            )
             .into_make_service(),
         );
     let mut server = tokio::spawn(server);
@@ -356,12 +359,15 @@ mod tests {
             .expect("from tcp")
             .handle(handle.clone())
             .serve(
-                router(ApiPods {
-                    client: None,
-                    timeout: Duration::from_secs(1),
-                    template_dry_run: true,
-                    sidecar_sets: None,
-                }, FeatureGates::default())
+                router(
+                    ApiPods {
+                        client: None,
+                        timeout: Duration::from_secs(1),
+                        template_dry_run: true,
+                        sidecar_sets: None,
+                    },
+                    FeatureGates::default(),
+                )
                 .into_make_service(),
             );
         let task = tokio::spawn(server);

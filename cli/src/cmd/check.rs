@@ -547,7 +547,9 @@ mod tests {
         let c = feature_gates(None);
         assert!(c.ok);
         assert_eq!(c.detail, "OpenKruise's defaults");
-        let c = feature_gates(Some("ImagePullJobGate=true,InPlaceWorkloadVerticalScaling=true"));
+        let c = feature_gates(Some(
+            "ImagePullJobGate=true,InPlaceWorkloadVerticalScaling=true",
+        ));
         assert!(c.ok);
         assert_eq!(
             c.detail,
@@ -555,9 +557,17 @@ mod tests {
         );
         // After upstream's rules: pre-download also turns the pull-job gate on.
         let c = feature_gates(Some("PreDownloadImageForInPlaceUpdate=true"));
-        assert!(c.detail.contains("PreDownloadImageForInPlaceUpdate=true, ImagePullJobGate=true"), "{}", c.detail);
+        assert!(
+            c.detail
+                .contains("PreDownloadImageForInPlaceUpdate=true, ImagePullJobGate=true"),
+            "{}",
+            c.detail
+        );
         // Naming a gate at its default is no difference.
-        assert_eq!(feature_gates(Some("PodWebhook=true")).detail, "OpenKruise's defaults");
+        assert_eq!(
+            feature_gates(Some("PodWebhook=true")).detail,
+            "OpenKruise's defaults"
+        );
         let c = feature_gates(Some("NoSuchGate=true"));
         assert!(!c.ok);
         assert!(c.detail.contains("NoSuchGate"), "{}", c.detail);

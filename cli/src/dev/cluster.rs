@@ -263,9 +263,7 @@ pub fn describe(d: &Deployment) -> Installed {
         .as_ref()
         .and_then(|s| s.template.spec.as_ref())
         .and_then(|s| s.containers.first());
-    let image = container
-        .and_then(|c| c.image.clone())
-        .unwrap_or_default();
+    let image = container.and_then(|c| c.image.clone()).unwrap_or_default();
     let feature_gates = container
         .and_then(|c| c.args.as_deref())
         .and_then(feature_gates_arg);
@@ -394,8 +392,12 @@ mod tests {
             Some("A=true")
         );
         assert_eq!(
-            feature_gates_arg(&args(&["--feature-gates", "A=true", "--feature-gates=B=false"]))
-                .as_deref(),
+            feature_gates_arg(&args(&[
+                "--feature-gates",
+                "A=true",
+                "--feature-gates=B=false"
+            ]))
+            .as_deref(),
             Some("A=true,B=false")
         );
     }

@@ -61,16 +61,9 @@ async fn predownload_images(
     update: &ControllerRevision,
 ) {
     let opts = update_options(cs, &ctx.gates);
-    let in_place = inplace::can_update_in_place(&CloneSetHooks, Some(current), update, &opts).is_ok();
-    match predownload::ensure_predownload_jobs(
-        &ctx.client,
-        cs,
-        current,
-        update,
-        in_place,
-    )
-    .await
-    {
+    let in_place =
+        inplace::can_update_in_place(&CloneSetHooks, Some(current), update, &opts).is_ok();
+    match predownload::ensure_predownload_jobs(&ctx.client, cs, current, update, in_place).await {
         Ok(out) => {
             for job in out.created {
                 ctx.event(

@@ -18,7 +18,11 @@ use super::podutil;
 /// replacement at the update revision, so once the held pods finish more pods than the
 /// partition allows may run it; upstream accepts that by default. Updates and scale-in choices
 /// always split pods by their revision label.
-pub fn counts_as_updated(pod: &Pod, update_revision: &str, preparing_update_as_update: bool) -> bool {
+pub fn counts_as_updated(
+    pod: &Pod,
+    update_revision: &str,
+    preparing_update_as_update: bool,
+) -> bool {
     (preparing_update_as_update
         && podutil::lifecycle_state(pod) == Some(LifecycleStateType::PreparingUpdate))
         || podutil::is_at_revision(pod, update_revision)
@@ -319,8 +323,16 @@ mod tests {
         ];
         for (rev, state, off, on) in cases {
             let p = at(rev, state);
-            assert_eq!(counts_as_updated(&p, "cs-new", false), off, "{rev} {state:?} gate off");
-            assert_eq!(counts_as_updated(&p, "cs-new", true), on, "{rev} {state:?} gate on");
+            assert_eq!(
+                counts_as_updated(&p, "cs-new", false),
+                off,
+                "{rev} {state:?} gate off"
+            );
+            assert_eq!(
+                counts_as_updated(&p, "cs-new", true),
+                on,
+                "{rev} {state:?} gate on"
+            );
         }
     }
 

@@ -182,11 +182,11 @@ pub fn new_claims(
     let set = sts.name_any();
     let delete_with_set = gates.enabled(Gate::StatefulSetAutoDeletePVC)
         && sts
-        .spec
-        .persistent_volume_claim_retention_policy
-        .as_ref()
-        .and_then(|p| p.when_deleted)
-        == Some(PersistentVolumeClaimRetentionPolicyType::Delete);
+            .spec
+            .persistent_volume_claim_retention_policy
+            .as_ref()
+            .and_then(|p| p.when_deleted)
+            == Some(PersistentVolumeClaimRetentionPolicyType::Delete);
     let owner = sts.controller_owner_ref(&()).map(|o| OwnerReference {
         controller: None,
         ..o
@@ -286,10 +286,17 @@ mod tests {
         let off = FeatureGates::parse("PodIndexLabel=false,StatefulSetAutoDeletePVC=false")
             .expect("valid");
         let labels = |g: &FeatureGates| {
-            new_pod(&s, &PodTemplateSpec::default(), "web-abc", 2, jiff::Timestamp::UNIX_EPOCH, g)
-                .metadata
-                .labels
-                .unwrap_or_default()
+            new_pod(
+                &s,
+                &PodTemplateSpec::default(),
+                "web-abc",
+                2,
+                jiff::Timestamp::UNIX_EPOCH,
+                g,
+            )
+            .metadata
+            .labels
+            .unwrap_or_default()
         };
         assert_eq!(labels(&defaults)[k8s::POD_INDEX_LABEL], "2");
         assert!(!labels(&off).contains_key(k8s::POD_INDEX_LABEL));

@@ -276,7 +276,10 @@ fn predownload_runs_only_under_its_gate() {
         ("PreDownloadImageForInPlaceUpdate=true", true),
         ("ImagePullJobGate=true", false),
         // No daemon, no pulls: upstream's rules turn the gate off.
-        ("PreDownloadImageForInPlaceUpdate=true,KruiseDaemon=false", false),
+        (
+            "PreDownloadImageForInPlaceUpdate=true,KruiseDaemon=false",
+            false,
+        ),
     ];
     for (flag, want) in cases {
         let gates = FeatureGates::parse(flag).expect(flag);

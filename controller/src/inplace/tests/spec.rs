@@ -368,8 +368,18 @@ fn resources_follow_the_vertical_scaling_gate() {
     image_only["spec"]["containers"][0]["image"] = json!("a:2");
     // (name, new template, in place with the gate off, in place with it on)
     let cases = [
-        ("cpu request", res_tpl("150m", "200m", "64Mi", "128Mi"), false, true),
-        ("memory limit", res_tpl("100m", "200m", "64Mi", "256Mi"), false, true),
+        (
+            "cpu request",
+            res_tpl("150m", "200m", "64Mi", "128Mi"),
+            false,
+            true,
+        ),
+        (
+            "memory limit",
+            res_tpl("100m", "200m", "64Mi", "256Mi"),
+            false,
+            true,
+        ),
         ("image and cpu", image_and_cpu, false, true),
         ("image only", image_only, true, true),
     ];
@@ -379,7 +389,11 @@ fn resources_follow_the_vertical_scaling_gate() {
         let got_off = calc(base.clone(), new.clone(), &off);
         assert_eq!(got_off.is_ok(), want_off, "{name}, gate off: {got_off:?}");
         if let Err(e) = got_off {
-            assert_eq!(e.to_string(), "spec.containers[0].resources changed", "{name}");
+            assert_eq!(
+                e.to_string(),
+                "spec.containers[0].resources changed",
+                "{name}"
+            );
         }
         let got_on = calc(base.clone(), new, &super::vertical());
         assert_eq!(got_on.is_ok(), want_on, "{name}, gate on: {got_on:?}");
