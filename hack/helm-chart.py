@@ -54,6 +54,18 @@ def replace_block(text, key_pattern, repl, src):
     sys.exit(f"hack/helm-chart.py: deploy/{src} has no block {key_pattern!r}; update the script")
 
 
+def feature_gates(text, src):
+    """deploy/'s --feature-gates line (the gates Kruise-rs ships on) becomes the featureGates
+    value, whose default is that same list: a user's value, OpenKruise's empty one included,
+    is passed exactly as given."""
+    return replace_line(
+        text,
+        r"^(\s+)- --feature-gates=\S+$",
+        "{{- if .Values.featureGates }}\n\\1- --feature-gates={{ .Values.featureGates }}\n{{- end }}",
+        src,
+    )
+
+
 def template(src, text):
     if src == "manager/manager.yaml":
         text = replace_line(text, r"^  replicas: \d+$", "  replicas: {{ .Values.manager.replicas }}", src)
@@ -63,12 +75,7 @@ def template(src, text):
             r'\1image: "{{ .Values.manager.image.repository }}:{{ .Values.manager.image.tag }}"',
             src,
         )
-        text = replace_line(
-            text,
-            r"^(\s+)- --log-json$",
-            "\\g<0>\n{{- if .Values.featureGates }}\n\\1- --feature-gates={{ .Values.featureGates }}\n{{- end }}",
-            src,
-        )
+        text = feature_gates(text, src)
         text = replace_line(
             text,
             r"^(\s+)env:$",
@@ -83,6 +90,7 @@ def template(src, text):
             src,
         )
     elif src == "daemon/daemon.yaml":
+        text = feature_gates(text, src)
         text = replace_line(
             text,
             r"^(\s+)image: kruise-rs/kruise-daemon:\S+$",

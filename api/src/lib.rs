@@ -11,6 +11,8 @@
 //!   timestamp, readiness messages, container launch priority).
 //! - [`apps::v1beta1`] / [`apps::v1alpha1`]: the apps.kruise.io kinds (`CloneSet`, ...), each
 //!   with its `…Spec`/`…Status` types; v1beta1 is the storage version.
+//! - [`features`]: OpenKruise's feature gates (wire names, defaults, the `--feature-gates`
+//!   syntax and the rules between gates), parsed once at start-up.
 //! - [`crds`]: every CustomResourceDefinition, versions merged (used by the `crdgen` binary).
 //! - [`hash`]: the Go-compatible env-from-metadata hash of `runtime-containers-meta`, computed
 //!   by the daemon and compared by the manager.
@@ -27,6 +29,7 @@ pub mod apps;
 pub mod appspub;
 pub mod crds;
 pub mod error;
+pub mod features;
 pub mod hash;
 pub mod keys;
 pub mod pod;

@@ -408,6 +408,24 @@ mod tests {
             "{err}"
         );
     }
+
+    #[test]
+    fn dev_ships_our_gates_unless_told_otherwise() {
+        use kruise_api::features::{FeatureGates, shipped};
+        let gates = |extra: &[&str]| {
+            let mut argv = vec!["kubectl-kruise", "dev"];
+            argv.extend_from_slice(extra);
+            match Cli::try_parse_from(argv).map(|c| c.command) {
+                Ok(Command::Dev(d)) => Ok(d.feature_gates),
+                Ok(_) => panic!("not dev"),
+                Err(e) => Err(e.to_string()),
+            }
+        };
+        assert_eq!(gates(&[]), Ok(shipped()));
+        assert_eq!(gates(&["--feature-gates", ""]), Ok(FeatureGates::default()));
+        let err = gates(&["--feature-gates", "NoSuchGate=true"]).expect_err("unknown");
+        assert!(err.contains("NoSuchGate"), "{err}");
+    }
 }
 
 /// `kubectl kruise dev`.
@@ -428,6 +446,14 @@ pub struct DevArgs {
     /// Local address the webhook binds.
     #[arg(long, default_value_t = crate::cmd::dev::DEFAULT_LISTEN)]
     pub listen: std::net::IpAddr,
+    /// Feature gates of the embedded manager (OpenKruise's names). The default is what
+    /// `install` ships; "" gives OpenKruise's defaults.
+    #[arg(
+        long,
+        default_value_t = kruise_api::features::shipped(),
+        value_parser = kruise_api::features::FeatureGates::parse
+    )]
+    pub feature_gates: kruise_api::features::FeatureGates,
 }
 
 /// Output of `install`.

@@ -109,4 +109,56 @@ fn values_reach_the_objects() {
         daemon["spec"]["template"]["spec"]["volumes"][0]["hostPath"]["path"],
         "/run/containerd"
     );
+    assert!(
+        daemon["spec"]["template"]["spec"]["containers"][0]["args"]
+            .as_array()
+            .expect("args")
+            .iter()
+            .any(|a| a == "--feature-gates=PodWebhook=true")
+    );
+}
+
+/// The args of the manager and daemon containers when the chart renders with `set`.
+fn gate_args(set: &[&str]) -> Vec<Vec<String>> {
+    let chart = root().join("deploy/helm/kruise-rs");
+    let mut cmd = Command::new(helm());
+    cmd.args(["template", "kruise-rs"]).arg(&chart);
+    for s in set {
+        cmd.args(["--set", s]);
+    }
+    let docs: Vec<serde_json::Value> = serde_saphyr::from_multiple(&run(&mut cmd)).expect("YAML");
+    ["Deployment", "DaemonSet"]
+        .iter()
+        .map(|kind| {
+            let d = docs.iter().find(|d| d["kind"] == *kind).expect(kind);
+            d["spec"]["template"]["spec"]["containers"][0]["args"]
+                .as_array()
+                .expect("args")
+                .iter()
+                .filter_map(|a| a.as_str())
+                .filter(|a| a.starts_with(kruise_api::features::FLAG))
+                .map(str::to_owned)
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn feature_gates_are_ours_by_default_and_exactly_the_users_when_set() {
+    let shipped = format!(
+        "{}={}",
+        kruise_api::features::FLAG,
+        kruise_api::features::shipped().to_flag()
+    );
+    assert_eq!(gate_args(&[]), vec![vec![shipped.clone()], vec![shipped]]);
+    // OpenKruise's values: featureGates "" means its defaults, so no flag at all.
+    assert_eq!(
+        gate_args(&["featureGates="]),
+        vec![Vec::<String>::new(), vec![]]
+    );
+    let theirs = "--feature-gates=PreDownloadImageForInPlaceUpdate=true".to_owned();
+    assert_eq!(
+        gate_args(&["featureGates=PreDownloadImageForInPlaceUpdate=true"]),
+        vec![vec![theirs.clone()], vec![theirs]]
+    );
 }

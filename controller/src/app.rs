@@ -8,6 +8,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use kruise_api::features::{self, FeatureGates, Gate};
 use kruise_api::keys;
 use kube::Client;
 use tokio_util::sync::CancellationToken;
@@ -51,6 +52,8 @@ pub enum AppError {
 pub struct AppConfig {
     /// Where the API server is and how to authenticate.
     pub kube: kube::Config,
+    /// Feature gates (upstream's defaults unless `--feature-gates` said otherwise).
+    pub feature_gates: FeatureGates,
     /// Client-side limit of the controllers' requests per second (≤ 0: none).
     pub kube_api_qps: f32,
     /// Requests allowed at once above `kube_api_qps`.
@@ -91,6 +94,7 @@ impl AppConfig {
     pub fn new(kube: kube::Config) -> Self {
         Self {
             kube,
+            feature_gates: features::installed(),
             kube_api_qps: DEFAULT_KUBE_API_QPS,
             kube_api_burst: DEFAULT_KUBE_API_BURST,
             kube_api_max_in_flight: ratelimit::MAX_IN_FLIGHT,
@@ -150,20 +154,64 @@ pub fn shutdown_on_signals(token: CancellationToken) {
     });
 }
 
+/// The controllers that upstream starts only under a feature gate (their `Add` functions return
+/// early): the ones that hand work to kruise-daemon need `KruiseDaemon`, the pull-job
+/// controllers also `ImagePullJobGate`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GatedControllers {
+    pub node_images: bool,
+    pub pull_jobs: bool,
+    pub container_recreate: bool,
+}
+
+impl GatedControllers {
+    pub fn of(gates: &FeatureGates) -> Self {
+        let daemon = gates.enabled(Gate::KruiseDaemon);
+        Self {
+            node_images: daemon,
+            pull_jobs: daemon && gates.enabled(Gate::ImagePullJobGate),
+            container_recreate: daemon,
+        }
+    }
+}
+
+/// Runs `controller` when its gate allows; otherwise says so once and returns.
+async fn gated(on: bool, name: &str, controller: impl std::future::Future<Output = ()>) {
+    if on {
+        controller.await;
+    } else {
+        tracing::info!(controller = name, "not started: its feature gate is off");
+    }
+}
+
 /// Everything the controllers run on while this replica leads.
 pub async fn run_controllers(
     client: Client,
     pods: PodCache,
     metrics: Arc<Metrics>,
     namespace: Option<String>,
+    gates: FeatureGates,
     token: CancellationToken,
 ) {
+    let run = GatedControllers::of(&gates);
     let instance = std::env::var("POD_NAME").ok();
     let readiness = podreadiness::run(client.clone(), pods.clone(), metrics.clone(), token.clone());
     let launch = launchpriority::run(client.clone(), pods.clone(), metrics.clone(), token.clone());
-    let node_images = nodeimage::run(client.clone(), metrics.clone(), token.clone());
-    let pull_jobs = imagepulljob::run(client.clone(), pods.clone(), metrics.clone(), token.clone());
-    let recreate = crr::run(client.clone(), pods.clone(), metrics.clone(), token.clone());
+    let node_images = gated(
+        run.node_images,
+        "nodeimage",
+        nodeimage::run(client.clone(), metrics.clone(), token.clone()),
+    );
+    let pull_jobs = gated(
+        run.pull_jobs,
+        "imagepulljob and imagelistpulljob",
+        imagepulljob::run(client.clone(), pods.clone(), metrics.clone(), token.clone()),
+    );
+    let recreate = gated(
+        run.container_recreate,
+        "containerrecreaterequest",
+        crr::run(client.clone(), pods.clone(), metrics.clone(), token.clone()),
+    );
     let sidecars = sidecarset::run(client.clone(), pods.clone(), metrics.clone(), token.clone());
     let daemonsets = daemonset::controller::run(
         client.clone(),
@@ -171,16 +219,20 @@ pub async fn run_controllers(
         metrics.clone(),
         instance.clone(),
         namespace.clone(),
+        gates,
         token.clone(),
     );
     let asts = statefulset::controller::run(
-        Arc::new(statefulset::controller::Context::new(
-            client.clone(),
-            pods.clone(),
-            metrics.clone(),
-            instance.clone(),
-            namespace.clone(),
-        )),
+        Arc::new(
+            statefulset::controller::Context::new(
+                client.clone(),
+                pods.clone(),
+                metrics.clone(),
+                instance.clone(),
+                namespace.clone(),
+            )
+            .with_gates(gates),
+        ),
         token.clone(),
     );
     let revisions = crate::cloneset::revcache::RevisionCache::start(
@@ -188,9 +240,10 @@ pub async fn run_controllers(
         namespace.as_deref(),
         token.clone(),
     );
-    let ctx = Arc::new(cloneset::Context::new(
-        client, pods, revisions, metrics, instance, namespace,
-    ));
+    let ctx = Arc::new(
+        cloneset::Context::new(client, pods, revisions, metrics, instance, namespace)
+            .with_gates(gates),
+    );
     tokio::join!(
         cloneset::run(ctx, token),
         asts,
@@ -256,7 +309,8 @@ pub async fn run(cfg: AppConfig, shutdown: CancellationToken) -> Result<(), AppE
             // the API server's timeout. Its requests are bounded by the admissions it is sent.
             let wclient = self::client(&cfg.kube, 0.0, 0, cfg.kube_api_max_in_flight)?;
             let token = shutdown.clone();
-            let run_cfg = wcfg.clone();
+            let mut run_cfg = wcfg.clone();
+            run_cfg.feature_gates = cfg.feature_gates;
             let handle = tokio::spawn(async move {
                 kruise_webhook::run(wclient, run_cfg, token.cancelled_owned()).await
             });
@@ -301,6 +355,7 @@ pub async fn run(cfg: AppConfig, shutdown: CancellationToken) -> Result<(), AppE
             grace_secs: cfg.lease_grace,
         };
         let m = metrics.clone();
+        let gates = cfg.feature_gates;
         let (c, p, wn) = (client.clone(), pods.clone(), cfg.watch_namespace.clone());
         result = leader::run_when_leader(
             client.clone(),
@@ -309,7 +364,16 @@ pub async fn run(cfg: AppConfig, shutdown: CancellationToken) -> Result<(), AppE
             move |leading| {
                 m.is_leader.set(i64::from(leading));
             },
-            move |token| run_controllers(c.clone(), p.clone(), metrics.clone(), wn.clone(), token),
+            move |token| {
+                run_controllers(
+                    c.clone(),
+                    p.clone(),
+                    metrics.clone(),
+                    wn.clone(),
+                    gates,
+                    token,
+                )
+            },
         )
         .await
         .map_err(|e| AppError::Leader(e.to_string()));
@@ -321,6 +385,7 @@ pub async fn run(cfg: AppConfig, shutdown: CancellationToken) -> Result<(), AppE
             pods.clone(),
             metrics.clone(),
             cfg.watch_namespace.clone(),
+            cfg.feature_gates,
             shutdown.clone(),
         )
         .await;
@@ -346,6 +411,33 @@ pub async fn run(cfg: AppConfig, shutdown: CancellationToken) -> Result<(), AppE
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn gated_controllers_start_as_upstream_starts_them() {
+        let cases = [
+            // Upstream's defaults: no pull jobs.
+            ("", (true, false, true)),
+            ("ImagePullJobGate=true", (true, true, true)),
+            // Pre-download turns the pull-job gate on.
+            ("PreDownloadImageForInPlaceUpdate=true", (true, true, true)),
+            (
+                "KruiseDaemon=false,ImagePullJobGate=true",
+                (false, false, false),
+            ),
+        ];
+        for (flag, (node_images, pull_jobs, container_recreate)) in cases {
+            let gates = FeatureGates::parse(flag).expect(flag);
+            assert_eq!(
+                GatedControllers::of(&gates),
+                GatedControllers {
+                    node_images,
+                    pull_jobs,
+                    container_recreate
+                },
+                "{flag}"
+            );
+        }
+    }
 
     #[test]
     fn identity_carries_the_process_id() {

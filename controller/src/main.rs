@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::{ArgAction, Parser};
+use kruise_api::features::{self, FeatureGates};
 use kruise_api::keys;
 use kruise_manager::app::{
     self, AppConfig, DEFAULT_KUBE_API_BURST, DEFAULT_KUBE_API_QPS, LEASE_NAME,
@@ -85,11 +86,11 @@ struct Args {
     /// connection to the API server, kept open for 90 s after); 0: no bound.
     #[arg(long, env = "KRUISE_KUBE_API_MAX_IN_FLIGHT", default_value_t = kruise_manager::ratelimit::MAX_IN_FLIGHT)]
     kube_api_max_in_flight: usize,
-    /// Feature gates as upstream spells them (`Name=true,Other=false`; the Helm chart's
-    /// `featureGates`). Kruise-rs has no optional features yet: gates are checked for syntax and
-    /// each one is logged as having no effect.
-    #[arg(long, value_parser = parse_feature_gates)]
-    feature_gates: Option<Vec<(String, bool)>>,
+    /// Feature gates as OpenKruise v1.9 spells them (`Name=true,Other=false`, `AllAlpha=true`;
+    /// the Helm chart's `featureGates`). Unset gates keep upstream's defaults; upstream's rules
+    /// between gates apply (`PodWebhook=false` turns off the Pod-webhook gates, ...).
+    #[arg(long, default_value = "", value_parser = FeatureGates::parse)]
+    feature_gates: FeatureGates,
     /// Seconds between checks whether to hand freed heap pages back to the kernel
     /// (`malloc_trim`, when the heap fell 4 MiB or more below its peak since the last check);
     /// 0: never, glibc then keeps the RSS at the heap's peak.
@@ -99,23 +100,6 @@ struct Args {
 
 /// The live-heap drop below its recent peak that makes a trim worth its page faults.
 const TRIM_MIN_DROP: usize = 4 << 20;
-
-/// Parses `Name=true,Other=false`.
-fn parse_feature_gates(s: &str) -> Result<Vec<(String, bool)>, String> {
-    s.split(',')
-        .map(str::trim)
-        .filter(|g| !g.is_empty())
-        .map(|g| {
-            let bad = || format!("--feature-gates: {g:?} must be Name=true or Name=false");
-            let (name, value) = g.split_once('=').ok_or_else(bad)?;
-            let on = value.trim().parse::<bool>().map_err(|_| bad())?;
-            if name.trim().is_empty() {
-                return Err(bad());
-            }
-            Ok((name.trim().to_owned(), on))
-        })
-        .collect()
-}
 
 fn init_tracing(json: bool) {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
@@ -146,6 +130,7 @@ async fn kube_config(args: &Args) -> anyhow::Result<kube::Config> {
 
 fn config(args: Args, kube: kube::Config) -> AppConfig {
     let mut cfg = AppConfig::new(kube);
+    cfg.feature_gates = args.feature_gates;
     cfg.kube_api_qps = args.kube_api_qps;
     cfg.kube_api_burst = args.kube_api_burst;
     cfg.kube_api_max_in_flight = args.kube_api_max_in_flight;
@@ -177,9 +162,9 @@ fn config(args: Args, kube: kube::Config) -> AppConfig {
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     init_tracing(args.log_json);
-    for (gate, on) in args.feature_gates.iter().flatten() {
-        tracing::warn!(gate = %gate, enabled = on, "feature gate has no effect: Kruise-rs has no optional features");
-    }
+    features::install(args.feature_gates);
+    // Only what differs from upstream's defaults; empty means exactly OpenKruise's.
+    tracing::info!(differences = %args.feature_gates, "feature gates");
     let kube = kube_config(&args).await?;
     let shutdown = CancellationToken::new();
     app::shutdown_on_signals(shutdown.clone());
@@ -196,15 +181,33 @@ async fn main() -> anyhow::Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_feature_gates;
+    use super::Args;
+    use clap::Parser;
+    use kruise_api::features::Gate;
 
     #[test]
-    fn feature_gates_parse_or_name_the_bad_one() {
-        assert_eq!(
-            parse_feature_gates("A=true, B=false").expect("valid"),
-            vec![("A".to_owned(), true), ("B".to_owned(), false)]
+    fn feature_gates_flag_parses_into_the_typed_set() {
+        let args = Args::try_parse_from([
+            "kruise-manager",
+            "--feature-gates",
+            "PreDownloadImageForInPlaceUpdate=true",
+        ])
+        .expect("a known gate parses");
+        assert!(
+            args.feature_gates
+                .enabled(Gate::PreDownloadImageForInPlaceUpdate)
         );
-        let err = parse_feature_gates("A=yes").expect_err("invalid");
-        assert!(err.contains("\"A=yes\""), "{err}");
+        let args = Args::try_parse_from(["kruise-manager"]).expect("no flag");
+        assert!(
+            args.feature_gates.differences().is_empty(),
+            "upstream's defaults"
+        );
+    }
+
+    #[test]
+    fn an_unknown_gate_is_refused_by_name() {
+        let err = Args::try_parse_from(["kruise-manager", "--feature-gates", "NoSuchGate=true"])
+            .expect_err("unknown gate");
+        assert!(err.to_string().contains("NoSuchGate"), "{err}");
     }
 }

@@ -11,6 +11,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::get;
 use clap::Parser;
+use kruise_api::features::{self, FeatureGates, Gate};
 use kruise_daemon::criruntime::{CriClient, SocketSource};
 use kruise_daemon::events::Events;
 use kruise_daemon::metrics::{self, Metrics};
@@ -88,6 +89,21 @@ struct Flags {
     /// Requests allowed at once above --kube-api-qps (client-go's --kube-api-burst).
     #[arg(long, default_value_t = DEFAULT_KUBE_API_BURST)]
     kube_api_burst: u32,
+
+    /// Feature gates as OpenKruise v1.9 spells them (`Name=true,Other=false`); unset gates keep
+    /// upstream's defaults. `DaemonWatchingPod=false` stops the containermeta duty, as upstream.
+    #[arg(long, default_value = "", value_parser = FeatureGates::parse)]
+    feature_gates: FeatureGates,
+}
+
+/// The duties asked for that the gates allow (upstream's daemon runs its containermeta
+/// controller only while it watches Pods).
+fn gated_duties(duties: &[Duty], gates: &FeatureGates) -> Vec<Duty> {
+    duties
+        .iter()
+        .copied()
+        .filter(|d| *d != Duty::Containermeta || gates.enabled(Gate::DaemonWatchingPod))
+        .collect()
 }
 
 #[derive(Clone)]
@@ -177,6 +193,9 @@ fn init_tracing(format: LogFormat) {
 async fn main() -> std::process::ExitCode {
     let flags = Flags::parse();
     init_tracing(flags.log_format);
+    features::install(flags.feature_gates);
+    // Only what differs from upstream's defaults; empty means exactly OpenKruise's.
+    tracing::info!(differences = %flags.feature_gates, "feature gates");
     match run(flags).await {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
@@ -238,7 +257,7 @@ async fn run(flags: Flags) -> anyhow::Result<()> {
 
     let events = Events::new(client.clone(), &node);
     let mut tasks = tokio::task::JoinSet::new();
-    for duty in &flags.duties {
+    for duty in &gated_duties(&flags.duties, &flags.feature_gates) {
         let (client, cri, node, m, ev, sd) = (
             client.clone(),
             cri.clone(),
@@ -287,4 +306,38 @@ async fn run(flags: Flags) -> anyhow::Result<()> {
     let _ = tokio::time::timeout(Duration::from_secs(2), server).await;
     tracing::info!("kruise-daemon stopped");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn feature_gates_flag_parses_or_names_the_unknown_gate() {
+        let f = Flags::try_parse_from([
+            "kruise-daemon",
+            "--feature-gates",
+            "DaemonWatchingPod=false",
+        ])
+        .expect("known gate");
+        assert!(!f.feature_gates.enabled(Gate::DaemonWatchingPod));
+        let err = Flags::try_parse_from(["kruise-daemon", "--feature-gates", "NoSuchGate=true"])
+            .expect_err("unknown gate");
+        assert!(err.to_string().contains("NoSuchGate"), "{err}");
+    }
+
+    #[test]
+    fn containermeta_runs_only_while_the_daemon_watches_pods() {
+        let all = [
+            Duty::Imagepuller,
+            Duty::Containermeta,
+            Duty::Containerrecreate,
+        ];
+        assert_eq!(gated_duties(&all, &FeatureGates::default()), all.to_vec());
+        let off = FeatureGates::parse("DaemonWatchingPod=false").expect("valid");
+        assert_eq!(
+            gated_duties(&all, &off),
+            vec![Duty::Imagepuller, Duty::Containerrecreate]
+        );
+    }
 }

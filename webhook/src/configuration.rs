@@ -8,6 +8,7 @@ use k8s_openapi::api::admissionregistration::v1::{
 };
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
+use kruise_api::features::Gate;
 use kube::api::{Api, ListParams, ObjectMeta, Patch, PatchParams};
 use serde_json::json;
 
@@ -115,8 +116,12 @@ fn excluded_namespaces(cfg: &WebhookConfig) -> LabelSelector {
 const CLONESET_VERSIONS: &[&str] = &[keys::VERSION_V1ALPHA1, keys::VERSION_V1BETA1];
 
 /// The mutating configuration.
+/// Name of the Pod mutating hook (upstream's).
+const POD_HOOK: &str = "mpod.kb.io";
+
 pub fn mutating_configuration(cfg: &WebhookConfig, ca_pem: &str) -> MutatingWebhookConfiguration {
     let ep = Endpoint::from_config(cfg);
+    let pod_webhook = cfg.feature_gates.enabled(Gate::PodWebhook);
     let hook =
         |name: &str, path: &str, rules: Vec<RuleWithOperations>, ns: Option<LabelSelector>| {
             MutatingWebhook {
@@ -143,104 +148,111 @@ pub fn mutating_configuration(cfg: &WebhookConfig, ca_pem: &str) -> MutatingWebh
             name: Some(keys::MUTATING_WEBHOOK_CONFIGURATION_NAME.to_owned()),
             ..Default::default()
         },
-        webhooks: Some(vec![
-            hook(
-                "mpod.kb.io",
-                paths::MUTATE_POD,
-                vec![rule(&[""], &["v1"], &["CREATE"], &["pods"])],
-                Some(excluded_namespaces(cfg)),
-            ),
-            hook(
-                "mcloneset.kb.io",
-                paths::MUTATE_CLONESET,
-                vec![rule(
-                    &[keys::APPS_GROUP],
-                    CLONESET_VERSIONS,
-                    &["CREATE", "UPDATE"],
-                    &["clonesets"],
-                )],
-                None,
-            ),
-            hook(
-                "mstatefulset.kb.io",
-                paths::MUTATE_STATEFULSET,
-                vec![rule(
-                    &[keys::APPS_GROUP],
-                    CLONESET_VERSIONS,
-                    &["CREATE", "UPDATE"],
-                    &["statefulsets"],
-                )],
-                None,
-            ),
-            hook(
-                "mdaemonset.kb.io",
-                paths::MUTATE_DAEMONSET,
-                vec![rule(
-                    &[keys::APPS_GROUP],
-                    CLONESET_VERSIONS,
-                    &["CREATE", "UPDATE"],
-                    &["daemonsets"],
-                )],
-                None,
-            ),
-            hook(
-                "mimagepulljob.kb.io",
-                paths::MUTATE_IMAGEPULLJOB,
-                vec![rule(
-                    &[keys::APPS_GROUP],
-                    CLONESET_VERSIONS,
-                    &["CREATE", "UPDATE"],
-                    &["imagepulljobs"],
-                )],
-                None,
-            ),
-            hook(
-                "mnodeimage.kb.io",
-                paths::MUTATE_NODEIMAGE,
-                vec![rule(
-                    &[keys::APPS_GROUP],
-                    CLONESET_VERSIONS,
-                    &["CREATE", "UPDATE"],
-                    &["nodeimages"],
-                )],
-                None,
-            ),
-            hook(
-                "mimagelistpulljob.kb.io",
-                paths::MUTATE_IMAGELISTPULLJOB,
-                vec![rule(
-                    &[keys::APPS_GROUP],
-                    CLONESET_VERSIONS,
-                    &["CREATE", "UPDATE"],
-                    &["imagelistpulljobs"],
-                )],
-                None,
-            ),
-            // CREATE only: upstream's handler also refuses spec changes on UPDATE, which here
-            // is the validating hook's job (it sees the object after every mutation).
-            hook(
-                "mcontainerrecreaterequest.kb.io",
-                paths::MUTATE_CRR,
-                vec![rule(
-                    &[keys::APPS_GROUP],
-                    CLONESET_VERSIONS,
-                    &["CREATE"],
-                    &["containerrecreaterequests"],
-                )],
-                None,
-            ),
-            hook(
-                "msidecarset.kb.io",
-                paths::MUTATE_SIDECARSET,
-                vec![rule(
-                    &[keys::APPS_GROUP],
-                    CLONESET_VERSIONS,
-                    &["CREATE", "UPDATE"],
-                    &["sidecarsets"],
-                )],
-                None,
-            ),
-        ]),
+        webhooks: Some(
+            vec![
+                hook(
+                    POD_HOOK,
+                    paths::MUTATE_POD,
+                    vec![rule(&[""], &["v1"], &["CREATE"], &["pods"])],
+                    Some(excluded_namespaces(cfg)),
+                ),
+                hook(
+                    "mcloneset.kb.io",
+                    paths::MUTATE_CLONESET,
+                    vec![rule(
+                        &[keys::APPS_GROUP],
+                        CLONESET_VERSIONS,
+                        &["CREATE", "UPDATE"],
+                        &["clonesets"],
+                    )],
+                    None,
+                ),
+                hook(
+                    "mstatefulset.kb.io",
+                    paths::MUTATE_STATEFULSET,
+                    vec![rule(
+                        &[keys::APPS_GROUP],
+                        CLONESET_VERSIONS,
+                        &["CREATE", "UPDATE"],
+                        &["statefulsets"],
+                    )],
+                    None,
+                ),
+                hook(
+                    "mdaemonset.kb.io",
+                    paths::MUTATE_DAEMONSET,
+                    vec![rule(
+                        &[keys::APPS_GROUP],
+                        CLONESET_VERSIONS,
+                        &["CREATE", "UPDATE"],
+                        &["daemonsets"],
+                    )],
+                    None,
+                ),
+                hook(
+                    "mimagepulljob.kb.io",
+                    paths::MUTATE_IMAGEPULLJOB,
+                    vec![rule(
+                        &[keys::APPS_GROUP],
+                        CLONESET_VERSIONS,
+                        &["CREATE", "UPDATE"],
+                        &["imagepulljobs"],
+                    )],
+                    None,
+                ),
+                hook(
+                    "mnodeimage.kb.io",
+                    paths::MUTATE_NODEIMAGE,
+                    vec![rule(
+                        &[keys::APPS_GROUP],
+                        CLONESET_VERSIONS,
+                        &["CREATE", "UPDATE"],
+                        &["nodeimages"],
+                    )],
+                    None,
+                ),
+                hook(
+                    "mimagelistpulljob.kb.io",
+                    paths::MUTATE_IMAGELISTPULLJOB,
+                    vec![rule(
+                        &[keys::APPS_GROUP],
+                        CLONESET_VERSIONS,
+                        &["CREATE", "UPDATE"],
+                        &["imagelistpulljobs"],
+                    )],
+                    None,
+                ),
+                // CREATE only: upstream's handler also refuses spec changes on UPDATE, which here
+                // is the validating hook's job (it sees the object after every mutation).
+                hook(
+                    "mcontainerrecreaterequest.kb.io",
+                    paths::MUTATE_CRR,
+                    vec![rule(
+                        &[keys::APPS_GROUP],
+                        CLONESET_VERSIONS,
+                        &["CREATE"],
+                        &["containerrecreaterequests"],
+                    )],
+                    None,
+                ),
+                hook(
+                    "msidecarset.kb.io",
+                    paths::MUTATE_SIDECARSET,
+                    vec![rule(
+                        &[keys::APPS_GROUP],
+                        CLONESET_VERSIONS,
+                        &["CREATE", "UPDATE"],
+                        &["sidecarsets"],
+                    )],
+                    None,
+                ),
+            ]
+            .into_iter()
+            // Upstream registers no Pod handler without `PodWebhook`, and leaves a hook whose
+            // handler is missing out of the configuration.
+            .filter(|h| pod_webhook || h.name != POD_HOOK)
+            .collect(),
+        ),
     }
 }
 
@@ -461,6 +473,28 @@ mod tests {
         assert!(pod.timeout_seconds.is_some_and(|t| (1..=10).contains(&t)));
     }
 
+    #[test]
+    fn pod_webhook_gate_off_leaves_the_pod_hook_out() {
+        let names = |cfg: &WebhookConfig| -> Vec<String> {
+            let m = mutating_configuration(cfg, "CA");
+            m.webhooks
+                .unwrap_or_default()
+                .into_iter()
+                .map(|h| h.name)
+                .collect()
+        };
+        let on = names(&WebhookConfig::default());
+        assert!(on.iter().any(|n| n == POD_HOOK));
+        let off = WebhookConfig {
+            feature_gates: kruise_api::features::FeatureGates::parse("PodWebhook=false")
+                .expect("valid"),
+            ..Default::default()
+        };
+        let off = names(&off);
+        assert!(!off.iter().any(|n| n == POD_HOOK), "{off:?}");
+        assert_eq!(off.len() + 1, on.len(), "only the Pod hook goes");
+    }
+
     /// A configured path the server does not route answers 404, which with failurePolicy Fail
     /// blocks every write of that kind.
     #[test]
@@ -496,7 +530,13 @@ mod tests {
             let served = tokio::runtime::Builder::new_current_thread()
                 .build()
                 .expect("runtime")
-                .block_on(crate::handle_admission_async(&path, body, &pods));
+                .block_on(crate::handle_admission_async(
+                    &path,
+                    body,
+                    &pods,
+                    &kruise_api::features::FeatureGates::default()
+                        .with(kruise_api::features::Gate::ImagePullJobGate, true),
+                ));
             assert!(served.is_some(), "{path} has no handler");
         }
     }

@@ -29,7 +29,13 @@ fn serve(path: &str, body: &[u8]) -> Result<Vec<u8>, TestCaseError> {
     tokio::runtime::Builder::new_current_thread()
         .build()
         .map_err(|e| TestCaseError::fail(e.to_string()))?
-        .block_on(handle_admission_async(path, body, &pods))
+        .block_on(handle_admission_async(
+            path,
+            body,
+            &pods,
+            &kruise_api::features::FeatureGates::default()
+                .with(kruise_api::features::Gate::ImagePullJobGate, true),
+        ))
         .ok_or_else(|| TestCaseError::fail(format!("{path} not served")))
 }
 
@@ -366,7 +372,12 @@ proptest! {
         let out = tokio::runtime::Builder::new_current_thread()
             .build()
             .map_err(|e| TestCaseError::fail(e.to_string()))?
-            .block_on(handle_admission_async(paths::VALIDATE_CLONESET, &body, &Answer(status)))
+            .block_on(handle_admission_async(
+                paths::VALIDATE_CLONESET,
+                &body,
+                &Answer(status),
+                &Default::default(),
+            ))
             .ok_or_else(|| TestCaseError::fail("not served"))?;
         assert_admission_review(&out)?;
     }

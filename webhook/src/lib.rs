@@ -75,6 +75,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use kruise_api::features::{FeatureGates, Gate};
 use kruise_api::keys;
 
 pub use server::{run, wait_ready};
@@ -199,15 +200,23 @@ pub fn handle_admission(path: &str, body: &[u8]) -> Option<Vec<u8>> {
 /// ContainerRecreateRequest handler reads the request's Pod and the CloneSet validation
 /// dry-runs its Pod template. Always returns a serialized AdmissionReview (`None` only for an
 /// unknown path).
-pub async fn handle_admission_async<C>(path: &str, body: &[u8], cluster: &C) -> Option<Vec<u8>>
+pub async fn handle_admission_async<C>(
+    path: &str,
+    body: &[u8],
+    cluster: &C,
+    gates: &FeatureGates,
+) -> Option<Vec<u8>>
 where
     C: crr_admit::PodLookup + cloneset::template::PodDryRun + sidecarset::SidecarSetLookup,
 {
+    if let Some(refusal) = gate_refusal(path, gates) {
+        return Some(review::admit(body, |_| refusal.clone()));
+    }
     // The Pod handler injects SidecarSets, which it reads from the cluster.
     match path {
         paths::MUTATE_POD => {
             return Some(
-                review::admit_async(body, |req| sidecarset::mutate_pod(req, cluster)).await,
+                review::admit_async(body, |req| sidecarset::mutate_pod(req, cluster, gates)).await,
             );
         }
         paths::VALIDATE_SIDECARSET => {
@@ -231,6 +240,21 @@ where
         }
         _ => None,
     }
+}
+
+/// Upstream refuses every ImagePullJob and ImageListPullJob create or update while their
+/// gates are off (403, `feature-gate <Name> is not enabled`), the daemon's gate checked first.
+pub fn gate_refusal(path: &str, gates: &FeatureGates) -> Option<review::Outcome> {
+    if !matches!(
+        path,
+        paths::VALIDATE_IMAGEPULLJOB | paths::VALIDATE_IMAGELISTPULLJOB
+    ) {
+        return None;
+    }
+    [Gate::KruiseDaemon, Gate::ImagePullJobGate]
+        .into_iter()
+        .find(|g| !gates.enabled(*g))
+        .map(|g| review::Outcome::forbidden(format!("feature-gate {g} is not enabled")))
 }
 
 /// Webhook settings. Clones share the readiness state used by [`wait_ready`].
@@ -267,6 +291,8 @@ pub struct WebhookConfig {
     /// `failurePolicy` of the Pod webhook: `Fail` (default) or `Ignore` (env
     /// [`kruise_api::keys::ENV_WEBHOOK_POD_FAILURE_POLICY`]).
     pub pod_failure_policy: String,
+    /// Feature gates (the manager's `--feature-gates`; upstream's defaults otherwise).
+    pub feature_gates: FeatureGates,
     /// Readiness state shared by clones of this config (leave it at its default; it is how
     /// [`run`] tells [`wait_ready`] which CA to trust).
     pub state: ReadyState,
@@ -292,6 +318,7 @@ impl Default for WebhookConfig {
             resync_interval: Duration::from_secs(300),
             template_dry_run: true,
             pod_failure_policy: "Fail".to_owned(),
+            feature_gates: kruise_api::features::installed(),
             state: ReadyState::default(),
         }
     }
@@ -448,6 +475,50 @@ mod tests {
         let names = cfg.serving_names();
         assert_eq!(names[0], "kruise-webhook-service.ns1.svc");
         assert_eq!(names[2], "10.1.2.3");
+    }
+
+    #[test]
+    fn pull_jobs_are_refused_while_their_gates_are_off() {
+        let msg = |path: &str, flag: &str| {
+            let gates = FeatureGates::parse(flag).expect(flag);
+            gate_refusal(path, &gates).map(|o| match o {
+                review::Outcome::Deny {
+                    code,
+                    reason,
+                    message,
+                } => format!("{code} {reason}: {message}"),
+                other => format!("{other:?}"),
+            })
+        };
+        for path in [
+            paths::VALIDATE_IMAGEPULLJOB,
+            paths::VALIDATE_IMAGELISTPULLJOB,
+        ] {
+            assert_eq!(
+                msg(path, "").as_deref(),
+                Some("403 Forbidden: feature-gate ImagePullJobGate is not enabled"),
+                "{path}: upstream's default refuses"
+            );
+            assert_eq!(msg(path, "ImagePullJobGate=true"), None, "{path}");
+            assert_eq!(
+                msg(path, "PreDownloadImageForInPlaceUpdate=true"),
+                None,
+                "{path}: pre-download turns the gate on"
+            );
+            assert_eq!(
+                msg(path, "KruiseDaemon=false").as_deref(),
+                Some("403 Forbidden: feature-gate KruiseDaemon is not enabled"),
+                "{path}: the daemon's gate is checked first"
+            );
+        }
+        // Other kinds, and the defaulting of pull jobs, are not gated.
+        for path in [
+            paths::MUTATE_IMAGEPULLJOB,
+            paths::VALIDATE_NODEIMAGE,
+            paths::MUTATE_POD,
+        ] {
+            assert_eq!(msg(path, ""), None, "{path}");
+        }
     }
 }
 

@@ -38,7 +38,7 @@ pub fn mutate_with(req: &Request, ctx: &InjectContext) -> Outcome {
         Ok(v) => v,
         Err(e) => return Outcome::bad_request(format!("cannot encode Pod: {e}")),
     };
-    let mut changed = inject_readiness_gate(&mut pod);
+    let mut changed = inject_readiness_gate(&mut pod, ctx.readiness_gate_for_all);
     let now = Time(jiff::Timestamp::now());
     match crate::sidecarset::inject::inject(&mut pod, ctx, &now) {
         // Sidecar upgrades take the Pod out of Service through this gate, as upstream.
@@ -72,9 +72,11 @@ pub fn owned_by_kruise(pod: &Pod) -> bool {
         .is_some_and(|o| o.api_version.split('/').next() == Some(keys::APPS_GROUP))
 }
 
-/// Adds the `KruisePodReady` readiness gate to Kruise-owned pods (once).
-pub fn inject_readiness_gate(pod: &mut Pod) -> bool {
-    owned_by_kruise(pod) && kruise_api::pod::add_readiness_gate(pod, keys::KRUISE_POD_READY)
+/// Adds the `KruisePodReady` readiness gate (once) to Kruise-owned pods, or to every pod when
+/// `for_all` (the `KruisePodReadinessGate` feature gate).
+pub fn inject_readiness_gate(pod: &mut Pod, for_all: bool) -> bool {
+    (for_all || owned_by_kruise(pod))
+        && kruise_api::pod::add_readiness_gate(pod, keys::KRUISE_POD_READY)
 }
 
 /// Priorities per container in spec order, or `None` when the pod needs no ordering; the error
@@ -214,6 +216,28 @@ mod tests {
         assert!(out["spec"].get("readinessGates").is_none());
         let out = run(pod(None, json!([{"name": "a", "image": "x"}]), json!(null)));
         assert!(out["spec"].get("readinessGates").is_none());
+    }
+
+    #[test]
+    fn kruise_pod_readiness_gate_injects_into_every_pod() {
+        for (owner, for_all, want) in [
+            (None, false, false),
+            (None, true, true),
+            (Some("apps/v1"), true, true),
+            (Some("apps.kruise.io/v1beta1"), false, true),
+        ] {
+            let mut p: Pod = serde_json::from_value(pod(
+                owner,
+                json!([{"name": "a", "image": "x"}]),
+                json!(null),
+            ))
+            .expect("pod");
+            assert_eq!(
+                inject_readiness_gate(&mut p, for_all),
+                want,
+                "{owner:?} for_all={for_all}"
+            );
+        }
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! The HTTPS server, certificate maintenance and the readiness probe.
 
+use kruise_api::features::FeatureGates;
 use std::future::Future;
 use std::io::{Read, Write};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpStream};
@@ -72,7 +73,7 @@ fn json_response(body: Vec<u8>) -> impl IntoResponse {
 
 /// Every route. `pods` is where ContainerRecreateRequest admission reads Pods; the other
 /// handlers are synchronous and cheap, so they run inline.
-pub(crate) fn router(pods: ApiPods) -> Router {
+pub(crate) fn router(pods: ApiPods, gates: FeatureGates) -> Router {
     let pods = Arc::new(pods);
     let mut r = Router::new()
         .route(paths::HEALTHZ, get(|| async { "ok" }))
@@ -85,7 +86,7 @@ pub(crate) fn router(pods: ApiPods) -> Router {
         r = r.route(
             path,
             post(move |body: Bytes| async move {
-                let out = handle_admission_async(path, &body, pods.as_ref()).await;
+                let out = handle_admission_async(path, &body, pods.as_ref(), &gates).await;
                 json_response(out.unwrap_or_default())
             }),
         );
@@ -132,12 +133,15 @@ pub async fn run(
         .map(|tls| tls.acceptor(axum_server::accept::NoDelayAcceptor::new()))
         .handle(handle.clone())
         .serve(
-            router(ApiPods {
-                client: Some(client.clone()),
-                timeout: pod_lookup_timeout(&cfg),
-                template_dry_run: cfg.template_dry_run,
-                sidecar_sets: Some(sidecar_sets),
-            })
+            router(
+                ApiPods {
+                    client: Some(client.clone()),
+                    timeout: pod_lookup_timeout(&cfg),
+                    template_dry_run: cfg.template_dry_run,
+                    sidecar_sets: Some(sidecar_sets),
+                },
+                cfg.feature_gates,
+            )
             .into_make_service(),
         );
     let mut server = tokio::spawn(server);
@@ -355,12 +359,15 @@ mod tests {
             .expect("from tcp")
             .handle(handle.clone())
             .serve(
-                router(ApiPods {
-                    client: None,
-                    timeout: Duration::from_secs(1),
-                    template_dry_run: true,
-                    sidecar_sets: None,
-                })
+                router(
+                    ApiPods {
+                        client: None,
+                        timeout: Duration::from_secs(1),
+                        template_dry_run: true,
+                        sidecar_sets: None,
+                    },
+                    FeatureGates::default(),
+                )
                 .into_make_service(),
             );
         let task = tokio::spawn(server);

@@ -9,6 +9,7 @@ use k8s_openapi::api::admissionregistration::v1::{
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kruise_api::features::{self, FeatureGates};
 use kruise_api::keys;
 use kube::api::ListParams;
 use kube::{Api, Client, ResourceExt};
@@ -139,7 +140,43 @@ pub async fn checks(client: &Client) -> Result<Vec<Check>> {
         },
     });
     out.push(skew(env!("CARGO_PKG_VERSION"), installed.as_ref()));
+    if let Some(i) = &installed {
+        out.push(feature_gates(i.feature_gates.as_deref()));
+    }
     Ok(out)
+}
+
+/// The installed manager's gates that differ from OpenKruise's defaults (what its
+/// `--feature-gates` asks for, after upstream's rules between gates).
+pub fn feature_gates(flag: Option<&str>) -> Check {
+    const NAME: &str = "feature gates";
+    match FeatureGates::parse(flag.unwrap_or_default()) {
+        Ok(gates) => {
+            let diff = gates.differences();
+            if diff.is_empty() {
+                Check::pass(NAME, "OpenKruise's defaults")
+            } else {
+                let list: Vec<String> = diff
+                    .iter()
+                    .map(|(g, on)| format!("{}={on}", g.name()))
+                    .collect();
+                Check::pass(
+                    NAME,
+                    format!("differ from OpenKruise's defaults: {}", list.join(", ")),
+                )
+            }
+        }
+        Err(e) => Check::fail(
+            NAME,
+            format!("the manager's {} does not parse: {e}", features::FLAG),
+            format!(
+                "correct the {} argument of Deployment {}/{} (the Helm value featureGates)",
+                features::FLAG,
+                keys::KRUISE_NAMESPACE,
+                dev::MANAGER_DEPLOYMENT
+            ),
+        ),
+    }
 }
 
 /// Compares the plugin's version with the server's (major.minor must agree).
@@ -501,7 +538,40 @@ mod tests {
             deployment: "kruise-system/kruise-controller-manager".into(),
             image: String::new(),
             ready: 1,
+            feature_gates: None,
         }
+    }
+
+    #[test]
+    fn feature_gates_line_lists_what_differs_from_openkruise() {
+        let c = feature_gates(None);
+        assert!(c.ok);
+        assert_eq!(c.detail, "OpenKruise's defaults");
+        let c = feature_gates(Some(
+            "ImagePullJobGate=true,InPlaceWorkloadVerticalScaling=true",
+        ));
+        assert!(c.ok);
+        assert_eq!(
+            c.detail,
+            "differ from OpenKruise's defaults: ImagePullJobGate=true, InPlaceWorkloadVerticalScaling=true"
+        );
+        // After upstream's rules: pre-download also turns the pull-job gate on.
+        let c = feature_gates(Some("PreDownloadImageForInPlaceUpdate=true"));
+        assert!(
+            c.detail
+                .contains("PreDownloadImageForInPlaceUpdate=true, ImagePullJobGate=true"),
+            "{}",
+            c.detail
+        );
+        // Naming a gate at its default is no difference.
+        assert_eq!(
+            feature_gates(Some("PodWebhook=true")).detail,
+            "OpenKruise's defaults"
+        );
+        let c = feature_gates(Some("NoSuchGate=true"));
+        assert!(!c.ok);
+        assert!(c.detail.contains("NoSuchGate"), "{}", c.detail);
+        assert!(c.fix.is_some());
     }
 
     #[test]

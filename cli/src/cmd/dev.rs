@@ -237,9 +237,20 @@ pub async fn run(connect: &ConnectArgs, args: &DevArgs) -> Result<i32> {
             "  no kruise-daemon runs: in-place updates complete from the Pod's imageID, and container restarts (ContainerRecreateRequests) and image pre-pulls wait for a daemon"
         );
     }
+    let gates = args.feature_gates.to_flag();
+    println!(
+        "  feature gates: {}",
+        if gates.is_empty() {
+            "OpenKruise's defaults".to_owned()
+        } else {
+            format!("OpenKruise's defaults except {gates}")
+        }
+    );
     println!("  Ctrl-C stops it and removes the webhook configurations");
 
+    kruise_api::features::install(args.feature_gates);
     let mut cfg = AppConfig::new(config);
+    cfg.feature_gates = args.feature_gates;
     cfg.leader_election_namespace = keys::KRUISE_NAMESPACE.to_owned();
     cfg.identity = format!("kubectl-kruise-dev_{}", app::identity());
     cfg.webhook = Some(kruise_webhook::WebhookConfig {

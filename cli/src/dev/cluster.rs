@@ -232,17 +232,41 @@ pub struct Installed {
     pub image: String,
     /// Replicas ready.
     pub ready: i32,
+    /// The manager container's `--feature-gates` value (occurrences joined, as the flag
+    /// merges them); `None` without the flag.
+    pub feature_gates: Option<String>,
+}
+
+/// The `--feature-gates` value in `args` (`--feature-gates=V` or `--feature-gates V`); several
+/// occurrences are joined with `,` since each one adds to the previous ones, later entries
+/// winning.
+pub fn feature_gates_arg(args: &[String]) -> Option<String> {
+    let flag = kruise_api::features::FLAG;
+    let mut found: Vec<&str> = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if a == flag {
+            if let Some(v) = it.next() {
+                found.push(v);
+            }
+        } else if let Some(v) = a.strip_prefix(flag).and_then(|r| r.strip_prefix('=')) {
+            found.push(v);
+        }
+    }
+    (!found.is_empty()).then(|| found.join(","))
 }
 
 /// Tells the flavor and version of a manager Deployment.
 pub fn describe(d: &Deployment) -> Installed {
-    let image = d
+    let container = d
         .spec
         .as_ref()
         .and_then(|s| s.template.spec.as_ref())
-        .and_then(|s| s.containers.first())
-        .and_then(|c| c.image.clone())
-        .unwrap_or_default();
+        .and_then(|s| s.containers.first());
+    let image = container.and_then(|c| c.image.clone()).unwrap_or_default();
+    let feature_gates = container
+        .and_then(|c| c.args.as_deref())
+        .and_then(feature_gates_arg);
     let labels = d.labels();
     let ours = labels
         .get(PART_OF_LABEL)
@@ -268,6 +292,7 @@ pub fn describe(d: &Deployment) -> Installed {
             .as_ref()
             .and_then(|s| s.ready_replicas)
             .unwrap_or(0),
+        feature_gates,
     }
 }
 
@@ -356,5 +381,24 @@ mod tests {
         assert_eq!(i.version, "1.8.2");
         assert_eq!(i.ready, 2);
         assert_eq!(i.deployment, "kruise-system/kruise-controller-manager");
+    }
+
+    #[test]
+    fn feature_gates_arg_reads_both_forms_and_merges_occurrences() {
+        let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(feature_gates_arg(&args(&["--log-json"])), None);
+        assert_eq!(
+            feature_gates_arg(&args(&["--feature-gates=A=true", "--x"])).as_deref(),
+            Some("A=true")
+        );
+        assert_eq!(
+            feature_gates_arg(&args(&[
+                "--feature-gates",
+                "A=true",
+                "--feature-gates=B=false"
+            ]))
+            .as_deref(),
+            Some("A=true,B=false")
+        );
     }
 }

@@ -198,6 +198,27 @@ mod tests {
         }
     }
 
+    /// `install` and the chart's defaults ship the gates of `kruise_api::features::SHIPPED_ON`,
+    /// to the manager and the daemon alike.
+    #[test]
+    fn deploy_ships_our_feature_gates() {
+        let objs = objects(&Images::default()).expect("deploy/ parses");
+        for kind_name in ["Deployment", "DaemonSet"] {
+            let o = objs.iter().find(|o| kind(o) == kind_name).expect(kind_name);
+            let flags: Vec<&str> = o["spec"]["template"]["spec"]["containers"][0]["args"]
+                .as_array()
+                .expect("args")
+                .iter()
+                .filter_map(|a| a.as_str())
+                .filter_map(|a| a.strip_prefix(kruise_api::features::FLAG))
+                .filter_map(|a| a.strip_prefix('='))
+                .collect();
+            assert_eq!(flags.len(), 1, "{kind_name}: one --feature-gates");
+            let gates = kruise_api::features::FeatureGates::parse(flags[0]).expect("valid gates");
+            assert_eq!(gates, kruise_api::features::shipped(), "{kind_name}");
+        }
+    }
+
     #[test]
     fn flags_replace_both_images_and_stamp_the_version() {
         let objs = objects(&images(Some("127.0.0.1:5000/me"), Some("v1.2.3"))).expect("parses");

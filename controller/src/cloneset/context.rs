@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ObjectReference, PersistentVolumeClaim, Pod};
 use kruise_api::apps::v1beta1::CloneSet;
+use kruise_api::features::FeatureGates;
 use kube::api::{Patch, PatchParams};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::runtime::reflector::ObjectRef;
@@ -53,6 +54,8 @@ pub struct Context {
     pub metrics: Arc<Metrics>,
     /// Only CloneSets in this namespace (all when `None`).
     pub namespace: Option<String>,
+    /// The process's feature gates (upstream's defaults until [`Context::with_gates`]).
+    pub gates: FeatureGates,
     /// Failed reconciles per CloneSet (the error policy's delays).
     pub backoff: Arc<Backoff>,
     /// Failed Pod creations per CloneSet (see [`CREATE_BACKOFF`]).
@@ -84,10 +87,17 @@ impl Context {
             rv_exp: ResourceVersionExpectations::new(),
             metrics,
             namespace,
+            gates: FeatureGates::default(),
             backoff: Arc::new(Backoff::new(Policy::DEFAULT)),
             create_backoff: Backoff::new(CREATE_BACKOFF),
             event_slots: Arc::new(Semaphore::new(EVENTS_IN_FLIGHT)),
         }
+    }
+
+    #[must_use]
+    pub fn with_gates(mut self, gates: FeatureGates) -> Self {
+        self.gates = gates;
+        self
     }
 
     /// Observes the scale expectations of `key` (`namespace/name`) that the Pod cache already

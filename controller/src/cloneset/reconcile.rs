@@ -25,6 +25,7 @@ use super::sync::{Requeue, Syncer};
 use super::sync_scale::truncate_pods_to_delete;
 use super::{claim, podutil, status};
 use crate::expectations::{EXPECTATION_TIMEOUT, ScaleSatisfaction, VersionSatisfaction};
+use crate::imagepulljob::predownload;
 use crate::inplace::{self, CloneSetHooks};
 use crate::revision;
 
@@ -59,18 +60,10 @@ async fn predownload_images(
     current: &ControllerRevision,
     update: &ControllerRevision,
 ) {
+    let opts = update_options(cs, &ctx.gates);
     let in_place =
-        inplace::can_update_in_place(&CloneSetHooks, Some(current), update, &update_options(cs))
-            .is_ok();
-    match crate::imagepulljob::predownload::ensure_predownload_jobs(
-        &ctx.client,
-        cs,
-        current,
-        update,
-        in_place,
-    )
-    .await
-    {
+        inplace::can_update_in_place(&CloneSetHooks, Some(current), update, &opts).is_ok();
+    match predownload::ensure_predownload_jobs(&ctx.client, cs, current, update, in_place).await {
         Ok(out) => {
             for job in out.created {
                 ctx.event(
@@ -129,7 +122,7 @@ async fn reconcile_inner(cs: &CloneSet, ctx: &Context) -> Result<Action, Error> 
 
     // Before the Pod writes, as upstream: the jobs must reach the nodes ahead of the update, or
     // the Pods of the first batches pull the new image themselves.
-    if cs.metadata.deletion_timestamp.is_none() {
+    if cs.metadata.deletion_timestamp.is_none() && predownload::enabled(&ctx.gates) {
         predownload_images(ctx, cs, &current, &update_rev).await;
     }
 

@@ -12,13 +12,19 @@ use super::diff::Settings;
 use super::podutil;
 
 /// Whether `pod` counts as the update revision when the CloneSet scales (upstream
-/// `revision.IsPodUpdate`, under its PreparingUpdateAsUpdate gate): at the update revision, or
-/// held in PreparingUpdate by a lifecycle hook on its way there. Counting it as old would make
-/// the scale-up after an old pod's deletion create the replacement at the update revision, and
-/// once the held pods finish, more pods than the partition allows would run the update
-/// revision. Updates and scale-in choices still split pods by their revision label.
-pub fn counts_as_updated(pod: &Pod, update_revision: &str) -> bool {
-    podutil::lifecycle_state(pod) == Some(LifecycleStateType::PreparingUpdate)
+/// `revision.IsPodUpdate`): at the update revision, or, with `preparing_update_as_update` (the
+/// `PreparingUpdateAsUpdate` gate), held in PreparingUpdate by a lifecycle hook on its way
+/// there. Counting such a pod as old makes the scale-up after an old pod's deletion create the
+/// replacement at the update revision, so once the held pods finish more pods than the
+/// partition allows may run it; upstream accepts that by default. Updates and scale-in choices
+/// always split pods by their revision label.
+pub fn counts_as_updated(
+    pod: &Pod,
+    update_revision: &str,
+    preparing_update_as_update: bool,
+) -> bool {
+    (preparing_update_as_update
+        && podutil::lifecycle_state(pod) == Some(LifecycleStateType::PreparingUpdate))
         || podutil::is_at_revision(pod, update_revision)
 }
 
@@ -246,10 +252,11 @@ mod tests {
 
     /// Partition 2 of 4, an inPlaceUpdate hook holding the two pods chosen for the update in
     /// PreparingUpdate (still labelled with the old revision); then an old pod that was not
-    /// chosen is deleted. The replacement must be at the current revision, so that two pods stay
-    /// there as the partition asks.
+    /// chosen is deleted. With `PreparingUpdateAsUpdate` the replacement is at the current
+    /// revision, so that two pods stay there as the partition asks; without it (upstream's
+    /// default) the held pods count as old and the replacement takes the update revision.
     #[test]
-    fn replacement_of_an_old_pod_next_to_held_pods_is_at_the_current_revision() {
+    fn replacement_of_an_old_pod_next_to_held_pods_follows_the_gate() {
         use super::super::diff::calculate_diffs;
         use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
         let settings = Settings {
@@ -281,48 +288,52 @@ mod tests {
         let (d, _) = calculate_diffs(
             &settings,
             &refs,
-            &|p| counts_as_updated(p, "cs-new"),
+            &|p| counts_as_updated(p, "cs-new", true),
             ts(1000),
         );
         assert_eq!(d.scale_up_num, 1);
         assert_eq!(
             d.scale_up_num_old_revision, 1,
-            "the new pod is created at the current revision"
+            "gate on: the new pod is created at the current revision"
         );
-        // Counting the held pods by their label (the old behaviour) puts it at the update
-        // revision: three pods would end up updated where the partition allows two.
         let (d, _) = calculate_diffs(
             &settings,
             &refs,
-            &|p| podutil::is_at_revision(p, "cs-new"),
+            &|p| counts_as_updated(p, "cs-new", false),
             ts(1000),
         );
-        assert_eq!(d.scale_up_num_old_revision, 0);
+        assert_eq!(d.scale_up_num, 1);
+        assert_eq!(
+            d.scale_up_num_old_revision, 0,
+            "gate off: held pods count by their label, the new pod takes the update revision"
+        );
     }
 
     #[test]
-    fn held_and_updated_pods_count_as_updated_others_do_not() {
+    fn held_pods_count_as_updated_only_under_the_gate() {
+        use LifecycleStateType::*;
         let at = |rev: &str, state: LifecycleStateType| pod("p").rev(rev).state(state).build();
-        assert!(counts_as_updated(
-            &at("cs-new", LifecycleStateType::Normal),
-            "cs-new"
-        ));
-        assert!(counts_as_updated(
-            &at("cs-old", LifecycleStateType::PreparingUpdate),
-            "cs-new"
-        ));
-        assert!(!counts_as_updated(
-            &at("cs-old", LifecycleStateType::Normal),
-            "cs-new"
-        ));
-        assert!(!counts_as_updated(
-            &at("cs-old", LifecycleStateType::Updating),
-            "cs-new"
-        ));
-        assert!(!counts_as_updated(
-            &at("cs-old", LifecycleStateType::PreparingDelete),
-            "cs-new"
-        ));
+        // (revision, state, counted with the gate off, counted with it on)
+        let cases = [
+            ("cs-new", Normal, true, true),
+            ("cs-old", PreparingUpdate, false, true),
+            ("cs-old", Normal, false, false),
+            ("cs-old", Updating, false, false),
+            ("cs-old", PreparingDelete, false, false),
+        ];
+        for (rev, state, off, on) in cases {
+            let p = at(rev, state);
+            assert_eq!(
+                counts_as_updated(&p, "cs-new", false),
+                off,
+                "{rev} {state:?} gate off"
+            );
+            assert_eq!(
+                counts_as_updated(&p, "cs-new", true),
+                on,
+                "{rev} {state:?} gate on"
+            );
+        }
     }
 
     fn st(replicas: i32) -> Settings {

@@ -4,12 +4,13 @@
 use std::collections::BTreeMap;
 
 use kruise_api::apps::v1beta1::{CloneSet, CloneSetPodUpdateStrategyType};
+use kruise_api::features::FeatureGates;
 use kruise_api::keys;
 use kruise_api::selector::{self, Violation};
 use kube::ResourceExt;
 
 use super::diff::{Rolling, Settings};
-use crate::inplace::UpdateOptions;
+use crate::inplace::{Features, UpdateOptions};
 
 pub fn settings_of(cs: &CloneSet) -> Settings {
     let rolling = cs
@@ -46,7 +47,8 @@ pub(super) fn pod_update_policy(cs: &CloneSet) -> CloneSetPodUpdateStrategyType 
         .unwrap_or_default()
 }
 
-pub fn update_options(cs: &CloneSet) -> UpdateOptions {
+/// The engine's options for `cs`; `gates` decide what may change in place.
+pub fn update_options(cs: &CloneSet, gates: &FeatureGates) -> UpdateOptions {
     let rolling = cs.spec.update_strategy.rolling_update.as_ref();
     UpdateOptions {
         grace_period_seconds: rolling
@@ -54,6 +56,7 @@ pub fn update_options(cs: &CloneSet) -> UpdateOptions {
             .map_or(0, |s| s.grace_period_seconds),
         ignore_volume_claim_templates_hash_diff: pod_update_policy(cs)
             == CloneSetPodUpdateStrategyType::InPlaceOnly,
+        features: Features::from_gates(gates),
         ..Default::default()
     }
 }
@@ -192,7 +195,7 @@ pub(crate) mod tests {
             }),
             ..Default::default()
         });
-        let o = update_options(&c);
+        let o = update_options(&c, &FeatureGates::default());
         assert_eq!(o.grace_period_seconds, 10);
         assert!(o.ignore_volume_claim_templates_hash_diff);
         assert_eq!(

@@ -8,6 +8,7 @@ use futures::future;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use kruise_api::apps::v1beta1::CloneSet;
 use kruise_api::appspub::LifecycleStateType;
+use kruise_api::features::Gate;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::events::EventType;
 use kube::{Api, ResourceExt};
@@ -58,10 +59,11 @@ impl Syncer<'_> {
         }
 
         let update_name = self.update_name();
+        let preparing_as_update = self.ctx.gates.enabled(Gate::PreparingUpdateAsUpdate);
         let (mut diffs, _) = diff::calculate_diffs(
             &self.settings,
             pods,
-            &|p| scale::counts_as_updated(p, &update_name),
+            &|p| scale::counts_as_updated(p, &update_name, preparing_as_update),
             self.now,
         );
         if diffs.scale_up_num > 0

@@ -26,7 +26,7 @@ impl Syncer<'_> {
         requeue: &mut Requeue,
     ) -> Result<(), Error> {
         let hooks = CloneSetHooks;
-        let opts = update_options(self.cs);
+        let opts = update_options(self.cs, &self.ctx.gates);
         let update_name = self.update_name();
         let lifecycle = self.cs.spec.lifecycle.as_ref();
 
@@ -372,7 +372,7 @@ mod tests {
             now: jiff::Timestamp::now(),
         };
         let pod = Pod::default();
-        let (hooks, opts) = (CloneSetHooks, update_options(&cs));
+        let (hooks, opts) = (CloneSetHooks, update_options(&cs, &ctx.gates));
         let refresh = sync.refresh_pod(&pod, &hooks, &opts, "r", None);
         let update = sync.update_pod_alone(&pod, &opts);
         eprintln!(

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Node;
 use kruise_api::apps::v1beta1::DaemonSet;
+use kruise_api::features::FeatureGates;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::runtime::reflector::Store;
 use kube::{Client, Resource};
@@ -38,6 +39,8 @@ pub struct Context {
     pub metrics: Arc<Metrics>,
     pub namespace: Option<String>,
     pub backoff: Arc<Backoff>,
+    /// The process's feature gates (upstream's defaults until `with_gates`).
+    pub gates: FeatureGates,
 }
 
 impl Context {
@@ -64,7 +67,14 @@ impl Context {
             metrics,
             namespace,
             backoff: Arc::new(Backoff::new(Policy::DEFAULT)),
+            gates: FeatureGates::default(),
         }
+    }
+
+    #[must_use]
+    pub fn with_gates(mut self, gates: FeatureGates) -> Self {
+        self.gates = gates;
+        self
     }
 
     /// Publish an Event on the DaemonSet; a refused Event is only logged.

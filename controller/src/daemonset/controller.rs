@@ -3,6 +3,7 @@
 //! every DaemonSet: it may gain, keep or lose a Pod there), and the Pod events of the shared
 //! cache mapped to their owner.
 
+use kruise_api::features::FeatureGates;
 use std::sync::Arc;
 
 use futures::StreamExt;
@@ -33,6 +34,7 @@ pub async fn run(
     metrics: Arc<Metrics>,
     instance: Option<String>,
     namespace: Option<String>,
+    gates: FeatureGates,
     shutdown: CancellationToken,
 ) {
     let (node_store, node_writer) = reflector::store::<Node>();
@@ -42,14 +44,17 @@ pub async fn run(
     )
     .default_backoff()
     .touched_objects();
-    let ctx = Arc::new(Context::new(
-        client.clone(),
-        pods,
-        node_store,
-        metrics,
-        instance,
-        namespace,
-    ));
+    let ctx = Arc::new(
+        Context::new(
+            client.clone(),
+            pods,
+            node_store,
+            metrics,
+            instance,
+            namespace,
+        )
+        .with_gates(gates),
+    );
     let api: Api<DaemonSet> = match &ctx.namespace {
         Some(ns) => Api::namespaced(client, ns),
         None => Api::all(client),

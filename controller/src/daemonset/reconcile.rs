@@ -34,7 +34,7 @@ use crate::expectations::{
     EXPECTATION_TIMEOUT, ScaleAction, ScaleSatisfaction, VersionSatisfaction,
 };
 use crate::history::{self, Origin};
-use crate::inplace::{InPlaceHooks, UpdateOptions, UpdateOutcome};
+use crate::inplace::{Features, InPlaceHooks, UpdateOptions, UpdateOutcome};
 use crate::revision::{self, Parent};
 
 /// Longest wait before looking again while a rollout or placement is under way; Pod and Node
@@ -124,7 +124,10 @@ pub async fn reconcile(ds: Arc<DaemonSet>, ctx: Arc<Context>) -> Result<Action, 
     let in_place = rolling
         .as_ref()
         .is_some_and(|r| r.type_ == Some(RollingUpdateType::InPlaceIfPossible));
-    let opts = UpdateOptions::default();
+    let opts = UpdateOptions {
+        features: Features::from_gates(&ctx.gates),
+        ..UpdateOptions::default()
+    };
     let lc = ds.spec.lifecycle.as_ref();
     let pod_api: Api<Pod> = Api::namespaced(ctx.client.clone(), &ns);
     let expect = |w: &Pod| {

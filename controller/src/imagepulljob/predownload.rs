@@ -17,7 +17,7 @@
 //! ```
 //!
 //! Upstream only does this with the `PreDownloadImageForInPlaceUpdate` feature gate (default
-//! off) and the daemon enabled; the caller owns that switch. When both revisions are the same
+//! off) and the daemon enabled; the caller checks [`enabled`] first. When both revisions are the same
 //! it deletes the CloneSet's pre-download jobs. Errors are for logging: upstream never fails a
 //! CloneSet reconcile over pre-download.
 
@@ -31,12 +31,19 @@ use kruise_api::apps::v1beta1::{
     CloneSet, CloneSetPodUpdateStrategyType, CompletionPolicy, CompletionPolicyType, ImagePullJob,
     ImagePullJobPodSelector, ImagePullJobSpec, ImagePullJobTemplate, PullPolicy, SandboxConfig,
 };
+use kruise_api::features::{FeatureGates, Gate};
 use kruise_api::keys;
 use kube::api::{ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client, Resource, ResourceExt};
 use serde_json::json;
 
 use crate::cloneset::diff::{partition_replicas, scaled_value};
+
+/// Whether the workload controllers pre-download images before in-place updates (upstream's
+/// `isPreDownloadDisabled`, decided once when the controller is added).
+pub fn enabled(gates: &FeatureGates) -> bool {
+    gates.enabled(Gate::PreDownloadImageForInPlaceUpdate) && gates.enabled(Gate::KruiseDaemon)
+}
 
 /// CloneSets with at most this many replicas update too fast for pre-download to help.
 pub const MIN_REPLICAS_TO_PREDOWNLOAD: i32 = 3;

@@ -10,6 +10,7 @@ use k8s_openapi::api::core::v1::PodTemplateSpec;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kruise_api::appspub::UpdateSpec;
+use kruise_api::features::{FeatureGates, Gate};
 use kruise_api::keys::{self, k8s};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
@@ -21,20 +22,30 @@ pub struct Features {
     /// `InPlaceUpdateEnvFromMetadata`: a changed label/annotation read by an env var restarts
     /// the containers reading it.
     pub env_from_metadata: bool,
-    /// `InPlaceWorkloadVerticalScaling`: cpu/memory changes are resized in place.
+    /// `InPlaceWorkloadVerticalScaling`: cpu/memory changes are resized in place; without it a
+    /// resources change cannot go in place and the Pod is recreated, as upstream.
     pub vertical_scaling: bool,
     /// `RecreatePodWhenChangeVCTInCloneSetGate`: a changed volumeClaimTemplates hash forces
     /// recreation.
     pub recreate_on_volume_claim_templates_change: bool,
 }
 
-impl Default for Features {
-    fn default() -> Self {
+impl Features {
+    /// The switches `gates` set.
+    pub fn from_gates(gates: &FeatureGates) -> Self {
         Self {
-            env_from_metadata: true,
-            vertical_scaling: true,
-            recreate_on_volume_claim_templates_change: false,
+            env_from_metadata: gates.enabled(Gate::InPlaceUpdateEnvFromMetadata),
+            vertical_scaling: gates.enabled(Gate::InPlaceWorkloadVerticalScaling),
+            recreate_on_volume_claim_templates_change: gates
+                .enabled(Gate::RecreatePodWhenChangeVCTInCloneSetGate),
         }
+    }
+}
+
+impl Default for Features {
+    /// Upstream's default gates.
+    fn default() -> Self {
+        Self::from_gates(&FeatureGates::default())
     }
 }
 

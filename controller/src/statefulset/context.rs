@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{ObjectReference, Pod};
 use kruise_api::apps::v1beta1::StatefulSet;
+use kruise_api::features::FeatureGates;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::runtime::reflector::ObjectRef;
 use kube::{Client, Resource};
@@ -31,6 +32,8 @@ pub struct Context {
     /// Only StatefulSets in this namespace (all when `None`).
     pub namespace: Option<String>,
     pub backoff: Arc<Backoff>,
+    /// The process's feature gates (upstream's defaults until `with_gates`).
+    pub gates: FeatureGates,
 }
 
 impl Context {
@@ -55,7 +58,14 @@ impl Context {
             metrics,
             namespace,
             backoff: Arc::new(Backoff::new(Policy::DEFAULT)),
+            gates: FeatureGates::default(),
         }
+    }
+
+    #[must_use]
+    pub fn with_gates(mut self, gates: FeatureGates) -> Self {
+        self.gates = gates;
+        self
     }
 
     /// Observes the scale expectations of `key` that the Pod cache already shows.

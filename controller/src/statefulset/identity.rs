@@ -11,6 +11,7 @@ use kruise_api::apps::v1beta1::{
     InvalidReserveOrdinal, PersistentVolumeClaimRetentionPolicyType, StatefulSet,
 };
 use kruise_api::appspub::{LifecycleStateType, set_lifecycle_state};
+use kruise_api::features::{FeatureGates, Gate};
 use kruise_api::keys::{self, k8s};
 use kube::{Resource, ResourceExt};
 
@@ -28,9 +29,15 @@ pub struct OrdinalRange {
 }
 
 impl OrdinalRange {
-    pub fn of(sts: &StatefulSet) -> Result<Self, InvalidReserveOrdinal> {
+    /// `spec.ordinals.start` counts only with `StatefulSetStartOrdinal` (upstream
+    /// `getStartOrdinal`); without it ordinals start at 0.
+    pub fn of(sts: &StatefulSet, gates: &FeatureGates) -> Result<Self, InvalidReserveOrdinal> {
         let reserved: BTreeSet<i32> = sts.spec.reserved_ordinals()?.into_iter().collect();
-        let start = sts.spec.start_ordinal();
+        let start = if gates.enabled(Gate::StatefulSetStartOrdinal) {
+            sts.spec.start_ordinal()
+        } else {
+            0
+        };
         let mut end = start;
         let mut free = 0;
         while free < sts.spec.replicas().max(0) {
@@ -95,6 +102,7 @@ pub fn new_pod(
     revision_name: &str,
     ordinal: i32,
     now: jiff::Timestamp,
+    gates: &FeatureGates,
 ) -> Pod {
     let set = sts.name_any();
     let name = pod_name(&set, ordinal);
@@ -110,7 +118,9 @@ pub fn new_pod(
     AstsHooks.write_revision(&mut pod, revision_name);
     let labels = pod.metadata.labels.get_or_insert_default();
     labels.insert(k8s::STATEFULSET_POD_NAME_LABEL.to_string(), name.clone());
-    labels.insert(k8s::POD_INDEX_LABEL.to_string(), ordinal.to_string());
+    if gates.enabled(Gate::PodIndexLabel) {
+        labels.insert(k8s::POD_INDEX_LABEL.to_string(), ordinal.to_string());
+    }
     // Pods wait in PreparingNormal only while a preNormal hook is set (upstream does the same).
     let state = if sts
         .spec
@@ -162,15 +172,21 @@ pub fn new_pod(
 
 /// The PVCs of `ordinal` (upstream `getPersistentVolumeClaims`): named `{claim}-{set}-{ord}`,
 /// labelled with the selector's labels; owned by the set only when `whenDeleted: Delete`, so the
-/// garbage collector removes them with it and otherwise never.
-pub fn new_claims(sts: &StatefulSet, ordinal: i32) -> Vec<PersistentVolumeClaim> {
+/// garbage collector removes them with it and otherwise never. The policy counts only with
+/// `StatefulSetAutoDeletePVC`, as upstream.
+pub fn new_claims(
+    sts: &StatefulSet,
+    ordinal: i32,
+    gates: &FeatureGates,
+) -> Vec<PersistentVolumeClaim> {
     let set = sts.name_any();
-    let delete_with_set = sts
-        .spec
-        .persistent_volume_claim_retention_policy
-        .as_ref()
-        .and_then(|p| p.when_deleted)
-        == Some(PersistentVolumeClaimRetentionPolicyType::Delete);
+    let delete_with_set = gates.enabled(Gate::StatefulSetAutoDeletePVC)
+        && sts
+            .spec
+            .persistent_volume_claim_retention_policy
+            .as_ref()
+            .and_then(|p| p.when_deleted)
+            == Some(PersistentVolumeClaimRetentionPolicyType::Delete);
     let owner = sts.controller_owner_ref(&()).map(|o| OwnerReference {
         controller: None,
         ..o
@@ -202,7 +218,9 @@ pub fn new_claims(sts: &StatefulSet, ordinal: i32) -> Vec<PersistentVolumeClaim>
 mod tests {
     use super::*;
     use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
-    use kruise_api::apps::v1beta1::{StatefulSetOrdinals, StatefulSetSpec};
+    use kruise_api::apps::v1beta1::{
+        StatefulSetOrdinals, StatefulSetPersistentVolumeClaimRetentionPolicy, StatefulSetSpec,
+    };
 
     pub(crate) fn sts(replicas: i32) -> StatefulSet {
         let mut s = StatefulSet::new(
@@ -231,13 +249,60 @@ mod tests {
             let mut s = sts(replicas);
             s.spec.ordinals = Some(StatefulSetOrdinals { start });
             s.spec.reserve_ordinals = reserve.clone();
-            let r = OrdinalRange::of(&s).expect("valid");
+            let on = FeatureGates::default().with(Gate::StatefulSetStartOrdinal, true);
+            let r = OrdinalRange::of(&s, &on).expect("valid");
             let got: Vec<i32> = (r.start..r.end).filter(|o| r.contains(*o)).collect();
             assert_eq!(
                 got, want,
                 "replicas {replicas} start {start} reserve {reserve:?}"
             );
         }
+    }
+
+    /// Upstream's default: `ordinals.start` is ignored without `StatefulSetStartOrdinal`.
+    #[test]
+    fn start_ordinal_counts_only_under_its_gate() {
+        let mut s = sts(2);
+        s.spec.ordinals = Some(StatefulSetOrdinals { start: 5 });
+        let off = OrdinalRange::of(&s, &FeatureGates::default()).expect("valid");
+        assert_eq!((off.start, off.end), (0, 2));
+        let on = FeatureGates::default().with(Gate::StatefulSetStartOrdinal, true);
+        let on = OrdinalRange::of(&s, &on).expect("valid");
+        assert_eq!((on.start, on.end), (5, 7));
+    }
+
+    #[test]
+    fn pod_index_label_and_claim_ownership_follow_their_gates() {
+        let mut s = sts(3);
+        let mut claim = PersistentVolumeClaim::default();
+        claim.metadata.name = Some("data".into());
+        s.spec.volume_claim_templates = vec![claim];
+        s.spec.persistent_volume_claim_retention_policy =
+            Some(StatefulSetPersistentVolumeClaimRetentionPolicy {
+                when_deleted: Some(PersistentVolumeClaimRetentionPolicyType::Delete),
+                ..Default::default()
+            });
+        let defaults = FeatureGates::default();
+        let off = FeatureGates::parse("PodIndexLabel=false,StatefulSetAutoDeletePVC=false")
+            .expect("valid");
+        let labels = |g: &FeatureGates| {
+            new_pod(
+                &s,
+                &PodTemplateSpec::default(),
+                "web-abc",
+                2,
+                jiff::Timestamp::UNIX_EPOCH,
+                g,
+            )
+            .metadata
+            .labels
+            .unwrap_or_default()
+        };
+        assert_eq!(labels(&defaults)[k8s::POD_INDEX_LABEL], "2");
+        assert!(!labels(&off).contains_key(k8s::POD_INDEX_LABEL));
+        let owned = |g: &FeatureGates| new_claims(&s, 2, g)[0].metadata.owner_references.is_some();
+        assert!(owned(&defaults), "whenDeleted: Delete owns the claim");
+        assert!(!owned(&off), "gate off: the policy is ignored");
     }
 
     #[test]
@@ -263,6 +328,7 @@ mod tests {
             "web-abc",
             2,
             jiff::Timestamp::UNIX_EPOCH,
+            &FeatureGates::default(),
         );
         assert_eq!(pod.metadata.name.as_deref(), Some("web-2"));
         let labels = pod.metadata.labels.clone().unwrap_or_default();
@@ -279,7 +345,7 @@ mod tests {
                 .map(|c| c.claim_name.as_str()),
             Some("data-web-2")
         );
-        let pvcs = new_claims(&s, 2);
+        let pvcs = new_claims(&s, 2, &FeatureGates::default());
         assert_eq!(pvcs[0].metadata.name.as_deref(), Some("data-web-2"));
         assert!(
             pvcs[0].metadata.owner_references.is_none(),

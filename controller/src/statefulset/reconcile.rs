@@ -13,6 +13,7 @@ use kruise_api::apps::v1beta1::{
     StatefulSet, StatefulSetStatus, StatefulSetUpdateStrategyType,
 };
 use kruise_api::appspub::LifecycleStateType;
+use kruise_api::features::{FeatureGates, Gate};
 use kruise_api::keys;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::controller::Action;
@@ -31,7 +32,7 @@ use crate::cloneset::podutil;
 use crate::expectations::{
     EXPECTATION_TIMEOUT, ScaleAction, ScaleSatisfaction, VersionSatisfaction,
 };
-use crate::inplace::{InPlaceHooks, UpdateOptions, UpdateOutcome};
+use crate::inplace::{Features, InPlaceHooks, UpdateOptions, UpdateOutcome};
 
 /// Longest wait before looking at the world again while something is pending.
 const RECHECK: Duration = Duration::from_secs(30);
@@ -48,7 +49,7 @@ struct Settings {
     opts: UpdateOptions,
 }
 
-fn settings(sts: &StatefulSet) -> Result<Settings, Error> {
+fn settings(sts: &StatefulSet, gates: &FeatureGates) -> Result<Settings, Error> {
     let replicas = sts.spec.replicas();
     let ru = sts
         .spec
@@ -82,7 +83,7 @@ fn settings(sts: &StatefulSet) -> Result<Settings, Error> {
     let policy = ru.pod_update_policy.unwrap_or_default();
     let min_ready_seconds = ru.min_ready_seconds.unwrap_or(0);
     Ok(Settings {
-        range: OrdinalRange::of(sts)?,
+        range: OrdinalRange::of(sts, gates)?,
         monotonic: sts.spec.pod_management_policy() == PodManagementPolicyType::OrderedReady,
         scale_max_unavailable,
         rolling: Rolling {
@@ -105,6 +106,7 @@ fn settings(sts: &StatefulSet) -> Result<Settings, Error> {
                 .as_ref()
                 .map_or(0, |s| s.grace_period_seconds),
             ignore_volume_claim_templates_hash_diff: true,
+            features: Features::from_gates(gates),
             ..Default::default()
         },
     })
@@ -149,7 +151,7 @@ async fn reconcile_inner(sts: &StatefulSet, ctx: &Context) -> Result<Action, Err
     let clock = Instant::now();
     let mut requeue = Requeue::default();
 
-    let settings = match settings(sts) {
+    let settings = match settings(sts, &ctx.gates) {
         Ok(s) => s,
         Err(e) => return report_invalid(ctx, sts, &e, now).await,
     };
@@ -469,7 +471,7 @@ impl Sync<'_> {
     /// partition are created at the current revision, the rest at the update revision.
     async fn create(&self, ord: i32) -> Result<(), Error> {
         let pvc_api: Api<PersistentVolumeClaim> = Api::namespaced(self.ctx.client.clone(), self.ns);
-        for pvc in identity::new_claims(self.sts, ord) {
+        for pvc in identity::new_claims(self.sts, ord, &self.ctx.gates) {
             match pvc_api.create(&PostParams::default(), &pvc).await {
                 Ok(_) => {
                     tracing::info!(
@@ -489,7 +491,7 @@ impl Sync<'_> {
         };
         let tpl = revisions::template_of(rev)?;
         let rev_name = rev.metadata.name.clone().unwrap_or_default();
-        let pod = identity::new_pod(self.sts, &tpl, &rev_name, ord, self.now);
+        let pod = identity::new_pod(self.sts, &tpl, &rev_name, ord, self.now, &self.ctx.gates);
         let pod_name = identity::pod_name(&self.sts.name_any(), ord);
         self.ctx
             .scale_exp
@@ -599,7 +601,8 @@ impl Sync<'_> {
             .persistent_volume_claim_retention_policy
             .as_ref()
             .and_then(|p| p.when_scaled);
-        if policy != Some(PersistentVolumeClaimRetentionPolicyType::Delete)
+        if !self.ctx.gates.enabled(Gate::StatefulSetAutoDeletePVC)
+            || policy != Some(PersistentVolumeClaimRetentionPolicyType::Delete)
             || self.sts.spec.volume_claim_templates.is_empty()
         {
             return Ok(());

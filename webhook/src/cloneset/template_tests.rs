@@ -481,7 +481,12 @@ fn the_served_path_dry_runs_and_the_client_less_server_says_why() {
         crate::paths::VALIDATE_CLONESET_V1BETA1,
     ] {
         let out = rt
-            .block_on(crate::handle_admission_async(path, &body, &pods))
+            .block_on(crate::handle_admission_async(
+                path,
+                &body,
+                &pods,
+                &Default::default(),
+            ))
             .expect("served");
         let r = response(&out);
         assert_eq!(r["status"]["code"], 503, "{r}");
@@ -498,6 +503,7 @@ fn the_served_path_dry_runs_and_the_client_less_server_says_why() {
             crate::paths::VALIDATE_CLONESET,
             &body,
             &off,
+            &Default::default(),
         ))
         .expect("served");
     assert_eq!(response(&out)["allowed"], true);

@@ -15,6 +15,7 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::api::core::v1::Namespace;
 use kruise_api::apps::v1beta1::{SidecarSet, SidecarSetInjectRevision};
+use kruise_api::features::{FeatureGates, Gate};
 use kruise_api::{keys, sidecarset as wire};
 use kube::core::admission::Operation;
 use serde_json::Value;
@@ -133,7 +134,11 @@ impl SidecarSetLookup for ApiPods {
 
 /// `/mutate-pod` with injection: reads the SidecarSets (and the namespace when one of them
 /// selects namespaces), then runs the Pod handler.
-pub async fn mutate_pod<C: SidecarSetLookup>(req: Request, cluster: &C) -> Outcome {
+pub async fn mutate_pod<C: SidecarSetLookup>(
+    req: Request,
+    cluster: &C,
+    gates: &FeatureGates,
+) -> Outcome {
     if req.operation != Operation::Create || req.resource != "pods" || req.sub_resource.is_some() {
         return Outcome::Allow;
     }
@@ -143,6 +148,7 @@ pub async fn mutate_pod<C: SidecarSetLookup>(req: Request, cluster: &C) -> Outco
     };
     let mut ctx = InjectContext {
         sidecar_sets,
+        readiness_gate_for_all: gates.enabled(Gate::KruisePodReadinessGate),
         ..Default::default()
     };
     let pod_labels: BTreeMap<String, String> = req
@@ -401,6 +407,7 @@ mod tests {
         let out = mutate_pod(
             request("pods", Some("team"), pod.clone()),
             &Cluster(vec![decoded]),
+            &FeatureGates::default(),
         )
         .await;
         let Outcome::Patch(patch) = out else {

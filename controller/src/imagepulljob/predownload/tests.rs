@@ -268,3 +268,21 @@ fn job_shape_matches_upstream() {
         Some(keys::DEFAULT_IMAGE_PREDOWNLOAD_TIMEOUT_SECONDS)
     );
 }
+
+#[test]
+fn predownload_runs_only_under_its_gate() {
+    let cases = [
+        ("", false),
+        ("PreDownloadImageForInPlaceUpdate=true", true),
+        ("ImagePullJobGate=true", false),
+        // No daemon, no pulls: upstream's rules turn the gate off.
+        (
+            "PreDownloadImageForInPlaceUpdate=true,KruiseDaemon=false",
+            false,
+        ),
+    ];
+    for (flag, want) in cases {
+        let gates = FeatureGates::parse(flag).expect(flag);
+        assert_eq!(enabled(&gates), want, "{flag}");
+    }
+}

@@ -20,6 +20,17 @@ use kruise_api::keys;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 
+/// Options with `InPlaceWorkloadVerticalScaling` on (off by default, as upstream).
+pub(super) fn vertical() -> crate::inplace::UpdateOptions {
+    crate::inplace::UpdateOptions {
+        features: crate::inplace::Features {
+            vertical_scaling: true,
+            ..Default::default()
+        },
+        ..Default::default()
+    }
+}
+
 pub(super) fn ts(secs: i64) -> Timestamp {
     Timestamp::from_second(1_800_000_000 + secs).expect("valid timestamp")
 }

@@ -561,7 +561,7 @@ fn needs_be_unready_table() {
         },
         ..Default::default()
     };
-    let on = UpdateOptions::default();
+    let on = super::vertical();
     let cases: Vec<(&str, Pod, &UpdateSpec, &UpdateOptions, bool)> = vec![
         ("image change", gate_pod(None), &with_image, &on, true),
         ("cpu only, no policy", gate_pod(None), &cpu_only, &on, false),

@@ -195,7 +195,7 @@ proptest! {
             Some(&revision("cs-v1", old)),
             &revision("cs-v2", new),
             "cs-v2".into(),
-            &UpdateOptions::default(),
+            &super::vertical(),
         );
         prop_assert!(got.is_ok(), "{:?}", got);
     }

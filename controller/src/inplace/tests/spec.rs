@@ -284,7 +284,7 @@ fn res_tpl(req_cpu: &str, lim_cpu: &str, req_mem: &str, lim_mem: &str) -> Value 
 
 #[test]
 fn resources_table() {
-    let opts = UpdateOptions::default();
+    let opts = super::vertical();
     let base = res_tpl("100m", "200m", "64Mi", "128Mi");
     // (name, new template, Ok(resources of main as (requests, limits)) or Err(message))
     type Want = Result<
@@ -350,29 +350,54 @@ fn non_resizable_resource() {
             json!([{"name": "main", "image": "a:1", "resources": {"limits": {"nvidia.com/gpu": gpu}}}]),
         )
     };
-    let err = calc(mk("1"), mk("2"), &UpdateOptions::default()).expect_err("gpu");
+    let err = calc(mk("1"), mk("2"), &super::vertical()).expect_err("gpu");
     assert_eq!(
         err.to_string(),
         "spec.containers[0].resources.limits.nvidia.com/gpu changed: only cpu and memory can be resized in place"
     );
 }
 
+/// `InPlaceWorkloadVerticalScaling` decides whether a cpu/memory change goes in place; off
+/// (upstream's default) it is a change like any other, and the Pod is recreated.
 #[test]
-fn resources_with_vertical_scaling_off() {
-    let opts = UpdateOptions {
-        features: Features {
-            vertical_scaling: false,
-            ..Default::default()
-        },
-        ..Default::default()
-    };
-    let err = calc(
-        res_tpl("100m", "200m", "64Mi", "128Mi"),
-        res_tpl("150m", "200m", "64Mi", "128Mi"),
-        &opts,
-    )
-    .expect_err("vertical off");
-    assert_eq!(err.to_string(), "spec.containers[0].resources changed");
+fn resources_follow_the_vertical_scaling_gate() {
+    let base = res_tpl("100m", "200m", "64Mi", "128Mi");
+    let mut image_and_cpu = res_tpl("150m", "200m", "64Mi", "128Mi");
+    image_and_cpu["spec"]["containers"][0]["image"] = json!("a:2");
+    let mut image_only = base.clone();
+    image_only["spec"]["containers"][0]["image"] = json!("a:2");
+    // (name, new template, in place with the gate off, in place with it on)
+    let cases = [
+        (
+            "cpu request",
+            res_tpl("150m", "200m", "64Mi", "128Mi"),
+            false,
+            true,
+        ),
+        (
+            "memory limit",
+            res_tpl("100m", "200m", "64Mi", "256Mi"),
+            false,
+            true,
+        ),
+        ("image and cpu", image_and_cpu, false, true),
+        ("image only", image_only, true, true),
+    ];
+    let off = UpdateOptions::default();
+    assert!(!off.features.vertical_scaling, "upstream's default is off");
+    for (name, new, want_off, want_on) in cases {
+        let got_off = calc(base.clone(), new.clone(), &off);
+        assert_eq!(got_off.is_ok(), want_off, "{name}, gate off: {got_off:?}");
+        if let Err(e) = got_off {
+            assert_eq!(
+                e.to_string(),
+                "spec.containers[0].resources changed",
+                "{name}"
+            );
+        }
+        let got_on = calc(base.clone(), new, &super::vertical());
+        assert_eq!(got_on.is_ok(), want_on, "{name}, gate on: {got_on:?}");
+    }
 }
 
 #[test]
@@ -380,7 +405,7 @@ fn image_and_resources_together() {
     let old = res_tpl("100m", "200m", "64Mi", "128Mi");
     let mut new = res_tpl("150m", "200m", "64Mi", "128Mi");
     new["spec"]["containers"][0]["image"] = json!("a:2");
-    let spec = calc(old, new, &UpdateOptions::default()).expect("in place");
+    let spec = calc(old, new, &super::vertical()).expect("in place");
     assert_eq!(spec.container_images["main"], "a:2");
     assert!(spec.container_resources.contains_key("main"));
     assert!(!spec.vertical_update_only());
@@ -389,7 +414,7 @@ fn image_and_resources_together() {
 #[test]
 fn qos_guaranteed_stays_guaranteed() {
     let g = |c: &str| res_tpl(c, c, "128Mi", "128Mi");
-    let spec = calc(g("1"), g("2"), &UpdateOptions::default()).expect("in place");
+    let spec = calc(g("1"), g("2"), &super::vertical()).expect("in place");
     assert!(spec.vertical_update_only());
     assert_eq!(
         crate::inplace::qos::compute(
