@@ -29,8 +29,9 @@ CONFIG_TYPE = "application/vnd.oci.image.config.v1+json"
 LAYER_TYPE = "application/vnd.oci.image.layer.v1.tar+gzip"
 
 
-def layer_from_dir(root):
-    """Returns (gzip bytes, diff_id) of a deterministic tar of the directory's content."""
+def layer_from_dir(root, level=6):
+    """Returns (gzip bytes, diff_id) of a deterministic tar of the directory's content, compressed
+    at gzip `level` (0 stores: for random test payloads, which do not compress)."""
     raw = io.BytesIO()
     with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tar:
         for dirpath, dirnames, filenames in os.walk(root):
@@ -50,7 +51,7 @@ def layer_from_dir(root):
     data = raw.getvalue()
     diff_id = "sha256:" + hashlib.sha256(data).hexdigest()
     gz = io.BytesIO()
-    with gzip.GzipFile(fileobj=gz, mode="wb", mtime=0, compresslevel=6) as g:
+    with gzip.GzipFile(fileobj=gz, mode="wb", mtime=0, compresslevel=level) as g:
         g.write(data)
     return gz.getvalue(), diff_id
 
@@ -102,10 +103,12 @@ def main():
     p.add_argument("--env", action="append", default=[])
     p.add_argument("--label", action="append", default=[])
     p.add_argument("--user")
+    p.add_argument("--gzip-level", type=int, default=6, choices=range(10),
+                   help="0 stores the layers uncompressed in their gzip frame")
     p.add_argument("--workdir")
     a = p.parse_args()
 
-    layers = [layer_from_dir(d) for d in a.layer]
+    layers = [layer_from_dir(d, a.gzip_level) for d in a.layer]
     config = {
         "architecture": "amd64",
         "os": "linux",

@@ -147,7 +147,7 @@ nextest() { # profile [args…]
   # #[ignore]d instead, for the table.
   if [[ " $* " != *" --run-ignored all "* ]]; then
     echo "ignored-tests: $("$NEXTEST" nextest list -p kruise-e2e --test e2e --profile "$profile" \
-      --run-ignored only "$@" 2>/dev/null | grep -c '^    ')"
+      --run-ignored only "$@" 2>/dev/null | grep -c 'kruise-e2e::e2e ')"
   fi
   return "$rc"
 }
@@ -264,7 +264,9 @@ stage_kwok() {
 }
 
 stage_cri() {
-  KRUISE_CRI_ENDPOINT="unix://$KRS_CONTAINERD_SOCK" cargo test -p kruise-daemon --test cri -- --include-ignored
+  # --workspace as in the unit stage, so the features resolve alike and nothing is rebuilt.
+  KRUISE_CRI_ENDPOINT="unix://$KRS_CONTAINERD_SOCK" \
+    cargo test --workspace --exclude kruise-e2e --test cri -- --include-ignored
 }
 
 stage_cycle() {

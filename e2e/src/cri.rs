@@ -2,6 +2,7 @@
 //! imageIDs, runtime-containers-meta, recreated containers) against the source of truth. Also
 //! pushes fresh image tags to the local registry, so a pull test can be sure the node lacks them.
 
+use std::io::Read;
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -59,12 +60,16 @@ pub fn full_id(cri: &CriClient, c: &ContainerInfo) -> String {
 pub fn push_unique_image(tag: &str, size: usize) -> Result<String> {
     let dir = std::env::temp_dir().join(format!("kruise-e2e-layer-{tag}"));
     std::fs::create_dir_all(&dir)?;
+    // Random bytes, so no two such images share a layer; from the kernel, which is faster than a
+    // debug build's generator for the hundreds of MiB the big-pull test asks for.
     let mut data = vec![0u8; size.max(64)];
-    rand::rng().fill_bytes(&mut data);
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut data)?;
     std::fs::write(dir.join("payload"), &data)?;
     let out = Command::new("python3")
         .arg(crate::repo_root().join("hack/oci_image.py"))
         .args(["--registry", &crate::registry()])
+        // Random bytes do not compress: storing them saves the time of a gzip pass.
+        .args(["--gzip-level", "0"])
         .args(["--name", "kruise-rs/testapp", "--tag", tag, "--layer"])
         .arg(&dir)
         .output()?;

@@ -12,9 +12,11 @@ use futures::StreamExt;
 use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kruise_api::features::Gate;
 use kruise_api::keys;
 use kruise_e2e::cloneset::{self, set_image, status_str, wait_rolled_out, wait_status};
 use kruise_e2e::cri::{self, push_unique_image, unique_tag};
+use kruise_e2e::manager::{self, ManagerConfig};
 use kruise_e2e::{TestNamespace, client, image, mode, wait_for};
 use kube::api::{
     ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, PostParams,
@@ -493,12 +495,23 @@ async fn image_list_pull_job_fans_out_and_aggregates() {
     ns.delete().await.expect("delete ns");
 }
 
-/// f: a CloneSet image change that will not update every Pod at once first creates a pre-download
-/// ImagePullJob (named `<update revision>-<container>`) for the new image on the Pods' nodes.
+/// f: with `PreDownloadImageForInPlaceUpdate` on (off by default, as upstream; the test turns it
+/// on in the installed manager, so it runs in the serial phase), a CloneSet image change that
+/// will not update every Pod at once first creates a pre-download ImagePullJob (named
+/// `<update revision>-<container>`) for the new image on the Pods' nodes.
 #[tokio::test]
-async fn cloneset_image_change_predownloads_first() {
+async fn serial_cloneset_image_change_predownloads_first_with_the_gate() {
     let _pulls = PULLS.read().await;
     let client = client().await.expect("cluster");
+    let gated = manager::reconfigure(
+        &client,
+        &ManagerConfig::default().gates(&format!(
+            "{}=true",
+            Gate::PreDownloadImageForInPlaceUpdate.name()
+        )),
+    )
+    .await
+    .expect("the manager runs with the pre-download gate on");
     let ns = TestNamespace::create(&client, "e2e-ipj-predl")
         .await
         .expect("ns");
@@ -567,6 +580,64 @@ async fn cloneset_image_change_predownloads_first() {
     wait_rolled_out(&api, "web", 5, Duration::from_secs(240))
         .await
         .expect("rollout");
+    ns.delete().await.expect("delete ns");
+    gated
+        .restore(&client)
+        .await
+        .expect("the installed manager is back");
+}
+
+/// f, upstream's default: with `PreDownloadImageForInPlaceUpdate` off (as shipped), the same
+/// image change updates the Pods in place and creates no ImagePullJob at all.
+#[tokio::test]
+async fn cloneset_image_change_creates_no_pull_job_without_the_gate() {
+    let client = client().await.expect("cluster");
+    let ns = TestNamespace::create(&client, "e2e-ipj-nopredl")
+        .await
+        .expect("ns");
+    let api = cloneset::api(&client, &ns.name);
+    let strategy = json!({"type": "RollingUpdate", "rollingUpdate": {
+        "podUpdatePolicy": "InPlaceIfPossible", "maxUnavailable": 1}});
+    api.create(
+        &PostParams::default(),
+        &cloneset::new("web", 3, "v1", strategy).expect("cs"),
+    )
+    .await
+    .expect("create CloneSet");
+    let first = wait_rolled_out(&api, "web", 3, Duration::from_secs(180))
+        .await
+        .expect("initial rollout");
+    let pods: Api<Pod> = ns.api();
+    let before = cloneset::pods(&pods, "web").await.expect("pods");
+    set_image(&api, "web", "v3").await.expect("set image");
+    wait_status(&api, "web", "a new update revision", PULL, |cs| {
+        status_str(cs, "updateRevision") != status_str(&first, "updateRevision")
+    })
+    .await
+    .expect("new revision");
+    wait_rolled_out(&api, "web", 3, Duration::from_secs(240))
+        .await
+        .expect("rollout");
+    let after = cloneset::pods(&pods, "web").await.expect("pods");
+    let uids = |ps: &[Pod]| {
+        let mut u: Vec<String> = ps.iter().filter_map(|p| p.uid()).collect();
+        u.sort();
+        u
+    };
+    assert_eq!(uids(&after), uids(&before), "updated in place");
+    let listed = jobs(&client, &ns.name)
+        .list(&ListParams::default())
+        .await
+        .expect("list ImagePullJobs");
+    assert!(
+        listed.items.is_empty(),
+        "no ImagePullJob without the gate, found {:?}",
+        listed
+            .items
+            .iter()
+            .map(|j| j.name_any())
+            .collect::<Vec<_>>()
+    );
     ns.delete().await.expect("delete ns");
 }
 
