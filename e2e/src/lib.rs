@@ -190,6 +190,14 @@ pub async fn wait_pod(
     }
 }
 
+/// Whether the node's Ready condition is True.
+pub fn node_ready(node: &k8s_openapi::api::core::v1::Node) -> bool {
+    node.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+}
+
 /// Whether the pod's Ready condition is True.
 pub fn pod_ready(pod: &Pod) -> bool {
     kruise_api::pod::is_ready(pod)

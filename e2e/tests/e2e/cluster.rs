@@ -41,12 +41,7 @@ async fn node_is_ready() {
         Ok(list
             .items
             .into_iter()
-            .find(|n| {
-                n.status
-                    .as_ref()
-                    .and_then(|s| s.conditions.as_ref())
-                    .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
-            })
+            .find(kruise_e2e::node_ready)
             .map(|n| n.name_any()))
     })
     .await

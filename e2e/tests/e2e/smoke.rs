@@ -25,16 +25,7 @@ async fn smoke_cluster_kruise_and_one_in_place_rollout() {
     let nodes: Api<Node> = Api::all(client.clone());
     wait_for("a Ready node", STEP, || async {
         let list = nodes.list(&ListParams::default()).await?;
-        Ok(list
-            .items
-            .iter()
-            .any(|n| {
-                n.status
-                    .as_ref()
-                    .and_then(|s| s.conditions.as_ref())
-                    .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
-            })
-            .then_some(()))
+        Ok(list.items.iter().any(kruise_e2e::node_ready).then_some(()))
     })
     .await
     .expect("the cluster has a Ready node");
