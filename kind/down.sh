@@ -28,4 +28,5 @@ if pid_alive kind-registry; then
   registry_prune "$KRS_DIR/kind/registry/config.yml"
 fi
 rm -f "$KRS_DIR/kind/kubeconfig"
+rm -rf "$KRS_DIR/kind/addon-images"
 [ -z "$own_engine" ] || "$here/kind/engine.sh" down
