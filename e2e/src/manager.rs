@@ -88,12 +88,12 @@ pub struct Reconfigured {
 pub async fn reconfigure(client: &Client, config: &ManagerConfig) -> Result<Reconfigured> {
     match mode::mode() {
         Mode::Dev => {
-            dev_restart(&config.env)?;
             if !config.args.is_empty() {
                 return Err(Error::Mode(
                     "dev mode reconfigures the manager through its environment only".into(),
                 ));
             }
+            dev_restart(&config.env)?;
             Ok(Reconfigured {
                 original: None,
                 restored: false,
