@@ -304,6 +304,8 @@ fn pod_table(f: &mut Frame, area: Rect, m: &LiveModel, p: &Palette) {
     let below = |pod: &PodView, kept: i64| workload::ordinal(&pod.name).is_some_and(|o| o < kept);
     // Only the visible slice is turned into rows: thousands of pods cost nothing extra.
     let mut rows: Vec<Row> = Vec::with_capacity(end - start + 1);
+    // The widest cell of each column among the rows shown, to size the columns below.
+    let mut need = [0usize; 8];
     for (i, pod) in visible[start..end].iter().enumerate() {
         let at = start + i;
         if let Some(kept) = boundary
@@ -377,59 +379,50 @@ fn pod_table(f: &mut Frame, area: Rect, m: &LiveModel, p: &Palette) {
         } else {
             pod.name.clone()
         };
-        rows.push(
-            Row::new(vec![
-                Cell::from(name),
-                Cell::from(place),
-                Cell::from(rev),
-                Cell::from(state),
-                Cell::from(yes_no(pod.ready)),
-                Cell::from(ipr),
-                Cell::from(pod.restarts.to_string()),
-                Cell::from(image_cell(pod, m.now, wide)),
-            ])
-            .style(style),
-        );
+        let cells = [
+            name,
+            place,
+            rev,
+            state,
+            yes_no(pod.ready).to_string(),
+            ipr.to_string(),
+            pod.restarts.to_string(),
+            image_cell(pod, m.now, wide),
+        ];
+        for (n, cell) in need.iter_mut().zip(&cells) {
+            *n = (*n).max(Line::from(cell.as_str()).width());
+        }
+        rows.push(Row::new(cells.map(Cell::from)).style(style));
     }
-    let widths = if wide {
-        [
-            Constraint::Length(28),
-            // Owners (`ReplicaSet/web-5d9f7c`) need more room than node names.
-            Constraint::Length(if sidecars { 24 } else { 16 }),
-            Constraint::Length(11),
-            Constraint::Length(12),
-            Constraint::Length(5),
-            Constraint::Length(5),
-            Constraint::Length(4),
-            Constraint::Min(10),
-        ]
-    } else {
+    let base = if wide {
+        // Owners (`ReplicaSet/web-5d9f7c`) need more room than node names.
+        [28, if sidecars { 24 } else { 16 }, 11, 12, 5, 5, 4, 10]
+    } else if daemons {
         // A DaemonSet's rows are its nodes and a SidecarSet's are told apart by owner: those
         // columns get the room names and states can spare.
-        let (name, place, state) = if daemons {
-            (14, 12, 9)
-        } else if sidecars {
-            (16, 13, 8)
-        } else {
-            (16, 8, 9)
-        };
-        [
-            Constraint::Length(name),
-            Constraint::Length(place),
-            Constraint::Length(8),
-            Constraint::Length(state),
-            Constraint::Length(5),
-            Constraint::Length(4),
-            Constraint::Length(3),
-            Constraint::Min(8),
-        ]
+        [14, 12, 8, 9, 5, 4, 3, 8]
+    } else if sidecars {
+        [16, 13, 8, 8, 5, 4, 3, 8]
+    } else {
+        [16, 8, 8, 9, 5, 4, 3, 8]
     };
+    let w = fit_place(base, need, area.width as usize);
+    let widths = [
+        Constraint::Length(w[0]),
+        Constraint::Length(w[1]),
+        Constraint::Length(w[2]),
+        Constraint::Length(w[3]),
+        Constraint::Length(w[4]),
+        Constraint::Length(w[5]),
+        Constraint::Length(w[6]),
+        Constraint::Min(w[7]),
+    ];
     let head = Row::new(vec![
         "NAME",
         if sidecars { "OWNER" } else { "NODE" },
         "REV",
         "STATE",
-        "READY",
+        if w[4] < 5 { "RDY" } else { "READY" },
         "IPR",
         "RST",
         if wide {
@@ -461,6 +454,35 @@ fn pod_table(f: &mut Frame, area: Rect, m: &LiveModel, p: &Palette) {
 }
 
 /// The line between the ordinals a partition keeps and those it updates.
+/// The table's column widths: `base`, except that a place column (NODE or OWNER) narrower
+/// than its longest cell (`need`) grows to show it whole, so that a node is named as kubectl
+/// names it (kind's `kruise-rs-control-plane` is 23 characters). The room comes first from the
+/// images column beyond what its cells need, then from columns wider than their cells; the
+/// READY column's header shrinks to `RDY` as a last resort.
+fn fit_place(base: [u16; 8], need: [usize; 8], width: usize) -> [u16; 8] {
+    let mut w = base.map(usize::from);
+    let mut short = need[1].saturating_sub(w[1]);
+    if short == 0 {
+        return base;
+    }
+    const HEADERS: [usize; 8] = [4, 5, 3, 5, 3, 3, 3, 6];
+    let spacing = w.len() - 1;
+    // The images column is `Min(w[7])`: it gets whatever the others leave.
+    let images = width.saturating_sub(w[..7].iter().sum::<usize>() + spacing);
+    let spare = images.saturating_sub(need[7].max(w[7]));
+    let mut grow = spare.min(short);
+    short -= grow;
+    for col in [0, 3, 5, 4] {
+        let floor = need[col].max(HEADERS[col]);
+        let take = w[col].saturating_sub(floor).min(short);
+        w[col] -= take;
+        grow += take;
+        short -= take;
+    }
+    w[1] += grow;
+    w.map(|x| u16::try_from(x).unwrap_or(u16::MAX))
+}
+
 fn partition_row(kept: i64, p: &Palette) -> Row<'static> {
     let rule = || Cell::from("─".repeat(30));
     Row::new(vec![

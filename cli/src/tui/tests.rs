@@ -495,6 +495,61 @@ fn ads_one_row_per_node() {
     insta::assert_snapshot!("ads_160x40", screen);
 }
 
+/// kind names its nodes after the cluster (`kruise-rs-control-plane`): the NODE column grows to
+/// name them whole, at 80 columns too, without cutting the image cell of a one-container Pod.
+#[test]
+fn ads_long_node_names_shown_whole() {
+    let view = RolloutView::from_json(&json!({
+        "apiVersion": "apps.kruise.io/v1alpha1", "kind": "DaemonSet",
+        "metadata": {"name": "agent", "namespace": "e2e", "generation": 2, "uid": "u1"},
+        "spec": {"updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {
+            "rollingUpdateType": "InPlaceIfPossible"}}},
+        "status": {"observedGeneration": 2, "desiredNumberScheduled": 2, "currentNumberScheduled": 2,
+                   "numberReady": 2, "numberAvailable": 2, "updatedNumberScheduled": 2,
+                   "daemonSetHash": "7d4f8b9c6"}
+    }));
+    let nodes = ["kruise-rs-control-plane", "kruise-rs-worker"];
+    let pods: Vec<PodView> = nodes
+        .iter()
+        .enumerate()
+        .map(|(i, node)| {
+            let mut p = pod(i, true);
+            p.node = node.to_string();
+            p.name = format!("agent-{}", ["k2x9q", "p7w4z"][i]);
+            p.containers = vec![container(
+                "app",
+                "localhost:5000/testapp:v2",
+                "localhost:5000/testapp:v2",
+            )];
+            p
+        })
+        .collect();
+    let mut m = model(view, pods, vec![]);
+    m.target = "ads/agent".into();
+    for (w, h) in [(80, 24), (120, 40)] {
+        let screen = draw(&m, w, h);
+        for pod in &m.pods {
+            let cells: Vec<String> = row_of(&screen, &pod.name)
+                .trim_matches('"')
+                .split_whitespace()
+                .map(str::to_string)
+                .collect();
+            assert_eq!(cells.get(1), Some(&pod.node), "{screen}");
+            assert_eq!(
+                cells.last().map(String::as_str),
+                Some("app=testapp:v2✓"),
+                "{screen}"
+            );
+        }
+    }
+    // Short node names leave the columns as they were.
+    let mut short = m.clone();
+    for p in &mut short.pods {
+        p.node = "n1".into();
+    }
+    assert!(table_header(&draw(&short, 80, 24)).contains("READY"));
+}
+
 /// A SidecarSet: its matched Pods, which sidecar version each runs (the hash it records, `*`
 /// once it is the set's, the image with ✓ or ⧗), and the workload that owns each Pod.
 #[test]
