@@ -2,9 +2,12 @@
 # Installs the Debian packages the local cluster and the build need, if any is missing: containerd,
 # runc and the CNI plugins, the image registry, protoc (CRI bindings), a static busybox (test
 # images), iptables/conntrack (kube-proxy), shellcheck and tmux (script lint, live-view tests).
+# `hack/install-deps.sh kind` adds what kind/up.sh needs: a Docker engine and debootstrap (the
+# node image's root file system).
 set -euo pipefail
 pkgs=(containerd runc containernetworking-plugins docker-registry protobuf-compiler busybox-static
   iptables conntrack socat ethtool iproute2 kmod openssl curl gcc libc6-dev shellcheck tmux)
+[ "${1:-}" = kind ] && pkgs+=(docker.io debootstrap)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -31,6 +31,7 @@ mkdir -p "$KIND_DIR" "$KRS_PIDS" "$KRS_LOGS"
 KIND_KUBECONFIG="$KIND_DIR/kubeconfig"
 
 [ "$(id -u)" = 0 ] || { echo "kind/up.sh runs a Docker engine and containers and needs root" >&2; exit 1; }
+hack/install-deps.sh kind
 for tool in docker go cargo python3 socat; do
   command -v "$tool" >/dev/null || { echo "kind/up.sh needs $tool on PATH (hack/install-deps.sh installs the Debian ones)" >&2; exit 1; }
 done
