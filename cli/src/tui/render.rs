@@ -314,6 +314,8 @@ fn pod_table(f: &mut Frame, area: Rect, m: &LiveModel, p: &Palette) {
             && !below(pod, kept)
         {
             rows.push(partition_row(kept, p));
+            // The rule's label (`── partition N `) must stay readable in the NAME column.
+            need[0] = need[0].max(partition_label(kept).chars().count() + 1);
         }
         // A SidecarSet's Pod is on the update once it records the set's hash; it is done
         // once its sidecars also run the set's images.
@@ -483,10 +485,14 @@ fn fit_place(base: [u16; 8], need: [usize; 8], width: usize) -> [u16; 8] {
     w.map(|x| u16::try_from(x).unwrap_or(u16::MAX))
 }
 
+fn partition_label(kept: i64) -> String {
+    format!("── partition {kept}")
+}
+
 fn partition_row(kept: i64, p: &Palette) -> Row<'static> {
     let rule = || Cell::from("─".repeat(30));
     Row::new(vec![
-        Cell::from(format!("── partition {kept} {}", "─".repeat(30))),
+        Cell::from(format!("{} {}", partition_label(kept), "─".repeat(30))),
         rule(),
         rule(),
         rule(),

@@ -445,6 +445,38 @@ fn asts_rows_by_ordinal_with_the_partition_line() {
     // No partition, no line.
     let full = asts_model(3, 0);
     assert!(!draw(&full, 160, 40).contains("ordinals below"));
+    // kind's node names and one container (as the e2e suite runs there): the partition line
+    // keeps its label, and from 120 columns the NODE column grows to name nodes whole.
+    let mut kind = asts_model(3, 1);
+    for p in &mut kind.pods {
+        p.node = "kruise-rs-control-plane".into();
+        p.containers.truncate(1);
+    }
+    for (w, h) in [(80, 24), (120, 40)] {
+        let screen = draw(&kind, w, h);
+        assert!(
+            screen
+                .lines()
+                .any(|l| l.trim_start_matches('"').starts_with("── partition 1 ")),
+            "{screen}"
+        );
+        let row = row_of(&screen, "web-1");
+        let cells: Vec<&str> = row.trim_matches('"').split_whitespace().collect();
+        // At 80 columns two images leave too little room: the node may be cut, the row holds.
+        assert!(
+            cells
+                .get(1)
+                .is_some_and(|n| n.starts_with("kruise-rs-control")),
+            "{screen}"
+        );
+        assert!(
+            cells.get(2).is_some_and(|r| r.starts_with("7d4f8b9")),
+            "{screen}"
+        );
+        if w >= 120 {
+            assert_eq!(cells.get(1), Some(&"kruise-rs-control-plane"), "{screen}");
+        }
+    }
 }
 
 /// An Advanced DaemonSet: one row per node, ordered by node name.
