@@ -16,9 +16,9 @@
 //! - shutdown: the queue ends when the token is cancelled, and the applier finishes the
 //!   reconciles in flight.
 //!
-//! The shape of the CloneSet controller (own watch with a hook that forgets deleted objects,
-//! Pod events from the manager's shared Pod cache mapped to owners,
-//! three workers, a retry floor for spec errors, the backoff shared with its context):
+//! The shape of the CloneSet controller (own watch with a hook that forgets deleted objects, Pod
+//! events from the manager's shared Pod cache mapped to owners, three workers, a retry floor for
+//! spec errors, the backoff shared with its context):
 //!
 //! ```ignore
 //! let api: Api<CloneSet> = Api::all(ctx.client.clone());
@@ -36,7 +36,9 @@
 //! // with `impl ReconcileError for Error { fn retry_floor(&self) -> Duration { … } }`
 //! ```
 //!
-//! The unit test `cloneset_shape` below runs exactly that shape on fake streams.
+//! The unit test `cloneset_shape` below runs exactly that shape on fake streams. The daemon's
+//! controllers are the plain case: a [`watch_with`] of their node's objects, no limit on
+//! concurrency, the default backoff.
 
 pub mod finalizer;
 
