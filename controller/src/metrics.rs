@@ -1,24 +1,14 @@
-//! Prometheus metrics of the manager, served on `/metrics`.
+//! Prometheus metrics of the manager, served on `/metrics`: the runner's reconcile metrics
+//! ([`kruise_runtime::metrics`]) and the manager's own.
 
 use std::time::Duration;
 
+use kruise_runtime::metrics::{ControllerLabels, ReconcileMetrics, RecordReconcile};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct ControllerLabels {
-    pub controller: String,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct ErrorLabels {
-    pub controller: String,
-    pub error: String,
-}
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct WorkloadLabels {
@@ -27,16 +17,11 @@ pub struct WorkloadLabels {
     pub name: String,
 }
 
-fn duration_histogram() -> Histogram {
-    Histogram::new(exponential_buckets(0.005, 2.0, 14))
-}
-
 /// Every metric the manager exports.
 pub struct Metrics {
     pub registry: Registry,
-    pub reconciles: Family<ControllerLabels, Counter>,
-    pub reconcile_errors: Family<ErrorLabels, Counter>,
-    pub reconcile_duration: Family<ControllerLabels, Histogram>,
+    /// Recorded by the runner ([`crate::runner::Controller`]) for every reconcile it runs.
+    pub reconcile: ReconcileMetrics,
     pub inplace_started: Family<ControllerLabels, Counter>,
     pub inplace_completed: Family<ControllerLabels, Counter>,
     pub scale_expectation_leakage: Family<WorkloadLabels, Counter>,
@@ -55,32 +40,13 @@ impl Default for Metrics {
 impl Metrics {
     pub fn new() -> Self {
         let mut registry = Registry::with_prefix("kruise_manager");
-        let reconciles = Family::<ControllerLabels, Counter>::default();
-        let reconcile_errors = Family::<ErrorLabels, Counter>::default();
-        let reconcile_duration = Family::<ControllerLabels, Histogram>::new_with_constructor(
-            duration_histogram as fn() -> Histogram,
-        );
+        let reconcile = ReconcileMetrics::register(&mut registry);
         let inplace_started = Family::<ControllerLabels, Counter>::default();
         let inplace_completed = Family::<ControllerLabels, Counter>::default();
         let scale_expectation_leakage = Family::<WorkloadLabels, Counter>::default();
         let is_leader = Gauge::default();
         let heap_live_bytes = Gauge::default();
         let heap_peak_bytes = Gauge::default();
-        registry.register(
-            "reconciles",
-            "Reconciles run, per controller",
-            reconciles.clone(),
-        );
-        registry.register(
-            "reconcile_errors",
-            "Reconciles that failed, per controller and error kind",
-            reconcile_errors.clone(),
-        );
-        registry.register(
-            "reconcile_duration_seconds",
-            "Duration of reconciles, per controller",
-            reconcile_duration.clone(),
-        );
         registry.register(
             "inplace_updates_started",
             "Pods whose in-place update was started",
@@ -113,35 +79,13 @@ impl Metrics {
         );
         Self {
             registry,
-            reconciles,
-            reconcile_errors,
-            reconcile_duration,
+            reconcile,
             inplace_started,
             inplace_completed,
             scale_expectation_leakage,
             is_leader,
             heap_live_bytes,
             heap_peak_bytes,
-        }
-    }
-
-    /// Counts one reconcile of `controller` and its duration; `error` is the failure's
-    /// metric label. [`crate::runner::Controller`] records every reconcile it runs.
-    pub fn reconciled(&self, controller: &str, took: Duration, error: Option<&str>) {
-        let l = ControllerLabels {
-            controller: controller.to_string(),
-        };
-        self.reconciles.get_or_create(&l).inc();
-        self.reconcile_duration
-            .get_or_create(&l)
-            .observe(took.as_secs_f64());
-        if let Some(e) = error {
-            self.reconcile_errors
-                .get_or_create(&ErrorLabels {
-                    controller: controller.to_string(),
-                    error: e.to_string(),
-                })
-                .inc();
         }
     }
 
@@ -170,6 +114,12 @@ impl Metrics {
             .set(i64::try_from(crate::heap::peak_bytes()).unwrap_or(i64::MAX));
         prometheus_client::encoding::text::encode(&mut out, &self.registry)?;
         Ok(out)
+    }
+}
+
+impl RecordReconcile for Metrics {
+    fn reconciled(&self, controller: &str, took: Duration, error: Option<&str>) {
+        self.reconcile.reconciled(controller, took, error);
     }
 }
 

@@ -1,9 +1,9 @@
 //! kruise-daemon: the per-node agent. It speaks CRI to the local container runtime and only
-//! touches its own node's objects. One module per duty; `criruntime` is the runtime client.
+//! touches its own node's objects. One module per duty; `criruntime` is the runtime client. The
+//! duties that reconcile objects (containermeta, containerrecreate) run on the controller runner
+//! of `kruise-runtime`, like the manager's controllers.
 
 pub mod apitypes;
-// One backoff curve for every error policy of manager and daemon.
-pub use kruise_runtime::backoff;
 pub mod containermeta;
 pub mod containerrecreate;
 pub mod criruntime;

@@ -1,7 +1,10 @@
-//! Prometheus metrics of the daemon (served on `/metrics`).
+//! Prometheus metrics of the daemon (served on `/metrics`): its duties' counters and the
+//! runner's reconcile metrics ([`kruise_runtime::metrics`]) of its two controllers.
 
 use std::sync::Arc;
+use std::time::Duration;
 
+use kruise_runtime::metrics::{ReconcileMetrics, RecordReconcile};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -24,13 +27,18 @@ pub struct Metrics {
     stops: Family<DutyLabel, Counter>,
     meta_patches: Counter,
     crr_completed: Counter,
+    /// Recorded by the runner for every reconcile of containermeta and containerrecreate.
+    reconcile: ReconcileMetrics,
 }
 
 impl Metrics {
     /// Creates the counters and registers them under the `kruise_daemon` prefix.
     pub fn new(registry: &mut Registry) -> Self {
-        let m = Metrics::default();
         let sub = registry.sub_registry_with_prefix("kruise_daemon");
+        let m = Metrics {
+            reconcile: ReconcileMetrics::register(sub),
+            ..Metrics::default()
+        };
         sub.register(
             "image_pulls",
             "Image tags pulled, by result",
@@ -76,6 +84,12 @@ impl Metrics {
     }
 }
 
+impl RecordReconcile for Metrics {
+    fn reconciled(&self, controller: &str, took: Duration, error: Option<&str>) {
+        self.reconcile.reconciled(controller, took, error);
+    }
+}
+
 /// Renders the registry in the text exposition format.
 pub fn render(registry: &Arc<Registry>) -> Result<String, std::fmt::Error> {
     let mut out = String::new();
@@ -96,5 +110,19 @@ mod tests {
         let text = render(&Arc::new(reg)).unwrap();
         assert!(text.contains("kruise_daemon_image_pulls_total{result=\"succeeded\"} 1"));
         assert!(text.contains("kruise_daemon_container_stops_total{duty=\"containerrecreate\"} 1"));
+    }
+
+    #[test]
+    fn runner_reconciles_are_exposed() {
+        let mut reg = Registry::default();
+        let m = Metrics::new(&mut reg);
+        m.reconciled("containerrecreate", Duration::from_millis(3), Some("cri"));
+        let text = render(&Arc::new(reg)).unwrap();
+        assert!(
+            text.contains("kruise_daemon_reconciles_total{controller=\"containerrecreate\"} 1")
+        );
+        assert!(text.contains(
+            "kruise_daemon_reconcile_errors_total{controller=\"containerrecreate\",error=\"cri\"} 1"
+        ));
     }
 }

@@ -8,9 +8,8 @@
 //! failure that lasts that long costs one request per object every 5 min.
 //!
 //! [`reset_on_success`] and [`requeue_with_backoff`] wrap a controller's reconcile function and
-//! its error policy, so that no controller keeps its own retry arithmetic. In the manager the
-//! controller runner (`kruise_manager::runner`) applies both to every controller; the daemon's
-//! duties call them directly.
+//! its error policy, so that no controller keeps its own retry arithmetic. The controller runner
+//! ([`crate::runner`]) applies both to every controller of the manager and the daemon.
 
 use std::collections::HashMap;
 use std::future::Future;

@@ -1,8 +1,13 @@
 //! kruise-runtime: the parts of a controller loop that the manager's and the daemon's controllers
-//! share, so both retry and throttle the same way.
+//! share, so both run, retry, throttle and count their reconciles the same way.
 //!
+//! - [`runner`]: the one way to run a controller (watch, queue, reconcile, error policy, spans),
+//!   and the finalizer helpers of the controllers that write their own.
 //! - [`backoff`]: per-object exponential backoff for every error policy, reset on success.
+//! - [`metrics`]: the reconcile counts, errors and durations the runner records.
 //! - [`ratelimit`]: client-side QPS/burst for the Kubernetes client (client-go's flags).
 
 pub mod backoff;
+pub mod metrics;
 pub mod ratelimit;
+pub mod runner;

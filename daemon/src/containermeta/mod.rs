@@ -6,24 +6,28 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
 use kruise_api::appspub::{RuntimeContainerHashes, RuntimeContainerMeta, RuntimeContainerMetaSet};
 // The same hash the manager's in-place engine compares against, so it lives in kruise-api.
 use kruise_api::hash as envhash;
 use kruise_api::keys::{self, k8s};
+use kruise_runtime::runner::{self, Controller, ReconcileError};
 use kube::api::{Api, Patch, PatchParams};
-use kube::runtime::controller::{Action, Controller};
+use kube::runtime::controller::Action;
 use kube::runtime::watcher;
 use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 
-use crate::backoff::{self, Backoff, Policy};
 use crate::criruntime::labels::{container_id_with_runtime, newest_by_name, split_container_id};
 use crate::criruntime::{ContainerInfo, CriClient, CriError, State};
 use crate::events::{Events, pod_ref};
 use crate::metrics::Metrics;
 
+/// The controller name in the runner's spans and metrics (the duty's name).
+const NAME: &str = "containermeta";
+/// kube's `Controller`, which ran this duty before the runner, reconciled without a limit: one
+/// pod's slow container stop must not hold up the other pods on the node.
+const CONCURRENCY: u16 = 0;
 /// `env` must answer quickly; a container that cannot run it is simply not hashed.
 const ENV_EXEC_TIMEOUT: Duration = Duration::from_secs(3);
 /// Retry soon when the env could not be read (container still starting).
@@ -41,6 +45,16 @@ pub enum Error {
     Cri(#[from] CriError),
     #[error("runtime-containers-meta: {0}")]
     Meta(#[from] kruise_api::Error),
+}
+
+impl ReconcileError for Error {
+    fn metric_label(&self) -> &'static str {
+        match self {
+            Error::Kube(_) => "kube",
+            Error::Cri(_) => "cri",
+            Error::Meta(_) => "meta",
+        }
+    }
 }
 
 struct Ctx {
@@ -260,11 +274,6 @@ async fn restart_stale(ctx: &Ctx, info: &ContainerInfo, ns: &str, pod: &str) {
     }
 }
 
-/// Logs a failure; the retry comes after the pod's backoff delay.
-fn error_policy(pod: &Pod, err: &Error, retry_in: Duration) {
-    tracing::warn!(pod = ?pod.metadata.name, error = %err, retry_in_ms = u64::try_from(retry_in.as_millis()).unwrap_or(u64::MAX), "containermeta sync failed");
-}
-
 /// Runs the duty until `shutdown` fires. Watches only pods bound to this node.
 pub async fn run(
     client: kube::Client,
@@ -276,6 +285,13 @@ pub async fn run(
 ) {
     let pods: Api<Pod> = Api::all(client.clone());
     let cfg = watcher::Config::default().fields(&format!("spec.nodeName={node}"));
+    let ctl = Controller::watching(
+        NAME,
+        runner::watch_with(pods, cfg),
+        Arc::new(metrics.clone()),
+        shutdown,
+    )
+    .concurrency(CONCURRENCY);
     let ctx = Arc::new(Ctx {
         client,
         cri,
@@ -283,16 +299,7 @@ pub async fn run(
         events,
         restarts: Mutex::default(),
     });
-    let backoff = Arc::new(Backoff::new(Policy::DEFAULT));
-    Controller::new(pods, cfg)
-        .graceful_shutdown_on(async move { shutdown.cancelled().await })
-        .run(
-            backoff::reset_on_success(backoff.clone(), reconcile),
-            backoff::requeue_with_backoff(backoff, error_policy),
-            ctx,
-        )
-        .for_each(|_| futures::future::ready(()))
-        .await;
+    ctl.run(reconcile, ctx).await;
 }
 
 #[cfg(test)]

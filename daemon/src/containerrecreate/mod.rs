@@ -6,25 +6,29 @@ pub mod state;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::StreamExt;
 use k8s_openapi::api::core::v1::LifecycleHandler;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kruise_api::keys::{self, k8s};
+use kruise_runtime::runner::{self, Controller, ReconcileError};
 use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
-use kube::runtime::controller::{Action, Controller};
+use kube::runtime::controller::Action;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 use tokio_util::sync::CancellationToken;
 
 use crate::apitypes::{ContainerRecreateRequest, ContainerRecreateState, CrrPhase, ProbeHandler};
-use crate::backoff::{self, Backoff, Policy};
 use crate::criruntime::labels::{newest_by_name, split_container_id};
 use crate::criruntime::{CriClient, CriError};
 use crate::events::{Events, pod_ref};
 use crate::metrics::Metrics;
 use state::Next;
 
+/// The controller name in the runner's spans and metrics (the duty's name).
+const NAME: &str = "containerrecreate";
+/// kube's `Controller`, which ran this duty before the runner, reconciled without a limit: a
+/// request waiting out a container's grace period must not hold up the other pods' requests.
+const CONCURRENCY: u16 = 0;
 /// While containers are coming back, look again this often even without events.
 const RECHECK: Duration = Duration::from_secs(3);
 
@@ -36,6 +40,16 @@ pub enum Error {
     Cri(#[from] CriError),
     #[error("serialize: {0}")]
     Json(#[from] serde_json::Error),
+}
+
+impl ReconcileError for Error {
+    fn metric_label(&self) -> &'static str {
+        match self {
+            Error::Kube(_) => "kube",
+            Error::Cri(_) => "cri",
+            Error::Json(_) => "json",
+        }
+    }
 }
 
 struct Ctx {
@@ -71,14 +85,14 @@ async fn set_phase(
     crr: &ContainerRecreateRequest,
     phase: CrrPhase,
 ) -> Result<(), Error> {
-    tracing::info!(crr = %key(crr), phase = ?phase, "CRR phase");
+    tracing::info!(crr = %runner::object_key(crr), phase = ?phase, "CRR phase");
     patch_status(ctx, crr, serde_json::json!({ "phase": phase })).await
 }
 
 /// The daemon's end of a request: phase Completed with a completion time. The manager then
 /// drops the active label, releases the pod's readiness and applies the TTL.
 async fn complete(ctx: &Ctx, crr: &ContainerRecreateRequest, message: &str) -> Result<(), Error> {
-    tracing::info!(crr = %key(crr), message, "CRR completed");
+    tracing::info!(crr = %runner::object_key(crr), message, "CRR completed");
     ctx.metrics.crr_completed();
     patch_status(
         ctx,
@@ -97,17 +111,13 @@ async fn patch_states(
     crr: &ContainerRecreateRequest,
     states: &[ContainerRecreateState],
 ) -> Result<(), Error> {
-    tracing::info!(crr = %key(crr), states = %serde_json::to_string(states)?, "CRR container states");
+    tracing::info!(crr = %runner::object_key(crr), states = %serde_json::to_string(states)?, "CRR container states");
     patch_status(
         ctx,
         crr,
         serde_json::json!({ "containerRecreateStates": states }),
     )
     .await
-}
-
-fn key(crr: &ContainerRecreateRequest) -> String {
-    format!("{}/{}", crr.namespace().unwrap_or_default(), crr.name_any())
 }
 
 fn to_lifecycle(h: &ProbeHandler) -> LifecycleHandler {
@@ -153,11 +163,11 @@ async fn reconcile(obj: Arc<ContainerRecreateRequest>, ctx: Arc<Ctx>) -> Result<
     }
     match state::unready_grace(&crr, jiff::Timestamp::now()) {
         state::UnreadyGrace::NotAcknowledged => {
-            tracing::info!(crr = %key(&crr), "waiting for the manager to make the pod unready");
+            tracing::info!(crr = %runner::object_key(&crr), "waiting for the manager to make the pod unready");
             return Ok(Action::requeue(RECHECK));
         }
         state::UnreadyGrace::Wait(left) => {
-            tracing::info!(crr = %key(&crr), left = ?left, "waiting for unready grace period");
+            tracing::info!(crr = %runner::object_key(&crr), left = ?left, "waiting for unready grace period");
             return Ok(Action::requeue(left + Duration::from_millis(100)));
         }
         state::UnreadyGrace::Done => {}
@@ -206,7 +216,7 @@ async fn reconcile(obj: Arc<ContainerRecreateRequest>, ctx: Arc<Ctx>) -> Result<
                 let spec = crr.spec.containers.iter().find(|c| c.name == name);
                 let hook = spec.and_then(|c| c.pre_stop.as_ref()).map(to_lifecycle);
                 let ports = spec.map(|c| c.ports.clone()).unwrap_or_default();
-                tracing::info!(crr = %key(&crr), container = %name, id = %rt.id, "recreating container");
+                tracing::info!(crr = %runner::object_key(&crr), container = %name, id = %rt.id, "recreating container");
                 let res = crate::prestop::stop_with_hook(
                     &ctx.cri,
                     rt,
@@ -262,11 +272,6 @@ async fn reconcile(obj: Arc<ContainerRecreateRequest>, ctx: Arc<Ctx>) -> Result<
     Ok(Action::requeue(wait))
 }
 
-/// Logs a failure; the retry comes after the request's backoff delay.
-fn error_policy(crr: &ContainerRecreateRequest, err: &Error, retry_in: Duration) {
-    tracing::warn!(crr = %key(crr), error = %err, retry_in_ms = u64::try_from(retry_in.as_millis()).unwrap_or(u64::MAX), "CRR sync failed");
-}
-
 /// Runs the duty until `shutdown` fires. Watches only active requests for this node.
 pub async fn run(
     client: kube::Client,
@@ -282,22 +287,19 @@ pub async fn run(
         keys::CRR_NODE_NAME_LABEL,
         keys::CRR_ACTIVE_LABEL
     ));
-    let backoff = Arc::new(Backoff::new(Policy::DEFAULT));
-    let controller = Controller::new(crrs, cfg);
+    let ctl = Controller::watching(
+        NAME,
+        runner::watch_with(crrs, cfg),
+        Arc::new(metrics.clone()),
+        shutdown,
+    )
+    .concurrency(CONCURRENCY);
     let ctx = Arc::new(Ctx {
         client,
         cri,
-        store: controller.store(),
+        store: ctl.store(),
         metrics,
         events,
     });
-    controller
-        .graceful_shutdown_on(async move { shutdown.cancelled().await })
-        .run(
-            backoff::reset_on_success(backoff.clone(), reconcile),
-            backoff::requeue_with_backoff(backoff, error_policy),
-            ctx,
-        )
-        .for_each(|_| futures::future::ready(()))
-        .await;
+    ctl.run(reconcile, ctx).await;
 }

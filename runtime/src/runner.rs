@@ -1,5 +1,5 @@
-//! One way to run a controller of the manager: [`Controller`] wires a reflector store, a trigger
-//! queue, a reconcile function, its error policy and a context onto
+//! One way to run a controller, in the manager and in the daemon: [`Controller`] wires a
+//! reflector store, a trigger queue, a reconcile function, its error policy and a context onto
 //! [`kube::runtime::applier`], the same loop kube-rs's `Controller::run` drives.
 //!
 //! What every controller gets without writing it:
@@ -7,17 +7,18 @@
 //!   every log line of a reconcile, its error policy included, names the object (inside the
 //!   applier's own `reconciling object` span, which adds why the object was queued);
 //! - the reconcile counter, error counter (by [`ReconcileError::metric_label`]) and duration
-//!   histogram of [`Metrics`];
-//! - per-object exponential backoff of failures ([`kruise_runtime::backoff`], reset on
-//!   success), never sooner than [`ReconcileError::retry_floor`];
+//!   histogram of [`ReconcileMetrics`](crate::metrics::ReconcileMetrics), through the binary's
+//!   [`RecordReconcile`];
+//! - per-object exponential backoff of failures ([`crate::backoff`], reset on success), never
+//!   sooner than [`ReconcileError::retry_floor`];
 //! - result logging: debug on success, debug for a conflict (a stale cache, retried within
 //!   milliseconds), warn for anything else;
 //! - shutdown: the queue ends when the token is cancelled, and the applier finishes the
 //!   reconciles in flight.
 //!
-//! The shape of the CloneSet controller (own watch with a hook that forgets deleted objects,
-//! Pod events from the shared [`PodCache`](crate::podcache::PodCache) mapped to owners,
-//! three workers, a retry floor for spec errors, the backoff shared with its context):
+//! The shape of the CloneSet controller (own watch with a hook that forgets deleted objects, Pod
+//! events from the manager's shared Pod cache mapped to owners, three workers, a retry floor for
+//! spec errors, the backoff shared with its context):
 //!
 //! ```ignore
 //! let api: Api<CloneSet> = Api::all(ctx.client.clone());
@@ -35,7 +36,9 @@
 //! // with `impl ReconcileError for Error { fn retry_floor(&self) -> Duration { … } }`
 //! ```
 //!
-//! The unit test `cloneset_shape` below runs exactly that shape on fake streams.
+//! The unit test `cloneset_shape` below runs exactly that shape on fake streams. The daemon's
+//! controllers are the plain case: a [`watch_with`] of their node's objects, no limit on
+//! concurrency, the default backoff.
 
 pub mod finalizer;
 
@@ -59,7 +62,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use crate::backoff::{self, Backoff, Policy};
-use crate::metrics::Metrics;
+use crate::metrics::RecordReconcile;
 
 /// What the runner needs to know about a controller's error (controller-rs's `Error` with
 /// `metric_label()`).
@@ -92,7 +95,19 @@ pub fn watch<K>(
 where
     K: Resource + Clone + DeserializeOwned + Debug + Send + 'static,
 {
-    watcher(api, watcher::Config::default()).default_backoff()
+    watch_with(api, watcher::Config::default())
+}
+
+/// A watch of the `K` that `cfg` selects (the daemon's own node's objects), restarted with
+/// kube's default backoff.
+pub fn watch_with<K>(
+    api: Api<K>,
+    cfg: watcher::Config,
+) -> impl Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send + 'static
+where
+    K: Resource + Clone + DeserializeOwned + Debug + Send + 'static,
+{
+    watcher(api, cfg).default_backoff()
 }
 
 /// The key of an object in logs and spans: `namespace/name`, or `name` when cluster scoped.
@@ -121,7 +136,7 @@ where
     triggers: Vec<BoxStream<'static, ReconcileRequest<K>>>,
     concurrency: u16,
     backoff: Arc<Backoff>,
-    metrics: Arc<Metrics>,
+    metrics: Arc<dyn RecordReconcile>,
     shutdown: CancellationToken,
 }
 
@@ -135,7 +150,7 @@ where
     pub fn watching(
         name: &'static str,
         events: impl Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send + 'static,
-        metrics: Arc<Metrics>,
+        metrics: Arc<dyn RecordReconcile>,
         shutdown: CancellationToken,
     ) -> Self {
         let (store, writer) = reflector::store::<K>();
@@ -149,7 +164,7 @@ where
     pub fn on_store(
         name: &'static str,
         store: Store<K>,
-        metrics: Arc<Metrics>,
+        metrics: Arc<dyn RecordReconcile>,
         shutdown: CancellationToken,
     ) -> Self {
         Self {
@@ -197,7 +212,8 @@ where
         self.trigger(refs.map(Ok::<_, Infallible>))
     }
 
-    /// Objects reconciled at once (one object is never reconciled twice at once).
+    /// Objects reconciled at once (one object is never reconciled twice at once); 0 means no
+    /// limit, as in kube's `Config::concurrency`.
     pub fn concurrency(mut self, n: u16) -> Self {
         self.concurrency = n;
         self
