@@ -3,7 +3,7 @@
 use crate::ctx::ConnectArgs;
 use crate::math::IntOrPercent;
 use crate::target::Target;
-use crate::workload::Kind;
+use crate::view::workload::Kind;
 use clap::{ArgAction, Parser, Subcommand, ValueEnum};
 use std::time::Duration;
 
@@ -444,7 +444,7 @@ pub struct DevArgs {
     #[arg(long, default_value_t = kruise_api::keys::WEBHOOK_PORT)]
     pub webhook_port: u16,
     /// Local address the webhook binds.
-    #[arg(long, default_value_t = crate::cmd::dev::DEFAULT_LISTEN)]
+    #[arg(long, default_value_t = DEFAULT_LISTEN)]
     pub listen: std::net::IpAddr,
     /// Feature gates of the embedded manager (OpenKruise's names). The default is what
     /// `install` ships; "" gives OpenKruise's defaults.
@@ -455,6 +455,10 @@ pub struct DevArgs {
     )]
     pub feature_gates: kruise_api::features::FeatureGates,
 }
+
+/// Default `dev --listen` address: every interface, so the API server reaches the webhook
+/// wherever it runs.
+pub const DEFAULT_LISTEN: std::net::IpAddr = std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED);
 
 /// Output of `install`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -3,7 +3,7 @@
 use crate::error::{CliError, Result, kube_err};
 use crate::target::Target;
 use crate::view::RolloutView;
-use crate::workload::Kind;
+use crate::view::workload::Kind;
 use kruise_api::keys;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
@@ -153,7 +153,7 @@ impl Workload {
     /// kind whose selector reaches across them.
     pub fn pods_api(&self, client: &Client) -> Api<k8s_openapi::api::core::v1::Pod> {
         match self.target.kind.spec().pods {
-            crate::workload::PodSource::SelectedClusterWide => Api::all(client.clone()),
+            crate::view::workload::PodSource::SelectedClusterWide => Api::all(client.clone()),
             _ => Api::namespaced(client.clone(), &self.namespace),
         }
     }

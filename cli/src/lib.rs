@@ -14,7 +14,6 @@ pub mod target;
 pub mod tui;
 pub mod view;
 pub mod watch;
-pub mod workload;
 
 use clap::CommandFactory;
 use cli::{Cli, Command, ImageCmd, Rollout, SetCmd};

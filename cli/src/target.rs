@@ -1,6 +1,6 @@
 //! Parsing of `TYPE/NAME` targets as kubectl users type them.
 
-use crate::workload::Kind;
+use crate::view::workload::Kind;
 use std::fmt;
 use std::str::FromStr;
 

@@ -4,7 +4,7 @@
 
 use crate::ctx::{ConnectArgs, Ctx};
 use crate::target::Target;
-use crate::workload::Kind;
+use crate::view::workload::Kind;
 use clap::Command;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams};

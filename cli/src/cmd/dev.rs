@@ -5,7 +5,7 @@
 //! left refusing Pods.
 
 use std::io::{IsTerminal as _, Write as _};
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -346,9 +346,6 @@ pub async fn run(connect: &ConnectArgs, args: &DevArgs) -> Result<i32> {
         ))),
     }
 }
-
-/// Default `--listen` address.
-pub const DEFAULT_LISTEN: IpAddr = IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED);
 
 #[cfg(test)]
 mod tests {

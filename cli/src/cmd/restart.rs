@@ -6,7 +6,7 @@ use crate::cmd::crr::CrrClient;
 use crate::ctx::{Ctx, Workload};
 use crate::error::{CliError, Result, exit, kube_err};
 use crate::view::PodView;
-use crate::workload::{self, PodOrder, Restart};
+use crate::view::workload::{self, PodOrder, Restart};
 use k8s_openapi::api::core::v1::Pod;
 use kruise_api::keys::k8s;
 use kube::api::{Api, ListParams};

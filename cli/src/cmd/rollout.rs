@@ -5,10 +5,11 @@ use crate::cmd::status::print_doc;
 use crate::ctx::{Ctx, Workload};
 use crate::error::{CliError, Result, exit, kube_err};
 use crate::math::{self, IntOrPercent};
-use crate::status::{PodSummary, StatusReport, decide};
+use crate::status::{StatusReport, decide};
 use crate::target::Target;
 use crate::view::RolloutView;
-use crate::workload::Kind;
+use crate::view::verdict::PodSummary;
+use crate::view::workload::Kind;
 use kube::api::{Api, DynamicObject, ListParams};
 use serde_json::json;
 

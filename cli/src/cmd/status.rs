@@ -3,7 +3,8 @@
 use crate::cli::{Output, StatusArgs};
 use crate::ctx::{Ctx, Workload};
 use crate::error::{CliError, Result, kube_err};
-use crate::status::{Decision, Outcome, PodSummary, StatusReport, decide, exit_code};
+use crate::status::{StatusReport, decide, exit_code};
+use crate::view::verdict::{Decision, Outcome, PodSummary};
 use crate::view::{PodView, RolloutView};
 use crate::watch::{self, Cache, Update};
 use futures::StreamExt;

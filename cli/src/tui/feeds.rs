@@ -1,13 +1,11 @@
-//! The watch caches behind the live view, and the pure steps that turn them into what the model
-//! shows: Pod views (cached by resourceVersion) and the Events about the workload.
+//! The watch caches behind the live view, and the Pod views built from them (cached by
+//! resourceVersion). The model turns the cached Events into its own rows.
 
 use crate::view::PodView;
 use crate::watch::Cache;
 use k8s_openapi::api::core::v1::{Event as K8sEvent, Pod};
 use kube::api::{ApiResource, DynamicObject};
 use std::collections::HashMap;
-
-use super::model::EventRow;
 
 /// The three watched collections, the workload they are about, and the Pod-view cache.
 #[derive(Clone)]
@@ -73,52 +71,6 @@ impl Feeds {
         }
         out
     }
-
-    /// Events about the workload or the given Pods, newest first, at most 50.
-    pub fn relevant_events(&self, pods: &[PodView]) -> Vec<EventRow> {
-        relevant_events(&self.events, &self.name, pods)
-    }
-}
-
-pub fn event_row(e: &K8sEvent) -> EventRow {
-    let time = e
-        .last_timestamp
-        .as_ref()
-        .map(|t| t.0)
-        .or_else(|| e.event_time.as_ref().map(|t| t.0))
-        .or_else(|| e.metadata.creation_timestamp.as_ref().map(|t| t.0));
-    EventRow {
-        time,
-        type_: e.type_.clone().unwrap_or_default(),
-        reason: e.reason.clone().unwrap_or_default(),
-        object: format!(
-            "{}/{}",
-            e.involved_object
-                .kind
-                .clone()
-                .unwrap_or_default()
-                .to_lowercase(),
-            e.involved_object.name.clone().unwrap_or_default()
-        ),
-        message: e.message.clone().unwrap_or_default().replace('\n', " "),
-    }
-}
-
-/// Events about the workload or its pods, newest first, at most 50.
-pub fn relevant_events(events: &Cache<K8sEvent>, name: &str, pods: &[PodView]) -> Vec<EventRow> {
-    let names: std::collections::HashSet<&str> = pods.iter().map(|p| p.name.as_str()).collect();
-    let mut rows: Vec<EventRow> = events
-        .items
-        .values()
-        .filter(|e| {
-            let n = e.involved_object.name.as_deref().unwrap_or_default();
-            n == name || names.contains(n)
-        })
-        .map(event_row)
-        .collect();
-    rows.sort_by_key(|r| std::cmp::Reverse(r.time));
-    rows.truncate(50);
-    rows
 }
 
 /// Pod views keyed by name and resourceVersion, so a change to one pod among thousands does not

@@ -18,6 +18,7 @@ use crate::ctx::{Ctx, Workload};
 use crate::error::{CliError, Result, exit};
 use crate::status;
 use crate::view::RolloutView;
+use crate::view::verdict::{Outcome, PodSummary};
 use crate::watch;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Event as K8sEvent, Pod};
@@ -78,9 +79,9 @@ const EXIT_LINGER: Duration = Duration::from_secs(3);
 /// The exit code once the rollout shown has ended (complete, failed or paused), else None.
 fn final_exit_code(model: &LiveModel) -> Option<i32> {
     let view = model.rollout.as_ref()?;
-    let decision = status::decide(view, &status::PodSummary::from_pods(&model.pods));
+    let decision = status::decide(view, &PodSummary::from_pods(&model.pods));
     match decision.outcome {
-        status::Outcome::Progressing | status::Outcome::TimedOut => None,
+        Outcome::Progressing | Outcome::TimedOut => None,
         outcome => Some(status::exit_code(outcome, false, true)),
     }
 }

@@ -2,7 +2,7 @@
 
 use super::{History, Kind, KindSpec, PodSource, Restart};
 use crate::math::IntOrPercent;
-use crate::status::{Decision, Outcome, PodSummary};
+use crate::view::verdict::{Decision, Outcome, PodSummary};
 use crate::view::{Layout, RolloutView, get, int_or_percent, knobs, s};
 use serde_json::Value;
 

@@ -1,7 +1,7 @@
 //! apps/v1 Deployment: `spec.paused`, no partition; revisions are ReplicaSets.
 
 use super::{History, Kind, KindSpec, PodSource, Restart};
-use crate::status::{Decision, Outcome, PodSummary};
+use crate::view::verdict::{Decision, Outcome, PodSummary};
 use crate::view::{Layout, RolloutView, flag, get, int_or_percent, knobs, s};
 use kruise_api::keys::k8s;
 use serde_json::Value;

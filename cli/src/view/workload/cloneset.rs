@@ -2,7 +2,7 @@
 //! `updateStrategy.rollingUpdate`.
 
 use super::{History, Kind, KindSpec, PodOrder, PodSource, Restart};
-use crate::status::{Decision, Outcome, PodSummary};
+use crate::view::verdict::{Decision, Outcome, PodSummary};
 use crate::view::{Layout, RolloutView, flag, get, i, int_or_percent, knobs, s};
 use kruise_api::keys::{self, k8s};
 use serde_json::Value;

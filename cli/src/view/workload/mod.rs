@@ -12,7 +12,7 @@ pub mod deployment;
 pub mod sidecarset;
 pub mod statefulset;
 
-use crate::status::{Decision, PodSummary};
+use crate::view::verdict::{Decision, PodSummary};
 use crate::view::{PodView, RolloutView};
 use serde_json::Value;
 use std::fmt;

@@ -2,7 +2,7 @@
 //! ordinals, in-place updates by podUpdatePolicy.
 
 use super::{History, Kind, KindSpec, PodOrder, PodSource, Restart};
-use crate::status::{Decision, PodSummary};
+use crate::view::verdict::{Decision, PodSummary};
 use crate::view::{RolloutView, flag, i, s};
 use kruise_api::keys;
 use serde_json::Value;
@@ -50,7 +50,7 @@ fn read(obj: &Value, v: &mut RolloutView) {
 /// be anything: that is what the partition keeps.
 fn settle(v: &RolloutView, _: &PodSummary) -> Option<Decision> {
     (v.status_replicas > v.replicas).then(|| Decision {
-        outcome: crate::status::Outcome::Progressing,
+        outcome: crate::view::verdict::Outcome::Progressing,
         message: format!(
             "waiting: {} extra pods to be deleted",
             v.status_replicas - v.replicas

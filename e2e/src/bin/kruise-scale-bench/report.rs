@@ -1,0 +1,198 @@
+//! The report: the markdown table of one benchmark run, with the machine, the builds and the
+//! settings it was measured with.
+
+use kruise_api::keys;
+use kruise_e2e::bench;
+use kruise_e2e::bench::stats::{median, mib, ratio, secs, secs_list};
+
+use crate::args::{Args, System, openkruise_version};
+use crate::heap_mib;
+use crate::measure::{SizeResult, turn_order};
+
+/// The environment that changes how the manager allocates or how many requests it keeps in
+/// flight (it inherits ours), as the table reports it.
+pub(crate) fn allocator_settings() -> String {
+    let set: Vec<String> = [
+        "KRUISE_MALLOC_TRIM_SECS",
+        "MALLOC_ARENA_MAX",
+        "KRUISE_KUBE_API_MAX_IN_FLIGHT",
+    ]
+    .iter()
+    .filter_map(|k| std::env::var(k).ok().map(|v| format!("{k}={v}")))
+    .collect();
+    if set.is_empty() {
+        "the manager's defaults".into()
+    } else {
+        set.join(" ")
+    }
+}
+
+/// The cargo profile a binary was built with, read from its directory (`target/release/`,
+/// `target/debug/`, after symbolic links): the table says which was measured.
+pub(crate) fn build_profile(bin: &std::path::Path) -> &'static str {
+    let bin = std::fs::canonicalize(bin).unwrap_or_else(|_| bin.to_path_buf());
+    match bin
+        .parent()
+        .and_then(|d| d.file_name())
+        .and_then(|d| d.to_str())
+    {
+        Some("release") => "release",
+        Some("debug") => "debug",
+        _ => "(profile unknown)",
+    }
+}
+
+/// `a / b`, or n/a when `b` is zero (a reading that failed).
+pub(crate) fn ratio_u64(a: u64, b: u64) -> String {
+    if b == 0 {
+        "n/a".into()
+    } else {
+        format!("{:.2}", a as f64 / b as f64)
+    }
+}
+
+pub(crate) fn table(args: &Args, results: &[(usize, SizeResult)]) -> String {
+    let limit = if args.qps > 0.0 {
+        format!(
+            "client-side limit QPS {} burst {} for kruise-manager and the floor (`--kube-api-qps/--kube-api-burst`, runtime/src/ratelimit.rs)",
+            args.qps, args.burst
+        )
+    } else {
+        "no client-side rate limit for kruise-manager and the floor (kube-rs has none; `--kube-api-qps 0`)"
+            .to_string()
+    };
+    let with_openkruise = args.systems.contains(&System::Openkruise);
+    let names: Vec<&str> = args.systems.iter().map(|s| s.label()).collect();
+    let mut out = String::new();
+    out.push_str(&format!(
+        "\n## Controller at scale: in-place rollout of N Pods on kwok nodes, {} ({} runs each, interleaved, medians)\n\n",
+        names.join(" and "),
+        args.common.runs
+    ));
+    out.push_str(&format!(
+        "Machine: {}; scale cluster (Kubernetes {} control plane, kwok {} with 50 fake nodes, no kube-controller-manager), kruise-manager {} build. \
+{limit}; the floor keeps {} Pods' patches in flight. Manager allocator settings: {}. \
+Steady: {} s after the N Pods are ready; after: {} s after the rollout completed. \
+CloneSet {} (InPlaceIfPossible, maxUnavailable 100%), one image change v1 -> v2.",
+        bench::machine(),
+        std::env::var("K8S_VERSION").unwrap_or_else(|_| "v1.34.4".into()),
+        std::env::var("KWOK_VERSION").unwrap_or_else(|_| "v0.8.0".into()),
+        build_profile(&args.manager),
+        args.concurrency,
+        allocator_settings(),
+        args.settle,
+        args.settle,
+        keys::APPS_V1BETA1,
+    ));
+    if with_openkruise {
+        out.push_str(&format!(
+            " OpenKruise {}: its manager built from its Go module (hack/build-openkruise.sh), its CRDs and webhook configurations from its module's config/, \
+webhook at a host URL (WEBHOOK_HOST), `--rest-config-qps {} --rest-config-burst {}` (its defaults are 30 and 50: set this high, no effective client-side limit). \
+Both managers run without their daemons (kwok's nodes have no container runtime; kwok's stages play the kubelet's in-place restart). \
+The systems take turns (they share CRD and webhook names; `hack/scale-cluster.sh use` swaps them whole), ordered {} for each size, a fresh manager process per turn; \
+the floor runs in {}'s turns.",
+            openkruise_version(),
+            args.openkruise_qps,
+            args.openkruise_burst,
+            (0..args.common.runs)
+                .map(|r| {
+                    turn_order(&args.systems, r)
+                        .iter()
+                        .map(|s| s.label())
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                })
+                .collect::<Vec<_>>()
+                .join(", "),
+            args.systems[0].label()
+        ));
+    }
+    out.push_str("\n\n");
+    out.push_str("| N | system | all patches issued s | floor s | ratio to floor | rollout complete s | RSS steady / peak / after MiB | heap steady / peak / after MiB | CPU s (rollout) |\n|---|---|---|---|---|---|---|---|---|\n");
+    for (n, r) in results {
+        let f = median(&r.floor);
+        for (system, s) in &r.systems {
+            let p = median(&s.patched);
+            out.push_str(&format!(
+                "| {n} | {} | {} | {} | {:.2} | {} | {} / {} / {} | {} / {} / {} | {} |\n",
+                system.label(),
+                secs(p),
+                secs(f),
+                ratio(p, f),
+                secs(median(&s.complete)),
+                mib(s.rss_steady_kib),
+                mib(s.rss_peak_kib),
+                mib(s.rss_after_kib),
+                heap_mib(s.heap_steady),
+                heap_mib(s.heap_peak),
+                heap_mib(s.heap_after),
+                secs(median(&s.cpu)),
+            ));
+        }
+        let find = |want: System| r.systems.iter().find(|(s, _)| *s == want).map(|(_, s)| s);
+        if let (Some(k), Some(o)) = (find(System::KruiseRs), find(System::Openkruise)) {
+            out.push_str(&format!(
+                "| {n} | Kruise-rs / OpenKruise | {:.2} | | | {:.2} | {} (steady) | | {:.2} |\n",
+                ratio(median(&k.patched), median(&o.patched)),
+                ratio(median(&k.complete), median(&o.complete)),
+                ratio_u64(k.rss_steady_kib, o.rss_steady_kib),
+                ratio(median(&k.cpu), median(&o.cpu)),
+            ));
+        }
+    }
+    // Where "rollout complete" goes: the writes it took, at the rate the floor wrote.
+    for (n, r) in results {
+        let floor = median(&r.floor).as_secs_f64();
+        if floor <= 0.0 {
+            continue;
+        }
+        let rate = 2.0 * *n as f64 / floor;
+        for (system, s) in &r.systems {
+            let mut w = s.pod_writes.clone();
+            w.sort_unstable();
+            let writes = w.get(w.len() / 2).copied().unwrap_or(0);
+            out.push_str(&format!(
+                "\nN={n}, {}: a watch saw {writes} Pod writes from the image change to rollout complete ({:.1} per Pod, the manager's and kwok's); at the floor's rate ({rate:.0} writes/s) they take {:.1} s.",
+                system.label(),
+                writes as f64 / *n as f64,
+                writes as f64 / rate
+            ));
+        }
+    }
+    out.push_str("\n\nRuns (s): ");
+    let runs: Vec<String> = results
+        .iter()
+        .map(|(n, r)| {
+            let per: Vec<String> = r
+                .systems
+                .iter()
+                .map(|(system, s)| {
+                    format!(
+                        "{} {}, complete {}",
+                        system.label(),
+                        secs_list(&s.patched),
+                        secs_list(&s.complete)
+                    )
+                })
+                .collect();
+            format!("N={n}: {}; floor {}", per.join("; "), secs_list(&r.floor))
+        })
+        .collect();
+    out.push_str(&runs.join(". "));
+    out.push_str(".\nHeap: Kruise-rs, bytes the manager's counting allocator (controller/src/heap.rs) saw allocated and not freed; RSS minus heap is the allocator's cache and fragmentation, code and stacks.");
+    if with_openkruise {
+        out.push_str(" OpenKruise, go_memstats_heap_inuse_bytes on its /metrics (the Go runtime's heap spans in use); Go exports no peak.");
+    }
+    out.push_str(
+        "\nTargets: ratio ≤ 1.2; manager RSS ≤ 64 MiB at 1,000 Pods, ≤ 200 MiB at 5,000.\n",
+    );
+    let sizes: Vec<String> = results.iter().map(|(n, _)| n.to_string()).collect();
+    let systems: Vec<&str> = args.systems.iter().map(|s| s.arg()).collect();
+    out.push_str(&format!(
+        "Run with `kruise-scale-bench --systems {} --sizes {} --runs {}`.\n",
+        systems.join(","),
+        sizes.join(","),
+        args.common.runs
+    ));
+    out
+}
