@@ -521,7 +521,7 @@ mod tests {
                 "{path} not routed"
             );
             let body = br#"{"request": {"uid": "u"}}"#;
-            let pods = crate::crr_admit::ApiPods {
+            let pods = crate::cluster::ApiCluster {
                 client: None,
                 timeout: std::time::Duration::from_secs(1),
                 template_dry_run: true,

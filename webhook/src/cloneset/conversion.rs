@@ -4,11 +4,11 @@
 //! `disablePVCReuse` ⇄ `enablePVCReuse`, the `excludePreparingDelete` label, the image
 //! pre-download annotations). Upstream's mapping loses information (e.g. an OnDelete v1beta1
 //! object's `podUpdatePolicy`, v1beta1's `excludePreparingDelete`). To make every round trip
-//! exact the generic engine in [`crate::conversion`] keeps what would be lost in an annotation.
+//! exact the generic engine in [`crate::conversion::scheme`] keeps what would be lost in an annotation.
 
 use serde_json::{Map, Value, json};
 
-use crate::conversion::{Owned, Scheme, set_annotation, set_label};
+use crate::conversion::scheme::{Owned, Scheme, set_annotation, set_label};
 use kruise_api::keys;
 
 const PREDOWNLOAD: [(&str, &str); 3] = [

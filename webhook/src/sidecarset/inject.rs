@@ -23,9 +23,6 @@ pub struct InjectContext {
     /// SidecarSet name → the ControllerRevision its entry in `sidecar_sets` was restored from
     /// (`injectionStrategy.revision`), recorded in the Pod's hash entry.
     pub revisions: BTreeMap<String, String>,
-    /// `KruisePodReadinessGate`: every Pod gets the `KruisePodReady` readiness gate, not only
-    /// Pods of Kruise workloads.
-    pub readiness_gate_for_all: bool,
 }
 
 /// Why a Pod could not be injected.

@@ -5,6 +5,7 @@
 //! The Pod and SidecarSet handlers read the cluster (every SidecarSet, the Pod's namespace)
 //! through [`SidecarSetLookup`]; everything they decide is pure and tested without one.
 
+pub mod cache;
 pub mod conversion;
 pub mod inject;
 pub mod revision;
@@ -13,16 +14,11 @@ pub mod validate;
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::ControllerRevision;
-use k8s_openapi::api::core::v1::Namespace;
 use kruise_api::apps::v1beta1::{SidecarSet, SidecarSetInjectRevision};
-use kruise_api::features::{FeatureGates, Gate};
-use kruise_api::{keys, sidecarset as wire};
 use kube::core::admission::Operation;
 use serde_json::Value;
 
-use crate::crr_admit::ApiPods;
 use crate::review::{Outcome, Request, diff};
-pub use inject::InjectContext;
 
 /// Where the handlers read SidecarSets and namespaces. The defaults describe a cluster
 /// without SidecarSets (test doubles of the other lookups use them).
@@ -50,166 +46,6 @@ pub trait SidecarSetLookup: Sync {
     ) -> impl Future<Output = Result<BTreeMap<String, String>, String>> + Send {
         std::future::ready(Ok(BTreeMap::new()))
     }
-}
-
-impl SidecarSetLookup for ApiPods {
-    fn sidecar_set_changing(&self) {
-        if let Some(c) = &self.sidecar_sets {
-            c.changing();
-        }
-    }
-
-    async fn sidecar_sets(&self) -> Result<Vec<SidecarSet>, String> {
-        if let Some(sets) = self.sidecar_sets.as_ref().and_then(|c| c.snapshot()) {
-            return Ok(sets);
-        }
-        let Some(client) = &self.client else {
-            return Ok(Vec::new());
-        };
-        let api: kube::Api<SidecarSet> = kube::Api::all(client.clone());
-        match tokio::time::timeout(self.timeout, api.list(&Default::default())).await {
-            Ok(Ok(list)) => Ok(list.items),
-            // The CRD may not be installed (yet): nothing to inject.
-            Ok(Err(kube::Error::Api(e))) if e.code == 404 => Ok(Vec::new()),
-            Ok(Err(e)) => Err(format!("cannot list SidecarSets: {e}")),
-            Err(_) => Err(format!(
-                "cannot list SidecarSets: no answer from the API server within {:?}",
-                self.timeout
-            )),
-        }
-    }
-
-    async fn injection_revision(
-        &self,
-        set: &SidecarSet,
-        rev: &SidecarSetInjectRevision,
-    ) -> Result<Option<ControllerRevision>, String> {
-        let Some(client) = &self.client else {
-            return Ok(None);
-        };
-        let ns = revision::revisions_namespace();
-        let api: kube::Api<ControllerRevision> = kube::Api::namespaced(client.clone(), &ns);
-        let name = set.metadata.name.clone().unwrap_or_default();
-        let fail = |e: String| format!("cannot read the revision SidecarSet {name} injects: {e}");
-        if let Some(r) = &rev.revision_name {
-            return match tokio::time::timeout(self.timeout, api.get_opt(r)).await {
-                Ok(res) => res.map_err(|e| fail(e.to_string())),
-                Err(_) => Err(fail(format!("no answer within {:?}", self.timeout))),
-            };
-        }
-        let Some(v) = &rev.custom_version else {
-            return Ok(None);
-        };
-        let lp = kube::api::ListParams::default().labels(&format!(
-            "{}={name},{}={v}",
-            keys::SIDECARSET_NAME_LABEL,
-            keys::SIDECARSET_CUSTOM_VERSION_LABEL
-        ));
-        match tokio::time::timeout(self.timeout, api.list(&lp)).await {
-            Ok(Ok(list)) => Ok(list.items.into_iter().max_by(|a, b| {
-                a.revision
-                    .cmp(&b.revision)
-                    .then_with(|| a.metadata.name.cmp(&b.metadata.name))
-            })),
-            Ok(Err(e)) => Err(fail(e.to_string())),
-            Err(_) => Err(fail(format!("no answer within {:?}", self.timeout))),
-        }
-    }
-
-    async fn namespace_labels(&self, namespace: &str) -> Result<BTreeMap<String, String>, String> {
-        let Some(client) = &self.client else {
-            return Ok(BTreeMap::new());
-        };
-        let api: kube::Api<Namespace> = kube::Api::all(client.clone());
-        match tokio::time::timeout(self.timeout, api.get_opt(namespace)).await {
-            Ok(Ok(ns)) => Ok(ns.and_then(|n| n.metadata.labels).unwrap_or_default()),
-            Ok(Err(e)) => Err(format!("cannot read namespace {namespace}: {e}")),
-            Err(_) => Err(format!(
-                "cannot read namespace {namespace}: no answer within {:?}",
-                self.timeout
-            )),
-        }
-    }
-}
-
-/// `/mutate-pod` with injection: reads the SidecarSets (and the namespace when one of them
-/// selects namespaces), then runs the Pod handler.
-pub async fn mutate_pod<C: SidecarSetLookup>(
-    req: Request,
-    cluster: &C,
-    gates: &FeatureGates,
-) -> Outcome {
-    if req.operation != Operation::Create || req.resource != "pods" || req.sub_resource.is_some() {
-        return Outcome::Allow;
-    }
-    let sidecar_sets = match cluster.sidecar_sets().await {
-        Ok(s) => s,
-        Err(e) => return Outcome::forbidden(e),
-    };
-    let mut ctx = InjectContext {
-        sidecar_sets,
-        readiness_gate_for_all: gates.enabled(Gate::KruisePodReadinessGate),
-        ..Default::default()
-    };
-    let pod_labels: BTreeMap<String, String> = req
-        .object
-        .as_ref()
-        .and_then(|o| o.pointer("/metadata/labels"))
-        .and_then(|l| serde_json::from_value(l.clone()).ok())
-        .unwrap_or_default();
-    // `injectionStrategy.revision`: new Pods get the stored revision's sidecars, all of them
-    // or (policy Partial) those the update strategy leaves out.
-    for set in &mut ctx.sidecar_sets {
-        let Some(rev) = set.spec.injection_strategy.revision.clone() else {
-            continue;
-        };
-        match revision::injects_pinned(set, &pod_labels, rand::random::<f64>()) {
-            Ok(true) => {}
-            Ok(false) => continue,
-            Err(e) => {
-                return Outcome::invalid(format!(
-                    "SidecarSet {}: {e}",
-                    set.metadata.name.as_deref().unwrap_or_default()
-                ));
-            }
-        }
-        let found = match cluster.injection_revision(set, &rev).await {
-            Ok(f) => f,
-            Err(e) => return Outcome::forbidden(e),
-        };
-        let Some(found) = found else {
-            continue;
-        };
-        let data = found.data.as_ref().map(|d| d.0.clone()).unwrap_or_default();
-        let ann = found.metadata.annotations.clone().unwrap_or_default();
-        match wire::restore_revision(set, &data, &ann) {
-            Ok(restored) => {
-                let name = set.metadata.name.clone().unwrap_or_default();
-                ctx.revisions
-                    .insert(name, found.metadata.name.clone().unwrap_or_default());
-                *set = restored;
-            }
-            Err(e) => {
-                return Outcome::forbidden(format!(
-                    "revision {} of SidecarSet {}: {e}",
-                    found.metadata.name.as_deref().unwrap_or_default(),
-                    set.metadata.name.as_deref().unwrap_or_default()
-                ));
-            }
-        }
-    }
-    if ctx
-        .sidecar_sets
-        .iter()
-        .any(|s| s.spec.namespace_selector.is_some())
-        && let Some(ns) = req.namespace.as_deref()
-    {
-        match cluster.namespace_labels(ns).await {
-            Ok(l) => ctx.namespace_labels = l,
-            Err(e) => return Outcome::forbidden(e),
-        }
-    }
-    crate::pod::mutate_with(&req, &ctx)
 }
 
 /// SidecarSet defaulting: records the SidecarSet's hashes in its annotations.
@@ -404,10 +240,10 @@ mod tests {
         let pod = json!({"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": "p", "namespace": "team", "labels": labels},
             "spec": {"containers": [{"name": "app", "image": "a:1"}]}});
-        let out = mutate_pod(
+        let out = crate::pod::mutate_pod(
             request("pods", Some("team"), pod.clone()),
             &Cluster(vec![decoded]),
-            &FeatureGates::default(),
+            &kruise_api::features::FeatureGates::default(),
         )
         .await;
         let Outcome::Patch(patch) = out else {
