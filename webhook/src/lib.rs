@@ -62,12 +62,18 @@ pub mod conversion;
 pub mod crr;
 pub mod daemonset;
 pub mod field;
-pub mod imagepull;
+pub mod image_reference;
+pub mod imagelistpulljob;
+pub mod imagepulljob;
+pub mod json;
+pub mod nodeimage;
 pub mod pod;
+pub mod pull_template;
 pub mod review;
 mod server;
 pub mod sidecarset;
 pub mod statefulset;
+pub mod workload;
 
 /// The manager's CRR controller still names the pure admission by its old path; it moves to
 /// [`crr::admit`] when the controller is updated (issue 28), and this alias goes then.
@@ -176,12 +182,12 @@ pub fn admission_handler(path: &str) -> Option<fn(&review::Request) -> review::O
         | paths::MUTATE_CLONESET_V1BETA1 => Some(cloneset::defaults::mutate),
         paths::MUTATE_DAEMONSET => Some(daemonset::defaults::mutate),
         paths::VALIDATE_DAEMONSET => Some(daemonset::validation::validate),
-        paths::MUTATE_IMAGEPULLJOB => Some(imagepull::mutate_imagepulljob),
-        paths::VALIDATE_IMAGEPULLJOB => Some(imagepull::validate_imagepulljob),
-        paths::MUTATE_NODEIMAGE => Some(imagepull::mutate_nodeimage),
-        paths::VALIDATE_NODEIMAGE => Some(imagepull::validate_nodeimage),
-        paths::MUTATE_IMAGELISTPULLJOB => Some(imagepull::mutate_imagelistpulljob),
-        paths::VALIDATE_IMAGELISTPULLJOB => Some(imagepull::validate_imagelistpulljob),
+        paths::MUTATE_IMAGEPULLJOB => Some(imagepulljob::defaults::mutate),
+        paths::VALIDATE_IMAGEPULLJOB => Some(imagepulljob::validation::validate),
+        paths::MUTATE_NODEIMAGE => Some(nodeimage::defaults::mutate),
+        paths::VALIDATE_NODEIMAGE => Some(nodeimage::validation::validate),
+        paths::MUTATE_IMAGELISTPULLJOB => Some(imagelistpulljob::defaults::mutate),
+        paths::VALIDATE_IMAGELISTPULLJOB => Some(imagelistpulljob::validation::validate),
         paths::VALIDATE_CRR => Some(crr::validation::validate),
         paths::MUTATE_SIDECARSET => Some(sidecarset::mutate),
         paths::VALIDATE_STATEFULSET => Some(statefulset::validation::validate),

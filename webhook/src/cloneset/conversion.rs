@@ -69,7 +69,7 @@ pub fn convert(obj: &Value, desired: &str) -> Result<Value, String> {
 }
 
 fn string_at<'a>(obj: &'a Value, path: &[&str]) -> Option<&'a str> {
-    super::get(obj, path).and_then(Value::as_str)
+    crate::json::get(obj, path).and_then(Value::as_str)
 }
 
 /// Plain v1alpha1 → v1beta1 mapping.

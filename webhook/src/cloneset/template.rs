@@ -30,10 +30,10 @@ use kube::core::Status;
 use kube::core::admission::Operation;
 use serde_json::{Map, Value, json};
 
-use super::get;
-use super::validation::{field_errors, verdict};
+use super::validation::field_errors;
 use crate::field::FieldError;
-use crate::review::{Outcome, Request};
+use crate::json::get;
+use crate::review::{Outcome, Request, verdict};
 
 /// `generateName` of every dry-run Pod: valid whatever the CloneSet is called, and telling
 /// to anyone reading an audit log or a Pod webhook's log what the request was.

@@ -6,12 +6,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use kube::core::admission::Operation;
 use serde_json::{Value, json};
 
-use super::{IntOrPercent, get};
-use crate::field::{FieldError, aggregate};
-use crate::review::{Outcome, Request};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
+use crate::field::FieldError;
+use crate::field::dns_subdomain_problem;
+use crate::json::{IntOrPercent, get};
+use crate::review::{Outcome, Request, verdict};
+use crate::workload::selector::LabelSelector;
+use crate::workload::validation::{deletion_protection, in_place_only_problem};
 use kruise_api::keys;
-use kruise_api::selector::{self, Violation};
 
 /// Admission entry point for the rules that need nothing but the request. The served handler,
 /// [`super::template::validate`], adds the dry-run of the Pod template on top of these.
@@ -19,15 +20,6 @@ pub fn validate(req: &Request) -> Outcome {
     match field_errors(req) {
         Ok(errors) => verdict(&errors),
         Err(outcome) => outcome,
-    }
-}
-
-/// 422 naming every error, or admit when there is none.
-pub fn verdict(errors: &[FieldError]) -> Outcome {
-    if errors.is_empty() {
-        Outcome::Allow
-    } else {
-        Outcome::invalid(aggregate(errors))
     }
 }
 
@@ -68,27 +60,6 @@ pub fn field_errors(req: &Request) -> Result<Vec<FieldError>, Outcome> {
     }
 }
 
-/// Upstream's `ValidateWorkloadDeletion` for the `policy.kruise.io/delete-protection` label.
-pub fn deletion_protection(old: &Value) -> Option<String> {
-    if get(old, &["metadata", "deletionTimestamp"]).is_some_and(|v| !v.is_null()) {
-        return None;
-    }
-    let label = get(old, &["metadata", "labels", keys::DELETE_PROTECTION_LABEL])?.as_str()?;
-    let replicas = get(old, &["spec", "replicas"]).and_then(Value::as_i64);
-    match label {
-        keys::DELETE_PROTECTION_ALWAYS => Some(format!(
-            "forbidden by ResourcesProtectionDeletion for {}={label}",
-            keys::DELETE_PROTECTION_LABEL
-        )),
-        keys::DELETE_PROTECTION_CASCADING if replicas.is_some_and(|r| r > 0) => Some(format!(
-            "forbidden by ResourcesProtectionDeletion for {}={label} and replicas {}>0",
-            keys::DELETE_PROTECTION_LABEL,
-            replicas.unwrap_or_default()
-        )),
-        _ => None,
-    }
-}
-
 /// All errors for a CloneSet (`old` set on UPDATE).
 pub fn validate_cloneset(obj: &Value, old: Option<&Value>, version: &str) -> Vec<FieldError> {
     let mut errs = Vec::new();
@@ -119,23 +90,6 @@ fn validate_name(obj: &Value, errs: &mut Vec<FieldError>) {
     }
     if let Some(rule) = dns_subdomain_problem(name) {
         errs.push(FieldError::invalid("metadata.name", &json!(name), rule));
-    }
-}
-
-/// Kubernetes' DNS-1123 subdomain rule for object names.
-pub fn dns_subdomain_problem(name: &str) -> Option<&'static str> {
-    let ok_chars = name
-        .bytes()
-        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.');
-    let ends_ok = |b: Option<&u8>| b.is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit());
-    if name.len() > 253 {
-        Some("must be no more than 253 characters")
-    } else if !ok_chars || !ends_ok(name.as_bytes().first()) || !ends_ok(name.as_bytes().last()) {
-        Some(
-            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character",
-        )
-    } else {
-        None
     }
 }
 
@@ -670,144 +624,5 @@ fn validate_update(obj: &Value, old: &Value, version: &str, errs: &mut Vec<Field
         if let Some(problem) = in_place_only_problem(old_spec, new_spec) {
             errs.push(FieldError::forbidden("spec", problem));
         }
-    }
-}
-
-/// Under InPlaceOnly the template spec may only change container images.
-pub fn in_place_only_problem(old_spec: &Value, new_spec: &Value) -> Option<String> {
-    let patch = json_patch::diff(old_spec, new_spec);
-    patch.0.iter().find_map(|op| {
-        let (name, path) = match op {
-            json_patch::PatchOperation::Replace(r) => ("replace", r.path.to_string()),
-            json_patch::PatchOperation::Add(a) => ("add", a.path.to_string()),
-            json_patch::PatchOperation::Remove(r) => ("remove", r.path.to_string()),
-            json_patch::PatchOperation::Move(m) => ("move", m.path.to_string()),
-            json_patch::PatchOperation::Copy(c) => ("copy", c.path.to_string()),
-            json_patch::PatchOperation::Test(t) => ("test", t.path.to_string()),
-        };
-        let image_replace = name == "replace" && is_container_image_path(&path);
-        (!image_replace).then(|| {
-            format!(
-                "only allowed to update images in spec for InPlaceOnly, but found {name} {path}"
-            )
-        })
-    })
-}
-
-fn is_container_image_path(path: &str) -> bool {
-    let mut parts = path.trim_start_matches('/').split('/');
-    parts.next() == Some("containers")
-        && parts
-            .next()
-            .is_some_and(|i| !i.is_empty() && i.bytes().all(|b| b.is_ascii_digit()))
-        && parts.next() == Some("image")
-        && parts.next().is_none()
-}
-
-/// A parsed `metav1.LabelSelector`: the JSON shape is checked here, the selector rules and the
-/// matching are `kruise_api::selector`'s.
-#[derive(Debug, Default)]
-pub struct LabelSelector(meta::LabelSelector);
-
-impl LabelSelector {
-    /// Parses and checks operators/values the way `ValidateLabelSelector` does.
-    pub fn parse(v: &Value, path: &str) -> Result<Self, Vec<FieldError>> {
-        let mut errs = Vec::new();
-        let mut sel = meta::LabelSelector::default();
-        if !v.is_object() {
-            return Err(vec![FieldError::invalid(
-                path,
-                v,
-                "must be a label selector object",
-            )]);
-        }
-        if let Some(ml) = v.get("matchLabels").filter(|m| !m.is_null()) {
-            match ml.as_object() {
-                Some(m) => {
-                    let labels = sel.match_labels.get_or_insert_with(BTreeMap::new);
-                    for (k, val) in m {
-                        match val.as_str() {
-                            Some(s) => {
-                                labels.insert(k.clone(), s.to_owned());
-                            }
-                            None => errs.push(FieldError::invalid(
-                                format!("{path}.matchLabels"),
-                                val,
-                                "label values must be strings",
-                            )),
-                        }
-                    }
-                }
-                None => errs.push(FieldError::invalid(
-                    format!("{path}.matchLabels"),
-                    ml,
-                    "must be a map of strings",
-                )),
-            }
-        }
-        if let Some(me) = v.get("matchExpressions").filter(|m| !m.is_null()) {
-            let Some(list) = me.as_array() else {
-                errs.push(FieldError::invalid(
-                    format!("{path}.matchExpressions"),
-                    me,
-                    "must be a list",
-                ));
-                return Err(errs);
-            };
-            let exprs = sel.match_expressions.get_or_insert_with(Vec::new);
-            for (i, e) in list.iter().enumerate() {
-                let epath = format!("{path}.matchExpressions[{i}]");
-                let key = e.get("key").and_then(Value::as_str).unwrap_or_default();
-                let op = e.get("operator").unwrap_or(&Value::Null);
-                let values: Vec<String> = e
-                    .get("values")
-                    .and_then(Value::as_array)
-                    .map(|a| {
-                        a.iter()
-                            .filter_map(|x| x.as_str().map(str::to_owned))
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                let operator = op.as_str().unwrap_or_default();
-                for v in selector::requirement_violations(key, operator, values.len()) {
-                    errs.push(match v {
-                        Violation::KeyRequired => FieldError::required(format!("{epath}.key"), ""),
-                        Violation::ValuesRequired => FieldError::required(
-                            format!("{epath}.values"),
-                            "must be specified when `operator` is 'In' or 'NotIn'",
-                        ),
-                        Violation::ValuesForbidden => FieldError::forbidden(
-                            format!("{epath}.values"),
-                            "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
-                        ),
-                        Violation::InvalidOperator(_) => FieldError::invalid(
-                            format!("{epath}.operator"),
-                            op,
-                            "not a valid selector operator",
-                        ),
-                    });
-                }
-                exprs.push(meta::LabelSelectorRequirement {
-                    key: key.to_owned(),
-                    operator: operator.to_owned(),
-                    values: Some(values),
-                });
-            }
-        }
-        if errs.is_empty() {
-            Ok(Self(sel))
-        } else {
-            Err(errs)
-        }
-    }
-
-    /// No requirement at all (matches everything).
-    pub fn is_empty(&self) -> bool {
-        selector::is_empty(&self.0)
-    }
-
-    /// Whether `labels` satisfy every requirement.
-    pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
-        selector::matches(&self.0, labels)
     }
 }
