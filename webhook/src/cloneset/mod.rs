@@ -6,6 +6,7 @@
 
 pub mod conversion;
 pub mod defaults;
+pub mod strategy;
 pub mod template;
 pub mod validation;
 
