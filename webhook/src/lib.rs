@@ -189,7 +189,7 @@ pub fn admission_handler(path: &str) -> Option<fn(&review::Request) -> review::O
         paths::MUTATE_IMAGELISTPULLJOB => Some(imagelistpulljob::defaults::mutate),
         paths::VALIDATE_IMAGELISTPULLJOB => Some(imagelistpulljob::validation::validate),
         paths::VALIDATE_CRR => Some(crr::validation::validate),
-        paths::MUTATE_SIDECARSET => Some(sidecarset::mutate),
+        paths::MUTATE_SIDECARSET => Some(sidecarset::defaults::mutate),
         paths::VALIDATE_STATEFULSET => Some(statefulset::validation::validate),
         paths::MUTATE_STATEFULSET
         | paths::MUTATE_STATEFULSET_V1ALPHA1
@@ -230,7 +230,10 @@ where
         }
         paths::VALIDATE_SIDECARSET => {
             return Some(
-                review::admit_async(body, |req| sidecarset::validate_set(req, cluster)).await,
+                review::admit_async(body, |req| {
+                    sidecarset::validation::validate_set(req, cluster)
+                })
+                .await,
             );
         }
         _ => {}

@@ -442,7 +442,7 @@ mod tests {
             "metadata": {"name": name}, "spec": spec}))
         .expect("set");
         let [(k1, v1), (k2, v2)] =
-            super::super::validate::hash_annotations(&s.spec).expect("hashes");
+            super::super::validation::hash_annotations(&s.spec).expect("hashes");
         s.metadata.annotations = Some(BTreeMap::from([(k1, v1), (k2, v2)]));
         s
     }
