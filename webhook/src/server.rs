@@ -185,10 +185,10 @@ fn flatten(
 
 async fn register(client: &kube::Client, cfg: &WebhookConfig, ca: &str) -> Result<(), Error> {
     if cfg.manage_webhook_configurations {
-        configuration::apply_webhook_configurations(client, cfg, ca).await?;
+        configuration::apply::apply_webhook_configurations(client, cfg, ca).await?;
     }
     if cfg.manage_crd_conversion {
-        configuration::patch_crd_conversion(client, cfg, ca).await?;
+        configuration::apply::patch_crd_conversion(client, cfg, ca).await?;
     }
     Ok(())
 }
