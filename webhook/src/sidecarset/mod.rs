@@ -48,3 +48,6 @@ pub trait SidecarSetLookup: Sync {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod inject_tests;
