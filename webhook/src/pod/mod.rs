@@ -75,8 +75,8 @@ pub struct PodContext {
     pub sidecars: InjectContext,
 }
 
-/// `/mutate-pod` as served: reads what the handlers need from `cluster` (the SidecarSets, see
-/// [`sidecarset::read_context`]), then runs them ([`mutate_with`]).
+/// `/mutate-pod` as served: reads what the handlers need from `cluster` (the SidecarSets, the
+/// revisions they pin, the namespace's labels), then runs them ([`mutate_with`]).
 pub async fn mutate_pod<C: SidecarSetLookup>(
     req: Request,
     cluster: &C,

@@ -265,3 +265,47 @@ fn mutating_handlers_run_in_upstreams_order() {
         ]
     );
 }
+
+/// The launch-priority step runs after the SidecarSet step, so an injected sidecar gets its
+/// barrier too (upstream: "sidecarsetMutatingPod must precede
+/// containerLaunchPriorityInitialization").
+#[test]
+fn launch_priority_sees_the_injected_sidecar() {
+    let mut set: kruise_api::apps::v1beta1::SidecarSet = serde_json::from_value(json!({
+        "apiVersion": "apps.kruise.io/v1beta1", "kind": "SidecarSet",
+        "metadata": {"name": "logs"},
+        "spec": {"selector": {"matchLabels": {"app": "web"}},
+            "containers": [{"name": "log", "image": "busybox:1"}]}}))
+    .expect("set");
+    let hashes = crate::sidecarset::validation::hash_annotations(&set.spec).expect("hashes");
+    set.metadata.annotations = Some(hashes.into_iter().collect());
+    let mut obj = pod(
+        None,
+        json!([{"name": "a", "image": "x"}]),
+        json!({"apps.kruise.io/container-launch-priority": "Ordered"}),
+    );
+    obj["metadata"]["labels"] = json!({"app": "web"});
+    let ctx = super::PodContext {
+        sidecars: crate::sidecarset::inject::InjectContext {
+            sidecar_sets: vec![set],
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let body = review_body("CREATE", ("", "v1", "Pod"), "pods", Some(obj.clone()), None);
+    let resp = response(&admit(&body, |req| super::mutate_with(req, &ctx)));
+    assert_eq!(resp["allowed"], true, "{resp}");
+    let bytes = patch_bytes(&resp["patch"]).expect("a patch");
+    let patch: json_patch::Patch = serde_json::from_slice(&bytes).expect("patch");
+    json_patch::patch(&mut obj, &patch).expect("patch applies");
+    let cs = obj["spec"]["containers"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let names: Vec<&str> = cs.iter().filter_map(|c| c["name"].as_str()).collect();
+    assert_eq!(names, ["log", "a"]);
+    assert!(
+        cs.iter().all(|c| barrier(c).is_some()),
+        "every container, the sidecar too, gets a barrier: {cs:?}"
+    );
+}
