@@ -54,26 +54,34 @@
 //! which dry-run creates a Pod from the template) are async and take the cluster as a
 //! parameter ([`handle_admission_async`]).
 
-pub mod certs;
+// The kinds, one folder each: defaults, validation, conversion and whatever cache it needs.
 pub mod cloneset;
+pub mod crr;
+pub mod daemonset;
+pub mod imagelistpulljob;
+pub mod imagepulljob;
+pub mod nodeimage;
+pub mod sidecarset;
+pub mod statefulset;
+
+// The Pod webhook: one handler per file, in upstream's order.
+pub mod pod;
+
+// What the kinds share, below them all.
+pub mod field;
+pub mod image_reference;
+pub mod json;
+pub mod pull_template;
+pub mod review;
+pub mod workload;
+
+// Around the handlers: the cluster they read, the endpoints' registration, conversion,
+// certificates and the server.
+pub mod certs;
 pub mod cluster;
 pub mod configuration;
 pub mod conversion;
-pub mod crr;
-pub mod daemonset;
-pub mod field;
-pub mod image_reference;
-pub mod imagelistpulljob;
-pub mod imagepulljob;
-pub mod json;
-pub mod nodeimage;
-pub mod pod;
-pub mod pull_template;
-pub mod review;
 mod server;
-pub mod sidecarset;
-pub mod statefulset;
-pub mod workload;
 
 /// The manager's CRR controller still names the pure admission by its old path; it moves to
 /// [`crr::admit`] when the controller is updated (issue 28), and this alias goes then.

@@ -13,8 +13,9 @@ use std::time::Duration;
 use crate::sidecarset::cache::SidecarSetCache;
 
 /// The API server as the handlers read it: Pods (ContainerRecreateRequest admission), Pod
-/// dry-runs ([`crate::cloneset::template`]), SidecarSets and namespaces (Pod injection). A call gives up after `timeout`, shorter than the webhook's own, so the API server
-/// relays our reason instead of a bare webhook timeout.
+/// dry-runs ([`crate::cloneset::template`]), SidecarSets and namespaces (Pod injection). A
+/// call gives up after `timeout`, shorter than the webhook's own, so the API server relays our
+/// reason instead of a bare webhook timeout.
 #[derive(Clone)]
 pub struct ApiCluster {
     /// `None` when the server runs without a cluster (tests): every lookup fails.
