@@ -123,3 +123,20 @@ pub fn aggregate(errors: &[FieldError]) -> String {
         }
     }
 }
+
+/// Kubernetes' DNS-1123 subdomain rule for object names.
+pub fn dns_subdomain_problem(name: &str) -> Option<&'static str> {
+    let ok_chars = name
+        .bytes()
+        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.');
+    let ends_ok = |b: Option<&u8>| b.is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit());
+    if name.len() > 253 {
+        Some("must be no more than 253 characters")
+    } else if !ok_chars || !ends_ok(name.as_bytes().first()) || !ends_ok(name.as_bytes().last()) {
+        Some(
+            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character",
+        )
+    } else {
+        None
+    }
+}

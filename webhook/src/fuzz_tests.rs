@@ -7,8 +7,8 @@ use serde_json::{Value, json};
 use kube::core::{Status, response::StatusCause, response::StatusDetails};
 
 use crate::cloneset::template::{DryRun, PodDraft, PodDryRun, Verdict, judge};
-use crate::crr_admit::tests::{StaticPods, pod};
-use crate::{convert, handle_admission_async, paths};
+use crate::crr::tests::{StaticPods, pod};
+use crate::{handle_admission_async, paths};
 
 /// Every path the server routes, the cluster-reading one included.
 const ADMISSION_PATHS: &[&str] = paths::ADMISSION;
@@ -313,7 +313,7 @@ struct Answer(Status);
 
 impl crate::sidecarset::SidecarSetLookup for Answer {}
 
-impl crate::crr_admit::PodLookup for Answer {
+impl crate::crr::mutation::PodLookup for Answer {
     async fn pod(
         &self,
         _namespace: &str,
@@ -387,7 +387,7 @@ proptest! {
         for p in ADMISSION_PATHS {
             assert_admission_review(&serve(p, &bytes)?)?;
         }
-        assert_conversion_review(&convert::handle(&bytes))?;
+        assert_conversion_review(&crate::handle_conversion(&bytes))?;
     }
 
     #[test]
@@ -455,6 +455,6 @@ proptest! {
             "kind": "ConversionReview",
             "request": {"uid": "u", "desiredAPIVersion": desired, "objects": objects}}))
             .map_err(|e| TestCaseError::fail(e.to_string()))?;
-        assert_conversion_review(&convert::handle(&body))?;
+        assert_conversion_review(&crate::handle_conversion(&body))?;
     }
 }

@@ -16,6 +16,8 @@ use kube::core::{
 };
 use serde_json::Value;
 
+use crate::field::{FieldError, aggregate};
+
 /// The parts of an AdmissionRequest our handlers look at. Objects stay raw JSON so that nothing
 /// the API server sent is lost before a patch is computed against it.
 #[derive(Debug, Clone)]
@@ -246,6 +248,37 @@ fn decode_parts(body: &[u8]) -> Result<(Request, AdmissionResponse), (String, St
 /// JSON patch turning `before` into `after`.
 pub fn diff(before: &Value, after: &Value) -> json_patch::Patch {
     json_patch::diff(before, after)
+}
+
+/// The object of a CREATE or UPDATE (`None` for other operations, which the defaulting and
+/// validating handlers of most kinds admit); a 400 when it is missing or not an object.
+pub fn creating_or_updating(req: &Request) -> Result<Option<&Value>, Outcome> {
+    if !matches!(req.operation, Operation::Create | Operation::Update) {
+        return Ok(None);
+    }
+    match &req.object {
+        Some(o) if o.is_object() => Ok(Some(o)),
+        Some(_) => Err(Outcome::bad_request("object must be a JSON object")),
+        None => Err(Outcome::bad_request("request carries no object")),
+    }
+}
+
+/// The patch from `before` to `after`, or admit unchanged.
+pub fn patch_or_allow(before: &Value, after: &Value) -> Outcome {
+    if before == after {
+        Outcome::Allow
+    } else {
+        Outcome::Patch(diff(before, after))
+    }
+}
+
+/// 422 naming every error, or admit when there is none.
+pub fn verdict(errors: &[FieldError]) -> Outcome {
+    if errors.is_empty() {
+        Outcome::Allow
+    } else {
+        Outcome::invalid(aggregate(errors))
+    }
 }
 
 #[cfg(test)]

@@ -22,8 +22,8 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 
 use crate::certs::{self, CertBundle};
-use crate::crr_admit::ApiPods;
-use crate::{Error, WebhookConfig, configuration, convert, handle_admission_async, paths};
+use crate::cluster::ApiCluster;
+use crate::{Error, WebhookConfig, configuration, handle_admission_async, paths};
 
 /// State shared between [`run`] and [`wait_ready`] through clones of the config.
 #[derive(Debug, Default)]
@@ -73,13 +73,13 @@ fn json_response(body: Vec<u8>) -> impl IntoResponse {
 
 /// Every route. `pods` is where ContainerRecreateRequest admission reads Pods; the other
 /// handlers are synchronous and cheap, so they run inline.
-pub(crate) fn router(pods: ApiPods, gates: FeatureGates) -> Router {
+pub(crate) fn router(pods: ApiCluster, gates: FeatureGates) -> Router {
     let pods = Arc::new(pods);
     let mut r = Router::new()
         .route(paths::HEALTHZ, get(|| async { "ok" }))
         .route(
             paths::CONVERT,
-            post(|body: Bytes| async move { json_response(convert::handle(&body)) }),
+            post(|body: Bytes| async move { json_response(crate::handle_conversion(&body)) }),
         );
     for &path in paths::ADMISSION {
         let pods = pods.clone();
@@ -123,7 +123,7 @@ pub async fn run(
     register(&client, &cfg, &bundle.ca_cert).await?;
 
     let (sidecar_sets, _sidecar_watch) =
-        crate::sidecarset_cache::SidecarSetCache::start(client.clone());
+        crate::sidecarset::cache::SidecarSetCache::start(client.clone());
     let handle = axum_server::Handle::new();
     let server = axum_server::from_tcp_rustls(listener, tls.clone())
         .map_err(|source| Error::Serve { addr, source })?
@@ -134,7 +134,7 @@ pub async fn run(
         .handle(handle.clone())
         .serve(
             router(
-                ApiPods {
+                ApiCluster {
                     client: Some(client.clone()),
                     timeout: pod_lookup_timeout(&cfg),
                     template_dry_run: cfg.template_dry_run,
@@ -185,10 +185,10 @@ fn flatten(
 
 async fn register(client: &kube::Client, cfg: &WebhookConfig, ca: &str) -> Result<(), Error> {
     if cfg.manage_webhook_configurations {
-        configuration::apply_webhook_configurations(client, cfg, ca).await?;
+        configuration::apply::apply_webhook_configurations(client, cfg, ca).await?;
     }
     if cfg.manage_crd_conversion {
-        configuration::patch_crd_conversion(client, cfg, ca).await?;
+        configuration::apply::patch_crd_conversion(client, cfg, ca).await?;
     }
     Ok(())
 }
@@ -360,7 +360,7 @@ mod tests {
             .handle(handle.clone())
             .serve(
                 router(
-                    ApiPods {
+                    ApiCluster {
                         client: None,
                         timeout: Duration::from_secs(1),
                         template_dry_run: true,

@@ -4,11 +4,11 @@
 //! `disablePVCReuse` ⇄ `enablePVCReuse`, the `excludePreparingDelete` label, the image
 //! pre-download annotations). Upstream's mapping loses information (e.g. an OnDelete v1beta1
 //! object's `podUpdatePolicy`, v1beta1's `excludePreparingDelete`). To make every round trip
-//! exact the generic engine in [`crate::conversion`] keeps what would be lost in an annotation.
+//! exact the generic engine in [`crate::conversion::scheme`] keeps what would be lost in an annotation.
 
 use serde_json::{Map, Value, json};
 
-use crate::conversion::{Owned, Scheme, set_annotation, set_label};
+use crate::conversion::scheme::{Owned, Scheme, set_annotation, set_label};
 use kruise_api::keys;
 
 const PREDOWNLOAD: [(&str, &str); 3] = [
@@ -69,7 +69,7 @@ pub fn convert(obj: &Value, desired: &str) -> Result<Value, String> {
 }
 
 fn string_at<'a>(obj: &'a Value, path: &[&str]) -> Option<&'a str> {
-    super::get(obj, path).and_then(Value::as_str)
+    crate::json::get(obj, path).and_then(Value::as_str)
 }
 
 /// Plain v1alpha1 → v1beta1 mapping.

@@ -30,11 +30,10 @@ use kube::core::Status;
 use kube::core::admission::Operation;
 use serde_json::{Map, Value, json};
 
-use super::get;
-use super::validation::{field_errors, verdict};
-use crate::crr_admit::ApiPods;
+use super::validation::field_errors;
 use crate::field::FieldError;
-use crate::review::{Outcome, Request};
+use crate::json::get;
+use crate::review::{Outcome, Request, verdict};
 
 /// `generateName` of every dry-run Pod: valid whatever the CloneSet is called, and telling
 /// to anyone reading an audit log or a Pod webhook's log what the request was.
@@ -57,39 +56,6 @@ pub enum DryRun {
 pub trait PodDryRun: Sync {
     /// `POST /api/v1/namespaces/{namespace}/pods?dryRun=All` with `pod`.
     fn dry_run_create(&self, namespace: &str, pod: &Value) -> impl Future<Output = DryRun> + Send;
-}
-
-impl PodDryRun for ApiPods {
-    async fn dry_run_create(&self, namespace: &str, pod: &Value) -> DryRun {
-        if !self.template_dry_run {
-            return DryRun::Disabled;
-        }
-        let Some(client) = &self.client else {
-            return DryRun::Unavailable("the webhook has no Kubernetes client".to_owned());
-        };
-        let pp = kube::api::PostParams {
-            dry_run: true,
-            field_manager: None,
-        };
-        let request = serde_json::to_vec(pod)
-            .map_err(|e| e.to_string())
-            .and_then(|body| {
-                kube::core::Request::new(format!("/api/v1/namespaces/{namespace}/pods"))
-                    .create(&pp, body)
-                    .map_err(|e| e.to_string())
-            });
-        let request = match request {
-            Ok(r) => r,
-            Err(e) => return DryRun::Unavailable(format!("building the request: {e}")),
-        };
-        // The answer is the whole defaulted Pod; only success or the Status matters.
-        match tokio::time::timeout(self.timeout, client.request_text(request)).await {
-            Ok(Ok(_)) => DryRun::Accepted,
-            Ok(Err(kube::Error::Api(status))) => DryRun::Refused(status),
-            Ok(Err(e)) => DryRun::Unavailable(e.to_string()),
-            Err(_) => DryRun::Unavailable(format!("no answer within {:?}", self.timeout)),
-        }
-    }
 }
 
 /// The dry-run Pod of a CloneSet and how its volumes map back to the CloneSet.

@@ -460,7 +460,7 @@ fn deletes_are_not_dry_run() {
 #[test]
 fn the_served_path_dry_runs_and_the_client_less_server_says_why() {
     // Through the router's entry point, with the real client type but no client.
-    let pods = crate::crr_admit::ApiPods {
+    let pods = crate::cluster::ApiCluster {
         client: None,
         timeout: std::time::Duration::from_secs(1),
         template_dry_run: true,
@@ -493,7 +493,7 @@ fn the_served_path_dry_runs_and_the_client_less_server_says_why() {
         assert!(message(&r).contains("no Kubernetes client"), "{r}");
     }
     // Switched off: only the local rules.
-    let off = crate::crr_admit::ApiPods {
+    let off = crate::cluster::ApiCluster {
         template_dry_run: false,
         sidecar_sets: None,
         ..pods

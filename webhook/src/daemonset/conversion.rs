@@ -6,7 +6,7 @@
 
 use serde_json::{Value, json};
 
-use crate::conversion::{Owned, Scheme};
+use crate::conversion::scheme::{Owned, Scheme};
 use kruise_api::keys;
 
 const OWNED: &[Owned] = &[

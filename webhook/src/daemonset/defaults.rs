@@ -5,9 +5,9 @@
 use kube::core::admission::Operation;
 use serde_json::{Value, json};
 
-use crate::cloneset::defaults::default_pod_spec;
-use crate::cloneset::{default_field, default_string, get, obj_mut};
+use crate::json::{default_field, default_string, get, obj_mut};
 use crate::review::{Outcome, Request, diff};
+use crate::workload::defaults::default_pod_spec;
 use kruise_api::keys::{self, DEFAULT_REVISION_HISTORY_LIMIT};
 
 /// Pods created or deleted in one sync when `burstReplicas` is unset (upstream's default).

@@ -10,10 +10,12 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-use crate::cloneset::validation::{LabelSelector, deletion_protection, dns_subdomain_problem};
-use crate::cloneset::{IntOrPercent, get};
+use crate::field::dns_subdomain_problem;
 use crate::field::{FieldError, aggregate};
+use crate::json::{IntOrPercent, get};
 use crate::review::{Outcome, Request};
+use crate::workload::selector::LabelSelector;
+use crate::workload::validation::deletion_protection;
 use kruise_api::apps::v1beta1::{DaemonSetUpdateStrategyType, RollingUpdateType};
 use kruise_api::keys;
 

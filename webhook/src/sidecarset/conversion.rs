@@ -5,7 +5,7 @@
 
 use serde_json::{Value, json};
 
-use crate::conversion::{Owned, Scheme, get_at, set_label};
+use crate::conversion::scheme::{Owned, Scheme, get_at, set_label};
 use kruise_api::keys::{self, SIDECARSET_CUSTOM_VERSION_LABEL};
 use kruise_api::sidecarset::namespace_as_selector;
 

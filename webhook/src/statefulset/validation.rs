@@ -5,12 +5,13 @@ use std::collections::BTreeMap;
 use kube::core::admission::Operation;
 use serde_json::{Value, json};
 
-use crate::cloneset::validation::{
-    LabelSelector, dns_subdomain_problem, in_place_only_problem, verdict,
-};
-use crate::cloneset::{IntOrPercent, get};
 use crate::field::FieldError;
+use crate::field::dns_subdomain_problem;
+use crate::json::{IntOrPercent, get};
+use crate::review::verdict;
 use crate::review::{Outcome, Request};
+use crate::workload::selector::LabelSelector;
+use crate::workload::validation::in_place_only_problem;
 use kruise_api::apps::v1beta1::MAX_MIN_READY_SECONDS;
 use kruise_api::keys;
 

@@ -1,4 +1,18 @@
-use super::*;
+use std::future::Future;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Pod;
+use kruise_api::apps::v1beta1::{
+    ContainerRecreateRequest, ContainerRecreateRequestContainerContext,
+    ContainerRecreateRequestFailurePolicyType, ContainerRecreateRequestSpec,
+};
+use kruise_api::keys;
+use serde_json::{Value, json};
+
+use super::admit::*;
+use super::mutation::{PodLookup, mutate};
+use super::validation::validate;
+use crate::cluster::ApiCluster;
 use k8s_openapi::api::core::v1::{
     Container, ContainerPort, ContainerStatus, ExecAction, HTTPGetAction, Lifecycle,
     LifecycleHandler, PodSpec, PodStatus,
@@ -375,7 +389,7 @@ fn mutate_without_client_fails_closed_with_reason() {
         )),
         None,
     );
-    let pods = ApiPods {
+    let pods = ApiCluster {
         client: None,
         timeout: Duration::from_secs(1),
         template_dry_run: true,

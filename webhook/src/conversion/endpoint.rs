@@ -12,14 +12,19 @@ use kube::core::{
 };
 use serde_json::Value;
 
-use crate::cloneset::conversion as cloneset;
-
 const REVIEW_API_VERSION: &str = "apiextensions.k8s.io/v1";
 const REVIEW_KIND: &str = "ConversionReview";
 
-/// Decodes `body`, converts every object, and returns a serialized ConversionReview.
-pub fn handle(body: &[u8]) -> Vec<u8> {
-    let review = handle_review(body);
+/// One kind's conversion of an object to `desired` (`group/version`).
+pub type Convert = fn(&Value, &str) -> Result<Value, String>;
+
+/// The conversion of a kind, by `kind`; `None` for a kind this webhook does not convert.
+pub type Converters = fn(&str) -> Option<Convert>;
+
+/// Decodes `body`, converts every object with the kind's conversion from `converters`, and
+/// returns a serialized ConversionReview.
+pub fn handle(body: &[u8], converters: Converters) -> Vec<u8> {
+    let review = handle_review(body, converters);
     serde_json::to_vec(&review).unwrap_or_else(|e| {
         tracing::error!(error = %e, "serializing ConversionReview failed");
         br#"{"apiVersion":"apiextensions.k8s.io/v1","kind":"ConversionReview","response":{"uid":"","result":{"status":"Failure","message":"webhook failed to encode its response"},"convertedObjects":[]}}"#.to_vec()
@@ -27,7 +32,7 @@ pub fn handle(body: &[u8]) -> Vec<u8> {
 }
 
 /// Like [`handle`] but returns the typed review.
-pub fn handle_review(body: &[u8]) -> ConversionReview {
+pub fn handle_review(body: &[u8], converters: Converters) -> ConversionReview {
     let types = TypeMeta {
         api_version: REVIEW_API_VERSION.to_owned(),
         kind: REVIEW_KIND.to_owned(),
@@ -64,7 +69,7 @@ pub fn handle_review(body: &[u8]) -> ConversionReview {
             let converted = catch_unwind(AssertUnwindSafe(|| {
                 objects
                     .iter()
-                    .map(|o| convert_object(o, &desired))
+                    .map(|o| convert_object(o, &desired, converters))
                     .collect::<Result<Vec<_>, String>>()
             }))
             .unwrap_or_else(|_| Err("internal error in kruise conversion webhook".to_owned()));
@@ -84,8 +89,8 @@ pub fn handle_review(body: &[u8]) -> ConversionReview {
     review
 }
 
-/// Converts one object of any Kruise kind we know to `desired` (`group/version`).
-pub fn convert_object(obj: &Value, desired: &str) -> Result<Value, String> {
+/// Converts one object of any kind `converters` knows to `desired` (`group/version`).
+pub fn convert_object(obj: &Value, desired: &str, converters: Converters) -> Result<Value, String> {
     let kind = obj.get("kind").and_then(Value::as_str).unwrap_or_default();
     let api_version = obj
         .get("apiVersion")
@@ -97,13 +102,10 @@ pub fn convert_object(obj: &Value, desired: &str) -> Result<Value, String> {
             "cannot convert {kind} from {api_version:?} to {desired:?}: different API groups"
         ));
     }
-    match kind {
-        "CloneSet" => cloneset::convert(obj, desired),
-        "ContainerRecreateRequest" => crate::crr::convert(obj, desired),
-        "SidecarSet" => crate::sidecarset::conversion::convert(obj, desired),
-        "DaemonSet" => crate::daemonset::conversion::convert(obj, desired),
-        other => Err(format!(
-            "conversion of kind {other:?} ({api_version} → {desired}) is not supported by this webhook"
+    match converters(kind) {
+        Some(convert) => convert(obj, desired),
+        None => Err(format!(
+            "conversion of kind {kind:?} ({api_version} → {desired}) is not supported by this webhook"
         )),
     }
 }
@@ -121,7 +123,7 @@ mod tests {
     }
 
     fn resp(b: &[u8]) -> Value {
-        let v: Value = serde_json::from_slice(&handle(b)).expect("json");
+        let v: Value = serde_json::from_slice(&handle(b, crate::converter)).expect("json");
         assert_eq!(v["apiVersion"], "apiextensions.k8s.io/v1");
         assert_eq!(v["kind"], "ConversionReview");
         v["response"].clone()

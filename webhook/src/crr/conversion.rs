@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use crate::conversion::{Owned, Scheme, get_at, set_annotation};
+use crate::conversion::scheme::{Owned, Scheme, get_at, set_annotation};
 // Upstream uses the same string for the unready-acquired finalizer and the v1alpha1 annotation.
 use kruise_api::keys::{
     self, CRR_CONDITION_PRE_RECREATE_GRACE, CRR_SYNC_CONTAINER_STATUSES_ANNOTATION,

@@ -1,6 +1,7 @@
-//! SidecarSet defaulting and validation (upstream `pkg/webhook/sidecarset/`), and the refusal
-//! of a SidecarSet that injects a container another SidecarSet already injects into
-//! overlapping Pods.
+//! SidecarSet validation (`/validate-apps-kruise-io-sidecarset`, upstream
+//! `pkg/webhook/sidecarset/`): the spec's rules, and the refusal of a SidecarSet that injects a
+//! container another SidecarSet already injects into overlapping Pods. Also the decoding and
+//! the hashes [`super::defaults`] records.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -10,7 +11,10 @@ use kruise_api::apps::v1beta1::{SidecarContainer, SidecarSet, SidecarSetSpec};
 use kruise_api::{keys, selector, sidecarset as wire};
 use serde_json::Value;
 
-use super::conversion;
+use kube::core::admission::Operation;
+
+use super::{SidecarSetLookup, conversion, revision};
+use crate::review::{Outcome, Request};
 
 /// Decodes a SidecarSet of either version as v1beta1; the error names what is wrong.
 pub fn decode(obj: &Value) -> Result<SidecarSet, String> {
@@ -273,6 +277,55 @@ pub fn conflict(name: &str, spec: &SidecarSetSpec, others: &[SidecarSet]) -> Opt
         }
     }
     None
+}
+
+/// SidecarSet validation: the rules of [`violations`], then the conflict with the
+/// other SidecarSets.
+pub async fn validate_set<C: SidecarSetLookup>(req: Request, cluster: &C) -> Outcome {
+    if !matches!(req.operation, Operation::Create | Operation::Update) {
+        return Outcome::Allow;
+    }
+    let Some(raw) = req.object.as_ref() else {
+        return Outcome::bad_request("SidecarSet request carries no object");
+    };
+    let set = match decode(raw) {
+        Ok(s) => s,
+        Err(e) => return Outcome::bad_request(e),
+    };
+    let errs = violations(&set.spec);
+    if !errs.is_empty() {
+        return Outcome::invalid(errs.join("; "));
+    }
+    let name = set.metadata.name.as_deref().unwrap_or(&req.name);
+    // A pin to a revision that does not exist would silently inject the latest spec.
+    if let Some(rev) = set
+        .spec
+        .injection_strategy
+        .revision
+        .as_ref()
+        .filter(|r| revision::is_pinned(r))
+    {
+        match cluster.injection_revision(&set, rev).await {
+            Ok(Some(_)) => {}
+            Ok(None) => {
+                return Outcome::invalid(revision::not_found(
+                    name,
+                    rev,
+                    &revision::revisions_namespace(),
+                ));
+            }
+            Err(e) => return Outcome::forbidden(e),
+        }
+    }
+    cluster.sidecar_set_changing();
+    let others = match cluster.sidecar_sets().await {
+        Ok(s) => s,
+        Err(e) => return Outcome::forbidden(e),
+    };
+    match conflict(name, &set.spec, &others) {
+        Some(msg) => Outcome::invalid(msg),
+        None => Outcome::Allow,
+    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,30 @@
+//! The cluster behind the handlers: [`ApiCluster`] implements, with a Kubernetes client, the
+//! lookups the kinds declare ([`crate::crr::mutation::PodLookup`],
+//! [`crate::cloneset::template::PodDryRun`], [`crate::sidecarset::SidecarSetLookup`]), one file
+//! per lookup. The kinds stay pure and are tested with doubles; only this module calls the API
+//! server.
+
+mod dry_run;
+mod pods;
+mod sidecarsets;
+
+use std::time::Duration;
+
+use crate::sidecarset::cache::SidecarSetCache;
+
+/// The API server as the handlers read it: Pods (ContainerRecreateRequest admission), Pod
+/// dry-runs ([`crate::cloneset::template`]), SidecarSets and namespaces (Pod injection). A
+/// call gives up after `timeout`, shorter than the webhook's own, so the API server relays our
+/// reason instead of a bare webhook timeout.
+#[derive(Clone)]
+pub struct ApiCluster {
+    /// `None` when the server runs without a cluster (tests): every lookup fails.
+    pub client: Option<kube::Client>,
+    /// Bound on one call.
+    pub timeout: Duration,
+    /// Whether CloneSet templates are dry-run as Pods ([`crate::WebhookConfig::template_dry_run`]).
+    pub template_dry_run: bool,
+    /// Where SidecarSets are read once it has loaded (they are listed before that, and when
+    /// `None`).
+    pub sidecar_sets: Option<SidecarSetCache>,
+}

@@ -1,0 +1,91 @@
+//! The ValidatingWebhookConfiguration we register: every validating path.
+
+use k8s_openapi::api::admissionregistration::v1::{
+    ValidatingWebhook, ValidatingWebhookConfiguration,
+};
+use kube::api::ObjectMeta;
+
+use super::{CLONESET_VERSIONS, Endpoint, rule};
+use crate::{WebhookConfig, paths};
+use kruise_api::keys;
+
+/// The validating configuration.
+pub fn validating_configuration(
+    cfg: &WebhookConfig,
+    ca_pem: &str,
+) -> ValidatingWebhookConfiguration {
+    let ep = Endpoint::from_config(cfg);
+    // Kruise kinds serve v1alpha1 and v1beta1 alike.
+    let hook = |name: &str, path: &str, ops: &[&str], resource: &str| ValidatingWebhook {
+        name: name.to_owned(),
+        client_config: ep.client_config(path, ca_pem),
+        rules: Some(vec![rule(
+            &[keys::APPS_GROUP],
+            CLONESET_VERSIONS,
+            ops,
+            &[resource],
+        )]),
+        failure_policy: Some("Fail".to_owned()),
+        side_effects: "None".to_owned(),
+        admission_review_versions: vec!["v1".to_owned()],
+        timeout_seconds: Some(cfg.timeout_seconds),
+        match_policy: Some("Equivalent".to_owned()),
+        ..Default::default()
+    };
+    ValidatingWebhookConfiguration {
+        metadata: ObjectMeta {
+            name: Some(keys::VALIDATING_WEBHOOK_CONFIGURATION_NAME.to_owned()),
+            ..Default::default()
+        },
+        webhooks: Some(vec![
+            hook(
+                "vcloneset.kb.io",
+                paths::VALIDATE_CLONESET,
+                &["CREATE", "UPDATE", "DELETE"],
+                "clonesets",
+            ),
+            hook(
+                "vstatefulset.kb.io",
+                paths::VALIDATE_STATEFULSET,
+                &["CREATE", "UPDATE"],
+                "statefulsets",
+            ),
+            hook(
+                "vdaemonset.kb.io",
+                paths::VALIDATE_DAEMONSET,
+                &["CREATE", "UPDATE", "DELETE"],
+                "daemonsets",
+            ),
+            hook(
+                "vimagepulljob.kb.io",
+                paths::VALIDATE_IMAGEPULLJOB,
+                &["CREATE", "UPDATE"],
+                "imagepulljobs",
+            ),
+            hook(
+                "vnodeimage.kb.io",
+                paths::VALIDATE_NODEIMAGE,
+                &["CREATE", "UPDATE"],
+                "nodeimages",
+            ),
+            hook(
+                "vimagelistpulljob.kb.io",
+                paths::VALIDATE_IMAGELISTPULLJOB,
+                &["CREATE", "UPDATE"],
+                "imagelistpulljobs",
+            ),
+            hook(
+                "vcontainerrecreaterequest.kb.io",
+                paths::VALIDATE_CRR,
+                &["CREATE", "UPDATE"],
+                "containerrecreaterequests",
+            ),
+            hook(
+                "vsidecarset.kb.io",
+                paths::VALIDATE_SIDECARSET,
+                &["CREATE", "UPDATE"],
+                "sidecarsets",
+            ),
+        ]),
+    }
+}

@@ -1,0 +1,167 @@
+//! `/mutate-pod`: Pod CREATE mutation, one handler per file, run in upstream's fixed order.
+//!
+//! Upstream's `pkg/webhook/pod/mutating/pod_create_update_handler.go` (`Handle`) runs, after
+//! the `KruisePodReady` readiness gate: WorkloadSpread → SidecarSet → container launch priority
+//! → PodUnavailableBudget → PersistentPodState. The order matters: launch priority must see the
+//! containers the SidecarSet step injected. [`MUTATING_ORDER`] is that order and
+//! [`mutate_with`] runs exactly it; handlers not ported yet hold their slot as a no-op.
+//!
+//! `/validate-pod` (upstream `pkg/webhook/pod/validating/pod_create_update_handler.go`) is not
+//! served yet; [`VALIDATING_ORDER`] records the order it will follow.
+
+pub mod launch_priority;
+pub mod readiness_gate;
+mod sidecarset;
+
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kruise_api::features::{FeatureGates, Gate};
+use kube::core::admission::Operation;
+
+use crate::review::{Outcome, Request, diff};
+use crate::sidecarset::SidecarSetLookup;
+use crate::sidecarset::inject::InjectContext;
+
+/// One handler of `/mutate-pod`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MutatingHandler {
+    /// Upstream `injectPodReadinessGate`: the `KruisePodReady` gate on Kruise-owned Pods.
+    ReadinessGate,
+    /// Upstream `workloadSpreadMutatingPod`. Not ported yet: a no-op slot.
+    WorkloadSpread,
+    /// Upstream `sidecarsetMutatingPod`: SidecarSet injection.
+    SidecarSet,
+    /// Upstream `containerLaunchPriorityInitialization`: the launch barrier env.
+    LaunchPriority,
+    /// Upstream `pubMutatingPod`: the related-PodUnavailableBudget annotation. Not ported yet:
+    /// a no-op slot.
+    PodUnavailableBudget,
+    /// Upstream `persistentPodStateMutatingPod`. Not ported yet: a no-op slot.
+    PersistentPodState,
+}
+
+/// Upstream's order of the `/mutate-pod` handlers; [`mutate_with`] runs them in this order.
+pub const MUTATING_ORDER: &[MutatingHandler] = &[
+    MutatingHandler::ReadinessGate,
+    MutatingHandler::WorkloadSpread,
+    MutatingHandler::SidecarSet,
+    MutatingHandler::LaunchPriority,
+    MutatingHandler::PodUnavailableBudget,
+    MutatingHandler::PersistentPodState,
+];
+
+/// One handler of the (not yet served) `/validate-pod`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ValidatingHandler {
+    /// Upstream `workloadSpreadValidatingPod` (CREATE, DELETE). Not ported yet.
+    WorkloadSpread,
+    /// Upstream `podUnavailableBudgetValidatingPod` (UPDATE, DELETE, CREATE). Not ported yet.
+    PodUnavailableBudget,
+}
+
+/// Upstream's order of the `/validate-pod` handlers, for the issue that serves the path.
+pub const VALIDATING_ORDER: &[ValidatingHandler] = &[
+    ValidatingHandler::WorkloadSpread,
+    ValidatingHandler::PodUnavailableBudget,
+];
+
+/// What the handlers read besides the Pod.
+#[derive(Debug, Clone, Default)]
+pub struct PodContext {
+    /// `KruisePodReadinessGate`: every Pod gets the `KruisePodReady` readiness gate, not only
+    /// Pods of Kruise workloads.
+    pub readiness_gate_for_all: bool,
+    /// The SidecarSets (and what they need) the SidecarSet step injects.
+    pub sidecars: InjectContext,
+}
+
+/// `/mutate-pod` as served: reads what the handlers need from `cluster` (the SidecarSets, the
+/// revisions they pin, the namespace's labels), then runs them ([`mutate_with`]).
+pub async fn mutate_pod<C: SidecarSetLookup>(
+    req: Request,
+    cluster: &C,
+    gates: &FeatureGates,
+) -> Outcome {
+    if !is_pod_create(&req) {
+        return Outcome::Allow;
+    }
+    let sidecars = match sidecarset::read_context(&req, cluster).await {
+        Ok(c) => c,
+        Err(refusal) => return refusal,
+    };
+    let ctx = PodContext {
+        readiness_gate_for_all: gates.enabled(Gate::KruisePodReadinessGate),
+        sidecars,
+    };
+    mutate_with(&req, &ctx)
+}
+
+/// Handles one decoded Pod admission request without SidecarSets (the server uses
+/// [`mutate_pod`], which reads them and calls [`mutate_with`]).
+pub fn mutate(req: &Request) -> Outcome {
+    mutate_with(req, &PodContext::default())
+}
+
+fn is_pod_create(req: &Request) -> bool {
+    req.operation == Operation::Create && req.resource == "pods" && req.sub_resource.is_none()
+}
+
+/// Handles one decoded Pod admission request: runs every handler of [`MUTATING_ORDER`] on the
+/// Pod and answers with the patch of all their changes.
+pub fn mutate_with(req: &Request, ctx: &PodContext) -> Outcome {
+    if !is_pod_create(req) {
+        return Outcome::Allow;
+    }
+    let Some(raw) = &req.object else {
+        return Outcome::bad_request("pod CREATE request carries no object");
+    };
+    let mut pod: Pod = match serde_json::from_value(raw.clone()) {
+        Ok(p) => p,
+        Err(e) => return Outcome::bad_request(format!("cannot decode Pod: {e}")),
+    };
+    // Diff against the re-encoded pod so only our own changes end up in the patch.
+    let before = match serde_json::to_value(&pod) {
+        Ok(v) => v,
+        Err(e) => return Outcome::bad_request(format!("cannot encode Pod: {e}")),
+    };
+    let now = Time(jiff::Timestamp::now());
+    let mut changed = false;
+    for handler in MUTATING_ORDER {
+        match run(*handler, &mut pod, ctx, &now) {
+            Ok(c) => changed |= c,
+            Err(refusal) => return refusal,
+        }
+    }
+    if !changed {
+        return Outcome::Allow;
+    }
+    match serde_json::to_value(&pod) {
+        Ok(after) => Outcome::Patch(diff(&before, &after)),
+        Err(e) => Outcome::bad_request(format!("cannot encode mutated Pod: {e}")),
+    }
+}
+
+/// Runs one handler: whether it changed the Pod, or the refusal to answer with.
+fn run(
+    handler: MutatingHandler,
+    pod: &mut Pod,
+    ctx: &PodContext,
+    now: &Time,
+) -> Result<bool, Outcome> {
+    match handler {
+        MutatingHandler::ReadinessGate => Ok(readiness_gate::inject_readiness_gate(
+            pod,
+            ctx.readiness_gate_for_all,
+        )),
+        MutatingHandler::SidecarSet => sidecarset::mutate(pod, &ctx.sidecars, now),
+        MutatingHandler::LaunchPriority => launch_priority::inject_launch_priority(pod)
+            .map_err(|invalid| Outcome::invalid(invalid.to_string())),
+        // Slots of handlers not ported yet: they change nothing until their issue lands.
+        MutatingHandler::WorkloadSpread
+        | MutatingHandler::PodUnavailableBudget
+        | MutatingHandler::PersistentPodState => Ok(false),
+    }
+}
+
+#[cfg(test)]
+mod tests;

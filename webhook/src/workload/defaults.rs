@@ -1,0 +1,125 @@
+//! The Pod-template and PVC defaults every workload kind applies (CloneSet, Advanced
+//! StatefulSet, Advanced DaemonSet), as the API server defaults a Pod and a PVC.
+
+use serde_json::{Map, Value, json};
+
+use crate::json::{default_field, default_string, get_mut};
+
+/// A volumeClaimTemplate as the API server defaults a PVC (shared with Advanced StatefulSet).
+pub fn default_pvc(pvc: &mut Map<String, Value>) {
+    if let Some(Value::Object(spec)) = pvc.get_mut("spec") {
+        default_string(spec, "volumeMode", "Filesystem");
+    }
+    // Upstream runs the API's PVC defaulting, which sets status.phase too.
+    if let Some(status) = pvc
+        .entry("status")
+        .or_insert_with(|| json!({}))
+        .as_object_mut()
+    {
+        default_string(status, "phase", "Pending");
+    }
+}
+
+/// The pod-template defaults the API server would apply to a Pod, plus Kruise's own: containers
+/// default to `imagePullPolicy: Always` so that an in-place image update always pulls.
+pub fn default_pod_spec(spec: &mut Map<String, Value>) {
+    default_string(spec, "dnsPolicy", "ClusterFirst");
+    default_string(spec, "restartPolicy", "Always");
+    default_field(spec, "terminationGracePeriodSeconds", json!(30));
+    default_field(spec, "securityContext", json!({}));
+    default_string(spec, "schedulerName", "default-scheduler");
+    default_field(spec, "enableServiceLinks", json!(true));
+    if let Some(Value::Array(vols)) = spec.get_mut("volumes") {
+        for v in vols.iter_mut().filter_map(Value::as_object_mut) {
+            default_volume(v);
+        }
+    }
+    for (key, is_app) in [("initContainers", false), ("containers", true)] {
+        if let Some(Value::Array(cs)) = spec.get_mut(key) {
+            for c in cs.iter_mut().filter_map(Value::as_object_mut) {
+                default_container(c, is_app);
+            }
+        }
+    }
+    if let Some(Value::Array(cs)) = spec.get_mut("ephemeralContainers") {
+        for c in cs.iter_mut().filter_map(Value::as_object_mut) {
+            default_ports_env_probes(c);
+        }
+    }
+}
+
+fn default_volume(v: &mut Map<String, Value>) {
+    for source in ["secret", "configMap", "downwardAPI", "projected"] {
+        if let Some(Value::Object(s)) = v.get_mut(source) {
+            default_field(s, "defaultMode", json!(420));
+        }
+    }
+    if let Some(Value::Object(h)) = v.get_mut("hostPath") {
+        default_field(h, "type", json!(""));
+    }
+}
+
+fn default_container(c: &mut Map<String, Value>, is_app: bool) {
+    let policy = if is_app {
+        "Always"
+    } else {
+        pull_policy_for(c.get("image").and_then(Value::as_str).unwrap_or_default())
+    };
+    default_string(c, "imagePullPolicy", policy);
+    default_string(c, "terminationMessagePath", "/dev/termination-log");
+    default_string(c, "terminationMessagePolicy", "File");
+    default_ports_env_probes(c);
+}
+
+/// The API's rule: `:latest` or no tag pulls always, anything else if not present.
+pub fn pull_policy_for(image: &str) -> &'static str {
+    let without_digest = image.split('@').next().unwrap_or_default();
+    let last = without_digest.rsplit('/').next().unwrap_or_default();
+    match last.split_once(':') {
+        _ if image.contains('@') => "IfNotPresent",
+        Some((_, "latest")) | None => "Always",
+        Some(_) => "IfNotPresent",
+    }
+}
+
+fn default_ports_env_probes(c: &mut Map<String, Value>) {
+    if let Some(Value::Array(ports)) = c.get_mut("ports") {
+        for p in ports.iter_mut().filter_map(Value::as_object_mut) {
+            default_string(p, "protocol", "TCP");
+        }
+    }
+    if let Some(Value::Array(env)) = c.get_mut("env") {
+        for e in env.iter_mut().filter_map(Value::as_object_mut) {
+            if let Some(Value::Object(fr)) = get_mut(e, &["valueFrom", "fieldRef"]) {
+                default_string(fr, "apiVersion", "v1");
+            }
+        }
+    }
+    for probe in ["livenessProbe", "readinessProbe", "startupProbe"] {
+        if let Some(Value::Object(p)) = c.get_mut(probe) {
+            default_field(p, "timeoutSeconds", json!(1));
+            default_field(p, "periodSeconds", json!(10));
+            default_field(p, "successThreshold", json!(1));
+            default_field(p, "failureThreshold", json!(3));
+            if let Some(Value::Object(h)) = p.get_mut("httpGet") {
+                default_http_get(h);
+            }
+        }
+    }
+    for hook in ["postStart", "preStop"] {
+        if let Some(Value::Object(h)) = c
+            .get_mut("lifecycle")
+            .and_then(Value::as_object_mut)
+            .and_then(|l| l.get_mut(hook))
+            .and_then(Value::as_object_mut)
+            .and_then(|h| h.get_mut("httpGet"))
+        {
+            default_http_get(h);
+        }
+    }
+}
+
+fn default_http_get(h: &mut Map<String, Value>) {
+    default_string(h, "path", "/");
+    default_string(h, "scheme", "HTTP");
+}
