@@ -26,16 +26,16 @@ use super::nodes;
 use super::plan::{self, NodePods};
 use super::pod::{self, AdsHooks};
 use super::status;
-use crate::cloneset::lifecycle::{WriteError, write_lifecycle};
-use crate::cloneset::podutil;
-use crate::cloneset::update::next_lifecycle_state;
-use crate::cloneset::update_step::{UpdateStep, update_step};
 use crate::expectations::{
     EXPECTATION_TIMEOUT, ScaleAction, ScaleSatisfaction, VersionSatisfaction,
 };
 use crate::history::{self, Origin};
 use crate::inplace::{Features, InPlaceHooks, UpdateOptions, UpdateOutcome};
 use crate::revision::{self, Parent};
+use crate::workload::lifecycle::next_lifecycle_state;
+use crate::workload::lifecycle::{WriteError, write_lifecycle};
+use crate::workload::podutil;
+use crate::workload::update_step::{UpdateStep, update_step};
 
 /// Longest wait before looking again while a rollout or placement is under way; Pod and Node
 /// events normally come much sooner.

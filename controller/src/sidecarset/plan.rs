@@ -13,7 +13,7 @@ use kruise_api::apps::v1beta1::{SidecarSet, SidecarSetCondition, SidecarSetStatu
 use kruise_api::appspub::UpdateScatterTerm;
 use kruise_api::{keys, pod as kpod, selector, sidecarset as wire};
 
-use crate::cloneset::{diff, podutil, update};
+use crate::workload::{intstr, podutil, updatesort};
 
 /// One matched Pod as the plan sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -107,11 +107,11 @@ pub fn sort_waiting(set: &SidecarSet, pods: &[&Pod], mut idx: Vec<usize>) -> Vec
     idx.sort_by(|&a, &b| podutil::active_pods_cmp(pods[a], pods[b]));
     let us = &set.spec.update_strategy;
     if let Some(p) = &us.priority_strategy {
-        update::sort_by_priority(p, pods, &mut idx);
+        updatesort::sort_by_priority(p, pods, &mut idx);
     }
     if !us.scatter_strategy.is_empty() {
         let terms = expand_scatter_terms(&us.scatter_strategy, pods);
-        idx = update::scatter(&terms, pods, idx);
+        idx = updatesort::scatter(&terms, pods, idx);
     }
     idx
 }
@@ -233,13 +233,13 @@ pub fn is_consistent(set: &SidecarSet, pod: &Pod) -> bool {
 /// rounds to every Pod (more than one, not "100%") still lets one upgrade. A value the webhook
 /// would have refused holds every Pod back rather than upgrading them all.
 pub fn partition_count(partition: Option<&IntOrString>, matched: i32) -> i32 {
-    diff::partition_replicas(partition, matched).unwrap_or(matched)
+    intstr::partition_replicas(partition, matched).unwrap_or(matched)
 }
 
 /// How many Pods may be unavailable (upstream: `intstrutil.GetValueFromIntOrPercent(..., true)`,
 /// default 1): a percentage rounds up. An unreadable value (the webhook refuses it) counts as 1.
 pub fn max_unavailable_count(max_unavailable: Option<&IntOrString>, matched: i32) -> i32 {
-    max_unavailable.map_or(1, |m| diff::scaled_value(m, matched, true).unwrap_or(1))
+    max_unavailable.map_or(1, |m| intstr::scaled_value(m, matched, true).unwrap_or(1))
 }
 
 /// The plan, from the Pods' states; `objects[i]` is the Pod of `pods[i]` (for the upgrade

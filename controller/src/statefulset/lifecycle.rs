@@ -14,10 +14,10 @@ use kube::Api;
 
 use super::context::Context;
 use super::error::Error;
-use crate::cloneset::lifecycle::{WriteError, write_lifecycle};
-use crate::cloneset::podutil;
-pub(super) use crate::cloneset::update::next_lifecycle_state;
-pub(super) use crate::cloneset::update_step::{Refusal, UpdateStep, update_step};
+pub(super) use crate::workload::lifecycle::next_lifecycle_state;
+use crate::workload::lifecycle::{WriteError, write_lifecycle};
+use crate::workload::podutil;
+pub(super) use crate::workload::update_step::{Refusal, UpdateStep, update_step};
 
 /// The CloneSet policy of the same name: the update-step decision is shared.
 pub(super) fn as_cloneset_policy(p: PodUpdateStrategyType) -> CloneSetPodUpdateStrategyType {

@@ -27,12 +27,12 @@ use super::identity::{self, OrdinalRange};
 use super::lifecycle::{self, Refusal, UpdateStep};
 use super::plan::{self, Rolling, ScaleOp};
 use super::{revisions, status};
-use crate::cloneset::diff::scaled_value;
-use crate::cloneset::podutil;
 use crate::expectations::{
     EXPECTATION_TIMEOUT, ScaleAction, ScaleSatisfaction, VersionSatisfaction,
 };
 use crate::inplace::{Features, InPlaceHooks, UpdateOptions, UpdateOutcome};
+use crate::workload::intstr::scaled_value;
+use crate::workload::podutil;
 
 /// Longest wait before looking at the world again while something is pending.
 const RECHECK: Duration = Duration::from_secs(30);
