@@ -212,7 +212,13 @@ pub async fn run_controllers(
         "containerrecreaterequest",
         crr::run(client.clone(), pods.clone(), metrics.clone(), token.clone()),
     );
-    let sidecars = sidecarset::run(client.clone(), pods.clone(), metrics.clone(), token.clone());
+    let sidecars = sidecarset::run(
+        client.clone(),
+        pods.clone(),
+        metrics.clone(),
+        default_namespace(),
+        token.clone(),
+    );
     let daemonsets = daemonset::controller::run(
         client.clone(),
         pods.clone(),
