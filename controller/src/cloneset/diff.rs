@@ -126,15 +126,14 @@ pub struct Counts {
     pub old_pre_deleting: i32,
 }
 
-/// Compute the diffs. `is_updated` says whether a pod counts as the update revision.
-pub fn calculate_diffs(
+/// Counts the pods by revision: total, active, pre-deleting, specified for deletion and
+/// unavailable.
+fn count_pods(
     settings: &Settings,
     pods: &[&Pod],
     is_updated: &dyn Fn(&Pod) -> bool,
     now: Timestamp,
-) -> (Diffs, Counts) {
-    let replicas = settings.replicas;
-    let l = settings.limits();
+) -> Counts {
     let mut c = Counts::default();
     for pod in pods {
         let pre_deleting =
@@ -172,6 +171,67 @@ pub fn calculate_diffs(
             *unav += 1;
         }
     }
+    c
+}
+
+/// How many pods above replicas to use now, and how many of those at the old revision: for
+/// pods specified for deletion (their replacements come first) or for an update that moves pods
+/// both ways, whichever needs more, within maxSurge.
+fn surge(
+    l: &Limits,
+    c: &Counts,
+    update_old_diff: i32,
+    update_new_diff: i32,
+    total_unavailable: i32,
+) -> (i32, i32) {
+    let mut scale_surge = 0;
+    let mut scale_old_surge = 0;
+    let to_delete = c.new_to_delete + c.old_to_delete;
+    if to_delete > 0 {
+        scale_surge = ((total_unavailable + to_delete) - l.max_unavailable)
+            .max(0)
+            .min(to_delete);
+        if scale_surge > c.new_to_delete {
+            scale_old_surge = scale_surge - c.new_to_delete;
+        }
+    }
+    let mut update_surge = 0;
+    let mut update_old_surge = 0;
+    let opposite = (update_old_diff < 0 && update_new_diff > 0)
+        || (update_old_diff > 0 && update_new_diff < 0);
+    if opposite {
+        if update_old_diff.abs() <= update_new_diff.abs() {
+            update_surge = update_old_diff.abs();
+            if update_old_diff < 0 {
+                update_old_surge = update_surge;
+            }
+        } else {
+            update_surge = update_new_diff.abs();
+            if update_new_diff > 0 {
+                update_old_surge = update_surge;
+            }
+        }
+    }
+    // Scale and update never happen in the same reconcile, so take the bigger need.
+    let (need, need_old) = if scale_surge >= update_surge {
+        (scale_surge, scale_old_surge)
+    } else {
+        (update_surge, update_old_surge)
+    };
+    let use_surge = l.max_surge.min(need);
+    (use_surge, use_surge.min(need_old))
+}
+
+/// Compute the diffs. `is_updated` says whether a pod counts as the update revision.
+pub fn calculate_diffs(
+    settings: &Settings,
+    pods: &[&Pod],
+    is_updated: &dyn Fn(&Pod) -> bool,
+    now: Timestamp,
+) -> (Diffs, Counts) {
+    let replicas = settings.replicas;
+    let l = settings.limits();
+    let c = count_pods(settings, pods, is_updated, now);
 
     let mut d = Diffs::default();
     // Without the CloneSetPartitionRollback gate (off by default upstream) pods only move forward.
@@ -181,42 +241,8 @@ pub fn calculate_diffs(
         c.new_pre_deleting + c.old_pre_deleting + c.new_unavailable + c.old_unavailable;
 
     if l.max_surge > 0 {
-        let mut scale_surge = 0;
-        let mut scale_old_surge = 0;
-        let to_delete = c.new_to_delete + c.old_to_delete;
-        if to_delete > 0 {
-            scale_surge = ((total_unavailable + to_delete) - l.max_unavailable)
-                .max(0)
-                .min(to_delete);
-            if scale_surge > c.new_to_delete {
-                scale_old_surge = scale_surge - c.new_to_delete;
-            }
-        }
-        let mut update_surge = 0;
-        let mut update_old_surge = 0;
-        let opposite = (update_old_diff < 0 && update_new_diff > 0)
-            || (update_old_diff > 0 && update_new_diff < 0);
-        if opposite {
-            if update_old_diff.abs() <= update_new_diff.abs() {
-                update_surge = update_old_diff.abs();
-                if update_old_diff < 0 {
-                    update_old_surge = update_surge;
-                }
-            } else {
-                update_surge = update_new_diff.abs();
-                if update_new_diff > 0 {
-                    update_old_surge = update_surge;
-                }
-            }
-        }
-        // Scale and update never happen in the same reconcile, so take the bigger need.
-        if scale_surge >= update_surge {
-            d.use_surge = l.max_surge.min(scale_surge);
-            d.use_surge_old_revision = d.use_surge.min(scale_old_surge);
-        } else {
-            d.use_surge = l.max_surge.min(update_surge);
-            d.use_surge_old_revision = d.use_surge.min(update_old_surge);
-        }
+        (d.use_surge, d.use_surge_old_revision) =
+            surge(&l, &c, update_old_diff, update_new_diff, total_unavailable);
     }
 
     let pod_count = i32::try_from(pods.len()).unwrap_or(i32::MAX);
