@@ -212,7 +212,7 @@ pub async fn run_controllers(
         "containerrecreaterequest",
         crr::run(client.clone(), pods.clone(), metrics.clone(), token.clone()),
     );
-    let sidecars = sidecarset::run(
+    let sidecars = sidecarset::controller::run(
         client.clone(),
         pods.clone(),
         metrics.clone(),

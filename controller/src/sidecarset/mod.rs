@@ -15,13 +15,10 @@
 
 mod context;
 pub mod controller;
-mod error;
+pub mod error;
 pub mod history;
 pub mod hot;
 pub mod plan;
 mod reconcile;
 mod status;
 mod sync;
-
-pub use controller::run;
-pub use error::Error;
