@@ -23,14 +23,16 @@ use super::context::Context;
 use super::error::Error;
 use super::hooks::AstsHooks;
 use super::identity;
-use super::lifecycle::{self, Refusal, UpdateStep};
+use super::lifecycle;
 use super::plan::{self, ScaleOp};
 use super::revisions;
 use super::settings::Settings;
 use super::status;
 use crate::expectations::ScaleAction;
 use crate::inplace::{InPlaceHooks, UpdateOutcome};
+use crate::workload::lifecycle::next_lifecycle_state;
 use crate::workload::podutil;
+use crate::workload::update_step::{Refusal, UpdateStep, update_step};
 
 /// Longest wait before looking at the world again while something is pending.
 pub(super) const RECHECK: Duration = Duration::from_secs(30);
@@ -111,7 +113,7 @@ impl Sync<'_> {
                 continue;
             }
             let completed = AstsHooks.pod_update_completed(pod).is_ok();
-            if let Some(next) = lifecycle::next_lifecycle_state(lc, pod, &update_name, completed)
+            if let Some(next) = next_lifecycle_state(lc, pod, &update_name, completed)
                 && lifecycle::set_lifecycle(
                     self.ctx,
                     &self.pod_api(),
@@ -426,7 +428,7 @@ impl Sync<'_> {
     /// Updates one pod to the update revision (upstream `inPlaceUpdatePod`, then `deletePod`):
     /// in place when the policy allows and the change can go in place, after the inPlaceUpdate
     /// hook lets it; else by deleting it (the scale half recreates it under the same name, with
-    /// the same PVCs). The step is CloneSet's [`lifecycle::update_step`].
+    /// the same PVCs). The step is the shared [`update_step`].
     async fn update_pod(&self, pod: &Pod, requeue: &mut Requeue) -> Result<(), Error> {
         let name = podutil::name(pod).to_string();
         let lc = self.sts.spec.lifecycle.as_ref();
@@ -437,7 +439,7 @@ impl Sync<'_> {
                 .as_deref()
                 .is_some_and(|n| AstsHooks.equals_revision(pod, n))
         });
-        let step = lifecycle::update_step(
+        let step = update_step(
             lifecycle::as_cloneset_policy(self.settings.policy),
             pod,
             hook,
