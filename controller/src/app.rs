@@ -212,7 +212,13 @@ pub async fn run_controllers(
         "containerrecreaterequest",
         crr::run(client.clone(), pods.clone(), metrics.clone(), token.clone()),
     );
-    let sidecars = sidecarset::run(client.clone(), pods.clone(), metrics.clone(), token.clone());
+    let sidecars = sidecarset::controller::run(
+        client.clone(),
+        pods.clone(),
+        metrics.clone(),
+        default_namespace(),
+        token.clone(),
+    );
     let daemonsets = daemonset::controller::run(
         client.clone(),
         pods.clone(),
@@ -267,6 +273,19 @@ fn client(
         .map_err(|e| AppError::Client(e.to_string()))
 }
 
+/// A spawned server task.
+type Task<E> = tokio::task::JoinHandle<Result<(), E>>;
+
+/// How starting the webhook ended.
+enum WebhookStart {
+    /// No webhook configured.
+    Disabled,
+    /// Serving; the task ends at shutdown.
+    Serving(Task<kruise_webhook::Error>),
+    /// Shutdown came before it was ready.
+    Cancelled,
+}
+
 /// Runs the manager until `shutdown` is cancelled (upstream's `main`, after flag parsing).
 /// Returns early with an error when the webhook does not come up or leader election fails.
 #[tracing::instrument(skip_all, fields(identity = %cfg.identity))]
@@ -277,6 +296,37 @@ pub async fn run(cfg: AppConfig, shutdown: CancellationToken) -> Result<(), AppE
         cfg.kube_api_burst,
         cfg.kube_api_max_in_flight,
     )?;
+    let servers = start_servers(&cfg, &shutdown);
+
+    // The webhook comes first: a controller must never create a pod the webhook has not had the
+    // chance to mutate.
+    let webhook = match start_webhook(&cfg, &shutdown).await? {
+        WebhookStart::Cancelled => return Ok(()),
+        WebhookStart::Disabled => None,
+        WebhookStart::Serving(handle) => Some(handle),
+    };
+
+    let pods = PodCache::start(
+        client.clone(),
+        cfg.watch_namespace.as_deref(),
+        shutdown.clone(),
+    );
+    tokio::select! {
+        _ = pods.wait_synced() => {}
+        _ = shutdown.cancelled() => return Ok(()),
+    }
+    tracing::info!("pod cache synced");
+    cfg.health.set_ready(true);
+
+    let result = run_leading(&cfg, client, pods, &shutdown).await;
+    shutdown.cancel();
+    stop(webhook, servers).await;
+    tracing::info!("kruise-manager stopped");
+    result
+}
+
+/// The metrics and health endpoints; one server when both share an address.
+fn start_servers(cfg: &AppConfig, shutdown: &CancellationToken) -> Vec<Task<server::ServeError>> {
     let (metrics, health) = (cfg.metrics.clone(), cfg.health.clone());
     let mut servers = Vec::new();
     match (cfg.metrics_addr, cfg.health_addr) {
@@ -295,89 +345,55 @@ pub async fn run(cfg: AppConfig, shutdown: CancellationToken) -> Result<(), AppE
             }
         }
     }
+    servers
+}
 
-    // The webhook comes first: a controller must never create a pod the webhook has not had the
-    // chance to mutate.
-    let webhook = match &cfg.webhook {
-        None => {
-            tracing::warn!("webhook disabled: pods will not get the KruisePodReady readiness gate");
-            None
-        }
-        Some(wcfg) => {
-            // The webhook's own client, without the controllers' rate limit: an admission call
-            // (a template dry-run, a CRR's Pod) must not queue behind a rollout's writes and miss
-            // the API server's timeout. Its requests are bounded by the admissions it is sent.
-            let wclient = self::client(&cfg.kube, 0.0, 0, cfg.kube_api_max_in_flight)?;
-            let token = shutdown.clone();
-            let mut run_cfg = wcfg.clone();
-            run_cfg.feature_gates = cfg.feature_gates;
-            let handle = tokio::spawn(async move {
-                kruise_webhook::run(wclient, run_cfg, token.cancelled_owned()).await
-            });
-            tokio::select! {
-                r = kruise_webhook::wait_ready(wcfg, cfg.webhook_ready_timeout) => {
-                    if let Err(e) = r {
-                        // The server task may hold the real cause (a taken port, RBAC).
-                        if handle.is_finished()
-                            && let Ok(Err(cause)) = handle.await
-                        {
-                            return Err(AppError::Webhook(cause));
-                        }
-                        return Err(AppError::Webhook(e));
-                    }
-                }
-                _ = shutdown.cancelled() => return Ok(()),
-            }
-            tracing::info!(addr = %wcfg.bind_addr, "webhook is serving");
-            Some(handle)
-        }
+/// Starts the admission webhook and waits until it serves.
+async fn start_webhook(
+    cfg: &AppConfig,
+    shutdown: &CancellationToken,
+) -> Result<WebhookStart, AppError> {
+    let Some(wcfg) = &cfg.webhook else {
+        tracing::warn!("webhook disabled: pods will not get the KruisePodReady readiness gate");
+        return Ok(WebhookStart::Disabled);
     };
-
-    let pods = PodCache::start(
-        client.clone(),
-        cfg.watch_namespace.as_deref(),
-        shutdown.clone(),
-    );
+    // The webhook's own client, without the controllers' rate limit: an admission call
+    // (a template dry-run, a CRR's Pod) must not queue behind a rollout's writes and miss
+    // the API server's timeout. Its requests are bounded by the admissions it is sent.
+    let wclient = self::client(&cfg.kube, 0.0, 0, cfg.kube_api_max_in_flight)?;
+    let token = shutdown.clone();
+    let mut run_cfg = wcfg.clone();
+    run_cfg.feature_gates = cfg.feature_gates;
+    let handle = tokio::spawn(async move {
+        kruise_webhook::run(wclient, run_cfg, token.cancelled_owned()).await
+    });
     tokio::select! {
-        _ = pods.wait_synced() => {}
-        _ = shutdown.cancelled() => return Ok(()),
+        r = kruise_webhook::wait_ready(wcfg, cfg.webhook_ready_timeout) => {
+            if let Err(e) = r {
+                // The server task may hold the real cause (a taken port, RBAC).
+                if handle.is_finished()
+                    && let Ok(Err(cause)) = handle.await
+                {
+                    return Err(AppError::Webhook(cause));
+                }
+                return Err(AppError::Webhook(e));
+            }
+        }
+        _ = shutdown.cancelled() => return Ok(WebhookStart::Cancelled),
     }
-    tracing::info!("pod cache synced");
-    health.set_ready(true);
+    tracing::info!(addr = %wcfg.bind_addr, "webhook is serving");
+    Ok(WebhookStart::Serving(handle))
+}
 
-    let mut result = Ok(());
-    if cfg.leader_elect {
-        let settings = LeaseSettings {
-            name: cfg.leader_election_id.clone(),
-            namespace: cfg.leader_election_namespace.clone(),
-            identity: cfg.identity.clone(),
-            duration_secs: cfg.lease_duration,
-            grace_secs: cfg.lease_grace,
-        };
-        let m = metrics.clone();
-        let gates = cfg.feature_gates;
-        let (c, p, wn) = (client.clone(), pods.clone(), cfg.watch_namespace.clone());
-        result = leader::run_when_leader(
-            client.clone(),
-            settings,
-            shutdown.clone(),
-            move |leading| {
-                m.is_leader.set(i64::from(leading));
-            },
-            move |token| {
-                run_controllers(
-                    c.clone(),
-                    p.clone(),
-                    metrics.clone(),
-                    wn.clone(),
-                    gates,
-                    token,
-                )
-            },
-        )
-        .await
-        .map_err(|e| AppError::Leader(e.to_string()));
-    } else {
+/// Runs the controllers: while this replica leads when leader election is on, else at once.
+async fn run_leading(
+    cfg: &AppConfig,
+    client: Client,
+    pods: PodCache,
+    shutdown: &CancellationToken,
+) -> Result<(), AppError> {
+    let metrics = cfg.metrics.clone();
+    if !cfg.leader_elect {
         tracing::info!("leader election disabled; starting controllers");
         metrics.is_leader.set(1);
         run_controllers(
@@ -389,9 +405,45 @@ pub async fn run(cfg: AppConfig, shutdown: CancellationToken) -> Result<(), AppE
             shutdown.clone(),
         )
         .await;
+        return Ok(());
     }
+    let settings = LeaseSettings {
+        name: cfg.leader_election_id.clone(),
+        namespace: cfg.leader_election_namespace.clone(),
+        identity: cfg.identity.clone(),
+        duration_secs: cfg.lease_duration,
+        grace_secs: cfg.lease_grace,
+    };
+    let m = metrics.clone();
+    let gates = cfg.feature_gates;
+    let (c, p, wn) = (client.clone(), pods.clone(), cfg.watch_namespace.clone());
+    leader::run_when_leader(
+        client.clone(),
+        settings,
+        shutdown.clone(),
+        move |leading| {
+            m.is_leader.set(i64::from(leading));
+        },
+        move |token| {
+            run_controllers(
+                c.clone(),
+                p.clone(),
+                metrics.clone(),
+                wn.clone(),
+                gates,
+                token,
+            )
+        },
+    )
+    .await
+    .map_err(|e| AppError::Leader(e.to_string()))
+}
 
-    shutdown.cancel();
+/// Waits for the webhook and HTTP servers to end after shutdown, logging how they ended.
+async fn stop(
+    webhook: Option<Task<kruise_webhook::Error>>,
+    servers: Vec<Task<server::ServeError>>,
+) {
     if let Some(h) = webhook {
         match h.await {
             Ok(Err(e)) => tracing::warn!(error = %e, "webhook server ended with an error"),
@@ -404,8 +456,6 @@ pub async fn run(cfg: AppConfig, shutdown: CancellationToken) -> Result<(), AppE
             tracing::warn!(error = %e, "HTTP server ended with an error");
         }
     }
-    tracing::info!("kruise-manager stopped");
-    result
 }
 
 #[cfg(test)]

@@ -22,3 +22,4 @@ pub mod revision;
 pub mod server;
 pub mod sidecarset;
 pub mod statefulset;
+pub mod workload;

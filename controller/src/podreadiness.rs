@@ -159,7 +159,7 @@ async fn reconcile(pod: Arc<Pod>, ctx: Arc<Ctx>) -> Result<Action, Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cloneset::podutil::testpod::pod;
+    use crate::workload::podutil::testpod::pod;
     use k8s_openapi::api::core::v1::{PodCondition, PodReadinessGate};
     use kruise_api::appspub::{PodReadinessMessage, kruise_pod_ready_condition};
 
@@ -175,7 +175,7 @@ mod tests {
     fn only_gated_pods_without_the_condition() {
         assert!(!needs_condition(&pod("a").build()));
         assert!(needs_condition(&gated()));
-        let with_cond = crate::cloneset::podutil::testpod::P(gated())
+        let with_cond = crate::workload::podutil::testpod::P(gated())
             .cond(keys::KRUISE_POD_READY, "False", 0)
             .build();
         assert!(!needs_condition(&with_cond));

@@ -7,16 +7,13 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{ObjectReference, PersistentVolumeClaim, Pod};
 use kruise_api::apps::v1beta1::CloneSet;
 use kruise_api::features::FeatureGates;
-use kube::api::{Patch, PatchParams};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::runtime::reflector::ObjectRef;
-use kube::{Api, Client, Resource};
-use serde_json::Value;
+use kube::{Client, Resource};
 use tokio::sync::Semaphore;
 use tracing::Instrument;
 
 use super::error::Error;
-use super::podutil;
 use super::revcache::RevisionCache;
 use crate::backoff::{Backoff, Policy};
 use crate::expectations::{Cached, ResourceVersionExpectations, ScaleExpectations};
@@ -218,30 +215,5 @@ async fn publish(recorder: &Recorder, ev: &Event, reference: &ObjectReference) {
         Err(e) => {
             tracing::warn!(error = %e, reason = %ev.reason, "failed to publish event");
         }
-    }
-}
-
-/// Which part of a pod a patch writes.
-#[derive(Clone, Copy)]
-pub(super) enum PodPart {
-    Object,
-    Status,
-}
-
-/// Strategic-merge `patch` into `pod` (or its status subresource).
-pub(super) async fn patch_pod(
-    api: &Api<Pod>,
-    pod: &Pod,
-    part: PodPart,
-    patch: Value,
-) -> Result<Pod, kube::Error> {
-    let (name, params, patch) = (
-        podutil::name(pod),
-        PatchParams::default(),
-        Patch::Strategic(patch),
-    );
-    match part {
-        PodPart::Object => api.patch(name, &params, &patch).await,
-        PodPart::Status => api.patch_status(name, &params, &patch).await,
     }
 }

@@ -18,11 +18,11 @@ use tokio_util::sync::CancellationToken;
 use super::context::METRIC_NAME;
 pub use super::context::{CONTROLLER_NAME, Context};
 pub use super::error::Error;
-use super::podutil;
 pub use super::reconcile::reconcile;
 use crate::expectations::{Cached, ScaleAction};
 use crate::podcache::PodEvent;
 use crate::runner::{self, Controller};
+use crate::workload::podutil;
 
 /// Reconciles of different CloneSets running at once (upstream's default worker count).
 const CONCURRENCY: u16 = 3;

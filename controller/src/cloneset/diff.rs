@@ -7,53 +7,8 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kruise_api::appspub::LifecycleStateType;
 use kruise_api::keys;
 
-use super::podutil;
-
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum NumberError {
-    #[error("{0:?} is neither an integer nor a percentage")]
-    NotAPercentage(String),
-    #[error("{0:?} is not a valid percentage")]
-    BadPercentage(String),
-}
-
-/// An int-or-percent scaled against `total`. Percentages round up or down as asked; fractional
-/// percentages ("12.5%") are accepted, as upstream's partition parsing does.
-pub fn scaled_value(v: &IntOrString, total: i32, round_up: bool) -> Result<i32, NumberError> {
-    match v {
-        IntOrString::Int(i) => Ok(*i),
-        IntOrString::String(s) => {
-            let Some(num) = s.strip_suffix('%') else {
-                // Kubernetes also accepts a plain integer inside the string form.
-                return s
-                    .parse::<i32>()
-                    .map_err(|_| NumberError::NotAPercentage(s.clone()));
-            };
-            let pct: f64 = num
-                .parse()
-                .map_err(|_| NumberError::BadPercentage(s.clone()))?;
-            let raw = pct * f64::from(total) / 100.0;
-            let v = if round_up { raw.ceil() } else { raw.floor() };
-            // Percentages of an i32 replica count stay well inside i32.
-            Ok(v as i32)
-        }
-    }
-}
-
-/// Partition as a pod count: percent rounds up; a percentage that rounds to all replicas (with
-/// more than one replica) keeps one pod updatable unless it is exactly "100%"; clamped to
-/// [0, replicas].
-pub fn partition_replicas(
-    partition: Option<&IntOrString>,
-    replicas: i32,
-) -> Result<i32, NumberError> {
-    let Some(p) = partition else { return Ok(0) };
-    let mut v = scaled_value(p, replicas, true)?;
-    if replicas > 1 && v == replicas && matches!(p, IntOrString::String(s) if s != "100%") {
-        v = replicas - 1;
-    }
-    Ok(v.clamp(0, replicas.max(0)))
-}
+use crate::workload::intstr::{NumberError, partition_replicas, scaled_value};
+use crate::workload::{podutil, specifieddelete};
 
 /// The rolling-update part of a CloneSet strategy, when present.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -125,7 +80,7 @@ impl Settings {
 
     /// In spec.scaleStrategy.podsToDelete, or labelled for deletion.
     pub fn is_specified_delete(&self, pod: &Pod) -> bool {
-        podutil::has_specified_delete(pod)
+        specifieddelete::is_specified_delete(pod)
             || self.pods_to_delete.iter().any(|n| n == podutil::name(pod))
     }
 }
@@ -171,15 +126,14 @@ pub struct Counts {
     pub old_pre_deleting: i32,
 }
 
-/// Compute the diffs. `is_updated` says whether a pod counts as the update revision.
-pub fn calculate_diffs(
+/// Counts the pods by revision: total, active, pre-deleting, specified for deletion and
+/// unavailable.
+fn count_pods(
     settings: &Settings,
     pods: &[&Pod],
     is_updated: &dyn Fn(&Pod) -> bool,
     now: Timestamp,
-) -> (Diffs, Counts) {
-    let replicas = settings.replicas;
-    let l = settings.limits();
+) -> Counts {
     let mut c = Counts::default();
     for pod in pods {
         let pre_deleting =
@@ -217,6 +171,67 @@ pub fn calculate_diffs(
             *unav += 1;
         }
     }
+    c
+}
+
+/// How many pods above replicas to use now, and how many of those at the old revision: for
+/// pods specified for deletion (their replacements come first) or for an update that moves pods
+/// both ways, whichever needs more, within maxSurge.
+fn surge(
+    l: &Limits,
+    c: &Counts,
+    update_old_diff: i32,
+    update_new_diff: i32,
+    total_unavailable: i32,
+) -> (i32, i32) {
+    let mut scale_surge = 0;
+    let mut scale_old_surge = 0;
+    let to_delete = c.new_to_delete + c.old_to_delete;
+    if to_delete > 0 {
+        scale_surge = ((total_unavailable + to_delete) - l.max_unavailable)
+            .max(0)
+            .min(to_delete);
+        if scale_surge > c.new_to_delete {
+            scale_old_surge = scale_surge - c.new_to_delete;
+        }
+    }
+    let mut update_surge = 0;
+    let mut update_old_surge = 0;
+    let opposite = (update_old_diff < 0 && update_new_diff > 0)
+        || (update_old_diff > 0 && update_new_diff < 0);
+    if opposite {
+        if update_old_diff.abs() <= update_new_diff.abs() {
+            update_surge = update_old_diff.abs();
+            if update_old_diff < 0 {
+                update_old_surge = update_surge;
+            }
+        } else {
+            update_surge = update_new_diff.abs();
+            if update_new_diff > 0 {
+                update_old_surge = update_surge;
+            }
+        }
+    }
+    // Scale and update never happen in the same reconcile, so take the bigger need.
+    let (need, need_old) = if scale_surge >= update_surge {
+        (scale_surge, scale_old_surge)
+    } else {
+        (update_surge, update_old_surge)
+    };
+    let use_surge = l.max_surge.min(need);
+    (use_surge, use_surge.min(need_old))
+}
+
+/// Compute the diffs. `is_updated` says whether a pod counts as the update revision.
+pub fn calculate_diffs(
+    settings: &Settings,
+    pods: &[&Pod],
+    is_updated: &dyn Fn(&Pod) -> bool,
+    now: Timestamp,
+) -> (Diffs, Counts) {
+    let replicas = settings.replicas;
+    let l = settings.limits();
+    let c = count_pods(settings, pods, is_updated, now);
 
     let mut d = Diffs::default();
     // Without the CloneSetPartitionRollback gate (off by default upstream) pods only move forward.
@@ -226,42 +241,8 @@ pub fn calculate_diffs(
         c.new_pre_deleting + c.old_pre_deleting + c.new_unavailable + c.old_unavailable;
 
     if l.max_surge > 0 {
-        let mut scale_surge = 0;
-        let mut scale_old_surge = 0;
-        let to_delete = c.new_to_delete + c.old_to_delete;
-        if to_delete > 0 {
-            scale_surge = ((total_unavailable + to_delete) - l.max_unavailable)
-                .max(0)
-                .min(to_delete);
-            if scale_surge > c.new_to_delete {
-                scale_old_surge = scale_surge - c.new_to_delete;
-            }
-        }
-        let mut update_surge = 0;
-        let mut update_old_surge = 0;
-        let opposite = (update_old_diff < 0 && update_new_diff > 0)
-            || (update_old_diff > 0 && update_new_diff < 0);
-        if opposite {
-            if update_old_diff.abs() <= update_new_diff.abs() {
-                update_surge = update_old_diff.abs();
-                if update_old_diff < 0 {
-                    update_old_surge = update_surge;
-                }
-            } else {
-                update_surge = update_new_diff.abs();
-                if update_new_diff > 0 {
-                    update_old_surge = update_surge;
-                }
-            }
-        }
-        // Scale and update never happen in the same reconcile, so take the bigger need.
-        if scale_surge >= update_surge {
-            d.use_surge = l.max_surge.min(scale_surge);
-            d.use_surge_old_revision = d.use_surge.min(scale_old_surge);
-        } else {
-            d.use_surge = l.max_surge.min(update_surge);
-            d.use_surge_old_revision = d.use_surge.min(update_old_surge);
-        }
+        (d.use_surge, d.use_surge_old_revision) =
+            surge(&l, &c, update_old_diff, update_new_diff, total_unavailable);
     }
 
     let pod_count = i32::try_from(pods.len()).unwrap_or(i32::MAX);
@@ -308,42 +289,11 @@ pub fn calculate_diffs(
 
 #[cfg(test)]
 mod tests {
-    use super::super::podutil::testpod::*;
     use super::*;
+    use crate::workload::podutil::testpod::*;
 
     fn s(v: &str) -> IntOrString {
         IntOrString::String(v.to_string())
-    }
-
-    #[test]
-    fn scaled_values_round_as_asked() {
-        assert_eq!(scaled_value(&IntOrString::Int(3), 10, true), Ok(3));
-        assert_eq!(scaled_value(&s("20%"), 3, true), Ok(1));
-        assert_eq!(scaled_value(&s("20%"), 3, false), Ok(0));
-        assert_eq!(scaled_value(&s("50%"), 5, true), Ok(3));
-        assert_eq!(scaled_value(&s("50%"), 5, false), Ok(2));
-        assert_eq!(scaled_value(&s("12.5%"), 8, true), Ok(1));
-        assert_eq!(scaled_value(&s("4"), 8, true), Ok(4));
-        assert!(scaled_value(&s("x%"), 8, true).is_err());
-        assert!(scaled_value(&s("abc"), 8, true).is_err());
-    }
-
-    #[test]
-    fn partition_rules() {
-        assert_eq!(partition_replicas(None, 5), Ok(0));
-        assert_eq!(partition_replicas(Some(&IntOrString::Int(2)), 5), Ok(2));
-        assert_eq!(partition_replicas(Some(&IntOrString::Int(9)), 5), Ok(5));
-        assert_eq!(partition_replicas(Some(&IntOrString::Int(-1)), 5), Ok(0));
-        // 30% of 5 = 1.5 -> rounds up to 2.
-        assert_eq!(partition_replicas(Some(&s("30%")), 5), Ok(2));
-        // 99% of 5 rounds up to 5, but a non-100% percentage keeps one pod updatable.
-        assert_eq!(partition_replicas(Some(&s("99%")), 5), Ok(4));
-        assert_eq!(partition_replicas(Some(&s("100%")), 5), Ok(5));
-        // With one replica there is nothing to keep.
-        assert_eq!(partition_replicas(Some(&s("99%")), 1), Ok(1));
-        // 1% of 3 rounds up to 1: at least one old pod is kept.
-        assert_eq!(partition_replicas(Some(&s("1%")), 3), Ok(1));
-        assert_eq!(partition_replicas(Some(&s("0%")), 3), Ok(0));
     }
 
     fn settings(replicas: i32, rolling: Option<Rolling>) -> Settings {
@@ -533,17 +483,6 @@ mod tests {
     }
 
     proptest::proptest! {
-        #[test]
-        fn partition_is_within_bounds(p in -5i32..200, pct in 0u32..=100, replicas in 0i32..50) {
-            let v = partition_replicas(Some(&IntOrString::Int(p)), replicas).expect("int");
-            proptest::prop_assert!((0..=replicas.max(0)).contains(&v));
-            let v = partition_replicas(Some(&IntOrString::String(format!("{pct}%"))), replicas).expect("pct");
-            proptest::prop_assert!((0..=replicas.max(0)).contains(&v));
-            if replicas > 1 && pct < 100 {
-                proptest::prop_assert!(v < replicas);
-            }
-        }
-
         #[test]
         fn scale_up_plus_existing_reaches_replicas(replicas in 0i32..20, existing in 0usize..20) {
             let st = settings(replicas, Some(Rolling::default()));

@@ -13,7 +13,8 @@ use serde_json::json;
 use super::context::Context;
 use super::error::Error;
 use super::pod::instance_id;
-use super::{podutil, scale, status};
+use super::{scale, status};
+use crate::workload::podutil;
 
 /// Without PVC reuse, PVCs whose pod is gone are deleted and those of finished pods are handed to
 /// the pod; returns the PVCs still in use.

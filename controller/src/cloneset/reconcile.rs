@@ -16,18 +16,20 @@ use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
 use kube::{Api, Resource, ResourceExt};
 
-use super::context::{Context, METRIC_NAME, PodPart, patch_pod};
+use super::context::{Context, METRIC_NAME};
 use super::error::Error;
 use super::pvc::{cleanup_pvcs, owned_pvcs};
 use super::revisions::{active_revisions, list_revisions};
 use super::spec::{invalid_reason, settings_of, update_options};
+use super::status;
 use super::sync::{Requeue, Syncer};
 use super::sync_scale::truncate_pods_to_delete;
-use super::{claim, podutil, status};
 use crate::expectations::{EXPECTATION_TIMEOUT, ScaleSatisfaction, VersionSatisfaction};
-use crate::imagepulljob::predownload;
 use crate::inplace::{self, CloneSetHooks};
 use crate::revision;
+use crate::workload::podpatch::{PodPart, patch_pod};
+use crate::workload::predownload;
+use crate::workload::{claim, podutil};
 
 /// Longest wait for unsatisfied scale expectations before looking at the cache again; events
 /// and resyncs normally end the wait much sooner.

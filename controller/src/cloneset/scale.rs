@@ -9,7 +9,7 @@ use kruise_api::appspub::{Lifecycle, LifecycleStateType};
 use rand::Rng;
 
 use super::diff::Settings;
-use super::podutil;
+use crate::workload::podutil;
 
 /// Whether `pod` counts as the update revision when the CloneSet scales (upstream
 /// `revision.IsPodUpdate`): at the update revision, or, with `preparing_update_as_update` (the
@@ -245,8 +245,8 @@ pub fn plan_pvc_cleanup(
 #[cfg(test)]
 mod tests {
     use super::super::diff::Rolling;
-    use super::super::podutil::testpod::*;
     use super::*;
+    use crate::workload::podutil::testpod::*;
     use kruise_api::appspub::LifecycleHook;
     use kruise_api::keys;
 

@@ -9,9 +9,9 @@ use kruise_api::keys::{self, k8s};
 use kruise_api::selector;
 use serde_json::{Value, json};
 
-use super::diff::partition_replicas;
 use super::error::Error;
-use super::podutil;
+use crate::workload::intstr::partition_replicas;
+use crate::workload::podutil;
 
 /// Fill the pod counts, currentRevision and expectedUpdatedReplicas of `status`, whose revisions
 /// are already set.
@@ -259,8 +259,8 @@ pub fn status_patch(old: Option<&CloneSetStatus>, new: &CloneSetStatus) -> Resul
 
 #[cfg(test)]
 mod tests {
-    use super::super::podutil::testpod::*;
     use super::*;
+    use crate::workload::podutil::testpod::*;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement;
     use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
     use kruise_api::apps::v1beta1::{CloneSetSpec, RollingUpdateCloneSetStrategy};

@@ -19,8 +19,9 @@ use super::error::Error;
 use super::pod::{instance_id, new_pod, new_pvcs};
 use super::revisions::template_of;
 use super::sync::{Requeue, Syncer};
-use super::{diff, podutil, scale};
+use super::{diff, scale};
 use crate::expectations::ScaleAction;
+use crate::workload::podutil;
 
 /// Pod creations start with this many at once and double while they succeed.
 const INITIAL_CREATE_BATCH: usize = 1;

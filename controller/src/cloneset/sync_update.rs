@@ -7,17 +7,19 @@ use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::api::core::v1::Pod;
 use kruise_api::apps::v1beta1::CloneSetUpdateStrategyType;
 use kruise_api::appspub::{Lifecycle, LifecycleStateType};
-use kruise_api::keys;
 use kube::runtime::events::EventType;
-use serde_json::json;
 
-use super::context::{METRIC_NAME, PodPart, patch_pod};
+use super::context::METRIC_NAME;
 use super::error::Error;
 use super::spec::{pod_update_policy, update_options};
 use super::sync::{Requeue, Syncer, concurrently_in_order};
-use super::update_step::{Fallback, Refusal, UpdateStep, fallback, update_step};
-use super::{diff, podutil, update};
+use super::{diff, update};
 use crate::inplace::{self, CloneSetHooks, InPlaceHooks, NotInPlace, UpdateOptions, UpdateOutcome};
+use crate::workload::lifecycle::next_lifecycle_state;
+use crate::workload::podpatch::{PodPart, patch_pod};
+use crate::workload::podutil;
+use crate::workload::specifieddelete;
+use crate::workload::update_step::{Fallback, Refusal, UpdateStep, fallback, update_step};
 
 impl Syncer<'_> {
     pub(super) async fn update_pods(
@@ -127,8 +129,7 @@ impl Syncer<'_> {
             out.new_resource_version.as_deref(),
         );
         let completed = hooks.pod_update_completed(pod).is_ok();
-        let Some(next) = update::next_lifecycle_state(lifecycle, pod, update_name, completed)
-        else {
+        let Some(next) = next_lifecycle_state(lifecycle, pod, update_name, completed) else {
             return Ok((false, out.requeue_after));
         };
         let was_updating = podutil::lifecycle_state(pod) == Some(LifecycleStateType::Updating);
@@ -290,7 +291,7 @@ impl Syncer<'_> {
         if let Some(reason) = reason {
             tracing::info!(pod = %pname, %reason, "cannot update in place, recreating");
         }
-        let patch = json!({ "metadata": { "labels": { keys::SPECIFIED_DELETE_LABEL: "true" } } });
+        let patch = specifieddelete::mark_patch();
         match patch_pod(&self.api()?, pod, PodPart::Object, patch).await {
             Ok(written) => {
                 self.ctx.expect_written(&written);
@@ -328,6 +329,7 @@ mod tests {
     use crate::cloneset::spec::settings_of;
     use crate::podcache::PodCache;
     use kruise_api::apps::v1beta1::CloneSet;
+    use serde_json::json;
     use std::sync::Arc;
     use tokio_util::sync::CancellationToken;
 

@@ -13,13 +13,13 @@ use kube::{Client, Resource};
 
 use super::plan::BadNumber;
 use crate::backoff::{Backoff, Policy};
-use crate::cloneset::lifecycle::WriteError;
 use crate::expectations::{ResourceVersionExpectations, ScaleExpectations};
 use crate::inplace::{ApplyError, InPlaceControl};
 use crate::metrics::Metrics;
 use crate::podcache::PodCache;
 use crate::revision::RevisionError;
 use crate::runner::ReconcileError;
+use crate::workload::lifecycle::WriteError;
 
 /// Name in Events, logs and the field manager.
 pub const CONTROLLER_NAME: &str = "daemonset-controller";

@@ -18,11 +18,11 @@ use tokio_util::sync::CancellationToken;
 use super::context::METRIC_NAME;
 pub use super::context::{CONTROLLER_NAME, Context, Error};
 pub use super::reconcile::reconcile;
-use crate::cloneset::podutil;
 use crate::expectations::{Cached, ScaleAction};
 use crate::metrics::Metrics;
 use crate::podcache::{PodCache, PodEvent};
 use crate::runner::{self, Controller};
+use crate::workload::podutil;
 
 /// Reconciles of different DaemonSets running at once.
 const CONCURRENCY: u16 = 3;

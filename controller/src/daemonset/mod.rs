@@ -4,10 +4,12 @@
 //!
 //! Pure decisions: `nodes` (which nodes run a Pod), `pod` (new Pods, their node, the
 //! [`AdsHooks`](pod::AdsHooks) of the engine), `plan` (the manage loop and the rolling update),
-//! `status`. The I/O shell: `controller` (wiring: DaemonSet watch, Node store, Pod events) →
-//! `reconcile` (revisions, the plan's writes, status). Lifecycle hooks (preDelete,
-//! inPlaceUpdate) use CloneSet's update step and lifecycle writer; the plan counts a
-//! pre-deleting Pod as none, as upstream does.
+//! `status`. The I/O shell, imports flowing one way, as CloneSet's: `controller` (wiring on the
+//! shared runner: DaemonSet watch, Node store, Pod events) → `reconcile` (named steps: gates →
+//! revisions → plan → sync → history → status) → `sync` (the plan's Pod writes) and
+//! `revisions` → `context` (Events, expectations, the error). Lifecycle hooks (preDelete,
+//! inPlaceUpdate) use the shared [`crate::workload`] update step and lifecycle writer; the plan
+//! counts a pre-deleting Pod as none, as upstream does.
 
 mod context;
 pub mod controller;
@@ -15,4 +17,6 @@ pub mod nodes;
 pub mod plan;
 pub mod pod;
 mod reconcile;
+mod revisions;
 pub mod status;
+mod sync;

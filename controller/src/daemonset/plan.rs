@@ -15,7 +15,7 @@ use kruise_api::selector;
 
 use super::nodes::Placement;
 use super::pod::pod_hash;
-use crate::cloneset::podutil;
+use crate::workload::podutil;
 
 /// Default `burstReplicas` (upstream).
 pub const DEFAULT_BURST_REPLICAS: i32 = 250;

@@ -7,7 +7,7 @@ use kruise_api::keys::k8s;
 
 use super::plan::NodePods;
 use super::pod::pod_hash;
-use crate::cloneset::podutil;
+use crate::workload::podutil;
 
 fn count(n: usize) -> i32 {
     i32::try_from(n).unwrap_or(i32::MAX)

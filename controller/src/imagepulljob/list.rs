@@ -218,6 +218,117 @@ pub fn new_job(list: &ImageListPullJob, image: &str, hash: &str) -> ImagePullJob
     }
 }
 
+/// A finished list: kept, looked at again, or deleted by `ttlSecondsAfterFinished`.
+async fn expire(
+    list: &ImageListPullJob,
+    api: &Api<ImageListPullJob>,
+    done: Timestamp,
+    now: Timestamp,
+) -> Result<Action, Error> {
+    let ttl = list
+        .spec
+        .template
+        .completion_policy
+        .ttl_seconds_after_finished;
+    match logic::ttl(ttl, done, now) {
+        Ttl::Keep => Ok(Action::await_change()),
+        Ttl::After(d) => Ok(Action::requeue(d)),
+        Ttl::Delete => {
+            tracing::info!("deleting ImageListPullJob after ttlSecondsAfterFinished");
+            match api.delete(&list.name_any(), &Default::default()).await {
+                Ok(_) => {}
+                Err(kube::Error::Api(e)) if e.is_not_found() => {}
+                Err(e) => return Err(e.into()),
+            }
+            Ok(Action::await_change())
+        }
+    }
+}
+
+/// The cache itself settles expectations too, so a missed watch event cannot stall the list:
+/// a job at the current template hash means its create landed; no other job for the image
+/// (terminating ones included) means its delete did.
+fn settle_expectations(
+    ctx: &Ctx,
+    key: &str,
+    list: &ImageListPullJob,
+    mine: &[Arc<ImagePullJob>],
+    hash: &str,
+) {
+    for image in list
+        .spec
+        .images
+        .iter()
+        .chain(mine.iter().map(|j| &j.spec.image))
+    {
+        let of_image = mine.iter().filter(|j| &j.spec.image == image);
+        let (mut current, mut stale) = (false, false);
+        for j in of_image {
+            if j.labels()
+                .get(keys::CONTROLLER_REVISION_HASH_LABEL)
+                .map(String::as_str)
+                == Some(hash)
+            {
+                current = true;
+            } else {
+                stale = true;
+            }
+        }
+        if current {
+            ctx.scale_exp.observe(key, ScaleAction::Create, image);
+        }
+        if !stale {
+            ctx.scale_exp.observe(key, ScaleAction::Delete, image);
+        }
+    }
+}
+
+/// Deletes the jobs of images no longer listed (or of an old template), then creates the
+/// missing ones; each is expected before its call is sent.
+async fn write_jobs(
+    ctx: &Ctx,
+    key: &str,
+    list: &ImageListPullJob,
+    ns: &str,
+    hash: &str,
+    create: &[String],
+    delete: &[Arc<ImagePullJob>],
+) -> Result<(), Error> {
+    let jobs_api: Api<ImagePullJob> = Api::namespaced(ctx.client.clone(), ns);
+    for j in delete {
+        ctx.scale_exp
+            .expect(key, ScaleAction::Delete, &j.spec.image);
+        match jobs_api.delete(&j.name_any(), &Default::default()).await {
+            Ok(_) => tracing::info!(job = %j.name_any(), "deleted ImagePullJob"),
+            Err(kube::Error::Api(e)) if e.is_not_found() => {
+                ctx.scale_exp
+                    .observe(key, ScaleAction::Delete, &j.spec.image);
+            }
+            Err(e) => {
+                ctx.scale_exp
+                    .observe(key, ScaleAction::Delete, &j.spec.image);
+                return Err(e.into());
+            }
+        }
+    }
+    for image in create {
+        ctx.scale_exp.expect(key, ScaleAction::Create, image);
+        match jobs_api
+            .create(&PostParams::default(), &new_job(list, image, hash))
+            .await
+        {
+            Ok(j) => {
+                tracing::info!(job = %j.name_any(), image = %image, "created ImagePullJob")
+            }
+            Err(e) => {
+                ctx.scale_exp.observe(key, ScaleAction::Create, image);
+                return Err(e.into());
+            }
+        }
+    }
+    Ok(())
+}
+
 async fn reconcile(list: Arc<ImageListPullJob>, ctx: Arc<Ctx>) -> Result<Action, Error> {
     let (list, ctx) = (list.as_ref(), ctx.as_ref());
     let ns = list.namespace().unwrap_or_default();
@@ -242,24 +353,7 @@ async fn reconcile(list: Arc<ImageListPullJob>, ctx: Arc<Ctx>) -> Result<Action,
         .as_ref()
         .and_then(|s| s.completion_time.as_ref())
     {
-        let ttl = list
-            .spec
-            .template
-            .completion_policy
-            .ttl_seconds_after_finished;
-        return match logic::ttl(ttl, done.0, now) {
-            Ttl::Keep => Ok(Action::await_change()),
-            Ttl::After(d) => Ok(Action::requeue(d)),
-            Ttl::Delete => {
-                tracing::info!("deleting ImageListPullJob after ttlSecondsAfterFinished");
-                match api.delete(&name, &Default::default()).await {
-                    Ok(_) => {}
-                    Err(kube::Error::Api(e)) if e.is_not_found() => {}
-                    Err(e) => return Err(e.into()),
-                }
-                Ok(Action::await_change())
-            }
-        };
+        return expire(list, &api, done.0, now).await;
     }
     // Before the first list of jobs, every image would look like it has no job yet.
     if !super::store_ready(&ctx.jobs) {
@@ -273,31 +367,7 @@ async fn reconcile(list: Arc<ImageListPullJob>, ctx: Arc<Ctx>) -> Result<Action,
         .filter(|j| j.metadata.namespace.as_deref() == Some(ns.as_str()))
         .filter(|j| controller_of(j).is_some_and(|o| o.uid == uid))
         .collect();
-    // The cache itself settles expectations too, so a missed watch event cannot stall the list:
-    // a job at the current template hash means its create landed; no other job for the image
-    // (terminating ones included) means its delete did.
-    for image in list
-        .spec
-        .images
-        .iter()
-        .chain(mine.iter().map(|j| &j.spec.image))
-    {
-        let of_image = mine.iter().filter(|j| &j.spec.image == image);
-        let (mut current, mut stale) = (false, false);
-        for j in of_image {
-            if j.labels().get(keys::CONTROLLER_REVISION_HASH_LABEL) == Some(&hash) {
-                current = true;
-            } else {
-                stale = true;
-            }
-        }
-        if current {
-            ctx.scale_exp.observe(&key, ScaleAction::Create, image);
-        }
-        if !stale {
-            ctx.scale_exp.observe(&key, ScaleAction::Delete, image);
-        }
-    }
+    settle_expectations(ctx, &key, list, &mine, &hash);
     if let ScaleSatisfaction::Unsatisfied { since, dirty } =
         ctx.scale_exp.satisfied(&key, Instant::now())
     {
@@ -314,38 +384,7 @@ async fn reconcile(list: Arc<ImageListPullJob>, ctx: Arc<Ctx>) -> Result<Action,
         .collect();
     let status = list_status(list, &owned, now);
     let (create, delete) = plan(list, &owned, &hash);
-    let jobs_api: Api<ImagePullJob> = Api::namespaced(ctx.client.clone(), &ns);
-    for j in &delete {
-        ctx.scale_exp
-            .expect(&key, ScaleAction::Delete, &j.spec.image);
-        match jobs_api.delete(&j.name_any(), &Default::default()).await {
-            Ok(_) => tracing::info!(job = %j.name_any(), "deleted ImagePullJob"),
-            Err(kube::Error::Api(e)) if e.is_not_found() => {
-                ctx.scale_exp
-                    .observe(&key, ScaleAction::Delete, &j.spec.image);
-            }
-            Err(e) => {
-                ctx.scale_exp
-                    .observe(&key, ScaleAction::Delete, &j.spec.image);
-                return Err(e.into());
-            }
-        }
-    }
-    for image in &create {
-        ctx.scale_exp.expect(&key, ScaleAction::Create, image);
-        match jobs_api
-            .create(&PostParams::default(), &new_job(list, image, &hash))
-            .await
-        {
-            Ok(j) => {
-                tracing::info!(job = %j.name_any(), image = %image, "created ImagePullJob")
-            }
-            Err(e) => {
-                ctx.scale_exp.observe(&key, ScaleAction::Create, image);
-                return Err(e.into());
-            }
-        }
-    }
+    write_jobs(ctx, &key, list, &ns, &hash, &create, &delete).await?;
     if list.status.as_ref() != Some(&status) {
         let mut new = list.clone();
         new.status = Some(status);

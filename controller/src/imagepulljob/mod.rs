@@ -1,5 +1,4 @@
-//! Image pre-pull, manager side: the ImagePullJob and ImageListPullJob controllers and the
-//! CloneSet pre-download helper.
+//! Image pre-pull, manager side: the ImagePullJob and ImageListPullJob controllers.
 //!
 //! An ImagePullJob picks its target nodes (`podSelector` → nodes of matching pods;
 //! `selector.names`; `selector` labels; else every node), writes a tag owned by the job into the
@@ -13,7 +12,7 @@
 //!
 //! Entry point: [`run`]`(client, pods, metrics, shutdown)` runs both controllers; `pods` is the
 //! manager's shared [`PodCache`] (podSelector jobs follow pods). CloneSet pre-download is
-//! [`predownload::ensure_predownload_jobs`], called by the CloneSet controller.
+//! [`crate::workload::predownload::ensure_predownload_jobs`], in the shared workload layer.
 //!
 //! RBAC: `imagepulljobs` get/list/watch/create/update/patch/delete, `imagepulljobs/status`
 //! update; `imagelistpulljobs` get/list/watch/patch/delete, `imagelistpulljobs/status` update;
@@ -26,7 +25,6 @@ pub mod follow;
 pub mod image;
 pub mod list;
 pub mod logic;
-pub mod predownload;
 pub mod secrets;
 
 use std::sync::Arc;

@@ -19,7 +19,7 @@ use kruise_api::sidecarset as wire;
 use kube::api::DeleteParams;
 use kube::{Api, Client, ResourceExt};
 
-use super::Error;
+use super::error::Error;
 use crate::history::{self as shared, Origin};
 use crate::revision::{self, RevisionError};
 

@@ -16,10 +16,10 @@ use super::context::METRIC_NAME;
 pub use super::context::{CONTROLLER_NAME, Context};
 pub use super::error::Error;
 pub use super::reconcile::reconcile;
-use crate::cloneset::podutil;
 use crate::expectations::{Cached, ScaleAction};
 use crate::podcache::PodEvent;
 use crate::runner::{self, Controller};
+use crate::workload::podutil;
 
 const CONCURRENCY: u16 = 3;
 

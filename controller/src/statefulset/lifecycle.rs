@@ -3,8 +3,9 @@
 //! PreparingDelete instead of deleting it, `lifecycle.inPlaceUpdate` holds it in PreparingUpdate
 //! before its in-place update, both while the hook's labels or finalizers are on the Pod.
 //!
-//! The decisions and the writer are CloneSet's ([`update_step`], [`next_lifecycle_state`],
-//! [`write_lifecycle`]); this module only applies them to this set's Pods.
+//! The decisions and the writer are the shared workload layer's
+//! ([`crate::workload::update_step`], [`crate::workload::lifecycle`]); this module only applies
+//! them to this set's Pods.
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
@@ -14,10 +15,8 @@ use kube::Api;
 
 use super::context::Context;
 use super::error::Error;
-use crate::cloneset::lifecycle::{WriteError, write_lifecycle};
-use crate::cloneset::podutil;
-pub(super) use crate::cloneset::update::next_lifecycle_state;
-pub(super) use crate::cloneset::update_step::{Refusal, UpdateStep, update_step};
+use crate::workload::lifecycle::{WriteError, write_lifecycle};
+use crate::workload::podutil;
 
 /// The CloneSet policy of the same name: the update-step decision is shared.
 pub(super) fn as_cloneset_policy(p: PodUpdateStrategyType) -> CloneSetPodUpdateStrategyType {
@@ -63,6 +62,8 @@ pub(super) async fn set_lifecycle(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::workload::lifecycle::next_lifecycle_state;
+    use crate::workload::update_step::{Refusal, UpdateStep, update_step};
     use kruise_api::appspub::Lifecycle;
     use kruise_api::keys;
 

@@ -5,9 +5,10 @@
 //! condemned, what to create and delete under OrderedReady or Parallel, which pods to update
 //! within partition and maxUnavailable), `status`.
 //!
-//! The I/O shell: `controller` (wiring on the shared runner) → `reconcile` (gates, revisions,
-//! in-place refresh, scale, update, status) → `revisions` (on the shared
-//! [`crate::revision`]) → `lifecycle` (CloneSet's lifecycle hooks, written for this set) →
+//! The I/O shell: `controller` (wiring on the shared runner) → `reconcile` (gates, settings,
+//! revisions, sync, status, history) → `sync` (named steps: in-place refresh, scale, update) and
+//! `revisions` (on the shared [`crate::revision`]) → `settings` (what the spec asks, checked
+//! once) → `lifecycle` (the shared [`crate::workload`] lifecycle hooks, written for this set) →
 //! `context` → `error`. In-place updates go through the shared engine
 //! ([`crate::inplace`]) with [`hooks::AstsHooks`].
 
@@ -20,4 +21,6 @@ mod lifecycle;
 pub mod plan;
 mod reconcile;
 mod revisions;
+mod settings;
 pub mod status;
+mod sync;

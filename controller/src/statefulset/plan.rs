@@ -12,8 +12,8 @@ use kruise_api::keys::k8s;
 use kruise_api::appspub::UpdatePriorityStrategy;
 
 use super::identity::{OrdinalRange, ordinal_of};
-use crate::cloneset::podutil;
-use crate::cloneset::update::sort_by_priority;
+use crate::workload::podutil;
+use crate::workload::updatesort::sort_by_priority;
 
 /// The set's pods by role: `replicas[i]` holds the pod of ordinal `start + i` (reserved and
 /// missing ordinals are `None`); `condemned` holds pods outside the range, highest ordinal

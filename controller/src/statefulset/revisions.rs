@@ -14,9 +14,9 @@ use kube::{Api, Resource, ResourceExt};
 
 use super::context::Context;
 use super::error::Error;
-use crate::cloneset::podutil;
 use crate::history::{self, Origin};
 use crate::revision::{self, Parent};
+use crate::workload::podutil;
 
 /// The set's revisions (owned by its uid), sorted.
 pub(super) async fn list(

@@ -11,7 +11,7 @@ use kruise_api::keys::k8s;
 use serde_json::{Value, json};
 
 use super::plan::{is_running_and_ready, is_terminating, running_and_available};
-use crate::cloneset::podutil;
+use crate::workload::podutil;
 
 /// Fills the pod counts of `status` from `pods` (every pod of the set, condemned included), and
 /// moves currentRevision to updateRevision once every pod is updated and ready.

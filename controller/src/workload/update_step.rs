@@ -1,6 +1,7 @@
 //! The per-Pod update decision (upstream `updatePod` in `cloneset_update.go`): given the pod
 //! update policy, the Pod's lifecycle state and the in-place-update hook, what to do with one Pod
-//! chosen for update. Pure; `sync_update` performs the step.
+//! chosen for update. Pure; each workload performs the step (CloneSet in `sync_update`, Advanced
+//! StatefulSet and DaemonSet in their reconcile).
 
 use k8s_openapi::api::core::v1::Pod;
 use kruise_api::apps::v1beta1::CloneSetPodUpdateStrategyType;

@@ -1,4 +1,4 @@
-//! Pod predicates and orderings the CloneSet decisions are built on. Pure: time is a parameter.
+//! Pod predicates and orderings the workload decisions are built on. Pure: time is a parameter.
 
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
@@ -124,10 +124,6 @@ pub fn revision_hash(pod: &Pod) -> Option<&str> {
 
 pub fn is_at_revision(pod: &Pod, revision_name: &str) -> bool {
     kruise_api::revision::labels_match_revision(labels(pod), revision_name)
-}
-
-pub fn has_specified_delete(pod: &Pod) -> bool {
-    label(pod, keys::SPECIFIED_DELETE_LABEL).is_some()
 }
 
 pub fn has_finalizer(pod: &Pod, f: &str) -> bool {

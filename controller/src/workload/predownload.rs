@@ -37,7 +37,7 @@ use kube::api::{ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client, Resource, ResourceExt};
 use serde_json::json;
 
-use crate::cloneset::diff::{partition_replicas, scaled_value};
+use super::intstr::{partition_replicas, scaled_value};
 
 /// Whether the workload controllers pre-download images before in-place updates (upstream's
 /// `isPreDownloadDisabled`, decided once when the controller is added).

@@ -1,4 +1,4 @@
-//! Which pods a CloneSet owns: pods it controls that still match its selector; orphans that match
+//! Which pods a workload owns: pods it controls that still match its selector; orphans that match
 //! are adopted, controlled pods that no longer match are released (upstream's ref manager).
 
 use k8s_openapi::api::core::v1::Pod;
@@ -18,8 +18,8 @@ pub struct Claims {
     pub release: Vec<usize>,
 }
 
-/// Sort `pods` (all pods of the CloneSet's namespace) into owned, to adopt and to release.
-/// Nothing is adopted while the CloneSet is being deleted, and pods being deleted are never
+/// Sort `pods` (all pods of the owner's namespace) into owned, to adopt and to release.
+/// Nothing is adopted while the owner is being deleted, and pods being deleted are never
 /// adopted.
 pub fn plan(
     owner_uid: &str,

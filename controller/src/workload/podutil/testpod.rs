@@ -1,4 +1,4 @@
-//! A small pod builder for the CloneSet tests.
+//! A small pod builder for the workload tests.
 
 use super::*;
 use k8s_openapi::api::core::v1::{ContainerStatus, PodCondition, PodSpec, PodStatus};

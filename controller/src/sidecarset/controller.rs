@@ -1,0 +1,87 @@
+//! The SidecarSet controller's wiring on the shared runner: SidecarSets, woken by the Pods that
+//! carry their hash annotation and by Namespace label changes (for `namespaceSelector`).
+
+use std::sync::Arc;
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Namespace;
+use kruise_api::apps::v1beta1::SidecarSet;
+use kruise_api::{keys, sidecarset as wire};
+use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::reflector::{self, ObjectRef};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, Client, ResourceExt};
+use tokio_util::sync::CancellationToken;
+
+use super::context::{CONTROLLER_NAME, Context, NAME};
+use super::reconcile::reconcile;
+use crate::expectations::ResourceVersionExpectations;
+use crate::metrics::Metrics;
+use crate::podcache::PodCache;
+use crate::runner::{Controller, watch};
+
+/// Runs until `shutdown`. `revision_namespace` is where the SidecarSets' ControllerRevisions
+/// live (the manager's namespace).
+pub async fn run(
+    client: Client,
+    pods: PodCache,
+    metrics: Arc<Metrics>,
+    revision_namespace: String,
+    shutdown: CancellationToken,
+) {
+    let api: Api<SidecarSet> = Api::all(client.clone());
+    let (namespaces, ns_writer) = reflector::store::<Namespace>();
+    let ns_events = reflector::reflector(
+        ns_writer,
+        watcher(
+            Api::<Namespace>::all(client.clone()),
+            watcher::Config::default(),
+        ),
+    )
+    .default_backoff()
+    .touched_objects();
+    // A Pod event wakes every SidecarSet the Pod carries.
+    let wake = pods.live_pods().flat_map(|p| {
+        let names: Vec<ObjectRef<SidecarSet>> = p
+            .annotations()
+            .get(keys::SIDECARSET_HASH_ANNOTATION)
+            .and_then(|v| wire::parse_hash_annotation(keys::SIDECARSET_HASH_ANNOTATION, v).ok())
+            .map(|m| m.into_keys().map(|n| ObjectRef::new(&n)).collect())
+            .unwrap_or_default();
+        futures::stream::iter(names)
+    });
+    let reporter = Reporter {
+        controller: CONTROLLER_NAME.to_owned(),
+        instance: std::env::var("POD_NAME").ok(),
+    };
+    let ctx = Arc::new(Context {
+        recorder: Recorder::new(client.clone(), reporter),
+        client,
+        pods,
+        namespaces,
+        namespace: revision_namespace,
+        written: ResourceVersionExpectations::new(),
+    });
+    let ctl = Controller::watching(NAME, watch(api), metrics, shutdown);
+    // A namespace's labels changing can change which Pods a namespaceSelector matches.
+    let store = ctl.store();
+    let ns_wake = ns_events.flat_map(move |ev: Result<Namespace, watcher::Error>| {
+        let refs: Vec<ObjectRef<SidecarSet>> = match ev {
+            Ok(_) => store
+                .state()
+                .iter()
+                .filter(|s| s.spec.namespace_selector.is_some())
+                .map(|s| ObjectRef::from_obj(s.as_ref()))
+                .collect(),
+            Err(e) => {
+                tracing::debug!(error = %e, "namespace watch error");
+                Vec::new()
+            }
+        };
+        futures::stream::iter(refs)
+    });
+    ctl.trigger_refs(wake)
+        .trigger_refs(ns_wake)
+        .run(reconcile, ctx)
+        .await;
+}

@@ -1,0 +1,387 @@
+//! The Pod writes of one SidecarSet sync: the readiness key released after an upgrade, the
+//! in-place upgrade itself (upstream `updateSidecarImageAndHash`), and the hot-upgrade flip
+//! (upstream `flipPodSidecarContainerDo`). One Pod that cannot be written does not stop the
+//! others; each is reported.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kruise_api::apps::v1beta1::SidecarSet;
+use kruise_api::appspub::{InPlaceUpdateState, PodReadinessMessage};
+use kruise_api::{keys, sidecarset as wire};
+use kube::api::{Patch, PatchParams};
+use kube::runtime::events::EventType;
+use kube::{Api, ResourceExt};
+use serde_json::{Map, Value, json};
+
+use super::context::Context;
+use super::error::Error;
+use super::hot;
+use super::plan::{Latest, Plan};
+
+fn pod_key(pod: &Pod) -> String {
+    format!("{}/{}", pod.namespace().unwrap_or_default(), pod.name_any())
+}
+
+/// Performs the plan's Pod writes and the hot flips that are due; returns the Pods that could
+/// not be acted on ("namespace/name: why"), each already reported as a Warning Event.
+pub(super) async fn sync(
+    ctx: &Context,
+    set: &SidecarSet,
+    latest: &Latest,
+    pods: &[Arc<Pod>],
+    plan: &Plan,
+    now: Timestamp,
+) -> Vec<String> {
+    let mut blocked: Vec<String> = Vec::new();
+    for &i in &plan.release {
+        if let Err(e) = set_held(ctx, &pods[i], false, now).await {
+            blocked.push(format!("{}: {e}", pod_key(&pods[i])));
+        }
+    }
+    for &i in &plan.upgrade {
+        match upgrade(ctx, set, latest, &pods[i], now).await {
+            Ok(images) if !images.is_empty() => {
+                let note = format!(
+                    "upgrading the sidecars of Pod {} in place: {}",
+                    pod_key(&pods[i]),
+                    images.join(", ")
+                );
+                ctx.event(
+                    set,
+                    EventType::Normal,
+                    keys::SIDECARSET_REASON_UPGRADE,
+                    note,
+                )
+                .await;
+            }
+            Ok(_) => {}
+            Err(e) => blocked.push(format!("{}: {e}", pod_key(&pods[i]))),
+        }
+    }
+    flip_all(ctx, set, pods, &mut blocked).await;
+    for b in &blocked {
+        tracing::warn!(pod = %b, "cannot upgrade the sidecars of a matched Pod");
+        ctx.event(
+            set,
+            EventType::Warning,
+            keys::SIDECARSET_REASON_UPGRADE_FAILED,
+            format!("cannot upgrade the sidecars of Pod {b}"),
+        )
+        .await;
+    }
+    blocked
+}
+
+/// The hot flips every matched Pod is ready for.
+async fn flip_all(ctx: &Context, set: &SidecarSet, pods: &[Arc<Pod>], blocked: &mut Vec<String>) {
+    for pod in pods {
+        let flips: Vec<hot::Step> = hot::steps(set, pod)
+            .into_iter()
+            .filter(|s| matches!(s, hot::Step::Flip { .. }))
+            .collect();
+        if flips.is_empty() {
+            continue;
+        }
+        match flip(ctx, pod, &flips).await {
+            Ok(()) => {
+                let note = format!(
+                    "hot upgrade of Pod {}: the new version serves, the old container is emptied",
+                    pod_key(pod)
+                );
+                ctx.event(
+                    set,
+                    EventType::Normal,
+                    keys::SIDECARSET_REASON_UPGRADE,
+                    note,
+                )
+                .await;
+            }
+            Err(e) => blocked.push(format!("{}: {e}", pod_key(pod))),
+        }
+    }
+}
+
+/// Adds or removes our not-ready key on the Pod's `KruisePodReady` condition.
+async fn set_held(ctx: &Context, pod: &Pod, hold: bool, now: Timestamp) -> Result<(), Error> {
+    let msg = PodReadinessMessage::new(
+        keys::READINESS_USER_AGENT_SIDECARSET,
+        keys::READINESS_KEY_SIDECAR_UPGRADE,
+    );
+    let Some(cond) = kruise_api::appspub::kruise_pod_ready_condition(pod, &msg, hold, now)? else {
+        return Ok(());
+    };
+    let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &pod.namespace().unwrap_or_default());
+    let patch = json!({"status": {"conditions": [cond]}});
+    match api
+        .patch_status(
+            &pod.name_any(),
+            &PatchParams::default(),
+            &Patch::Strategic(&patch),
+        )
+        .await
+    {
+        Ok(written) => {
+            ctx.wrote(&written);
+            Ok(())
+        }
+        Err(kube::Error::Api(s)) if s.is_not_found() => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The container's image ID as the kubelet last reported it, the `lastContainerStatuses`
+/// entry of the in-place state.
+fn image_id(statuses: &[ContainerStatus], container: &str) -> String {
+    statuses
+        .iter()
+        .find(|s| s.name == container)
+        .map(|s| s.image_id.clone())
+        .unwrap_or_default()
+}
+
+/// The cold sidecars whose image differs from the SidecarSet's: their new image, and their
+/// image ID now in `last`.
+fn cold_images(
+    set: &SidecarSet,
+    pod: &Pod,
+    statuses: &[ContainerStatus],
+    last: &mut Map<String, Value>,
+) -> Vec<Value> {
+    let mut images = Vec::new();
+    for sc in &set.spec.containers {
+        if sc.is_hot_upgrade() {
+            continue;
+        }
+        let want = sc.container.image.clone().unwrap_or_default();
+        let Some(have) = pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.containers.iter().find(|c| c.name == sc.container.name))
+        else {
+            continue;
+        };
+        if have.image.as_deref() == Some(want.as_str()) {
+            continue;
+        }
+        images.push(json!({"name": sc.container.name, "image": want}));
+        last.insert(
+            sc.container.name.clone(),
+            json!({"imageID": image_id(statuses, &sc.container.name)}),
+        );
+    }
+    images
+}
+
+/// Hot pairs: the new image goes to the idle container (pushed to `images`, its image ID to
+/// `last`); returns the version annotations it gets. The Pod stays in Service.
+fn hot_starts(
+    set: &SidecarSet,
+    pod: &Pod,
+    statuses: &[ContainerStatus],
+    images: &mut Vec<Value>,
+    last: &mut Map<String, Value>,
+) -> BTreeMap<String, String> {
+    let ann = pod.annotations();
+    let mut versions = BTreeMap::new();
+    for step in hot::steps(set, pod) {
+        let hot::Step::Start { container, image } = step else {
+            continue;
+        };
+        images.push(json!({"name": container, "image": image}));
+        last.insert(
+            container.clone(),
+            json!({"imageID": image_id(statuses, &container)}),
+        );
+        // The idle container's version is one above the working one's (upstream
+        // `updateHotUpgradeContainerInPod`); `versionalt` points back at the working one.
+        let version_of = |c: &str| {
+            ann.get(&format!(
+                "{}{c}",
+                keys::SIDECARSET_VERSION_ANNOTATION_PREFIX
+            ))
+            .and_then(|v| v.parse::<i64>().ok())
+            .unwrap_or(0)
+        };
+        if let Some(other) = wire::hot_upgrade_other(&container) {
+            let working = version_of(&other);
+            versions.insert(
+                format!("{}{container}", keys::SIDECARSET_VERSION_ANNOTATION_PREFIX),
+                (working + 1).to_string(),
+            );
+            versions.insert(
+                format!(
+                    "{}{container}",
+                    keys::SIDECARSET_VERSION_ALT_ANNOTATION_PREFIX
+                ),
+                working.to_string(),
+            );
+        }
+    }
+    versions
+}
+
+/// Both hash annotations of the Pod with this SidecarSet's entry moved to `latest`.
+fn hash_annotations(
+    set_name: &str,
+    ann: &BTreeMap<String, String>,
+    latest: &Latest,
+    time: &Time,
+    annotations: &mut BTreeMap<String, String>,
+) -> Result<(), Error> {
+    let rewrite = |key: &'static str, hash: &str| -> Result<String, Error> {
+        let mut m =
+            wire::parse_hash_annotation(key, ann.get(key).map(String::as_str).unwrap_or(""))?;
+        if let Some(e) = m.get_mut(set_name) {
+            e.hash = hash.to_owned();
+            e.update_timestamp = time.clone();
+        }
+        Ok(wire::format_hash_annotation(&m)?)
+    };
+    annotations.insert(
+        keys::SIDECARSET_HASH_ANNOTATION.to_owned(),
+        rewrite(keys::SIDECARSET_HASH_ANNOTATION, &latest.hash)?,
+    );
+    annotations.insert(
+        keys::SIDECARSET_HASH_WITHOUT_IMAGE_ANNOTATION.to_owned(),
+        rewrite(
+            keys::SIDECARSET_HASH_WITHOUT_IMAGE_ANNOTATION,
+            &latest.without_image,
+        )?,
+    );
+    Ok(())
+}
+
+/// The in-place state annotation with this SidecarSet's entry for the upgrade being made.
+fn inplace_state_annotation(
+    set_name: &str,
+    ann: &BTreeMap<String, String>,
+    latest: &Latest,
+    time: &Time,
+    last: Map<String, Value>,
+) -> Result<String, Error> {
+    let mut states = wire::parse_inplace_states(
+        ann.get(keys::SIDECARSET_INPLACE_UPDATE_STATE_ANNOTATION)
+            .map(String::as_str)
+            .unwrap_or(""),
+    )?;
+    let state: InPlaceUpdateState = serde_json::from_value(json!({
+        "revision": latest.hash,
+        "updateTimestamp": time,
+        "lastContainerStatuses": last,
+        "updateImages": true,
+    }))
+    .map_err(|source| kruise_api::Error::Serialize {
+        what: "sidecar in-place state",
+        source,
+    })?;
+    states.insert(set_name.to_owned(), state);
+    Ok(wire::format_inplace_states(&states)?)
+}
+
+/// Upgrades the Pod's sidecars to the SidecarSet's images in place (upstream
+/// `updateSidecarImageAndHash`). Returns the "container=image" pairs written.
+async fn upgrade(
+    ctx: &Context,
+    set: &SidecarSet,
+    latest: &Latest,
+    pod: &Pod,
+    now: Timestamp,
+) -> Result<Vec<String>, Error> {
+    let name = set.name_any();
+    let ann = pod.annotations();
+    let statuses = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.container_statuses.clone())
+        .unwrap_or_default();
+    let mut last = Map::new();
+    let mut images = cold_images(set, pod, &statuses, &mut last);
+    let cold = !images.is_empty();
+    let mut annotations = hot_starts(set, pod, &statuses, &mut images, &mut last);
+    let time = Time(now);
+    hash_annotations(&name, ann, latest, &time, &mut annotations)?;
+    if !images.is_empty() {
+        annotations.insert(
+            keys::SIDECARSET_INPLACE_UPDATE_STATE_ANNOTATION.to_owned(),
+            inplace_state_annotation(&name, ann, latest, &time, last)?,
+        );
+        if cold {
+            // Out of Service before the sidecar restarts.
+            set_held(ctx, pod, true, now).await?;
+        }
+    }
+    let mut patch = json!({"metadata": {"annotations": annotations}});
+    if !images.is_empty() {
+        patch["spec"] = json!({"containers": images});
+    }
+    tracing::info!(pod = %pod.name_any(), images = images.len(), "upgrading sidecars in place");
+    let done: Vec<String> = images
+        .iter()
+        .map(|i| {
+            format!(
+                "{}={}",
+                i["name"].as_str().unwrap_or_default(),
+                i["image"].as_str().unwrap_or_default()
+            )
+        })
+        .collect();
+    Ok(if patch_pod(ctx, pod, &patch).await? {
+        done
+    } else {
+        Vec::new()
+    })
+}
+
+/// Makes the idle containers that now run the new image the working ones and puts the old
+/// ones on the empty image, in one patch (upstream `flipPodSidecarContainerDo`).
+async fn flip(ctx: &Context, pod: &Pod, flips: &[hot::Step]) -> Result<(), Error> {
+    let mut working = hot::working_containers(pod);
+    let mut images = Vec::new();
+    for step in flips {
+        if let hot::Step::Flip {
+            sidecar,
+            to,
+            from,
+            empty,
+        } = step
+        {
+            working.insert(sidecar.clone(), to.clone());
+            images.push(json!({"name": from, "image": empty}));
+        }
+    }
+    let patch = json!({
+        "metadata": {"annotations": {
+            keys::SIDECARSET_WORKING_HOT_UPGRADE_CONTAINER_ANNOTATION:
+                wire::format_working_containers(&working)?,
+        }},
+        "spec": {"containers": images},
+    });
+    tracing::info!(pod = %pod.name_any(), "hot upgrade: switching the working sidecar containers");
+    patch_pod(ctx, pod, &patch).await?;
+    Ok(())
+}
+
+/// Strategic-merge `patch` into the Pod, expecting what the API server returns. Returns
+/// whether it was written: a Pod that is gone needs nothing more.
+async fn patch_pod(ctx: &Context, pod: &Pod, patch: &Value) -> Result<bool, Error> {
+    let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &pod.namespace().unwrap_or_default());
+    match api
+        .patch(
+            &pod.name_any(),
+            &PatchParams::default(),
+            &Patch::Strategic(patch),
+        )
+        .await
+    {
+        Ok(written) => {
+            ctx.wrote(&written);
+            Ok(true)
+        }
+        Err(kube::Error::Api(s)) if s.is_not_found() => Ok(false),
+        Err(e) => Err(e.into()),
+    }
+}

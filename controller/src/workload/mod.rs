@@ -1,0 +1,22 @@
+//! What the workload controllers share, below all of them (upstream keeps these in
+//! `pkg/util/{lifecycle,updatesort,specifieddelete,...}` under `pkg/controller/*`). A workload
+//! folder (`cloneset`, `statefulset`, `daemonset`, `sidecarset`, ...) imports this layer, the
+//! in-place engine and the runner; never another workload, and nothing here imports a workload.
+//!
+//! Pure decisions, time a parameter: `podutil` (Pod predicates and orderings), `lifecycle`'s
+//! state machine, `update_step` (what to do with one Pod chosen for update), `updatesort`
+//! (priority and scatter order), `intstr` (int-or-percent and partition math), `claim`
+//! (owned / adopt / release), `specifieddelete`. The writes: `podpatch` (one Pod patch),
+//! `lifecycle`'s writer, and `predownload` (image pre-download jobs before in-place updates).
+//! The expectations gate stays at the crate top, [`crate::expectations`]: non-Pod controllers
+//! (ImageListPullJob) use it too.
+
+pub mod claim;
+pub mod intstr;
+pub mod lifecycle;
+pub mod podpatch;
+pub mod podutil;
+pub mod predownload;
+pub mod specifieddelete;
+pub mod update_step;
+pub mod updatesort;
