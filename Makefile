@@ -36,10 +36,11 @@ unit: ## unit, property and snapshot tests of every crate, the e2e crate's own, 
 	hack/test.sh unit
 
 .PHONY: lint
-lint: ## rustfmt, clippy (warnings are errors) and shellcheck
+lint: ## rustfmt, clippy (warnings are errors), shellcheck, and the module layout (hack/layout-check.py)
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	shellcheck hack/*.sh kind/*.sh kind/bin/docker kind/node/entrypoint .ci/run
+	python3 hack/layout-check.py
 
 .PHONY: e2e
 e2e: ## every e2e stage (smoke gate, behaviour suite, serial phase, plugin, dev mode, kwok, CRI, cycle); with KUBECONFIG set, the suite against that cluster

@@ -83,11 +83,6 @@ pub mod configuration;
 pub mod conversion;
 mod server;
 
-/// The manager's CRR controller still names the pure admission by its old path; it moves to
-/// [`crr::admit`] when the controller is updated (issue 28), and this alias goes then.
-#[doc(hidden)]
-pub use crr::admit as crr_admit;
-
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;

@@ -15,7 +15,7 @@ use kruise_api::appspub::PodReadinessMessage;
 use kruise_api::keys::{self, k8s};
 use kube::ResourceExt;
 
-use kruise_webhook::crr_admit::{self as admit, AdmitError};
+use kruise_webhook::crr::admit::{self, AdmitError};
 
 /// How long a new request may wait for the daemon to give it a phase.
 pub const RESPONSE_TIMEOUT: Duration = Duration::from_secs(60);

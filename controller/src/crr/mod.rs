@@ -6,7 +6,7 @@
 //!   `node-name`, `pod-uid`; strategy defaults; each container's preStop, ports and
 //!   `statusContext`) when a request lacks it, i.e. was created while the webhook was off
 //!   (`--disable-webhook`): the daemon only watches requests carrying those labels. It is the
-//!   webhook's own pure function, [`kruise_webhook::crr_admit::admit`];
+//!   webhook's own pure function, [`kruise_webhook::crr::admit::admit`];
 //! - completes requests whose pod is gone or was recreated, that the daemon never picked up
 //!   within a minute, or that passed `activeDeadlineSeconds`;
 //! - while Recreating, keeps `status.containerStatusSnapshot` current (the daemon marks a
