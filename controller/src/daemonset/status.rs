@@ -35,7 +35,11 @@ pub fn calculate(
             if !live.is_empty() {
                 current += 1;
             }
-            if live.iter().any(|p| kruise_api::pod::is_ready(p)) {
+            // Mid in-place update is not ready, whatever a stale Ready says.
+            if live
+                .iter()
+                .any(|p| kruise_api::pod::is_ready(p) && podutil::is_inplace_update_ready(p))
+            {
                 ready += 1;
             }
             if live
@@ -168,6 +172,35 @@ mod tests {
         );
         assert_eq!((s.updated_number_scheduled, s.observed_generation), (1, 4));
         assert_eq!(s.update_revision, "new");
+    }
+
+    /// A stale Ready=True beside InPlaceUpdateReady=False (the kubelet's status writer racing
+    /// the engine) is neither ready nor available.
+    #[test]
+    fn a_pod_mid_inplace_update_is_not_ready() {
+        let n = Node::default();
+        let run = Placement {
+            should_run: true,
+            should_continue_running: true,
+        };
+        let mid: Pod = serde_json::from_value(json!({
+            "metadata": {"name": "p", "labels": {"controller-revision-hash": "new"}},
+            "status": {"phase": "Running", "conditions": [
+                {"type": "Ready", "status": "True"},
+                {"type": "InPlaceUpdateReady", "status": "False"}
+            ]}
+        }))
+        .expect("pod");
+        let nodes = [NodePods {
+            node: &n,
+            placement: run,
+            pods: vec![&mid],
+        }];
+        let s = calculate(&nodes, "new", 0, 1, None, Timestamp::now());
+        assert_eq!(
+            (s.number_ready, s.number_available, s.number_unavailable),
+            (0, 0, 1)
+        );
     }
 
     #[test]

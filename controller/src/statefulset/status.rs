@@ -29,8 +29,11 @@ pub fn count(
         if created {
             replicas += 1;
         }
-        let is_ready = is_running_and_ready(pod);
-        let is_available = running_and_available(pod, min_ready_seconds, now).0;
+        // A pod mid in-place update is not ready, whatever a stale Ready says (as CloneSet's
+        // counts): otherwise status can report the rollout done before its containers restart.
+        let in_service = podutil::is_inplace_update_ready(pod);
+        let is_ready = is_running_and_ready(pod) && in_service;
+        let is_available = running_and_available(pod, min_ready_seconds, now).0 && in_service;
         if is_ready {
             ready += 1;
             if is_available {
@@ -168,5 +171,53 @@ mod tests {
         count(&sts, &mut st, &refs, 0, Timestamp::UNIX_EPOCH);
         assert_eq!(st.current_revision, "web-b");
         assert_eq!(st.current_replicas, 2);
+    }
+
+    /// The kubelet may write Ready=True from a stale view after the engine set
+    /// InPlaceUpdateReady=False: such a pod is neither ready nor updated-ready, and the rollout
+    /// does not complete on it.
+    #[test]
+    fn a_pod_mid_inplace_update_is_not_ready_even_if_ready_says_so() {
+        let sts = StatefulSet::new("web", StatefulSetSpec::default());
+        let mut st = StatefulSetStatus {
+            current_revision: "web-a".into(),
+            update_revision: "web-b".into(),
+            ..Default::default()
+        };
+        let mut mid = pod("web-b", true);
+        kruise_api::pod::set_condition(
+            &mut mid,
+            PodCondition {
+                type_: keys::INPLACE_UPDATE_READY.into(),
+                status: k8s::CONDITION_FALSE.into(),
+                ..Default::default()
+            },
+        );
+        let pods = [pod("web-b", true), mid.clone()];
+        let refs: Vec<&Pod> = pods.iter().collect();
+        count(&sts, &mut st, &refs, 0, Timestamp::UNIX_EPOCH);
+        assert_eq!(
+            (
+                st.ready_replicas,
+                st.available_replicas,
+                st.updated_replicas,
+                st.updated_ready_replicas
+            ),
+            (1, 1, 2, 1)
+        );
+        assert_eq!(st.current_revision, "web-a", "not complete mid-update");
+        kruise_api::pod::set_condition(
+            &mut mid,
+            PodCondition {
+                type_: keys::INPLACE_UPDATE_READY.into(),
+                status: k8s::CONDITION_TRUE.into(),
+                ..Default::default()
+            },
+        );
+        let pods = [pod("web-b", true), mid];
+        let refs: Vec<&Pod> = pods.iter().collect();
+        count(&sts, &mut st, &refs, 0, Timestamp::UNIX_EPOCH);
+        assert_eq!((st.ready_replicas, st.updated_ready_replicas), (2, 2));
+        assert_eq!(st.current_revision, "web-b");
     }
 }

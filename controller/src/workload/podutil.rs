@@ -100,12 +100,19 @@ pub fn available_in(pod: &Pod, min_ready_seconds: i32, now: Timestamp) -> Option
     Some(left + AVAILABILITY_MARGIN)
 }
 
+/// Whether no in-place update holds the pod out of service: the InPlaceUpdateReady condition is
+/// absent or True. The kubelet's status writer can put Ready back to True from a stale view just
+/// after the engine set this condition False, so Ready alone may count a pod mid-update.
+pub fn is_inplace_update_ready(pod: &Pod) -> bool {
+    condition(pod, keys::INPLACE_UPDATE_READY).is_none_or(|c| c.status == k8s::CONDITION_TRUE)
+}
+
 /// Running, available, and the InPlaceUpdateReady condition (when present) is True.
 pub fn is_update_ready(pod: &Pod, min_ready_seconds: i32, now: Timestamp) -> bool {
     if phase(pod) != k8s::POD_RUNNING || !is_available_k8s(pod, min_ready_seconds, now) {
         return false;
     }
-    condition(pod, keys::INPLACE_UPDATE_READY).is_none_or(|c| c.status == k8s::CONDITION_TRUE)
+    is_inplace_update_ready(pod)
 }
 
 /// What CloneSet counts as available: lifecycle Normal (or none) and update-ready.
