@@ -8,12 +8,15 @@
 //! The pure parts (data, hash, naming, equality, truncation) live in [`crate::revision`].
 //! The functions are generic over the caller's error type so that each workload keeps its own.
 
+use std::collections::BTreeMap;
+
 use k8s_openapi::api::apps::v1::ControllerRevision;
-use kube::Api;
+use k8s_openapi::api::core::v1::PodTemplateSpec;
 use kube::api::{ListParams, Patch, PatchParams, PostParams};
+use kube::{Api, Resource};
 use serde_json::json;
 
-use crate::revision::{self, RevisionError, UpdateRevisionChoice};
+use crate::revision::{self, Parent, RevisionError, UpdateRevisionChoice};
 
 /// Whether the object `uid` is the controller owner of `rev`.
 pub fn controlled_by(rev: &ControllerRevision, uid: &str) -> bool {
@@ -53,6 +56,71 @@ pub enum Origin {
     Bumped,
     /// No revision held it: created now (or found created by an earlier attempt).
     Created,
+}
+
+/// A workload's current template, as its update revision records it.
+pub struct TemplateSource<'a, K> {
+    /// The workload: the revision's controller owner; its name prefixes the revision's.
+    pub owner: &'a K,
+    pub template: &'a PodTemplateSpec,
+    /// Labels the revision carries (the template's, as each workload chooses them).
+    pub labels: &'a BTreeMap<String, String>,
+    /// The owner's annotations the revision records (upstream copies them; DaemonSet does not).
+    pub annotations: &'a BTreeMap<String, String>,
+    /// `status.collisionCount`.
+    pub collision_count: Option<i32>,
+    /// See [`ensure_update_revision`].
+    pub hash_label: Option<&'a str>,
+}
+
+/// The update revision of `src`'s template (upstream's `newRevision` and the create-or-reuse of
+/// each workload's `getActiveRevisions`), with how it came to be and the collision count to
+/// record in status.
+pub async fn update_revision<K, E>(
+    api: &Api<ControllerRevision>,
+    src: TemplateSource<'_, K>,
+    revisions: &mut Vec<ControllerRevision>,
+) -> Result<(ControllerRevision, Origin, i32), E>
+where
+    K: Resource<DynamicType = ()>,
+    E: From<kube::Error> + From<RevisionError>,
+{
+    let meta = src.owner.meta();
+    let (Some(namespace), Some(name), Some(uid)) = (
+        meta.namespace.as_deref(),
+        meta.name.as_deref(),
+        meta.uid.as_deref(),
+    ) else {
+        return Err(RevisionError::Unowned.into());
+    };
+    let (api_version, kind) = (K::api_version(&()), K::kind(&()));
+    let parent = Parent {
+        api_version: &api_version,
+        kind: &kind,
+        name,
+        namespace,
+        uid,
+    };
+    let mut collision = src.collision_count.unwrap_or(0);
+    let template = serde_json::to_value(src.template).map_err(RevisionError::from)?;
+    let candidate = revision::new_revision(
+        &parent,
+        &template,
+        src.labels,
+        src.annotations,
+        revision::next_revision_number(revisions),
+        collision,
+    )?;
+    let (rev, origin) = ensure_update_revision::<E>(
+        api,
+        name,
+        candidate,
+        revisions,
+        &mut collision,
+        src.hash_label,
+    )
+    .await?;
+    Ok((rev, origin, collision))
 }
 
 /// The revision for `candidate` (built by [`revision::new_revision`] with `*collision`),

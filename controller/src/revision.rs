@@ -39,6 +39,8 @@ pub enum RevisionError {
     BadData { name: String, reason: String },
     #[error("serializing revision data: {0}")]
     Serialize(#[from] serde_json::Error),
+    #[error("the workload has no namespace or uid to own its revisions")]
+    Unowned,
 }
 
 /// Who owns the revisions: the parent workload.

@@ -4,14 +4,14 @@
 use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::api::core::v1::PodTemplateSpec;
 use kruise_api::apps::v1beta1::CloneSet;
+use kube::Api;
 use kube::runtime::events::EventType;
-use kube::{Api, Resource, ResourceExt};
 
 use super::context::Context;
 use super::error::Error;
 use super::spec::template_labels;
 use crate::history::{self, Origin};
-use crate::revision::{self, Parent};
+use crate::revision;
 
 /// The CloneSet's revisions as the cache shows them, oldest first.
 pub(super) fn list_revisions(
@@ -30,43 +30,16 @@ pub(super) async fn active_revisions(
     api: &Api<ControllerRevision>,
     revisions: &mut Vec<ControllerRevision>,
 ) -> Result<(ControllerRevision, ControllerRevision, i32), Error> {
-    let ns = cs.namespace().ok_or(Error::Unnamed)?;
-    let name = cs.name_any();
-    let uid = cs.uid().ok_or(Error::Unnamed)?;
-    let api_version = CloneSet::api_version(&());
-    let kind = CloneSet::kind(&());
-    let parent = Parent {
-        api_version: &api_version,
-        kind: &kind,
-        name: &name,
-        namespace: &ns,
-        uid: &uid,
+    let src = history::TemplateSource {
+        owner: cs,
+        template: &cs.spec.template,
+        labels: &template_labels(cs),
+        annotations: &cs.metadata.annotations.clone().unwrap_or_default(),
+        collision_count: cs.status.as_ref().and_then(|s| s.collision_count),
+        hash_label: None,
     };
-    let mut collision = cs
-        .status
-        .as_ref()
-        .and_then(|s| s.collision_count)
-        .unwrap_or(0);
-    let template = serde_json::to_value(&cs.spec.template)?;
-    let tpl_labels = template_labels(cs);
-    let annotations = cs.metadata.annotations.clone().unwrap_or_default();
-    let candidate = revision::new_revision(
-        &parent,
-        &template,
-        &tpl_labels,
-        &annotations,
-        revision::next_revision_number(revisions),
-        collision,
-    )?;
-    let (update, origin) = history::ensure_update_revision::<Error>(
-        api,
-        &name,
-        candidate,
-        revisions,
-        &mut collision,
-        None,
-    )
-    .await?;
+    let (update, origin, collision) =
+        history::update_revision::<_, Error>(api, src, revisions).await?;
     if origin == Origin::Created {
         ctx.event_about(
             cs,

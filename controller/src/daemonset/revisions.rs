@@ -8,14 +8,14 @@ use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::api::core::v1::Pod;
 use kruise_api::apps::v1beta1::DaemonSet;
 use kruise_api::keys;
+use kube::Api;
 use kube::api::DeleteParams;
 use kube::runtime::events::EventType;
-use kube::{Api, Resource, ResourceExt};
 
 use super::context::{Context, Error};
 use super::pod;
 use crate::history::{self, Origin};
-use crate::revision::{self, Parent};
+use crate::revision;
 
 pub(super) async fn list_revisions(
     api: &Api<ControllerRevision>,
@@ -35,23 +35,6 @@ pub(super) async fn update_revision(
     api: &Api<ControllerRevision>,
     revisions: &mut Vec<ControllerRevision>,
 ) -> Result<(ControllerRevision, i32), Error> {
-    let ns = ds.namespace().ok_or(Error::Unnamed)?;
-    let name = ds.name_any();
-    let uid = ds.uid().ok_or(Error::Unnamed)?;
-    let (api_version, kind) = (DaemonSet::api_version(&()), DaemonSet::kind(&()));
-    let parent = Parent {
-        api_version: &api_version,
-        kind: &kind,
-        name: &name,
-        namespace: &ns,
-        uid: &uid,
-    };
-    let mut collision = ds
-        .status
-        .as_ref()
-        .and_then(|s| s.collision_count)
-        .unwrap_or(0);
-    let template = serde_json::to_value(&ds.spec.template)?;
     let labels = ds
         .spec
         .template
@@ -59,25 +42,17 @@ pub(super) async fn update_revision(
         .as_ref()
         .and_then(|m| m.labels.clone())
         .unwrap_or_default();
-    let annotations = BTreeMap::new();
-    let candidate = revision::new_revision(
-        &parent,
-        &template,
-        &labels,
-        &annotations,
-        revision::next_revision_number(revisions),
-        collision,
-    )?;
-    // Upstream ADS labels its revisions with the hash its Pods carry.
-    let (rev, origin) = history::ensure_update_revision::<Error>(
-        api,
-        &name,
-        candidate,
-        revisions,
-        &mut collision,
-        Some(kruise_api::keys::CONTROLLER_REVISION_HASH_LABEL),
-    )
-    .await?;
+    // Upstream ADS labels its revisions with the hash its Pods carry, and records no annotations.
+    let src = history::TemplateSource {
+        owner: ds,
+        template: &ds.spec.template,
+        labels: &labels,
+        annotations: &BTreeMap::new(),
+        collision_count: ds.status.as_ref().and_then(|s| s.collision_count),
+        hash_label: Some(keys::CONTROLLER_REVISION_HASH_LABEL),
+    };
+    let (rev, origin, collision) =
+        history::update_revision::<_, Error>(api, src, revisions).await?;
     if origin == Origin::Created {
         let rname = rev.metadata.name.clone().unwrap_or_default();
         ctx.event(

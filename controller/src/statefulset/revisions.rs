@@ -10,12 +10,12 @@ use kruise_api::apps::v1beta1::StatefulSet;
 use kruise_api::keys;
 use kube::api::DeleteParams;
 use kube::runtime::events::EventType;
-use kube::{Api, Resource, ResourceExt};
+use kube::{Api, Resource};
 
 use super::context::Context;
 use super::error::Error;
 use crate::history::{self, Origin};
-use crate::revision::{self, Parent};
+use crate::revision;
 use crate::workload::podutil;
 
 /// The set's revisions (owned by its uid), sorted.
@@ -36,23 +36,6 @@ pub(super) async fn active(
     api: &Api<ControllerRevision>,
     revisions: &mut Vec<ControllerRevision>,
 ) -> Result<(ControllerRevision, ControllerRevision, i32), Error> {
-    let ns = sts.namespace().ok_or(Error::Unnamed)?;
-    let name = sts.name_any();
-    let uid = sts.uid().ok_or(Error::Unnamed)?;
-    let (api_version, kind) = (StatefulSet::api_version(&()), StatefulSet::kind(&()));
-    let parent = Parent {
-        api_version: &api_version,
-        kind: &kind,
-        name: &name,
-        namespace: &ns,
-        uid: &uid,
-    };
-    let mut collision = sts
-        .status
-        .as_ref()
-        .and_then(|s| s.collision_count)
-        .unwrap_or(0);
-    let template = serde_json::to_value(&sts.spec.template)?;
     let labels = sts
         .spec
         .template
@@ -60,24 +43,16 @@ pub(super) async fn active(
         .as_ref()
         .and_then(|m| m.labels.clone())
         .unwrap_or_default();
-    let annotations = sts.metadata.annotations.clone().unwrap_or_default();
-    let candidate = revision::new_revision(
-        &parent,
-        &template,
-        &labels,
-        &annotations,
-        revision::next_revision_number(revisions),
-        collision,
-    )?;
-    let (update, origin) = history::ensure_update_revision::<Error>(
-        api,
-        &name,
-        candidate,
-        revisions,
-        &mut collision,
-        None,
-    )
-    .await?;
+    let src = history::TemplateSource {
+        owner: sts,
+        template: &sts.spec.template,
+        labels: &labels,
+        annotations: &sts.metadata.annotations.clone().unwrap_or_default(),
+        collision_count: sts.status.as_ref().and_then(|s| s.collision_count),
+        hash_label: None,
+    };
+    let (update, origin, collision) =
+        history::update_revision::<_, Error>(api, src, revisions).await?;
     if origin == Origin::Created {
         let rname = update.metadata.name.clone().unwrap_or_default();
         ctx.event(
