@@ -39,7 +39,8 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Manage the rollout of a CloneSet or Deployment.
+    /// Manage the rollout of a workload: CloneSet, Advanced StatefulSet or DaemonSet, SidecarSet,
+    /// or an apps/v1 Deployment, StatefulSet or DaemonSet.
     #[command(subcommand)]
     Rollout(Rollout),
     /// Set fields of a workload.

@@ -86,6 +86,17 @@ pub fn next_partition(view: &RolloutView, full: bool, step: Option<&IntOrPercent
     (kept, (kept - batch).max(0))
 }
 
+/// The patch that moves the partition to `next` and resumes a paused rollout; kinds without a
+/// pause switch (apps/v1 StatefulSet) would drop or refuse `paused`, so they get the partition only.
+pub fn promote_patch(view: &RolloutView, kind: Kind, next: i64) -> serde_json::Value {
+    let fields = if kind.spec().pause {
+        json!({"partition": next, "paused": false})
+    } else {
+        json!({"partition": next})
+    };
+    view.strategy_patch(fields)
+}
+
 pub async fn promote(
     ctx: &Ctx,
     target: &Target,
@@ -100,13 +111,7 @@ pub async fn promote(
         println!("{target}: nothing to promote (partition keeps {kept} pods, not paused)");
         return Ok(exit::OK);
     }
-    // Kinds without a pause switch (apps/v1 StatefulSet) would drop or refuse the field.
-    let fields = if target.kind.spec().pause {
-        json!({"partition": next, "paused": false})
-    } else {
-        json!({"partition": next})
-    };
-    let patch = view.strategy_patch(fields);
+    let patch = promote_patch(&view, target.kind, next);
     wl.merge_patch(&patch).await?;
     let resumed = if view.paused { "; resumed" } else { "" };
     println!(
@@ -200,6 +205,24 @@ mod tests {
             "apiVersion": "apps.kruise.io/v1beta1", "kind": "CloneSet", "metadata": {"name": "w"},
             "spec": {"replicas": replicas, "updateStrategy": {"rollingUpdate": {"partition": partition, "maxUnavailable": max_unavailable}}}
         }))
+    }
+
+    /// The live view's `P` and `rollout promote` send the same patch: resume where the kind has a
+    /// pause switch, the partition alone where it has none (apps/v1 StatefulSet).
+    #[test]
+    fn promote_patch_resumes_only_kinds_with_a_pause_switch() {
+        assert_eq!(
+            promote_patch(&view(json!(2), json!(1), 3), Kind::CloneSet, 1),
+            json!({"spec": {"updateStrategy": {"rollingUpdate": {"partition": 1, "paused": false}}}})
+        );
+        let sts = RolloutView::from_json(&json!({
+            "apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "w"},
+            "spec": {"replicas": 3, "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": 2}}}
+        }));
+        assert_eq!(
+            promote_patch(&sts, Kind::StatefulSet, 1),
+            json!({"spec": {"updateStrategy": {"rollingUpdate": {"partition": 1}}}})
+        );
     }
 
     #[test]

@@ -37,6 +37,12 @@ async fn perform(ctx: &Ctx, wl: &Workload, view: &RolloutView, action: &Action) 
     match action {
         Action::Quit => Ok(String::new()),
         Action::SetPaused(p) => {
+            if !target.kind.spec().pause {
+                return Ok(format!(
+                    "a {} has no pause switch; hold Pods back with the partition (+/-)",
+                    target.kind
+                ));
+            }
             wl.merge_patch(&view.paused_patch(*p)).await?;
             Ok(format!(
                 "{target} {}",
@@ -56,17 +62,23 @@ async fn perform(ctx: &Ctx, wl: &Workload, view: &RolloutView, action: &Action) 
                 return Ok(format!("a {} has no partition", target.kind));
             }
             let (kept, next) = crate::cmd::rollout::next_partition(view, false, None);
-            wl.merge_patch(&view.strategy_patch(json!({"partition": next, "paused": false})))
+            wl.merge_patch(&crate::cmd::rollout::promote_patch(view, target.kind, next))
                 .await?;
             Ok(format!("promoted: partition {kept} -> {next}"))
         }
-        Action::Recreate(pod) => {
-            let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &wl.namespace);
+        Action::Recreate { namespace, pod } => {
+            // A SidecarSet's Pods live in any namespace: the row's, not the view's.
+            let ns = if namespace.is_empty() {
+                &wl.namespace
+            } else {
+                namespace
+            };
+            let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), ns);
             let p = pods
                 .get(pod)
                 .await
-                .map_err(|e| CliError::from_kube(e, Some(("Pod", pod, &wl.namespace))))?;
-            let crr = CrrClient::new(ctx, &wl.namespace).await?;
+                .map_err(|e| CliError::from_kube(e, Some(("Pod", pod, ns))))?;
+            let crr = CrrClient::new(ctx, ns).await?;
             let name = crr.create(&p, &[], false).await?;
             Ok(format!("containerrecreaterequest/{name} created for {pod}"))
         }

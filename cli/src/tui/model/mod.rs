@@ -72,7 +72,11 @@ pub enum Action {
     SetPaused(bool),
     SetPartition(i64),
     Promote,
-    Recreate(String),
+    /// Recreate the containers of this Pod (its namespace: a SidecarSet's Pods are anywhere).
+    Recreate {
+        namespace: String,
+        pod: String,
+    },
 }
 
 /// Everything the event loop sees, handed to [`LiveModel::apply`].
@@ -389,9 +393,10 @@ impl LiveModel {
             }
             KeyCode::Char('P') => return Some(Action::Promote),
             KeyCode::Char('r') => {
-                return self
-                    .selected_pod()
-                    .map(|p| Action::Recreate(p.name.clone()));
+                return self.selected_pod().map(|p| Action::Recreate {
+                    namespace: p.namespace.clone(),
+                    pod: p.name.clone(),
+                });
             }
             _ => {}
         }

@@ -16,6 +16,7 @@ fn model(n: usize) -> LiveModel {
         (0..n)
             .map(|i| PodView {
                 name: format!("web-{i:04}"),
+                namespace: format!("ns-{i}"),
                 ..Default::default()
             })
             .collect(),
@@ -51,7 +52,10 @@ fn filter_and_actions() {
     assert_eq!(names, vec!["web-0002"]);
     assert_eq!(
         m.on_key(key(KeyCode::Char('r'))),
-        Some(Action::Recreate("web-0002".into()))
+        Some(Action::Recreate {
+            namespace: "ns-2".into(),
+            pod: "web-0002".into()
+        })
     );
     // No rollout loaded yet: partition keys do nothing.
     assert_eq!(m.on_key(key(KeyCode::Char('+'))), None);
@@ -146,7 +150,13 @@ fn keys_queue_actions_with_the_view_they_were_made_on() {
     let got: Vec<Action> = m.outbox.iter().map(|r| r.action.clone()).collect();
     assert_eq!(
         got,
-        vec![Action::SetPaused(true), Action::Recreate("web-0000".into())]
+        vec![
+            Action::SetPaused(true),
+            Action::Recreate {
+                namespace: "ns-0".into(),
+                pod: "web-0000".into()
+            }
+        ]
     );
     assert_eq!(m.outbox[0].view, cloneset("u1", false));
     assert!(m.flash.is_empty(), "a key press clears the last result");
