@@ -12,8 +12,8 @@ use kruise_api::keys::k8s;
 use kruise_api::appspub::UpdatePriorityStrategy;
 
 use super::identity::{OrdinalRange, ordinal_of};
-use crate::workload::podutil;
 use crate::workload::updatesort::sort_by_priority;
+use crate::workload::{podutil, specifieddelete};
 
 /// The set's pods by role: `replicas[i]` holds the pod of ordinal `start + i` (reserved and
 /// missing ordinals are `None`); `condemned` holds pods outside the range, highest ordinal
@@ -249,6 +249,9 @@ pub struct Rolling {
 /// The update half of a sync.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct UpdatePlan {
+    /// Slot indexes of Pods labelled `apps.kruise.io/specified-delete` to delete now (the scale
+    /// half recreates them), whatever the partition; never updated in the same round.
+    pub specified_delete: Vec<usize>,
     /// Slot indexes to update now, in order.
     pub targets: Vec<usize>,
     /// Come back after this long (a pod becomes available by time alone).
@@ -320,11 +323,25 @@ pub fn plan_update(
     }
     let mut unavailable = plan.unavailable.clone();
     let max = usize::try_from(rolling.max_unavailable.max(1)).unwrap_or(1);
+    // Upstream `handleSpecifiedDeletedPods`: highest ordinal first, under maxUnavailable (an
+    // available Pod waits at the limit; the others go on), the partition not applying.
+    for (i, pod) in slots.replicas.iter().enumerate().rev() {
+        let Some(pod) = pod else { continue };
+        if !specifieddelete::is_specified_delete(pod) || is_terminating(pod) {
+            continue;
+        }
+        let name = podutil::name(pod);
+        if unavailable.len() >= max && !unavailable.contains(name) {
+            continue;
+        }
+        plan.specified_delete.push(i);
+        unavailable.insert(name.to_string());
+    }
     for i in update_order(rolling, slots, is_updated) {
         let Some(pod) = slots.replicas[i] else {
             continue;
         };
-        if is_updated(pod) {
+        if is_updated(pod) || plan.specified_delete.contains(&i) {
             continue;
         }
         let name = podutil::name(pod);
@@ -519,6 +536,37 @@ mod tests {
         // ... but an available one above it waits (upstream blocks on the first such pod).
         let pods = [ok(0), pod(1, "Running", false, "old"), ok(2)];
         assert_eq!(update(&rolling(0, 1, 3), &pods, &[]), Vec::<usize>::new());
+    }
+
+    #[test]
+    fn specified_delete_goes_first_whatever_the_partition_under_max_unavailable() {
+        let marked = |ord| labelled(ord, &[(keys::SPECIFIED_DELETE_LABEL, "true")]);
+        let plan_of = |r: &Rolling, pods: &[Pod]| {
+            let refs: Vec<&Pod> = pods.iter().collect();
+            let rg = range(0, i32::try_from(pods.len()).unwrap_or(0), &[]);
+            let s = slots("web", &rg, &refs);
+            let updated = |p: &Pod| podutil::revision_hash(p) == Some("old");
+            let pend = |_: &Pod| false;
+            let p = plan_update(r, &s, &updated, &pend, now());
+            (p.specified_delete, p.targets)
+        };
+        // Every pod is at the update revision; web-0 is below the partition and still goes.
+        let pods = [marked(0), ok(1), ok(2)];
+        assert_eq!(plan_of(&rolling(3, 1, 3), &pods), (vec![0], vec![]));
+        // maxUnavailable 1: only the highest marked pod this round.
+        let pods = [marked(0), marked(1), ok(2)];
+        assert_eq!(plan_of(&rolling(0, 1, 3), &pods), (vec![1], vec![]));
+        // At the limit (web-2 not ready), an available marked pod waits ...
+        let pods = [marked(0), ok(1), pod(2, "Running", false, "old")];
+        assert_eq!(plan_of(&rolling(0, 1, 3), &pods), (vec![], vec![]));
+        // ... but an unavailable one goes, and is not also updated.
+        let mut sick = pod(1, "Running", false, "new");
+        sick.metadata
+            .labels
+            .get_or_insert_default()
+            .insert(keys::SPECIFIED_DELETE_LABEL.into(), "true".into());
+        let pods = [ok(0), sick, ok(2)];
+        assert_eq!(plan_of(&rolling(0, 2, 3), &pods), (vec![1], vec![]));
     }
 
     #[test]

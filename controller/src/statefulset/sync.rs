@@ -219,6 +219,11 @@ impl Sync<'_> {
             self.now,
         );
         requeue.push(up.wait);
+        for &i in &up.specified_delete {
+            if let Some(pod) = slots.replicas[i] {
+                self.delete_pod(pod, "specified-delete").await?;
+            }
+        }
         for i in up.targets {
             let Some(pod) = slots.replicas[i] else {
                 continue;

@@ -471,6 +471,76 @@ async fn reserve_ordinals_skip_an_ordinal() {
     ns.delete().await.expect("cleanup");
 }
 
+/// Upstream `handleSpecifiedDeletedPods`: a Pod labelled `apps.kruise.io/specified-delete` is
+/// deleted and recreated under its name even below the partition, the others left alone.
+#[tokio::test]
+async fn specified_delete_recreates_that_ordinal_whatever_the_partition() {
+    let _manager = MANAGER.read().await;
+    let client = client().await.expect("cluster");
+    let ns = TestNamespace::create(&client, "e2e-asts-specdel")
+        .await
+        .expect("ns");
+    asts::create_headless_service(&client, &ns.name, "web")
+        .await
+        .expect("svc");
+    let api = asts::api(&client, &ns.name);
+    let pods: Api<Pod> = ns.api();
+    let sts = asts::new(
+        "web",
+        2,
+        "v1",
+        false,
+        json!({"podManagementPolicy": "Parallel", "updateStrategy": {"type": "RollingUpdate",
+            "rollingUpdate": {"podUpdatePolicy": "InPlaceIfPossible", "partition": 2}}}),
+    )
+    .expect("sts");
+    api.create(&PostParams::default(), &sts)
+        .await
+        .expect("create");
+    asts::wait_rolled_out(&api, "web", 2, ROLLOUT)
+        .await
+        .expect("rolled out");
+    let before = uids(&asts::pods(&pods, "web").await.expect("pods"));
+
+    pods.patch(
+        "web-0",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"labels": {
+            kruise_api::keys::SPECIFIED_DELETE_LABEL: "true"}}})),
+    )
+    .await
+    .expect("label web-0");
+    let after = wait_for("web-0 recreated and ready", ROLLOUT, || async {
+        let list = asts::pods(&pods, "web").await?;
+        let now = uids(&list);
+        let ready = list
+            .iter()
+            .all(|p| container_status(p, "app").is_some_and(|c| c.ready));
+        Ok((now.len() == 2 && now.get("web-0") != before.get("web-0") && ready).then_some(list))
+    })
+    .await
+    .expect("recreated");
+    assert_eq!(
+        uids(&after).get("web-1"),
+        before.get("web-1"),
+        "web-1 untouched"
+    );
+    let web0 = after
+        .iter()
+        .find(|p| p.name_any() == "web-0")
+        .expect("web-0");
+    assert!(
+        !web0
+            .labels()
+            .contains_key(kruise_api::keys::SPECIFIED_DELETE_LABEL),
+        "the new web-0 is not marked"
+    );
+    asts::wait_rolled_out(&api, "web", 2, ROLLOUT)
+        .await
+        .expect("ready again");
+    ns.delete().await.expect("cleanup");
+}
+
 /// Acceptance 6: whenScaled Delete removes the PVC of a scaled-down ordinal; Retain keeps it.
 #[tokio::test]
 async fn retention_policy_when_scaled() {
