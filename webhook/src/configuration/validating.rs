@@ -5,7 +5,7 @@ use k8s_openapi::api::admissionregistration::v1::{
 };
 use kube::api::ObjectMeta;
 
-use super::{CLONESET_VERSIONS, Endpoint, rule};
+use super::{CLONESET_VERSIONS, Endpoint, deletion_protection, rule};
 use crate::{WebhookConfig, paths};
 use kruise_api::keys;
 
@@ -37,55 +37,60 @@ pub fn validating_configuration(
             name: Some(keys::VALIDATING_WEBHOOK_CONFIGURATION_NAME.to_owned()),
             ..Default::default()
         },
-        webhooks: Some(vec![
-            hook(
-                "vcloneset.kb.io",
-                paths::VALIDATE_CLONESET,
-                &["CREATE", "UPDATE", "DELETE"],
-                "clonesets",
-            ),
-            hook(
-                "vstatefulset.kb.io",
-                paths::VALIDATE_STATEFULSET,
-                &["CREATE", "UPDATE"],
-                "statefulsets",
-            ),
-            hook(
-                "vdaemonset.kb.io",
-                paths::VALIDATE_DAEMONSET,
-                &["CREATE", "UPDATE", "DELETE"],
-                "daemonsets",
-            ),
-            hook(
-                "vimagepulljob.kb.io",
-                paths::VALIDATE_IMAGEPULLJOB,
-                &["CREATE", "UPDATE"],
-                "imagepulljobs",
-            ),
-            hook(
-                "vnodeimage.kb.io",
-                paths::VALIDATE_NODEIMAGE,
-                &["CREATE", "UPDATE"],
-                "nodeimages",
-            ),
-            hook(
-                "vimagelistpulljob.kb.io",
-                paths::VALIDATE_IMAGELISTPULLJOB,
-                &["CREATE", "UPDATE"],
-                "imagelistpulljobs",
-            ),
-            hook(
-                "vcontainerrecreaterequest.kb.io",
-                paths::VALIDATE_CRR,
-                &["CREATE", "UPDATE"],
-                "containerrecreaterequests",
-            ),
-            hook(
-                "vsidecarset.kb.io",
-                paths::VALIDATE_SIDECARSET,
-                &["CREATE", "UPDATE"],
-                "sidecarsets",
-            ),
-        ]),
+        webhooks: Some(
+            [
+                hook(
+                    "vcloneset.kb.io",
+                    paths::VALIDATE_CLONESET,
+                    &["CREATE", "UPDATE", "DELETE"],
+                    "clonesets",
+                ),
+                hook(
+                    "vstatefulset.kb.io",
+                    paths::VALIDATE_STATEFULSET,
+                    &["CREATE", "UPDATE", "DELETE"],
+                    "statefulsets",
+                ),
+                hook(
+                    "vdaemonset.kb.io",
+                    paths::VALIDATE_DAEMONSET,
+                    &["CREATE", "UPDATE", "DELETE"],
+                    "daemonsets",
+                ),
+                hook(
+                    "vimagepulljob.kb.io",
+                    paths::VALIDATE_IMAGEPULLJOB,
+                    &["CREATE", "UPDATE"],
+                    "imagepulljobs",
+                ),
+                hook(
+                    "vnodeimage.kb.io",
+                    paths::VALIDATE_NODEIMAGE,
+                    &["CREATE", "UPDATE"],
+                    "nodeimages",
+                ),
+                hook(
+                    "vimagelistpulljob.kb.io",
+                    paths::VALIDATE_IMAGELISTPULLJOB,
+                    &["CREATE", "UPDATE"],
+                    "imagelistpulljobs",
+                ),
+                hook(
+                    "vcontainerrecreaterequest.kb.io",
+                    paths::VALIDATE_CRR,
+                    &["CREATE", "UPDATE"],
+                    "containerrecreaterequests",
+                ),
+                hook(
+                    "vsidecarset.kb.io",
+                    paths::VALIDATE_SIDECARSET,
+                    &["CREATE", "UPDATE"],
+                    "sidecarsets",
+                ),
+            ]
+            .into_iter()
+            .chain(deletion_protection::hooks(cfg, &ep, ca_pem))
+            .collect(),
+        ),
     }
 }
