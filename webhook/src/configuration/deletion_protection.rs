@@ -2,12 +2,19 @@
 //! (`pkg/webhook/{namespace,customresourcedefinition,service,ingress,builtinworkloads}/validating`):
 //! DELETE only, failurePolicy Fail. Upstream registers the Service and Ingress hooks only while
 //! `ResourcesDeletionProtection` is on, the others always (their handler then admits).
+//!
+//! One addition: an objectSelector, so that only objects carrying the label are sent to us. The
+//! handler admits every other object anyway; without the selector, a manager that is down (or
+//! being uninstalled: its own Deployment, Service and Namespace go last) would make every
+//! Namespace, Deployment, ReplicaSet and StatefulSet deletion in the cluster fail.
 
 use k8s_openapi::api::admissionregistration::v1::ValidatingWebhook;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
 
 use super::{Endpoint, rule};
 use crate::{WebhookConfig, paths};
 use kruise_api::features::Gate;
+use kruise_api::keys;
 
 /// The hooks, after the Kruise kinds' ones.
 pub(super) fn hooks(cfg: &WebhookConfig, ep: &Endpoint, ca_pem: &str) -> Vec<ValidatingWebhook> {
@@ -21,6 +28,7 @@ pub(super) fn hooks(cfg: &WebhookConfig, ep: &Endpoint, ca_pem: &str) -> Vec<Val
             admission_review_versions: vec!["v1".to_owned()],
             timeout_seconds: Some(cfg.timeout_seconds),
             match_policy: Some("Equivalent".to_owned()),
+            object_selector: Some(labelled()),
             ..Default::default()
         }
     };
@@ -80,4 +88,16 @@ pub(super) fn hooks(cfg: &WebhookConfig, ep: &Endpoint, ca_pem: &str) -> Vec<Val
         ));
     }
     hooks
+}
+
+/// Objects (the old object, on DELETE) that carry the protection label, whatever its value.
+fn labelled() -> LabelSelector {
+    LabelSelector {
+        match_expressions: Some(vec![LabelSelectorRequirement {
+            key: keys::DELETE_PROTECTION_LABEL.to_owned(),
+            operator: "Exists".to_owned(),
+            values: None,
+        }]),
+        match_labels: None,
+    }
 }

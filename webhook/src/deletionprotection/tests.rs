@@ -745,6 +745,24 @@ fn registered_as_upstream_with_service_and_ingress_only_under_the_gate() {
             s("Fail")
         )
     );
+    // Only labelled objects are sent to us (a manager that is down blocks nothing else).
+    let delete_only: Vec<_> = with
+        .iter()
+        .filter(|h| {
+            h.rules.as_ref().expect("rules")[0].operations == Some(vec!["DELETE".to_owned()])
+        })
+        .collect();
+    assert_eq!(delete_only.len(), 7, "upstream's seven DELETE-only hooks");
+    for h in delete_only {
+        let sel = h.object_selector.clone().expect("objectSelector");
+        let req = &sel.match_expressions.expect("expressions")[0];
+        assert_eq!(
+            (req.key.as_str(), req.operator.as_str()),
+            (LABEL, "Exists"),
+            "{}",
+            h.name
+        );
+    }
     assert_eq!(find("vstatefulset.kb.io").3, "CREATE,UPDATE,DELETE");
     assert_eq!(find("vcloneset.kb.io").3, "CREATE,UPDATE,DELETE");
     let without: Vec<String> = hooks(FeatureGates::default())
