@@ -32,65 +32,64 @@ pub fn validating_configuration(
         match_policy: Some("Equivalent".to_owned()),
         ..Default::default()
     };
-    ValidatingWebhookConfiguration {
+    let mut config = ValidatingWebhookConfiguration {
         metadata: ObjectMeta {
             name: Some(keys::VALIDATING_WEBHOOK_CONFIGURATION_NAME.to_owned()),
             ..Default::default()
         },
-        webhooks: Some(
-            [
-                hook(
-                    "vcloneset.kb.io",
-                    paths::VALIDATE_CLONESET,
-                    &["CREATE", "UPDATE", "DELETE"],
-                    "clonesets",
-                ),
-                hook(
-                    "vstatefulset.kb.io",
-                    paths::VALIDATE_STATEFULSET,
-                    &["CREATE", "UPDATE", "DELETE"],
-                    "statefulsets",
-                ),
-                hook(
-                    "vdaemonset.kb.io",
-                    paths::VALIDATE_DAEMONSET,
-                    &["CREATE", "UPDATE", "DELETE"],
-                    "daemonsets",
-                ),
-                hook(
-                    "vimagepulljob.kb.io",
-                    paths::VALIDATE_IMAGEPULLJOB,
-                    &["CREATE", "UPDATE"],
-                    "imagepulljobs",
-                ),
-                hook(
-                    "vnodeimage.kb.io",
-                    paths::VALIDATE_NODEIMAGE,
-                    &["CREATE", "UPDATE"],
-                    "nodeimages",
-                ),
-                hook(
-                    "vimagelistpulljob.kb.io",
-                    paths::VALIDATE_IMAGELISTPULLJOB,
-                    &["CREATE", "UPDATE"],
-                    "imagelistpulljobs",
-                ),
-                hook(
-                    "vcontainerrecreaterequest.kb.io",
-                    paths::VALIDATE_CRR,
-                    &["CREATE", "UPDATE"],
-                    "containerrecreaterequests",
-                ),
-                hook(
-                    "vsidecarset.kb.io",
-                    paths::VALIDATE_SIDECARSET,
-                    &["CREATE", "UPDATE"],
-                    "sidecarsets",
-                ),
-            ]
-            .into_iter()
-            .chain(deletion_protection::hooks(cfg, &ep, ca_pem))
-            .collect(),
-        ),
+        webhooks: Some(vec![
+            hook(
+                "vcloneset.kb.io",
+                paths::VALIDATE_CLONESET,
+                &["CREATE", "UPDATE", "DELETE"],
+                "clonesets",
+            ),
+            hook(
+                "vstatefulset.kb.io",
+                paths::VALIDATE_STATEFULSET,
+                &["CREATE", "UPDATE", "DELETE"],
+                "statefulsets",
+            ),
+            hook(
+                "vdaemonset.kb.io",
+                paths::VALIDATE_DAEMONSET,
+                &["CREATE", "UPDATE", "DELETE"],
+                "daemonsets",
+            ),
+            hook(
+                "vimagepulljob.kb.io",
+                paths::VALIDATE_IMAGEPULLJOB,
+                &["CREATE", "UPDATE"],
+                "imagepulljobs",
+            ),
+            hook(
+                "vnodeimage.kb.io",
+                paths::VALIDATE_NODEIMAGE,
+                &["CREATE", "UPDATE"],
+                "nodeimages",
+            ),
+            hook(
+                "vimagelistpulljob.kb.io",
+                paths::VALIDATE_IMAGELISTPULLJOB,
+                &["CREATE", "UPDATE"],
+                "imagelistpulljobs",
+            ),
+            hook(
+                "vcontainerrecreaterequest.kb.io",
+                paths::VALIDATE_CRR,
+                &["CREATE", "UPDATE"],
+                "containerrecreaterequests",
+            ),
+            hook(
+                "vsidecarset.kb.io",
+                paths::VALIDATE_SIDECARSET,
+                &["CREATE", "UPDATE"],
+                "sidecarsets",
+            ),
+        ]),
+    };
+    if let Some(hooks) = config.webhooks.as_mut() {
+        hooks.extend(deletion_protection::hooks(cfg, &ep, ca_pem));
     }
+    config
 }
