@@ -313,6 +313,8 @@ struct Answer(Status);
 
 impl crate::sidecarset::SidecarSetLookup for Answer {}
 
+impl crate::deletionprotection::ProtectionLookup for Answer {}
+
 impl crate::crr::mutation::PodLookup for Answer {
     async fn pod(
         &self,

@@ -38,7 +38,8 @@
 //! * RBAC: Secrets get/list/watch/create/update in its namespace; mutating and validating
 //!   webhook configurations get/create/patch; CustomResourceDefinitions list/patch; Pods get
 //!   (ContainerRecreateRequest admission) and create in every namespace (the dry-run of CloneSet
-//!   templates, `dryRun=All`: nothing is stored; the controller needs the verb anyway).
+//!   templates, `dryRun=All`: nothing is stored; the controller needs the verb anyway); Pods and
+//!   PVCs list (deletion protection of a `Cascading` Namespace).
 //! * In cluster: Service `kruise-webhook-service` port 443 → the pod's 9876.
 //!
 //! # Paths
@@ -46,7 +47,10 @@
 //! See [`paths`]: `/mutate-pod`, `/mutate-apps-kruise-io-cloneset`,
 //! `/validate-apps-kruise-io-cloneset` (upstream's, serving v1alpha1 and v1beta1, also reachable
 //! with a `-v1alpha1-`/`-v1beta1-` infix), ImagePullJob, ImageListPullJob, NodeImage and
-//! ContainerRecreateRequest defaulting and validation, `/convert`, `/healthz`.
+//! ContainerRecreateRequest defaulting and validation, deletion protection's DELETE hooks
+//! (upstream's `/validate-namespace`, `/validate-customresourcedefinition`, `/validate-service`,
+//! `/validate-ingress`, `/validate-apps-{deployment,replicaset,statefulset}`, see
+//! [`deletionprotection`]), `/convert`, `/healthz`.
 //!
 //! The handlers are plain functions from request bytes to response bytes
 //! ([`handle_admission`], [`handle_conversion`]) so they can be tested without a server; the ones
@@ -58,6 +62,7 @@
 pub mod cloneset;
 pub mod crr;
 pub mod daemonset;
+pub mod deletionprotection;
 pub mod imagelistpulljob;
 pub mod imagepulljob;
 pub mod nodeimage;
@@ -142,6 +147,20 @@ pub mod paths {
     pub const MUTATE_SIDECARSET: &str = kruise_api::keys::MUTATE_SIDECARSET_PATH;
     /// SidecarSet validation with the conflict check (upstream's path; both versions).
     pub const VALIDATE_SIDECARSET: &str = kruise_api::keys::VALIDATE_SIDECARSET_PATH;
+    /// Deletion protection of Namespaces (upstream's path, DELETE only).
+    pub const VALIDATE_NAMESPACE: &str = "/validate-namespace";
+    /// Deletion protection of CustomResourceDefinitions (upstream's path, DELETE only).
+    pub const VALIDATE_CRD: &str = "/validate-customresourcedefinition";
+    /// Deletion protection of Services (upstream's path, DELETE only).
+    pub const VALIDATE_SERVICE: &str = "/validate-service";
+    /// Deletion protection of Ingresses (upstream's path, DELETE only).
+    pub const VALIDATE_INGRESS: &str = "/validate-ingress";
+    /// Deletion protection of apps/v1 Deployments (upstream's path, DELETE only).
+    pub const VALIDATE_APPS_DEPLOYMENT: &str = "/validate-apps-deployment";
+    /// Deletion protection of apps/v1 ReplicaSets (upstream's path, DELETE only).
+    pub const VALIDATE_APPS_REPLICASET: &str = "/validate-apps-replicaset";
+    /// Deletion protection of apps/v1 StatefulSets (upstream's path, DELETE only).
+    pub const VALIDATE_APPS_STATEFULSET: &str = "/validate-apps-statefulset";
     /// Every admission path the server routes; each is served by `handle_admission_async`.
     pub const ADMISSION: &[&str] = &[
         MUTATE_POD,
@@ -167,6 +186,13 @@ pub mod paths {
         VALIDATE_CRR,
         MUTATE_SIDECARSET,
         VALIDATE_SIDECARSET,
+        VALIDATE_NAMESPACE,
+        VALIDATE_CRD,
+        VALIDATE_SERVICE,
+        VALIDATE_INGRESS,
+        VALIDATE_APPS_DEPLOYMENT,
+        VALIDATE_APPS_REPLICASET,
+        VALIDATE_APPS_STATEFULSET,
     ];
     /// CRD conversion.
     pub const CONVERT: &str = kruise_api::keys::CONVERSION_WEBHOOK_PATH;
@@ -219,10 +245,17 @@ pub async fn handle_admission_async<C>(
     gates: &FeatureGates,
 ) -> Option<Vec<u8>>
 where
-    C: crr::mutation::PodLookup + cloneset::template::PodDryRun + sidecarset::SidecarSetLookup,
+    C: crr::mutation::PodLookup
+        + cloneset::template::PodDryRun
+        + sidecarset::SidecarSetLookup
+        + deletionprotection::ProtectionLookup,
 {
     if let Some(refusal) = gate_refusal(path, gates) {
         return Some(review::admit(body, |_| refusal.clone()));
+    }
+    // Deletion protection's own paths, and every DELETE of a Kruise workload.
+    if let Some(out) = deletionprotection::handler::admit(path, body, cluster, gates).await {
+        return Some(out);
     }
     // The Pod handler injects SidecarSets, which it reads from the cluster.
     match path {

@@ -20,6 +20,7 @@ mod cluster;
 mod crr;
 mod daemonset;
 mod daemonset_kwok;
+mod deletion_protection;
 mod imagepull;
 mod incluster;
 mod launch_priority;

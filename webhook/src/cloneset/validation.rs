@@ -11,7 +11,7 @@ use crate::field::dns_subdomain_problem;
 use crate::json::get;
 use crate::review::{Outcome, Request, verdict};
 use crate::workload::selector::LabelSelector;
-use crate::workload::validation::{deletion_protection, in_place_only_problem};
+use crate::workload::validation::in_place_only_problem;
 
 use super::strategy::{non_negative, validate_scale_strategy, validate_update_strategy};
 use kruise_api::keys;
@@ -50,14 +50,9 @@ pub fn field_errors(req: &Request) -> Result<Vec<FieldError>, Outcome> {
             };
             Ok(validate_cloneset(obj, old, version))
         }
-        Operation::Delete => Err(match &req.old_object {
-            // Old API servers send no oldObject on DELETE; nothing to check then.
-            None => Outcome::Allow,
-            Some(old) => match deletion_protection(old) {
-                Some(message) => Outcome::forbidden(message),
-                None => Outcome::Allow,
-            },
-        }),
+        // Deletion protection answers every DELETE on this path before the field rules
+        // (`crate::deletionprotection`, which needs the feature gates).
+        Operation::Delete => Err(Outcome::Allow),
         Operation::Connect => Err(Outcome::Allow),
     }
 }

@@ -1,9 +1,11 @@
 //! The cluster behind the handlers: [`ApiCluster`] implements, with a Kubernetes client, the
 //! lookups the kinds declare ([`crate::crr::mutation::PodLookup`],
-//! [`crate::cloneset::template::PodDryRun`], [`crate::sidecarset::SidecarSetLookup`]), one file
+//! [`crate::cloneset::template::PodDryRun`], [`crate::sidecarset::SidecarSetLookup`],
+//! [`crate::deletionprotection::ProtectionLookup`]), one file
 //! per lookup. The kinds stay pure and are tested with doubles; only this module calls the API
 //! server.
 
+mod deletionprotection;
 mod dry_run;
 mod pods;
 mod sidecarsets;

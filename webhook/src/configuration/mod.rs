@@ -4,6 +4,7 @@
 //! where the webhook is reached and how a rule is built.
 
 pub mod apply;
+mod deletion_protection;
 pub mod mutating;
 pub mod validating;
 

@@ -5,7 +5,7 @@ use k8s_openapi::api::admissionregistration::v1::{
 };
 use kube::api::ObjectMeta;
 
-use super::{CLONESET_VERSIONS, Endpoint, rule};
+use super::{CLONESET_VERSIONS, Endpoint, deletion_protection, rule};
 use crate::{WebhookConfig, paths};
 use kruise_api::keys;
 
@@ -32,7 +32,7 @@ pub fn validating_configuration(
         match_policy: Some("Equivalent".to_owned()),
         ..Default::default()
     };
-    ValidatingWebhookConfiguration {
+    let mut config = ValidatingWebhookConfiguration {
         metadata: ObjectMeta {
             name: Some(keys::VALIDATING_WEBHOOK_CONFIGURATION_NAME.to_owned()),
             ..Default::default()
@@ -47,7 +47,7 @@ pub fn validating_configuration(
             hook(
                 "vstatefulset.kb.io",
                 paths::VALIDATE_STATEFULSET,
-                &["CREATE", "UPDATE"],
+                &["CREATE", "UPDATE", "DELETE"],
                 "statefulsets",
             ),
             hook(
@@ -87,5 +87,9 @@ pub fn validating_configuration(
                 "sidecarsets",
             ),
         ]),
+    };
+    if let Some(hooks) = config.webhooks.as_mut() {
+        hooks.extend(deletion_protection::hooks(cfg, &ep, ca_pem));
     }
+    config
 }

@@ -39,6 +39,8 @@ impl crate::cloneset::template::PodDryRun for StaticPods {
 
 impl crate::sidecarset::SidecarSetLookup for StaticPods {}
 
+impl crate::deletionprotection::ProtectionLookup for StaticPods {}
+
 impl PodLookup for StaticPods {
     async fn pod(&self, namespace: &str, name: &str) -> Result<Option<Pod>, String> {
         Ok(self

@@ -15,7 +15,6 @@ use crate::field::{FieldError, aggregate};
 use crate::json::{IntOrPercent, get};
 use crate::review::{Outcome, Request};
 use crate::workload::selector::LabelSelector;
-use crate::workload::validation::deletion_protection;
 use kruise_api::apps::v1beta1::{DaemonSetUpdateStrategyType, RollingUpdateType};
 use kruise_api::keys;
 
@@ -46,11 +45,9 @@ pub fn validate(req: &Request) -> Outcome {
                 Outcome::invalid(aggregate(&errors))
             }
         }
-        // The delete-protection label guards DaemonSets as it guards CloneSets.
-        Operation::Delete => match req.old_object.as_ref().and_then(deletion_protection) {
-            Some(message) => Outcome::forbidden(message),
-            None => Outcome::Allow,
-        },
+        // Deletion protection answers every DELETE on this path before the field rules
+        // (`crate::deletionprotection`, which needs the feature gates).
+        Operation::Delete => Outcome::Allow,
         Operation::Connect => Outcome::Allow,
     }
 }

@@ -1,31 +1,7 @@
-//! Rules every workload kind shares (CloneSet, Advanced StatefulSet, Advanced DaemonSet):
-//! deletion protection and the InPlaceOnly template rule.
+//! Rules every workload kind shares (CloneSet, Advanced StatefulSet, Advanced DaemonSet): the
+//! InPlaceOnly template rule. (Deletion protection is `crate::deletionprotection`.)
 
 use serde_json::Value;
-
-use crate::json::get;
-use kruise_api::keys;
-
-/// Upstream's `ValidateWorkloadDeletion` for the `policy.kruise.io/delete-protection` label.
-pub fn deletion_protection(old: &Value) -> Option<String> {
-    if get(old, &["metadata", "deletionTimestamp"]).is_some_and(|v| !v.is_null()) {
-        return None;
-    }
-    let label = get(old, &["metadata", "labels", keys::DELETE_PROTECTION_LABEL])?.as_str()?;
-    let replicas = get(old, &["spec", "replicas"]).and_then(Value::as_i64);
-    match label {
-        keys::DELETE_PROTECTION_ALWAYS => Some(format!(
-            "forbidden by ResourcesProtectionDeletion for {}={label}",
-            keys::DELETE_PROTECTION_LABEL
-        )),
-        keys::DELETE_PROTECTION_CASCADING if replicas.is_some_and(|r| r > 0) => Some(format!(
-            "forbidden by ResourcesProtectionDeletion for {}={label} and replicas {}>0",
-            keys::DELETE_PROTECTION_LABEL,
-            replicas.unwrap_or_default()
-        )),
-        _ => None,
-    }
-}
 
 /// Under InPlaceOnly the template spec may only change container images.
 pub fn in_place_only_problem(old_spec: &Value, new_spec: &Value) -> Option<String> {

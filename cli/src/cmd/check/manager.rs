@@ -182,12 +182,12 @@ mod tests {
         assert!(c.ok);
         assert_eq!(c.detail, "OpenKruise's defaults");
         let c = feature_gates(Some(
-            "ImagePullJobGate=true,InPlaceWorkloadVerticalScaling=true",
+            "ResourcesDeletionProtection=true,ImagePullJobGate=true,InPlaceWorkloadVerticalScaling=true",
         ));
         assert!(c.ok);
         assert_eq!(
             c.detail,
-            "differ from OpenKruise's defaults: ImagePullJobGate=true, InPlaceWorkloadVerticalScaling=true"
+            "differ from OpenKruise's defaults: ResourcesDeletionProtection=true, ImagePullJobGate=true, InPlaceWorkloadVerticalScaling=true"
         );
         // After upstream's rules: pre-download also turns the pull-job gate on.
         let c = feature_gates(Some("PreDownloadImageForInPlaceUpdate=true"));
