@@ -14,7 +14,7 @@ use kruise_api::keys;
 use kube::api::{DeleteParams, Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
-use kube::{Api, Resource, ResourceExt};
+use kube::{Api, ResourceExt};
 
 use super::context::{Context, METRIC_NAME};
 use super::error::Error;
@@ -27,7 +27,6 @@ use super::sync_scale::truncate_pods_to_delete;
 use crate::expectations::{EXPECTATION_TIMEOUT, ScaleSatisfaction, VersionSatisfaction};
 use crate::inplace::{self, CloneSetHooks};
 use crate::revision;
-use crate::workload::podpatch::{PodPart, patch_pod};
 use crate::workload::predownload;
 use crate::workload::{claim, podutil};
 
@@ -102,7 +101,9 @@ async fn reconcile_inner(cs: &CloneSet, ctx: &Context) -> Result<Action, Error> 
         return Ok(wait);
     }
 
-    let owned = claim_pods(ctx, cs, &ns, &uid).await?;
+    // Matching orphans adopted, pods that stopped matching released.
+    let all = ctx.pods.in_namespace(&ns);
+    let owned = claim::claim_pods(&ctx.client, cs, &cs.spec.selector, &all, &|_| true).await?;
     let (mut active, inactive): (Vec<Arc<Pod>>, Vec<Arc<Pod>>) =
         owned.into_iter().partition(|p| podutil::is_active(p));
     active.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
@@ -344,60 +345,6 @@ async fn truncate_history(
             Err(e) => tracing::warn!(revision = %old, error = %e, "failed to delete old revision"),
         }
     }
-}
-
-/// The pods this CloneSet owns after adopting matching orphans and releasing pods that no longer
-/// match its selector.
-async fn claim_pods(
-    ctx: &Context,
-    cs: &CloneSet,
-    ns: &str,
-    uid: &str,
-) -> Result<Vec<Arc<Pod>>, Error> {
-    let all = ctx.pods.in_namespace(ns);
-    let refs: Vec<&Pod> = all.iter().map(|p| p.as_ref()).collect();
-    let plan = claim::plan(
-        uid,
-        &cs.spec.selector,
-        cs.metadata.deletion_timestamp.is_some(),
-        &refs,
-    );
-    let mut owned: Vec<Arc<Pod>> = plan.owned.iter().map(|&i| all[i].clone()).collect();
-    if plan.adopt.is_empty() && plan.release.is_empty() {
-        return Ok(owned);
-    }
-    let api: Api<Pod> = Api::namespaced(ctx.client.clone(), ns);
-    for &i in &plan.release {
-        let pod = refs[i];
-        let patch = claim::release_patch(uid, pod.metadata.uid.as_deref().unwrap_or_default());
-        match patch_pod(&api, pod, PodPart::Object, patch).await {
-            Ok(_) => {
-                tracing::info!(
-                    pod = podutil::name(pod),
-                    "released pod that no longer matches the selector"
-                )
-            }
-            Err(kube::Error::Api(s)) if s.is_not_found() || s.is_invalid() => {}
-            Err(e) => return Err(e.into()),
-        }
-    }
-    if let Some(owner) = cs.controller_owner_ref(&()) {
-        for &i in &plan.adopt {
-            let pod = refs[i];
-            let patch = claim::adopt_patch(&owner, pod.metadata.uid.as_deref().unwrap_or_default());
-            match patch_pod(&api, pod, PodPart::Object, patch).await {
-                Ok(p) => {
-                    tracing::info!(pod = podutil::name(pod), "adopted orphan pod");
-                    owned.push(Arc::new(p));
-                }
-                // Gone, or already taken by someone else (the UID guard failed): not ours.
-                Err(kube::Error::Api(s))
-                    if s.is_not_found() || s.is_invalid() || s.is_conflict() => {}
-                Err(e) => return Err(e.into()),
-            }
-        }
-    }
-    Ok(owned)
 }
 
 async fn write_status(ctx: &Context, cs: &CloneSet, new: &CloneSetStatus) -> Result<(), Error> {

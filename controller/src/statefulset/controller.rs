@@ -5,8 +5,9 @@
 use std::sync::Arc;
 
 use futures::StreamExt;
+use k8s_openapi::api::core::v1::Pod;
 use kruise_api::apps::v1beta1::StatefulSet;
-use kruise_api::keys;
+use kruise_api::{keys, selector};
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kube::{Api, Resource, ResourceExt};
@@ -15,9 +16,10 @@ use tokio_util::sync::CancellationToken;
 use super::context::METRIC_NAME;
 pub use super::context::{CONTROLLER_NAME, Context};
 pub use super::error::Error;
+use super::identity::ordinal_of;
 pub use super::reconcile::reconcile;
 use crate::expectations::{Cached, ScaleAction};
-use crate::podcache::PodEvent;
+use crate::podcache::{PodEvent, controller_uid};
 use crate::runner::{self, Controller};
 use crate::workload::podutil;
 
@@ -52,6 +54,7 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
                 .iter()
                 .map(|s| ObjectRef::from_obj(s.as_ref()))
                 .collect(),
+            PodEvent::Applied(p) if controller_uid(&p).is_none() => adopters(&store.state(), &p),
             PodEvent::Applied(p) => owner_of(&pod_ctx, &p, false).into_iter().collect(),
             PodEvent::Deleted(p) => owner_of(&pod_ctx, &p, true).into_iter().collect(),
         };
@@ -59,6 +62,19 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
     }))
     .run(reconcile, ctx)
     .await;
+}
+
+/// The sets that would adopt the orphan `pod`: in its namespace, selecting it, and whose
+/// `NAME-ORDINAL` its name is (upstream `getStatefulSetsForPod` with its claim filter).
+fn adopters(sets: &[Arc<StatefulSet>], pod: &Pod) -> Vec<ObjectRef<StatefulSet>> {
+    let empty = Default::default();
+    let labels = podutil::labels(pod).unwrap_or(&empty);
+    sets.iter()
+        .filter(|s| s.metadata.namespace == pod.metadata.namespace)
+        .filter(|s| selector::matches(&s.spec.selector, labels))
+        .filter(|s| ordinal_of(&s.name_any(), podutil::name(pod)).is_some())
+        .map(|s| ObjectRef::from_obj(s.as_ref()))
+        .collect()
 }
 
 /// The set owning `pod`, observing its scale expectations on the way.

@@ -18,10 +18,12 @@ use kube::{Api, ResourceExt};
 
 use super::context::Context;
 use super::error::Error;
+use super::identity::ordinal_of;
 use super::settings::settings;
 use super::sync::{RECHECK, Requeue, Sync};
 use super::{revisions, status};
 use crate::expectations::{EXPECTATION_TIMEOUT, ScaleSatisfaction, VersionSatisfaction};
+use crate::workload::{claim, podutil};
 
 fn namespace_terminating(err: &Error) -> bool {
     matches!(err, Error::Kube(kube::Error::Api(s)) if s.is_forbidden() && s.message.contains("being terminated"))
@@ -59,7 +61,11 @@ async fn reconcile_inner(sts: &StatefulSet, ctx: &Context) -> Result<Action, Err
         ctx.scale_exp.delete(&key);
     }
 
-    let owned = ctx.pods.owned_by(&ns, &uid);
+    // Upstream `getPodsForStatefulSet`: matching orphans named NAME-ORDINAL are adopted, owned
+    // pods that stop matching are released.
+    let all = ctx.pods.in_namespace(&ns);
+    let member = |p: &Pod| ordinal_of(&name, podutil::name(p)).is_some();
+    let owned = claim::claim_pods(&ctx.client, sts, &sts.spec.selector, &all, &member).await?;
     let pods: Vec<&Pod> = owned.iter().map(|p| p.as_ref()).collect();
 
     let rev_api: Api<ControllerRevision> = Api::namespaced(ctx.client.clone(), &ns);

@@ -541,6 +541,91 @@ async fn specified_delete_recreates_that_ordinal_whatever_the_partition() {
     ns.delete().await.expect("cleanup");
 }
 
+/// The controller UID of a Pod, if any.
+fn controller_uid(p: &Pod) -> Option<String> {
+    p.owner_references()
+        .iter()
+        .find(|o| o.controller == Some(true))
+        .map(|o| o.uid.clone())
+}
+
+/// Upstream `getPodsForStatefulSet` (ClaimPods): an orphan `NAME-ORDINAL` Pod that matches is
+/// adopted back, an owned Pod whose labels stop matching is released, and scaling to 0 then
+/// deletes what the set owns and leaves the released Pod.
+#[tokio::test]
+async fn orphans_are_adopted_and_pods_that_stop_matching_released() {
+    let _manager = MANAGER.read().await;
+    let client = client().await.expect("cluster");
+    let ns = TestNamespace::create(&client, "e2e-asts-claim")
+        .await
+        .expect("ns");
+    asts::create_headless_service(&client, &ns.name, "web")
+        .await
+        .expect("svc");
+    let api = asts::api(&client, &ns.name);
+    let pods: Api<Pod> = ns.api();
+    let sts = asts::new(
+        "web",
+        2,
+        "v1",
+        false,
+        json!({"podManagementPolicy": "Parallel"}),
+    )
+    .expect("sts");
+    let created = api
+        .create(&PostParams::default(), &sts)
+        .await
+        .expect("create");
+    let set_uid = created.uid().expect("set uid");
+    asts::wait_rolled_out(&api, "web", 2, ROLLOUT)
+        .await
+        .expect("rolled out");
+    let before = uids(&asts::pods(&pods, "web").await.expect("pods"));
+
+    // Orphan web-1: the set takes it back, the same Pod.
+    pods.patch(
+        "web-1",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"ownerReferences": null}})),
+    )
+    .await
+    .expect("orphan web-1");
+    let web1 = wait_for("web-1 adopted", ROLLOUT, || async {
+        let p = pods.get("web-1").await?;
+        Ok((controller_uid(&p).as_deref() == Some(set_uid.as_str())).then_some(p))
+    })
+    .await
+    .expect("adopted");
+    assert_eq!(web1.uid(), before.get("web-1").cloned(), "the same Pod");
+
+    // web-0 stops matching the selector: released, not deleted.
+    pods.patch(
+        "web-0",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"labels": {"app": "released"}}})),
+    )
+    .await
+    .expect("relabel web-0");
+    let web0 = wait_for("web-0 released", ROLLOUT, || async {
+        let p = pods.get("web-0").await?;
+        Ok(controller_uid(&p).is_none().then_some(p))
+    })
+    .await
+    .expect("released");
+    assert_eq!(web0.uid(), before.get("web-0").cloned(), "the same Pod");
+
+    // Scaled to 0, the set deletes what it owns (web-1) and leaves the released web-0.
+    patch(&api, "web", json!({"spec": {"replicas": 0}})).await;
+    wait_for("web-1 deleted", ROLLOUT, || async {
+        Ok(pods.get_opt("web-1").await?.is_none().then_some(()))
+    })
+    .await
+    .expect("scaled to 0");
+    let web0 = pods.get("web-0").await.expect("web-0 still there");
+    assert_eq!(web0.uid(), before.get("web-0").cloned());
+    ns.delete().await.expect("cleanup");
+}
+
 /// Acceptance 6: whenScaled Delete removes the PVC of a scaled-down ordinal; Retain keeps it.
 #[tokio::test]
 async fn retention_policy_when_scaled() {
