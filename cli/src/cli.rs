@@ -46,6 +46,18 @@ pub enum Command {
     /// Set fields of a workload.
     #[command(subcommand)]
     Set(SetCmd),
+    /// Remove chosen Pods of a CloneSet (podsToDelete) or Advanced StatefulSet
+    /// (reserveOrdinals), lowering replicas by as many.
+    Scaledown {
+        #[arg(value_parser = parse_target)]
+        target: Target,
+        /// The Pods to remove: NAME[,NAME...].
+        #[arg(long, value_delimiter = ',', required = true)]
+        pods: Vec<String>,
+        /// Only report what would happen.
+        #[arg(long)]
+        dry_run: bool,
+    },
     /// Restart containers of a Pod in place through a ContainerRecreateRequest.
     RecreateContainer(RecreateArgs),
     /// Pre-pull images on nodes through ImagePullJobs.

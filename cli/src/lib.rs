@@ -67,6 +67,11 @@ pub async fn dispatch(cli: Cli) -> Result<i32, CliError> {
             images,
             dry_run,
         }) => cmd::set_image::run(&ctx, &target, &images, dry_run).await,
+        Command::Scaledown {
+            target,
+            pods,
+            dry_run,
+        } => cmd::scaledown::run(&ctx, &target, &pods, dry_run).await,
         Command::RecreateContainer(args) => cmd::crr::run(&ctx, &args).await,
         Command::Image(ImageCmd::Pull(args)) => cmd::pull::run(&ctx, &args).await,
         Command::Dev(args) => cmd::dev::run(&cli.connect, &args).await,

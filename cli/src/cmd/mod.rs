@@ -10,5 +10,6 @@ pub mod install;
 pub mod pull;
 pub mod restart;
 pub mod rollout;
+pub mod scaledown;
 pub mod set_image;
 pub mod status;

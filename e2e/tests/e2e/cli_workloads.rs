@@ -447,3 +447,86 @@ async fn sidecarset_status_waits_for_every_matched_pod() {
         .expect("delete SidecarSet");
     fx.ns.delete().await.expect("delete namespace");
 }
+
+/// `scaledown T --pods` (kruise-tools' command): a CloneSet loses exactly the named Pod through
+/// `podsToDelete`, an Advanced StatefulSet exactly the named ordinal through `reserveOrdinals`;
+/// the other Pods keep their UIDs. A Pod that is not the workload's is refused, naming it.
+#[tokio::test]
+async fn scaledown_removes_exactly_the_named_pods() {
+    let fx = Fixture::new("e2e-cli-scaledown").await;
+    let cs_ar = kruise_resource(&fx.client, "clonesets").await;
+    let sts_ar = kruise_resource(&fx.client, "statefulsets").await;
+    let cs: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": cs_ar.api_version, "kind": "CloneSet", "metadata": {"name": "cs"},
+        "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "cs"}},
+                 "template": template("cs", "v1")}
+    }))
+    .expect("CloneSet");
+    let sts: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": sts_ar.api_version, "kind": "StatefulSet", "metadata": {"name": "db"},
+        "spec": {"replicas": 3, "serviceName": "db", "podManagementPolicy": "Parallel",
+                 "selector": {"matchLabels": {"app": "db"}}, "template": template("db", "v1")}
+    }))
+    .expect("Advanced StatefulSet");
+    let cs_api: Api<DynamicObject> = Api::namespaced_with(fx.client.clone(), &fx.ns.name, &cs_ar);
+    let sts_api: Api<DynamicObject> = Api::namespaced_with(fx.client.clone(), &fx.ns.name, &sts_ar);
+    cs_api
+        .create(&PostParams::default(), &cs)
+        .await
+        .expect("create CloneSet");
+    sts_api
+        .create(&PostParams::default(), &sts)
+        .await
+        .expect("create Advanced StatefulSet");
+    assert_code(&fx.status("cloneset/cs").await, OK);
+    assert_code(&fx.status("asts/db").await, OK);
+
+    let before = pods_of(&fx, "cs").await;
+    let victim = before.keys().next().expect("a Pod").clone();
+    let run = fx
+        .run(&["scaledown", "cloneset/cs", "--pods", "not-a-pod"])
+        .await;
+    assert_code(&run, USAGE);
+    assert!(
+        run.stderr.contains("not Pods of") && run.stderr.contains("not-a-pod"),
+        "{run}"
+    );
+    let run = fx
+        .run(&["scaledown", "cloneset/cs", "--pods", &victim])
+        .await;
+    assert_code(&run, OK);
+    assert_stdout(&run, &format!("replicas 3 -> 2, deleting {victim}"));
+    let after = wait_for("the CloneSet's Pod gone", CLI_LIMIT, || async {
+        let now = pods_of(&fx, "cs").await;
+        Ok((now.len() == 2 && !now.contains_key(&victim)).then_some(now))
+    })
+    .await
+    .expect("scaled down");
+    for (name, pod) in &after {
+        assert_eq!(&before[name], pod, "{name} kept its UID");
+    }
+    let obj = cs_api.get("cs").await.expect("CloneSet");
+    assert_eq!(obj.data["spec"]["replicas"], 2);
+
+    let before = pods_of(&fx, "db").await;
+    let run = fx.run(&["scaledown", "asts/db", "--pods", "db-1"]).await;
+    assert_code(&run, OK);
+    let after = wait_for("db-1 gone", CLI_LIMIT, || async {
+        let now = pods_of(&fx, "db").await;
+        Ok((now.len() == 2 && !now.contains_key("db-1")).then_some(now))
+    })
+    .await
+    .expect("scaled down");
+    assert_eq!(
+        after.keys().collect::<Vec<_>>(),
+        ["db-0", "db-2"],
+        "the other ordinals stay"
+    );
+    for (name, pod) in &after {
+        assert_eq!(&before[name], pod, "{name} kept its UID");
+    }
+    let obj = sts_api.get("db").await.expect("Advanced StatefulSet");
+    assert_eq!(obj.data["spec"]["reserveOrdinals"], json!([1]));
+    assert_eq!(obj.data["spec"]["replicas"], 2);
+    fx.ns.delete().await.expect("delete namespace");
+}
