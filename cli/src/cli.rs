@@ -205,9 +205,10 @@ pub enum Rollout {
     Watch(WatchArgs),
     /// List workloads of one kind (default CloneSets) with their rollout state.
     List {
-        /// The kind to list: cloneset, asts, ads, sidecarset, statefulset, daemonset, deployment.
-        #[arg(value_parser = parse_kind, default_value = "cloneset")]
-        kind: Kind,
+        /// The kind to list: cloneset, asts, ads, sidecarset, statefulset, daemonset, deployment;
+        /// every kind the cluster serves when left out.
+        #[arg(value_parser = parse_kind)]
+        kind: Option<Kind>,
         /// All namespaces.
         #[arg(short = 'A', long = "all-namespaces")]
         all_namespaces: bool,

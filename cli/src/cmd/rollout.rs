@@ -122,7 +122,8 @@ pub async fn promote(
     Ok(exit::OK)
 }
 
-pub async fn list(ctx: &Ctx, kind: Kind, all: bool, output: Output) -> Result<i32> {
+/// The rollout reports of one kind's objects.
+async fn list_kind(ctx: &Ctx, kind: Kind, all: bool) -> Result<Vec<StatusReport>> {
     let spec = kind.spec();
     let (ar, _) = ctx.resolve(spec.group, spec.plural).await?;
     let api: Api<DynamicObject> = if all || !spec.namespaced {
@@ -136,60 +137,85 @@ pub async fn list(ctx: &Ctx, kind: Kind, all: bool, output: Output) -> Result<i3
         .map_err(kube_err)?
         .items;
     let none = PodSummary::default();
-    let reports: Vec<StatusReport> = items
+    Ok(items
         .iter()
         .map(|o| {
             let v = RolloutView::from_json(&crate::ctx::typed_json(o, &ar));
             StatusReport::new(&v, &none, &decide(&v, &none))
         })
-        .collect();
+        .collect())
+}
+
+/// `rollout list [KIND]`: one kind, or every kind the cluster serves (names then read
+/// `TYPE/NAME`, ready for the other commands).
+pub async fn list(ctx: &Ctx, kind: Option<Kind>, all: bool, output: Output) -> Result<i32> {
+    let kinds: Vec<Kind> = kind.map_or_else(|| Kind::ALL.to_vec(), |k| vec![k]);
+    let mut rows: Vec<(String, StatusReport)> = Vec::new();
+    for k in kinds {
+        let reports = match list_kind(ctx, k, all).await {
+            Ok(r) => r,
+            // Every kind: one whose CRD is not installed has nothing to list.
+            Err(CliError::NotInstalled { .. }) if kind.is_none() => continue,
+            Err(e) => return Err(e),
+        };
+        for r in reports {
+            let name = if kind.is_some() {
+                r.name.clone()
+            } else {
+                format!("{}/{}", k.type_name(), r.name)
+            };
+            rows.push((name, r));
+        }
+    }
     if output != Output::Text {
+        let reports: Vec<&StatusReport> = rows.iter().map(|(_, r)| r).collect();
         print_doc(output, &reports);
         return Ok(exit::OK);
     }
-    if reports.is_empty() {
+    if rows.is_empty() {
+        let what = kind.map_or_else(|| "workloads".to_string(), |k| format!("{k}s"));
+        let scoped = all || kind.is_some_and(|k| !k.spec().namespaced);
         println!(
-            "No {}s found{}.",
-            kind,
-            if all || !spec.namespaced {
-                ""
-            } else {
-                " in this namespace"
-            }
+            "No {what} found{}.",
+            if scoped { "" } else { " in this namespace" }
         );
         return Ok(exit::OK);
     }
-    // Columns as wide as their longest value, like kubectl's printer.
-    let ns_w = reports
+    print!("{}", list_table(&rows));
+    Ok(exit::OK)
+}
+
+/// The text table of `rollout list`, columns as wide as their longest value like kubectl's.
+pub fn list_table(rows: &[(String, StatusReport)]) -> String {
+    let ns_w = rows
         .iter()
-        .map(|r| r.namespace.len())
+        .map(|(_, r)| r.namespace.len())
         .max()
         .unwrap_or(0)
         .max(9);
-    let name_w = reports
-        .iter()
-        .map(|r| r.name.len())
-        .max()
-        .unwrap_or(0)
-        .max(4);
-    println!(
-        "{:<ns_w$}  {:<name_w$}  {:>8}  {:>7}  {:>5}  {:>9}  {:>6}  STATUS",
+    let name_w = rows.iter().map(|(n, _)| n.len()).max().unwrap_or(0).max(4);
+    let mut out = format!(
+        "{:<ns_w$}  {:<name_w$}  {:>8}  {:>7}  {:>5}  {:>9}  {:>6}  STATUS\n",
         "NAMESPACE", "NAME", "REPLICAS", "UPDATED", "READY", "PARTITION", "PAUSED"
     );
-    for r in &reports {
-        println!(
-            "{:<ns_w$}  {:<name_w$}  {:>8}  {:>7}  {:>5}  {:>9}  {:>6}  {:?}",
-            r.namespace,
-            r.name,
+    for (name, r) in rows {
+        out.push_str(&format!(
+            "{:<ns_w$}  {:<name_w$}  {:>8}  {:>7}  {:>5}  {:>9}  {:>6}  {:?}\n",
+            if r.namespace.is_empty() {
+                "-"
+            } else {
+                &r.namespace
+            },
+            name,
             r.replicas,
             r.updated_replicas,
             r.updated_ready_replicas.unwrap_or(r.ready_replicas),
             r.partition.as_deref().unwrap_or("-"),
             r.paused,
             r.outcome
-        );
+        ));
     }
-    Ok(exit::OK)
+    out
 }
 
 #[cfg(test)]
@@ -222,6 +248,33 @@ mod tests {
         assert_eq!(
             promote_patch(&sts, Kind::StatefulSet, 1),
             json!({"spec": {"updateStrategy": {"rollingUpdate": {"partition": 1}}}})
+        );
+    }
+
+    #[test]
+    fn list_table_names_type_slash_name_and_dashes_cluster_scope() {
+        let none = PodSummary::default();
+        let report = |v: &RolloutView| StatusReport::new(v, &none, &decide(v, &none));
+        let cs = RolloutView::from_json(&json!({
+            "apiVersion": "apps.kruise.io/v1beta1", "kind": "CloneSet",
+            "metadata": {"name": "web", "namespace": "shop"},
+            "spec": {"replicas": 3}, "status": {"replicas": 3, "updatedReplicas": 3}
+        }));
+        let ss = RolloutView::from_json(&json!({
+            "apiVersion": "apps.kruise.io/v1alpha1", "kind": "SidecarSet",
+            "metadata": {"name": "proxy"}, "spec": {}
+        }));
+        let rows = vec![
+            ("cloneset/web".to_string(), report(&cs)),
+            ("sidecarset/proxy".to_string(), report(&ss)),
+        ];
+        let table = list_table(&rows);
+        let lines: Vec<&str> = table.lines().collect();
+        assert!(lines[0].starts_with("NAMESPACE  NAME"), "{table}");
+        assert!(lines[1].starts_with("shop       cloneset/web"), "{table}");
+        assert!(
+            lines[2].starts_with("-          sidecarset/proxy"),
+            "{table}"
         );
     }
 

@@ -448,7 +448,8 @@ async fn sidecarset_status_waits_for_every_matched_pod() {
     fx.ns.delete().await.expect("delete namespace");
 }
 
-/// `scaledown T --pods` (kruise-tools' command): a CloneSet loses exactly the named Pod through
+/// `rollout list` lists every kind (text and JSON). `scaledown T --pods` (kruise-tools'
+/// command): a CloneSet loses exactly the named Pod through
 /// `podsToDelete`, an Advanced StatefulSet exactly the named ordinal through `reserveOrdinals`;
 /// the other Pods keep their UIDs. A Pod that is not the workload's is refused, naming it.
 #[tokio::test]
@@ -480,6 +481,27 @@ async fn scaledown_removes_exactly_the_named_pods() {
         .expect("create Advanced StatefulSet");
     assert_code(&fx.status("cloneset/cs").await, OK);
     assert_code(&fx.status("asts/db").await, OK);
+    // `rollout list` without a kind lists every kind, as TYPE/NAME.
+    let run = fx.run(&["rollout", "list"]).await;
+    assert_code(&run, OK);
+    assert_stdout(&run, "cloneset/cs");
+    assert_stdout(&run, "asts/db");
+    let run = fx.run(&["rollout", "list", "asts"]).await;
+    assert_code(&run, OK);
+    assert!(!run.stdout.contains("cs "), "only the asts kind: {run}");
+    let run = fx.run(&["rollout", "list", "-o", "json"]).await;
+    assert_code(&run, OK);
+    let doc: Value = serde_json::from_str(&run.stdout).expect("json");
+    let mut kinds: Vec<&str> = doc
+        .as_array()
+        .expect("array")
+        .iter()
+        .filter_map(|r| r["kind"].as_str())
+        // SidecarSets are cluster-scoped: other tests' may be listed too.
+        .filter(|k| *k != "SidecarSet")
+        .collect();
+    kinds.sort_unstable();
+    assert_eq!(kinds, ["CloneSet", "StatefulSet"], "{run}");
 
     let before = pods_of(&fx, "cs").await;
     let victim = before.keys().next().expect("a Pod").clone();
