@@ -219,9 +219,15 @@ pub async fn run_controllers(
         default_namespace(),
         token.clone(),
     );
+    // One ControllerRevision watch for the three workloads that keep revisions.
+    let revisions =
+        crate::revcache::RevisionCache::start(client.clone(), namespace.as_deref(), token.clone());
     let daemonsets = daemonset::controller::run(
         client.clone(),
-        pods.clone(),
+        daemonset::controller::Caches {
+            pods: pods.clone(),
+            revisions: revisions.clone(),
+        },
         metrics.clone(),
         instance.clone(),
         namespace.clone(),
@@ -233,17 +239,13 @@ pub async fn run_controllers(
             statefulset::controller::Context::new(
                 client.clone(),
                 pods.clone(),
+                revisions.clone(),
                 metrics.clone(),
                 instance.clone(),
                 namespace.clone(),
             )
             .with_gates(gates),
         ),
-        token.clone(),
-    );
-    let revisions = crate::cloneset::revcache::RevisionCache::start(
-        client.clone(),
-        namespace.as_deref(),
         token.clone(),
     );
     let ctx = Arc::new(

@@ -18,6 +18,7 @@ pub mod podcache;
 pub mod podreadiness;
 pub use kruise_runtime::ratelimit;
 pub use kruise_runtime::runner;
+pub mod revcache;
 pub mod revision;
 pub mod server;
 pub mod sidecarset;

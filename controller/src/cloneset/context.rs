@@ -14,12 +14,12 @@ use tokio::sync::Semaphore;
 use tracing::Instrument;
 
 use super::error::Error;
-use super::revcache::RevisionCache;
 use crate::backoff::{Backoff, Policy};
 use crate::expectations::{Cached, ResourceVersionExpectations, ScaleExpectations};
 use crate::inplace::InPlaceControl;
 use crate::metrics::Metrics;
 use crate::podcache::PodCache;
+use crate::revcache::RevisionCache;
 
 /// Name in Events, logs and the field manager.
 pub const CONTROLLER_NAME: &str = "cloneset-controller";

@@ -23,7 +23,6 @@ pub mod lifecycle;
 pub mod pod;
 mod pvc;
 mod reconcile;
-pub mod revcache;
 mod revisions;
 pub mod scale;
 pub mod spec;

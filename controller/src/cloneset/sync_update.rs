@@ -342,11 +342,8 @@ mod tests {
         let client = kube::Client::try_from(cfg).expect("client");
         let token = CancellationToken::new();
         let pods = PodCache::start(client.clone(), Some("none"), token.clone());
-        let revisions = crate::cloneset::revcache::RevisionCache::start(
-            client.clone(),
-            Some("none"),
-            token.clone(),
-        );
+        let revisions =
+            crate::revcache::RevisionCache::start(client.clone(), Some("none"), token.clone());
         let ctx = Context::new(
             client,
             pods,

@@ -17,6 +17,7 @@ use crate::expectations::{ResourceVersionExpectations, ScaleExpectations};
 use crate::inplace::{ApplyError, InPlaceControl};
 use crate::metrics::Metrics;
 use crate::podcache::PodCache;
+use crate::revcache::RevisionCache;
 use crate::revision::RevisionError;
 use crate::runner::ReconcileError;
 use crate::workload::lifecycle::WriteError;
@@ -30,6 +31,8 @@ pub(super) const METRIC_NAME: &str = "daemonset";
 pub struct Context {
     pub client: Client,
     pub pods: PodCache,
+    /// The DaemonSets' ControllerRevisions (the shared watch).
+    pub revisions: RevisionCache,
     /// Every Node (filled by the controller's Node watch).
     pub nodes: Store<Node>,
     pub recorder: Recorder,
@@ -47,6 +50,7 @@ impl Context {
     pub fn new(
         client: Client,
         pods: PodCache,
+        revisions: RevisionCache,
         nodes: Store<Node>,
         metrics: Arc<Metrics>,
         instance: Option<String>,
@@ -61,6 +65,7 @@ impl Context {
             inplace: InPlaceControl::new(client.clone()),
             client,
             pods,
+            revisions,
             nodes,
             scale_exp: ScaleExpectations::new(),
             rv_exp: ResourceVersionExpectations::new(),

@@ -21,16 +21,23 @@ pub use super::reconcile::reconcile;
 use crate::expectations::{Cached, ScaleAction};
 use crate::metrics::Metrics;
 use crate::podcache::{PodCache, PodEvent};
+use crate::revcache::RevisionCache;
 use crate::runner::{self, Controller};
 use crate::workload::podutil;
 
 /// Reconciles of different DaemonSets running at once.
 const CONCURRENCY: u16 = 3;
 
+/// The shared caches the controller reads Pods and ControllerRevisions from.
+pub struct Caches {
+    pub pods: PodCache,
+    pub revisions: RevisionCache,
+}
+
 /// Run the Advanced DaemonSet controller until `shutdown` is cancelled.
 pub async fn run(
     client: Client,
-    pods: PodCache,
+    Caches { pods, revisions }: Caches,
     metrics: Arc<Metrics>,
     instance: Option<String>,
     namespace: Option<String>,
@@ -48,6 +55,7 @@ pub async fn run(
         Context::new(
             client.clone(),
             pods,
+            revisions,
             node_store,
             metrics,
             instance,
@@ -55,6 +63,12 @@ pub async fn run(
         )
         .with_gates(gates),
     );
+    // Reconciles read revisions from the cache: before its first list every DaemonSet would look as
+    // if it had none.
+    tokio::select! {
+        _ = ctx.revisions.wait_synced() => {}
+        _ = shutdown.cancelled() => return,
+    }
     let api: Api<DaemonSet> = match &ctx.namespace {
         Some(ns) => Api::namespaced(client, ns),
         None => Api::all(client),

@@ -59,7 +59,7 @@ pub async fn reconcile(ds: Arc<DaemonSet>, ctx: Arc<Context>) -> Result<Action, 
     }
     let rev_api: Api<ControllerRevision> = Api::namespaced(ctx.client.clone(), &ns);
     let now = Timestamp::now();
-    let mut revisions = list_revisions(&rev_api, &ds, &uid).await?;
+    let mut revisions = list_revisions(&ctx, &ds, &ns, &uid);
     let (update_rev, collision) = update_revision(&ctx, &ds, &rev_api, &mut revisions).await?;
     let hash = pod::revision_hash(&update_rev);
 

@@ -17,13 +17,15 @@ use super::pod;
 use crate::history::{self, Origin};
 use crate::revision;
 
-pub(super) async fn list_revisions(
-    api: &Api<ControllerRevision>,
+/// The DaemonSet's revisions as the shared watch shows them, oldest first (see
+/// [`crate::revcache`] for why a lagging cache is safe).
+pub(super) fn list_revisions(
+    ctx: &Context,
     ds: &DaemonSet,
+    ns: &str,
     uid: &str,
-) -> Result<Vec<ControllerRevision>, Error> {
-    let sel = kruise_api::selector::to_selector_string(&ds.spec.selector).unwrap_or_default();
-    history::list_owned(api, &sel, uid).await
+) -> Vec<ControllerRevision> {
+    ctx.revisions.owned(ns, &ds.spec.selector, uid)
 }
 
 /// The revision of the current template: an equal existing one (bumped to the newest number

@@ -15,6 +15,7 @@ use crate::expectations::{Cached, ResourceVersionExpectations, ScaleExpectations
 use crate::inplace::InPlaceControl;
 use crate::metrics::Metrics;
 use crate::podcache::PodCache;
+use crate::revcache::RevisionCache;
 
 /// Name in Events, logs and the field manager.
 pub const CONTROLLER_NAME: &str = "statefulset-controller";
@@ -24,6 +25,8 @@ pub(super) const METRIC_NAME: &str = "statefulset";
 pub struct Context {
     pub client: Client,
     pub pods: PodCache,
+    /// The sets' ControllerRevisions (the shared watch).
+    pub revisions: RevisionCache,
     pub recorder: Recorder,
     pub scale_exp: ScaleExpectations,
     pub rv_exp: ResourceVersionExpectations,
@@ -40,6 +43,7 @@ impl Context {
     pub fn new(
         client: Client,
         pods: PodCache,
+        revisions: RevisionCache,
         metrics: Arc<Metrics>,
         instance: Option<String>,
         namespace: Option<String>,
@@ -53,6 +57,7 @@ impl Context {
             inplace: InPlaceControl::new(client.clone()),
             client,
             pods,
+            revisions,
             scale_exp: ScaleExpectations::new(),
             rv_exp: ResourceVersionExpectations::new(),
             metrics,

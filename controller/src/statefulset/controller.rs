@@ -27,6 +27,12 @@ const CONCURRENCY: u16 = 3;
 
 /// Runs the controller until `shutdown` is cancelled.
 pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
+    // Reconciles read revisions from the cache: before its first list every set would look as
+    // if it had none.
+    tokio::select! {
+        _ = ctx.revisions.wait_synced() => {}
+        _ = shutdown.cancelled() => return,
+    }
     let api: Api<StatefulSet> = match &ctx.namespace {
         Some(ns) => Api::namespaced(ctx.client.clone(), ns),
         None => Api::all(ctx.client.clone()),

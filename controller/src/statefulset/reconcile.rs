@@ -69,7 +69,7 @@ async fn reconcile_inner(sts: &StatefulSet, ctx: &Context) -> Result<Action, Err
     let pods: Vec<&Pod> = owned.iter().map(|p| p.as_ref()).collect();
 
     let rev_api: Api<ControllerRevision> = Api::namespaced(ctx.client.clone(), &ns);
-    let mut revs = revisions::list(&rev_api, sts, &uid).await?;
+    let mut revs = revisions::list(ctx, sts, &ns, &uid);
     let (current, update, collision) = revisions::active(ctx, sts, &rev_api, &mut revs).await?;
     let current_name = current.metadata.name.clone().unwrap_or_default();
     let update_name = update.metadata.name.clone().unwrap_or_default();

@@ -18,14 +18,15 @@ use crate::history::{self, Origin};
 use crate::revision;
 use crate::workload::podutil;
 
-/// The set's revisions (owned by its uid), sorted.
-pub(super) async fn list(
-    api: &Api<ControllerRevision>,
+/// The set's revisions (owned by its uid) as the shared watch shows them, oldest first (see
+/// [`crate::revcache`] for why a lagging cache is safe).
+pub(super) fn list(
+    ctx: &Context,
     sts: &StatefulSet,
+    ns: &str,
     uid: &str,
-) -> Result<Vec<ControllerRevision>, Error> {
-    let sel = kruise_api::selector::to_selector_string(&sts.spec.selector).unwrap_or_default();
-    history::list_owned(api, &sel, uid).await
+) -> Vec<ControllerRevision> {
+    ctx.revisions.owned(ns, &sts.spec.selector, uid)
 }
 
 /// The current and update revisions and the collision count, creating or bumping the update

@@ -1,5 +1,5 @@
-//! The CloneSet controller's ControllerRevisions, kept by one watch (upstream reads them from its
-//! informer cache). A LIST per reconcile was one API round trip before every decision: the
+//! The workloads' ControllerRevisions (CloneSet, Advanced StatefulSet, Advanced DaemonSet), kept
+//! by one watch shared by their controllers (upstream reads them from its informer cache). A LIST per reconcile was one API round trip before every decision: the
 //! first reconcile after a template change waited on it before creating the new revision and
 //! patching Pods, and every Pod event's reconcile waited on it before setting
 //! InPlaceUpdateReady.
@@ -24,8 +24,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::revision;
 
-/// The watched ControllerRevisions of every workload kind; [`RevisionCache::owned`] picks a
-/// CloneSet's.
+/// The watched ControllerRevisions of every workload kind; [`RevisionCache::owned`] picks one
+/// workload's.
 #[derive(Clone)]
 pub struct RevisionCache {
     store: Store<ControllerRevision>,
@@ -70,7 +70,7 @@ impl RevisionCache {
         Self { store, synced }
     }
 
-    /// Waits until the first list has been loaded: before that, a CloneSet would look as if it
+    /// Waits until the first list has been loaded: before that, a workload would look as if it
     /// had no revisions at all.
     pub async fn wait_synced(&self) {
         let mut rx = self.synced.clone();
