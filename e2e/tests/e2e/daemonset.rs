@@ -602,3 +602,97 @@ async fn refused_pod_creation_shows_a_condition_and_an_event_until_it_succeeds()
     assert!(left.is_empty(), "condition removed: {left:?}");
     ns.delete().await.expect("cleanup");
 }
+
+/// `rollingUpdate.paused` holds an image change (no Pod touched, updatedNumberScheduled 0) and
+/// resuming rolls it out in place; the paused object reads the same through v1alpha1 as through
+/// v1beta1 (one schema, both served).
+#[tokio::test]
+async fn paused_holds_an_image_change_until_resumed_and_reads_the_same_in_both_versions() {
+    let client = client().await.expect("cluster");
+    let ns = TestNamespace::create(&client, "e2e-ads-paused")
+        .await
+        .expect("ns");
+    let api = daemonset::api(&client, &ns.name);
+    let alpha: Api<kube::api::DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        &ns.name,
+        &daemonset::resource(keys::VERSION_V1ALPHA1),
+    );
+    let pods: Api<Pod> = ns.api();
+    let ds = daemonset::new(
+        "agent",
+        &image("testapp", "v1"),
+        json!({"type": "RollingUpdate", "rollingUpdate": {"rollingUpdateType": "InPlaceIfPossible", "maxUnavailable": 1}}),
+        json!({}),
+    )
+    .expect("ds");
+    api.create(&PostParams::default(), &ds)
+        .await
+        .expect("create DaemonSet");
+    wait_rolled_out(&api, "agent", None, ROLLOUT)
+        .await
+        .expect("initial rollout");
+    let before = daemonset::pods(&pods, "agent").await.expect("pods");
+
+    daemonset::patch_spec(
+        &api,
+        "agent",
+        json!({"updateStrategy": {"rollingUpdate": {"paused": true}}}),
+    )
+    .await
+    .expect("pause");
+    set_image(&api, "agent", &image("testapp", "v2"))
+        .await
+        .expect("set image");
+    let held = daemonset::wait_status(&api, "agent", "new revision observed", ROLLOUT, |ds| {
+        status_i64(ds, "updatedNumberScheduled") == 0
+    })
+    .await
+    .expect("paused status");
+    tokio::time::sleep(HELD).await;
+    let during = daemonset::pods(&pods, "agent").await.expect("pods");
+    assert_eq!(during.len(), before.len());
+    for (b, d) in before.iter().zip(&during) {
+        assert_eq!(d.uid(), b.uid(), "paused: {} untouched", d.name_any());
+        assert_eq!(
+            d.spec.as_ref().map(|s| s.containers[0].image.clone()),
+            Some(Some(image("testapp", "v1"))),
+            "paused: {} keeps v1",
+            d.name_any()
+        );
+    }
+    let now = api.get("agent").await.expect("get");
+    assert_eq!(status_i64(&now, "updatedNumberScheduled"), 0, "held");
+    let old = alpha.get("agent").await.expect("get v1alpha1");
+    assert_eq!(old.data["spec"], now.data["spec"], "same spec in v1alpha1");
+    assert_eq!(
+        old.data["spec"]["updateStrategy"]["rollingUpdate"]["paused"],
+        true
+    );
+    // v1beta1's status.updateRevision is v1alpha1's status.daemonSetHash.
+    assert!(!status_str(&held, "updateRevision").is_empty());
+    assert_eq!(
+        status_str(&old, "daemonSetHash"),
+        status_str(&now, "updateRevision")
+    );
+
+    daemonset::patch_spec(
+        &api,
+        "agent",
+        json!({"updateStrategy": {"rollingUpdate": {"paused": false}}}),
+    )
+    .await
+    .expect("resume");
+    wait_rolled_out(&api, "agent", None, ROLLOUT)
+        .await
+        .expect("resumed rollout");
+    let after = daemonset::pods(&pods, "agent").await.expect("pods");
+    for (b, a) in before.iter().zip(&after) {
+        assert_eq!(a.uid(), b.uid(), "{} updated in place", a.name_any());
+        assert_eq!(
+            a.spec.as_ref().map(|s| s.containers[0].image.clone()),
+            Some(Some(image("testapp", "v2")))
+        );
+    }
+    ns.delete().await.expect("cleanup");
+}
