@@ -1,0 +1,350 @@
+//! The budget arithmetic of PodUnavailableBudget, shared by the Pod webhook (which charges
+//! the budget) and the controller (which recomputes it): upstream `pkg/control/pubcontrol`
+//! and the status part of `pkg/controller/podunavailablebudget`. Pure: time is a parameter.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+
+use super::{
+    PodUnavailableBudget, PodUnavailableBudgetSpec, PodUnavailableBudgetStatus, PubOperation,
+};
+use crate::appspub::{InPlaceUpdateState, UpdateSpec};
+use crate::keys::{self, k8s};
+
+/// A `disruptedPods` entry is dropped this long after the admitted delete or eviction, if the
+/// Pod is still there (upstream `DeletionTimeout`).
+pub const DELETION_TIMEOUT: Duration = Duration::from_secs(20);
+/// An `unavailablePods` entry is dropped this long after the admitted update (upstream
+/// `UpdatedDelayCheckTime`).
+pub const UPDATE_DELAY_CHECK: Duration = Duration::from_secs(10);
+/// More entries than this in `disruptedPods` + `unavailablePods` and the webhook refuses
+/// (upstream `MaxUnavailablePodSize`).
+pub const MAX_UNAVAILABLE_POD_SIZE: usize = 2000;
+
+/// Whether the labels carry one with the `unavailable-pod.kruise.io/` prefix: the Pod counts as
+/// unavailable even when Ready (upstream `HasUnavailableLabel`).
+pub fn has_unavailable_label(labels: Option<&BTreeMap<String, String>>) -> bool {
+    labels.is_some_and(|l| {
+        l.keys()
+            .any(|k| k.starts_with(keys::UNAVAILABLE_POD_LABEL_PREFIX))
+    })
+}
+
+/// Not finished and not being deleted (Kubernetes' `IsPodActive`).
+pub fn is_active(pod: &Pod) -> bool {
+    let phase = phase(pod);
+    phase != k8s::POD_SUCCEEDED
+        && phase != k8s::POD_FAILED
+        && pod.metadata.deletion_timestamp.is_none()
+}
+
+fn phase(pod: &Pod) -> &str {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.phase.as_deref())
+        .unwrap_or_default()
+}
+
+/// Running, Ready, not being deleted and without the unavailable label (upstream
+/// `IsPodReady` of pubcontrol).
+pub fn is_pod_ready(pod: &Pod) -> bool {
+    phase(pod) == k8s::POD_RUNNING
+        && crate::pod::is_ready(pod)
+        && pod.metadata.deletion_timestamp.is_none()
+        && !has_unavailable_label(pod.metadata.labels.as_ref())
+}
+
+/// Whether the Pod runs what its spec says, i.e. is not mid in-place update (upstream
+/// `IsPodStateConsistent`): no grace period pending, no launch-priority batch left, and every
+/// container recorded before the update has restarted onto its new image. When every spec
+/// image is a digest, the digests in `imageID` decide alone, as upstream.
+pub fn is_pod_state_consistent(pod: &Pod) -> bool {
+    let containers = pod
+        .spec
+        .as_ref()
+        .map(|s| s.containers.as_slice())
+        .unwrap_or_default();
+    let statuses = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.container_statuses.as_deref())
+        .unwrap_or_default();
+    let mut all_digest = !containers.is_empty();
+    for c in containers {
+        let image = c.image.as_deref().unwrap_or_default();
+        let Some((_, digest)) = image.split_once('@') else {
+            all_digest = false;
+            continue;
+        };
+        let status_digest = statuses
+            .iter()
+            .find(|s| s.name == c.name)
+            .and_then(|s| s.image_id.split_once('@').map(|(_, d)| d));
+        if status_digest != Some(digest) {
+            return false;
+        }
+    }
+    if all_digest {
+        return true;
+    }
+    let annotations = pod.metadata.annotations.as_ref();
+    if !matches!(UpdateSpec::from_grace_annotation(annotations), Ok(None)) {
+        return false;
+    }
+    let state = match InPlaceUpdateState::from_annotations(annotations) {
+        Ok(Some(s)) => s,
+        Ok(None) => return true,
+        Err(_) => return false,
+    };
+    if !state.next_container_images.is_empty()
+        || !state.next_container_ref_metadata.is_empty()
+        || !state.next_container_resources.is_empty()
+    {
+        return false;
+    }
+    state.last_container_statuses.iter().all(|(name, old)| {
+        let spec_image = containers
+            .iter()
+            .find(|c| &c.name == name)
+            .and_then(|c| c.image.as_deref());
+        statuses.iter().find(|s| &s.name == name).is_some_and(|s| {
+            // An unchanged imageID means "not restarted yet" unless the status already shows
+            // the spec's image (a new tag of the very same image keeps its ID).
+            s.image_id != old.image_id || spec_image == Some(s.image.as_str())
+        })
+    })
+}
+
+/// Counts towards `currentAvailable`: ready and consistent.
+pub fn is_pod_available(pod: &Pod) -> bool {
+    is_pod_ready(pod) && is_pod_state_consistent(pod)
+}
+
+/// The operations a budget protects (upstream `isNeedPubProtection`): the annotation's
+/// values, or DELETE, UPDATE and EVICT when it is absent or empty; without in-place vertical
+/// scaling a resize is an update, so UPDATE implies RESIZE.
+pub fn protected_operations(
+    annotations: Option<&BTreeMap<String, String>>,
+    inplace_vertical_scaling: bool,
+) -> BTreeSet<PubOperation> {
+    let value = annotations
+        .and_then(|a| a.get(keys::PUB_PROTECT_OPERATIONS_ANNOTATION))
+        .map(String::as_str)
+        .unwrap_or_default();
+    let mut ops: BTreeSet<PubOperation> = if value.is_empty() {
+        [
+            PubOperation::Delete,
+            PubOperation::Update,
+            PubOperation::Evict,
+        ]
+        .into()
+    } else {
+        value.split(',').filter_map(PubOperation::parse).collect()
+    };
+    if !inplace_vertical_scaling && ops.contains(&PubOperation::Update) {
+        ops.insert(PubOperation::Resize);
+    }
+    ops
+}
+
+/// The values of `kruise.io/pub-protect-operations` that are not an operation (the webhook
+/// refuses them; the match is exact, as upstream's).
+pub fn invalid_protect_operations(value: &str) -> Vec<&str> {
+    value
+        .split(',')
+        .filter(|v| PubOperation::parse(v).is_none())
+        .collect()
+}
+
+/// The `pub.kruise.io/protect-total-replicas` override: `None` when absent or empty; an
+/// unparseable value counts as 0, as upstream's ignored `ParseInt` error does.
+pub fn protect_total_replicas(annotations: Option<&BTreeMap<String, String>>) -> Option<i32> {
+    let value = annotations?.get(keys::PUB_PROTECT_TOTAL_REPLICAS_ANNOTATION)?;
+    if value.is_empty() {
+        return None;
+    }
+    Some(value.parse::<i32>().unwrap_or(0))
+}
+
+/// Why a budget's numbers cannot be computed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BudgetError {
+    /// The int-or-percent is a string that is not `<int>%`.
+    #[error("invalid value for IntOrString: invalid type: string is not a percentage: {0:?}")]
+    NotAPercentage(String),
+    /// The digits before `%` are not an integer.
+    #[error("invalid value {0:?}: the percentage must be an integer")]
+    BadPercentage(String),
+}
+
+/// An int-or-percent scaled against `total`, percentages rounded up (upstream
+/// `GetScaledValueFromIntOrPercent(v, total, true)`).
+pub fn scaled_round_up(v: &IntOrString, total: i32) -> Result<i32, BudgetError> {
+    match v {
+        IntOrString::Int(i) => Ok(*i),
+        IntOrString::String(s) => {
+            let digits = s
+                .strip_suffix('%')
+                .ok_or_else(|| BudgetError::NotAPercentage(s.clone()))?;
+            let pct: i64 = digits
+                .parse()
+                .map_err(|_| BudgetError::BadPercentage(s.clone()))?;
+            let scaled = (pct * i64::from(total) + 99).div_euclid(100);
+            Ok(i32::try_from(scaled).unwrap_or(if scaled < 0 { i32::MIN } else { i32::MAX }))
+        }
+    }
+}
+
+/// How many covered Pods must stay available (upstream `getDesiredAvailableForPub`):
+/// `expected - maxUnavailable` (never below 0), or `minAvailable`; both scaled with round-up.
+pub fn desired_available(
+    spec: &PodUnavailableBudgetSpec,
+    expected: i32,
+) -> Result<i32, BudgetError> {
+    if let Some(max) = &spec.max_unavailable {
+        let max = scaled_round_up(max, expected)?;
+        return Ok(expected.saturating_sub(max).max(0));
+    }
+    match &spec.min_available {
+        Some(min) => scaled_round_up(min, expected),
+        None => Ok(0),
+    }
+}
+
+/// How many more may become unavailable: `current - desired`, never below 0.
+pub fn unavailable_allowed(current_available: i32, desired_available: i32) -> i32 {
+    current_available.saturating_sub(desired_available).max(0)
+}
+
+/// The `disruptedPods` / `unavailablePods` the controller keeps (upstream
+/// `buildDisruptedAndUnavailablePods`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Entries {
+    /// Entries of `disruptedPods` still waiting for their Pod to go.
+    pub disrupted: BTreeMap<String, Time>,
+    /// Entries of `unavailablePods` still inside their delay.
+    pub unavailable: BTreeMap<String, Time>,
+    /// When the next kept entry expires: the controller looks again then.
+    pub recheck: Option<Timestamp>,
+    /// Pods whose admitted deletion did not happen in time (upstream's `NotDeleted` Event).
+    pub not_deleted: Vec<String>,
+}
+
+/// Keeps the entries of active Pods that have not expired: a deleted or finished Pod drops
+/// its entry, a `disruptedPods` entry expires after [`DELETION_TIMEOUT`], an
+/// `unavailablePods` one after [`UPDATE_DELAY_CHECK`].
+pub fn prune_entries(
+    status: &PodUnavailableBudgetStatus,
+    pods: &[&Pod],
+    now: Timestamp,
+) -> Entries {
+    let mut out = Entries::default();
+    for pod in pods.iter().filter(|p| is_active(p)) {
+        let name = pod.metadata.name.clone().unwrap_or_default();
+        if let Some(at) = status.disrupted_pods.get(&name) {
+            let expiry = at.0 + DELETION_TIMEOUT;
+            if expiry < now {
+                out.not_deleted.push(name.clone());
+            } else {
+                out.disrupted.insert(name.clone(), at.clone());
+                out.recheck = Some(out.recheck.map_or(expiry, |r| r.min(expiry)));
+            }
+        }
+        if let Some(at) = status.unavailable_pods.get(&name) {
+            let expiry = at.0 + UPDATE_DELAY_CHECK;
+            if expiry >= now {
+                out.unavailable.insert(name, at.clone());
+                out.recheck = Some(out.recheck.map_or(expiry, |r| r.min(expiry)));
+            }
+        }
+    }
+    out
+}
+
+/// Covered Pods available now: active, not recorded in `disruptedPods`/`unavailablePods`,
+/// ready and consistent (upstream `countAvailablePods`).
+pub fn count_available(pods: &[&Pod], entries: &Entries) -> i32 {
+    let n = pods
+        .iter()
+        .filter(|p| is_active(p))
+        .filter(|p| {
+            let name = p.metadata.name.as_deref().unwrap_or_default();
+            !entries.disrupted.contains_key(name) && !entries.unavailable.contains_key(name)
+        })
+        .filter(|p| is_pod_available(p))
+        .count();
+    i32::try_from(n).unwrap_or(i32::MAX)
+}
+
+/// The status the controller writes (upstream `updatePubStatus`).
+pub fn compute_status(
+    generation: i64,
+    expected: i32,
+    desired: i32,
+    pods: &[&Pod],
+    entries: &Entries,
+) -> PodUnavailableBudgetStatus {
+    let current = count_available(pods, entries);
+    PodUnavailableBudgetStatus {
+        observed_generation: generation,
+        disrupted_pods: entries.disrupted.clone(),
+        unavailable_pods: entries.unavailable.clone(),
+        unavailable_allowed: unavailable_allowed(current, desired),
+        current_available: current,
+        desired_available: desired,
+        total_replicas: expected,
+    }
+}
+
+/// Whether the Pod already has an entry: its operation was charged and is not charged again
+/// (upstream `isPodRecordedInPub`).
+pub fn is_recorded(status: &PodUnavailableBudgetStatus, pod_name: &str) -> bool {
+    status.disrupted_pods.contains_key(pod_name) || status.unavailable_pods.contains_key(pod_name)
+}
+
+/// Why the webhook refuses a disruption (upstream `checkAndDecrement`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ChargeRefused {
+    /// No disruption allowed now.
+    #[error(
+        "podunavailablebudget.policy.kruise.io {0:?} is forbidden: pub unavailable allowed is negative"
+    )]
+    NoBudget(String),
+    /// Too many admitted disruptions the controller has not confirmed yet.
+    #[error(
+        "podunavailablebudget.policy.kruise.io {0:?} is forbidden: DisruptedPods and UnavailablePods map too big - too many unavailable not confirmed by PUB controller"
+    )]
+    TooManyEntries(String),
+}
+
+/// Charges one disruption of `pod_name` to the budget: one less allowed and an entry with
+/// `now` (`unavailablePods` for an update, `disruptedPods` otherwise); refused when nothing
+/// is allowed or the maps are full.
+pub fn charge(
+    pub_: &mut PodUnavailableBudget,
+    pod_name: &str,
+    operation: PubOperation,
+    now: Timestamp,
+) -> Result<(), ChargeRefused> {
+    let name = pub_.metadata.name.clone().unwrap_or_default();
+    let status = pub_.status.get_or_insert_with(Default::default);
+    if status.unavailable_allowed <= 0 {
+        return Err(ChargeRefused::NoBudget(name));
+    }
+    if status.disrupted_pods.len() + status.unavailable_pods.len() > MAX_UNAVAILABLE_POD_SIZE {
+        return Err(ChargeRefused::TooManyEntries(name));
+    }
+    status.unavailable_allowed -= 1;
+    let entries = if operation == PubOperation::Update {
+        &mut status.unavailable_pods
+    } else {
+        &mut status.disrupted_pods
+    };
+    entries.insert(pod_name.to_owned(), Time(now));
+    Ok(())
+}
