@@ -61,6 +61,7 @@ pub mod daemonset;
 pub mod imagelistpulljob;
 pub mod imagepulljob;
 pub mod nodeimage;
+pub mod podunavailablebudget;
 pub mod sidecarset;
 pub mod statefulset;
 
@@ -142,6 +143,8 @@ pub mod paths {
     pub const MUTATE_SIDECARSET: &str = kruise_api::keys::MUTATE_SIDECARSET_PATH;
     /// SidecarSet validation with the conflict check (upstream's path; both versions).
     pub const VALIDATE_SIDECARSET: &str = kruise_api::keys::VALIDATE_SIDECARSET_PATH;
+    /// PodUnavailableBudget validation (upstream's path).
+    pub const VALIDATE_PUB: &str = kruise_api::keys::VALIDATE_PUB_PATH;
     /// Every admission path the server routes; each is served by `handle_admission_async`.
     pub const ADMISSION: &[&str] = &[
         MUTATE_POD,
@@ -167,6 +170,7 @@ pub mod paths {
         VALIDATE_CRR,
         MUTATE_SIDECARSET,
         VALIDATE_SIDECARSET,
+        VALIDATE_PUB,
     ];
     /// CRD conversion.
     pub const CONVERT: &str = kruise_api::keys::CONVERSION_WEBHOOK_PATH;
@@ -219,7 +223,10 @@ pub async fn handle_admission_async<C>(
     gates: &FeatureGates,
 ) -> Option<Vec<u8>>
 where
-    C: crr::mutation::PodLookup + cloneset::template::PodDryRun + sidecarset::SidecarSetLookup,
+    C: crr::mutation::PodLookup
+        + cloneset::template::PodDryRun
+        + sidecarset::SidecarSetLookup
+        + podunavailablebudget::PubLookup,
 {
     if let Some(refusal) = gate_refusal(path, gates) {
         return Some(review::admit(body, |_| refusal.clone()));
@@ -229,6 +236,14 @@ where
         paths::MUTATE_POD => {
             return Some(
                 review::admit_async(body, |req| pod::mutate_pod(req, cluster, gates)).await,
+            );
+        }
+        paths::VALIDATE_PUB => {
+            return Some(
+                review::admit_async(body, |req| {
+                    podunavailablebudget::validation::validate(req, cluster, gates)
+                })
+                .await,
             );
         }
         paths::VALIDATE_SIDECARSET => {

@@ -86,6 +86,16 @@ pub fn validating_configuration(
                 &["CREATE", "UPDATE"],
                 "sidecarsets",
             ),
+            ValidatingWebhook {
+                name: "vpodunavailablebudget.kb.io".to_owned(),
+                rules: Some(vec![rule(
+                    &[keys::POLICY_GROUP],
+                    &[keys::VERSION_V1ALPHA1],
+                    &["CREATE", "UPDATE"],
+                    &["podunavailablebudgets"],
+                )]),
+                ..hook("", paths::VALIDATE_PUB, &[], "")
+            },
         ]),
     }
 }
