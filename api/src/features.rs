@@ -388,9 +388,14 @@ impl fmt::Display for FeatureGates {
 
 /// The gates Kruise-rs ships turned on (`deploy/`, the Helm chart's default values,
 /// `kubectl kruise install` and `dev`): the features this project is about, which act only on
-/// objects a user creates for them (ImagePullJobs, a workload's resources change). The binaries
-/// themselves keep upstream's defaults.
-pub const SHIPPED_ON: &[Gate] = &[Gate::ImagePullJobGate, Gate::InPlaceWorkloadVerticalScaling];
+/// objects a user creates for them (ImagePullJobs, a workload's resources change, a
+/// PodUnavailableBudget that should also cover in-place updates). The binaries themselves keep
+/// upstream's defaults.
+pub const SHIPPED_ON: &[Gate] = &[
+    Gate::ImagePullJobGate,
+    Gate::InPlaceWorkloadVerticalScaling,
+    Gate::PodUnavailableBudgetUpdateGate,
+];
 
 /// Upstream's defaults with [`SHIPPED_ON`] turned on.
 pub fn shipped() -> FeatureGates {
@@ -540,7 +545,7 @@ mod tests {
         assert_eq!(FeatureGates::parse(&shipped().to_string()), Ok(shipped()));
         assert_eq!(
             shipped().to_flag(),
-            "ImagePullJobGate=true,InPlaceWorkloadVerticalScaling=true"
+            "PodUnavailableBudgetUpdateGate=true,ImagePullJobGate=true,InPlaceWorkloadVerticalScaling=true"
         );
     }
 

@@ -97,6 +97,8 @@ pub use server::{run, wait_ready};
 pub mod paths {
     /// Pod CREATE mutation.
     pub const MUTATE_POD: &str = kruise_api::keys::MUTATE_POD_PATH;
+    /// Pod UPDATE/DELETE and `pods/eviction` CREATE validation (upstream's path).
+    pub const VALIDATE_POD: &str = kruise_api::keys::VALIDATE_POD_PATH;
     /// CloneSet defaulting (upstream's path; both versions).
     pub const MUTATE_CLONESET: &str = "/mutate-apps-kruise-io-cloneset";
     /// CloneSet defaulting, v1alpha1 alias.
@@ -148,6 +150,7 @@ pub mod paths {
     /// Every admission path the server routes; each is served by `handle_admission_async`.
     pub const ADMISSION: &[&str] = &[
         MUTATE_POD,
+        VALIDATE_POD,
         MUTATE_CLONESET,
         MUTATE_CLONESET_V1ALPHA1,
         MUTATE_CLONESET_V1BETA1,
@@ -236,6 +239,17 @@ where
         paths::MUTATE_POD => {
             return Some(
                 review::admit_async(body, |req| pod::mutate_pod(req, cluster, gates)).await,
+            );
+        }
+        paths::VALIDATE_POD => {
+            // The handlers read the delete/update options, which `Request` does not keep.
+            let options = serde_json::from_slice::<serde_json::Value>(body)
+                .ok()
+                .and_then(|v| v.pointer("/request/options").cloned())
+                .filter(|o| !o.is_null());
+            return Some(
+                review::admit_async(body, |req| pod::validate_pod(req, options, cluster, gates))
+                    .await,
             );
         }
         paths::VALIDATE_PUB => {

@@ -348,3 +348,100 @@ pub fn charge(
     entries.insert(pod_name.to_owned(), Time(now));
     Ok(())
 }
+
+/// Whether an update of the Pod may make it unavailable (upstream `IsPodUnavailableChanged`):
+/// its spec changes, or it gains the unavailable label.
+pub fn is_unavailable_changed(old: &Pod, new: &Pod) -> bool {
+    old.spec != new.spec
+        || (!has_unavailable_label(old.metadata.labels.as_ref())
+            && has_unavailable_label(new.metadata.labels.as_ref()))
+}
+
+/// Resources Kubernetes resizes in place (upstream's native vertical update: cpu, memory).
+const RESIZABLE: [&str; 2] = [k8s::RESOURCE_CPU, k8s::RESOURCE_MEMORY];
+
+/// Whether the update is a resize that restarts nothing (upstream `CanResizeInplace`): no
+/// unavailable label gained, only container resources changed, only cpu and memory, none of
+/// them with a `RestartContainer` resize policy, not a static Pod, and the QoS class kept.
+pub fn can_resize_in_place(old: &Pod, new: &Pod) -> bool {
+    if !has_unavailable_label(old.metadata.labels.as_ref())
+        && has_unavailable_label(new.metadata.labels.as_ref())
+    {
+        return false;
+    }
+    let (Some(os), Some(ns)) = (old.spec.as_ref(), new.spec.as_ref()) else {
+        return false;
+    };
+    let strip = |s: &k8s_openapi::api::core::v1::PodSpec| {
+        let mut s = s.clone();
+        for c in &mut s.containers {
+            c.resources = None;
+        }
+        s
+    };
+    if strip(os) != strip(ns) || is_static(old) || is_static(new) || qos(os) != qos(ns) {
+        return false;
+    }
+    if os.containers.len() != ns.containers.len() {
+        return false;
+    }
+    ns.containers.iter().all(|c| {
+        let Some(o) = os.containers.iter().find(|o| o.name == c.name) else {
+            return false;
+        };
+        let (or, nr) = (
+            o.resources.clone().unwrap_or_default(),
+            c.resources.clone().unwrap_or_default(),
+        );
+        let mut names: BTreeSet<&String> = BTreeSet::new();
+        for list in [&or.requests, &nr.requests, &or.limits, &nr.limits]
+            .into_iter()
+            .flatten()
+        {
+            names.extend(list.keys());
+        }
+        names.into_iter().all(|name| {
+            let get =
+                |l: &Option<BTreeMap<String, _>>| l.as_ref().and_then(|m| m.get(name)).cloned();
+            let changed =
+                get(&or.requests) != get(&nr.requests) || get(&or.limits) != get(&nr.limits);
+            if !changed {
+                return true;
+            }
+            let restarts = c.resize_policy.iter().flatten().any(|p| {
+                &p.resource_name == name && p.restart_policy == k8s::RESIZE_RESTART_CONTAINER
+            });
+            RESIZABLE.contains(&name.as_str()) && !restarts
+        })
+    })
+}
+
+fn is_static(pod: &Pod) -> bool {
+    pod.metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get("kubernetes.io/config.source"))
+        .is_some_and(|s| s != "api")
+}
+
+/// The QoS class as Kubernetes computes it, close enough to tell a change: BestEffort without
+/// any cpu/memory request or limit, Guaranteed when every container limits both and requests
+/// equal limits, Burstable otherwise.
+fn qos(spec: &k8s_openapi::api::core::v1::PodSpec) -> &'static str {
+    let mut any = false;
+    let mut guaranteed = true;
+    for c in &spec.containers {
+        let r = c.resources.clone().unwrap_or_default();
+        for name in RESIZABLE {
+            let req = r.requests.as_ref().and_then(|m| m.get(name));
+            let lim = r.limits.as_ref().and_then(|m| m.get(name));
+            any |= req.is_some() || lim.is_some();
+            guaranteed &= lim.is_some() && req.is_none_or(|q| Some(q) == lim);
+        }
+    }
+    match (any, guaranteed) {
+        (false, _) => "BestEffort",
+        (true, true) => "Guaranteed",
+        (true, false) => "Burstable",
+    }
+}

@@ -302,3 +302,59 @@ proptest! {
         let _ = SignedDuration::ZERO;
     }
 }
+
+#[test]
+fn updates_that_change_availability() {
+    let old = pod("a", "Running", true);
+    let mut label_only = old.clone();
+    label_only.metadata.labels = Some(BTreeMap::from([("x".into(), "y".into())]));
+    assert!(
+        !is_unavailable_changed(&old, &label_only),
+        "a label is no disruption"
+    );
+    let mut marked = old.clone();
+    marked.metadata.labels = Some(BTreeMap::from([(
+        format!("{}x", keys::UNAVAILABLE_POD_LABEL_PREFIX),
+        "y".into(),
+    )]));
+    assert!(is_unavailable_changed(&old, &marked));
+    let mut image = old.clone();
+    if let Some(s) = image.spec.as_mut() {
+        s.containers[0].image = Some("nginx:2".into());
+    }
+    assert!(is_unavailable_changed(&old, &image));
+    assert!(
+        !can_resize_in_place(&old, &image),
+        "an image change is not a resize"
+    );
+}
+
+#[test]
+fn cpu_resize_is_in_place_unless_it_restarts() {
+    use k8s_openapi::api::core::v1::{ContainerResizePolicy, ResourceRequirements};
+    use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+    let with = |cpu: &str, policy: Option<&str>| {
+        let mut p = pod("a", "Running", true);
+        if let Some(s) = p.spec.as_mut() {
+            s.containers[0].resources = Some(ResourceRequirements {
+                requests: Some(BTreeMap::from([("cpu".into(), Quantity(cpu.into()))])),
+                ..Default::default()
+            });
+            s.containers[0].resize_policy = policy.map(|p| {
+                vec![ContainerResizePolicy {
+                    resource_name: "cpu".into(),
+                    restart_policy: p.into(),
+                }]
+            });
+        }
+        p
+    };
+    assert!(can_resize_in_place(
+        &with("100m", None),
+        &with("200m", None)
+    ));
+    assert!(!can_resize_in_place(
+        &with("100m", Some("RestartContainer")),
+        &with("200m", Some("RestartContainer"))
+    ));
+}
