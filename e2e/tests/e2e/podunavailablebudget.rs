@@ -366,3 +366,91 @@ async fn bad_budgets_are_refused_naming_the_field() {
     );
     ns.delete().await.expect("cleanup");
 }
+
+/// A CloneSet allowed to update every Pod at once (maxUnavailable 100%) under a budget that
+/// allows one: the in-place rollout goes one Pod at a time (the CloneSet charges the budget
+/// before each update, under PodUnavailableBudgetUpdateGate, which the shipped install turns
+/// on), finishes, and the Pods kept waiting got upstream's Event.
+#[tokio::test]
+async fn in_place_rollout_waits_for_the_budget() {
+    let client = client().await.expect("cluster");
+    let ns = TestNamespace::create(&client, "e2e-pub-roll")
+        .await
+        .expect("ns");
+    let sets = cloneset::api(&client, &ns.name);
+    let pods: Api<Pod> = ns.api();
+    let budgets: Api<PodUnavailableBudget> = ns.api();
+    let strategy = json!({"type": "RollingUpdate", "rollingUpdate": {
+        "podUpdatePolicy": "InPlaceIfPossible", "maxUnavailable": "100%"}});
+    let cs = cloneset::new("web", 3, "v1", strategy).expect("cs");
+    sets.create(&PostParams::default(), &cs)
+        .await
+        .expect("create CloneSet");
+    wait_rolled_out(&sets, "web", 3, ROLLOUT)
+        .await
+        .expect("rollout");
+    let spec = json!({"targetRef": {"apiVersion": keys::APPS_V1BETA1, "kind": "CloneSet", "name": "web"},
+        "maxUnavailable": 1});
+    budgets
+        .create(&PostParams::default(), &budget("pub", spec))
+        .await
+        .expect("create budget");
+    wait_counts(&budgets, (1, 3, 2, 3)).await;
+    wait_for("Pods marked with the budget", SETTLE, || async {
+        let list = cloneset::pods(&pods, "web").await?;
+        Ok(list
+            .iter()
+            .all(|p| p.annotations().contains_key(keys::PUB_RELATED_ANNOTATION))
+            .then_some(()))
+    })
+    .await
+    .expect("annotations");
+    let before: Vec<String> = cloneset::pods(&pods, "web")
+        .await
+        .expect("pods")
+        .iter()
+        .filter_map(|p| p.uid())
+        .collect();
+
+    let recorder = kruise_e2e::recorder::PodRecorder::start(pods.clone(), "app=web");
+    cloneset::set_image(&sets, "web", "v2")
+        .await
+        .expect("set image");
+    wait_rolled_out(&sets, "web", 3, ROLLOUT)
+        .await
+        .expect("the rollout finishes");
+    let after: Vec<String> = cloneset::pods(&pods, "web")
+        .await
+        .expect("pods")
+        .iter()
+        .filter_map(|p| p.uid())
+        .collect();
+    assert_eq!(before, after, "updated in place: same Pods");
+    assert_eq!(
+        recorder.max_unavailable(),
+        1,
+        "one Pod at a time: {:?}",
+        recorder.history()
+    );
+    // The Pods that waited carried upstream's Event.
+    let events: Api<k8s_openapi::api::core::v1::Event> = ns.api();
+    let waited = events
+        .list(&kube::api::ListParams::default())
+        .await
+        .expect("events")
+        .items
+        .into_iter()
+        .filter(|e| e.reason.as_deref() == Some(keys::PUB_REASON_PREVENT_POD_DELETION))
+        .filter(|e| e.involved_object.kind.as_deref() == Some("Pod"))
+        .count();
+    assert!(
+        waited > 0,
+        "no Pod carried {}",
+        keys::PUB_REASON_PREVENT_POD_DELETION
+    );
+    budgets
+        .delete("pub", &DeleteParams::default())
+        .await
+        .expect("delete budget");
+    ns.delete().await.expect("cleanup");
+}

@@ -15,11 +15,11 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
 use kruise_api::features::{FeatureGates, Gate};
 use kruise_api::keys;
+use kruise_api::policy::v1alpha1::PubOperation;
 use kruise_api::policy::v1alpha1::pubcontrol::{
-    can_resize_in_place, charge, is_pod_ready, is_pod_state_consistent, is_recorded,
-    is_unavailable_changed, protected_operations,
+    can_resize_in_place, charge, is_exempt, is_unavailable_changed, needs_charge,
+    related_budget_name,
 };
-use kruise_api::policy::v1alpha1::{PodUnavailableBudget, PubOperation};
 use kruise_api::selector;
 use kube::core::admission::Operation;
 use serde_json::Value;
@@ -177,16 +177,7 @@ pub async fn validate<C: PubLookup + PodLookup>(
 }
 
 fn has_related(pod: &Pod) -> bool {
-    related(pod).is_some()
-}
-
-fn related(pod: &Pod) -> Option<&str> {
-    pod.metadata
-        .annotations
-        .as_ref()?
-        .get(keys::PUB_RELATED_ANNOTATION)
-        .map(String::as_str)
-        .filter(|s| !s.is_empty())
+    related_budget_name(pod).is_some()
 }
 
 /// The refusal of an operation the budget does not allow.
@@ -211,18 +202,11 @@ pub async fn check_and_charge<C: PubLookup>(
     inplace_vertical: bool,
     cluster: &C,
 ) -> Outcome {
-    let annotations = pod.metadata.annotations.as_ref();
-    if annotations
-        .and_then(|a| a.get(keys::PUB_NO_PROTECT_ANNOTATION))
-        .is_some_and(|v| v == "true")
-    {
+    if is_exempt(pod) {
         return Outcome::Allow;
     }
-    // A Pod that is not available does not count: disrupting it costs nothing.
-    if !is_pod_ready(pod) || !is_pod_state_consistent(pod) {
-        return Outcome::Allow;
-    }
-    let (Some(name), Some(ns)) = (related(pod), pod.metadata.namespace.as_deref()) else {
+    let (Some(name), Some(ns)) = (related_budget_name(pod), pod.metadata.namespace.as_deref())
+    else {
         return Outcome::Allow;
     };
     let pod_name = pod.metadata.name.clone().unwrap_or_default();
@@ -255,19 +239,4 @@ pub async fn check_and_charge<C: PubLookup>(
     Outcome::forbidden(format!(
         "Timeout: couldn't update PodUnavailableBudget {name} due to conflicts"
     ))
-}
-
-/// Whether the operation costs the budget anything: it protects something, the operation is
-/// one it protects, and the Pod is not already recorded.
-fn needs_charge(
-    budget: &PodUnavailableBudget,
-    pod: &str,
-    op: PubOperation,
-    inplace_vertical: bool,
-) -> bool {
-    let status = budget.status.clone().unwrap_or_default();
-    status.desired_available != 0
-        && protected_operations(budget.metadata.annotations.as_ref(), inplace_vertical)
-            .contains(&op)
-        && !is_recorded(&status, pod)
 }

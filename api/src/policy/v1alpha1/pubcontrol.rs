@@ -307,6 +307,48 @@ pub fn is_recorded(status: &PodUnavailableBudgetStatus, pod_name: &str) -> bool 
     status.disrupted_pods.contains_key(pod_name) || status.unavailable_pods.contains_key(pod_name)
 }
 
+/// Whether an operation on `pod` costs the budget anything (upstream's checks before
+/// `checkAndDecrement`): the budget requires some Pods available, protects the operation, and
+/// has no entry for the Pod yet.
+pub fn needs_charge(
+    budget: &PodUnavailableBudget,
+    pod: &str,
+    op: PubOperation,
+    inplace_vertical_scaling: bool,
+) -> bool {
+    let empty = PodUnavailableBudgetStatus::default();
+    let status = budget.status.as_ref().unwrap_or(&empty);
+    status.desired_available != 0
+        && protected_operations(
+            budget.metadata.annotations.as_ref(),
+            inplace_vertical_scaling,
+        )
+        .contains(&op)
+        && !is_recorded(status, pod)
+}
+
+/// Whether a Pod is exempt from every budget or does not count now (not Running and Ready,
+/// the unavailable label, mid in-place update): disrupting it costs nothing.
+pub fn is_exempt(pod: &Pod) -> bool {
+    pod.metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(keys::PUB_NO_PROTECT_ANNOTATION))
+        .is_some_and(|v| v == "true")
+        || !is_pod_ready(pod)
+        || !is_pod_state_consistent(pod)
+}
+
+/// The budget a Pod names in `kruise.io/related-pub`.
+pub fn related_budget_name(pod: &Pod) -> Option<&str> {
+    pod.metadata
+        .annotations
+        .as_ref()?
+        .get(keys::PUB_RELATED_ANNOTATION)
+        .map(String::as_str)
+        .filter(|s| !s.is_empty())
+}
+
 /// Why the webhook refuses a disruption (upstream `checkAndDecrement`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ChargeRefused {

@@ -358,3 +358,33 @@ fn cpu_resize_is_in_place_unless_it_restarts() {
         &with("200m", Some("RestartContainer"))
     ));
 }
+
+#[test]
+fn what_costs_a_charge() {
+    let mut b = budget(1);
+    if let Some(s) = b.status.as_mut() {
+        s.desired_available = 2;
+    }
+    assert!(needs_charge(&b, "a", PubOperation::Update, true));
+    // Nothing has to stay available: everything passes.
+    let free = budget(1);
+    assert!(!needs_charge(&free, "a", PubOperation::Delete, true));
+    // Recorded already.
+    charge(&mut b, "a", PubOperation::Update, ts(0)).expect("allowed");
+    assert!(!needs_charge(&b, "a", PubOperation::Update, true));
+    // Not a protected operation.
+    b.metadata.annotations = Some(BTreeMap::from([(
+        keys::PUB_PROTECT_OPERATIONS_ANNOTATION.to_owned(),
+        "EVICT".to_owned(),
+    )]));
+    assert!(!needs_charge(&b, "z", PubOperation::Delete, true));
+    // Exempt Pods.
+    assert!(!is_exempt(&pod("a", "Running", true)));
+    assert!(is_exempt(&pod("a", "Running", false)));
+    let mut p = pod("a", "Running", true);
+    p.metadata.annotations = Some(BTreeMap::from([(
+        keys::PUB_NO_PROTECT_ANNOTATION.to_owned(),
+        "true".to_owned(),
+    )]));
+    assert!(is_exempt(&p));
+}
