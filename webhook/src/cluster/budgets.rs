@@ -39,6 +39,10 @@ impl PubLookup for ApiCluster {
         if let Some(list) = self.budgets.as_ref().and_then(|c| c.snapshot(namespace)) {
             return Ok(list);
         }
+        self.budgets_live(namespace).await
+    }
+
+    async fn budgets_live(&self, namespace: &str) -> Result<Vec<PodUnavailableBudget>, String> {
         let Some(client) = &self.client else {
             return Ok(Vec::new());
         };

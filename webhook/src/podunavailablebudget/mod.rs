@@ -34,6 +34,14 @@ pub trait PubLookup: Sync {
     ) -> impl Future<Output = Result<Vec<PodUnavailableBudget>, String>> + Send {
         std::future::ready(Ok(Vec::new()))
     }
+    /// The budgets of a namespace read from the API server: a budget created a moment ago
+    /// must be seen by the overlap check of the next one, which a watch may not show yet.
+    fn budgets_live(
+        &self,
+        namespace: &str,
+    ) -> impl Future<Output = Result<Vec<PodUnavailableBudget>, String>> + Send {
+        self.budgets(namespace)
+    }
     /// One budget read from the API server (fresh, for a charge).
     fn budget(
         &self,

@@ -62,7 +62,7 @@ pub async fn validate<C: PubLookup>(req: Request, cluster: &C, gates: &FeatureGa
         .clone()
         .or_else(|| req.namespace.clone())
         .unwrap_or_default();
-    match cluster.budgets(&ns).await {
+    match cluster.budgets_live(&ns).await {
         Ok(others) => errs.extend(conflict_errors(&budget, &others)),
         Err(e) => errs.push(FieldError::reported(
             "metadata.namespace",
