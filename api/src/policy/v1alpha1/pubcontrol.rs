@@ -115,9 +115,15 @@ pub fn is_pod_state_consistent(pod: &Pod) -> bool {
         statuses.iter().find(|s| &s.name == name).is_some_and(|s| {
             // An unchanged imageID means "not restarted yet" unless the status already shows
             // the spec's image (a new tag of the very same image keeps its ID).
-            s.image_id != old.image_id || spec_image == Some(s.image.as_str())
+            s.image_id != old.image_id || spec_image.is_some_and(|i| same_image(i, &s.image))
         })
     })
+}
+
+/// Whether the image a status reports is the spec's, allowing for the runtime's fully
+/// qualified spelling (`nginx:1` runs as `docker.io/library/nginx:1`).
+fn same_image(spec: &str, status: &str) -> bool {
+    status == spec || status.ends_with(&format!("/{spec}"))
 }
 
 /// Counts towards `currentAvailable`: ready and consistent.

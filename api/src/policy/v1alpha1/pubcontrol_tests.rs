@@ -137,6 +137,16 @@ fn mid_in_place_update_is_inconsistent() {
         s[0].image_id = "docker.io/library/nginx@sha256:bbb".into();
     }
     assert!(is_pod_state_consistent(&p));
+    // A new tag of the very same image keeps its imageID: done once the status shows it.
+    if let Some(s) = p
+        .status
+        .as_mut()
+        .and_then(|s| s.container_statuses.as_mut())
+    {
+        s[0].image = "docker.io/library/nginx:1.26".into();
+        s[0].image_id = "docker.io/library/nginx@sha256:aaa".into();
+    }
+    assert!(is_pod_state_consistent(&p));
 }
 
 #[test]
