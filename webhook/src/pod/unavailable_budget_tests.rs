@@ -418,3 +418,64 @@ fn validate_pod_is_registered_as_upstream() {
     }
     assert!(crate::paths::ADMISSION.contains(&"/validate-pod"));
 }
+
+impl crate::cloneset::template::PodDryRun for Cluster {
+    async fn dry_run_create(&self, _ns: &str, _pod: &Value) -> crate::cloneset::template::DryRun {
+        crate::cloneset::template::DryRun::Accepted
+    }
+}
+
+/// Through the server's entry point: the delete options' `dryRun` is read from the review.
+#[tokio::test]
+async fn served_path_reads_the_delete_options() {
+    let c = cluster(1, &[]);
+    let review = |options: Value| {
+        serde_json::to_vec(&json!({
+            "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+            "request": {
+                "uid": "u1",
+                "kind": {"group": "", "version": "v1", "kind": "Pod"},
+                "resource": {"group": "", "version": "v1", "resource": "pods"},
+                "name": "a", "namespace": "ns", "operation": "DELETE",
+                "userInfo": {"username": "tester"},
+                "oldObject": marked("a", true),
+                "options": options,
+                "dryRun": false
+            }
+        }))
+        .expect("body")
+    };
+    let answer = |out: Option<Vec<u8>>| -> Value {
+        serde_json::from_slice::<Value>(&out.expect("served")).expect("json")["response"].clone()
+    };
+    let dry = json!({"apiVersion": "meta.k8s.io/v1", "kind": "DeleteOptions", "dryRun": ["All"]});
+    let out = crate::handle_admission_async("/validate-pod", &review(dry), &c, &gates()).await;
+    assert_eq!(answer(out)["allowed"], true);
+    assert_eq!(
+        c.writes.load(Ordering::SeqCst),
+        0,
+        "a dry run is not charged"
+    );
+    let real = json!({"apiVersion": "meta.k8s.io/v1", "kind": "DeleteOptions"});
+    let out =
+        crate::handle_admission_async("/validate-pod", &review(real.clone()), &c, &gates()).await;
+    assert_eq!(answer(out)["allowed"], true);
+    assert_eq!(c.writes.load(Ordering::SeqCst), 1);
+    // Budget spent: a second Pod's delete is refused with upstream's 403.
+    let mut second = serde_json::from_slice::<Value>(&review(real)).expect("json");
+    second["request"]["oldObject"] = marked("b", true);
+    let body = serde_json::to_vec(&second).expect("body");
+    let r = answer(crate::handle_admission_async("/validate-pod", &body, &c, &gates()).await);
+    assert_eq!(r["allowed"], false);
+    assert_eq!(r["status"]["code"], 403);
+}
+
+#[tokio::test]
+async fn v1beta1_evictions_carry_their_dry_run_too() {
+    let c = cluster(1, &[marked("a", true)]);
+    let body = json!({"apiVersion": "policy/v1beta1", "kind": "Eviction",
+        "metadata": {"name": "a", "namespace": "ns"}, "deleteOptions": {"dryRun": ["All"]}});
+    let req = request(Operation::Create, Some("eviction"), "a", Some(body), None);
+    assert_eq!(validate_pod(req, None, &c, &gates()).await, Outcome::Allow);
+    assert_eq!(c.writes.load(Ordering::SeqCst), 0);
+}
