@@ -9,6 +9,7 @@ use kube::core::crd::merge_crds;
 
 use crate::apps::{v1alpha1, v1beta1};
 use crate::keys;
+use crate::policy;
 
 /// Why the CRDs could not be assembled (a programming error in this crate).
 #[derive(Debug, thiserror::Error)]
@@ -120,6 +121,11 @@ pub fn all() -> Result<Vec<CustomResourceDefinition>, CrdError> {
         merged(
             "statefulsets.apps.kruise.io",
             vec![v1alpha1::StatefulSet::crd(), v1beta1::StatefulSet::crd()],
+            Conversion::None,
+        )?,
+        merged(
+            "podunavailablebudgets.policy.kruise.io",
+            vec![policy::v1alpha1::PodUnavailableBudget::crd()],
             Conversion::None,
         )?,
     ];

@@ -389,9 +389,11 @@ impl fmt::Display for FeatureGates {
 /// The gates Kruise-rs ships turned on (`deploy/`, the Helm chart's default values,
 /// `kubectl kruise install` and `dev`): the features this project is about, which act only on
 /// objects a user creates or labels for them (ImagePullJobs, a workload's resources change, the
-/// `policy.kruise.io/delete-protection` label). The binaries themselves keep upstream's defaults.
+/// `policy.kruise.io/delete-protection` label, a PodUnavailableBudget that should also cover
+/// in-place updates). The binaries themselves keep upstream's defaults.
 pub const SHIPPED_ON: &[Gate] = &[
     Gate::ResourcesDeletionProtection,
+    Gate::PodUnavailableBudgetUpdateGate,
     Gate::ImagePullJobGate,
     Gate::InPlaceWorkloadVerticalScaling,
 ];
@@ -544,7 +546,7 @@ mod tests {
         assert_eq!(FeatureGates::parse(&shipped().to_string()), Ok(shipped()));
         assert_eq!(
             shipped().to_flag(),
-            "ResourcesDeletionProtection=true,ImagePullJobGate=true,InPlaceWorkloadVerticalScaling=true"
+            "ResourcesDeletionProtection=true,PodUnavailableBudgetUpdateGate=true,ImagePullJobGate=true,InPlaceWorkloadVerticalScaling=true"
         );
     }
 

@@ -218,16 +218,27 @@ pub const DELETE_PROTECTION_CASCADING: &str = "Cascading";
 // PodUnavailableBudget
 // ---------------------------------------------------------------------------------------------
 
-/// Pod annotation naming the PodUnavailableBudget that covers the pod.
-pub const PUB_RELATED_ANNOTATION: &str = "pub.kruise.io/related-pub";
-/// Deprecated spelling of `PUB_RELATED_ANNOTATION`.
-pub const PUB_RELATED_ANNOTATION_DEPRECATED: &str = "kruise.io/related-pub";
-/// Pod annotation exempting the pod from PodUnavailableBudget protection.
+/// Pod annotation naming the PodUnavailableBudget that covers the pod (OpenKruise v1.9's
+/// spelling; later releases moved to `pub.kruise.io/related-pub`).
+pub const PUB_RELATED_ANNOTATION: &str = "kruise.io/related-pub";
+/// Pod annotation exempting the pod from PodUnavailableBudget protection (value `"true"`).
 pub const PUB_NO_PROTECT_ANNOTATION: &str = "pub.kruise.io/no-protect";
 /// PUB annotation listing the operations it protects (UPDATE, DELETE, EVICT, RESIZE).
 pub const PUB_PROTECT_OPERATIONS_ANNOTATION: &str = "kruise.io/pub-protect-operations";
 /// PUB annotation overriding the replica count used for percentages.
 pub const PUB_PROTECT_TOTAL_REPLICAS_ANNOTATION: &str = "pub.kruise.io/protect-total-replicas";
+/// PUB kind name.
+pub const PUB_KIND: &str = "PodUnavailableBudget";
+/// PUB validation path (upstream's).
+pub const VALIDATE_PUB_PATH: &str = "/validate-policy-kruise-io-podunavailablebudget";
+/// Event on a Pod whose delete, eviction or update the budget refused.
+pub const PUB_REASON_PREVENT_POD_DELETION: &str = "PubPreventPodDeletion";
+/// Event on a PUB that covers no Pod.
+pub const PUB_REASON_NO_PODS: &str = "NoPods";
+/// Event on a PUB whose expected Pod count cannot be computed.
+pub const PUB_REASON_CALCULATE_EXPECTED_FAILED: &str = "CalculateExpectedPodCountFailed";
+/// Event on a Pod whose admitted deletion did not happen within the deletion timeout.
+pub const PUB_REASON_NOT_DELETED: &str = "NotDeleted";
 
 // ---------------------------------------------------------------------------------------------
 // SidecarSet

@@ -33,6 +33,7 @@ pub mod features;
 pub mod hash;
 pub mod keys;
 pub mod pod;
+pub mod policy;
 pub mod revision;
 mod schema;
 pub mod selector;

@@ -156,6 +156,50 @@ pub fn is_empty(selector: &LabelSelector) -> bool {
             .is_none_or(Vec::is_empty)
 }
 
+/// Whether two selectors constrain exactly the same keys in compatible ways (upstream
+/// `IsSelectorLooseOverlap`, PodUnavailableBudget's conflict rule): matchLabels count as `In`
+/// with one value; a key only one of them constrains means no overlap.
+pub fn loose_overlap(a: &LabelSelector, b: &LabelSelector) -> bool {
+    let (ea, eb) = (requirements_by_key(a), requirements_by_key(b));
+    ea.iter()
+        .all(|(k, x)| eb.get(k).is_some_and(|y| requirement_overlap(x, y)))
+        && eb
+            .iter()
+            .all(|(k, y)| ea.get(k).is_some_and(|x| requirement_overlap(y, x)))
+}
+
+/// (operator, values) by key; a matchLabels entry replaces an expression on the same key.
+fn requirements_by_key(s: &LabelSelector) -> BTreeMap<String, (String, Vec<String>)> {
+    let mut m = BTreeMap::new();
+    for e in s.match_expressions.iter().flatten() {
+        m.insert(
+            e.key.clone(),
+            (e.operator.clone(), e.values.clone().unwrap_or_default()),
+        );
+    }
+    for (k, v) in s.match_labels.iter().flatten() {
+        m.insert(k.clone(), ("In".to_owned(), vec![v.clone()]));
+    }
+    m
+}
+
+fn requirement_overlap(x: &(String, Vec<String>), y: &(String, Vec<String>)) -> bool {
+    let contains_all = |a: &[String], b: &[String]| b.iter().all(|v| a.contains(v));
+    let (op1, v1) = (Operator::parse(&x.0), &x.1);
+    let (op2, v2) = (Operator::parse(&y.0), &y.1);
+    use Operator::*;
+    match (op1, op2) {
+        (Some(In), Some(Exists)) => true,
+        (Some(In), Some(In)) => v2.iter().any(|v| v1.contains(v)),
+        (Some(In), Some(NotIn)) => !contains_all(v2, v1),
+        (Some(Exists), Some(In | NotIn | Exists)) => true,
+        (Some(NotIn), Some(Exists | DoesNotExist | NotIn)) => true,
+        (Some(NotIn), Some(In)) => !contains_all(v1, v2),
+        (Some(DoesNotExist), Some(DoesNotExist | NotIn)) => true,
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -295,5 +339,34 @@ mod tests {
         }));
         assert!(!is_empty(&sel(&[("a", "b")], vec![])));
         assert!(!is_empty(&sel(&[], vec![expr("a", "Exists", None)])));
+    }
+
+    #[test]
+    fn loose_overlap_follows_upstream() {
+        let sel = |labels: &[(&str, &str)]| LabelSelector {
+            match_labels: Some(
+                labels
+                    .iter()
+                    .map(|(k, v)| ((*k).into(), (*v).into()))
+                    .collect(),
+            ),
+            match_expressions: None,
+        };
+        assert!(loose_overlap(&sel(&[("app", "a")]), &sel(&[("app", "a")])));
+        assert!(!loose_overlap(&sel(&[("app", "a")]), &sel(&[("app", "b")])));
+        // A key only one constrains: not a loose overlap (upstream lets both exist).
+        assert!(!loose_overlap(
+            &sel(&[("app", "a")]),
+            &sel(&[("app", "a"), ("tier", "x")])
+        ));
+        let exists = LabelSelector {
+            match_labels: None,
+            match_expressions: Some(vec![LabelSelectorRequirement {
+                key: "app".into(),
+                operator: "Exists".into(),
+                values: None,
+            }]),
+        };
+        assert!(loose_overlap(&sel(&[("app", "a")]), &exists));
     }
 }

@@ -19,8 +19,8 @@ use crate::metrics::Metrics;
 use crate::podcache::PodCache;
 use crate::server::{self, Health};
 use crate::{
-    crr, daemonset, imagepulljob, launchpriority, nodeimage, podreadiness, ratelimit, sidecarset,
-    statefulset,
+    crr, daemonset, imagepulljob, launchpriority, nodeimage, podreadiness, podunavailablebudget,
+    ratelimit, sidecarset, statefulset,
 };
 
 /// Name of the leader-election Lease (upstream's lock name).
@@ -162,6 +162,8 @@ pub struct GatedControllers {
     pub node_images: bool,
     pub pull_jobs: bool,
     pub container_recreate: bool,
+    /// Upstream starts the PodUnavailableBudget controller when either of its gates is on.
+    pub pod_unavailable_budget: bool,
 }
 
 impl GatedControllers {
@@ -171,6 +173,8 @@ impl GatedControllers {
             node_images: daemon,
             pull_jobs: daemon && gates.enabled(Gate::ImagePullJobGate),
             container_recreate: daemon,
+            pod_unavailable_budget: gates.enabled(Gate::PodUnavailableBudgetDeleteGate)
+                || gates.enabled(Gate::PodUnavailableBudgetUpdateGate),
         }
     }
 }
@@ -248,6 +252,20 @@ pub async fn run_controllers(
         ),
         token.clone(),
     );
+    let budgets = gated(
+        run.pod_unavailable_budget,
+        "podunavailablebudget",
+        podunavailablebudget::run(
+            Arc::new(podunavailablebudget::Context::new(
+                client.clone(),
+                pods.clone(),
+                metrics.clone(),
+                instance.clone(),
+                namespace.clone(),
+            )),
+            token.clone(),
+        ),
+    );
     let ctx = Arc::new(
         cloneset::Context::new(client, pods, revisions, metrics, instance, namespace)
             .with_gates(gates),
@@ -261,7 +279,8 @@ pub async fn run_controllers(
         pull_jobs,
         recreate,
         sidecars,
-        daemonsets
+        daemonsets,
+        budgets
     );
 }
 
@@ -468,23 +487,36 @@ mod tests {
     fn gated_controllers_start_as_upstream_starts_them() {
         let cases = [
             // Upstream's defaults: no pull jobs.
-            ("", (true, false, true)),
-            ("ImagePullJobGate=true", (true, true, true)),
+            ("", (true, false, true, true)),
+            ("ImagePullJobGate=true", (true, true, true, true)),
             // Pre-download turns the pull-job gate on.
-            ("PreDownloadImageForInPlaceUpdate=true", (true, true, true)),
+            (
+                "PreDownloadImageForInPlaceUpdate=true",
+                (true, true, true, true),
+            ),
             (
                 "KruiseDaemon=false,ImagePullJobGate=true",
-                (false, false, false),
+                (false, false, false, true),
+            ),
+            // PodUnavailableBudget: either gate starts the controller.
+            (
+                "PodUnavailableBudgetDeleteGate=false",
+                (true, false, true, false),
+            ),
+            (
+                "PodUnavailableBudgetDeleteGate=false,PodUnavailableBudgetUpdateGate=true",
+                (true, false, true, true),
             ),
         ];
-        for (flag, (node_images, pull_jobs, container_recreate)) in cases {
+        for (flag, (node_images, pull_jobs, container_recreate, pod_unavailable_budget)) in cases {
             let gates = FeatureGates::parse(flag).expect(flag);
             assert_eq!(
                 GatedControllers::of(&gates),
                 GatedControllers {
                     node_images,
                     pull_jobs,
-                    container_recreate
+                    container_recreate,
+                    pod_unavailable_budget
                 },
                 "{flag}"
             );

@@ -16,6 +16,7 @@ pub mod metrics;
 pub mod nodeimage;
 pub mod podcache;
 pub mod podreadiness;
+pub mod podunavailablebudget;
 pub use kruise_runtime::ratelimit;
 pub use kruise_runtime::runner;
 pub mod revcache;

@@ -312,6 +312,7 @@ fn arb_status() -> impl Strategy<Value = Status> {
 struct Answer(Status);
 
 impl crate::sidecarset::SidecarSetLookup for Answer {}
+impl crate::podunavailablebudget::PubLookup for Answer {}
 
 impl crate::deletionprotection::ProtectionLookup for Answer {}
 

@@ -66,6 +66,7 @@ pub mod deletionprotection;
 pub mod imagelistpulljob;
 pub mod imagepulljob;
 pub mod nodeimage;
+pub mod podunavailablebudget;
 pub mod sidecarset;
 pub mod statefulset;
 
@@ -101,6 +102,8 @@ pub use server::{run, wait_ready};
 pub mod paths {
     /// Pod CREATE mutation.
     pub const MUTATE_POD: &str = kruise_api::keys::MUTATE_POD_PATH;
+    /// Pod UPDATE/DELETE and `pods/eviction` CREATE validation (upstream's path).
+    pub const VALIDATE_POD: &str = kruise_api::keys::VALIDATE_POD_PATH;
     /// CloneSet defaulting (upstream's path; both versions).
     pub const MUTATE_CLONESET: &str = "/mutate-apps-kruise-io-cloneset";
     /// CloneSet defaulting, v1alpha1 alias.
@@ -161,9 +164,12 @@ pub mod paths {
     pub const VALIDATE_APPS_REPLICASET: &str = "/validate-apps-replicaset";
     /// Deletion protection of apps/v1 StatefulSets (upstream's path, DELETE only).
     pub const VALIDATE_APPS_STATEFULSET: &str = "/validate-apps-statefulset";
+    /// PodUnavailableBudget validation (upstream's path).
+    pub const VALIDATE_PUB: &str = kruise_api::keys::VALIDATE_PUB_PATH;
     /// Every admission path the server routes; each is served by `handle_admission_async`.
     pub const ADMISSION: &[&str] = &[
         MUTATE_POD,
+        VALIDATE_POD,
         MUTATE_CLONESET,
         MUTATE_CLONESET_V1ALPHA1,
         MUTATE_CLONESET_V1BETA1,
@@ -193,6 +199,7 @@ pub mod paths {
         VALIDATE_APPS_DEPLOYMENT,
         VALIDATE_APPS_REPLICASET,
         VALIDATE_APPS_STATEFULSET,
+        VALIDATE_PUB,
     ];
     /// CRD conversion.
     pub const CONVERT: &str = kruise_api::keys::CONVERSION_WEBHOOK_PATH;
@@ -248,7 +255,8 @@ where
     C: crr::mutation::PodLookup
         + cloneset::template::PodDryRun
         + sidecarset::SidecarSetLookup
-        + deletionprotection::ProtectionLookup,
+        + deletionprotection::ProtectionLookup
+        + podunavailablebudget::PubLookup,
 {
     if let Some(refusal) = gate_refusal(path, gates) {
         return Some(review::admit(body, |_| refusal.clone()));
@@ -262,6 +270,25 @@ where
         paths::MUTATE_POD => {
             return Some(
                 review::admit_async(body, |req| pod::mutate_pod(req, cluster, gates)).await,
+            );
+        }
+        paths::VALIDATE_POD => {
+            // The handlers read the delete/update options, which `Request` does not keep.
+            let options = serde_json::from_slice::<serde_json::Value>(body)
+                .ok()
+                .and_then(|v| v.pointer("/request/options").cloned())
+                .filter(|o| !o.is_null());
+            return Some(
+                review::admit_async(body, |req| pod::validate_pod(req, options, cluster, gates))
+                    .await,
+            );
+        }
+        paths::VALIDATE_PUB => {
+            return Some(
+                review::admit_async(body, |req| {
+                    podunavailablebudget::validation::validate(req, cluster, gates)
+                })
+                .await,
             );
         }
         paths::VALIDATE_SIDECARSET => {

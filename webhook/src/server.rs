@@ -124,6 +124,8 @@ pub async fn run(
 
     let (sidecar_sets, _sidecar_watch) =
         crate::sidecarset::cache::SidecarSetCache::start(client.clone());
+    let (budgets, _budget_watch) =
+        crate::podunavailablebudget::cache::BudgetCache::start(client.clone());
     let handle = axum_server::Handle::new();
     let server = axum_server::from_tcp_rustls(listener, tls.clone())
         .map_err(|source| Error::Serve { addr, source })?
@@ -139,6 +141,7 @@ pub async fn run(
                     timeout: pod_lookup_timeout(&cfg),
                     template_dry_run: cfg.template_dry_run,
                     sidecar_sets: Some(sidecar_sets),
+                    budgets: Some(budgets),
                 },
                 cfg.feature_gates,
             )
@@ -365,6 +368,7 @@ mod tests {
                         timeout: Duration::from_secs(1),
                         template_dry_run: true,
                         sidecar_sets: None,
+                        budgets: None,
                     },
                     FeatureGates::default(),
                 )

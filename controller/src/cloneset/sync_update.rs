@@ -7,6 +7,7 @@ use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::api::core::v1::Pod;
 use kruise_api::apps::v1beta1::CloneSetUpdateStrategyType;
 use kruise_api::appspub::{Lifecycle, LifecycleStateType};
+use kruise_api::features::Gate;
 use kube::runtime::events::EventType;
 
 use super::context::METRIC_NAME;
@@ -15,6 +16,7 @@ use super::spec::{pod_update_policy, update_options};
 use super::sync::{Requeue, Syncer, concurrently_in_order};
 use super::{diff, update};
 use crate::inplace::{self, CloneSetHooks, InPlaceHooks, NotInPlace, UpdateOptions, UpdateOutcome};
+use crate::workload::budget;
 use crate::workload::lifecycle::next_lifecycle_state;
 use crate::workload::podpatch::{PodPart, patch_pod};
 use crate::workload::podutil;
@@ -97,6 +99,7 @@ impl Syncer<'_> {
             self.settings.min_ready_seconds,
             self.now,
         );
+        let chosen = self.within_budget(pods, chosen, requeue).await?;
         // Every chosen pod is already within maxUnavailable/partition, so their updates are
         // sent together (bounded) rather than one pod's round trips after another's.
         let results: Vec<(Result<(), Error>, Requeue)> = concurrently_in_order(chosen.len(), |k| {
@@ -147,6 +150,35 @@ impl Syncer<'_> {
             .await;
         }
         Ok((true, out.requeue_after))
+    }
+
+    /// The chosen Pods, in order, up to the first one its PodUnavailableBudget does not let go
+    /// now (upstream's check before `updatePod`, under `PodUnavailableBudgetUpdateGate`); that
+    /// Pod gets upstream's Event and the CloneSet looks again in a second.
+    async fn within_budget(
+        &self,
+        pods: &[&Pod],
+        chosen: Vec<usize>,
+        requeue: &mut Requeue,
+    ) -> Result<Vec<usize>, Error> {
+        if !self.ctx.gates.enabled(Gate::PodUnavailableBudgetUpdateGate) {
+            return Ok(chosen);
+        }
+        let vertical = self.ctx.gates.enabled(Gate::InPlacePodVerticalScaling);
+        let mut allowed = Vec::with_capacity(chosen.len());
+        for i in chosen {
+            match budget::charge_update(&self.ctx.client, &self.ctx.recorder, pods[i], vertical)
+                .await?
+            {
+                budget::Verdict::Allowed => allowed.push(i),
+                budget::Verdict::Refused(why) => {
+                    tracing::debug!(pod = podutil::name(pods[i]), %why, "update waits for its PodUnavailableBudget");
+                    requeue.push(Some(Duration::from_secs(1)));
+                    break;
+                }
+            }
+        }
+        Ok(allowed)
     }
 
     /// [`Self::update_pod`] with its own requeue, so several can run at once.

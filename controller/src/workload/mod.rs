@@ -7,10 +7,12 @@
 //! state machine, `update_step` (what to do with one Pod chosen for update), `updatesort`
 //! (priority and scatter order), `intstr` (int-or-percent and partition math), `claim`
 //! (owned / adopt / release), `specifieddelete`. The writes: `podpatch` (one Pod patch),
-//! `lifecycle`'s writer, and `predownload` (image pre-download jobs before in-place updates).
+//! `lifecycle`'s writer, `predownload` (image pre-download jobs before in-place updates), and
+//! `budget` (a PodUnavailableBudget's charge before a workload updates a Pod).
 //! The expectations gate stays at the crate top, [`crate::expectations`]: non-Pod controllers
 //! (ImageListPullJob) use it too.
 
+pub mod budget;
 pub mod claim;
 pub mod intstr;
 pub mod lifecycle;

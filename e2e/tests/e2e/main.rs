@@ -27,6 +27,7 @@ mod launch_priority;
 mod manager_restart;
 mod plugin_dev;
 mod plugin_install;
+mod podunavailablebudget;
 mod runtime_meta;
 mod scale;
 mod sidecarset;

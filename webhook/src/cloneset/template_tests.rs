@@ -465,6 +465,7 @@ fn the_served_path_dry_runs_and_the_client_less_server_says_why() {
         timeout: std::time::Duration::from_secs(1),
         template_dry_run: true,
         sidecar_sets: None,
+        budgets: None,
     };
     let body = review_body(
         "CREATE",

@@ -5,6 +5,7 @@
 //! per lookup. The kinds stay pure and are tested with doubles; only this module calls the API
 //! server.
 
+mod budgets;
 mod deletionprotection;
 mod dry_run;
 mod pods;
@@ -29,4 +30,7 @@ pub struct ApiCluster {
     /// Where SidecarSets are read once it has loaded (they are listed before that, and when
     /// `None`).
     pub sidecar_sets: Option<SidecarSetCache>,
+    /// Where PodUnavailableBudgets are read once it has loaded (listed before that, and when
+    /// `None`).
+    pub budgets: Option<crate::podunavailablebudget::cache::BudgetCache>,
 }

@@ -105,6 +105,7 @@ fn every_configured_path_is_served() {
             timeout: std::time::Duration::from_secs(1),
             template_dry_run: true,
             sidecar_sets: None,
+            budgets: None,
         };
         let served = tokio::runtime::Builder::new_current_thread()
             .build()

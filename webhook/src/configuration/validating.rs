@@ -5,7 +5,7 @@ use k8s_openapi::api::admissionregistration::v1::{
 };
 use kube::api::ObjectMeta;
 
-use super::{CLONESET_VERSIONS, Endpoint, deletion_protection, rule};
+use super::{CLONESET_VERSIONS, Endpoint, deletion_protection, excluded_namespaces, rule};
 use crate::{WebhookConfig, paths};
 use kruise_api::keys;
 
@@ -32,61 +32,97 @@ pub fn validating_configuration(
         match_policy: Some("Equivalent".to_owned()),
         ..Default::default()
     };
+    // `/validate-pod` (upstream's two hooks): Pod updates and deletes, and evictions; kept away
+    // from the namespaces the Pod mutating hook avoids, with its failure policy, and absent
+    // while the PodWebhook gate is off, like the mutating hook.
+    let pod_hook = |name: &str, ops: &[&str], resource: &str| ValidatingWebhook {
+        name: name.to_owned(),
+        rules: Some(vec![rule(&[""], &["v1"], ops, &[resource])]),
+        failure_policy: Some(cfg.pod_failure_policy.clone()),
+        namespace_selector: Some(excluded_namespaces(cfg)),
+        ..hook("", paths::VALIDATE_POD, &[], "")
+    };
+    let pod_hooks = if cfg
+        .feature_gates
+        .enabled(kruise_api::features::Gate::PodWebhook)
+    {
+        vec![
+            pod_hook("vpod.kb.io", &["UPDATE", "DELETE"], "pods"),
+            pod_hook("vpodeviction.kb.io", &["CREATE"], "pods/eviction"),
+        ]
+    } else {
+        Vec::new()
+    };
     let mut config = ValidatingWebhookConfiguration {
         metadata: ObjectMeta {
             name: Some(keys::VALIDATING_WEBHOOK_CONFIGURATION_NAME.to_owned()),
             ..Default::default()
         },
-        webhooks: Some(vec![
-            hook(
-                "vcloneset.kb.io",
-                paths::VALIDATE_CLONESET,
-                &["CREATE", "UPDATE", "DELETE"],
-                "clonesets",
-            ),
-            hook(
-                "vstatefulset.kb.io",
-                paths::VALIDATE_STATEFULSET,
-                &["CREATE", "UPDATE", "DELETE"],
-                "statefulsets",
-            ),
-            hook(
-                "vdaemonset.kb.io",
-                paths::VALIDATE_DAEMONSET,
-                &["CREATE", "UPDATE", "DELETE"],
-                "daemonsets",
-            ),
-            hook(
-                "vimagepulljob.kb.io",
-                paths::VALIDATE_IMAGEPULLJOB,
-                &["CREATE", "UPDATE"],
-                "imagepulljobs",
-            ),
-            hook(
-                "vnodeimage.kb.io",
-                paths::VALIDATE_NODEIMAGE,
-                &["CREATE", "UPDATE"],
-                "nodeimages",
-            ),
-            hook(
-                "vimagelistpulljob.kb.io",
-                paths::VALIDATE_IMAGELISTPULLJOB,
-                &["CREATE", "UPDATE"],
-                "imagelistpulljobs",
-            ),
-            hook(
-                "vcontainerrecreaterequest.kb.io",
-                paths::VALIDATE_CRR,
-                &["CREATE", "UPDATE"],
-                "containerrecreaterequests",
-            ),
-            hook(
-                "vsidecarset.kb.io",
-                paths::VALIDATE_SIDECARSET,
-                &["CREATE", "UPDATE"],
-                "sidecarsets",
-            ),
-        ]),
+        webhooks: Some(
+            vec![
+                hook(
+                    "vcloneset.kb.io",
+                    paths::VALIDATE_CLONESET,
+                    &["CREATE", "UPDATE", "DELETE"],
+                    "clonesets",
+                ),
+                hook(
+                    "vstatefulset.kb.io",
+                    paths::VALIDATE_STATEFULSET,
+                    &["CREATE", "UPDATE", "DELETE"],
+                    "statefulsets",
+                ),
+                hook(
+                    "vdaemonset.kb.io",
+                    paths::VALIDATE_DAEMONSET,
+                    &["CREATE", "UPDATE", "DELETE"],
+                    "daemonsets",
+                ),
+                hook(
+                    "vimagepulljob.kb.io",
+                    paths::VALIDATE_IMAGEPULLJOB,
+                    &["CREATE", "UPDATE"],
+                    "imagepulljobs",
+                ),
+                hook(
+                    "vnodeimage.kb.io",
+                    paths::VALIDATE_NODEIMAGE,
+                    &["CREATE", "UPDATE"],
+                    "nodeimages",
+                ),
+                hook(
+                    "vimagelistpulljob.kb.io",
+                    paths::VALIDATE_IMAGELISTPULLJOB,
+                    &["CREATE", "UPDATE"],
+                    "imagelistpulljobs",
+                ),
+                hook(
+                    "vcontainerrecreaterequest.kb.io",
+                    paths::VALIDATE_CRR,
+                    &["CREATE", "UPDATE"],
+                    "containerrecreaterequests",
+                ),
+                hook(
+                    "vsidecarset.kb.io",
+                    paths::VALIDATE_SIDECARSET,
+                    &["CREATE", "UPDATE"],
+                    "sidecarsets",
+                ),
+                ValidatingWebhook {
+                    name: "vpodunavailablebudget.kb.io".to_owned(),
+                    rules: Some(vec![rule(
+                        &[keys::POLICY_GROUP],
+                        &[keys::VERSION_V1ALPHA1],
+                        &["CREATE", "UPDATE"],
+                        &["podunavailablebudgets"],
+                    )]),
+                    ..hook("", paths::VALIDATE_PUB, &[], "")
+                },
+            ]
+            .into_iter()
+            .chain(pod_hooks)
+            .collect(),
+        ),
     };
     if let Some(hooks) = config.webhooks.as_mut() {
         hooks.extend(deletion_protection::hooks(cfg, &ep, ca_pem));

@@ -38,6 +38,7 @@ impl crate::cloneset::template::PodDryRun for StaticPods {
 }
 
 impl crate::sidecarset::SidecarSetLookup for StaticPods {}
+impl crate::podunavailablebudget::PubLookup for StaticPods {}
 
 impl crate::deletionprotection::ProtectionLookup for StaticPods {}
 
@@ -396,6 +397,7 @@ fn mutate_without_client_fails_closed_with_reason() {
         timeout: Duration::from_secs(1),
         template_dry_run: true,
         sidecar_sets: None,
+        budgets: None,
     };
     let out = response(&block_on(admit_async(&body, |req| async move {
         mutate(req, &pods).await

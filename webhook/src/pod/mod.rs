@@ -6,18 +6,23 @@
 //! containers the SidecarSet step injected. [`MUTATING_ORDER`] is that order and
 //! [`mutate_with`] runs exactly it; handlers not ported yet hold their slot as a no-op.
 //!
-//! `/validate-pod` (upstream `pkg/webhook/pod/validating/pod_create_update_handler.go`) is not
-//! served yet; [`VALIDATING_ORDER`] records the order it will follow.
+//! `/validate-pod` (upstream `pkg/webhook/pod/validating/pod_create_update_handler.go`): Pod
+//! UPDATE and DELETE and `pods/eviction` CREATE, through the handlers of [`VALIDATING_ORDER`]
+//! ([`validate_pod`]).
 
 pub mod launch_priority;
 pub mod readiness_gate;
 mod sidecarset;
+pub mod unavailable_budget;
 
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kruise_api::features::{FeatureGates, Gate};
 use kube::core::admission::Operation;
+use serde_json::Value;
 
+use crate::crr::mutation::PodLookup;
+use crate::podunavailablebudget::PubLookup;
 use crate::review::{Outcome, Request, diff};
 use crate::sidecarset::SidecarSetLookup;
 use crate::sidecarset::inject::InjectContext;
@@ -33,8 +38,7 @@ pub enum MutatingHandler {
     SidecarSet,
     /// Upstream `containerLaunchPriorityInitialization`: the launch barrier env.
     LaunchPriority,
-    /// Upstream `pubMutatingPod`: the related-PodUnavailableBudget annotation. Not ported yet:
-    /// a no-op slot.
+    /// Upstream `pubMutatingPod`: the related-PodUnavailableBudget annotation.
     PodUnavailableBudget,
     /// Upstream `persistentPodStateMutatingPod`. Not ported yet: a no-op slot.
     PersistentPodState,
@@ -50,16 +54,16 @@ pub const MUTATING_ORDER: &[MutatingHandler] = &[
     MutatingHandler::PersistentPodState,
 ];
 
-/// One handler of the (not yet served) `/validate-pod`.
+/// One handler of `/validate-pod`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ValidatingHandler {
     /// Upstream `workloadSpreadValidatingPod` (CREATE, DELETE). Not ported yet.
     WorkloadSpread,
-    /// Upstream `podUnavailableBudgetValidatingPod` (UPDATE, DELETE, CREATE). Not ported yet.
+    /// Upstream `podUnavailableBudgetValidatingPod` (UPDATE, DELETE, eviction CREATE).
     PodUnavailableBudget,
 }
 
-/// Upstream's order of the `/validate-pod` handlers, for the issue that serves the path.
+/// Upstream's order of the `/validate-pod` handlers; [`validate_pod`] runs them in this order.
 pub const VALIDATING_ORDER: &[ValidatingHandler] = &[
     ValidatingHandler::WorkloadSpread,
     ValidatingHandler::PodUnavailableBudget,
@@ -73,11 +77,13 @@ pub struct PodContext {
     pub readiness_gate_for_all: bool,
     /// The SidecarSets (and what they need) the SidecarSet step injects.
     pub sidecars: InjectContext,
+    /// The PodUnavailableBudget covering the Pod, if any (see [`unavailable_budget`]).
+    pub related_budget: Option<String>,
 }
 
 /// `/mutate-pod` as served: reads what the handlers need from `cluster` (the SidecarSets, the
 /// revisions they pin, the namespace's labels), then runs them ([`mutate_with`]).
-pub async fn mutate_pod<C: SidecarSetLookup>(
+pub async fn mutate_pod<C: SidecarSetLookup + PubLookup>(
     req: Request,
     cluster: &C,
     gates: &FeatureGates,
@@ -89,9 +95,20 @@ pub async fn mutate_pod<C: SidecarSetLookup>(
         Ok(c) => c,
         Err(refusal) => return refusal,
     };
+    // Upstream marks Pods only while one of the budget gates is on.
+    let budgets_on = gates.enabled(Gate::PodUnavailableBudgetDeleteGate)
+        || gates.enabled(Gate::PodUnavailableBudgetUpdateGate);
+    let related_budget = match (budgets_on, &req.object, &req.namespace) {
+        (true, Some(obj), Some(ns)) => match serde_json::from_value::<Pod>(obj.clone()) {
+            Ok(pod) => unavailable_budget::related_budget(&pod, ns, cluster).await,
+            Err(_) => None,
+        },
+        _ => None,
+    };
     let ctx = PodContext {
         readiness_gate_for_all: gates.enabled(Gate::KruisePodReadinessGate),
         sidecars,
+        related_budget,
     };
     mutate_with(&req, &ctx)
 }
@@ -156,12 +173,43 @@ fn run(
         MutatingHandler::SidecarSet => sidecarset::mutate(pod, &ctx.sidecars, now),
         MutatingHandler::LaunchPriority => launch_priority::inject_launch_priority(pod)
             .map_err(|invalid| Outcome::invalid(invalid.to_string())),
+        MutatingHandler::PodUnavailableBudget => {
+            Ok(unavailable_budget::mark(pod, ctx.related_budget.as_deref()))
+        }
         // Slots of handlers not ported yet: they change nothing until their issue lands.
-        MutatingHandler::WorkloadSpread
-        | MutatingHandler::PodUnavailableBudget
-        | MutatingHandler::PersistentPodState => Ok(false),
+        MutatingHandler::WorkloadSpread | MutatingHandler::PersistentPodState => Ok(false),
     }
+}
+
+/// `/validate-pod` as served: every handler of [`VALIDATING_ORDER`] in turn; the first
+/// refusal wins. `options` is the request's `options` (the delete or update options).
+pub async fn validate_pod<C: PubLookup + PodLookup>(
+    req: Request,
+    options: Option<Value>,
+    cluster: &C,
+    gates: &FeatureGates,
+) -> Outcome {
+    let adm = unavailable_budget::Admission {
+        options: options.as_ref(),
+        gates,
+    };
+    for handler in VALIDATING_ORDER {
+        let out = match handler {
+            // Not ported yet: its slot admits.
+            ValidatingHandler::WorkloadSpread => Outcome::Allow,
+            ValidatingHandler::PodUnavailableBudget => {
+                unavailable_budget::validate(&req, &adm, cluster).await
+            }
+        };
+        if out != Outcome::Allow {
+            return out;
+        }
+    }
+    Outcome::Allow
 }
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod unavailable_budget_tests;

@@ -13,6 +13,8 @@ use serde_json::json;
 /// is `e:1`.
 struct Cluster(Vec<SidecarSet>);
 
+impl crate::podunavailablebudget::PubLookup for Cluster {}
+
 impl SidecarSetLookup for Cluster {
     async fn sidecar_sets(&self) -> Result<Vec<SidecarSet>, String> {
         Ok(self.0.clone())

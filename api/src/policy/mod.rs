@@ -1,0 +1,3 @@
+//! policy.kruise.io kinds, one module per version (as in `k8s_openapi::api::policy::v1`).
+
+pub mod v1alpha1;

@@ -1,0 +1,80 @@
+//! A workload's own charge of a PodUnavailableBudget before it updates a Pod (upstream's
+//! `pubcontrol.PodUnavailableBudgetValidatePod(pod, UPDATE, "kruise-manager", false)` in the
+//! CloneSet update loop, under `PodUnavailableBudgetUpdateGate`). An allowed update is
+//! recorded in the budget's `unavailablePods`, so the Pod webhook then lets the update through
+//! without a second charge; a refused one leaves the Pod waiting, with upstream's Event.
+
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::Pod;
+use kruise_api::keys;
+use kruise_api::policy::v1alpha1::pubcontrol::{
+    charge, is_exempt, needs_charge, related_budget_name,
+};
+use kruise_api::policy::v1alpha1::{PodUnavailableBudget, PubOperation};
+use kube::api::{Api, PostParams};
+use kube::runtime::events::{Event, EventType, Recorder};
+use kube::{Client, Resource};
+
+/// Attempts against concurrent status writes (upstream's `ConflictRetry` steps).
+const ATTEMPTS: usize = 4;
+
+/// Whether the Pod may be updated now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// Not covered, not counted, or charged to its budget.
+    Allowed,
+    /// The budget allows no more unavailable Pods: why, in upstream's words.
+    Refused(String),
+}
+
+/// Charges the update of `pod` to the budget it names (see the module docs).
+pub async fn charge_update(
+    client: &Client,
+    recorder: &Recorder,
+    pod: &Pod,
+    inplace_vertical_scaling: bool,
+) -> Result<Verdict, kube::Error> {
+    if is_exempt(pod) {
+        return Ok(Verdict::Allowed);
+    }
+    let (Some(name), Some(ns)) = (related_budget_name(pod), pod.metadata.namespace.as_deref())
+    else {
+        return Ok(Verdict::Allowed);
+    };
+    let pod_name = pod.metadata.name.clone().unwrap_or_default();
+    let api: Api<PodUnavailableBudget> = Api::namespaced(client.clone(), ns);
+    let op = PubOperation::Update;
+    for _ in 0..ATTEMPTS {
+        let Some(mut budget) = api.get_opt(name).await? else {
+            return Ok(Verdict::Allowed);
+        };
+        if !needs_charge(&budget, &pod_name, op, inplace_vertical_scaling) {
+            return Ok(Verdict::Allowed);
+        }
+        if let Err(refused) = charge(&mut budget, &pod_name, op, Timestamp::now()) {
+            let ev = Event {
+                type_: EventType::Warning,
+                reason: keys::PUB_REASON_PREVENT_POD_DELETION.to_owned(),
+                note: Some("openkruise pub prevents pod deletion".to_owned()),
+                action: keys::PUB_REASON_PREVENT_POD_DELETION.to_owned(),
+                secondary: None,
+            };
+            if let Err(e) = recorder.publish(&ev, &pod.object_ref(&())).await {
+                tracing::debug!(error = %e, "failed to record an Event");
+            }
+            return Ok(Verdict::Refused(refused.to_string()));
+        }
+        match api
+            .replace_status(name, &PostParams::default(), &budget)
+            .await
+        {
+            Ok(_) => return Ok(Verdict::Allowed),
+            Err(kube::Error::Api(s)) if s.code == 404 => return Ok(Verdict::Allowed),
+            Err(e) if crate::runner::is_conflict(&e) => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(Verdict::Refused(format!(
+        "Timeout: couldn't update PodUnavailableBudget {name} due to conflicts"
+    )))
+}
