@@ -58,6 +58,7 @@ impl PubLookup for Cluster {
 }
 
 impl crate::sidecarset::SidecarSetLookup for Cluster {}
+impl crate::deletionprotection::ProtectionLookup for Cluster {}
 
 impl PodLookup for Cluster {
     async fn pod(&self, _ns: &str, name: &str) -> Result<Option<Pod>, String> {
