@@ -69,6 +69,18 @@ pub fn image(name: &str, tag: &str) -> String {
 /// A client for the cluster under test. In cluster mode it first checks that no dev-mode
 /// process runs beside the installed Kruise-rs (see [`mode::check_isolation`]).
 pub async fn client() -> Result<Client> {
+    Client::try_from(config().await?).map_err(|e| Error::NoCluster(e.to_string()))
+}
+
+/// A client that returns 429 and 5xx answers as they come: the default one retries them (with
+/// backoff, as a drain would), which hides a refusal a test means to see.
+pub async fn client_without_retry() -> Result<Client> {
+    let mut config = config().await?;
+    config.default_retry = false;
+    Client::try_from(config).map_err(|e| Error::NoCluster(e.to_string()))
+}
+
+async fn config() -> Result<Config> {
     mode::check_isolation()?;
     let config = if std::env::var_os("KUBECONFIG").is_some() {
         Config::infer()
@@ -82,7 +94,7 @@ pub async fn client() -> Result<Client> {
             .await
             .map_err(|e| Error::NoCluster(e.to_string()))?
     };
-    Client::try_from(config).map_err(|e| Error::NoCluster(e.to_string()))
+    Ok(config)
 }
 
 /// A namespace of one test, named `<prefix>-<random>`.

@@ -10,7 +10,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kruise_api::keys;
 use kruise_api::policy::v1alpha1::{PodUnavailableBudget, PodUnavailableBudgetStatus};
 use kruise_e2e::cloneset::{self, wait_rolled_out};
-use kruise_e2e::{TestNamespace, client, wait_for, wait_pod};
+use kruise_e2e::{TestNamespace, client, client_without_retry, wait_for, wait_pod};
 use kube::api::{DeleteParams, EvictParams, PostParams, WatchEvent, WatchParams};
 use kube::{Api, ResourceExt};
 use serde_json::{Value, json};
@@ -109,6 +109,11 @@ async fn budget_guards_evictions_and_deletes() {
     let sets = cloneset::api(&client, &ns.name);
     let pods: Api<Pod> = ns.api();
     let budgets: Api<PodUnavailableBudget> = ns.api();
+    // The default client retries a 429 until it passes, as drain does; this one shows it.
+    let strict: Api<Pod> = Api::namespaced(
+        client_without_retry().await.expect("cluster"),
+        &ns.name,
+    );
     let strategy =
         json!({"type": "RollingUpdate", "rollingUpdate": {"podUpdatePolicy": "InPlaceIfPossible"}});
     let mut cs = cloneset::new("web", 3, "v1", strategy).expect("cs");
@@ -178,7 +183,8 @@ async fn budget_guards_evictions_and_deletes() {
         .await
         .expect("eviction of A is allowed");
     let err = api_error(
-        pods.evict(&b, &EvictParams::default())
+        strict
+            .evict(&b, &EvictParams::default())
             .await
             .expect_err("B is protected"),
     );
@@ -256,6 +262,11 @@ async fn budget_guards_evictions_and_deletes() {
     // A's replacement becomes Ready: the budget is back.
     wait_counts(&budgets, (1, 3, 2, 3)).await;
     watch.abort();
+    // With the budget back, B's eviction passes at the first try.
+    strict
+        .evict(&b, &EvictParams::default())
+        .await
+        .expect("eviction of B is allowed once A's replacement is Ready");
     // Without the budget the namespace's Pods can go.
     budgets
         .delete("pub", &DeleteParams::default())
