@@ -1056,3 +1056,73 @@ async fn revisions_are_recorded_and_injection_can_pin_an_old_one() {
     guard.delete().await.expect("delete sidecarset");
     ns.delete().await.expect("delete ns");
 }
+
+/// Upstream defaulting: an init container's `podInjectPolicy` becomes `AfterAppContainer` and a
+/// container's `BeforeAppContainer` on the stored SidecarSet, and an injected init container
+/// lands after the Pod's own.
+#[tokio::test]
+async fn init_container_inject_policy_defaults_to_after_app_container() {
+    use kruise_api::apps::v1beta1::PodInjectPolicyType;
+    let client = client().await.expect("client");
+    let ns = TestNamespace::create(&client, "sc-defaults")
+        .await
+        .expect("ns");
+    let name = format!("{}-defaults", ns.name);
+    let set = sc::new(
+        &name,
+        &ns.name,
+        "web",
+        json!({"initContainers": [{"name": "setup", "image": image("sidecar", "v1"),
+                "command": ["true"]}],
+            "containers": [{"name": "logger", "image": image("sidecar", "v1")}]}),
+    )
+    .expect("set");
+    let (guard, _) = Guard::create(&client, &set)
+        .await
+        .expect("create sidecarset");
+    let stored = sc::api(&client)
+        .get(&name)
+        .await
+        .expect("stored sidecarset");
+    assert_eq!(
+        stored.spec.init_containers[0].pod_inject_policy,
+        Some(PodInjectPolicyType::AfterAppContainer)
+    );
+    assert_eq!(
+        stored.spec.containers[0].pod_inject_policy,
+        Some(PodInjectPolicyType::BeforeAppContainer)
+    );
+
+    let pods: Api<Pod> = ns.api();
+    let bare: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "bare", "labels": {"app": "web"}},
+        "spec": {"initContainers": [{"name": "own", "image": image("testapp", "v1"),
+                "command": ["true"]}],
+            "containers": [{"name": "app", "image": image("testapp", "v1")}]}
+    }))
+    .expect("pod");
+    let dry = PostParams {
+        dry_run: true,
+        ..Default::default()
+    };
+    // The webhook's SidecarSet cache may lag the create by a moment.
+    let inits = wait_for(
+        "injection into a dry-run Pod",
+        Duration::from_secs(30),
+        || async {
+            let created = pods.create(&dry, &bare).await?;
+            let names: Vec<String> = created
+                .spec
+                .iter()
+                .flat_map(|s| s.init_containers.iter().flatten().map(|c| c.name.clone()))
+                .collect();
+            Ok((names.len() == 2).then_some(names))
+        },
+    )
+    .await
+    .expect("injected");
+    assert_eq!(inits, ["own", "setup"]);
+
+    guard.delete().await.expect("delete sidecarset");
+    ns.delete().await.expect("delete ns");
+}

@@ -140,3 +140,62 @@ async fn partial_injects_the_pinned_revision_only_outside_the_update_selector() 
         "e:1"
     );
 }
+
+#[test]
+fn defaulting_sets_inject_policies_as_upstream() {
+    let raw = json!({"apiVersion": "apps.kruise.io/v1beta1", "kind": "SidecarSet",
+        "metadata": {"name": "mesh"},
+        "spec": {"selector": {"matchLabels": {"app": "web"}},
+            "initContainers": [{"name": "init", "image": "b:1"},
+                {"name": "first", "image": "b:1", "podInjectPolicy": "BeforeAppContainer"}],
+            "containers": [{"name": "proxy", "image": "e:2"},
+                {"name": "tail", "image": "e:2", "podInjectPolicy": "AfterAppContainer",
+                 "upgradeStrategy": {"upgradeType": "HotUpgrade", "hotUpgradeEmptyImage": "x:1"},
+                 "shareVolumePolicy": {"type": "enabled"}}]}});
+    let Outcome::Patch(patch) = super::defaults::mutate(&request("sidecarsets", None, raw.clone()))
+    else {
+        panic!("expected a patch");
+    };
+    let mut stored = raw;
+    json_patch::patch(&mut stored, &patch).expect("patch applies");
+    let spec = &stored["spec"];
+    assert_eq!(
+        spec["initContainers"][0]["podInjectPolicy"],
+        "AfterAppContainer"
+    );
+    assert_eq!(
+        spec["initContainers"][1]["podInjectPolicy"],
+        "BeforeAppContainer"
+    );
+    assert_eq!(
+        spec["containers"][0]["podInjectPolicy"],
+        "BeforeAppContainer"
+    );
+    assert_eq!(
+        spec["containers"][1]["podInjectPolicy"],
+        "AfterAppContainer"
+    );
+    assert_eq!(
+        spec["initContainers"][0]["upgradeStrategy"]["upgradeType"],
+        "ColdUpgrade"
+    );
+    assert_eq!(
+        spec["containers"][0]["shareVolumePolicy"]["type"],
+        "disabled"
+    );
+    assert_eq!(
+        spec["containers"][1]["upgradeStrategy"]["upgradeType"],
+        "HotUpgrade"
+    );
+    assert_eq!(
+        spec["containers"][1]["shareVolumePolicy"]["type"],
+        "enabled"
+    );
+    // The hashes cover the defaulted containers, as upstream hashes after defaulting.
+    let decoded = validate::decode(&stored).expect("decodes");
+    let [(key, hash), _] = validate::hash_annotations(&decoded.spec).expect("hashes");
+    assert_eq!(
+        stored["metadata"]["annotations"][key.as_str()],
+        hash.as_str()
+    );
+}
