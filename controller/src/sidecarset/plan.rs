@@ -50,6 +50,9 @@ pub struct Latest {
     pub hash: String,
     /// Hash without images.
     pub without_image: String,
+    /// The latest ControllerRevision's name (`status.latestRevision`), recorded on the Pods
+    /// an upgrade brings to this spec.
+    pub revision: String,
 }
 
 /// Whether the Pod carries (was injected by) this SidecarSet and still matches it, with the

@@ -1126,3 +1126,102 @@ async fn init_container_inject_policy_defaults_to_after_app_container() {
     guard.delete().await.expect("delete sidecarset");
     ns.delete().await.expect("delete ns");
 }
+
+/// The `kruise.io/sidecarset-hash` entry of a Pod for SidecarSet `name`.
+fn hash_entry(pod: &Pod, name: &str) -> serde_json::Value {
+    pod.annotations()
+        .get(keys::SIDECARSET_HASH_ANNOTATION)
+        .and_then(|v| serde_json::from_str::<serde_json::Value>(v).ok())
+        .map(|m| m[name].clone())
+        .unwrap_or_default()
+}
+
+/// A Pod injected from a pinned revision and then upgraded in place to the current spec
+/// records the current ControllerRevision in its hash entry (upstream
+/// `UpdatePodSidecarSetHash`), not the pinned one.
+#[tokio::test]
+async fn upgrade_from_a_pinned_revision_records_the_latest_revision() {
+    let client = client().await.expect("client");
+    let ns = TestNamespace::create(&client, "sc-repin")
+        .await
+        .expect("ns");
+    let name = format!("{}-repin", ns.name);
+    let set = sc::new(
+        &name,
+        &ns.name,
+        "web",
+        json!({"containers": [{"name": "logger", "image": image("sidecar", "v1")}],
+            "updateStrategy": {"paused": true}}),
+    )
+    .expect("set");
+    let (guard, _) = Guard::create(&client, &set)
+        .await
+        .expect("create sidecarset");
+    let sets = sc::api(&client);
+    let latest_not = |old: Option<String>| {
+        let sets = sets.clone();
+        let name = name.clone();
+        async move {
+            wait_for("status.latestRevision", STARTUP, || async {
+                let s = sets.get(&name).await?;
+                Ok(s.status
+                    .map(|st| st.latest_revision)
+                    .filter(|r| !r.is_empty() && Some(r) != old.as_ref()))
+            })
+            .await
+            .expect("latestRevision")
+        }
+    };
+    let rev1 = latest_not(None).await;
+    sc::patch_spec(
+        &sets,
+        &name,
+        json!({"containers": [{"name": "logger", "image": image("sidecar", "v2")}],
+            "injectionStrategy": {"revision": {"revisionName": rev1, "policy": "Always"}}}),
+    )
+    .await
+    .expect("new image, injection pinned");
+    let rev2 = latest_not(Some(rev1.clone())).await;
+
+    let cs_api = cloneset::api(&client, &ns.name);
+    let cs = cloneset::new("web", 1, "v1", json!({})).expect("cloneset");
+    cs_api
+        .create(&PostParams::default(), &cs)
+        .await
+        .expect("create cloneset");
+    let pods: Api<Pod> = ns.api();
+    let pinned = ready_pods(&pods, "web", 1).await.remove(0);
+    assert_eq!(
+        sc::spec_image(&pinned, "logger"),
+        Some(image("sidecar", "v1"))
+    );
+    assert_eq!(
+        hash_entry(&pinned, &name)["controllerRevision"],
+        json!(rev1)
+    );
+
+    sc::patch_spec(&sets, &name, json!({"updateStrategy": {"paused": false}}))
+        .await
+        .expect("resume");
+    let upgraded = wait_for("the Pod upgraded in place to v2", UPGRADE, || async {
+        let p = pods.get(&pinned.name_any()).await?;
+        Ok((sc::spec_image(&p, "logger") == Some(image("sidecar", "v2"))).then_some(p))
+    })
+    .await
+    .expect("upgraded");
+    assert_eq!(upgraded.uid(), pinned.uid(), "in place, same Pod");
+    let entry = hash_entry(&upgraded, &name);
+    assert_eq!(entry["controllerRevision"], json!(rev2), "{entry}");
+    assert_eq!(
+        entry["hash"].as_str(),
+        sets.get(&name)
+            .await
+            .expect("set")
+            .annotations()
+            .get(keys::SIDECARSET_HASH_ANNOTATION)
+            .map(String::as_str)
+    );
+
+    guard.delete().await.expect("delete sidecarset");
+    ns.delete().await.expect("delete ns");
+}
