@@ -22,3 +22,4 @@ pub mod plan;
 mod reconcile;
 mod status;
 mod sync;
+pub mod upgradable;

@@ -41,6 +41,10 @@ pub struct Plan {
     pub upgrade: Vec<usize>,
     /// Indexes of the Pods whose upgrade is done and whose readiness key can go.
     pub release: Vec<usize>,
+    /// Indexes of the Pods this SidecarSet should upgrade but cannot in place (more than
+    /// images changed): their `SidecarSetUpgradable` condition goes False (upstream
+    /// `GetNextUpgradePods`' `notUpgradablePods`).
+    pub not_upgradable: Vec<usize>,
 }
 
 /// Hashes of the latest SidecarSet.
@@ -281,10 +285,17 @@ pub fn plan(set: &SidecarSet, pods: &[PodState], objects: &[&Pod]) -> Plan {
         status,
         upgrade: Vec::new(),
         release,
+        not_upgradable: Vec::new(),
     };
     if us.is_not_update() || us.paused {
         return out;
     }
+    out.not_upgradable = pods
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| !p.updated && !p.image_only && p.selected)
+        .map(|(i, _)| i)
+        .collect();
     let waiting: Vec<usize> = pods
         .iter()
         .enumerate()

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use jiff::Timestamp;
-use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
+use k8s_openapi::api::core::v1::{ContainerStatus, Pod, PodCondition};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kruise_api::apps::v1beta1::SidecarSet;
 use kruise_api::appspub::{InPlaceUpdateState, PodReadinessMessage};
@@ -43,8 +43,15 @@ pub(super) async fn sync(
             blocked.push(format!("{}: {e}", pod_key(&pods[i])));
         }
     }
+    not_upgradable(ctx, set, pods, plan, now, &mut blocked).await;
     for &i in &plan.upgrade {
-        match upgrade(ctx, set, latest, &pods[i], now).await {
+        let upgraded = upgrade(ctx, set, latest, &pods[i], now).await;
+        if upgraded.is_ok()
+            && let Err(e) = set_upgradable(ctx, set, &pods[i], true, now).await
+        {
+            blocked.push(format!("{}: {e}", pod_key(&pods[i])));
+        }
+        match upgraded {
             Ok(images) if !images.is_empty() => {
                 let note = format!(
                     "upgrading the sidecars of Pod {} in place: {}",
@@ -75,6 +82,58 @@ pub(super) async fn sync(
         .await;
     }
     blocked
+}
+
+/// Marks the Pods the SidecarSet cannot upgrade in place (`SidecarSetUpgradable` False) and,
+/// when that changed any, says so in a Normal Event with upstream's reason and note.
+async fn not_upgradable(
+    ctx: &Context,
+    set: &SidecarSet,
+    pods: &[Arc<Pod>],
+    plan: &Plan,
+    now: Timestamp,
+    blocked: &mut Vec<String>,
+) {
+    let mut written = false;
+    for &i in &plan.not_upgradable {
+        match set_upgradable(ctx, set, &pods[i], false, now).await {
+            Ok(w) => written |= w,
+            Err(e) => blocked.push(format!("{}: {e}", pod_key(&pods[i]))),
+        }
+    }
+    // Upstream notes every round; ours rounds every few seconds while Pods lag, so only a
+    // round that changed a condition says it.
+    if written {
+        let note = format!(
+            "SidecarSet in-place update detected {} not upgradable pod(s) in this round, will skip them.",
+            plan.not_upgradable.len()
+        );
+        ctx.event(
+            set,
+            EventType::Normal,
+            keys::SIDECARSET_REASON_NOT_UPGRADABLE_PODS,
+            note,
+        )
+        .await;
+    }
+}
+
+/// Writes this SidecarSet's mark into the Pod's `SidecarSetUpgradable` condition; returns
+/// whether anything was written.
+async fn set_upgradable(
+    ctx: &Context,
+    set: &SidecarSet,
+    pod: &Pod,
+    upgradable: bool,
+    now: Timestamp,
+) -> Result<bool, Error> {
+    let Some(cond) = super::upgradable::condition(pod, &set.name_any(), upgradable, now)
+        .map_err(Error::UpgradableMessage)?
+    else {
+        return Ok(false);
+    };
+    patch_condition(ctx, pod, &cond).await?;
+    Ok(true)
 }
 
 /// The hot flips every matched Pod is ready for.
@@ -115,6 +174,12 @@ async fn set_held(ctx: &Context, pod: &Pod, hold: bool, now: Timestamp) -> Resul
     let Some(cond) = kruise_api::appspub::kruise_pod_ready_condition(pod, &msg, hold, now)? else {
         return Ok(());
     };
+    patch_condition(ctx, pod, &cond).await
+}
+
+/// Strategic-merge one condition into the Pod's status (merged by type); a Pod that is gone
+/// needs nothing.
+async fn patch_condition(ctx: &Context, pod: &Pod, cond: &PodCondition) -> Result<(), Error> {
     let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &pod.namespace().unwrap_or_default());
     let patch = json!({"status": {"conditions": [cond]}});
     match api

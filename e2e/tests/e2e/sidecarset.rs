@@ -1225,3 +1225,99 @@ async fn upgrade_from_a_pinned_revision_records_the_latest_revision() {
     guard.delete().await.expect("delete sidecarset");
     ns.delete().await.expect("delete ns");
 }
+
+/// The Pod's `SidecarSetUpgradable` condition as (status, reason, message).
+fn upgradable(pod: &Pod) -> Option<(String, String, String)> {
+    pod.status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == "SidecarSetUpgradable")
+        .map(|c| {
+            (
+                c.status.clone(),
+                c.reason.clone().unwrap_or_default(),
+                c.message.clone().unwrap_or_default(),
+            )
+        })
+}
+
+/// Upstream's `SidecarSetUpgradable` Pod condition: True (`AllSidecarsetUpgradable`) once an
+/// image change upgraded the Pod in place, False (`UpdateImmutableField`) when the SidecarSet
+/// then changes more than images, with the `NotUpgradablePods` Event.
+#[tokio::test]
+async fn sidecarset_upgradable_condition_follows_what_can_be_upgraded() {
+    let client = client().await.expect("client");
+    let ns = TestNamespace::create(&client, "sc-upgradable")
+        .await
+        .expect("ns");
+    let name = format!("{}-upg", ns.name);
+    let set = sc::new(
+        &name,
+        &ns.name,
+        "web",
+        json!({"containers": [{"name": "logger", "image": image("sidecar", "v1")}]}),
+    )
+    .expect("set");
+    let (guard, _) = Guard::create(&client, &set)
+        .await
+        .expect("create sidecarset");
+    let cs_api = cloneset::api(&client, &ns.name);
+    let cs = cloneset::new("web", 1, "v1", json!({})).expect("cloneset");
+    cs_api
+        .create(&PostParams::default(), &cs)
+        .await
+        .expect("create cloneset");
+    let pods: Api<Pod> = ns.api();
+    let pod = ready_pods(&pods, "web", 1).await.remove(0);
+    let sets = sc::api(&client);
+
+    sc::patch_spec(
+        &sets,
+        &name,
+        json!({"containers": [{"name": "logger", "image": image("sidecar", "v2")}]}),
+    )
+    .await
+    .expect("image only");
+    let cond = wait_for("SidecarSetUpgradable True", UPGRADE, || async {
+        let p = pods.get(&pod.name_any()).await?;
+        Ok(upgradable(&p).filter(|c| c.0 == "True"))
+    })
+    .await
+    .expect("upgradable");
+    assert_eq!(cond.1, "AllSidecarsetUpgradable");
+    assert_eq!(cond.2, format!("{{\"{name}\":true}}"));
+
+    sc::patch_spec(
+        &sets,
+        &name,
+        json!({"containers": [{"name": "logger", "image": image("sidecar", "v1"),
+            "env": [{"name": "LEVEL", "value": "debug"}]}]}),
+    )
+    .await
+    .expect("env and image");
+    let cond = wait_for("SidecarSetUpgradable False", UPGRADE, || async {
+        let p = pods.get(&pod.name_any()).await?;
+        Ok(upgradable(&p).filter(|c| c.0 == "False"))
+    })
+    .await
+    .expect("not upgradable");
+    assert_eq!(cond.1, "UpdateImmutableField");
+    assert_eq!(cond.2, format!("{{\"{name}\":false}}"));
+    let now = pods.get(&pod.name_any()).await.expect("pod");
+    assert_eq!(now.uid(), pod.uid());
+    assert_eq!(sc::spec_image(&now, "logger"), Some(image("sidecar", "v2")));
+    wait_for("a NotUpgradablePods Event", STARTUP, || async {
+        let notes = sc::event_notes(&client, &name, "NotUpgradablePods").await?;
+        Ok(notes
+            .iter()
+            .any(|n| n.contains("detected 1 not upgradable pod(s)"))
+            .then_some(()))
+    })
+    .await
+    .expect("NotUpgradablePods Event");
+
+    guard.delete().await.expect("delete sidecarset");
+    ns.delete().await.expect("delete ns");
+}
