@@ -18,6 +18,7 @@ pub mod controller;
 pub mod error;
 pub mod history;
 pub mod hot;
+pub mod metadata;
 pub mod plan;
 mod reconcile;
 mod status;

@@ -395,6 +395,8 @@ async fn upgrade(
     let mut images = cold_images(set, pod, &statuses, &mut last);
     let cold = !images.is_empty();
     let mut annotations = hot_starts(set, pod, &statuses, &mut images, &mut last);
+    // Upstream re-applies patchPodMetadata in the same update as the new images.
+    annotations.extend(super::metadata::patched_annotations(set, ann)?);
     let time = Time(now);
     hash_annotations(set, ann, latest, &time, &mut annotations)?;
     if !images.is_empty() {

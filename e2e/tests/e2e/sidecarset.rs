@@ -1321,3 +1321,144 @@ async fn sidecarset_upgradable_condition_follows_what_can_be_upgraded() {
     guard.delete().await.expect("delete sidecarset");
     ns.delete().await.expect("delete ns");
 }
+
+/// Puts `data` as the `kruise-configuration` ConfigMap's data (`None` deletes the ConfigMap).
+async fn put_kruise_configuration(
+    client: &kube::Client,
+    ns: &str,
+    data: Option<BTreeMap<String, String>>,
+) {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
+    let name = keys::KRUISE_CONFIGURATION_CONFIGMAP;
+    match data {
+        None => {
+            let _ = api.delete(name, &Default::default()).await;
+        }
+        Some(d) => {
+            let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": name, "namespace": ns}, "data": d});
+            api.patch(
+                name,
+                &PatchParams::apply("kruise-e2e").force(),
+                &Patch::Apply(&cm),
+            )
+            .await
+            .expect("apply kruise-configuration");
+        }
+    }
+}
+
+/// `patchPodMetadata` as upstream: refused without the whitelist in the manager's
+/// `kruise-configuration` ConfigMap or for a key it does not allow; once allowed, written at
+/// injection and re-applied (Overwrite) when the sidecar is upgraded in place. Serial: it
+/// rewrites that cluster-wide ConfigMap (and restores it).
+#[tokio::test]
+async fn serial_patch_pod_metadata_is_whitelisted_and_reapplied_on_upgrade() {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    let client = client().await.expect("client");
+    let manager_ns = kruise_e2e::mode::manager_namespace(&client)
+        .await
+        .expect("manager namespace");
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), &manager_ns);
+    let saved = cms
+        .get_opt(keys::KRUISE_CONFIGURATION_CONFIGMAP)
+        .await
+        .expect("read kruise-configuration")
+        .map(|c| c.data.unwrap_or_default());
+    let mut without = saved.clone().unwrap_or_default();
+    without.remove(keys::SIDECARSET_PATCH_METADATA_WHITELIST_KEY);
+    put_kruise_configuration(&client, &manager_ns, Some(without.clone())).await;
+
+    let ns = TestNamespace::create(&client, "sc-patchmeta")
+        .await
+        .expect("ns");
+    let name = format!("{}-meta", ns.name);
+    let key = "e2e.kruise.io/sidecar-version";
+    let with_patch = |image_tag: &str, version: &str, extra: Option<&str>| {
+        let mut ann = json!({ key: version });
+        if let Some(k) = extra {
+            ann[k] = json!("x");
+        }
+        sc::new(
+            &name,
+            &ns.name,
+            "web",
+            json!({"containers": [{"name": "logger", "image": image("sidecar", image_tag)}],
+                "patchPodMetadata": [{"annotations": ann, "patchPolicy": "Overwrite"}]}),
+        )
+        .expect("set")
+    };
+    let sets = sc::api(&client);
+    let refused = sets
+        .create(&PostParams::default(), &with_patch("v1", "v1", None))
+        .await
+        .expect_err("no whitelist: refused");
+    assert!(
+        refused.to_string().contains(
+            "spec.patchPodMetadata: Required value: SidecarSet patch metadata whitelist not found"
+        ),
+        "{refused}"
+    );
+    let mut allowed = without.clone();
+    allowed.insert(
+        keys::SIDECARSET_PATCH_METADATA_WHITELIST_KEY.to_owned(),
+        json!({"rules": [{"allowedAnnotationKeyExprs": ["^e2e\\.kruise\\.io/"]}]}).to_string(),
+    );
+    put_kruise_configuration(&client, &manager_ns, Some(allowed)).await;
+    let refused = sets
+        .create(
+            &PostParams::default(),
+            &with_patch("v1", "v1", Some("other.example.com/key")),
+        )
+        .await
+        .expect_err("a key outside the whitelist: refused");
+    assert!(
+        refused
+            .to_string()
+            .contains("sidecarSet patch metadata annotation(other.example.com/key) is not allowed"),
+        "{refused}"
+    );
+    let (guard, _) = Guard::create(&client, &with_patch("v1", "v1", None))
+        .await
+        .expect("whitelisted key: created");
+
+    let cs_api = cloneset::api(&client, &ns.name);
+    let cs = cloneset::new("web", 1, "v1", json!({})).expect("cloneset");
+    cs_api
+        .create(&PostParams::default(), &cs)
+        .await
+        .expect("create cloneset");
+    let pods: Api<Pod> = ns.api();
+    let pod = ready_pods(&pods, "web", 1).await.remove(0);
+    assert_eq!(pod.annotations().get(key).map(String::as_str), Some("v1"));
+
+    sc::patch_spec(
+        &sets,
+        &name,
+        json!({"containers": [{"name": "logger", "image": image("sidecar", "v2")}],
+            "patchPodMetadata": [{"annotations": { key: "v2" }, "patchPolicy": "Overwrite"}]}),
+    )
+    .await
+    .expect("new image and annotation");
+    let upgraded = wait_for(
+        "the Pod upgraded with the new annotation",
+        UPGRADE,
+        || async {
+            let p = pods.get(&pod.name_any()).await?;
+            Ok((sc::spec_image(&p, "logger") == Some(image("sidecar", "v2"))).then_some(p))
+        },
+    )
+    .await
+    .expect("upgraded");
+    assert_eq!(upgraded.uid(), pod.uid(), "in place");
+    assert_eq!(
+        upgraded.annotations().get(key).map(String::as_str),
+        Some("v2"),
+        "patchPodMetadata re-applied with the upgrade"
+    );
+
+    guard.delete().await.expect("delete sidecarset");
+    ns.delete().await.expect("delete ns");
+    put_kruise_configuration(&client, &manager_ns, saved).await;
+}

@@ -59,12 +59,22 @@ pub fn mutate(req: &Request) -> Outcome {
 
 /// Upstream `setDefaultSidecarContainerV1beta1`, for both lists: `podInjectPolicy` (init
 /// containers `AfterAppContainer`, containers `BeforeAppContainer`),
-/// `upgradeStrategy.upgradeType: ColdUpgrade`, `shareVolumePolicy.type: disabled`. Written on
+/// `upgradeStrategy.upgradeType: ColdUpgrade`, `shareVolumePolicy.type: disabled`; and
+/// `patchPodMetadata[].patchPolicy: Retain`. Written on
 /// the raw object so fields we do not type survive; a value already set is kept.
 fn default_sidecar_containers(obj: &mut Value) {
     let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) else {
         return;
     };
+    // Upstream also defaults each patchPodMetadata entry's patchPolicy to Retain.
+    if let Some(patches) = spec
+        .get_mut("patchPodMetadata")
+        .and_then(Value::as_array_mut)
+    {
+        for p in patches.iter_mut().filter_map(Value::as_object_mut) {
+            set_if_empty(p, "patchPolicy", "Retain");
+        }
+    }
     for (list, policy) in [
         ("initContainers", "AfterAppContainer"),
         ("containers", "BeforeAppContainer"),
