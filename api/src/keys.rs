@@ -459,6 +459,23 @@ pub mod k8s {
 pub const STATEFULSET_CONDITION_FAILED_CREATE_POD: &str = "FailedCreatePod";
 /// Advanced StatefulSet condition type: updating a pod failed.
 pub const STATEFULSET_CONDITION_FAILED_UPDATE_POD: &str = "FailedUpdatePod";
+/// Pod condition the SidecarSet controller keeps on the Pods it upgrades or finds it cannot
+/// (upstream `sidecarcontrol.SidecarSetUpgradable`); its message is a JSON map SidecarSet
+/// name → whether that SidecarSet can upgrade the Pod in place.
+pub const SIDECARSET_POD_CONDITION_UPGRADABLE: &str = "SidecarSetUpgradable";
+/// Reason of a True [`SIDECARSET_POD_CONDITION_UPGRADABLE`]: every SidecarSet in its message can.
+pub const SIDECARSET_REASON_ALL_UPGRADABLE: &str = "AllSidecarsetUpgradable";
+/// Reason of a False [`SIDECARSET_POD_CONDITION_UPGRADABLE`]: some SidecarSet changed more than
+/// images, which a running Pod cannot take.
+pub const SIDECARSET_REASON_UPDATE_IMMUTABLE_FIELD: &str = "UpdateImmutableField";
+/// Event reason (Normal): a SidecarSet round found Pods it cannot upgrade in place.
+pub const SIDECARSET_REASON_NOT_UPGRADABLE_PODS: &str = "NotUpgradablePods";
+/// ConfigMap in the manager's namespace with Kruise's runtime configuration (upstream
+/// `configuration.KruiseConfigurationName`).
+pub const KRUISE_CONFIGURATION_CONFIGMAP: &str = "kruise-configuration";
+/// Key of [`KRUISE_CONFIGURATION_CONFIGMAP`] with the SidecarSet `patchPodMetadata` whitelist:
+/// `{"rules": [{"selector": <SidecarSet labels>, "allowedAnnotationKeyExprs": [regex]}]}`.
+pub const SIDECARSET_PATCH_METADATA_WHITELIST_KEY: &str = "SidecarSet_PatchPodMetadata_WhiteList";
 
 #[cfg(test)]
 mod tests {

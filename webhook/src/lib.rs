@@ -294,7 +294,7 @@ where
         paths::VALIDATE_SIDECARSET => {
             return Some(
                 review::admit_async(body, |req| {
-                    sidecarset::validation::validate_set(req, cluster)
+                    sidecarset::validation::validate_set(req, cluster, gates)
                 })
                 .await,
             );

@@ -21,6 +21,12 @@ pub enum Error {
     /// The status could not be serialized.
     #[error("serializing the status: {0}")]
     Serde(#[from] serde_json::Error),
+    /// A Pod's `SidecarSetUpgradable` condition message is not upstream's JSON map.
+    #[error("reading the SidecarSetUpgradable condition message: {0}")]
+    UpgradableMessage(serde_json::Error),
+    /// `patchPodMetadata` could not be applied to a Pod being upgraded.
+    #[error(transparent)]
+    PatchMetadata(#[from] super::metadata::MergeError),
     /// Some Pods could not be acted on; the others were, and the status says which.
     #[error("{count} matched Pod(s) could not be upgraded: {first}")]
     Blocked {
@@ -39,6 +45,8 @@ impl ReconcileError for Error {
             Error::Blocked { .. } => "blocked",
             Error::Revision(_) => "revision",
             Error::Serde(_) => "serde",
+            Error::UpgradableMessage(_) => "condition",
+            Error::PatchMetadata(_) => "metadata",
         }
     }
 

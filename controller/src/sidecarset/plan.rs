@@ -41,6 +41,10 @@ pub struct Plan {
     pub upgrade: Vec<usize>,
     /// Indexes of the Pods whose upgrade is done and whose readiness key can go.
     pub release: Vec<usize>,
+    /// Indexes of the Pods this SidecarSet should upgrade but cannot in place (more than
+    /// images changed): their `SidecarSetUpgradable` condition goes False (upstream
+    /// `GetNextUpgradePods`' `notUpgradablePods`).
+    pub not_upgradable: Vec<usize>,
 }
 
 /// Hashes of the latest SidecarSet.
@@ -50,6 +54,9 @@ pub struct Latest {
     pub hash: String,
     /// Hash without images.
     pub without_image: String,
+    /// The latest ControllerRevision's name (`status.latestRevision`), recorded on the Pods
+    /// an upgrade brings to this spec.
+    pub revision: String,
 }
 
 /// Whether the Pod carries (was injected by) this SidecarSet and still matches it, with the
@@ -278,10 +285,17 @@ pub fn plan(set: &SidecarSet, pods: &[PodState], objects: &[&Pod]) -> Plan {
         status,
         upgrade: Vec::new(),
         release,
+        not_upgradable: Vec::new(),
     };
     if us.is_not_update() || us.paused {
         return out;
     }
+    out.not_upgradable = pods
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| !p.updated && !p.image_only && p.selected)
+        .map(|(i, _)| i)
+        .collect();
     let waiting: Vec<usize> = pods
         .iter()
         .enumerate()

@@ -25,9 +25,10 @@ pub(super) async fn reconcile(set: Arc<SidecarSet>, ctx: Arc<Context>) -> Result
     if ctx.namespaces.wait_until_ready().await.is_err() {
         return Ok(Action::requeue(PROGRESS_RESYNC));
     }
-    let latest = Latest {
+    let mut latest = Latest {
         hash: wire::current_hash(&set, keys::SIDECARSET_HASH_ANNOTATION)?,
         without_image: wire::current_hash(&set, keys::SIDECARSET_HASH_WITHOUT_IMAGE_ANNOTATION)?,
+        revision: String::new(),
     };
     let pods = matched_pods(&ctx, &set);
     if let Some(after) = ctx.cache_lags(&pods, std::time::Instant::now()) {
@@ -40,6 +41,7 @@ pub(super) async fn reconcile(set: Arc<SidecarSet>, ctx: Arc<Context>) -> Result
         .collect();
     let refs: Vec<&Pod> = pods.iter().map(AsRef::as_ref).collect();
     let registered = register_revision(&ctx, &set, &refs).await?;
+    latest.revision.clone_from(&registered.latest);
     let mut plan = plan::plan(&set, &states, &refs);
     plan.status.latest_revision = registered.latest;
     if registered.collision_count > 0 || plan.status.collision_count.is_some() {

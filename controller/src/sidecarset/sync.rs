@@ -7,10 +7,11 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use jiff::Timestamp;
-use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
+use k8s_openapi::api::core::v1::{ContainerStatus, Pod, PodCondition};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kruise_api::apps::v1beta1::SidecarSet;
 use kruise_api::appspub::{InPlaceUpdateState, PodReadinessMessage};
+use kruise_api::sidecarset::SidecarSetUpgradeSpec;
 use kruise_api::{keys, sidecarset as wire};
 use kube::api::{Patch, PatchParams};
 use kube::runtime::events::EventType;
@@ -42,8 +43,15 @@ pub(super) async fn sync(
             blocked.push(format!("{}: {e}", pod_key(&pods[i])));
         }
     }
+    not_upgradable(ctx, set, pods, plan, now, &mut blocked).await;
     for &i in &plan.upgrade {
-        match upgrade(ctx, set, latest, &pods[i], now).await {
+        let upgraded = upgrade(ctx, set, latest, &pods[i], now).await;
+        if upgraded.is_ok()
+            && let Err(e) = set_upgradable(ctx, set, &pods[i], true, now).await
+        {
+            blocked.push(format!("{}: {e}", pod_key(&pods[i])));
+        }
+        match upgraded {
             Ok(images) if !images.is_empty() => {
                 let note = format!(
                     "upgrading the sidecars of Pod {} in place: {}",
@@ -74,6 +82,58 @@ pub(super) async fn sync(
         .await;
     }
     blocked
+}
+
+/// Marks the Pods the SidecarSet cannot upgrade in place (`SidecarSetUpgradable` False) and,
+/// when that changed any, says so in a Normal Event with upstream's reason and note.
+async fn not_upgradable(
+    ctx: &Context,
+    set: &SidecarSet,
+    pods: &[Arc<Pod>],
+    plan: &Plan,
+    now: Timestamp,
+    blocked: &mut Vec<String>,
+) {
+    let mut written = false;
+    for &i in &plan.not_upgradable {
+        match set_upgradable(ctx, set, &pods[i], false, now).await {
+            Ok(w) => written |= w,
+            Err(e) => blocked.push(format!("{}: {e}", pod_key(&pods[i]))),
+        }
+    }
+    // Upstream notes every round; ours rounds every few seconds while Pods lag, so only a
+    // round that changed a condition says it.
+    if written {
+        let note = format!(
+            "SidecarSet in-place update detected {} not upgradable pod(s) in this round, will skip them.",
+            plan.not_upgradable.len()
+        );
+        ctx.event(
+            set,
+            EventType::Normal,
+            keys::SIDECARSET_REASON_NOT_UPGRADABLE_PODS,
+            note,
+        )
+        .await;
+    }
+}
+
+/// Writes this SidecarSet's mark into the Pod's `SidecarSetUpgradable` condition; returns
+/// whether anything was written.
+async fn set_upgradable(
+    ctx: &Context,
+    set: &SidecarSet,
+    pod: &Pod,
+    upgradable: bool,
+    now: Timestamp,
+) -> Result<bool, Error> {
+    let Some(cond) = super::upgradable::condition(pod, &set.name_any(), upgradable, now)
+        .map_err(Error::UpgradableMessage)?
+    else {
+        return Ok(false);
+    };
+    patch_condition(ctx, pod, &cond).await?;
+    Ok(true)
 }
 
 /// The hot flips every matched Pod is ready for.
@@ -114,6 +174,12 @@ async fn set_held(ctx: &Context, pod: &Pod, hold: bool, now: Timestamp) -> Resul
     let Some(cond) = kruise_api::appspub::kruise_pod_ready_condition(pod, &msg, hold, now)? else {
         return Ok(());
     };
+    patch_condition(ctx, pod, &cond).await
+}
+
+/// Strategic-merge one condition into the Pod's status (merged by type); a Pod that is gone
+/// needs nothing.
+async fn patch_condition(ctx: &Context, pod: &Pod, cond: &PodCondition) -> Result<(), Error> {
     let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &pod.namespace().unwrap_or_default());
     let patch = json!({"status": {"conditions": [cond]}});
     match api
@@ -224,33 +290,60 @@ fn hot_starts(
     versions
 }
 
+/// The Pod's `kruise.io/sidecarset-hash` entry for this SidecarSet after an upgrade, written
+/// whole as upstream `UpdatePodSidecarSetHash` does: the latest hash, the sidecar names, and
+/// the latest ControllerRevision (a Pod injected from a pinned revision now runs the current
+/// spec, so the pin no longer describes it).
+pub(super) fn upgraded_hash_entry(
+    set: &SidecarSet,
+    latest: &Latest,
+    time: &Time,
+) -> SidecarSetUpgradeSpec {
+    let mut sidecars: Vec<String> = set
+        .spec
+        .init_containers
+        .iter()
+        .filter(|c| c.is_native_sidecar())
+        .chain(&set.spec.containers)
+        .map(|c| c.container.name.clone())
+        .collect();
+    sidecars.sort();
+    sidecars.dedup();
+    SidecarSetUpgradeSpec {
+        update_timestamp: time.clone(),
+        hash: latest.hash.clone(),
+        sidecar_set_name: set.name_any(),
+        sidecar_list: sidecars,
+        controller_revision: latest.revision.clone(),
+    }
+}
+
 /// Both hash annotations of the Pod with this SidecarSet's entry moved to `latest`.
 fn hash_annotations(
-    set_name: &str,
+    set: &SidecarSet,
     ann: &BTreeMap<String, String>,
     latest: &Latest,
     time: &Time,
     annotations: &mut BTreeMap<String, String>,
 ) -> Result<(), Error> {
-    let rewrite = |key: &'static str, hash: &str| -> Result<String, Error> {
-        let mut m =
-            wire::parse_hash_annotation(key, ann.get(key).map(String::as_str).unwrap_or(""))?;
-        if let Some(e) = m.get_mut(set_name) {
-            e.hash = hash.to_owned();
-            e.update_timestamp = time.clone();
-        }
-        Ok(wire::format_hash_annotation(&m)?)
+    let set_name = set.name_any();
+    let read = |key: &'static str| {
+        wire::parse_hash_annotation(key, ann.get(key).map(String::as_str).unwrap_or(""))
     };
+    let mut hashes = read(keys::SIDECARSET_HASH_ANNOTATION)?;
+    hashes.insert(set_name.clone(), upgraded_hash_entry(set, latest, time));
     annotations.insert(
         keys::SIDECARSET_HASH_ANNOTATION.to_owned(),
-        rewrite(keys::SIDECARSET_HASH_ANNOTATION, &latest.hash)?,
+        wire::format_hash_annotation(&hashes)?,
     );
+    let mut without = read(keys::SIDECARSET_HASH_WITHOUT_IMAGE_ANNOTATION)?;
+    if let Some(e) = without.get_mut(&set_name) {
+        e.hash = latest.without_image.clone();
+        e.update_timestamp = time.clone();
+    }
     annotations.insert(
         keys::SIDECARSET_HASH_WITHOUT_IMAGE_ANNOTATION.to_owned(),
-        rewrite(
-            keys::SIDECARSET_HASH_WITHOUT_IMAGE_ANNOTATION,
-            &latest.without_image,
-        )?,
+        wire::format_hash_annotation(&without)?,
     );
     Ok(())
 }
@@ -302,8 +395,10 @@ async fn upgrade(
     let mut images = cold_images(set, pod, &statuses, &mut last);
     let cold = !images.is_empty();
     let mut annotations = hot_starts(set, pod, &statuses, &mut images, &mut last);
+    // Upstream re-applies patchPodMetadata in the same update as the new images.
+    annotations.extend(super::metadata::patched_annotations(set, ann)?);
     let time = Time(now);
-    hash_annotations(&name, ann, latest, &time, &mut annotations)?;
+    hash_annotations(set, ann, latest, &time, &mut annotations)?;
     if !images.is_empty() {
         annotations.insert(
             keys::SIDECARSET_INPLACE_UPDATE_STATE_ANNOTATION.to_owned(),
@@ -383,5 +478,58 @@ async fn patch_pod(ctx: &Context, pod: &Pod, patch: &Value) -> Result<bool, Erro
         }
         Err(kube::Error::Api(s)) if s.is_not_found() => Ok(false),
         Err(e) => Err(e.into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set() -> SidecarSet {
+        serde_json::from_value(json!({
+            "apiVersion": "apps.kruise.io/v1beta1", "kind": "SidecarSet",
+            "metadata": {"name": "mesh"},
+            "spec": {"selector": {"matchLabels": {"app": "web"}},
+                "containers": [{"name": "proxy", "image": "e:2"}]}}))
+        .expect("set")
+    }
+
+    #[test]
+    fn an_upgrade_records_the_latest_revision_over_the_pinned_one() {
+        let injected = |rev: &str, hash: &str| {
+            json!({"updateTimestamp": "2026-01-01T00:00:00Z", "hash": hash,
+                "sidecarSetName": "mesh", "sidecarList": ["proxy"], "controllerRevision": rev})
+        };
+        let pod_ann = BTreeMap::from([
+            (
+                keys::SIDECARSET_HASH_ANNOTATION.to_owned(),
+                json!({"mesh": injected("mesh-1", "old"), "other": injected("other-7", "o")})
+                    .to_string(),
+            ),
+            (
+                keys::SIDECARSET_HASH_WITHOUT_IMAGE_ANNOTATION.to_owned(),
+                json!({"mesh": injected("mesh-1", "w")}).to_string(),
+            ),
+        ]);
+        let latest = Latest {
+            hash: "new".into(),
+            without_image: "w".into(),
+            revision: "mesh-2".into(),
+        };
+        let time = Time(Timestamp::from_second(1_800_000_000).expect("ts"));
+        let mut out = BTreeMap::new();
+        hash_annotations(&set(), &pod_ann, &latest, &time, &mut out).expect("annotations");
+        let hashes = wire::parse_hash_annotation(
+            keys::SIDECARSET_HASH_ANNOTATION,
+            &out[keys::SIDECARSET_HASH_ANNOTATION],
+        )
+        .expect("parses");
+        assert_eq!(hashes["mesh"].controller_revision, "mesh-2");
+        assert_eq!(hashes["mesh"].hash, "new");
+        assert_eq!(hashes["mesh"].sidecar_list, ["proxy"]);
+        assert_eq!(hashes["mesh"].update_timestamp, time);
+        // Another SidecarSet's entry is not ours to move.
+        assert_eq!(hashes["other"].controller_revision, "other-7");
+        assert_eq!(hashes["other"].hash, "o");
     }
 }

@@ -1056,3 +1056,409 @@ async fn revisions_are_recorded_and_injection_can_pin_an_old_one() {
     guard.delete().await.expect("delete sidecarset");
     ns.delete().await.expect("delete ns");
 }
+
+/// Upstream defaulting: an init container's `podInjectPolicy` becomes `AfterAppContainer` and a
+/// container's `BeforeAppContainer` on the stored SidecarSet, and an injected init container
+/// lands after the Pod's own.
+#[tokio::test]
+async fn init_container_inject_policy_defaults_to_after_app_container() {
+    use kruise_api::apps::v1beta1::PodInjectPolicyType;
+    let client = client().await.expect("client");
+    let ns = TestNamespace::create(&client, "sc-defaults")
+        .await
+        .expect("ns");
+    let name = format!("{}-defaults", ns.name);
+    let set = sc::new(
+        &name,
+        &ns.name,
+        "web",
+        json!({"initContainers": [{"name": "setup", "image": image("sidecar", "v1"),
+                "command": ["true"]}],
+            "containers": [{"name": "logger", "image": image("sidecar", "v1")}]}),
+    )
+    .expect("set");
+    let (guard, _) = Guard::create(&client, &set)
+        .await
+        .expect("create sidecarset");
+    let stored = sc::api(&client)
+        .get(&name)
+        .await
+        .expect("stored sidecarset");
+    assert_eq!(
+        stored.spec.init_containers[0].pod_inject_policy,
+        Some(PodInjectPolicyType::AfterAppContainer)
+    );
+    assert_eq!(
+        stored.spec.containers[0].pod_inject_policy,
+        Some(PodInjectPolicyType::BeforeAppContainer)
+    );
+
+    let pods: Api<Pod> = ns.api();
+    let bare: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "bare", "labels": {"app": "web"}},
+        "spec": {"initContainers": [{"name": "own", "image": image("testapp", "v1"),
+                "command": ["true"]}],
+            "containers": [{"name": "app", "image": image("testapp", "v1")}]}
+    }))
+    .expect("pod");
+    let dry = PostParams {
+        dry_run: true,
+        ..Default::default()
+    };
+    // The webhook's SidecarSet cache may lag the create by a moment.
+    let inits = wait_for(
+        "injection into a dry-run Pod",
+        Duration::from_secs(30),
+        || async {
+            let created = pods.create(&dry, &bare).await?;
+            let names: Vec<String> = created
+                .spec
+                .iter()
+                .flat_map(|s| s.init_containers.iter().flatten().map(|c| c.name.clone()))
+                .collect();
+            Ok((names.len() == 2).then_some(names))
+        },
+    )
+    .await
+    .expect("injected");
+    assert_eq!(inits, ["own", "setup"]);
+
+    guard.delete().await.expect("delete sidecarset");
+    ns.delete().await.expect("delete ns");
+}
+
+/// The `kruise.io/sidecarset-hash` entry of a Pod for SidecarSet `name`.
+fn hash_entry(pod: &Pod, name: &str) -> serde_json::Value {
+    pod.annotations()
+        .get(keys::SIDECARSET_HASH_ANNOTATION)
+        .and_then(|v| serde_json::from_str::<serde_json::Value>(v).ok())
+        .map(|m| m[name].clone())
+        .unwrap_or_default()
+}
+
+/// A Pod injected from a pinned revision and then upgraded in place to the current spec
+/// records the current ControllerRevision in its hash entry (upstream
+/// `UpdatePodSidecarSetHash`), not the pinned one.
+#[tokio::test]
+async fn upgrade_from_a_pinned_revision_records_the_latest_revision() {
+    let client = client().await.expect("client");
+    let ns = TestNamespace::create(&client, "sc-repin")
+        .await
+        .expect("ns");
+    let name = format!("{}-repin", ns.name);
+    let set = sc::new(
+        &name,
+        &ns.name,
+        "web",
+        json!({"containers": [{"name": "logger", "image": image("sidecar", "v1")}],
+            "updateStrategy": {"paused": true}}),
+    )
+    .expect("set");
+    let (guard, _) = Guard::create(&client, &set)
+        .await
+        .expect("create sidecarset");
+    let sets = sc::api(&client);
+    let latest_not = |old: Option<String>| {
+        let sets = sets.clone();
+        let name = name.clone();
+        async move {
+            wait_for("status.latestRevision", STARTUP, || async {
+                let s = sets.get(&name).await?;
+                Ok(s.status
+                    .map(|st| st.latest_revision)
+                    .filter(|r| !r.is_empty() && Some(r) != old.as_ref()))
+            })
+            .await
+            .expect("latestRevision")
+        }
+    };
+    let rev1 = latest_not(None).await;
+    sc::patch_spec(
+        &sets,
+        &name,
+        json!({"containers": [{"name": "logger", "image": image("sidecar", "v2")}],
+            "injectionStrategy": {"revision": {"revisionName": rev1, "policy": "Always"}}}),
+    )
+    .await
+    .expect("new image, injection pinned");
+    let rev2 = latest_not(Some(rev1.clone())).await;
+
+    let cs_api = cloneset::api(&client, &ns.name);
+    let cs = cloneset::new("web", 1, "v1", json!({})).expect("cloneset");
+    cs_api
+        .create(&PostParams::default(), &cs)
+        .await
+        .expect("create cloneset");
+    let pods: Api<Pod> = ns.api();
+    let pinned = ready_pods(&pods, "web", 1).await.remove(0);
+    assert_eq!(
+        sc::spec_image(&pinned, "logger"),
+        Some(image("sidecar", "v1"))
+    );
+    assert_eq!(
+        hash_entry(&pinned, &name)["controllerRevision"],
+        json!(rev1)
+    );
+
+    sc::patch_spec(&sets, &name, json!({"updateStrategy": {"paused": false}}))
+        .await
+        .expect("resume");
+    let upgraded = wait_for("the Pod upgraded in place to v2", UPGRADE, || async {
+        let p = pods.get(&pinned.name_any()).await?;
+        Ok((sc::spec_image(&p, "logger") == Some(image("sidecar", "v2"))).then_some(p))
+    })
+    .await
+    .expect("upgraded");
+    assert_eq!(upgraded.uid(), pinned.uid(), "in place, same Pod");
+    let entry = hash_entry(&upgraded, &name);
+    assert_eq!(entry["controllerRevision"], json!(rev2), "{entry}");
+    assert_eq!(
+        entry["hash"].as_str(),
+        sets.get(&name)
+            .await
+            .expect("set")
+            .annotations()
+            .get(keys::SIDECARSET_HASH_ANNOTATION)
+            .map(String::as_str)
+    );
+
+    guard.delete().await.expect("delete sidecarset");
+    ns.delete().await.expect("delete ns");
+}
+
+/// The Pod's `SidecarSetUpgradable` condition as (status, reason, message).
+fn upgradable(pod: &Pod) -> Option<(String, String, String)> {
+    pod.status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == "SidecarSetUpgradable")
+        .map(|c| {
+            (
+                c.status.clone(),
+                c.reason.clone().unwrap_or_default(),
+                c.message.clone().unwrap_or_default(),
+            )
+        })
+}
+
+/// Upstream's `SidecarSetUpgradable` Pod condition: True (`AllSidecarsetUpgradable`) once an
+/// image change upgraded the Pod in place, False (`UpdateImmutableField`) when the SidecarSet
+/// then changes more than images, with the `NotUpgradablePods` Event.
+#[tokio::test]
+async fn sidecarset_upgradable_condition_follows_what_can_be_upgraded() {
+    let client = client().await.expect("client");
+    let ns = TestNamespace::create(&client, "sc-upgradable")
+        .await
+        .expect("ns");
+    let name = format!("{}-upg", ns.name);
+    let set = sc::new(
+        &name,
+        &ns.name,
+        "web",
+        json!({"containers": [{"name": "logger", "image": image("sidecar", "v1")}]}),
+    )
+    .expect("set");
+    let (guard, _) = Guard::create(&client, &set)
+        .await
+        .expect("create sidecarset");
+    let cs_api = cloneset::api(&client, &ns.name);
+    let cs = cloneset::new("web", 1, "v1", json!({})).expect("cloneset");
+    cs_api
+        .create(&PostParams::default(), &cs)
+        .await
+        .expect("create cloneset");
+    let pods: Api<Pod> = ns.api();
+    let pod = ready_pods(&pods, "web", 1).await.remove(0);
+    let sets = sc::api(&client);
+
+    sc::patch_spec(
+        &sets,
+        &name,
+        json!({"containers": [{"name": "logger", "image": image("sidecar", "v2")}]}),
+    )
+    .await
+    .expect("image only");
+    let cond = wait_for("SidecarSetUpgradable True", UPGRADE, || async {
+        let p = pods.get(&pod.name_any()).await?;
+        Ok(upgradable(&p).filter(|c| c.0 == "True"))
+    })
+    .await
+    .expect("upgradable");
+    assert_eq!(cond.1, "AllSidecarsetUpgradable");
+    assert_eq!(cond.2, format!("{{\"{name}\":true}}"));
+
+    sc::patch_spec(
+        &sets,
+        &name,
+        json!({"containers": [{"name": "logger", "image": image("sidecar", "v1"),
+            "env": [{"name": "LEVEL", "value": "debug"}]}]}),
+    )
+    .await
+    .expect("env and image");
+    let cond = wait_for("SidecarSetUpgradable False", UPGRADE, || async {
+        let p = pods.get(&pod.name_any()).await?;
+        Ok(upgradable(&p).filter(|c| c.0 == "False"))
+    })
+    .await
+    .expect("not upgradable");
+    assert_eq!(cond.1, "UpdateImmutableField");
+    assert_eq!(cond.2, format!("{{\"{name}\":false}}"));
+    let now = pods.get(&pod.name_any()).await.expect("pod");
+    assert_eq!(now.uid(), pod.uid());
+    assert_eq!(sc::spec_image(&now, "logger"), Some(image("sidecar", "v2")));
+    wait_for("a NotUpgradablePods Event", STARTUP, || async {
+        let notes = sc::event_notes(&client, &name, "NotUpgradablePods").await?;
+        Ok(notes
+            .iter()
+            .any(|n| n.contains("detected 1 not upgradable pod(s)"))
+            .then_some(()))
+    })
+    .await
+    .expect("NotUpgradablePods Event");
+
+    guard.delete().await.expect("delete sidecarset");
+    ns.delete().await.expect("delete ns");
+}
+
+/// Puts `data` as the `kruise-configuration` ConfigMap's data (`None` deletes the ConfigMap).
+async fn put_kruise_configuration(
+    client: &kube::Client,
+    ns: &str,
+    data: Option<BTreeMap<String, String>>,
+) {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
+    let name = keys::KRUISE_CONFIGURATION_CONFIGMAP;
+    match data {
+        None => {
+            let _ = api.delete(name, &Default::default()).await;
+        }
+        Some(d) => {
+            let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": name, "namespace": ns}, "data": d});
+            api.patch(
+                name,
+                &PatchParams::apply("kruise-e2e").force(),
+                &Patch::Apply(&cm),
+            )
+            .await
+            .expect("apply kruise-configuration");
+        }
+    }
+}
+
+/// `patchPodMetadata` as upstream: refused without the whitelist in the manager's
+/// `kruise-configuration` ConfigMap or for a key it does not allow; once allowed, written at
+/// injection and re-applied (Overwrite) when the sidecar is upgraded in place. Serial: it
+/// rewrites that cluster-wide ConfigMap (and restores it).
+#[tokio::test]
+async fn serial_patch_pod_metadata_is_whitelisted_and_reapplied_on_upgrade() {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    let client = client().await.expect("client");
+    let manager_ns = kruise_e2e::mode::manager_namespace(&client)
+        .await
+        .expect("manager namespace");
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), &manager_ns);
+    let saved = cms
+        .get_opt(keys::KRUISE_CONFIGURATION_CONFIGMAP)
+        .await
+        .expect("read kruise-configuration")
+        .map(|c| c.data.unwrap_or_default());
+    let mut without = saved.clone().unwrap_or_default();
+    without.remove(keys::SIDECARSET_PATCH_METADATA_WHITELIST_KEY);
+    put_kruise_configuration(&client, &manager_ns, Some(without.clone())).await;
+
+    let ns = TestNamespace::create(&client, "sc-patchmeta")
+        .await
+        .expect("ns");
+    let name = format!("{}-meta", ns.name);
+    let key = "e2e.kruise.io/sidecar-version";
+    let with_patch = |image_tag: &str, version: &str, extra: Option<&str>| {
+        let mut ann = json!({ key: version });
+        if let Some(k) = extra {
+            ann[k] = json!("x");
+        }
+        sc::new(
+            &name,
+            &ns.name,
+            "web",
+            json!({"containers": [{"name": "logger", "image": image("sidecar", image_tag)}],
+                "patchPodMetadata": [{"annotations": ann, "patchPolicy": "Overwrite"}]}),
+        )
+        .expect("set")
+    };
+    let sets = sc::api(&client);
+    let refused = sets
+        .create(&PostParams::default(), &with_patch("v1", "v1", None))
+        .await
+        .expect_err("no whitelist: refused");
+    assert!(
+        refused.to_string().contains(
+            "spec.patchPodMetadata: Required value: SidecarSet patch metadata whitelist not found"
+        ),
+        "{refused}"
+    );
+    let mut allowed = without.clone();
+    allowed.insert(
+        keys::SIDECARSET_PATCH_METADATA_WHITELIST_KEY.to_owned(),
+        json!({"rules": [{"allowedAnnotationKeyExprs": ["^e2e\\.kruise\\.io/"]}]}).to_string(),
+    );
+    put_kruise_configuration(&client, &manager_ns, Some(allowed)).await;
+    let refused = sets
+        .create(
+            &PostParams::default(),
+            &with_patch("v1", "v1", Some("other.example.com/key")),
+        )
+        .await
+        .expect_err("a key outside the whitelist: refused");
+    assert!(
+        refused
+            .to_string()
+            .contains("sidecarSet patch metadata annotation(other.example.com/key) is not allowed"),
+        "{refused}"
+    );
+    let (guard, _) = Guard::create(&client, &with_patch("v1", "v1", None))
+        .await
+        .expect("whitelisted key: created");
+
+    let cs_api = cloneset::api(&client, &ns.name);
+    let cs = cloneset::new("web", 1, "v1", json!({})).expect("cloneset");
+    cs_api
+        .create(&PostParams::default(), &cs)
+        .await
+        .expect("create cloneset");
+    let pods: Api<Pod> = ns.api();
+    let pod = ready_pods(&pods, "web", 1).await.remove(0);
+    assert_eq!(pod.annotations().get(key).map(String::as_str), Some("v1"));
+
+    sc::patch_spec(
+        &sets,
+        &name,
+        json!({"containers": [{"name": "logger", "image": image("sidecar", "v2")}],
+            "patchPodMetadata": [{"annotations": { key: "v2" }, "patchPolicy": "Overwrite"}]}),
+    )
+    .await
+    .expect("new image and annotation");
+    let upgraded = wait_for(
+        "the Pod upgraded with the new annotation",
+        UPGRADE,
+        || async {
+            let p = pods.get(&pod.name_any()).await?;
+            Ok((sc::spec_image(&p, "logger") == Some(image("sidecar", "v2"))).then_some(p))
+        },
+    )
+    .await
+    .expect("upgraded");
+    assert_eq!(upgraded.uid(), pod.uid(), "in place");
+    assert_eq!(
+        upgraded.annotations().get(key).map(String::as_str),
+        Some("v2"),
+        "patchPodMetadata re-applied with the upgrade"
+    );
+
+    guard.delete().await.expect("delete sidecarset");
+    ns.delete().await.expect("delete ns");
+    put_kruise_configuration(&client, &manager_ns, saved).await;
+}

@@ -1,10 +1,11 @@
 //! [`SidecarSetLookup`] against the API server: SidecarSets (from the watch cache once it has
-//! loaded), the ControllerRevision an injection pins, and namespace labels.
+//! loaded), the ControllerRevision an injection pins, the `kruise-configuration` ConfigMap
+//! (the patchPodMetadata whitelist), and namespace labels.
 
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::ControllerRevision;
-use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kruise_api::apps::v1beta1::{SidecarSet, SidecarSetInjectRevision};
 use kruise_api::keys;
 
@@ -72,6 +73,23 @@ impl SidecarSetLookup for ApiCluster {
             })),
             Ok(Err(e)) => Err(fail(e.to_string())),
             Err(_) => Err(fail(format!("no answer within {:?}", self.timeout))),
+        }
+    }
+
+    async fn kruise_configuration(&self) -> Result<BTreeMap<String, String>, String> {
+        let Some(client) = &self.client else {
+            return Ok(BTreeMap::new());
+        };
+        let ns = revision::revisions_namespace();
+        let api: kube::Api<ConfigMap> = kube::Api::namespaced(client.clone(), &ns);
+        let name = keys::KRUISE_CONFIGURATION_CONFIGMAP;
+        match tokio::time::timeout(self.timeout, api.get_opt(name)).await {
+            Ok(Ok(cm)) => Ok(cm.and_then(|c| c.data).unwrap_or_default()),
+            Ok(Err(e)) => Err(format!("cannot read ConfigMap {ns}/{name}: {e}")),
+            Err(_) => Err(format!(
+                "cannot read ConfigMap {ns}/{name}: no answer within {:?}",
+                self.timeout
+            )),
         }
     }
 

@@ -63,7 +63,7 @@ pub fn inject(pod: &mut Pod, ctx: &InjectContext, now: &Time) -> Result<bool, In
     let mut hashes = read(keys::SIDECARSET_HASH_ANNOTATION)?;
     let mut hashes_without_image = read(keys::SIDECARSET_HASH_WITHOUT_IMAGE_ANNOTATION)?;
     let mut injected_annotations: BTreeMap<String, String> = BTreeMap::new();
-    let mut init_containers: Vec<Container> = Vec::new();
+    let mut init_containers: Vec<(PodInjectPolicyType, Container)> = Vec::new();
     let mut containers: Vec<(PodInjectPolicyType, Container)> = Vec::new();
     let mut volumes: Vec<Volume> = Vec::new();
     let mut secrets: Vec<LocalObjectReference> = Vec::new();
@@ -91,7 +91,12 @@ pub fn inject(pod: &mut Pod, ctx: &InjectContext, now: &Time) -> Result<bool, In
                 push_env(&mut c, e);
             }
             add_volumes_of(&c, &set_volumes, &mut volumes);
-            init_containers.push(c);
+            // Unset (a SidecarSet stored before defaulting) goes after, as upstream's
+            // `mergeSidecarContainers` puts any other value.
+            let policy = ic
+                .pod_inject_policy
+                .unwrap_or(PodInjectPolicyType::AfterAppContainer);
+            init_containers.push((policy, c));
         }
         secrets.extend(set.spec.image_pull_secrets.iter().cloned());
 
@@ -181,17 +186,27 @@ pub fn inject(pod: &mut Pod, ctx: &InjectContext, now: &Time) -> Result<bool, In
     }
 
     let spec = pod.spec.get_or_insert_with(Default::default);
-    // 1. init containers, by name, after the Pod's own.
-    init_containers.sort_by(|a, b| a.name.cmp(&b.name));
-    let pod_inits = spec.init_containers.get_or_insert_with(Vec::new);
-    for c in init_containers {
-        if !pod_inits.iter().any(|p| p.name == c.name) {
-            pod_inits.push(c);
+    // 1. init containers, by name, before or after the Pod's own as their podInjectPolicy
+    // says (defaulted to AfterAppContainer).
+    init_containers.sort_by(|a, b| a.1.name.cmp(&b.1.name));
+    let own_inits = spec.init_containers.take().unwrap_or_default();
+    let mut before_inits = Vec::new();
+    let mut after_inits = Vec::new();
+    for (policy, c) in init_containers {
+        if own_inits.iter().any(|p| p.name == c.name) {
+            continue;
+        }
+        match policy {
+            PodInjectPolicyType::BeforeAppContainer => before_inits.push(c),
+            PodInjectPolicyType::AfterAppContainer => after_inits.push(c),
         }
     }
-    if pod_inits.is_empty() {
-        spec.init_containers = None;
-    }
+    let inits: Vec<Container> = before_inits
+        .into_iter()
+        .chain(own_inits)
+        .chain(after_inits)
+        .collect();
+    spec.init_containers = (!inits.is_empty()).then_some(inits);
     // 2. containers: a sidecar the Pod already names replaces it in place; the others go
     // before or after the Pod's own.
     let mut before = Vec::new();

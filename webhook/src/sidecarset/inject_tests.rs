@@ -174,3 +174,33 @@ fn hot_upgrade_injects_a_pair() {
     );
     assert_eq!(ann["version.sidecarset.kruise.io/envoy-1"], "1");
 }
+
+#[test]
+fn init_containers_follow_their_inject_policy() {
+    let s = set(
+        "inits",
+        json!({"selector": {"matchLabels": {"app": "web"}},
+        "containers": [{"name": "proxy", "image": "e:1"}],
+        "initContainers": [
+            {"name": "early", "image": "busybox:1", "podInjectPolicy": "BeforeAppContainer"},
+            {"name": "late", "image": "busybox:1"}]}),
+    );
+    let ctx = InjectContext {
+        sidecar_sets: vec![s],
+        ..Default::default()
+    };
+    let mut p = pod(json!({"app": "web"}));
+    p.spec.as_mut().expect("spec").init_containers = Some(vec![
+        serde_json::from_value(json!({"name": "own", "image": "app:1"})).expect("container"),
+    ]);
+    assert!(inject(&mut p, &ctx, &now()).expect("inject"));
+    let names: Vec<String> = p
+        .spec
+        .expect("spec")
+        .init_containers
+        .expect("inits")
+        .into_iter()
+        .map(|c| c.name)
+        .collect();
+    assert_eq!(names, ["early", "own", "late"]);
+}

@@ -12,6 +12,7 @@ pub mod defaults;
 pub mod inject;
 pub mod revision;
 pub mod validation;
+pub mod whitelist;
 
 use std::collections::BTreeMap;
 
@@ -37,6 +38,13 @@ pub trait SidecarSetLookup: Sync {
     }
     /// A SidecarSet create or update is being admitted (a cache of them is stale for a while).
     fn sidecar_set_changing(&self) {}
+    /// The data of the `kruise-configuration` ConfigMap in the manager's namespace (empty
+    /// when it does not exist), where the `patchPodMetadata` whitelist lives.
+    fn kruise_configuration(
+        &self,
+    ) -> impl Future<Output = Result<BTreeMap<String, String>, String>> + Send {
+        std::future::ready(Ok(BTreeMap::new()))
+    }
     /// The labels of a namespace (empty when it does not exist).
     fn namespace_labels(
         &self,

@@ -76,20 +76,37 @@ fn message(o: &Outcome) -> String {
 async fn a_pin_to_a_missing_revision_is_refused_naming_the_field() {
     let cluster = Cluster(Vec::new());
     let missing = set(json!({}), json!({"revisionName": "mesh-9"}));
-    let out = validate_set(request("sidecarsets", None, missing), &cluster).await;
+    let out = validate_set(
+        request("sidecarsets", None, missing),
+        &cluster,
+        &Default::default(),
+    )
+    .await;
     let m = message(&out);
     assert!(
         m.starts_with("spec.injectionStrategy.revision.revisionName: Not found: \"mesh-9\""),
         "{m}"
     );
     let version = set(json!({}), json!({"customVersion": "green"}));
-    let m = message(&validate_set(request("sidecarsets", None, version), &cluster).await);
+    let m = message(
+        &validate_set(
+            request("sidecarsets", None, version),
+            &cluster,
+            &Default::default(),
+        )
+        .await,
+    );
     assert!(m.contains("customVersion: Not found: \"green\""), "{m}");
     for ok in [
         json!({"revisionName": "mesh-1"}),
         json!({"customVersion": "blue", "policy": "Partial"}),
     ] {
-        let out = validate_set(request("sidecarsets", None, set(json!({}), ok)), &cluster).await;
+        let out = validate_set(
+            request("sidecarsets", None, set(json!({}), ok)),
+            &cluster,
+            &Default::default(),
+        )
+        .await;
         assert!(matches!(out, Outcome::Allow), "{out:?}");
     }
 }
@@ -141,4 +158,89 @@ async fn partial_injects_the_pinned_revision_only_outside_the_update_selector() 
         injected_image(&always, json!({"app": "web", "canary": "true"})).await,
         "e:1"
     );
+}
+
+#[test]
+fn defaulting_sets_inject_policies_as_upstream() {
+    let raw = json!({"apiVersion": "apps.kruise.io/v1beta1", "kind": "SidecarSet",
+        "metadata": {"name": "mesh"},
+        "spec": {"selector": {"matchLabels": {"app": "web"}},
+            "initContainers": [{"name": "init", "image": "b:1"},
+                {"name": "first", "image": "b:1", "podInjectPolicy": "BeforeAppContainer"}],
+            "containers": [{"name": "proxy", "image": "e:2"},
+                {"name": "tail", "image": "e:2", "podInjectPolicy": "AfterAppContainer",
+                 "upgradeStrategy": {"upgradeType": "HotUpgrade", "hotUpgradeEmptyImage": "x:1"},
+                 "shareVolumePolicy": {"type": "enabled"}}]}});
+    let Outcome::Patch(patch) = super::defaults::mutate(&request("sidecarsets", None, raw.clone()))
+    else {
+        panic!("expected a patch");
+    };
+    let mut stored = raw;
+    json_patch::patch(&mut stored, &patch).expect("patch applies");
+    let spec = &stored["spec"];
+    assert_eq!(
+        spec["initContainers"][0]["podInjectPolicy"],
+        "AfterAppContainer"
+    );
+    assert_eq!(
+        spec["initContainers"][1]["podInjectPolicy"],
+        "BeforeAppContainer"
+    );
+    assert_eq!(
+        spec["containers"][0]["podInjectPolicy"],
+        "BeforeAppContainer"
+    );
+    assert_eq!(
+        spec["containers"][1]["podInjectPolicy"],
+        "AfterAppContainer"
+    );
+    assert_eq!(
+        spec["initContainers"][0]["upgradeStrategy"]["upgradeType"],
+        "ColdUpgrade"
+    );
+    assert_eq!(
+        spec["containers"][0]["shareVolumePolicy"]["type"],
+        "disabled"
+    );
+    assert_eq!(
+        spec["containers"][1]["upgradeStrategy"]["upgradeType"],
+        "HotUpgrade"
+    );
+    assert_eq!(
+        spec["containers"][1]["shareVolumePolicy"]["type"],
+        "enabled"
+    );
+    // The hashes cover the defaulted containers, as upstream hashes after defaulting.
+    let decoded = validate::decode(&stored).expect("decodes");
+    let [(key, hash), _] = validate::hash_annotations(&decoded.spec).expect("hashes");
+    assert_eq!(
+        stored["metadata"]["annotations"][key.as_str()],
+        hash.as_str()
+    );
+}
+
+#[tokio::test]
+async fn patch_metadata_without_a_whitelist_is_refused_and_defaults_to_retain() {
+    let mut raw = set(json!({}), Value::Null);
+    raw["spec"]["patchPodMetadata"] = json!([{"annotations": {"mesh/version": "v1"}}]);
+    let m = message(
+        &validate_set(
+            request("sidecarsets", None, raw.clone()),
+            &Cluster(Vec::new()),
+            &Default::default(),
+        )
+        .await,
+    );
+    assert!(
+        m.starts_with(
+            "spec.patchPodMetadata: Required value: SidecarSet patch metadata whitelist not found"
+        ),
+        "{m}"
+    );
+    let Outcome::Patch(patch) = super::defaults::mutate(&request("sidecarsets", None, raw.clone()))
+    else {
+        panic!("expected a patch");
+    };
+    json_patch::patch(&mut raw, &patch).expect("patch applies");
+    assert_eq!(raw["spec"]["patchPodMetadata"][0]["patchPolicy"], "Retain");
 }

@@ -11,6 +11,7 @@ use kruise_api::apps::v1beta1::{SidecarContainer, SidecarSet, SidecarSetSpec};
 use kruise_api::{keys, selector, sidecarset as wire};
 use serde_json::Value;
 
+use kruise_api::features::{FeatureGates, Gate};
 use kube::core::admission::Operation;
 
 use super::{SidecarSetLookup, conversion, revision};
@@ -281,7 +282,11 @@ pub fn conflict(name: &str, spec: &SidecarSetSpec, others: &[SidecarSet]) -> Opt
 
 /// SidecarSet validation: the rules of [`violations`], then the conflict with the
 /// other SidecarSets.
-pub async fn validate_set<C: SidecarSetLookup>(req: Request, cluster: &C) -> Outcome {
+pub async fn validate_set<C: SidecarSetLookup>(
+    req: Request,
+    cluster: &C,
+    gates: &FeatureGates,
+) -> Outcome {
     if !matches!(req.operation, Operation::Create | Operation::Update) {
         return Outcome::Allow;
     }
@@ -295,6 +300,20 @@ pub async fn validate_set<C: SidecarSetLookup>(req: Request, cluster: &C) -> Out
     let errs = violations(&set.spec);
     if !errs.is_empty() {
         return Outcome::invalid(errs.join("; "));
+    }
+    if !set.spec.patch_pod_metadata.is_empty() {
+        let config = match cluster.kruise_configuration().await {
+            Ok(c) => c,
+            Err(e) => return Outcome::forbidden(e),
+        };
+        if let Some(why) = super::whitelist::refusal(
+            &set,
+            &config,
+            gates.enabled(Gate::SidecarSetPatchPodMetadataDefaultsAllowed),
+            &revision::revisions_namespace(),
+        ) {
+            return Outcome::invalid(why);
+        }
     }
     let name = set.metadata.name.as_deref().unwrap_or(&req.name);
     // A pin to a revision that does not exist would silently inject the latest spec.

@@ -419,3 +419,27 @@ proptest::proptest! {
         proptest::prop_assert!(ready_upgraded <= budget, "{} > {}", ready_upgraded, budget);
     }
 }
+
+#[test]
+fn pods_whose_change_is_beyond_images_are_marked_not_upgradable() {
+    let beyond = PodState {
+        image_only: false,
+        ..old()
+    };
+    let unselected = PodState {
+        selected: false,
+        ..beyond.clone()
+    };
+    let updated = PodState {
+        updated: true,
+        ..beyond.clone()
+    };
+    let pods = vec![beyond.clone(), old(), unselected, updated];
+    let p = run(&set(json!({})), &pods);
+    assert_eq!(p.not_upgradable, vec![0]);
+    assert_eq!(p.upgrade, vec![1]);
+    // Paused and NotUpdate look at no Pod, as upstream returns before the strategy.
+    for strategy in [json!({"paused": true}), json!({"type": "NotUpdate"})] {
+        assert!(run(&set(strategy), &pods).not_upgradable.is_empty());
+    }
+}
