@@ -110,10 +110,8 @@ async fn budget_guards_evictions_and_deletes() {
     let pods: Api<Pod> = ns.api();
     let budgets: Api<PodUnavailableBudget> = ns.api();
     // The default client retries a 429 until it passes, as drain does; this one shows it.
-    let strict: Api<Pod> = Api::namespaced(
-        client_without_retry().await.expect("cluster"),
-        &ns.name,
-    );
+    let strict: Api<Pod> =
+        Api::namespaced(client_without_retry().await.expect("cluster"), &ns.name);
     let strategy =
         json!({"type": "RollingUpdate", "rollingUpdate": {"podUpdatePolicy": "InPlaceIfPossible"}});
     let mut cs = cloneset::new("web", 3, "v1", strategy).expect("cs");
