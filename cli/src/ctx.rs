@@ -195,6 +195,23 @@ impl Workload {
             .map_err(|e| self.not_found(e))?;
         Ok(RolloutView::from_json(&typed_json(&obj, &self.resource)))
     }
+
+    /// Applies a JSON patch (RFC 6902) given as its array of operations; a failed `test`
+    /// operation leaves the workload as it was.
+    pub async fn json_patch(&self, ops: Value) -> Result<()> {
+        tracing::debug!(target = %self.target, %ops, "JSON patch");
+        let patch: json_patch::Patch =
+            serde_json::from_value(ops).map_err(|e| CliError::Other(e.into()))?;
+        self.api
+            .patch(
+                &self.target.name,
+                &PatchParams::default(),
+                &Patch::<Value>::Json(patch),
+            )
+            .await
+            .map_err(|e| self.not_found(e))?;
+        Ok(())
+    }
 }
 
 /// The object as JSON with `apiVersion` and `kind` filled in: list and watch responses leave

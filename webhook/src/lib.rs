@@ -79,6 +79,7 @@ pub mod image_reference;
 pub mod json;
 pub mod pull_template;
 pub mod review;
+pub mod watched;
 pub mod workload;
 
 // Around the handlers: the cluster they read, the endpoints' registration, conversion,

@@ -10,7 +10,7 @@ use crate::view::workload::History;
 use crate::view::{RolloutView, get};
 use k8s_openapi::api::apps::v1::{ControllerRevision, ReplicaSet};
 use kruise_api::keys::{self, k8s};
-use kube::api::{Api, ListParams, Patch, PatchParams};
+use kube::api::{Api, ListParams};
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -252,18 +252,8 @@ pub async fn undo(ctx: &Ctx, target: &Target, to: Option<i64>, dry_run: bool) ->
     }
     // A JSON patch replaces the whole template; a merge patch would keep fields the old
     // revision did not have.
-    let patch: json_patch::Patch = serde_json::from_value(
-        json!([{"op": "replace", "path": "/spec/template", "value": rev.template}]),
-    )
-    .map_err(|e| CliError::Other(e.into()))?;
-    wl.api
-        .patch(
-            &target.name,
-            &PatchParams::default(),
-            &Patch::<Value>::Json(patch),
-        )
-        .await
-        .map_err(|e| wl.not_found(e))?;
+    wl.json_patch(json!([{"op": "replace", "path": "/spec/template", "value": rev.template}]))
+        .await?;
     if view.paused {
         println!(
             "{target} is paused: run `kubectl kruise rollout resume {target}` to apply the rollback"

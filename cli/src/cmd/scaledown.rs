@@ -11,7 +11,7 @@ use crate::target::Target;
 use crate::view::workload::{Kind, ordinal};
 use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
-use kube::api::{ListParams, Patch, PatchParams};
+use kube::api::ListParams;
 use serde_json::{Value, json};
 
 /// What the command will write.
@@ -154,16 +154,7 @@ pub async fn run(ctx: &Ctx, target: &Target, pods: &[String], dry_run: bool) -> 
         println!("(dry run: nothing changed)");
         return Ok(exit::OK);
     }
-    let patch: json_patch::Patch =
-        serde_json::from_value(plan.patch).map_err(|e| CliError::Other(e.into()))?;
-    wl.api
-        .patch(
-            &target.name,
-            &PatchParams::default(),
-            &Patch::<Value>::Json(patch),
-        )
-        .await
-        .map_err(|e| wl.not_found(e))?;
+    wl.json_patch(plan.patch).await?;
     println!("{target} scaled down");
     Ok(exit::OK)
 }

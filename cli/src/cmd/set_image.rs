@@ -5,7 +5,6 @@ use crate::error::{CliError, Result, exit};
 use crate::math;
 use crate::target::Target;
 use crate::view::RolloutView;
-use kube::api::{Patch, PatchParams};
 use serde_json::{Value, json};
 
 /// Parses `CONTAINER=IMAGE` pairs into (index, name, old, new) against the template.
@@ -99,16 +98,7 @@ pub async fn run(ctx: &Ctx, target: &Target, pairs: &[String], dry_run: bool) ->
         ops.push(json!({"op": "test", "path": format!("{at}/{i}/name"), "value": name}));
         ops.push(json!({"op": "replace", "path": format!("{at}/{i}/image"), "value": new}));
     }
-    let patch: json_patch::Patch =
-        serde_json::from_value(Value::Array(ops)).map_err(|e| CliError::Other(e.into()))?;
-    wl.api
-        .patch(
-            &target.name,
-            &PatchParams::default(),
-            &Patch::<Value>::Json(patch),
-        )
-        .await
-        .map_err(|e| wl.not_found(e))?;
+    wl.json_patch(Value::Array(ops)).await?;
     println!("{target} image updated");
     Ok(exit::OK)
 }

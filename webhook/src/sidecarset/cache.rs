@@ -11,14 +11,10 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use futures::StreamExt;
 use kruise_api::apps::v1beta1::SidecarSet;
-use kube::runtime::WatchStreamExt;
-use kube::runtime::reflector::{self, Store};
-use kube::runtime::watcher::{self, watcher};
-use kube::{Api, Client};
-use tokio::sync::watch;
-use tokio::task::JoinHandle;
+use kube::Client;
+
+use crate::watched::{WatchGuard, Watched};
 
 /// How long after a SidecarSet admission the cache is not trusted (the watch normally shows
 /// the change within milliseconds).
@@ -27,50 +23,20 @@ pub const FRESH_AFTER_CHANGE: Duration = Duration::from_secs(5);
 /// See the module docs.
 #[derive(Clone)]
 pub struct SidecarSetCache {
-    store: Store<SidecarSet>,
-    synced: watch::Receiver<bool>,
+    sets: Watched<SidecarSet>,
     /// When a SidecarSet create or update was last admitted.
     changed: Arc<Mutex<Option<Instant>>>,
-}
-
-/// Stops the cache's watch when dropped.
-pub struct WatchGuard(JoinHandle<()>);
-
-impl Drop for WatchGuard {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
 }
 
 impl SidecarSetCache {
     /// Starts watching every SidecarSet; the watch runs until the guard is dropped.
     pub fn start(client: Client) -> (Self, WatchGuard) {
-        let (store, writer) = reflector::store::<SidecarSet>();
-        let (synced_tx, synced) = watch::channel(false);
-        let api: Api<SidecarSet> = Api::all(client);
-        let task = tokio::spawn(async move {
-            let stream = watcher(api, watcher::Config::default())
-                .default_backoff()
-                .modify(|s| s.metadata.managed_fields = None)
-                .reflect(writer);
-            let mut stream = std::pin::pin!(stream);
-            while let Some(item) = stream.next().await {
-                match item {
-                    Ok(watcher::Event::InitDone) => {
-                        let _ = synced_tx.send(true);
-                    }
-                    Ok(_) => {}
-                    // Also while the CRD is not installed: snapshots stay `None` until it is.
-                    Err(e) => tracing::debug!(error = %e, "SidecarSet watch failed, retrying"),
-                }
-            }
-        });
+        let (sets, guard) = Watched::start(client, "SidecarSet");
         let cache = Self {
-            store,
-            synced,
+            sets,
             changed: Arc::default(),
         };
-        (cache, WatchGuard(task))
+        (cache, guard)
     }
 
     /// A SidecarSet is being created or updated: list instead of trusting the cache for a while.
@@ -82,9 +48,7 @@ impl SidecarSetCache {
 
     /// Every SidecarSet, or `None` before the first list has loaded or shortly after a change.
     pub fn snapshot(&self) -> Option<Vec<SidecarSet>> {
-        if !*self.synced.borrow() {
-            return None;
-        }
+        let sets = self.sets.all()?;
         let recent = match self.changed.lock() {
             Ok(c) => c.is_some_and(|at| at.elapsed() < FRESH_AFTER_CHANGE),
             Err(_) => true,
@@ -92,12 +56,6 @@ impl SidecarSetCache {
         if recent {
             return None;
         }
-        Some(
-            self.store
-                .state()
-                .iter()
-                .map(|s| s.as_ref().clone())
-                .collect(),
-        )
+        Some(sets.iter().map(|s| s.as_ref().clone()).collect())
     }
 }

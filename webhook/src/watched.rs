@@ -1,0 +1,78 @@
+//! A kind kept by a watch, for the lookups an admission makes on every Pod (upstream reads them
+//! from its informer cache). Until the first list has loaded, or while the kind's CRD is
+//! missing (the watch keeps retrying), [`Watched::all`] answers `None` and the caller lists
+//! from the API server instead.
+
+use std::fmt::Debug;
+use std::hash::Hash;
+use std::sync::Arc;
+
+use futures::StreamExt;
+use kube::runtime::WatchStreamExt;
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::watcher::{self, watcher};
+use kube::{Api, Client, Resource};
+use serde::de::DeserializeOwned;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+/// Every object of kind `K` in the cluster, as the watch last saw it.
+pub struct Watched<K: Resource<DynamicType = ()> + 'static> {
+    store: Store<K>,
+    synced: watch::Receiver<bool>,
+}
+
+// Derived Clone would ask `K: Clone`; the store is shared, not copied.
+impl<K: Resource<DynamicType = ()> + 'static> Clone for Watched<K> {
+    fn clone(&self) -> Self {
+        Self {
+            store: self.store.clone(),
+            synced: self.synced.clone(),
+        }
+    }
+}
+
+/// Stops a watch when dropped.
+pub struct WatchGuard(JoinHandle<()>);
+
+impl Drop for WatchGuard {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+impl<K> Watched<K>
+where
+    K: Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
+    K::DynamicType: Eq + Hash + Clone,
+{
+    /// Starts watching every `K`; the watch runs until the guard is dropped. `kind` names it
+    /// in the log when the watch fails.
+    pub fn start(client: Client, kind: &'static str) -> (Self, WatchGuard) {
+        let (store, writer) = reflector::store::<K>();
+        let (synced_tx, synced) = watch::channel(false);
+        let api: Api<K> = Api::all(client);
+        let task = tokio::spawn(async move {
+            let stream = watcher(api, watcher::Config::default())
+                .default_backoff()
+                .modify(|o| o.meta_mut().managed_fields = None)
+                .reflect(writer);
+            let mut stream = std::pin::pin!(stream);
+            while let Some(item) = stream.next().await {
+                match item {
+                    Ok(watcher::Event::InitDone) => {
+                        let _ = synced_tx.send(true);
+                    }
+                    Ok(_) => {}
+                    Err(e) => tracing::debug!(error = %e, kind, "watch failed, retrying"),
+                }
+            }
+        });
+        (Self { store, synced }, WatchGuard(task))
+    }
+
+    /// Every object, or `None` before the first list has loaded.
+    pub fn all(&self) -> Option<Vec<Arc<K>>> {
+        (*self.synced.borrow()).then(|| self.store.state())
+    }
+}
