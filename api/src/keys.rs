@@ -233,6 +233,9 @@ pub const PUB_KIND: &str = "PodUnavailableBudget";
 pub const VALIDATE_PUB_PATH: &str = "/validate-policy-kruise-io-podunavailablebudget";
 /// Event on a Pod whose delete, eviction or update the budget refused.
 pub const PUB_REASON_PREVENT_POD_DELETION: &str = "PubPreventPodDeletion";
+/// Note of the [`PUB_REASON_PREVENT_POD_DELETION`] Event, upstream's words for every refused
+/// operation.
+pub const PUB_PREVENT_POD_DELETION_NOTE: &str = "openkruise pub prevents pod deletion";
 /// Event on a PUB that covers no Pod.
 pub const PUB_REASON_NO_PODS: &str = "NoPods";
 /// Event on a PUB whose expected Pod count cannot be computed.

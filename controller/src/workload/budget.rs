@@ -55,7 +55,7 @@ pub async fn charge_update(
             let ev = Event {
                 type_: EventType::Warning,
                 reason: keys::PUB_REASON_PREVENT_POD_DELETION.to_owned(),
-                note: Some("openkruise pub prevents pod deletion".to_owned()),
+                note: Some(keys::PUB_PREVENT_POD_DELETION_NOTE.to_owned()),
                 action: keys::PUB_REASON_PREVENT_POD_DELETION.to_owned(),
                 secondary: None,
             };

@@ -206,6 +206,23 @@ async fn budget_guards_evictions_and_deletes() {
         pods.get_opt(&b).await.expect("get").is_some(),
         "{b} survived"
     );
+    // The webhook's refusals are on B as upstream's Warning Event, and on no other Pod.
+    let events: Api<k8s_openapi::api::core::v1::Event> = ns.api();
+    let on = wait_for("the refusal's Event", Duration::from_secs(10), || async {
+        let on: Vec<String> = events
+            .list(&kube::api::ListParams::default())
+            .await?
+            .items
+            .into_iter()
+            .filter(|e| e.reason.as_deref() == Some(keys::PUB_REASON_PREVENT_POD_DELETION))
+            .filter(|e| e.type_.as_deref() == Some("Warning"))
+            .filter_map(|e| e.involved_object.name)
+            .collect();
+        Ok((!on.is_empty()).then_some(on))
+    })
+    .await
+    .expect("Event");
+    assert!(on.iter().all(|n| n == &b), "{on:?}");
     // The eviction was recorded: A in disruptedPods, nothing more allowed.
     wait_for(
         "A recorded in disruptedPods",

@@ -2,9 +2,13 @@
 //! their status writes, and the workload above a Pod's ReplicaSet.
 
 use k8s_openapi::api::apps::v1::ReplicaSet;
+use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use kruise_api::keys;
 use kruise_api::policy::v1alpha1::{PodUnavailableBudget, TargetReference};
+use kube::Resource;
 use kube::api::PostParams;
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 
 use super::ApiCluster;
 use crate::podunavailablebudget::{PubLookup, StatusWrite};
@@ -29,6 +33,9 @@ impl ApiCluster {
         })
     }
 }
+
+/// Who the webhook's Events say recorded them.
+const EVENT_REPORTER: &str = "kruise-webhook";
 
 fn is_not_found(e: &kube::Error) -> bool {
     matches!(e, kube::Error::Api(s) if s.code == 404)
@@ -95,6 +102,27 @@ impl PubLookup for ApiCluster {
                 "cannot write the status of PodUnavailableBudget {name}: {e}"
             )),
         }
+    }
+
+    fn refused(&self, pod: &Pod) {
+        let Some(client) = self.client.clone() else {
+            return;
+        };
+        let about = pod.object_ref(&());
+        // In the background: the API server waits for our answer, not for the Event.
+        tokio::spawn(async move {
+            let recorder = Recorder::new(client, Reporter::from(EVENT_REPORTER));
+            let ev = Event {
+                type_: EventType::Warning,
+                reason: keys::PUB_REASON_PREVENT_POD_DELETION.to_owned(),
+                note: Some(keys::PUB_PREVENT_POD_DELETION_NOTE.to_owned()),
+                action: keys::PUB_REASON_PREVENT_POD_DELETION.to_owned(),
+                secondary: None,
+            };
+            if let Err(e) = recorder.publish(&ev, &about).await {
+                tracing::debug!(error = %e, "failed to record the budget's refusal as an Event");
+            }
+        });
     }
 
     async fn workload_of(

@@ -221,6 +221,7 @@ pub async fn check_and_charge<C: PubLookup>(
     for _ in 0..ATTEMPTS {
         if let Err(refused) = charge(&mut budget, &pod_name, op, Timestamp::now()) {
             tracing::info!(pod = %pod_name, budget = name, operation = %op, "PodUnavailableBudget refused a disruption");
+            cluster.refused(pod);
             return refusal(op, refused.to_string());
         }
         if dry_run {

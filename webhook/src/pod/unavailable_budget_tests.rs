@@ -25,6 +25,8 @@ struct Cluster {
     reads: AtomicUsize,
     writes: AtomicUsize,
     conflicts_left: AtomicUsize,
+    /// The Pods whose refusal was recorded (upstream's Event).
+    refused: Mutex<Vec<String>>,
 }
 
 impl PubLookup for Cluster {
@@ -54,6 +56,12 @@ impl PubLookup for Cluster {
         self.writes.fetch_add(1, Ordering::SeqCst);
         *self.budget.lock().expect("lock") = Some(b.clone());
         Ok(StatusWrite::Written)
+    }
+    fn refused(&self, pod: &Pod) {
+        self.refused
+            .lock()
+            .expect("lock")
+            .push(pod.metadata.name.clone().unwrap_or_default());
     }
 }
 
@@ -111,6 +119,7 @@ fn cluster(allowed: i32, pods: &[Value]) -> Cluster {
         reads: AtomicUsize::new(0),
         writes: AtomicUsize::new(0),
         conflicts_left: AtomicUsize::new(0),
+        refused: Mutex::default(),
     }
 }
 
@@ -199,6 +208,8 @@ async fn first_eviction_is_charged_second_gets_429_delete_gets_403() {
         Outcome::Allow
     );
     assert_eq!(c.writes.load(Ordering::SeqCst), 1);
+    // Each refusal, and only those, is recorded on its Pod (upstream's Event).
+    assert_eq!(*c.refused.lock().expect("lock"), ["b", "b"]);
 }
 
 #[tokio::test]

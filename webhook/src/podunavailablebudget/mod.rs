@@ -11,6 +11,7 @@ pub mod validation;
 
 use std::future::Future;
 
+use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kruise_api::policy::v1alpha1::{PodUnavailableBudget, TargetReference};
 
@@ -57,6 +58,10 @@ pub trait PubLookup: Sync {
     ) -> impl Future<Output = Result<StatusWrite, String>> + Send {
         std::future::ready(Ok(StatusWrite::Gone))
     }
+    /// Records that the budget refused an operation on `pod` (upstream's Warning Event
+    /// [`kruise_api::keys::PUB_REASON_PREVENT_POD_DELETION`] on the Pod). Must not delay the
+    /// answer: the refusal stands whether or not the Event is written.
+    fn refused(&self, _pod: &Pod) {}
     /// The workload a Pod's controller belongs to, as a budget's `targetRef` names it: a
     /// ReplicaSet owned by a Deployment is that Deployment; any other owner is itself
     /// (upstream `GetScaleAndSelectorForRef` on the Pod's controller).
