@@ -8,8 +8,9 @@
 use std::fmt::Debug;
 use std::time::Duration;
 
-use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::{Namespace, Pod, Service};
+use k8s_openapi::api::networking::v1::Ingress;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kruise_api::keys;
 use kruise_e2e::{TestNamespace, client, cloneset, image, statefulset, wait_for};
@@ -332,6 +333,96 @@ async fn service_honours_always_and_ignores_cascading() {
     allowed(&services, "cascading").await;
     label(&services, "always", None).await;
     allowed(&services, "always").await;
+    ns.delete().await.expect("delete ns");
+}
+
+/// A labelled apps/v1 workload of `kind` with one replica (no Pod needs to run: the webhook
+/// reads `spec.replicas`).
+fn apps_workload<K: DeserializeOwned>(name: &str, extra: Value) -> K {
+    let mut spec = json!({
+        "replicas": 1,
+        "selector": {"matchLabels": {"app": name}},
+        "template": {"metadata": {"labels": {"app": name}},
+                     "spec": {"terminationGracePeriodSeconds": 0,
+                              "containers": [{"name": "idle", "image": image("sidecar", "v1")}]}}
+    });
+    if let (Some(s), Some(e)) = (spec.as_object_mut(), extra.as_object()) {
+        s.extend(e.clone());
+    }
+    serde_json::from_value(json!({
+        "metadata": {"name": name, "labels": labelled("Cascading")}, "spec": spec
+    }))
+    .expect("workload")
+}
+
+/// Refused while `spec.replicas` is 1, allowed once scaled to 0 (label kept).
+async fn cascading_until_zero<K>(api: &Api<K>, name: &str, kind: &str)
+where
+    K: Resource + Clone + DeserializeOwned + Debug,
+{
+    let m = refused(api, name).await;
+    assert!(
+        m.contains(&format!("{LABEL}=Cascading and replicas 1>0")),
+        "{m}"
+    );
+    assert!(m.contains(&format!("to delete the {kind}")), "{m}");
+    api.patch(
+        name,
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"replicas": 0}})),
+    )
+    .await
+    .expect("scale to 0");
+    allowed(api, name).await;
+}
+
+#[tokio::test]
+async fn replicaset_and_statefulset_cascading_are_refused_until_scaled_to_zero() {
+    let client = client().await.expect("cluster");
+    let ns = TestNamespace::create(&client, "e2e-dp-rs-sts")
+        .await
+        .expect("ns");
+    let sets: Api<ReplicaSet> = ns.api();
+    sets.create(&PostParams::default(), &apps_workload("rs", json!({})))
+        .await
+        .expect("create ReplicaSet");
+    cascading_until_zero(&sets, "rs", "ReplicaSet").await;
+    let statefulsets: Api<StatefulSet> = ns.api();
+    statefulsets
+        .create(
+            &PostParams::default(),
+            &apps_workload("sts", json!({"serviceName": "sts"})),
+        )
+        .await
+        .expect("create StatefulSet");
+    cascading_until_zero(&statefulsets, "sts", "StatefulSet").await;
+    ns.delete().await.expect("delete ns");
+}
+
+#[tokio::test]
+async fn ingress_honours_always_and_ignores_cascading() {
+    let client = client().await.expect("cluster");
+    let ns = TestNamespace::create(&client, "e2e-dp-ing")
+        .await
+        .expect("ns");
+    let ingresses: Api<Ingress> = ns.api();
+    for (name, value) in [("always", "Always"), ("cascading", "Cascading")] {
+        let ing: Ingress = serde_json::from_value(json!({
+            "metadata": {"name": name, "labels": labelled(value)},
+            "spec": {"defaultBackend": {"service": {"name": name, "port": {"number": 80}}}}
+        }))
+        .expect("ingress");
+        ingresses
+            .create(&PostParams::default(), &ing)
+            .await
+            .expect("create Ingress");
+    }
+    let m = refused(&ingresses, "always").await;
+    assert!(m.contains(&format!("{LABEL}=Always")), "{m}");
+    // Upstream honours Always only for Ingresses.
+    allowed(&ingresses, "cascading").await;
+    label(&ingresses, "always", None).await;
+    allowed(&ingresses, "always").await;
     ns.delete().await.expect("delete ns");
 }
 
