@@ -9,10 +9,15 @@ use std::fmt::Debug;
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
-use k8s_openapi::api::core::v1::{Namespace, Pod, Service};
+use k8s_openapi::api::core::v1::{
+    Namespace, PersistentVolume, PersistentVolumeClaim, Pod, Service,
+};
 use k8s_openapi::api::networking::v1::Ingress;
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kruise_api::features::Gate;
 use kruise_api::keys;
+use kruise_e2e::manager::{self, ManagerConfig};
 use kruise_e2e::{TestNamespace, client, cloneset, image, statefulset, wait_for};
 use kube::api::{
     ApiResource, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
@@ -37,7 +42,8 @@ where
             assert!(
                 s.message
                     .contains("forbidden by ResourcesProtectionDeletion")
-                    || s.message.contains("feature-gate"),
+                    || s.message.contains("feature-gate")
+                    || s.message.contains("failed to list"),
                 "upstream's text: {}",
                 s.message
             );
@@ -132,63 +138,156 @@ async fn namespace_cascading_is_refused_while_a_pod_is_active() {
         .expect("allowed once no Pod is active (label kept)");
 }
 
+/// A Namespace labelled Cascading is held by a Bound PVC (and by nothing else here: no Pod). The
+/// PVC binds at once to a PersistentVolume made for it (static binding, a storage class name no
+/// provisioner serves), so no Pod has to run for the binding.
+#[tokio::test]
+async fn namespace_cascading_is_refused_while_a_pvc_is_bound() {
+    let client = client().await.expect("cluster");
+    let ns = TestNamespace::create(&client, "e2e-dp-ns-pvc")
+        .await
+        .expect("ns");
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let suffix: u32 = rand::rng().random_range(0..0xff_ffff);
+    let pv_name = format!("e2e-dp-{suffix:06x}");
+    let class = "e2e-dp-static";
+    let pvs: Api<PersistentVolume> = Api::all(client.clone());
+    let pv: PersistentVolume = serde_json::from_value(json!({
+        "metadata": {"name": pv_name},
+        "spec": {
+            "capacity": {"storage": "1Mi"}, "accessModes": ["ReadWriteOnce"],
+            "persistentVolumeReclaimPolicy": "Retain", "storageClassName": class,
+            "hostPath": {"path": format!("/tmp/{pv_name}")},
+            "claimRef": {"namespace": ns.name, "name": "data"}
+        }
+    }))
+    .expect("pv");
+    pvs.create(&PostParams::default(), &pv)
+        .await
+        .expect("create PV");
+    let pvcs: Api<PersistentVolumeClaim> = ns.api();
+    let pvc: PersistentVolumeClaim = serde_json::from_value(json!({
+        "metadata": {"name": "data"},
+        "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": class,
+                 "volumeName": pv_name, "resources": {"requests": {"storage": "1Mi"}}}
+    }))
+    .expect("pvc");
+    pvcs.create(&PostParams::default(), &pvc)
+        .await
+        .expect("create PVC");
+    label(&namespaces, &ns.name, Some("Cascading")).await;
+    // Pending PVCs do not count: until the binder has run, the namespace may go.
+    wait_for("the PVC Bound", Duration::from_secs(60), || async {
+        let c = pvcs.get("data").await?;
+        let phase = c.status.and_then(|s| s.phase);
+        Ok((phase.as_deref() == Some("Bound")).then_some(()))
+    })
+    .await
+    .expect("bound");
+    let m = refused(&namespaces, &ns.name).await;
+    assert!(
+        m.contains(&format!("{LABEL}=Cascading and \"Bound\" status pvc 1>0")),
+        "{m}"
+    );
+    assert!(
+        m.contains("first delete its Bound PersistentVolumeClaims"),
+        "says what to do: {m}"
+    );
+    pvcs.delete("data", &DeleteParams::default())
+        .await
+        .expect("delete PVC");
+    // A PVC being deleted (or gone) no longer counts.
+    ns.delete()
+        .await
+        .expect("allowed once no PVC is Bound (label kept)");
+    pvs.delete(&pv_name, &DeleteParams::default())
+        .await
+        .expect("delete PV");
+}
+
+/// A CRD of a group of its own (a CRD name is cluster-wide, and kinds must be unique in a group),
+/// labelled `Always`, established, with one object `one` in the test's namespace.
+struct Widgets {
+    crds: Api<CustomResourceDefinition>,
+    /// The CRD's name, `widgets.<group>`.
+    name: String,
+    group: String,
+    widgets: Api<DynamicObject>,
+}
+
+impl Widgets {
+    async fn create(client: &Client, ns: &TestNamespace) -> Widgets {
+        let suffix: u32 = rand::rng().random_range(0..0xff_ffff);
+        let group = format!("g{suffix:06x}.dp.e2e.kruise-rs.io");
+        let name = format!("widgets.{group}");
+        let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+        let crd: CustomResourceDefinition = serde_json::from_value(json!({
+            "metadata": {"name": name, "labels": labelled("Always")},
+            "spec": {
+                "group": group, "scope": "Namespaced",
+                "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+                "versions": [{"name": "v1", "served": true, "storage": true,
+                              "schema": {"openAPIV3Schema": {"type": "object"}}}]
+            }
+        }))
+        .expect("crd");
+        crds.create(&PostParams::default(), &crd)
+            .await
+            .expect("create CRD");
+        let m = refused(&crds, &name).await;
+        assert!(m.contains(&format!("{LABEL}=Always")), "{m}");
+
+        let established = |c: &CustomResourceDefinition| {
+            c.status
+                .as_ref()
+                .and_then(|s| s.conditions.as_ref())
+                .is_some_and(|cs| {
+                    cs.iter()
+                        .any(|c| c.type_ == "Established" && c.status == "True")
+                })
+        };
+        wait_for("the CRD established", Duration::from_secs(30), || async {
+            Ok(crds
+                .get(&name)
+                .await
+                .map(|c| established(&c).then_some(()))?)
+        })
+        .await
+        .expect("established");
+        let ar = ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk(&group, "v1", "Widget"),
+            "widgets",
+        );
+        let widgets: Api<DynamicObject> = Api::namespaced_with(client.clone(), &ns.name, &ar);
+        let widget: DynamicObject = serde_json::from_value(json!({
+            "apiVersion": format!("{group}/v1"), "kind": "Widget", "metadata": {"name": "one"}
+        }))
+        .expect("widget");
+        widgets
+            .create(&PostParams::default(), &widget)
+            .await
+            .expect("create widget");
+        Widgets {
+            crds,
+            name,
+            group,
+            widgets,
+        }
+    }
+}
+
 #[tokio::test]
 async fn crd_cascading_is_refused_until_the_label_goes() {
     let client = client().await.expect("cluster");
     let ns = TestNamespace::create(&client, "e2e-dp-crd")
         .await
         .expect("ns");
-    // A group of its own: a CRD name is cluster-wide, and kinds must be unique in a group.
-    let suffix: u32 = rand::rng().random_range(0..0xff_ffff);
-    let group = format!("g{suffix:06x}.dp.e2e.kruise-rs.io");
-    let name = format!("widgets.{group}");
-    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    let crd: CustomResourceDefinition = serde_json::from_value(json!({
-        "metadata": {"name": name, "labels": labelled("Always")},
-        "spec": {
-            "group": group, "scope": "Namespaced",
-            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
-            "versions": [{"name": "v1", "served": true, "storage": true,
-                          "schema": {"openAPIV3Schema": {"type": "object"}}}]
-        }
-    }))
-    .expect("crd");
-    crds.create(&PostParams::default(), &crd)
-        .await
-        .expect("create CRD");
-    let m = refused(&crds, &name).await;
-    assert!(m.contains(&format!("{LABEL}=Always")), "{m}");
-
-    let established = |c: &CustomResourceDefinition| {
-        c.status
-            .as_ref()
-            .and_then(|s| s.conditions.as_ref())
-            .is_some_and(|cs| {
-                cs.iter()
-                    .any(|c| c.type_ == "Established" && c.status == "True")
-            })
-    };
-    wait_for("the CRD established", Duration::from_secs(30), || async {
-        Ok(crds
-            .get(&name)
-            .await
-            .map(|c| established(&c).then_some(()))?)
-    })
-    .await
-    .expect("established");
-    let ar = ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk(&group, "v1", "Widget"),
-        "widgets",
-    );
-    let widgets: Api<DynamicObject> = Api::namespaced_with(client.clone(), &ns.name, &ar);
-    let widget: DynamicObject = serde_json::from_value(json!({
-        "apiVersion": format!("{group}/v1"), "kind": "Widget", "metadata": {"name": "one"}
-    }))
-    .expect("widget");
-    widgets
-        .create(&PostParams::default(), &widget)
-        .await
-        .expect("create widget");
+    let Widgets {
+        crds,
+        name,
+        widgets,
+        ..
+    } = Widgets::create(&client, &ns).await;
 
     label(&crds, &name, Some("Cascading")).await;
     // As shipped, DeletionProtectionForCRDCascadingGate is off: upstream then refuses a CRD
@@ -208,6 +307,100 @@ async fn crd_cascading_is_refused_until_the_label_goes() {
     label(&crds, &name, None).await;
     allowed(&crds, &name).await;
     ns.delete().await.expect("delete ns");
+}
+
+/// With `DeletionProtectionForCRDCascadingGate` on (the test turns it on in the installed manager,
+/// so it runs in the serial phase), a CRD labelled Cascading is counted for its objects. The
+/// shipped ClusterRole does not grant `list` on every resource, so the count first fails closed
+/// naming the missing permission; once `list` on the CRD's resource is granted (as the README
+/// tells users), the CRD is refused while it holds an object and deleted once it holds none.
+#[tokio::test]
+async fn serial_crd_cascading_counts_objects_with_the_gate() {
+    let client = client().await.expect("cluster");
+    let gated = manager::reconfigure(
+        &client,
+        &ManagerConfig::default().gates(&format!(
+            "{}=true",
+            Gate::DeletionProtectionForCRDCascadingGate.name()
+        )),
+    )
+    .await
+    .expect("the manager runs with the CRD-cascading gate on");
+    let ns = TestNamespace::create(&client, "e2e-dp-crd-gate")
+        .await
+        .expect("ns");
+    let Widgets {
+        crds,
+        name,
+        group,
+        widgets,
+    } = Widgets::create(&client, &ns).await;
+    label(&crds, &name, Some("Cascading")).await;
+
+    let m = refused(&crds, &name).await;
+    assert!(m.contains("failed to list CRs of"), "{m}");
+    assert!(m.contains("forbidden"), "the missing permission: {m}");
+    assert!(m.contains("protects it until the count can be read"), "{m}");
+
+    let grant = format!("e2e-dp-list-{group}");
+    let roles: Api<ClusterRole> = Api::all(client.clone());
+    let bindings: Api<ClusterRoleBinding> = Api::all(client.clone());
+    let role: ClusterRole = serde_json::from_value(json!({
+        "metadata": {"name": grant},
+        "rules": [{"apiGroups": [group], "resources": ["widgets"], "verbs": ["list"]}]
+    }))
+    .expect("role");
+    roles
+        .create(&PostParams::default(), &role)
+        .await
+        .expect("create ClusterRole");
+    let binding: ClusterRoleBinding = serde_json::from_value(json!({
+        "metadata": {"name": grant},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": grant},
+        "subjects": [{"kind": "ServiceAccount", "name": "kruise-manager",
+                      "namespace": kruise_e2e::mode::KRUISE_NS}]
+    }))
+    .expect("binding");
+    bindings
+        .create(&PostParams::default(), &binding)
+        .await
+        .expect("create ClusterRoleBinding");
+    // The authorizer sees a new binding within moments; the first refusals may still be the
+    // permission's.
+    let m = wait_for("the count refusal", Duration::from_secs(30), || async {
+        let m = refused(&crds, &name).await;
+        Ok(m.contains("active CRs").then_some(m))
+    })
+    .await
+    .expect("counted");
+    assert!(
+        m.contains(&format!("{LABEL}=Cascading and active CRs 1>0")),
+        "{m}"
+    );
+    assert!(
+        m.contains("first delete its objects"),
+        "says what to do: {m}"
+    );
+
+    widgets
+        .delete("one", &DeleteParams::default())
+        .await
+        .expect("delete widget");
+    allowed(&crds, &name).await;
+    for deleted in [
+        bindings
+            .delete(&grant, &DeleteParams::default())
+            .await
+            .map(|_| ()),
+        roles
+            .delete(&grant, &DeleteParams::default())
+            .await
+            .map(|_| ()),
+    ] {
+        deleted.expect("delete the grant");
+    }
+    ns.delete().await.expect("delete ns");
+    gated.restore(&client).await.expect("restore the manager");
 }
 
 #[tokio::test]
