@@ -385,6 +385,7 @@ async fn start_webhook(
     let token = shutdown.clone();
     let mut run_cfg = wcfg.clone();
     run_cfg.feature_gates = cfg.feature_gates;
+    run_cfg.metrics = cfg.metrics.protection.clone();
     let handle = tokio::spawn(async move {
         kruise_webhook::run(wclient, run_cfg, token.cancelled_owned()).await
     });

@@ -29,6 +29,9 @@ pub struct Metrics {
     /// Set from [`crate::heap`] at each scrape.
     pub heap_live_bytes: Gauge,
     pub heap_peak_bytes: Gauge,
+    /// The refusal counters of the PodUnavailableBudget and deletion protection, shared with the
+    /// webhook (which counts most of them) and the workloads that charge a budget.
+    pub protection: kruise_webhook::metrics::ProtectionMetrics,
 }
 
 impl Default for Metrics {
@@ -41,6 +44,8 @@ impl Metrics {
     pub fn new() -> Self {
         let mut registry = Registry::with_prefix("kruise_manager");
         let reconcile = ReconcileMetrics::register(&mut registry);
+        let protection = kruise_webhook::metrics::ProtectionMetrics::default();
+        protection.register(&mut registry);
         let inplace_started = Family::<ControllerLabels, Counter>::default();
         let inplace_completed = Family::<ControllerLabels, Counter>::default();
         let scale_expectation_leakage = Family::<WorkloadLabels, Counter>::default();
@@ -86,6 +91,7 @@ impl Metrics {
             is_leader,
             heap_live_bytes,
             heap_peak_bytes,
+            protection,
         }
     }
 

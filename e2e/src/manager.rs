@@ -297,6 +297,42 @@ fn strip_ansi(line: &str) -> String {
     out
 }
 
+/// The sum over the installed manager's replicas (each serves the webhook, so each counts what
+/// it refused) of the `/metrics` samples of `metric` whose labels contain `labels` (e.g.
+/// `kind_namespace_name="CloneSet_ns_web"`), read through the API server's Pod proxy. In cluster
+/// only: a dev-mode manager serves its metrics on the host.
+pub async fn metric_sum(client: &Client, metric: &str, labels: &str) -> Result<f64> {
+    if mode::mode() == Mode::Dev {
+        return Err(Error::Mode(
+            "metric_sum reads the installed manager's Pods".into(),
+        ));
+    }
+    let pods: Api<Pod> = Api::namespaced(client.clone(), KRUISE_NS);
+    let mut sum = 0.0;
+    for pod in pods
+        .list(&ListParams::default().labels(MANAGER_POD_SELECTOR))
+        .await?
+    {
+        let path = format!(
+            "/api/v1/namespaces/{KRUISE_NS}/pods/{}:{METRICS_PORT}/proxy/metrics",
+            pod.name_any()
+        );
+        let req = http::Request::get(path)
+            .body(Vec::new())
+            .map_err(|e| Error::Mode(e.to_string()))?;
+        let text = client.request_text(req).await?;
+        sum += text
+            .lines()
+            .filter(|l| l.starts_with(&format!("{metric}{{")) && l.contains(labels))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum::<f64>();
+    }
+    Ok(sum)
+}
+
+/// The installed manager's metrics port (deploy/manager/manager.yaml, `--metrics-addr`).
+const METRICS_PORT: u16 = 8080;
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -77,6 +77,7 @@ pub mod pod;
 pub mod field;
 pub mod image_reference;
 pub mod json;
+pub mod metrics;
 pub mod pull_template;
 pub mod review;
 pub mod watched;
@@ -387,6 +388,8 @@ pub struct WebhookConfig {
     pub pod_failure_policy: String,
     /// Feature gates (the manager's `--feature-gates`; upstream's defaults otherwise).
     pub feature_gates: FeatureGates,
+    /// Where refusals are counted (the manager passes the counters it serves on `/metrics`).
+    pub metrics: metrics::ProtectionMetrics,
     /// Readiness state shared by clones of this config (leave it at its default; it is how
     /// [`run`] tells [`wait_ready`] which CA to trust).
     pub state: ReadyState,
@@ -413,6 +416,7 @@ impl Default for WebhookConfig {
             template_dry_run: true,
             pod_failure_policy: "Fail".to_owned(),
             feature_gates: kruise_api::features::installed(),
+            metrics: metrics::ProtectionMetrics::default(),
             state: ReadyState::default(),
         }
     }

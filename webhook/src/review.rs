@@ -46,6 +46,8 @@ pub struct Request {
     pub old_object: Option<Value>,
     /// Whether the change will not be persisted.
     pub dry_run: bool,
+    /// Who asked (`userInfo.username`), for the refusal counters.
+    pub username: String,
 }
 
 /// What a handler decided.
@@ -241,6 +243,7 @@ fn decode_parts(body: &[u8]) -> Result<(Request, AdmissionResponse), (String, St
         object: object_at("/request/object"),
         old_object: object_at("/request/oldObject"),
         dry_run: typed.dry_run,
+        username: typed.user_info.username.clone().unwrap_or_default(),
     };
     Ok((req, resp))
 }

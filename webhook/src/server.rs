@@ -142,6 +142,7 @@ pub async fn run(
                     template_dry_run: cfg.template_dry_run,
                     sidecar_sets: Some(sidecar_sets),
                     budgets: Some(budgets),
+                    metrics: cfg.metrics.clone(),
                 },
                 cfg.feature_gates,
             )
@@ -369,6 +370,7 @@ mod tests {
                         template_dry_run: true,
                         sidecar_sets: None,
                         budgets: None,
+                        metrics: Default::default(),
                     },
                     FeatureGates::default(),
                 )

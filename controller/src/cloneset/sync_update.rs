@@ -167,8 +167,14 @@ impl Syncer<'_> {
         let vertical = self.ctx.gates.enabled(Gate::InPlacePodVerticalScaling);
         let mut allowed = Vec::with_capacity(chosen.len());
         for i in chosen {
-            match budget::charge_update(&self.ctx.client, &self.ctx.recorder, pods[i], vertical)
-                .await?
+            match budget::charge_update(
+                &self.ctx.client,
+                &self.ctx.recorder,
+                &self.ctx.metrics.protection,
+                pods[i],
+                vertical,
+            )
+            .await?
             {
                 budget::Verdict::Allowed => allowed.push(i),
                 budget::Verdict::Refused(why) => {

@@ -11,9 +11,13 @@ use kruise_api::policy::v1alpha1::pubcontrol::{
     charge, is_exempt, needs_charge, related_budget_name,
 };
 use kruise_api::policy::v1alpha1::{PodUnavailableBudget, PubOperation};
+use kruise_webhook::metrics::ProtectionMetrics;
 use kube::api::{Api, PostParams};
 use kube::runtime::events::{Event, EventType, Recorder};
 use kube::{Client, Resource};
+
+/// The requester the refusal counter names for the manager's own charges, as upstream.
+const MANAGER_USERNAME: &str = "kruise-manager";
 
 /// Attempts against concurrent status writes (upstream's `ConflictRetry` steps).
 const ATTEMPTS: usize = 4;
@@ -31,6 +35,7 @@ pub enum Verdict {
 pub async fn charge_update(
     client: &Client,
     recorder: &Recorder,
+    metrics: &ProtectionMetrics,
     pod: &Pod,
     inplace_vertical_scaling: bool,
 ) -> Result<Verdict, kube::Error> {
@@ -52,6 +57,7 @@ pub async fn charge_update(
             return Ok(Verdict::Allowed);
         }
         if let Err(refused) = charge(&mut budget, &pod_name, op, Timestamp::now()) {
+            metrics.budget_refused(pod, MANAGER_USERNAME);
             let ev = Event {
                 type_: EventType::Warning,
                 reason: keys::PUB_REASON_PREVENT_POD_DELETION.to_owned(),

@@ -100,6 +100,15 @@ async fn namespace_always_is_refused_until_the_label_goes() {
     let m = refused(&namespaces, &ns.name).await;
     assert!(m.contains(&format!("{LABEL}=Always")), "{m}");
     assert!(m.contains("remove the label"), "says what to do: {m}");
+    // Counted as upstream counts it: under the namespace's name and the requester.
+    let counted = manager::metric_sum(
+        &client,
+        "kruise_manager_namespace_deletion_protection_total",
+        &format!("name=\"{}\"", ns.name),
+    )
+    .await
+    .expect("the manager's metrics");
+    assert_eq!(counted, 1.0, "one refusal");
     label(&namespaces, &ns.name, None).await;
     ns.delete().await.expect("allowed once the label is gone");
 }

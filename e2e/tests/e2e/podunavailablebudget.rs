@@ -10,6 +10,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kruise_api::keys;
 use kruise_api::policy::v1alpha1::{PodUnavailableBudget, PodUnavailableBudgetStatus};
 use kruise_e2e::cloneset::{self, wait_rolled_out};
+use kruise_e2e::manager;
 use kruise_e2e::{TestNamespace, client, client_without_retry, wait_for, wait_pod};
 use kube::api::{DeleteParams, EvictParams, PostParams, WatchEvent, WatchParams};
 use kube::{Api, ResourceExt};
@@ -223,6 +224,15 @@ async fn budget_guards_evictions_and_deletes() {
     .await
     .expect("Event");
     assert!(on.iter().all(|n| n == &b), "{on:?}");
+    // Both refusals are counted as upstream counts them: under B's workload and the requester.
+    let refusals = manager::metric_sum(
+        &client,
+        "kruise_manager_pod_unavailable_budget_total",
+        &format!("kind_namespace_name=\"CloneSet_{}_web\"", ns.name),
+    )
+    .await
+    .expect("the manager's metrics");
+    assert_eq!(refusals, 2.0, "the 429 and the 403");
     // The eviction was recorded: A in disruptedPods, nothing more allowed.
     wait_for(
         "A recorded in disruptedPods",

@@ -104,7 +104,8 @@ impl PubLookup for ApiCluster {
         }
     }
 
-    fn refused(&self, pod: &Pod) {
+    fn refused(&self, pod: &Pod, username: &str) {
+        self.metrics.budget_refused(pod, username);
         let Some(client) = self.client.clone() else {
             return;
         };

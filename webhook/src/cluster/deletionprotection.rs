@@ -10,6 +10,7 @@ use kube::api::{ApiResource, DynamicObject, GroupVersionKind, ListParams};
 
 use super::ApiCluster;
 use crate::deletionprotection::{Count, CrdResource, ProtectionLookup};
+use crate::metrics::Protected;
 
 impl ApiCluster {
     async fn bounded<T>(
@@ -76,5 +77,9 @@ impl ProtectionLookup for ApiCluster {
             .iter()
             .filter(|o| o.metadata.deletion_timestamp.is_none());
         Ok(active.count() as u64)
+    }
+
+    fn refused(&self, what: Protected<'_>, username: &str) {
+        self.metrics.deletion_refused(what, username);
     }
 }

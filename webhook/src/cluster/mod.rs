@@ -33,4 +33,6 @@ pub struct ApiCluster {
     /// Where PodUnavailableBudgets are read once it has loaded (listed before that, and when
     /// `None`).
     pub budgets: Option<crate::podunavailablebudget::cache::BudgetCache>,
+    /// Where refusals are counted.
+    pub metrics: crate::metrics::ProtectionMetrics,
 }

@@ -398,6 +398,7 @@ fn mutate_without_client_fails_closed_with_reason() {
         template_dry_run: true,
         sidecar_sets: None,
         budgets: None,
+        metrics: Default::default(),
     };
     let out = response(&block_on(admit_async(&body, |req| async move {
         mutate(req, &pods).await

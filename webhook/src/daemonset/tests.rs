@@ -230,6 +230,7 @@ fn defaulted(obj: Value) -> Value {
         object: Some(obj.clone()),
         old_object: None,
         dry_run: false,
+        username: "tester".to_owned(),
     };
     match mutate(&req) {
         crate::review::Outcome::Patch(patch) => {

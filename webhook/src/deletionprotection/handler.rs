@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use super::{Counts, CrdResource, Decision, Lookup, ProtectionLookup, Target, decide};
 use crate::json::get;
+use crate::metrics::Protected;
 use crate::paths;
 use crate::review::{self, Outcome, Request};
 use kruise_api::features::FeatureGates;
@@ -93,6 +94,9 @@ pub async fn check<C: ProtectionLookup>(
             Decision::Refuse(message) => {
                 tracing::info!(kind = %req.kind, namespace = ?req.namespace, name = %req.name,
                     %message, "deletion protection refused a DELETE");
+                if let Some(what) = counted_as(&target, &req) {
+                    cluster.refused(what, &req.username);
+                }
                 return Outcome::forbidden(message);
             }
             Decision::Need(lookup) => {
@@ -106,6 +110,20 @@ pub async fn check<C: ProtectionLookup>(
         }
     }
     Outcome::forbidden("deletion protection could not decide; retry")
+}
+
+/// Which upstream counter a refusal of `target` goes to (Services and Ingresses have none).
+fn counted_as<'a>(target: &'a Target, req: &'a Request) -> Option<Protected<'a>> {
+    Some(match target {
+        Target::Namespace { name } => Protected::Namespace(name),
+        Target::Crd { .. } => Protected::Crd(&req.name),
+        Target::Workload { kind, .. } => Protected::Workload(
+            kind,
+            req.namespace.as_deref().unwrap_or_default(),
+            &req.name,
+        ),
+        Target::AlwaysOnly => return None,
+    })
 }
 
 /// What the request deletes, by its kind; `None` for kinds deletion protection leaves alone

@@ -125,7 +125,11 @@ pub trait ProtectionLookup: Sync {
     fn active_objects(&self, _resource: &CrdResource) -> impl Future<Output = Count> + Send {
         std::future::ready(Err(NO_CLUSTER.to_owned()))
     }
+    /// Counts a refusal ([`crate::metrics::ProtectionMetrics::deletion_refused`]).
+    fn refused(&self, _what: Protected<'_>, _username: &str) {}
 }
+
+use crate::metrics::Protected;
 
 const NO_CLUSTER: &str = "the webhook has no Kubernetes client";
 

@@ -292,6 +292,7 @@ struct Fixed {
     pvcs: u64,
     objects: u64,
     asked: std::sync::Mutex<Vec<String>>,
+    refusals: std::sync::Mutex<Vec<String>>,
 }
 
 impl Fixed {
@@ -317,6 +318,11 @@ impl ProtectionLookup for Fixed {
     async fn active_objects(&self, r: &CrdResource) -> Count {
         self.ask(format!("{}.{}/{}", r.plural, r.group, r.version));
         Ok(self.objects)
+    }
+    fn refused(&self, what: crate::metrics::Protected<'_>, username: &str) {
+        if let Ok(mut r) = self.refusals.lock() {
+            r.push(format!("{what:?} by {username}"));
+        }
     }
 }
 
@@ -364,10 +370,16 @@ fn namespace_handler_reads_counts_lazily() {
         vec!["pods team"],
         "PVCs are not listed while Pods remain"
     );
+    assert_eq!(
+        *busy.refusals.lock().expect("lock"),
+        [r#"Namespace("team") by tester"#],
+        "the refusal is counted under the namespace and the requester"
+    );
     let empty = Fixed::default();
     let r = serve(paths::VALIDATE_NAMESPACE, &body, &empty, &on()).expect("served");
     assert_eq!(r["allowed"], true, "{r}");
     assert_eq!(empty.asked(), vec!["pods team", "pvcs team"]);
+    assert!(empty.refusals.lock().expect("lock").is_empty());
 }
 
 #[test]

@@ -173,7 +173,7 @@ pub async fn validate<C: PubLookup + PodLookup>(
         return Outcome::Allow;
     }
     let inplace_vertical = adm.gates.enabled(Gate::InPlacePodVerticalScaling);
-    check_and_charge(&pod, op, dry_run, inplace_vertical, cluster).await
+    check_and_charge(&pod, op, dry_run, inplace_vertical, &req.username, cluster).await
 }
 
 fn has_related(pod: &Pod) -> bool {
@@ -200,6 +200,7 @@ pub async fn check_and_charge<C: PubLookup>(
     op: PubOperation,
     dry_run: bool,
     inplace_vertical: bool,
+    username: &str,
     cluster: &C,
 ) -> Outcome {
     if is_exempt(pod) {
@@ -221,7 +222,7 @@ pub async fn check_and_charge<C: PubLookup>(
     for _ in 0..ATTEMPTS {
         if let Err(refused) = charge(&mut budget, &pod_name, op, Timestamp::now()) {
             tracing::info!(pod = %pod_name, budget = name, operation = %op, "PodUnavailableBudget refused a disruption");
-            cluster.refused(pod);
+            cluster.refused(pod, username);
             return refusal(op, refused.to_string());
         }
         if dry_run {

@@ -57,7 +57,7 @@ impl PubLookup for Cluster {
         *self.budget.lock().expect("lock") = Some(b.clone());
         Ok(StatusWrite::Written)
     }
-    fn refused(&self, pod: &Pod) {
+    fn refused(&self, pod: &Pod, _username: &str) {
         self.refused
             .lock()
             .expect("lock")
@@ -143,6 +143,7 @@ fn request(
         object,
         old_object: old,
         dry_run: false,
+        username: "tester".to_owned(),
     }
 }
 

@@ -60,8 +60,9 @@ pub trait PubLookup: Sync {
     }
     /// Records that the budget refused an operation on `pod` (upstream's Warning Event
     /// [`kruise_api::keys::PUB_REASON_PREVENT_POD_DELETION`] on the Pod). Must not delay the
-    /// answer: the refusal stands whether or not the Event is written.
-    fn refused(&self, _pod: &Pod) {}
+    /// answer: the refusal stands whether or not the Event is written. `username` asked; the
+    /// refusal is counted under it ([`crate::metrics::ProtectionMetrics::budget_refused`]).
+    fn refused(&self, _pod: &Pod, _username: &str) {}
     /// The workload a Pod's controller belongs to, as a budget's `targetRef` names it: a
     /// ReplicaSet owned by a Deployment is that Deployment; any other owner is itself
     /// (upstream `GetScaleAndSelectorForRef` on the Pod's controller).

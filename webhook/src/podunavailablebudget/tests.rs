@@ -33,6 +33,7 @@ fn request(op: Operation, object: Value, old: Option<Value>) -> Request {
         object: Some(object),
         old_object: old,
         dry_run: false,
+        username: "tester".to_owned(),
     }
 }
 

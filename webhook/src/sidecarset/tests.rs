@@ -62,6 +62,7 @@ fn request(resource: &str, namespace: Option<&str>, object: Value) -> Request {
         object: Some(object),
         old_object: None,
         dry_run: false,
+        username: "tester".to_owned(),
     }
 }
 
