@@ -141,7 +141,7 @@ async fn flip_all(ctx: &Context, set: &SidecarSet, pods: &[Arc<Pod>], blocked: &
     for pod in pods {
         let flips: Vec<hot::Step> = hot::steps(set, pod)
             .into_iter()
-            .filter(|s| matches!(s, hot::Step::Flip { .. }))
+            .filter(|s| matches!(s, hot::Step::Reset { .. }))
             .collect();
         if flips.is_empty() {
             continue;
@@ -242,19 +242,27 @@ fn cold_images(
     images
 }
 
-/// Hot pairs: the new image goes to the idle container (pushed to `images`, its image ID to
-/// `last`); returns the version annotations it gets. The Pod stays in Service.
+/// Hot pairs: the new image goes to the container [`hot::steps`] picks, which becomes the working
+/// one (pushed to `images`, its image ID to `last`); returns the annotations that go with it in
+/// the same update (working containers, versions). The Pod stays in Service.
 fn hot_starts(
     set: &SidecarSet,
     pod: &Pod,
     statuses: &[ContainerStatus],
     images: &mut Vec<Value>,
     last: &mut Map<String, Value>,
-) -> BTreeMap<String, String> {
-    let ann = pod.annotations();
-    let mut versions = BTreeMap::new();
+) -> Result<BTreeMap<String, String>, Error> {
+    let set_version = set.metadata.resource_version.clone().unwrap_or_default();
+    let mut working = hot::working_containers(pod);
+    let mut annotations = BTreeMap::new();
     for step in hot::steps(set, pod) {
-        let hot::Step::Start { container, image } = step else {
+        let hot::Step::Start {
+            sidecar,
+            container,
+            older,
+            image,
+        } = step
+        else {
             continue;
         };
         images.push(json!({"name": container, "image": image}));
@@ -262,32 +270,16 @@ fn hot_starts(
             container.clone(),
             json!({"imageID": image_id(statuses, &container)}),
         );
-        // The idle container's version is one above the working one's (upstream
-        // `updateHotUpgradeContainerInPod`); `versionalt` points back at the working one.
-        let version_of = |c: &str| {
-            ann.get(&format!(
-                "{}{c}",
-                keys::SIDECARSET_VERSION_ANNOTATION_PREFIX
-            ))
-            .and_then(|v| v.parse::<i64>().ok())
-            .unwrap_or(0)
-        };
-        if let Some(other) = wire::hot_upgrade_other(&container) {
-            let working = version_of(&other);
-            versions.insert(
-                format!("{}{container}", keys::SIDECARSET_VERSION_ANNOTATION_PREFIX),
-                (working + 1).to_string(),
-            );
-            versions.insert(
-                format!(
-                    "{}{container}",
-                    keys::SIDECARSET_VERSION_ALT_ANNOTATION_PREFIX
-                ),
-                working.to_string(),
-            );
-        }
+        annotations.extend(hot::start_versions(pod, &set_version, &container, &older));
+        working.insert(sidecar, container);
     }
-    versions
+    if !annotations.is_empty() {
+        annotations.insert(
+            keys::SIDECARSET_WORKING_HOT_UPGRADE_CONTAINER_ANNOTATION.to_owned(),
+            wire::format_working_containers(&working)?,
+        );
+    }
+    Ok(annotations)
 }
 
 /// The Pod's `kruise.io/sidecarset-hash` entry for this SidecarSet after an upgrade, written
@@ -394,7 +386,7 @@ async fn upgrade(
     let mut last = Map::new();
     let mut images = cold_images(set, pod, &statuses, &mut last);
     let cold = !images.is_empty();
-    let mut annotations = hot_starts(set, pod, &statuses, &mut images, &mut last);
+    let mut annotations = hot_starts(set, pod, &statuses, &mut images, &mut last)?;
     // Upstream re-applies patchPodMetadata in the same update as the new images.
     annotations.extend(super::metadata::patched_annotations(set, ann)?);
     let time = Time(now);
@@ -431,31 +423,27 @@ async fn upgrade(
     })
 }
 
-/// Makes the idle containers that now run the new image the working ones and puts the old
-/// ones on the empty image, in one patch (upstream `flipPodSidecarContainerDo`).
-async fn flip(ctx: &Context, pod: &Pod, flips: &[hot::Step]) -> Result<(), Error> {
-    let mut working = hot::working_containers(pod);
+/// Puts the older container of each pair whose new version serves on the empty image, in one
+/// patch with its version annotations (upstream `flipPodSidecarContainerDo`).
+async fn flip(ctx: &Context, pod: &Pod, resets: &[hot::Step]) -> Result<(), Error> {
     let mut images = Vec::new();
-    for step in flips {
-        if let hot::Step::Flip {
-            sidecar,
-            to,
-            from,
+    let mut annotations = BTreeMap::new();
+    for step in resets {
+        if let hot::Step::Reset {
+            older,
+            working,
             empty,
         } = step
         {
-            working.insert(sidecar.clone(), to.clone());
-            images.push(json!({"name": from, "image": empty}));
+            images.push(json!({"name": older, "image": empty}));
+            annotations.extend(hot::reset_versions(older, working));
         }
     }
     let patch = json!({
-        "metadata": {"annotations": {
-            keys::SIDECARSET_WORKING_HOT_UPGRADE_CONTAINER_ANNOTATION:
-                wire::format_working_containers(&working)?,
-        }},
+        "metadata": {"annotations": annotations},
         "spec": {"containers": images},
     });
-    tracing::info!(pod = %pod.name_any(), "hot upgrade: switching the working sidecar containers");
+    tracing::info!(pod = %pod.name_any(), "hot upgrade: resetting the older sidecar containers to the empty image");
     patch_pod(ctx, pod, &patch).await?;
     Ok(())
 }

@@ -471,6 +471,9 @@ async fn hot_upgrade_starts_the_new_version_before_emptying_the_old_one() {
         .expect("set image");
 
     let mut new_running_before_empty = None;
+    let mut started = None;
+    let v2 = image("sidecar", "v2");
+    let annotation = |p: &Pod, key: &str| p.annotations().get(key).cloned();
     let mut seen = 0;
     let done = tokio::time::timeout(UPGRADE, async {
         while let Some(ev) = events.try_next().await.expect("watch stream") {
@@ -487,6 +490,17 @@ async fn hot_upgrade_starts_the_new_version_before_emptying_the_old_one() {
                 "neither sidecar container runs the sidecar: {:?}",
                 p.status.as_ref().and_then(|s| s.container_statuses.clone())
             );
+            // Upstream's one update: proxy-2 gets v2 and becomes the working container, with
+            // the versions its SIDECARSET_VERSION/_ALT read at start (the new one's version,
+            // the SidecarSet's resourceVersion, and the older one's, "1" since injection).
+            if started.is_none() && sc::spec_image(&p, "proxy-2").as_deref() == Some(v2.as_str()) {
+                started = Some((
+                    working(&p),
+                    annotation(&p, "version.sidecarset.kruise.io/proxy-2"),
+                    annotation(&p, "versionalt.sidecarset.kruise.io/proxy-2"),
+                    annotation(&p, "versionalt.sidecarset.kruise.io/proxy-1"),
+                ));
+            }
             // The first time proxy-1 is set to the empty image, proxy-2 must already run v2.
             if new_running_before_empty.is_none()
                 && sc::spec_image(&p, "proxy-1").as_deref()
@@ -513,6 +527,36 @@ async fn hot_upgrade_starts_the_new_version_before_emptying_the_old_one() {
     );
     assert_eq!(done.uid(), uid, "same Pod");
     assert_eq!(working(&done).as_deref(), Some("proxy-2"));
+    let (working_at_start, version, alt, older_alt) = started.expect("proxy-2 got v2");
+    assert_eq!(
+        working_at_start.as_deref(),
+        Some("proxy-2"),
+        "the working container moves in the same update as the new image"
+    );
+    let version = version.expect("version of proxy-2");
+    assert!(
+        version.parse::<u64>().is_ok_and(|v| v > 1),
+        "the SidecarSet's resourceVersion: {version}"
+    );
+    assert_eq!(
+        alt.as_deref(),
+        Some("1"),
+        "proxy-2's alternate: proxy-1's version"
+    );
+    assert_eq!(
+        older_alt,
+        Some(version),
+        "proxy-1's alternate: the new version"
+    );
+    // The reset: the emptied container's version and the working one's alternate go to "0".
+    assert_eq!(
+        annotation(&done, "version.sidecarset.kruise.io/proxy-1").as_deref(),
+        Some("0")
+    );
+    assert_eq!(
+        annotation(&done, "versionalt.sidecarset.kruise.io/proxy-2").as_deref(),
+        Some("0")
+    );
     assert_eq!(
         container_status(&done, "app").map(|s| s.restart_count),
         Some(0),
