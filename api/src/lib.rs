@@ -39,5 +39,6 @@ mod schema;
 pub mod selector;
 mod serde_util;
 pub mod sidecarset;
+pub mod vct_hash;
 
 pub use error::{Error, Result};

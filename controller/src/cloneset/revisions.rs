@@ -4,8 +4,12 @@
 use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::api::core::v1::PodTemplateSpec;
 use kruise_api::apps::v1beta1::CloneSet;
-use kube::Api;
+use kruise_api::keys::CLONESET_VOLUME_CLAIM_TEMPLATE_HASH_ANNOTATION as VCT_HASH;
+use kruise_api::vct_hash::volume_claim_templates_hash;
+use kube::api::{Patch, PatchParams};
 use kube::runtime::events::EventType;
+use kube::{Api, ResourceExt};
+use serde_json::json;
 
 use super::context::Context;
 use super::error::Error;
@@ -30,16 +34,36 @@ pub(super) async fn active_revisions(
     api: &Api<ControllerRevision>,
     revisions: &mut Vec<ControllerRevision>,
 ) -> Result<(ControllerRevision, ControllerRevision, i32), Error> {
+    // Upstream records the volumeClaimTemplates' hash on every revision it makes, so that
+    // `RecreatePodWhenChangeVCTInCloneSetGate` can tell a claim change from an image change.
+    let vct_hash = volume_claim_templates_hash(&cs.spec.volume_claim_templates);
+    let mut annotations = cs.metadata.annotations.clone().unwrap_or_default();
+    annotations.insert(VCT_HASH.to_owned(), vct_hash.clone());
     let src = history::TemplateSource {
         owner: cs,
         template: &cs.spec.template,
         labels: &template_labels(cs),
-        annotations: &cs.metadata.annotations.clone().unwrap_or_default(),
+        annotations: &annotations,
         collision_count: cs.status.as_ref().and_then(|s| s.collision_count),
         hash_label: None,
     };
-    let (update, origin, collision) =
+    let (mut update, origin, collision) =
         history::update_revision::<_, Error>(api, src, revisions).await?;
+    // A rollback to an older revision takes the claims' hash of now (upstream: the last equal
+    // revision gets the update revision's hash), so the claims of today are what it compares.
+    if origin == Origin::Bumped && update.annotations().get(VCT_HASH) != Some(&vct_hash) {
+        let name = update.name_any();
+        update = api
+            .patch(
+                &name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({"metadata": {"annotations": {VCT_HASH: vct_hash}}})),
+            )
+            .await?;
+        if let Some(r) = revisions.iter_mut().find(|r| r.name_any() == name) {
+            *r = update.clone();
+        }
+    }
     if origin == Origin::Created {
         ctx.event_about(
             cs,

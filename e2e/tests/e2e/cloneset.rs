@@ -5,11 +5,13 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use futures::FutureExt;
-use k8s_openapi::api::core::v1::{Event, Pod};
+use k8s_openapi::api::core::v1::{Event, PersistentVolumeClaim, Pod};
+use kruise_api::features::Gate;
 use kruise_api::keys;
 use kruise_e2e::cloneset::{
     self, patch_spec, pod_revision, set_image, status_i64, status_str, wait_rolled_out, wait_status,
 };
+use kruise_e2e::manager::{self, ManagerConfig};
 use kruise_e2e::recorder::PodRecorder;
 use kruise_e2e::{TestNamespace, client, container_status, image, wait_for};
 use kube::api::{ListParams, PostParams};
@@ -1256,4 +1258,176 @@ async fn scale_up_creates_pods_in_slow_start_batches() {
         .await
         .expect("10 replicas once creates are admitted");
     ns.delete().await.expect("delete ns");
+}
+
+/// The CloneSet's claims, name → (UID, requested storage).
+async fn claims(client: &kube::Client, ns: &str) -> BTreeMap<String, (String, String)> {
+    let api: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), ns);
+    api.list(&ListParams::default().labels("app=web"))
+        .await
+        .expect("list claims")
+        .items
+        .into_iter()
+        .filter(|c| c.metadata.deletion_timestamp.is_none())
+        .map(|c| {
+            let size = c
+                .spec
+                .as_ref()
+                .and_then(|s| s.resources.as_ref())
+                .and_then(|r| r.requests.as_ref())
+                .and_then(|r| r.get("storage"))
+                .map(|q| q.0.clone())
+                .unwrap_or_default();
+            (c.name_any(), (c.uid().unwrap_or_default(), size))
+        })
+        .collect()
+}
+
+/// Upstream's `testUpdateVolumeClaimTemplates`, in the cluster: with
+/// `RecreatePodWhenChangeVCTInCloneSetGate` on (off by default, as upstream; the test turns it on
+/// in the installed manager, so it runs in the serial phase), an InPlaceIfPossible CloneSet whose
+/// image and claim size change together recreates its Pods with new claims of the new size; an
+/// image change alone stays in place; a claim change alone changes nothing until the next image
+/// change, which then recreates.
+#[tokio::test]
+async fn serial_claim_template_change_recreates_pods_and_claims_with_the_gate() {
+    let client = client().await.expect("cluster");
+    let gated = manager::reconfigure(
+        &client,
+        &ManagerConfig::default().gates(&format!(
+            "{}=true",
+            Gate::RecreatePodWhenChangeVCTInCloneSetGate.name()
+        )),
+    )
+    .await
+    .expect("the manager runs with the gate on");
+    let ns = TestNamespace::create(&client, "e2e-cs-vct")
+        .await
+        .expect("ns");
+    let api = cloneset::api(&client, &ns.name);
+    let pods: Api<Pod> = ns.api();
+    let mut cs =
+        cloneset::new("web", 2, "v1", in_place(json!({"maxUnavailable": "100%"}))).expect("cs");
+    cs.data["spec"]["template"]["spec"]["containers"][0]["volumeMounts"] =
+        json!([{"name": "data", "mountPath": "/data"}]);
+    let claim = |size: &str| {
+        json!([{"metadata": {"name": "data"},
+            "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": size}}}}])
+    };
+    cs.data["spec"]["volumeClaimTemplates"] = claim("16Mi");
+    api.create(&PostParams::default(), &cs)
+        .await
+        .expect("create");
+    wait_rolled_out(&api, "web", 2, ROLLOUT)
+        .await
+        .expect("initial rollout");
+    let revisions: Api<k8s_openapi::api::apps::v1::ControllerRevision> = ns.api();
+    let hashes = || async {
+        revisions
+            .list(&ListParams::default())
+            .await
+            .expect("revisions")
+            .items
+            .iter()
+            .map(|r| {
+                r.annotations()
+                    .get(keys::CLONESET_VOLUME_CLAIM_TEMPLATE_HASH_ANNOTATION)
+                    .cloned()
+                    .unwrap_or_default()
+            })
+            .collect::<Vec<_>>()
+    };
+    // Upstream's hash of the claim as stored (defaulted with volumeMode Filesystem), computed
+    // with upstream's code.
+    assert_eq!(
+        hashes().await,
+        ["169449971"],
+        "the revision records upstream's hash of the claims"
+    );
+    let roll = |tag: &'static str, size: &'static str| {
+        let (api, claim) = (api.clone(), claim(size));
+        async move {
+            wait_rolled_out(&api, "web", 2, ROLLOUT)
+                .await
+                .expect("rolled out");
+            patch_spec(
+                &api,
+                "web",
+                json!({"volumeClaimTemplates": claim,
+                       "template": {"spec": {"containers": [{"name": "app", "image": image("testapp", tag)}]}}}),
+            )
+            .await
+            .expect("patch");
+            wait_status(&api, "web", "observed", ROLLOUT, |cs| {
+                cs.metadata.generation == Some(status_i64(cs, "observedGeneration"))
+            })
+            .await
+            .expect("observed");
+            wait_rolled_out(&api, "web", 2, ROLLOUT)
+                .await
+                .expect("rolled out");
+        }
+    };
+
+    // Image and claim size together: recreated, with new claims of the new size.
+    let pods0 = snapshot(&cloneset::pods(&pods, "web").await.expect("pods"));
+    let claims0 = claims(&client, &ns.name).await;
+    assert_eq!(claims0.len(), 2, "{claims0:?}");
+    roll("v2", "32Mi").await;
+    let pods1 = snapshot(&cloneset::pods(&pods, "web").await.expect("pods"));
+    let claims1 = wait_for("the old claims gone", ROLLOUT, || async {
+        let c = claims(&client, &ns.name).await;
+        Ok((c.len() == 2).then_some(c))
+    })
+    .await
+    .expect("two claims");
+    for s in pods1.values() {
+        assert!(
+            pods0.values().all(|old| old.uid != s.uid),
+            "every Pod recreated: {pods0:?} {pods1:?}"
+        );
+    }
+    for (name, (uid, size)) in &claims1 {
+        assert!(
+            claims0.values().all(|(old, _)| old != uid),
+            "{name} is a new claim"
+        );
+        assert_eq!(size, "32Mi", "{name} asks for the new size");
+    }
+
+    // Image alone: in place, the same Pods and claims.
+    roll("v3", "32Mi").await;
+    let pods2 = snapshot(&cloneset::pods(&pods, "web").await.expect("pods"));
+    for (name, s) in &pods2 {
+        let old = pods1.get(name).expect("same Pod names");
+        assert_eq!(s.uid, old.uid, "{name} kept");
+        assert_eq!(s.restarts, old.restarts + 1, "{name} restarted in place");
+    }
+    assert_eq!(claims(&client, &ns.name).await, claims1, "claims kept");
+
+    // Claim size alone: nothing happens (no new revision, Pods untouched).
+    let generation_before = api.get("web").await.expect("cs").metadata.generation;
+    patch_spec(&api, "web", json!({"volumeClaimTemplates": claim("48Mi")}))
+        .await
+        .expect("patch claims");
+    wait_status(&api, "web", "observed", ROLLOUT, |cs| {
+        cs.metadata.generation > generation_before
+            && cs.metadata.generation == Some(status_i64(cs, "observedGeneration"))
+    })
+    .await
+    .expect("observed");
+    let pods3 = snapshot(&cloneset::pods(&pods, "web").await.expect("pods"));
+    assert_eq!(pods3, pods2, "nothing changed");
+
+    // The next image change: the claims differ from its revision's, so recreate.
+    roll("v1", "48Mi").await;
+    let pods4 = snapshot(&cloneset::pods(&pods, "web").await.expect("pods"));
+    for s in pods4.values() {
+        assert!(
+            pods3.values().all(|old| old.uid != s.uid),
+            "every Pod recreated: {pods3:?} {pods4:?}"
+        );
+    }
+    ns.delete().await.expect("delete ns");
+    gated.restore(&client).await.expect("restore the manager");
 }
