@@ -277,6 +277,39 @@ pub enum SetCmd {
         #[arg(long)]
         dry_run: bool,
     },
+    /// Set or remove environment variables of the template's containers (KEY=VALUE sets,
+    /// KEY- removes); says first whether the change will go in place.
+    Env {
+        #[arg(value_parser = parse_target)]
+        target: Target,
+        /// KEY=VALUE to set, KEY- to remove.
+        #[arg(required = true)]
+        env: Vec<String>,
+        /// Containers to change (default: all).
+        #[arg(short = 'c', long = "containers", value_delimiter = ',')]
+        containers: Vec<String>,
+        /// Only report what would happen.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Set cpu/memory (or other) requests and limits of the template's containers; says first
+    /// whether the Pods will be resized in place.
+    Resources {
+        #[arg(value_parser = parse_target)]
+        target: Target,
+        /// Containers to change (default: all).
+        #[arg(short = 'c', long = "containers", value_delimiter = ',')]
+        containers: Vec<String>,
+        /// Limits as NAME=QUANTITY,… (e.g. cpu=200m,memory=512Mi).
+        #[arg(long)]
+        limits: Option<String>,
+        /// Requests as NAME=QUANTITY,….
+        #[arg(long)]
+        requests: Option<String>,
+        /// Only report what would happen.
+        #[arg(long)]
+        dry_run: bool,
+    },
 }
 
 #[derive(Debug, clap::Args)]

@@ -67,6 +67,34 @@ pub async fn dispatch(cli: Cli) -> Result<i32, CliError> {
             images,
             dry_run,
         }) => cmd::set_image::run(&ctx, &target, &images, dry_run).await,
+        Command::Set(SetCmd::Env {
+            target,
+            env,
+            containers,
+            dry_run,
+        }) => {
+            let edit = cmd::set_template::parse_env(&env).map_err(CliError::Usage)?;
+            cmd::set_template::run(&ctx, &target, &containers, &edit, dry_run).await
+        }
+        Command::Set(SetCmd::Resources {
+            target,
+            containers,
+            limits,
+            requests,
+            dry_run,
+        }) => {
+            let limits = cmd::set_template::parse_resource_list("limits", limits.as_deref())
+                .map_err(CliError::Usage)?;
+            let requests = cmd::set_template::parse_resource_list("requests", requests.as_deref())
+                .map_err(CliError::Usage)?;
+            if limits.is_empty() && requests.is_empty() {
+                return Err(CliError::Usage(
+                    "nothing to change: give --limits and/or --requests".to_owned(),
+                ));
+            }
+            let edit = cmd::set_template::Edit::Resources { limits, requests };
+            cmd::set_template::run(&ctx, &target, &containers, &edit, dry_run).await
+        }
         Command::Scaledown {
             target,
             pods,

@@ -12,4 +12,5 @@ pub mod restart;
 pub mod rollout;
 pub mod scaledown;
 pub mod set_image;
+pub mod set_template;
 pub mod status;

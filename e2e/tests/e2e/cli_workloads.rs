@@ -552,3 +552,125 @@ async fn scaledown_removes_exactly_the_named_pods() {
     assert_eq!(obj.data["spec"]["replicas"], 2);
     fx.ns.delete().await.expect("delete namespace");
 }
+
+/// The app container's cpu request and env of each of the CloneSet's Pods, by name.
+async fn pod_specs(fx: &Fixture, app: &str) -> BTreeMap<String, (String, Value)> {
+    fx.pods
+        .list(&ListParams::default().labels(&format!("app={app}")))
+        .await
+        .expect("list Pods")
+        .items
+        .into_iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .map(|p| {
+            let c = p
+                .spec
+                .as_ref()
+                .and_then(|s| s.containers.iter().find(|c| c.name == "app"))
+                .cloned()
+                .unwrap_or_default();
+            let cpu = c
+                .resources
+                .and_then(|r| r.requests)
+                .and_then(|r| r.get("cpu").map(|q| q.0.clone()))
+                .unwrap_or_default();
+            (p.name_any(), (cpu, json!(c.env)))
+        })
+        .collect()
+}
+
+/// `set resources` and `set env` say what the manager will do before writing, and it does it:
+/// with the shipped gates (`InPlaceWorkloadVerticalScaling` on), a cpu request raised within
+/// the QoS class is resized in place (same Pods); an env var recreates them; a dry run writes
+/// nothing; bad arguments are usage errors naming the argument.
+#[tokio::test]
+async fn set_resources_and_env_predict_and_do_in_place_or_recreate() {
+    let fx = Fixture::new("e2e-cli-set").await;
+    let cs_ar = kruise_resource(&fx.client, "clonesets").await;
+    let mut tpl = template("cs", "v1");
+    tpl["spec"]["containers"][0]["resources"] = json!({"requests": {"cpu": "10m"}});
+    let cs: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": cs_ar.api_version, "kind": "CloneSet", "metadata": {"name": "cs"},
+        "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "cs"}}, "template": tpl,
+                 "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {
+                     "podUpdatePolicy": "InPlaceIfPossible", "maxUnavailable": "100%"}}}
+    }))
+    .expect("CloneSet");
+    let cs_api: Api<DynamicObject> = Api::namespaced_with(fx.client.clone(), &fx.ns.name, &cs_ar);
+    cs_api
+        .create(&PostParams::default(), &cs)
+        .await
+        .expect("create CloneSet");
+    assert_code(&fx.status("cloneset/cs").await, OK);
+    let before = pods_of(&fx, "cs").await;
+
+    let run = fx.run(&["set", "env", "cloneset/cs", "BAD"]).await;
+    assert_code(&run, USAGE);
+    assert!(run.stderr.contains("\"BAD\" is neither KEY=VALUE"), "{run}");
+    let run = fx
+        .run(&["set", "resources", "cloneset/cs", "--requests", "cpu"])
+        .await;
+    assert_code(&run, USAGE);
+    assert!(run.stderr.contains("--requests \"cpu\""), "{run}");
+
+    // Within the class, with the shipped gate: resized in place.
+    let run = fx
+        .run(&[
+            "set",
+            "resources",
+            "cloneset/cs",
+            "-c",
+            "app",
+            "--requests",
+            "cpu=20m",
+        ])
+        .await;
+    assert_code(&run, OK);
+    assert_stdout(&run, "RESIZED IN PLACE");
+    assert_code(&fx.status("cloneset/cs").await, OK);
+    let resized = wait_for("the Pods' cpu request 20m", CLI_LIMIT, || async {
+        let s = pod_specs(&fx, "cs").await;
+        Ok((s.len() == 2 && s.values().all(|(cpu, _)| cpu == "20m")).then_some(()))
+    })
+    .await;
+    resized.expect("resized");
+    assert_eq!(
+        pods_of(&fx, "cs").await,
+        before,
+        "the same Pods (UIDs kept)"
+    );
+
+    // An env var: predicted and done as a recreate; the dry run first writes nothing.
+    let generation = cs_api.get("cs").await.expect("cs").metadata.generation;
+    let run = fx
+        .run(&["set", "env", "cloneset/cs", "MODE=b", "--dry-run"])
+        .await;
+    assert_code(&run, OK);
+    assert_stdout(&run, "RECREATED (spec.containers[0].env");
+    assert_stdout(&run, "dry run: nothing changed");
+    assert_eq!(
+        cs_api.get("cs").await.expect("cs").metadata.generation,
+        generation,
+        "the dry run wrote nothing"
+    );
+    let run = fx.run(&["set", "env", "cloneset/cs", "MODE=b"]).await;
+    assert_code(&run, OK);
+    assert_stdout(&run, "RECREATED");
+    assert_code(&fx.status("cloneset/cs").await, OK);
+    let after = wait_for("new Pods with MODE=b", CLI_LIMIT, || async {
+        let s = pod_specs(&fx, "cs").await;
+        let done = s.len() == 2
+            && s.values()
+                .all(|(_, env)| *env == json!([{"name": "MODE", "value": "b"}]));
+        Ok(done.then_some(()))
+    })
+    .await;
+    after.expect("env set");
+    let now = pods_of(&fx, "cs").await;
+    for (uid, _) in now.values() {
+        assert!(
+            before.values().all(|(old, _)| old != uid),
+            "every Pod recreated: {before:?} {now:?}"
+        );
+    }
+}
