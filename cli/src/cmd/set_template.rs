@@ -380,7 +380,7 @@ mod tests {
         let off = FeatureGates::default();
         let burstable = app(json!({"requests": {"cpu": "10m"}}));
         let (view, _) = cs("InPlaceIfPossible", json!([burstable]));
-        let old = template(&[burstable.clone()]);
+        let old = template(std::slice::from_ref(&burstable));
         // An env change recreates, whatever the gates.
         let with_env = template(&[json!({"name": "app", "image": "nginx:1",
             "resources": {"requests": {"cpu": "10m"}}, "env": [{"name": "A", "value": "1"}]})]);
