@@ -255,13 +255,23 @@ async fn reconcile(job: Arc<ImagePullJob>, ctx: Arc<Ctx>) -> Result<Action, Erro
         return Ok(Action::await_change());
     }
     if let Some(done) = job.status.as_ref().and_then(|s| s.completion_time.as_ref()) {
-        finalize(ctx, &api, job).await?;
         let ttl = job
             .spec
             .template
             .completion_policy
             .ttl_seconds_after_finished;
-        return match logic::ttl(ttl, done.0, now) {
+        let decision = logic::ttl(ttl, done.0, now);
+        if let Some(left) = logic::copies_kept_for(done.0, now)
+            && !matches!(decision, Ttl::Delete)
+        {
+            let next = match decision {
+                Ttl::After(d) => d.min(left),
+                _ => left,
+            };
+            return Ok(Action::requeue(next));
+        }
+        finalize(ctx, &api, job).await?;
+        return match decision {
             Ttl::Keep => Ok(Action::await_change()),
             Ttl::After(d) => Ok(Action::requeue(d)),
             Ttl::Delete => {

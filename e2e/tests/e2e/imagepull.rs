@@ -1112,3 +1112,116 @@ async fn job_for_present_image_waits_for_its_version_and_keeps_its_copy() {
     );
     ns.delete().await.expect("delete ns");
 }
+
+/// Upstream's `pull image with secret and ttl cleaned` and `pull image with secret and
+/// completed` (`test/e2e/apps/v1alpha1` and `v1beta1` `pullimages.go`), for an image already on
+/// the node so the job can complete at once: checked once a second from the job's creation,
+/// within 10 s exactly one copy of the Secret exists in kruise-daemon-config, listing the job in
+/// its references, with the source's data; the job completes with its node succeeded; with a
+/// TTL the job is deleted, and either way the copy is gone within 10 s of the job being done.
+#[tokio::test]
+async fn pull_secret_copy_as_upstreams_e2e_checks_it_in_both_versions() {
+    let _pulls = PULLS.read().await;
+    let client = client().await.expect("cluster");
+    let ns = TestNamespace::create(&client, "e2e-ipj-upsecret")
+        .await
+        .expect("ns");
+    let node = node_name(&client).await;
+    let present = image("testapp", "v1");
+    let secrets: Api<k8s_openapi::api::core::v1::Secret> = ns.api();
+    for (version, ttl) in [
+        (keys::VERSION_V1BETA1, Some(2)),
+        (keys::VERSION_V1BETA1, None),
+        (keys::VERSION_V1ALPHA1, Some(2)),
+        (keys::VERSION_V1ALPHA1, None),
+    ] {
+        let case = format!(
+            "{version}-{}",
+            ttl.map_or("kept".to_owned(), |t| format!("ttl{t}"))
+        );
+        let secret_name = format!("pull-secret-{case}");
+        let source = secrets
+            .create(&PostParams::default(), &pull_secret(&secret_name, &case))
+            .await
+            .expect("create secret");
+        let api: Api<DynamicObject> = Api::namespaced_with(
+            client.clone(),
+            &ns.name,
+            &ApiResource::from_gvk_with_plural(
+                &GroupVersionKind::gvk(keys::APPS_GROUP, version, "ImagePullJob"),
+                "imagepulljobs",
+            ),
+        );
+        let mut completion = json!({"type": "Always", "activeDeadlineSeconds": 50});
+        if let Some(ttl) = ttl {
+            completion["ttlSecondsAfterFinished"] = json!(ttl);
+        }
+        let mut job = pull_job(
+            &format!("job-{case}"),
+            &present,
+            &node,
+            json!({"pullSecrets": [secret_name],
+                   "pullPolicy": {"timeoutSeconds": 50, "backoffLimit": 2},
+                   "completionPolicy": completion}),
+        );
+        job.types = Some(kube::core::TypeMeta {
+            api_version: format!("{}/{version}", keys::APPS_GROUP),
+            kind: "ImagePullJob".into(),
+        });
+        let job_name = job.name_any();
+        api.create(&PostParams::default(), &job)
+            .await
+            .expect("create job");
+        let job_ref = format!("{}/{job_name}", ns.name);
+        let mut synced = false;
+        for _ in 0..10 {
+            let copies = copies_of(&client, &ns.name, &secret_name).await;
+            if let [copy] = copies.as_slice() {
+                let refs = copy
+                    .annotations()
+                    .get(keys::IMAGEPULLJOB_SECRET_REFERENCES_ANNOTATION)
+                    .cloned()
+                    .unwrap_or_default();
+                if refs.split(',').any(|r| r == job_ref) && secret_user(copy) == Some(case.clone())
+                {
+                    synced = true;
+                    break;
+                }
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+        assert!(
+            synced,
+            "{case}: one copy of {secret_name}, referencing {job_ref}, with the source's data, within 10 s"
+        );
+        let st = wait_job_done(&api, &job_name).await;
+        assert_eq!(st["succeeded"], json!(1), "{case}: {st}");
+        if ttl.is_some() {
+            wait_for(
+                &format!("{case}: the job deleted by its TTL"),
+                PULL,
+                || async { Ok(api.get_opt(&job_name).await?.is_none().then_some(())) },
+            )
+            .await
+            .expect("TTL");
+        }
+        wait_for(
+            &format!("{case}: the copy released"),
+            Duration::from_secs(10),
+            || async {
+                Ok(copies_of(&client, &ns.name, &secret_name)
+                    .await
+                    .is_empty()
+                    .then_some(()))
+            },
+        )
+        .await
+        .expect("copy released");
+        assert!(source.uid().is_some(), "the source Secret is untouched");
+        assert!(
+            secrets.get_opt(&secret_name).await.expect("get").is_some(),
+            "{case}: the source Secret stays"
+        );
+    }
+    ns.delete().await.expect("delete ns");
+}
