@@ -139,25 +139,21 @@ fn spec_json(spec: Option<&PersistentVolumeClaimSpec>, out: &mut String) {
         f.string("volumeMode", v);
     }
     if let Some(ds) = &spec.data_source {
-        let out = f.key("dataSource");
-        let mut d = Fields::open(out);
-        match &ds.api_group {
-            Some(g) => d.string("apiGroup", g),
-            None => d.key("apiGroup").push_str("null"),
-        }
-        d.string("kind", &ds.kind);
-        d.string("name", &ds.name);
-        d.close();
+        object_reference(
+            f.key("dataSource"),
+            ds.api_group.as_deref(),
+            &ds.kind,
+            &ds.name,
+        )
+        .close();
     }
     if let Some(ds) = &spec.data_source_ref {
-        let out = f.key("dataSourceRef");
-        let mut d = Fields::open(out);
-        match &ds.api_group {
-            Some(g) => d.string("apiGroup", g),
-            None => d.key("apiGroup").push_str("null"),
-        }
-        d.string("kind", &ds.kind);
-        d.string("name", &ds.name);
+        let mut d = object_reference(
+            f.key("dataSourceRef"),
+            ds.api_group.as_deref(),
+            &ds.kind,
+            &ds.name,
+        );
         if let Some(ns) = &ds.namespace {
             d.string("namespace", ns);
         }
@@ -167,6 +163,24 @@ fn spec_json(spec: Option<&PersistentVolumeClaimSpec>, out: &mut String) {
         f.string("volumeAttributesClassName", v);
     }
     f.close();
+}
+
+/// `apiGroup` (written `null` when absent: Go's field has no `omitempty`), `kind`, `name`; the
+/// caller adds what else its reference type has and closes it.
+fn object_reference<'a>(
+    out: &'a mut String,
+    api_group: Option<&str>,
+    kind: &str,
+    name: &str,
+) -> Fields<'a> {
+    let mut d = Fields::open(out);
+    match api_group {
+        Some(g) => d.string("apiGroup", g),
+        None => d.key("apiGroup").push_str("null"),
+    }
+    d.string("kind", kind);
+    d.string("name", name);
+    d
 }
 
 fn selector_json(sel: &LabelSelector, out: &mut String) {
@@ -413,6 +427,13 @@ mod tests {
             "2587273641"
         );
         assert_eq!(volume_claim_templates_hash(&[]), "");
+        let sourced = pvc(json!({"metadata": {"name": "data"}, "spec": {
+            "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}},
+            "dataSource": {"kind": "PersistentVolumeClaim", "name": "src"},
+            "dataSourceRef": {"apiGroup": "snapshot.storage.k8s.io", "kind": "VolumeSnapshot",
+                              "name": "snap", "namespace": "other"},
+            "volumeAttributesClassName": "gold"}}));
+        assert_eq!(volume_claim_templates_hash(&[sourced]), "1675478909");
     }
 
     #[test]

@@ -50,11 +50,15 @@ pub fn explain(view: &RolloutView, changes: usize) -> String {
     if changes == 0 {
         return "no image changes: nothing will roll out".to_string();
     }
-    let spec = view.kind.spec();
-    let how = (spec.image_change)(view);
+    with_notes(view, (view.kind.spec().image_change)(view))
+}
+
+/// `how` a template change rolls out, followed by what holds Pods back from it (OnDelete, the
+/// partition, a pause); shared by every `set` command.
+pub fn with_notes(view: &RolloutView, how: String) -> String {
     let mut notes = Vec::new();
     if view.on_delete {
-        notes.push(spec.on_delete_note.to_string());
+        notes.push(view.kind.spec().on_delete_note.to_string());
     }
     let kept = math::partition_pods(view.partition.as_ref(), view.replicas);
     if kept > 0 {

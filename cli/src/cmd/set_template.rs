@@ -13,7 +13,6 @@ use serde_json::{Map, Value, json};
 
 use crate::ctx::{Ctx, Workload};
 use crate::error::{CliError, Result, exit};
-use crate::math;
 use crate::target::Target;
 use crate::view::RolloutView;
 use crate::view::workload::Kind;
@@ -205,25 +204,7 @@ pub fn predict(view: &RolloutView, old: &Value, new: &Value, gates: &FeatureGate
             Err(why) => format!("pods will be RECREATED ({why}; {policy} falls back to recreate)"),
         }
     };
-    let mut notes = Vec::new();
-    if view.on_delete {
-        notes.push(spec.on_delete_note.to_string());
-    }
-    let kept = math::partition_pods(view.partition.as_ref(), view.replicas);
-    if kept > 0 {
-        notes.push(format!(
-            "partition keeps {kept} of {} pods at the old revision",
-            view.replicas
-        ));
-    }
-    if view.paused {
-        notes.push("the rollout is paused: nothing changes until `rollout resume`".to_string());
-    }
-    if notes.is_empty() {
-        how
-    } else {
-        format!("{how}; {}", notes.join("; "))
-    }
+    super::set_image::with_notes(view, how)
 }
 
 /// The gates the installed manager runs with; upstream's defaults when none is installed (dev
