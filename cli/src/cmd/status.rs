@@ -122,7 +122,9 @@ pub fn print_doc<T: serde::Serialize>(fmt: Output, value: &T) {
 fn summarize(view: &RolloutView, pods: &Cache<Pod>) -> PodSummary {
     let owner = (view.kind.owns_pods() && !view.uid.is_empty()).then_some(view.uid.as_str());
     let views: Vec<PodView> = watch::owned(pods, owner).map(PodView::from_pod).collect();
-    PodSummary::from_pods(views.iter())
+    let mut summary = PodSummary::from_pods(views.iter());
+    summary.held = crate::status::held::held(view, &views, crate::status::HELD_LIMIT);
+    summary
 }
 
 /// Prints the final state and turns it into the command's result.
@@ -140,6 +142,10 @@ fn conclude(reporter: &Reporter, report: &mut StatusReport, code: i32) -> Result
             Ok(0)
         }
         _ => {
+            // Why it is not done, Pod by Pod, before the one-line error.
+            for h in &report.held {
+                println!("  {}: {}", h.pod, h.reason);
+            }
             let msg = format!(
                 "{}/{}: {}",
                 report.kind.to_lowercase(),

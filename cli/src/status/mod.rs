@@ -147,7 +147,14 @@ pub struct StatusReport {
     pub current_revision: String,
     pub update_revision: String,
     pub pods_updating_in_place: Vec<String>,
+    /// While the rollout is not done: the Pods it waits on, each with the reason that holds it
+    /// (at most [`HELD_LIMIT`]); absent when there are none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub held: Vec<crate::view::verdict::Held>,
 }
+
+/// How many held Pods `rollout status` names.
+pub const HELD_LIMIT: usize = 10;
 
 impl StatusReport {
     pub fn new(v: &RolloutView, pods: &PodSummary, decision: &Decision) -> Self {
@@ -174,6 +181,11 @@ impl StatusReport {
             current_revision: v.current_revision.clone(),
             update_revision: v.update_revision.clone(),
             pods_updating_in_place: pods.in_place_updating.clone(),
+            held: if decision.outcome == Outcome::Complete {
+                Vec::new()
+            } else {
+                pods.held.clone()
+            },
         }
     }
 }
@@ -190,6 +202,8 @@ pub fn exit_code(outcome: Outcome, success_on_pause: bool, watching: bool) -> i3
         Outcome::Progressing => exit::PROGRESSING,
     }
 }
+
+pub mod held;
 
 #[cfg(test)]
 mod tests;

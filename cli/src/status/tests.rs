@@ -27,6 +27,7 @@ fn decision_table() {
     let none = PodSummary::default();
     let busy = PodSummary {
         in_place_updating: vec!["web-abcde".into(), "web-fghij".into()],
+        ..Default::default()
     };
     let failed = {
         let mut s = st(2, 4, 4);
@@ -172,6 +173,7 @@ fn asts_decisions() {
     );
     let busy = PodSummary {
         in_place_updating: vec!["web-1".into()],
+        ..Default::default()
     };
     check(
         "ordinal 1 mid update",
@@ -343,6 +345,7 @@ fn daemonset_decisions() {
     );
     let busy = PodSummary {
         in_place_updating: vec!["agent-x".into()],
+        ..Default::default()
     };
     check("ads in place", &v, &busy, Outcome::Progressing, "agent-x");
     check(

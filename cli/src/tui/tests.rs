@@ -50,6 +50,7 @@ fn container(name: &str, spec: &str, status: &str) -> ContainerView {
         status_image: status.into(),
         ready: true,
         restarts: 0,
+        waiting: None,
     }
 }
 

@@ -273,6 +273,9 @@ pub struct ContainerView {
     pub status_image: String,
     pub ready: bool,
     pub restarts: i64,
+    /// Why the container is waiting (`ImagePullBackOff`, `CrashLoopBackOff`, …) and the
+    /// kubelet's message, when it is.
+    pub waiting: Option<(String, String)>,
 }
 
 impl ContainerView {
@@ -445,6 +448,13 @@ impl PodView {
                     status_image: st.map(|s| s.image.clone()).unwrap_or_default(),
                     ready: st.map(|s| s.ready).unwrap_or(false),
                     restarts: st.map(|s| i64::from(s.restart_count)).unwrap_or(0),
+                    waiting: st
+                        .and_then(|s| s.state.as_ref())
+                        .and_then(|s| s.waiting.as_ref())
+                        .and_then(|w| {
+                            let reason = w.reason.clone()?;
+                            Some((reason, w.message.clone().unwrap_or_default()))
+                        }),
                 }
             })
             .collect();

@@ -29,6 +29,15 @@ pub struct Decision {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PodSummary {
     pub in_place_updating: Vec<String>,
+    /// For each Pod the rollout waits on, the one reason that holds it (`status::held`).
+    pub held: Vec<Held>,
+}
+
+/// A Pod the rollout waits on and why, with what to do about it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Held {
+    pub pod: String,
+    pub reason: String,
 }
 
 impl PodSummary {
@@ -39,6 +48,9 @@ impl PodSummary {
             .map(|p| p.name.clone())
             .collect();
         in_place_updating.sort();
-        PodSummary { in_place_updating }
+        PodSummary {
+            in_place_updating,
+            held: Vec::new(),
+        }
     }
 }

@@ -674,3 +674,87 @@ async fn set_resources_and_env_predict_and_do_in_place_or_recreate() {
         );
     }
 }
+
+/// `rollout status` says why a rollout does not progress, Pod by Pod: an image that cannot be
+/// pulled names the Pod, the image and what to do, in text (before the timeout's error) and in
+/// `-o json` (`held`).
+#[tokio::test]
+async fn status_names_the_pod_and_why_a_rollout_is_stuck() {
+    let fx = Fixture::new("e2e-cli-held").await;
+    let cs_ar = kruise_resource(&fx.client, "clonesets").await;
+    let cs: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": cs_ar.api_version, "kind": "CloneSet", "metadata": {"name": "cs"},
+        "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "cs"}},
+                 "template": template("cs", "v1"),
+                 "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {
+                     "podUpdatePolicy": "InPlaceIfPossible", "maxUnavailable": 1}}}
+    }))
+    .expect("CloneSet");
+    let cs_api: Api<DynamicObject> = Api::namespaced_with(fx.client.clone(), &fx.ns.name, &cs_ar);
+    cs_api
+        .create(&PostParams::default(), &cs)
+        .await
+        .expect("create CloneSet");
+    assert_code(&fx.status("cloneset/cs").await, OK);
+    let missing = image("testapp", "no-such-tag");
+    let run = fx
+        .run(&["set", "image", "cloneset/cs", &format!("app={missing}")])
+        .await;
+    assert_code(&run, OK);
+    // The first Pod updated in place cannot pull its new image; the kubelet says so.
+    let stuck = wait_for("a Pod that cannot pull", CLI_LIMIT, || async {
+        let pods = fx
+            .pods
+            .list(&ListParams::default().labels("app=cs"))
+            .await?
+            .items;
+        Ok(pods.into_iter().find_map(|p| {
+            let waiting = container_status(&p, "app")?.state.clone()?.waiting?;
+            matches!(
+                waiting.reason.as_deref(),
+                Some("ErrImagePull" | "ImagePullBackOff")
+            )
+            .then(|| p.name_any())
+        }))
+    })
+    .await
+    .expect("stuck Pod");
+    let run = fx
+        .kk
+        .run_for(
+            &["rollout", "status", "cloneset/cs", "--timeout", "3s"],
+            CLI_LIMIT,
+        )
+        .await
+        .expect("run");
+    assert_code(&run, 4);
+    assert_stdout(
+        &run,
+        &format!("  {stuck}: image {missing} of container app cannot be pulled ("),
+    );
+    assert_stdout(&run, "fix the image reference or its pull secret");
+    let run = fx
+        .kk
+        .run_for(
+            &[
+                "rollout",
+                "status",
+                "cloneset/cs",
+                "--watch=false",
+                "-o",
+                "json",
+            ],
+            CLI_LIMIT,
+        )
+        .await
+        .expect("run");
+    let doc: Value = serde_json::from_str(run.stdout.trim()).expect("json");
+    let held = doc["held"].as_array().cloned().unwrap_or_default();
+    assert!(
+        held.iter().any(|h| h["pod"] == stuck.as_str()
+            && h["reason"]
+                .as_str()
+                .is_some_and(|r| r.contains("cannot be pulled"))),
+        "{doc}"
+    );
+}

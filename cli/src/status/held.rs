@@ -1,0 +1,231 @@
+//! Why a rollout is not progressing: for each Pod it waits on, the one reason that holds it and
+//! what to do about it. Pure, from the views `rollout status` already has.
+
+use crate::math;
+use crate::view::verdict::Held;
+use crate::view::{PodView, RolloutView};
+
+/// Container waiting reasons that mean the image cannot be had.
+const IMAGE_ERRORS: [&str; 5] = [
+    "ErrImagePull",
+    "ImagePullBackOff",
+    "InvalidImageName",
+    "ErrImageNeverPull",
+    "RegistryUnavailable",
+];
+
+/// Lifecycle states in which a Pod waits for its hook's owner (`lifecycle.apps.kruise.io/state`).
+const HOOK_STATES: [&str; 2] = ["PreparingUpdate", "PreparingDelete"];
+
+/// The Pods the rollout waits on (not updated, or updated and not ready), each with its reason;
+/// at most `limit`, in name order.
+pub fn held(view: &RolloutView, pods: &[PodView], limit: usize) -> Vec<Held> {
+    let mut pods: Vec<&PodView> = pods.iter().filter(|p| !p.terminating).collect();
+    pods.sort_by(|a, b| a.name.cmp(&b.name));
+    let updated = |p: &PodView| p.is_updated(&view.update_revision);
+    let unready: Vec<&str> = pods
+        .iter()
+        .filter(|p| !p.ready)
+        .map(|p| p.name.as_str())
+        .collect();
+    let old = pods.iter().filter(|p| !updated(p)).count() as i64;
+    let kept = math::partition_pods(view.partition.as_ref(), view.replicas);
+    pods.iter()
+        .filter(|p| !updated(p) || !p.ready)
+        .filter_map(|p| {
+            let reason = reason(view, p, updated(p), old <= kept, &unready)?;
+            Some(Held {
+                pod: p.name.clone(),
+                reason,
+            })
+        })
+        .take(limit)
+        .collect()
+}
+
+fn reason(
+    view: &RolloutView,
+    p: &PodView,
+    updated: bool,
+    partition_holds: bool,
+    unready: &[&str],
+) -> Option<String> {
+    for c in &p.containers {
+        let Some((why, message)) = &c.waiting else {
+            continue;
+        };
+        if IMAGE_ERRORS.contains(&why.as_str()) {
+            return Some(format!(
+                "image {} of container {} cannot be pulled ({why}{}): fix the image reference or its pull secret",
+                c.spec_image,
+                c.name,
+                if message.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {message}")
+                }
+            ));
+        }
+        if why == "CrashLoopBackOff" {
+            return Some(format!(
+                "container {} is crash-looping ({} restarts): see `kubectl logs --previous {} -c {}`",
+                c.name, c.restarts, p.name, c.name
+            ));
+        }
+    }
+    if HOOK_STATES.contains(&p.lifecycle.as_str()) {
+        return Some(format!(
+            "held by a lifecycle hook (state {}): whoever set the hook's label or finalizer must \
+             release it",
+            p.lifecycle
+        ));
+    }
+    if updated {
+        if p.in_place_in_progress() {
+            return Some("updating in place".to_owned());
+        }
+        return Some(
+            "updated but not ready: its readiness probe or a readiness gate is not passing \
+             (`kubectl describe pod`)"
+                .to_owned(),
+        );
+    }
+    if view.paused {
+        return Some("the rollout is paused: `rollout resume` lets it go on".to_owned());
+    }
+    if partition_holds {
+        return Some(
+            "kept on the old revision by the partition: `rollout promote` moves it on".to_owned(),
+        );
+    }
+    if !p.ready {
+        return Some(
+            "not ready on the old revision: it uses the rollout's unavailability budget \
+             (`kubectl describe pod`)"
+                .to_owned(),
+        );
+    }
+    let others: Vec<&str> = unready
+        .iter()
+        .copied()
+        .filter(|n| *n != p.name)
+        .take(3)
+        .collect();
+    Some(if others.is_empty() {
+        "waiting for its turn".to_owned()
+    } else {
+        format!(
+            "waiting for its turn: maxUnavailable is taken by unready {}",
+            others.join(", ")
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::view::ContainerView;
+    use serde_json::json;
+
+    fn view(extra: serde_json::Value) -> RolloutView {
+        let mut obj = json!({
+            "apiVersion": "apps.kruise.io/v1beta1", "kind": "CloneSet",
+            "metadata": {"name": "web", "generation": 2},
+            "spec": {"replicas": 3, "updateStrategy": {"rollingUpdate": {"podUpdatePolicy": "InPlaceIfPossible"}},
+                     "template": {"spec": {"containers": [{"name": "app", "image": "app:2"}]}}},
+            "status": {"observedGeneration": 2, "updateRevision": "web-2", "currentRevision": "web-1"}
+        });
+        if let (Some(s), Some(e)) = (obj["spec"].as_object_mut(), extra.as_object()) {
+            s.extend(e.clone());
+        }
+        RolloutView::from_json(&obj)
+    }
+
+    fn pod(name: &str, revision: &str, ready: bool, waiting: Option<(&str, &str)>) -> PodView {
+        PodView {
+            name: name.into(),
+            revision: revision.into(),
+            ready,
+            containers: vec![ContainerView {
+                name: "app".into(),
+                spec_image: "app:2".into(),
+                restarts: 4,
+                waiting: waiting.map(|(r, m)| (r.into(), m.into())),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn each_cause_is_named_with_what_to_do() {
+        let v = view(json!({}));
+        let pods = [
+            pod(
+                "web-a",
+                "web-2",
+                false,
+                Some(("ImagePullBackOff", "Back-off pulling image")),
+            ),
+            pod("web-b", "web-2", false, Some(("CrashLoopBackOff", ""))),
+            pod("web-c", "web-1", true, None),
+            pod("web-d", "web-2", true, None),
+        ];
+        let h = held(&v, &pods, 10);
+        assert_eq!(h.len(), 3, "{h:?}");
+        assert!(
+            h[0].reason
+                .contains("app:2 of container app cannot be pulled (ImagePullBackOff: Back-off"),
+            "{h:?}"
+        );
+        assert!(
+            h[1].reason.contains("crash-looping (4 restarts)")
+                && h[1].reason.contains("--previous web-b"),
+            "{h:?}"
+        );
+        assert_eq!(h[2].pod, "web-c");
+        assert!(
+            h[2].reason
+                .contains("maxUnavailable is taken by unready web-a, web-b"),
+            "{h:?}"
+        );
+        assert_eq!(held(&v, &pods, 1).len(), 1, "limited");
+    }
+
+    #[test]
+    fn partition_pause_and_hooks() {
+        let old = [
+            pod("web-a", "web-1", true, None),
+            pod("web-b", "web-2", true, None),
+        ];
+        let h = held(
+            &view(
+                json!({"updateStrategy": {"rollingUpdate": {"podUpdatePolicy": "InPlaceIfPossible", "partition": 1}}}),
+            ),
+            &old,
+            10,
+        );
+        assert!(h[0].reason.contains("by the partition"), "{h:?}");
+        let h = held(
+            &view(
+                json!({"updateStrategy": {"rollingUpdate": {"podUpdatePolicy": "InPlaceIfPossible", "paused": true}}}),
+            ),
+            &old,
+            10,
+        );
+        assert!(h[0].reason.contains("paused"), "{h:?}");
+        let mut hooked = pod("web-a", "web-1", true, None);
+        hooked.lifecycle = "PreparingUpdate".into();
+        let h = held(&view(json!({})), &[hooked], 10);
+        assert!(
+            h[0].reason
+                .contains("lifecycle hook (state PreparingUpdate)"),
+            "{h:?}"
+        );
+        let h = held(&view(json!({})), &[pod("web-a", "web-2", false, None)], 10);
+        assert!(
+            h[0].reason.contains("readiness probe or a readiness gate"),
+            "{h:?}"
+        );
+    }
+}
