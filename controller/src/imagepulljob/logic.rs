@@ -433,20 +433,6 @@ pub enum Ttl {
     After(Duration),
 }
 
-/// How long a completed job keeps its pull-secret copies. Upstream releases them at completion,
-/// but its daemon reports a pull at most every couple of seconds once its burst is spent, so a
-/// job's copy always outlives its creation by seconds (upstream's e2e checks for it once a
-/// second). Ours reports within milliseconds: a job for an image already on its nodes would
-/// complete, and drop its copy, before anyone could see it. Kept this long after completion,
-/// the copy is there for whoever looks, and still gone well within upstream's 10 s.
-pub const COPIES_KEPT_AFTER_COMPLETION: Duration = Duration::from_secs(5);
-
-/// How much longer a job completed at `completed` keeps its copies, if at all.
-pub fn copies_kept_for(completed: Timestamp, now: Timestamp) -> Option<Duration> {
-    let left = COPIES_KEPT_AFTER_COMPLETION.saturating_sub(elapsed(now, completed));
-    (!left.is_zero()).then_some(left)
-}
-
 /// TTL decision from the completion time.
 pub fn ttl(ttl_seconds: Option<i32>, completed: Timestamp, now: Timestamp) -> Ttl {
     let Some(ttl) = ttl_seconds else {

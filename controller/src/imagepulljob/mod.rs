@@ -243,6 +243,46 @@ async fn finalize(ctx: &Ctx, api: &Api<ImagePullJob>, job: &ImagePullJob) -> Res
     Ok(())
 }
 
+/// A completed job: its copies released (after [`secrets::COPIES_KEPT_AFTER_COMPLETION`]), then
+/// its TTL.
+async fn completed(
+    ctx: &Ctx,
+    api: &Api<ImagePullJob>,
+    job: &ImagePullJob,
+    done: Timestamp,
+    now: Timestamp,
+) -> Result<Action, Error> {
+    let ttl = job
+        .spec
+        .template
+        .completion_policy
+        .ttl_seconds_after_finished;
+    let decision = logic::ttl(ttl, done, now);
+    if let Some(left) = secrets::copies_kept_for(done, now)
+        && !matches!(decision, Ttl::Delete)
+    {
+        let next = match decision {
+            Ttl::After(d) => d.min(left),
+            _ => left,
+        };
+        return Ok(Action::requeue(next));
+    }
+    finalize(ctx, api, job).await?;
+    match decision {
+        Ttl::Keep => Ok(Action::await_change()),
+        Ttl::After(d) => Ok(Action::requeue(d)),
+        Ttl::Delete => {
+            tracing::info!("deleting ImagePullJob after ttlSecondsAfterFinished");
+            match api.delete(&job.name_any(), &Default::default()).await {
+                Ok(_) => {}
+                Err(kube::Error::Api(e)) if e.is_not_found() => {}
+                Err(e) => return Err(e.into()),
+            }
+            Ok(Action::await_change())
+        }
+    }
+}
+
 async fn reconcile(job: Arc<ImagePullJob>, ctx: Arc<Ctx>) -> Result<Action, Error> {
     let (job, ctx) = (job.as_ref(), ctx.as_ref());
     let ns = job.namespace().unwrap_or_default();
@@ -255,35 +295,7 @@ async fn reconcile(job: Arc<ImagePullJob>, ctx: Arc<Ctx>) -> Result<Action, Erro
         return Ok(Action::await_change());
     }
     if let Some(done) = job.status.as_ref().and_then(|s| s.completion_time.as_ref()) {
-        let ttl = job
-            .spec
-            .template
-            .completion_policy
-            .ttl_seconds_after_finished;
-        let decision = logic::ttl(ttl, done.0, now);
-        if let Some(left) = logic::copies_kept_for(done.0, now)
-            && !matches!(decision, Ttl::Delete)
-        {
-            let next = match decision {
-                Ttl::After(d) => d.min(left),
-                _ => left,
-            };
-            return Ok(Action::requeue(next));
-        }
-        finalize(ctx, &api, job).await?;
-        return match decision {
-            Ttl::Keep => Ok(Action::await_change()),
-            Ttl::After(d) => Ok(Action::requeue(d)),
-            Ttl::Delete => {
-                tracing::info!("deleting ImagePullJob after ttlSecondsAfterFinished");
-                match api.delete(&name, &Default::default()).await {
-                    Ok(_) => {}
-                    Err(kube::Error::Api(e)) if e.is_not_found() => {}
-                    Err(e) => return Err(e.into()),
-                }
-                Ok(Action::await_change())
-            }
-        };
+        return completed(ctx, &api, job, done.0, now).await;
     }
     // Not `kube::runtime::finalizer`: that one would add the finalizer back right after the
     // completion branch above released it (see runner::finalizer).

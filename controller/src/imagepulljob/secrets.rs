@@ -3,7 +3,9 @@
 //! annotation, and deleted when the last job lets go.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
+use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Namespace, Secret};
 use kruise_api::apps::v1beta1::{ImagePullJob, ReferenceObject};
 use kruise_api::keys;
@@ -19,6 +21,21 @@ pub fn daemon_config_namespace() -> String {
         .ok()
         .filter(|s| !s.is_empty())
         .unwrap_or_else(|| keys::KRUISE_DAEMON_CONFIG_NAMESPACE.to_string())
+}
+
+/// How long a completed job keeps its pull-secret copies. Upstream releases them at completion,
+/// but its daemon reports a pull at most every couple of seconds once its burst is spent, so a
+/// job's copy always outlives its creation by seconds (upstream's e2e checks for it once a
+/// second). Ours reports within milliseconds: a job for an image already on its nodes would
+/// complete, and drop its copy, before anyone could see it. Kept this long after completion,
+/// the copy is there for whoever looks, and still gone well within upstream's 10 s.
+pub const COPIES_KEPT_AFTER_COMPLETION: Duration = Duration::from_secs(5);
+
+/// How much longer a job completed at `completed` keeps its copies, if at all.
+pub fn copies_kept_for(completed: Timestamp, now: Timestamp) -> Option<Duration> {
+    let left =
+        COPIES_KEPT_AFTER_COMPLETION.saturating_sub(now.duration_since(completed).unsigned_abs());
+    (!left.is_zero()).then_some(left)
 }
 
 fn random_suffix() -> String {
@@ -160,4 +177,25 @@ async fn claim(
         tracing::info!(job = %key, secret = %copy.name_any(), "updated pull-secret copy");
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn completed_jobs_keep_their_copies_a_few_seconds() {
+        let done: Timestamp = "2026-01-01T00:00:00Z".parse().expect("ts");
+        let at = |s: i64| {
+            done.checked_add(jiff::SignedDuration::from_secs(s))
+                .expect("ts")
+        };
+        assert_eq!(
+            copies_kept_for(done, at(0)),
+            Some(COPIES_KEPT_AFTER_COMPLETION)
+        );
+        assert_eq!(copies_kept_for(done, at(2)), Some(Duration::from_secs(3)));
+        assert_eq!(copies_kept_for(done, at(5)), None);
+        assert_eq!(copies_kept_for(done, at(60)), None);
+    }
 }

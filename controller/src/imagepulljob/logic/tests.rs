@@ -583,19 +583,3 @@ fn validate_selector_table() {
         assert_eq!(validate_selector(&s, "selector").is_ok(), ok, "{what}");
     }
 }
-
-#[test]
-fn completed_jobs_keep_their_copies_a_few_seconds() {
-    let done: Timestamp = "2026-01-01T00:00:00Z".parse().expect("ts");
-    let at = |s: i64| {
-        done.checked_add(jiff::SignedDuration::from_secs(s))
-            .expect("ts")
-    };
-    assert_eq!(
-        copies_kept_for(done, at(0)),
-        Some(COPIES_KEPT_AFTER_COMPLETION)
-    );
-    assert_eq!(copies_kept_for(done, at(2)), Some(Duration::from_secs(3)));
-    assert_eq!(copies_kept_for(done, at(5)), None);
-    assert_eq!(copies_kept_for(done, at(60)), None);
-}
