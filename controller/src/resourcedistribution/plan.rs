@@ -207,7 +207,34 @@ pub fn needs_update(old: &Value, rd: &Distributor<'_>) -> bool {
         .pointer("/metadata/annotations")
         .and_then(|a| a.get(keys::RD_RESOURCE_HASH_ANNOTATION))
         .and_then(Value::as_str);
-    body(old) != body(rd.resource) || hash != Some(rd.hash)
+    let want = string_data_as_data(body(rd.resource));
+    let mut have = body(old);
+    // The API server defaults a Secret's type to Opaque.
+    if !want.contains_key("type") && have.get("type").and_then(Value::as_str) == Some("Opaque") {
+        have.remove("type");
+    }
+    have != want || hash != Some(rd.hash)
+}
+
+/// A Secret's `stringData` as the API server stores it: base64 in `data` (a key in both takes
+/// the `stringData` value). Without this, a distributed Secret written with `stringData` would
+/// never compare equal to its copy and be rewritten forever.
+fn string_data_as_data(mut body: Map<String, Value>) -> Map<String, Value> {
+    use base64::Engine as _;
+    let Some(Value::Object(strings)) = body.remove("stringData") else {
+        return body;
+    };
+    let mut data = match body.remove("data") {
+        Some(Value::Object(d)) => d,
+        _ => Map::new(),
+    };
+    for (k, v) in strings {
+        let text = v.as_str().unwrap_or_default().to_owned();
+        let encoded = base64::engine::general_purpose::STANDARD.encode(text);
+        data.insert(k, Value::String(encoded));
+    }
+    body.insert("data".into(), Value::Object(data));
+    body
 }
 
 /// The owner reference every copy carries (upstream `NewControllerRef`): the API server's

@@ -235,6 +235,26 @@ fn an_update_keeps_foreign_metadata_and_the_resource_version() {
 }
 
 #[test]
+fn string_data_compares_as_the_api_server_stores_it() {
+    let res = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"},
+        "stringData": {"k": "v"}, "data": {"other": "eA=="}});
+    let hash = resource_hash(&res);
+    let d = distributor(&res, &hash);
+    let mut stored = desired_copy(&d, "ns-1", None);
+    stored.as_object_mut().map(|o| o.remove("stringData"));
+    stored["data"] = json!({"k": "dg==", "other": "eA=="});
+    assert!(!needs_update(&stored, &d), "the stored copy is current");
+    stored["data"]["k"] = json!("dzI=");
+    assert!(needs_update(&stored, &d), "an edited value is put back");
+    stored["data"]["k"] = json!("dg==");
+    stored["type"] = json!("Opaque");
+    assert!(
+        !needs_update(&stored, &d),
+        "the defaulted type is not a difference"
+    );
+}
+
+#[test]
 fn status_as_upstream_calculates_it() {
     let failures = vec![
         Failure {
