@@ -192,14 +192,16 @@ pub fn owner_name(obj: &Value) -> Option<&str> {
         .and_then(|o| o.get("name").and_then(Value::as_str))
 }
 
-/// Upstream `needToUpdate` (anything but `metadata` and `status` differs), and also a changed
+/// Upstream `needToUpdate` (anything but `metadata` and `status` differs; the kind is the
+/// resource's by construction), and also a changed
 /// hash annotation, so that labels and annotations of the resource reach the copies too.
 pub fn needs_update(old: &Value, rd: &Distributor<'_>) -> bool {
     let body = |v: &Value| -> Map<String, Value> {
         v.as_object()
             .into_iter()
             .flatten()
-            .filter(|(k, _)| !matches!(k.as_str(), "metadata" | "status"))
+            // A list's items carry no apiVersion and kind; the kind is the resource's anyway.
+            .filter(|(k, _)| !matches!(k.as_str(), "metadata" | "status" | "apiVersion" | "kind"))
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect()
     };

@@ -192,6 +192,22 @@ async fn secret_reaches_matching_namespaces_follows_updates_and_is_cleaned_up() 
     .expect("conflict event");
     assert!(notes[0].contains(&foreign), "{notes:?}");
 
+    // A current copy is left alone: not rewritten round after round.
+    let settled = secret_in(&client, &by_name, SECRET)
+        .await
+        .expect("get")
+        .expect("copy");
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let later = secret_in(&client, &by_name, SECRET)
+        .await
+        .expect("get")
+        .expect("copy");
+    assert_eq!(
+        later.resource_version(),
+        settled.resource_version(),
+        "a current copy must not be rewritten"
+    );
+
     // An update of the resource reaches the copies in place (same object, new data and hash).
     let before = secret_in(&client, &by_name, SECRET)
         .await
