@@ -19,7 +19,7 @@ use kube::{Client, ResourceExt};
 use tokio_util::sync::CancellationToken;
 
 use super::context::{Context, METRIC_NAME};
-use super::plan::{NamespaceInfo, namespace_targeted, selector_matches};
+use super::plan::{NamespaceInfo, namespace_event_concerns};
 use super::reconcile::reconcile;
 use crate::metrics::Metrics;
 use crate::runner::{self, Controller};
@@ -106,9 +106,9 @@ fn owner<K>(o: &PartialObjectMeta<K>) -> Option<ObjectRef<ResourceDistribution>>
         .map(|r| ObjectRef::new(&r.name))
 }
 
-/// The last labels seen of each namespace, to know which selectors a label change concerns.
+/// The last state seen of each namespace, to know which distributions an update concerns.
 #[derive(Default)]
-struct NamespaceLabels(BTreeMap<String, BTreeMap<String, String>>);
+struct NamespaceLabels(BTreeMap<String, NamespaceInfo>);
 
 impl NamespaceLabels {
     /// The distributions one Namespace event concerns.
@@ -117,36 +117,30 @@ impl NamespaceLabels {
         store: &Store<ResourceDistribution>,
         ev: watcher::Event<Namespace>,
     ) -> Vec<ObjectRef<ResourceDistribution>> {
-        let rds = store.state();
-        let refs = |f: &dyn Fn(&ResourceDistribution) -> bool| -> Vec<_> {
-            rds.iter()
-                .filter(|rd| f(rd))
-                .map(|rd| ObjectRef::from_obj(rd.as_ref()))
-                .collect()
-        };
-        match ev {
+        let (old, new) = match ev {
             watcher::Event::Apply(ns) | watcher::Event::InitApply(ns) => {
                 let info = NamespaceInfo {
                     name: ns.name_any(),
                     labels: ns.labels().clone(),
                     terminating: ns.metadata.deletion_timestamp.is_some(),
                 };
-                match self.0.insert(info.name.clone(), info.labels.clone()) {
-                    // First seen: created (upstream's Create event).
-                    None => refs(&|rd| namespace_targeted(&rd.spec.targets, &info)),
-                    Some(old) if old != info.labels => refs(&|rd| {
-                        selector_matches(&rd.spec.targets, &info.labels)
-                            || selector_matches(&rd.spec.targets, &old)
-                    }),
-                    Some(_) => Vec::new(),
-                }
+                (self.0.insert(info.name.clone(), info.clone()), Some(info))
             }
             watcher::Event::Delete(ns) => {
                 let name = ns.name_any();
-                self.0.remove(&name);
-                refs(&|rd| rd.spec.targets.included_namespaces.contains(&name))
+                let old = self.0.remove(&name).unwrap_or(NamespaceInfo {
+                    name,
+                    ..NamespaceInfo::default()
+                });
+                (Some(old), None)
             }
-            watcher::Event::Init | watcher::Event::InitDone => Vec::new(),
-        }
+            watcher::Event::Init | watcher::Event::InitDone => return Vec::new(),
+        };
+        store
+            .state()
+            .iter()
+            .filter(|rd| namespace_event_concerns(&rd.spec.targets, old.as_ref(), new.as_ref()))
+            .map(|rd| ObjectRef::from_obj(rd.as_ref()))
+            .collect()
     }
 }

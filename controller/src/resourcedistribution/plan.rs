@@ -92,6 +92,28 @@ pub fn selector_matches(
     !selector::is_empty(sel) && selector::matches(sel, labels)
 }
 
+/// Whether a Namespace event concerns a distribution (upstream `enqueueRequestForNamespace`):
+/// a new namespace the targets match; a deleted one they list by name; labels that changed so
+/// that the selector matches before or after; and, beyond upstream, a targeted namespace that
+/// starts terminating (its copy is reported missing at once, not when the namespace is gone).
+pub fn namespace_event_concerns(
+    targets: &ResourceDistributionTargets,
+    old: Option<&NamespaceInfo>,
+    new: Option<&NamespaceInfo>,
+) -> bool {
+    match (old, new) {
+        (None, Some(created)) => namespace_targeted(targets, created),
+        (Some(deleted), None) => targets.included_namespaces.contains(&deleted.name),
+        (Some(old), Some(new)) => {
+            (old.labels != new.labels
+                && (selector_matches(targets, &old.labels)
+                    || selector_matches(targets, &new.labels)))
+                || (!old.terminating && new.terminating && namespace_targeted(targets, new))
+        }
+        (None, None) => false,
+    }
+}
+
 /// What to do in one namespace.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Step {

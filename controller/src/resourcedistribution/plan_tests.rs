@@ -110,6 +110,37 @@ fn namespace_events_match_as_upstream() {
     ));
 }
 
+#[test]
+fn namespace_events_concern_as_upstream_enqueues() {
+    let t = upstream_targets();
+    let dev = ns("x", &[("group", "one"), ("environment", "develop")]);
+    let plain = ns("x", &[]);
+    // Created: matched now.
+    assert!(namespace_event_concerns(&t, None, Some(&dev)));
+    assert!(!namespace_event_concerns(&t, None, Some(&plain)));
+    // Labels: matched before or after.
+    assert!(namespace_event_concerns(&t, Some(&plain), Some(&dev)));
+    assert!(namespace_event_concerns(&t, Some(&dev), Some(&plain)));
+    assert!(!namespace_event_concerns(
+        &t,
+        Some(&plain),
+        Some(&ns("x", &[("a", "b")]))
+    ));
+    assert!(!namespace_event_concerns(&t, Some(&dev), Some(&dev)));
+    // Deleted: listed by name only (upstream `matchViaIncludedNamespaces`).
+    assert!(namespace_event_concerns(&t, Some(&ns("ns-1", &[])), None));
+    assert!(!namespace_event_concerns(&t, Some(&dev), None));
+    // Starts terminating while targeted.
+    let mut dying = ns("ns-1", &[]);
+    dying.terminating = true;
+    assert!(namespace_event_concerns(
+        &t,
+        Some(&ns("ns-1", &[])),
+        Some(&dying)
+    ));
+    assert!(!namespace_event_concerns(&t, Some(&dying), Some(&dying)));
+}
+
 fn distributor<'a>(resource: &'a Value, hash: &'a str) -> Distributor<'a> {
     Distributor {
         name: "rd",

@@ -274,11 +274,30 @@ async fn secret_reaches_matching_namespaces_follows_updates_and_is_cleaned_up() 
     })
     .await;
 
+    // A listed namespace deleted: reported as NamespaceNotExists (upstream's e2e), and failed.
+    spaces
+        .remove(0)
+        .delete()
+        .await
+        .expect("delete a listed namespace");
+    let d = wait_status(
+        &client,
+        &name,
+        "NamespaceNotExists names the deleted namespace",
+        |d| {
+            condition(d, keys::RD_CONDITION_NAMESPACE_NOT_EXISTS)
+                .is_some_and(|c| c.status == "True" && c.failed_namespaces == [by_name.clone()])
+        },
+    )
+    .await;
+    let s = d.status.clone().unwrap_or_default();
+    assert_eq!((s.desired, s.succeeded, s.failed), (4, 2, 2), "{s:?}");
+
     // Deleting the distribution removes every copy, and only the copies.
     rd::delete(&client, &name)
         .await
         .expect("delete the distribution");
-    for ns in [&by_name, &later_labelled, &created_later] {
+    for ns in [&later_labelled, &created_later] {
         wait_gone(&client, ns).await;
     }
     let still = secret_in(&client, &foreign, SECRET)
