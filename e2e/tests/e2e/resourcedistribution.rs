@@ -479,3 +479,55 @@ async fn cli_distribution_status_shows_where_it_landed_and_failed() {
     ok.delete().await.expect("cleanup");
     blocked.delete().await.expect("cleanup");
 }
+
+/// A ConfigMap is distributed the same way, and goes with its distribution.
+#[tokio::test]
+async fn configmap_is_distributed_and_removed_with_its_distribution() {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    let client = client().await.expect("cluster");
+    let id = run_id();
+    let name = format!("rd-e2e-cm-{id}");
+    let target = TestNamespace::create(&client, &format!("rd-e2e-cm-{id}"))
+        .await
+        .expect("namespace");
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "rd-e2e-config", "labels": {"app": "game"}},
+        "data": {"player_initial_lives": "3"}});
+    let targets = json!({"includedNamespaces": {"list": [{"name": target.name}]}});
+    let created = rd::create(&client, &rd::new(&name, cm, targets).expect("rd"))
+        .await
+        .expect("distribution");
+    let api = target.api::<ConfigMap>();
+    let copy = wait_for("the ConfigMap copy", SETTLE, || async {
+        Ok(api.get_opt("rd-e2e-config").await?)
+    })
+    .await
+    .expect("copy");
+    assert_eq!(
+        copy.data
+            .as_ref()
+            .and_then(|d| d.get("player_initial_lives")),
+        Some(&"3".to_owned())
+    );
+    assert_eq!(copy.labels().get("app"), Some(&"game".to_owned()));
+    assert_eq!(
+        copy.annotations().get(keys::RD_SOURCE_ANNOTATION),
+        Some(&name)
+    );
+    assert_eq!(
+        copy.owner_references().first().map(|o| o.uid.clone()),
+        created.uid()
+    );
+    wait_status(&client, &name, "desired 1, succeeded 1", |d| {
+        let s = d.status.clone().unwrap_or_default();
+        (s.desired, s.succeeded, s.failed) == (1, 1, 0)
+    })
+    .await;
+    rd::delete(&client, &name).await.expect("delete");
+    wait_for("the ConfigMap copy gone", SETTLE, || async {
+        Ok(api.get_opt("rd-e2e-config").await?.is_none().then_some(()))
+    })
+    .await
+    .expect("gone");
+    target.delete().await.expect("cleanup");
+}

@@ -164,3 +164,38 @@ fn the_gate_off_refuses_every_distribution_as_upstream() {
     let on = FeatureGates::parse("ResourceDistributionGate=true").expect("gate");
     assert!(gate_refusal(paths::VALIDATE_RESOURCEDISTRIBUTION, &on).is_none());
 }
+
+#[test]
+fn registered_on_upstreams_path_and_rules() {
+    let cfg = crate::WebhookConfig::default();
+    let conf = crate::configuration::validating::validating_configuration(&cfg, "ca");
+    let hook = conf
+        .webhooks
+        .iter()
+        .flatten()
+        .find(|h| h.name == "vresourcedistribution.kb.io")
+        .expect("registered");
+    let svc = hook.client_config.service.as_ref().expect("service");
+    assert_eq!(
+        svc.path.as_deref(),
+        Some("/validate-apps-kruise-io-v1alpha1-resourcedistribution")
+    );
+    let rule = &hook.rules.as_ref().expect("rules")[0];
+    assert_eq!(
+        rule.api_groups.as_deref(),
+        Some(&["apps.kruise.io".to_owned()][..])
+    );
+    assert_eq!(
+        rule.api_versions.as_deref(),
+        Some(&["v1alpha1".to_owned()][..])
+    );
+    assert_eq!(
+        rule.resources.as_deref(),
+        Some(&["resourcedistributions".to_owned()][..])
+    );
+    assert_eq!(
+        rule.operations.as_deref(),
+        Some(&["CREATE".to_owned(), "UPDATE".to_owned()][..])
+    );
+    assert_eq!(hook.failure_policy.as_deref(), Some("Fail"));
+}
