@@ -116,6 +116,11 @@ pub fn all() -> Result<Vec<CustomResourceDefinition>, CrdError> {
             vec![v1alpha1::SidecarSet::crd(), v1beta1::SidecarSet::crd()],
             Conversion::Webhook,
         )?,
+        merged(
+            "resourcedistributions.apps.kruise.io",
+            vec![v1alpha1::ResourceDistribution::crd()],
+            Conversion::None,
+        )?,
         // Upstream serves both versions without a conversion webhook: v1alpha1 is a JSON
         // subset of v1beta1.
         merged(

@@ -452,6 +452,10 @@ pub mod k8s {
     /// Annotation `kubectl apply` keeps the whole last applied object in (the manager's Pod
     /// cache drops it: nothing reads it, and it can be as large as the Pod).
     pub const LAST_APPLIED_ANNOTATION: &str = "kubectl.kubernetes.io/last-applied-configuration";
+    /// Kind of a core Secret.
+    pub const SECRET_KIND: &str = "Secret";
+    /// Kind of a core ConfigMap.
+    pub const CONFIGMAP_KIND: &str = "ConfigMap";
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -479,6 +483,40 @@ pub const KRUISE_CONFIGURATION_CONFIGMAP: &str = "kruise-configuration";
 /// Key of [`KRUISE_CONFIGURATION_CONFIGMAP`] with the SidecarSet `patchPodMetadata` whitelist:
 /// `{"rules": [{"selector": <SidecarSet labels>, "allowedAnnotationKeyExprs": [regex]}]}`.
 pub const SIDECARSET_PATCH_METADATA_WHITELIST_KEY: &str = "SidecarSet_PatchPodMetadata_WhiteList";
+
+// ---------------------------------------------------------------------------------------------
+// ResourceDistribution
+// ---------------------------------------------------------------------------------------------
+
+/// Kind name of ResourceDistribution.
+pub const RD_KIND: &str = "ResourceDistribution";
+/// Annotation on every copy: hex SHA-256 of the distribution's `spec.resource` (upstream
+/// `utils.ResourceHashCodeAnnotation`).
+pub const RD_RESOURCE_HASH_ANNOTATION: &str = "kruise.io/resourcedistribution.resource.hashcode";
+/// Annotation on every copy: the name of the distribution it came from (upstream
+/// `utils.SourceResourceDistributionOfResource`).
+pub const RD_SOURCE_ANNOTATION: &str = "kruise.io/resourcedistribution.resource.from";
+/// ResourceDistribution validation path (upstream's).
+pub const VALIDATE_RD_PATH: &str = "/validate-apps-kruise-io-v1alpha1-resourcedistribution";
+/// Condition type: reading an existing copy failed.
+pub const RD_CONDITION_GET_RESOURCE_FAILED: &str = "GetResourceFailed";
+/// Condition type: creating a copy failed.
+pub const RD_CONDITION_CREATE_RESOURCE_FAILED: &str = "CreateResourceFailed";
+/// Condition type: updating a copy failed.
+pub const RD_CONDITION_UPDATE_RESOURCE_FAILED: &str = "UpdateResourceFailed";
+/// Condition type: deleting a copy failed.
+pub const RD_CONDITION_DELETE_RESOURCE_FAILED: &str = "DeleteResourceFailed";
+/// Condition type: a same-named object the distribution does not own is in the way.
+pub const RD_CONDITION_CONFLICT_OCCURRED: &str = "ConflictOccurred";
+/// Condition type: a listed namespace does not exist or is terminating.
+pub const RD_CONDITION_NAMESPACE_NOT_EXISTS: &str = "NamespaceNotExists";
+/// Reason of a False condition (upstream `OperationSucceeded`, the same word as the Pod phase).
+pub const RD_REASON_SUCCEEDED: &str = k8s::POD_SUCCEEDED;
+/// Reason of a True ConflictOccurred condition (upstream's error text).
+pub const RD_CONFLICT_MESSAGE: &str =
+    "conflict with existing resources because of the same namespace, group, version, kind and name";
+/// Reason of a True NamespaceNotExists condition (upstream's error text).
+pub const RD_NAMESPACE_NOT_EXISTS_MESSAGE: &str = "namespace not found or is terminating";
 
 #[cfg(test)]
 mod tests {

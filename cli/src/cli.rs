@@ -63,6 +63,9 @@ pub enum Command {
     /// Pre-pull images on nodes through ImagePullJobs.
     #[command(subcommand)]
     Image(ImageCmd),
+    /// Where a ResourceDistribution's copies landed and where they failed.
+    #[command(subcommand)]
+    Distribution(DistributionCmd),
     /// Run the manager (controllers and webhook) in this process, for a dev cluster.
     Dev(DevArgs),
     /// Install Kruise-rs (the manifests of deploy/, embedded in this binary), server side.
@@ -75,6 +78,19 @@ pub enum Command {
     Completion {
         #[arg(value_enum)]
         shell: Shell,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum DistributionCmd {
+    /// One row per namespace: distributed, pending, out-of-date, conflict (a same-named object
+    /// it does not own), namespace-missing, failed (with the error), removing. Exit 0 when every
+    /// targeted namespace holds the current copy, 1 otherwise.
+    Status {
+        /// The ResourceDistribution (cluster-scoped).
+        name: String,
+        #[arg(short = 'o', long, value_enum, default_value_t)]
+        output: Output,
     },
 }
 

@@ -16,7 +16,7 @@ pub mod view;
 pub mod watch;
 
 use clap::CommandFactory;
-use cli::{Cli, Command, ImageCmd, Rollout, SetCmd};
+use cli::{Cli, Command, DistributionCmd, ImageCmd, Rollout, SetCmd};
 use error::{CliError, exit};
 
 /// True when the environment asks for no colour (https://no-color.org) or a dumb terminal.
@@ -102,6 +102,9 @@ pub async fn dispatch(cli: Cli) -> Result<i32, CliError> {
         } => cmd::scaledown::run(&ctx, &target, &pods, dry_run).await,
         Command::RecreateContainer(args) => cmd::crr::run(&ctx, &args).await,
         Command::Image(ImageCmd::Pull(args)) => cmd::pull::run(&ctx, &args).await,
+        Command::Distribution(DistributionCmd::Status { name, output }) => {
+            cmd::distribution::status(&ctx, &name, output).await
+        }
         Command::Dev(args) => cmd::dev::run(&cli.connect, &args).await,
         Command::Install(args) => cmd::install::install(&ctx, &args).await,
         Command::Uninstall(args) => cmd::install::uninstall(&ctx, &args).await,

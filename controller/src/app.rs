@@ -20,7 +20,7 @@ use crate::podcache::PodCache;
 use crate::server::{self, Health};
 use crate::{
     crr, daemonset, imagepulljob, launchpriority, nodeimage, podreadiness, podunavailablebudget,
-    ratelimit, sidecarset, statefulset,
+    ratelimit, resourcedistribution, sidecarset, statefulset,
 };
 
 /// Name of the leader-election Lease (upstream's lock name).
@@ -164,6 +164,8 @@ pub struct GatedControllers {
     pub container_recreate: bool,
     /// Upstream starts the PodUnavailableBudget controller when either of its gates is on.
     pub pod_unavailable_budget: bool,
+    /// `ResourceDistributionGate` (off by default upstream).
+    pub resource_distribution: bool,
 }
 
 impl GatedControllers {
@@ -175,6 +177,7 @@ impl GatedControllers {
             container_recreate: daemon,
             pod_unavailable_budget: gates.enabled(Gate::PodUnavailableBudgetDeleteGate)
                 || gates.enabled(Gate::PodUnavailableBudgetUpdateGate),
+            resource_distribution: gates.enabled(Gate::ResourceDistributionGate),
         }
     }
 }
@@ -266,6 +269,16 @@ pub async fn run_controllers(
             token.clone(),
         ),
     );
+    let distributions = gated(
+        run.resource_distribution,
+        "resourcedistribution",
+        resourcedistribution::run(
+            client.clone(),
+            metrics.clone(),
+            instance.clone(),
+            token.clone(),
+        ),
+    );
     let ctx = Arc::new(
         cloneset::Context::new(client, pods, revisions, metrics, instance, namespace)
             .with_gates(gates),
@@ -280,7 +293,8 @@ pub async fn run_controllers(
         recreate,
         sidecars,
         daemonsets,
-        budgets
+        budgets,
+        distributions
     );
 }
 
@@ -487,29 +501,43 @@ mod tests {
     #[test]
     fn gated_controllers_start_as_upstream_starts_them() {
         let cases = [
-            // Upstream's defaults: no pull jobs.
-            ("", (true, false, true, true)),
-            ("ImagePullJobGate=true", (true, true, true, true)),
+            // Upstream's defaults: no pull jobs, no distributions.
+            ("", (true, false, true, true, false)),
+            ("ImagePullJobGate=true", (true, true, true, true, false)),
             // Pre-download turns the pull-job gate on.
             (
                 "PreDownloadImageForInPlaceUpdate=true",
-                (true, true, true, true),
+                (true, true, true, true, false),
             ),
             (
                 "KruiseDaemon=false,ImagePullJobGate=true",
-                (false, false, false, true),
+                (false, false, false, true, false),
             ),
             // PodUnavailableBudget: either gate starts the controller.
             (
                 "PodUnavailableBudgetDeleteGate=false",
-                (true, false, true, false),
+                (true, false, true, false, false),
             ),
             (
                 "PodUnavailableBudgetDeleteGate=false,PodUnavailableBudgetUpdateGate=true",
-                (true, false, true, true),
+                (true, false, true, true, false),
+            ),
+            (
+                "ResourceDistributionGate=true",
+                (true, false, true, true, true),
             ),
         ];
-        for (flag, (node_images, pull_jobs, container_recreate, pod_unavailable_budget)) in cases {
+        for (
+            flag,
+            (
+                node_images,
+                pull_jobs,
+                container_recreate,
+                pod_unavailable_budget,
+                resource_distribution,
+            ),
+        ) in cases
+        {
             let gates = FeatureGates::parse(flag).expect(flag);
             assert_eq!(
                 GatedControllers::of(&gates),
@@ -517,7 +545,8 @@ mod tests {
                     node_images,
                     pull_jobs,
                     container_recreate,
-                    pod_unavailable_budget
+                    pod_unavailable_budget,
+                    resource_distribution,
                 },
                 "{flag}"
             );

@@ -19,6 +19,7 @@ pub mod podreadiness;
 pub mod podunavailablebudget;
 pub use kruise_runtime::ratelimit;
 pub use kruise_runtime::runner;
+pub mod resourcedistribution;
 pub mod revcache;
 pub mod revision;
 pub mod server;

@@ -243,5 +243,6 @@ pub mod manager;
 pub mod mode;
 pub mod plugin;
 pub mod recorder;
+pub mod resourcedistribution;
 pub mod sidecarset;
 pub mod statefulset;

@@ -67,6 +67,7 @@ pub mod imagelistpulljob;
 pub mod imagepulljob;
 pub mod nodeimage;
 pub mod podunavailablebudget;
+pub mod resourcedistribution;
 pub mod sidecarset;
 pub mod statefulset;
 
@@ -168,6 +169,8 @@ pub mod paths {
     pub const VALIDATE_APPS_STATEFULSET: &str = "/validate-apps-statefulset";
     /// PodUnavailableBudget validation (upstream's path).
     pub const VALIDATE_PUB: &str = kruise_api::keys::VALIDATE_PUB_PATH;
+    /// ResourceDistribution validation (upstream's path).
+    pub const VALIDATE_RESOURCEDISTRIBUTION: &str = kruise_api::keys::VALIDATE_RD_PATH;
     /// Every admission path the server routes; each is served by `handle_admission_async`.
     pub const ADMISSION: &[&str] = &[
         MUTATE_POD,
@@ -202,6 +205,7 @@ pub mod paths {
         VALIDATE_APPS_REPLICASET,
         VALIDATE_APPS_STATEFULSET,
         VALIDATE_PUB,
+        VALIDATE_RESOURCEDISTRIBUTION,
     ];
     /// CRD conversion.
     pub const CONVERT: &str = kruise_api::keys::CONVERSION_WEBHOOK_PATH;
@@ -227,6 +231,7 @@ pub fn admission_handler(path: &str) -> Option<fn(&review::Request) -> review::O
         paths::MUTATE_IMAGELISTPULLJOB => Some(imagelistpulljob::defaults::mutate),
         paths::VALIDATE_IMAGELISTPULLJOB => Some(imagelistpulljob::validation::validate),
         paths::VALIDATE_CRR => Some(crr::validation::validate),
+        paths::VALIDATE_RESOURCEDISTRIBUTION => Some(resourcedistribution::validation::validate),
         paths::MUTATE_SIDECARSET => Some(sidecarset::defaults::mutate),
         paths::VALIDATE_STATEFULSET => Some(statefulset::validation::validate),
         paths::MUTATE_STATEFULSET
@@ -338,16 +343,19 @@ pub fn handle_conversion(body: &[u8]) -> Vec<u8> {
 }
 
 /// Upstream refuses every ImagePullJob and ImageListPullJob create or update while their
-/// gates are off (403, `feature-gate <Name> is not enabled`), the daemon's gate checked first.
+/// gates are off (403, `feature-gate <Name> is not enabled`), the daemon's gate checked first,
+/// and every ResourceDistribution create or update while `ResourceDistributionGate` is off.
 pub fn gate_refusal(path: &str, gates: &FeatureGates) -> Option<review::Outcome> {
-    if !matches!(
-        path,
-        paths::VALIDATE_IMAGEPULLJOB | paths::VALIDATE_IMAGELISTPULLJOB
-    ) {
-        return None;
-    }
-    [Gate::KruiseDaemon, Gate::ImagePullJobGate]
-        .into_iter()
+    let needed: &[Gate] = match path {
+        paths::VALIDATE_IMAGEPULLJOB | paths::VALIDATE_IMAGELISTPULLJOB => {
+            &[Gate::KruiseDaemon, Gate::ImagePullJobGate]
+        }
+        paths::VALIDATE_RESOURCEDISTRIBUTION => &[Gate::ResourceDistributionGate],
+        _ => return None,
+    };
+    needed
+        .iter()
+        .copied()
         .find(|g| !gates.enabled(*g))
         .map(|g| review::Outcome::forbidden(format!("feature-gate {g} is not enabled")))
 }

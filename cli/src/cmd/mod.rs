@@ -5,6 +5,7 @@ pub mod complete;
 pub mod completion;
 pub mod crr;
 pub mod dev;
+pub mod distribution;
 pub mod history;
 pub mod install;
 pub mod pull;

@@ -28,6 +28,7 @@ mod manager_restart;
 mod plugin_dev;
 mod plugin_install;
 mod podunavailablebudget;
+mod resourcedistribution;
 mod runtime_meta;
 mod scale;
 mod sidecarset;

@@ -109,6 +109,16 @@ pub fn validating_configuration(
                     "sidecarsets",
                 ),
                 ValidatingWebhook {
+                    name: "vresourcedistribution.kb.io".to_owned(),
+                    rules: Some(vec![rule(
+                        &[keys::APPS_GROUP],
+                        &[keys::VERSION_V1ALPHA1],
+                        &["CREATE", "UPDATE"],
+                        &["resourcedistributions"],
+                    )]),
+                    ..hook("", paths::VALIDATE_RESOURCEDISTRIBUTION, &[], "")
+                },
+                ValidatingWebhook {
                     name: "vpodunavailablebudget.kb.io".to_owned(),
                     rules: Some(vec![rule(
                         &[keys::POLICY_GROUP],

@@ -6,6 +6,7 @@ mod containerrecreaterequest;
 mod daemonset;
 mod imagepulljob;
 mod nodeimage;
+mod resourcedistribution;
 mod sidecarset;
 mod statefulset;
 
@@ -36,6 +37,12 @@ pub use imagepulljob::{
 pub use nodeimage::{
     ImagePullPhase, ImageSpec, ImageStatus, ImageTagPullPolicy, ImageTagSpec, ImageTagStatus,
     NodeImage, NodeImageSpec, NodeImageStatus, ReferenceObject, SyncStatus, SyncStatusPhase,
+};
+pub use resourcedistribution::{
+    ConditionType as ResourceDistributionConditionType, DistributedResource, ResourceDistribution,
+    ResourceDistributionCondition, ResourceDistributionNamespace, ResourceDistributionSpec,
+    ResourceDistributionStatus, ResourceDistributionTargetNamespaces, ResourceDistributionTargets,
+    ResourceError, SUPPORTED_KINDS, resource_hash,
 };
 pub use sidecarset::{SidecarSet, SidecarSetSpec};
 pub use statefulset::{

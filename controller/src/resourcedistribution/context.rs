@@ -1,0 +1,53 @@
+//! What a reconcile of a distribution needs: the client, the Namespace cache, Events.
+
+use k8s_openapi::api::core::v1::{Namespace, ObjectReference};
+use kube::Client;
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::reflector::Store;
+
+/// Name in Events and logs (upstream's controller name).
+pub const CONTROLLER_NAME: &str = "resourcedistribution-controller";
+/// Label value of the `controller` metric label.
+pub(super) const METRIC_NAME: &str = "resourcedistribution";
+
+/// Shared state of the ResourceDistribution controller.
+pub struct Context {
+    pub client: Client,
+    /// Every Namespace (the targets are matched against it).
+    pub namespaces: Store<Namespace>,
+    pub recorder: Recorder,
+}
+
+impl Context {
+    pub fn new(client: Client, namespaces: Store<Namespace>, instance: Option<String>) -> Self {
+        let reporter = Reporter {
+            controller: CONTROLLER_NAME.to_owned(),
+            instance,
+        };
+        Self {
+            recorder: Recorder::new(client.clone(), reporter),
+            client,
+            namespaces,
+        }
+    }
+
+    /// Records an Event; a failure to record is logged, never fatal.
+    pub async fn event(
+        &self,
+        about: &ObjectReference,
+        type_: EventType,
+        reason: &str,
+        note: String,
+    ) {
+        let ev = Event {
+            type_,
+            reason: reason.to_owned(),
+            note: Some(note),
+            action: reason.to_owned(),
+            secondary: None,
+        };
+        if let Err(e) = self.recorder.publish(&ev, about).await {
+            tracing::debug!(error = %e, reason, "failed to record an Event");
+        }
+    }
+}

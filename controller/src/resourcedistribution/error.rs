@@ -1,0 +1,41 @@
+//! The controller's error, with the runner's metric label and conflict test.
+
+use std::time::Duration;
+
+use crate::runner::ReconcileError;
+
+/// Why a reconcile failed; the runner backs off and retries.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("kubernetes API: {0}")]
+    Kube(#[from] kube::Error),
+    /// Some namespaces could not be written; the status names them.
+    #[error("{count} namespace(s) failed: {first}")]
+    Namespaces { count: usize, first: String },
+    /// `spec.resource` is not distributable (the webhook refuses it; an object admitted while
+    /// the webhook was away is reported until it is fixed).
+    #[error("spec.resource: {0}")]
+    Resource(#[from] kruise_api::apps::v1alpha1::ResourceError),
+}
+
+impl ReconcileError for Error {
+    fn metric_label(&self) -> &'static str {
+        match self {
+            Error::Kube(_) => "kube",
+            Error::Namespaces { .. } => "namespaces",
+            Error::Resource(_) => "resource",
+        }
+    }
+
+    /// A bad resource is fixed only by an edit, which triggers a reconcile anyway.
+    fn retry_floor(&self) -> Duration {
+        match self {
+            Error::Resource(_) => Duration::from_secs(300),
+            _ => Duration::ZERO,
+        }
+    }
+
+    fn is_conflict(&self) -> bool {
+        matches!(self, Error::Kube(e) if crate::runner::is_conflict(e))
+    }
+}
