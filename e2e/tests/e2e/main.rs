@@ -12,6 +12,7 @@
 //!   the cluster once Kruise-rs is uninstalled.
 //! - everything else runs in parallel against Kruise-rs installed from `deploy/`.
 
+mod broadcastjob;
 mod cli;
 mod cli_kruise_history;
 mod cli_workloads;
