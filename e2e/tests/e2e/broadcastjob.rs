@@ -430,8 +430,10 @@ async fn webhook_defaults_and_refuses_bad_input_naming_the_field() {
     );
     let mut job =
         broadcastjob::new("alpha", "true", "Never", json!({"paused": true})).expect("job");
-    job.data["apiVersion"] = json!(keys::APPS_V1ALPHA1);
-    job.types = None;
+    job.types = Some(kube::api::TypeMeta {
+        api_version: keys::APPS_V1ALPHA1.to_owned(),
+        kind: "BroadcastJob".to_owned(),
+    });
     let made = alpha
         .create(&PostParams::default(), &job)
         .await
