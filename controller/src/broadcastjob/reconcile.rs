@@ -17,7 +17,7 @@ use kube::{Api, Resource, ResourceExt};
 use serde_json::{Value, json};
 
 use super::context::{Context, Error};
-use super::plan::{self, Plan, Step};
+use super::plan::{self, Note, Plan, Step};
 use crate::expectations::{Cached, EXPECTATION_TIMEOUT, ScaleAction, ScaleSatisfaction};
 use crate::workload::nodes;
 
@@ -96,12 +96,14 @@ async fn sync(
 ) -> Result<Action, Error> {
     let api: Api<Pod> = Api::namespaced(ctx.client.clone(), ns);
     let mut first_err: Option<kube::Error> = None;
-    delete_pods(ctx, job, key, &api, &mut plan, &mut first_err).await;
-    create_pods(ctx, job, key, &api, &mut plan, &mut first_err).await;
-    for n in std::mem::take(&mut plan.events) {
+    let mut notes = Vec::new();
+    delete_pods(ctx, key, &api, &mut plan, &mut notes, &mut first_err).await;
+    create_pods(ctx, job, key, &api, &mut plan, &mut notes, &mut first_err).await;
+    // The status first: the Events (one per Pod written) are reports, not part of the work.
+    write_status(ctx, job, ns, &plan.status).await?;
+    for n in notes.into_iter().chain(std::mem::take(&mut plan.events)) {
         ctx.event(job, n.warning, n.reason, n.message, None).await;
     }
-    write_status(ctx, job, ns, &plan.status).await?;
     if let Some(e) = first_err {
         return Err(e.into());
     }
@@ -113,10 +115,10 @@ async fn sync(
 /// Deletes the planned Pods, expected by name before the calls are sent.
 async fn delete_pods(
     ctx: &Context,
-    job: &BroadcastJob,
     key: &str,
     api: &Api<Pod>,
     plan: &mut Plan,
+    notes: &mut Vec<Note>,
     first_err: &mut Option<kube::Error>,
 ) {
     for (name, _) in &plan.delete {
@@ -126,16 +128,11 @@ async fn delete_pods(
     let results = join_all(plan.delete.iter().map(|(n, _)| api.delete(n, &del))).await;
     for ((name, was_active), r) in plan.delete.iter().zip(results) {
         match r {
-            Ok(_) => {
-                ctx.event(
-                    job,
-                    false,
-                    keys::REASON_SUCCESSFUL_DELETE,
-                    format!("Delete pod: {name}"),
-                    None,
-                )
-                .await;
-            }
+            Ok(_) => notes.push(Note {
+                warning: false,
+                reason: keys::REASON_SUCCESSFUL_DELETE,
+                message: format!("Delete pod: {name}"),
+            }),
             Err(kube::Error::Api(s)) if s.is_not_found() => {
                 ctx.scale_exp.observe(key, ScaleAction::Delete, name);
             }
@@ -160,6 +157,7 @@ async fn create_pods(
     key: &str,
     api: &Api<Pod>,
     plan: &mut Plan,
+    notes: &mut Vec<Note>,
     first_err: &mut Option<kube::Error>,
 ) {
     let post = PostParams::default();
@@ -187,25 +185,19 @@ async fn create_pods(
             match r {
                 Ok(_) => {
                     tracing::info!(pod = %name, node = %node, "created BroadcastJob Pod");
-                    ctx.event(
-                        job,
-                        false,
-                        keys::REASON_SUCCESSFUL_CREATE,
-                        format!("Created pod: {name}"),
-                        None,
-                    )
-                    .await;
+                    notes.push(Note {
+                        warning: false,
+                        reason: keys::REASON_SUCCESSFUL_CREATE,
+                        message: format!("Created pod: {name}"),
+                    });
                 }
                 Err(e) => {
                     ctx.scale_exp.observe(key, ScaleAction::Create, name);
-                    ctx.event(
-                        job,
-                        true,
-                        keys::REASON_FAILED_CREATE,
-                        format!("Error creating: {e}"),
-                        None,
-                    )
-                    .await;
+                    notes.push(Note {
+                        warning: true,
+                        reason: keys::REASON_FAILED_CREATE,
+                        message: format!("Error creating: {e}"),
+                    });
                     refused += 1;
                     batch_failed = true;
                     first_err.get_or_insert(e);
