@@ -16,7 +16,7 @@ pub mod view;
 pub mod watch;
 
 use clap::CommandFactory;
-use cli::{Cli, Command, ImageCmd, Rollout, SetCmd};
+use cli::{BroadcastJobCmd, Cli, Command, CreateCmd, ImageCmd, Rollout, SetCmd};
 use error::{CliError, exit};
 
 /// True when the environment asks for no colour (https://no-color.org) or a dumb terminal.
@@ -74,6 +74,18 @@ pub async fn dispatch(cli: Cli) -> Result<i32, CliError> {
         } => cmd::scaledown::run(&ctx, &target, &pods, dry_run).await,
         Command::RecreateContainer(args) => cmd::crr::run(&ctx, &args).await,
         Command::Image(ImageCmd::Pull(args)) => cmd::pull::run(&ctx, &args).await,
+        Command::Create(CreateCmd::Broadcastjob(args)) => {
+            cmd::broadcastjob::create(&ctx, &args).await
+        }
+        Command::BroadcastJob(BroadcastJobCmd::Wait { name, timeout }) => {
+            cmd::broadcastjob::wait(&ctx, &name, timeout).await
+        }
+        Command::BroadcastJob(BroadcastJobCmd::Pause { name }) => {
+            cmd::broadcastjob::pause(&ctx, &name, true).await
+        }
+        Command::BroadcastJob(BroadcastJobCmd::Resume { name }) => {
+            cmd::broadcastjob::pause(&ctx, &name, false).await
+        }
         Command::Dev(args) => cmd::dev::run(&cli.connect, &args).await,
         Command::Install(args) => cmd::install::install(&ctx, &args).await,
         Command::Uninstall(args) => cmd::install::uninstall(&ctx, &args).await,

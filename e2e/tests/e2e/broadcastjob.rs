@@ -456,3 +456,101 @@ fn merge(base: &mut serde_json::Value, extra: &serde_json::Value) {
         (b, e) => *b = e.clone(),
     }
 }
+
+#[tokio::test]
+async fn cli_creates_waits_pauses_and_resumes_with_exit_codes() {
+    use kruise_e2e::plugin::{CLI_LIMIT, Fixture, assert_code, assert_stdout};
+    let fx = Fixture::new("e2e-bcj-cli").await;
+    let n = eligible_nodes(&fx.client).await.expect("nodes").len();
+    let img = kruise_e2e::image("sidecar", "v1");
+    let kk = |args: Vec<&str>| {
+        let kk = fx.kk.clone();
+        let args: Vec<String> = args.into_iter().map(str::to_owned).collect();
+        async move {
+            let a: Vec<&str> = args.iter().map(String::as_str).collect();
+            kk.run_for(&a, CLI_LIMIT).await.expect("run kubectl-kruise")
+        }
+    };
+    // Completed: exit 0 with upstream's completion message.
+    let run = kk(vec![
+        "create",
+        "broadcastjob",
+        "ok",
+        "--image",
+        &img,
+        "--wait",
+        "--timeout",
+        "2m",
+        "--",
+        "/bin/sh",
+        "-c",
+        "true",
+    ])
+    .await;
+    assert_code(&run, 0);
+    assert_stdout(&run, "broadcastjob/ok created");
+    assert_stdout(
+        &run,
+        &format!("broadcastjob/ok completed: Job completed, {n} pods succeeded, 0 pods failed"),
+    );
+    // Failed (FailFast, the default): exit 1 naming why.
+    let run = kk(vec![
+        "create",
+        "bcj",
+        "bad",
+        "--image",
+        &img,
+        "--wait",
+        "--timeout",
+        "2m",
+        "--",
+        "/bin/sh",
+        "-c",
+        "exit 2",
+    ])
+    .await;
+    assert_code(&run, 1);
+    assert!(
+        run.stderr
+            .contains("broadcastjob/bad failed: failure policy is FailurePolicyTypeFailFast"),
+        "{run}"
+    );
+    // Paused: exit 3 until resumed, then 0.
+    let run = kk(vec![
+        "create", "bcj", "held", "--image", &img, "--paused", "--", "/bin/sh", "-c", "true",
+    ])
+    .await;
+    assert_code(&run, 0);
+    let run = kk(vec!["broadcastjob", "wait", "held", "--timeout", "1m"]).await;
+    assert_code(&run, 3);
+    assert!(run.stderr.contains("broadcastjob/held is paused"), "{run}");
+    assert_code(&kk(vec!["bcj", "resume", "held"]).await, 0);
+    let run = kk(vec!["bcj", "wait", "held", "--timeout", "1m"]).await;
+    assert_code(&run, 0);
+    assert_stdout(&run, "broadcastjob/held completed");
+    assert_code(&kk(vec!["bcj", "pause", "held"]).await, 0);
+    let api = broadcastjob::api(&fx.client, &fx.ns.name);
+    assert_eq!(
+        api.get("held").await.expect("job").data["spec"]["paused"],
+        true
+    );
+    // Timed out: exit 4; missing: exit 6.
+    let run = kk(vec![
+        "create",
+        "bcj",
+        "slow",
+        "--image",
+        &img,
+        "--wait",
+        "--timeout",
+        "2s",
+        "--",
+        "/bin/sh",
+        "-c",
+        "sleep 30",
+    ])
+    .await;
+    assert_code(&run, 4);
+    assert_code(&kk(vec!["bcj", "wait", "missing"]).await, 6);
+    fx.ns.delete().await.expect("cleanup");
+}
