@@ -10,9 +10,9 @@ use std::time::Duration;
 const EXIT_CODES: &str = "\
 Exit codes:
   0  success (rollout complete, or paused with --success-on-pause)
-  1  rollout failed (FailedUpdate, ProgressDeadlineExceeded, failed CRR or ImagePullJob) or other error
+  1  rollout failed (FailedUpdate, ProgressDeadlineExceeded, failed CRR, ImagePullJob or BroadcastJob) or other error
   2  usage error
-  3  rollout paused (rollout status without --success-on-pause)
+  3  rollout paused (rollout status without --success-on-pause), or the BroadcastJob waited for is paused
   4  timed out (--timeout)
   5  still progressing (rollout status --watch=false)
   6  object, kind or CRD not found
