@@ -5,6 +5,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use futures::FutureExt;
 use futures::future::join_all;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Node, Pod};
@@ -38,6 +39,10 @@ pub async fn reconcile(job: Arc<BroadcastJob>, ctx: Arc<Context>) -> Result<Acti
     let ns = job.namespace().ok_or(Error::Unnamed)?;
     let uid = job.uid().ok_or(Error::Unnamed)?;
     let key = key(&job);
+    // Before the Node watch's first list every node would look absent (desired 0).
+    if ctx.nodes.wait_until_ready().now_or_never().is_none() {
+        return Ok(Action::requeue(Duration::from_secs(1)));
+    }
     if let Some(wait) = wait_for_expectations(&ctx, &key, &ns) {
         return Ok(wait);
     }

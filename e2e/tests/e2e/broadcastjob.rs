@@ -554,3 +554,48 @@ async fn cli_creates_waits_pauses_and_resumes_with_exit_codes() {
     assert_code(&kk(vec!["bcj", "wait", "missing"]).await, 6);
     fx.ns.delete().await.expect("cleanup");
 }
+
+/// The leading manager killed while the job's Pods run: the standby takes over from the Pods it
+/// lists, creates none twice, and the job completes with the Pods it had.
+#[tokio::test]
+async fn serial_a_manager_kill_mid_job_doubles_no_pod() {
+    let client = client().await.expect("cluster");
+    let ns = TestNamespace::create(&client, "e2e-bcj-restart")
+        .await
+        .expect("ns");
+    let api = broadcastjob::api(&client, &ns.name);
+    let pods: Api<Pod> = ns.api();
+    let n = eligible_nodes(&client).await.expect("nodes").len();
+    let job = broadcastjob::new("long", "sleep 12", "Never", json!({})).expect("job");
+    api.create(&PostParams::default(), &job)
+        .await
+        .expect("create");
+    let before = wait_for("a running Pod per node", RUN, || async {
+        let list = broadcastjob::pods(&pods, "long").await?;
+        let running = list
+            .iter()
+            .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
+            .count();
+        Ok((running == n).then_some(list))
+    })
+    .await
+    .expect("running Pods");
+    kruise_e2e::mode::kill_manager(&client, async || {})
+        .await
+        .expect("kill the leading manager");
+    let done = wait_phase(&api, "long", "completed", Duration::from_secs(120))
+        .await
+        .expect("completed after the restart");
+    let after = broadcastjob::pods(&pods, "long").await.expect("pods");
+    assert_eq!(
+        after.iter().map(|p| p.uid()).collect::<Vec<_>>(),
+        before.iter().map(|p| p.uid()).collect::<Vec<_>>(),
+        "the same Pods, none created twice"
+    );
+    let n = i64::try_from(n).expect("n");
+    assert_eq!(
+        (status_i64(&done, "succeeded"), status_i64(&done, "desired")),
+        (n, n)
+    );
+    ns.delete().await.expect("cleanup");
+}
