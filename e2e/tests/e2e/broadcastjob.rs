@@ -515,6 +515,21 @@ async fn cli_creates_waits_pauses_and_resumes_with_exit_codes() {
             .contains("broadcastjob/bad failed: failure policy is FailurePolicyTypeFailFast"),
         "{run}"
     );
+    // The job is a `rollout status` target too (`bcj/NAME`): 0 completed, 1 failed.
+    let run = kk(vec!["rollout", "status", "bcj/ok", "--timeout", "1m"]).await;
+    assert_code(&run, 0);
+    assert_stdout(&run, "job completed: Job completed");
+    assert_code(
+        &kk(vec![
+            "rollout",
+            "status",
+            "broadcastjob/bad",
+            "--timeout",
+            "1m",
+        ])
+        .await,
+        1,
+    );
     // Paused: exit 3 until resumed, then 0.
     let run = kk(vec![
         "create", "bcj", "held", "--image", &img, "--paused", "--", "/bin/sh", "-c", "true",
