@@ -107,12 +107,20 @@ pub fn verdict(name: &str, job: &Value) -> Option<std::result::Result<String, Cl
         "failed" => Some(Err(CliError::Failed(format!(
             "broadcastjob/{name} failed: {message}"
         )))),
-        "paused" => Some(Err(CliError::Paused(format!(
+        // Right after a resume the phase still says paused until the controller has looked.
+        "paused" if held(job) => Some(Err(CliError::Paused(format!(
             "broadcastjob/{name} is paused ({}); resume it with `kubectl kruise broadcastjob resume {name}`",
             progress(job)
         )))),
         _ => None,
     }
+}
+
+/// Whether the job is held: `spec.paused`, or failurePolicy Pause with a failed Pod.
+pub fn held(job: &Value) -> bool {
+    job["spec"]["paused"].as_bool().unwrap_or(false)
+        || (job["spec"]["failurePolicy"]["type"].as_str() == Some("Pause")
+            && job["status"]["failed"].as_i64().unwrap_or(0) > 0)
 }
 
 pub async fn create(ctx: &Ctx, args: &CreateBroadcastJobArgs) -> Result<i32> {
@@ -253,10 +261,16 @@ mod tests {
             .expect("ended")
             .expect_err("failed");
         assert_eq!(failed.exit_code(), exit::FAILED);
-        let paused = verdict("w", &job("paused"))
-            .expect("ended")
-            .expect_err("paused");
+        // A stale phase after a resume: still waiting.
+        assert!(verdict("w", &job("paused")).is_none());
+        let mut held = job("paused");
+        held["spec"] = json!({"paused": true});
+        let paused = verdict("w", &held).expect("ended").expect_err("paused");
         assert_eq!(paused.exit_code(), exit::PAUSED);
+        let mut failure_paused = job("paused");
+        failure_paused["spec"] = json!({"failurePolicy": {"type": "Pause"}});
+        failure_paused["status"]["failed"] = json!(1);
+        assert!(verdict("w", &failure_paused).is_some_and(|r| r.is_err()));
         assert_eq!(
             progress(&job("running")),
             "desired 3, active 1, succeeded 2, failed 0 (running)"

@@ -52,7 +52,13 @@ fn read(obj: &Value, v: &mut RolloutView) {
     };
     v.layout = Layout::Deployment;
     v.pod_update_policy = phase.clone();
-    v.paused = flag(get(obj, &["spec"]).unwrap_or(&Value::Null), "paused") || phase == "paused";
+    // Held by the user, or by failurePolicy Pause after a failed Pod; a `paused` phase alone may
+    // be stale right after a resume.
+    let spec = get(obj, &["spec"]).unwrap_or(&Value::Null);
+    v.paused = flag(spec, "paused")
+        || (phase == "paused"
+            && s(spec, &["failurePolicy", "type"]) == "Pause"
+            && i(&status, &["failed"]) > 0);
     v.selector = Some(format!(
         "{}={}",
         keys::BROADCASTJOB_NAME_LABEL,
