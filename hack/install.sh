@@ -29,8 +29,11 @@ fi
 hack/build-images.sh
 # shellcheck disable=SC1091
 source "$KRS_DIR/images.env"
-mkdir -p "$KRS_DIR/install"
-cat >"$KRS_DIR/install/kustomization.yaml" <<YAML
+# The overlay lives in the work tree (target/ is ignored), not in .cluster: kustomize resolves
+# symlinks, and a worktree whose .cluster links to another tree's would apply that tree's deploy/.
+install_dir="$KRS_ROOT/target/install"
+mkdir -p "$install_dir"
+cat >"$install_dir/kustomization.yaml" <<YAML
 apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
 resources:
@@ -48,7 +51,7 @@ YAML
 # replaced whole first; the apply creates the missing ones.
 install_crds existing-only
 log "applying deploy/ with $KRUISE_MANAGER_IMAGE and $KRUISE_DAEMON_IMAGE"
-k apply --server-side --force-conflicts -k "$KRS_DIR/install" >/dev/null
+k apply --server-side --force-conflicts -k "$install_dir" >/dev/null
 log "waiting for the manager and the daemon"
 k -n kruise-system rollout status deployment/kruise-controller-manager --timeout="${KRUISE_INSTALL_TIMEOUT:-300s}"
 k -n kruise-system rollout status daemonset/kruise-daemon --timeout="${KRUISE_INSTALL_TIMEOUT:-300s}"

@@ -75,6 +75,12 @@ pub fn webhook_conversion() -> CustomResourceConversion {
 /// Every CRD this project installs, sorted by name.
 pub fn all() -> Result<Vec<CustomResourceDefinition>, CrdError> {
     let mut crds = vec![
+        // Upstream serves both versions without a conversion webhook: their JSON is the same.
+        merged(
+            "broadcastjobs.apps.kruise.io",
+            vec![v1alpha1::BroadcastJob::crd(), v1beta1::BroadcastJob::crd()],
+            Conversion::None,
+        )?,
         merged(
             "clonesets.apps.kruise.io",
             vec![v1alpha1::CloneSet::crd(), v1beta1::CloneSet::crd()],

@@ -151,6 +151,38 @@ pub const CONTAINER_LAUNCH_BARRIER_CONFIGMAP_SUFFIX: &str = "-barrier";
 pub const CONTAINER_LAUNCH_BARRIER_KEY_PREFIX: &str = "p_";
 
 // ---------------------------------------------------------------------------------------------
+// BroadcastJob
+// ---------------------------------------------------------------------------------------------
+
+/// Pod label with the name of the BroadcastJob that created the Pod.
+pub const BROADCASTJOB_NAME_LABEL: &str = "broadcastjob-name";
+/// Pod label with the UID of the BroadcastJob that created the Pod.
+pub const BROADCASTJOB_CONTROLLER_UID_LABEL: &str = "broadcastjob-controller-uid";
+/// Event reason: a paused job (by the user) goes on again.
+pub const BROADCASTJOB_REASON_CONTINUE: &str = "Continue";
+/// Event reason: a failed Pod paused the job (failurePolicy Pause).
+pub const BROADCASTJOB_REASON_PAUSED: &str = "Paused";
+/// Event reason and condition reason of FailFast after a failed Pod (upstream's words).
+pub const BROADCASTJOB_REASON_FAILED_POD: &str = "failed pod is found";
+/// Condition message of FailFast after a failed Pod (upstream's words).
+pub const BROADCASTJOB_MESSAGE_FAILED_POD: &str =
+    "failure policy is FailurePolicyTypeFailFast and failed pod is found";
+/// Event and condition reason: `activeDeadlineSeconds` passed.
+pub const BROADCASTJOB_REASON_DEADLINE_EXCEEDED: &str = "DeadlineExceeded";
+/// Event reason: every desired node ran its Pod to an end.
+pub const BROADCASTJOB_REASON_JOB_COMPLETE: &str = "JobComplete";
+/// Event reason: more Pods are active than `parallelism` allows.
+pub const BROADCASTJOB_REASON_TOO_MANY_ACTIVE: &str = "TooManyActivePods";
+/// Event reason: two Pods of the job are on one node.
+pub const BROADCASTJOB_REASON_DUPLICATE_POD: &str = "DuplicatePodCreatedOnSameNode";
+/// Event reason of a created Pod (Kubernetes' `SuccessfulCreatePodReason`).
+pub const REASON_SUCCESSFUL_CREATE: &str = "SuccessfulCreate";
+/// Event reason of a refused Pod creation (Kubernetes' `FailedCreatePodReason`).
+pub const REASON_FAILED_CREATE: &str = "FailedCreate";
+/// Event reason of a deleted Pod (Kubernetes' `SuccessfulDeletePodReason`).
+pub const REASON_SUCCESSFUL_DELETE: &str = "SuccessfulDelete";
+
+// ---------------------------------------------------------------------------------------------
 // ContainerRecreateRequest
 // ---------------------------------------------------------------------------------------------
 

@@ -10,9 +10,9 @@ use std::time::Duration;
 const EXIT_CODES: &str = "\
 Exit codes:
   0  success (rollout complete, or paused with --success-on-pause)
-  1  rollout failed (FailedUpdate, ProgressDeadlineExceeded, failed CRR or ImagePullJob) or other error
+  1  rollout failed (FailedUpdate, ProgressDeadlineExceeded, failed CRR, ImagePullJob or BroadcastJob) or other error
   2  usage error
-  3  rollout paused (rollout status without --success-on-pause)
+  3  rollout paused (rollout status without --success-on-pause), or the BroadcastJob waited for is paused
   4  timed out (--timeout)
   5  still progressing (rollout status --watch=false)
   6  object, kind or CRD not found
@@ -66,6 +66,12 @@ pub enum Command {
     /// Where a ResourceDistribution's copies landed and where they failed.
     #[command(subcommand)]
     Distribution(DistributionCmd),
+    /// Create an object: a BroadcastJob (one Pod run to completion on every eligible node).
+    #[command(subcommand)]
+    Create(CreateCmd),
+    /// Follow, pause or resume a BroadcastJob (`bcj`).
+    #[command(subcommand, name = "broadcastjob", visible_alias = "bcj")]
+    BroadcastJob(BroadcastJobCmd),
     /// Run the manager (controllers and webhook) in this process, for a dev cluster.
     Dev(DevArgs),
     /// Install Kruise-rs (the manifests of deploy/, embedded in this binary), server side.
@@ -368,6 +374,83 @@ pub struct PullArgs {
     pub wait: bool,
     #[arg(long, value_parser = parse_duration, default_value = "30m")]
     pub timeout: Duration,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CreateCmd {
+    /// Create a BroadcastJob running COMMAND in IMAGE on every eligible node.
+    #[command(visible_alias = "bcj")]
+    Broadcastjob(CreateBroadcastJobArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct CreateBroadcastJobArgs {
+    pub name: String,
+    /// The image of the job's one container.
+    #[arg(long)]
+    pub image: String,
+    /// Most Pods running at once: a number or a percentage of the nodes (default: no limit).
+    #[arg(long, value_parser = parse_partition)]
+    pub parallelism: Option<IntOrPercent>,
+    /// Only nodes with these labels (repeatable k=v).
+    #[arg(long = "node-selector")]
+    pub node_selector: Vec<String>,
+    /// The Pod's restartPolicy.
+    #[arg(long, value_enum, default_value_t = RestartPolicy::Never)]
+    pub restart_policy: RestartPolicy,
+    /// What a failed Pod does to the job.
+    #[arg(long, value_enum, default_value_t = FailurePolicy::FailFast)]
+    pub failure_policy: FailurePolicy,
+    /// Restarts of an OnFailure Pod before it counts as failed.
+    #[arg(long)]
+    pub restart_limit: Option<i32>,
+    /// Never complete: keep giving new nodes a Pod.
+    #[arg(long)]
+    pub never_complete: bool,
+    /// Delete the job this long after it finishes.
+    #[arg(long, value_parser = parse_duration)]
+    pub ttl: Option<Duration>,
+    /// Fail the job when it runs longer than this.
+    #[arg(long, value_parser = parse_duration)]
+    pub active_deadline: Option<Duration>,
+    /// Create it paused.
+    #[arg(long)]
+    pub paused: bool,
+    /// Follow the job until it ends (exit 0 completed, 1 failed, 3 paused, 4 timed out).
+    #[arg(long)]
+    pub wait: bool,
+    #[arg(long, value_parser = parse_duration, default_value = "30m")]
+    pub timeout: Duration,
+    /// The command and its arguments (after `--`); the image's own when omitted.
+    #[arg(last = true)]
+    pub command: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RestartPolicy {
+    Never,
+    OnFailure,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FailurePolicy {
+    Continue,
+    FailFast,
+    Pause,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BroadcastJobCmd {
+    /// Follow the job until it ends: exit 0 completed, 1 failed, 3 paused, 4 timed out.
+    Wait {
+        name: String,
+        #[arg(long, value_parser = parse_duration, default_value = "30m")]
+        timeout: Duration,
+    },
+    /// Stop creating Pods (spec.paused).
+    Pause { name: String },
+    /// Create Pods again.
+    Resume { name: String },
 }
 
 #[cfg(test)]

@@ -16,7 +16,7 @@ pub mod view;
 pub mod watch;
 
 use clap::CommandFactory;
-use cli::{Cli, Command, DistributionCmd, ImageCmd, Rollout, SetCmd};
+use cli::{BroadcastJobCmd, Cli, Command, CreateCmd, DistributionCmd, ImageCmd, Rollout, SetCmd};
 use error::{CliError, exit};
 
 /// True when the environment asks for no colour (https://no-color.org) or a dumb terminal.
@@ -104,6 +104,18 @@ pub async fn dispatch(cli: Cli) -> Result<i32, CliError> {
         Command::Image(ImageCmd::Pull(args)) => cmd::pull::run(&ctx, &args).await,
         Command::Distribution(DistributionCmd::Status { name, output }) => {
             cmd::distribution::status(&ctx, &name, output).await
+        }
+        Command::Create(CreateCmd::Broadcastjob(args)) => {
+            cmd::broadcastjob::create(&ctx, &args).await
+        }
+        Command::BroadcastJob(BroadcastJobCmd::Wait { name, timeout }) => {
+            cmd::broadcastjob::wait(&ctx, &name, timeout).await
+        }
+        Command::BroadcastJob(BroadcastJobCmd::Pause { name }) => {
+            cmd::broadcastjob::pause(&ctx, &name, true).await
+        }
+        Command::BroadcastJob(BroadcastJobCmd::Resume { name }) => {
+            cmd::broadcastjob::pause(&ctx, &name, false).await
         }
         Command::Dev(args) => cmd::dev::run(&cli.connect, &args).await,
         Command::Install(args) => cmd::install::install(&ctx, &args).await,

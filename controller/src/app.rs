@@ -19,8 +19,8 @@ use crate::metrics::Metrics;
 use crate::podcache::PodCache;
 use crate::server::{self, Health};
 use crate::{
-    crr, daemonset, imagepulljob, launchpriority, nodeimage, podreadiness, podunavailablebudget,
-    ratelimit, resourcedistribution, sidecarset, statefulset,
+    broadcastjob, crr, daemonset, imagepulljob, launchpriority, nodeimage, podreadiness,
+    podunavailablebudget, ratelimit, resourcedistribution, sidecarset, statefulset,
 };
 
 /// Name of the leader-election Lease (upstream's lock name).
@@ -241,6 +241,14 @@ pub async fn run_controllers(
         gates,
         token.clone(),
     );
+    let broadcastjobs = broadcastjob::controller::run(
+        client.clone(),
+        pods.clone(),
+        metrics.clone(),
+        instance.clone(),
+        namespace.clone(),
+        token.clone(),
+    );
     let asts = statefulset::controller::run(
         Arc::new(
             statefulset::controller::Context::new(
@@ -293,6 +301,7 @@ pub async fn run_controllers(
         recreate,
         sidecars,
         daemonsets,
+        broadcastjobs,
         budgets,
         distributions
     );

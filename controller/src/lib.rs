@@ -2,6 +2,7 @@
 
 pub use kruise_runtime::backoff;
 pub mod app;
+pub mod broadcastjob;
 pub mod cloneset;
 pub mod crr;
 pub mod daemonset;

@@ -234,6 +234,7 @@ pub fn container_status<'a>(
 }
 
 pub mod bench;
+pub mod broadcastjob;
 pub mod cli;
 pub mod cloneset;
 pub mod cri;

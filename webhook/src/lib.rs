@@ -59,6 +59,7 @@
 //! parameter ([`handle_admission_async`]).
 
 // The kinds, one folder each: defaults, validation, conversion and whatever cache it needs.
+pub mod broadcastjob;
 pub mod cloneset;
 pub mod crr;
 pub mod daemonset;
@@ -131,6 +132,10 @@ pub mod paths {
     pub const MUTATE_STATEFULSET_V1ALPHA1: &str = "/mutate-apps-kruise-io-v1alpha1-statefulset";
     /// Advanced StatefulSet defaulting, v1beta1 alias (upstream's path).
     pub const MUTATE_STATEFULSET_V1BETA1: &str = "/mutate-apps-kruise-io-v1beta1-statefulset";
+    /// BroadcastJob defaulting (upstream's path; both versions).
+    pub const MUTATE_BROADCASTJOB: &str = "/mutate-apps-kruise-io-broadcastjob";
+    /// BroadcastJob validation (upstream's path; both versions).
+    pub const VALIDATE_BROADCASTJOB: &str = "/validate-apps-kruise-io-broadcastjob";
     /// ImagePullJob defaulting (upstream's path; both versions).
     pub const MUTATE_IMAGEPULLJOB: &str = "/mutate-apps-kruise-io-v1alpha1-imagepulljob";
     /// ImagePullJob validation (upstream's path; both versions).
@@ -189,6 +194,8 @@ pub mod paths {
         VALIDATE_DAEMONSET,
         MUTATE_IMAGEPULLJOB,
         VALIDATE_IMAGEPULLJOB,
+        MUTATE_BROADCASTJOB,
+        VALIDATE_BROADCASTJOB,
         MUTATE_NODEIMAGE,
         VALIDATE_NODEIMAGE,
         MUTATE_IMAGELISTPULLJOB,
@@ -224,6 +231,8 @@ pub fn admission_handler(path: &str) -> Option<fn(&review::Request) -> review::O
         | paths::MUTATE_CLONESET_V1BETA1 => Some(cloneset::defaults::mutate),
         paths::MUTATE_DAEMONSET => Some(daemonset::defaults::mutate),
         paths::VALIDATE_DAEMONSET => Some(daemonset::validation::validate),
+        paths::MUTATE_BROADCASTJOB => Some(broadcastjob::defaults::mutate),
+        paths::VALIDATE_BROADCASTJOB => Some(broadcastjob::validation::validate),
         paths::MUTATE_IMAGEPULLJOB => Some(imagepulljob::defaults::mutate),
         paths::VALIDATE_IMAGEPULLJOB => Some(imagepulljob::validation::validate),
         paths::MUTATE_NODEIMAGE => Some(nodeimage::defaults::mutate),

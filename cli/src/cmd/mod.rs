@@ -1,5 +1,6 @@
 //! One module per command.
 
+pub mod broadcastjob;
 pub mod check;
 pub mod complete;
 pub mod completion;

@@ -3,15 +3,9 @@
 //! node's NoSchedule / NoExecute taints against the template's tolerations plus the ones every
 //! daemon Pod gets.
 
-use std::collections::BTreeMap;
+use k8s_openapi::api::core::v1::{Node, PodSpec, Toleration};
 
-use k8s_openapi::api::core::v1::{
-    Node, NodeSelectorRequirement, NodeSelectorTerm, PodSpec, Taint, Toleration,
-};
-
-/// Taint effects (Kubernetes' names).
-const NO_SCHEDULE: &str = "NoSchedule";
-const NO_EXECUTE: &str = "NoExecute";
+use crate::workload::nodes::{NO_EXECUTE, NO_SCHEDULE, node_matches, tolerates};
 
 /// The tolerations the native DaemonSet controller adds to every daemon Pod
 /// (`util.AddOrUpdateDaemonPodTolerations`): a node that is not ready, unreachable, under
@@ -53,94 +47,6 @@ pub fn with_daemon_tolerations(spec: &PodSpec) -> Vec<Toleration> {
         }
     }
     all
-}
-
-/// Whether `toleration` tolerates `taint` (Kubernetes' `ToleratesTaint`).
-pub fn tolerates(toleration: &Toleration, taint: &Taint) -> bool {
-    let effect = toleration.effect.as_deref().unwrap_or("");
-    if !effect.is_empty() && effect != taint.effect {
-        return false;
-    }
-    let key = toleration.key.as_deref().unwrap_or("");
-    if !key.is_empty() && key != taint.key {
-        return false;
-    }
-    match toleration.operator.as_deref().unwrap_or("Equal") {
-        "Exists" => true,
-        // An empty key is only valid with Exists.
-        "Equal" | "" => {
-            !key.is_empty()
-                && toleration.value.as_deref().unwrap_or("") == taint.value.as_deref().unwrap_or("")
-        }
-        _ => false,
-    }
-}
-
-/// Whether a node matches one requirement on its labels (or, for `matchFields`, its name).
-fn requirement_matches(req: &NodeSelectorRequirement, value: Option<&str>) -> bool {
-    let values = req.values.as_deref().unwrap_or_default();
-    match req.operator.as_str() {
-        "In" => value.is_some_and(|v| values.iter().any(|x| x == v)),
-        "NotIn" => value.is_none_or(|v| !values.iter().any(|x| x == v)),
-        "Exists" => value.is_some(),
-        "DoesNotExist" => value.is_none(),
-        "Gt" | "Lt" => {
-            let (Some(v), [bound]) = (value.and_then(|v| v.parse::<i64>().ok()), values) else {
-                return false;
-            };
-            let Ok(bound) = bound.parse::<i64>() else {
-                return false;
-            };
-            if req.operator == "Gt" {
-                v > bound
-            } else {
-                v < bound
-            }
-        }
-        _ => false,
-    }
-}
-
-/// One term: all its requirements hold; a term without any matches no node.
-fn term_matches(term: &NodeSelectorTerm, labels: &BTreeMap<String, String>, name: &str) -> bool {
-    let exprs = term.match_expressions.as_deref().unwrap_or_default();
-    let fields = term.match_fields.as_deref().unwrap_or_default();
-    if exprs.is_empty() && fields.is_empty() {
-        return false;
-    }
-    exprs
-        .iter()
-        .all(|r| requirement_matches(r, labels.get(&r.key).map(String::as_str)))
-        && fields.iter().all(|r| {
-            let v = (r.key == "metadata.name").then_some(name);
-            requirement_matches(r, v)
-        })
-}
-
-/// The template's nodeSelector and required node affinity accept the node.
-pub fn node_matches(spec: &PodSpec, node: &Node) -> bool {
-    let empty = BTreeMap::new();
-    let labels = node.metadata.labels.as_ref().unwrap_or(&empty);
-    let name = node.metadata.name.as_deref().unwrap_or("");
-    let selector_ok = spec
-        .node_selector
-        .iter()
-        .flatten()
-        .all(|(k, v)| labels.get(k) == Some(v));
-    let required = spec
-        .affinity
-        .as_ref()
-        .and_then(|a| a.node_affinity.as_ref())
-        .and_then(|n| {
-            n.required_during_scheduling_ignored_during_execution
-                .as_ref()
-        });
-    let affinity_ok = required.is_none_or(|r| {
-        r.node_selector_terms
-            .iter()
-            .any(|t| term_matches(t, labels, name))
-    });
-    selector_ok && affinity_ok
 }
 
 /// Where a daemon Pod stands on a node (upstream `NodeShouldRunDaemonPod`'s two answers).

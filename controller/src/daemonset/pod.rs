@@ -2,16 +2,14 @@
 //! `NewPod` with `ReplaceDaemonSetPodNodeNameNodeAffinity`), the node a Pod belongs to, and the
 //! in-place hooks Advanced DaemonSet needs.
 
-use k8s_openapi::api::core::v1::{
-    Affinity, NodeAffinity, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, Pod,
-    PodTemplateSpec,
-};
+use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec};
 use kruise_api::apps::v1beta1::DaemonSet;
 use kruise_api::keys;
 use kube::{Resource, ResourceExt};
 
-use super::nodes;
+use super::nodes as daemon_nodes;
 use crate::inplace::InPlaceHooks;
+use crate::workload::nodes;
 
 /// The in-place hooks of Advanced DaemonSet: Pods carry the revision's hash (its
 /// `controller-revision-hash` label) rather than the revision name, and are compared by it
@@ -59,54 +57,12 @@ pub fn pod_hash(pod: &Pod) -> Option<&str> {
         .map(String::as_str)
 }
 
-/// The node a daemon Pod is for: its `nodeName` once bound, else the node its affinity names
-/// (upstream `GetTargetNodeName`).
-pub fn target_node(pod: &Pod) -> Option<&str> {
-    let spec = pod.spec.as_ref()?;
-    if let Some(n) = spec.node_name.as_deref().filter(|n| !n.is_empty()) {
-        return Some(n);
-    }
-    spec.affinity
-        .as_ref()?
-        .node_affinity
-        .as_ref()?
-        .required_during_scheduling_ignored_during_execution
-        .as_ref()?
-        .node_selector_terms
-        .iter()
-        .flat_map(|t| t.match_fields.iter().flatten())
-        .find(|r| r.key == "metadata.name" && r.operator == "In")
-        .and_then(|r| r.values.as_ref()?.first())
-        .map(String::as_str)
-}
-
-/// The required node affinity of a daemon Pod: only `metadata.name In [node]`, which the
-/// scheduler honours like any affinity (since 1.12 daemon Pods are scheduled this way, not by
-/// setting nodeName). The template's other terms are dropped: the node already matched them.
-fn bind_to_node(tpl: &mut PodTemplateSpec, node: &str) {
-    let spec = tpl.spec.get_or_insert_default();
-    let affinity = spec.affinity.get_or_insert_with(Affinity::default);
-    let na = affinity
-        .node_affinity
-        .get_or_insert_with(NodeAffinity::default);
-    na.required_during_scheduling_ignored_during_execution = Some(NodeSelector {
-        node_selector_terms: vec![NodeSelectorTerm {
-            match_fields: Some(vec![NodeSelectorRequirement {
-                key: "metadata.name".to_owned(),
-                operator: "In".to_owned(),
-                values: Some(vec![node.to_owned()]),
-            }]),
-            match_expressions: None,
-        }],
-    });
-}
-
 /// A new Pod of `ds` for `node` at revision `hash`, named `name`: the template's metadata and
 /// spec, the revision label, the node-affinity binding, the daemon tolerations, and the
 /// InPlaceUpdateReady readiness gate (upstream only updates gated Pods in place).
 pub fn new_pod(ds: &DaemonSet, tpl: &PodTemplateSpec, hash: &str, node: &str, name: &str) -> Pod {
     let mut tpl = tpl.clone();
-    bind_to_node(&mut tpl, node);
+    nodes::bind_to_node(tpl.spec.get_or_insert_default(), node);
     let meta = tpl.metadata.clone().unwrap_or_default();
     let mut pod = Pod::default();
     pod.metadata.name = Some(name.to_owned());
@@ -116,33 +72,17 @@ pub fn new_pod(ds: &DaemonSet, tpl: &PodTemplateSpec, hash: &str, node: &str, na
     pod.metadata.finalizers = meta.finalizers;
     pod.metadata.owner_references = ds.controller_owner_ref(&()).map(|o| vec![o]);
     let mut spec = tpl.spec.unwrap_or_default();
-    spec.tolerations = Some(nodes::with_daemon_tolerations(&spec));
+    spec.tolerations = Some(daemon_nodes::with_daemon_tolerations(&spec));
     pod.spec = Some(spec);
     AdsHooks.write_revision(&mut pod, hash);
     kruise_api::pod::add_readiness_gate(&mut pod, keys::INPLACE_UPDATE_READY);
     pod
 }
 
-/// `{ds}-{5 random characters}`, the form `generateName` would give; chosen here so the
-/// creation can be expected by name before it is sent.
-pub fn pod_name(ds: &str) -> String {
-    use rand::Rng;
-    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
-    let mut rng = rand::rng();
-    let suffix: String = (0..5)
-        .map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char)
-        .collect();
-    // Object names are at most 63 characters for the hostname the Pod gets.
-    let mut end = ds.len().min(57);
-    while !ds.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}-{suffix}", &ds[..end])
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::workload::nodes::{pod_name, target_node};
     use serde_json::json;
 
     fn ds() -> DaemonSet {

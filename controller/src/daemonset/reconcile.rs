@@ -132,7 +132,7 @@ fn node_views<'a>(
     let mut by_node: BTreeMap<&str, Vec<&Pod>> = BTreeMap::new();
     let mut orphaned = Vec::new();
     for p in pods {
-        match pod::target_node(p) {
+        match crate::workload::nodes::target_node(p) {
             Some(n)
                 if node_list
                     .iter()

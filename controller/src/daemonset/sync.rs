@@ -253,7 +253,7 @@ impl Syncer<'_> {
         let creates: Vec<_> = nodes
             .iter()
             .map(|node| {
-                let name = pod::pod_name(&ds.name_any());
+                let name = crate::workload::nodes::pod_name(&ds.name_any());
                 self.ctx
                     .scale_exp
                     .expect(self.key, ScaleAction::Create, &name);

@@ -6,7 +6,8 @@
 //! Pure decisions, time a parameter: `podutil` (Pod predicates and orderings), `lifecycle`'s
 //! state machine, `update_step` (what to do with one Pod chosen for update), `updatesort`
 //! (priority and scatter order), `intstr` (int-or-percent and partition math), `claim`
-//! (owned / adopt / release), `specifieddelete`. The writes: `podpatch` (one Pod patch),
+//! (owned / adopt / release), `specifieddelete`, `nodes` (which nodes a per-node Pod may run on,
+//! and binding it there). The writes: `podpatch` (one Pod patch),
 //! `lifecycle`'s writer, `predownload` (image pre-download jobs before in-place updates), and
 //! `budget` (a PodUnavailableBudget's charge before a workload updates a Pod).
 //! The expectations gate stays at the crate top, [`crate::expectations`]: non-Pod controllers
@@ -16,6 +17,7 @@ pub mod budget;
 pub mod claim;
 pub mod intstr;
 pub mod lifecycle;
+pub mod nodes;
 pub mod podpatch;
 pub mod podutil;
 pub mod predownload;

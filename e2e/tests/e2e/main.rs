@@ -8,10 +8,12 @@
 //! - `serial::` tests (in any module) disturb what every other test relies on (they kill the
 //!   manager or daemon, rotate the webhook's certificates, reconfigure the installed manager):
 //!   they run one at a time after the parallel phase.
-//! - `daemonset_kwok::` runs on the kwok scale cluster; `plugin_install::` and `plugin_dev::` on
+//! - `daemonset_kwok::` and `broadcastjob_kwok::` run on the kwok scale cluster; `plugin_install::` and `plugin_dev::` on
 //!   the cluster once Kruise-rs is uninstalled.
 //! - everything else runs in parallel against Kruise-rs installed from `deploy/`.
 
+mod broadcastjob;
+mod broadcastjob_kwok;
 mod cli;
 mod cli_kruise_history;
 mod cli_workloads;

@@ -86,6 +86,17 @@ pub fn mutating_configuration(cfg: &WebhookConfig, ca_pem: &str) -> MutatingWebh
                     None,
                 ),
                 hook(
+                    "mbroadcastjob.kb.io",
+                    paths::MUTATE_BROADCASTJOB,
+                    vec![rule(
+                        &[keys::APPS_GROUP],
+                        CLONESET_VERSIONS,
+                        &["CREATE", "UPDATE"],
+                        &["broadcastjobs"],
+                    )],
+                    None,
+                ),
+                hook(
                     "mimagepulljob.kb.io",
                     paths::MUTATE_IMAGEPULLJOB,
                     vec![rule(

@@ -79,6 +79,12 @@ pub fn validating_configuration(
                     "daemonsets",
                 ),
                 hook(
+                    "vbroadcastjob.kb.io",
+                    paths::VALIDATE_BROADCASTJOB,
+                    &["CREATE", "UPDATE"],
+                    "broadcastjobs",
+                ),
+                hook(
                     "vimagepulljob.kb.io",
                     paths::VALIDATE_IMAGEPULLJOB,
                     &["CREATE", "UPDATE"],

@@ -1,5 +1,6 @@
 //! apps.kruise.io/v1beta1: the storage version of every kind that has two versions.
 
+mod broadcastjob;
 mod cloneset;
 mod containerrecreaterequest;
 mod daemonset;
@@ -10,6 +11,10 @@ mod sidecarset;
 mod statefulset;
 
 pub use crate::appspub::{UpdateScatterStrategy, UpdateScatterTerm};
+pub use broadcastjob::{
+    BroadcastJob, BroadcastJobPhase, BroadcastJobSpec, BroadcastJobStatus, FailurePolicy,
+    FailurePolicyType, JobCondition, JobConditionType,
+};
 pub use cloneset::{
     CloneSet, CloneSetCondition, CloneSetPodUpdateStrategyType, CloneSetScaleStrategy,
     CloneSetSpec, CloneSetStatus, CloneSetUpdateStrategy, CloneSetUpdateStrategyType,

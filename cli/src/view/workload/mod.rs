@@ -6,6 +6,7 @@
 
 pub mod ads;
 pub mod asts;
+pub mod broadcastjob;
 pub mod cloneset;
 pub mod daemonset;
 pub mod deployment;
@@ -31,11 +32,13 @@ pub enum Kind {
     /// apps.kruise.io DaemonSet.
     AdvancedDaemonSet,
     SidecarSet,
+    /// apps.kruise.io BroadcastJob: one Pod per node, run to completion.
+    BroadcastJob,
 }
 
 impl Kind {
     /// Every kind, in the order `TYPE` spellings are tried and help lists them.
-    pub const ALL: [Kind; 7] = [
+    pub const ALL: [Kind; 8] = [
         Kind::CloneSet,
         Kind::Deployment,
         Kind::StatefulSet,
@@ -43,6 +46,7 @@ impl Kind {
         Kind::AdvancedStatefulSet,
         Kind::AdvancedDaemonSet,
         Kind::SidecarSet,
+        Kind::BroadcastJob,
     ];
 
     pub fn spec(self) -> &'static KindSpec {
@@ -54,6 +58,7 @@ impl Kind {
             Kind::AdvancedStatefulSet => &asts::SPEC,
             Kind::AdvancedDaemonSet => &ads::SPEC,
             Kind::SidecarSet => &sidecarset::SPEC,
+            Kind::BroadcastJob => &broadcastjob::SPEC,
         }
     }
 

@@ -1,0 +1,126 @@
+//! Shared state of the BroadcastJob controller (client, Pod cache, Node store, expectations,
+//! Events) and its error.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{Node, ObjectReference};
+use kruise_api::apps::v1beta1::BroadcastJob;
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::reflector::Store;
+use kube::{Client, Resource};
+
+use super::plan::BadParallelism;
+use crate::backoff::{Backoff, Policy};
+use crate::expectations::ScaleExpectations;
+use crate::metrics::Metrics;
+use crate::podcache::PodCache;
+use crate::runner::ReconcileError;
+
+/// Name in Events, logs and the field manager (upstream's).
+pub const CONTROLLER_NAME: &str = "broadcastjob-controller";
+/// Label value of the `controller` metric label.
+pub(super) const METRIC_NAME: &str = "broadcastjob";
+
+/// Shared state of the controller.
+pub struct Context {
+    pub client: Client,
+    pub pods: PodCache,
+    /// Every Node (filled by the controller's Node watch).
+    pub nodes: Store<Node>,
+    pub recorder: Recorder,
+    /// Pods created and deleted and not yet seen in the cache, by Pod name.
+    pub scale_exp: ScaleExpectations,
+    pub metrics: Arc<Metrics>,
+    pub namespace: Option<String>,
+    pub backoff: Arc<Backoff>,
+}
+
+impl Context {
+    pub fn new(
+        client: Client,
+        pods: PodCache,
+        nodes: Store<Node>,
+        metrics: Arc<Metrics>,
+        instance: Option<String>,
+        namespace: Option<String>,
+    ) -> Self {
+        let reporter = Reporter {
+            controller: CONTROLLER_NAME.to_string(),
+            instance,
+        };
+        Self {
+            recorder: Recorder::new(client.clone(), reporter),
+            client,
+            pods,
+            nodes,
+            scale_exp: ScaleExpectations::new(),
+            metrics,
+            namespace,
+            backoff: Arc::new(Backoff::new(Policy::DEFAULT)),
+        }
+    }
+
+    /// Publish an Event on the job (`related`: the Pod concerned); a refused Event is only
+    /// logged.
+    pub(super) async fn event(
+        &self,
+        job: &BroadcastJob,
+        warning: bool,
+        reason: &str,
+        note: String,
+        related: Option<ObjectReference>,
+    ) {
+        let ev = Event {
+            type_: if warning {
+                EventType::Warning
+            } else {
+                EventType::Normal
+            },
+            reason: reason.to_string(),
+            note: Some(note),
+            action: reason.to_string(),
+            secondary: related,
+        };
+        if let Err(e) = self.recorder.publish(&ev, &job.object_ref(&())).await {
+            tracing::debug!(error = %e, reason, "event refused");
+        }
+    }
+}
+
+/// The soonest retry of errors only a spec change fixes (that change triggers a reconcile).
+const SPEC_ERROR_RETRY: Duration = Duration::from_secs(30);
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("kubernetes API: {0}")]
+    Kube(#[from] kube::Error),
+    #[error("serialization: {0}")]
+    Serde(#[from] serde_json::Error),
+    #[error(transparent)]
+    Spec(#[from] BadParallelism),
+    #[error("BroadcastJob has no namespace or uid")]
+    Unnamed,
+}
+
+impl ReconcileError for Error {
+    fn metric_label(&self) -> &'static str {
+        match self {
+            Error::Kube(_) => "kube",
+            Error::Serde(_) => "serde",
+            Error::Spec(_) => "spec",
+            Error::Unnamed => "unnamed",
+        }
+    }
+
+    fn retry_floor(&self) -> Duration {
+        match self {
+            Error::Spec(_) => SPEC_ERROR_RETRY,
+            _ => Duration::ZERO,
+        }
+    }
+
+    fn is_conflict(&self) -> bool {
+        matches!(self, Error::Kube(e) if crate::runner::is_conflict(e))
+    }
+}
