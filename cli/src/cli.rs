@@ -60,6 +60,8 @@ pub enum Command {
     },
     /// Restart containers of a Pod in place through a ContainerRecreateRequest.
     RecreateContainer(RecreateArgs),
+    /// Run a command in a container; -S SIDECAR enters the working one of a hot-upgrade pair.
+    Exec(ExecArgs),
     /// Pre-pull images on nodes through ImagePullJobs.
     #[command(subcommand)]
     Image(ImageCmd),
@@ -351,6 +353,27 @@ pub struct RecreateArgs {
     pub timeout: Duration,
 }
 
+#[derive(Debug, clap::Args)]
+pub struct ExecArgs {
+    /// POD, or TYPE/NAME for a running Pod of that workload (ready ones first, then by name).
+    pub pod: String,
+    /// Container name (default: the first container).
+    #[arg(short = 'c', long)]
+    pub container: Option<String>,
+    /// A SidecarSet sidecar: with hot upgrade, the container of its pair that serves now.
+    #[arg(short = 'S', long)]
+    pub sidecar: Option<String>,
+    /// Pass stdin to the container.
+    #[arg(short = 'i', long)]
+    pub stdin: bool,
+    /// Stdin is a TTY.
+    #[arg(short = 't', long)]
+    pub tty: bool,
+    /// The command and its arguments, after `--`.
+    #[arg(last = true)]
+    pub command: Vec<String>,
+}
+
 #[derive(Debug, Subcommand)]
 pub enum ImageCmd {
     /// Create an ImagePullJob and follow it node by node.
@@ -381,6 +404,47 @@ pub enum CreateCmd {
     /// Create a BroadcastJob running COMMAND in IMAGE on every eligible node.
     #[command(visible_alias = "bcj")]
     Broadcastjob(CreateBroadcastJobArgs),
+    /// Create a ContainerRecreateRequest NAME for a Pod, with kruise-tools' defaults.
+    #[command(
+        name = "crr",
+        visible_alias = "containerrecreaterequest",
+        alias = "ContainerRecreateRequest"
+    )]
+    Crr(CreateCrrArgs),
+}
+
+/// kruise-tools' `create ContainerRecreateRequest`, its flag spellings kept as aliases.
+#[derive(Debug, clap::Args)]
+pub struct CreateCrrArgs {
+    pub name: String,
+    /// The Pod whose containers to recreate.
+    #[arg(short = 'p', long)]
+    pub pod: String,
+    /// Containers to recreate (default: all of the Pod's).
+    #[arg(short = 'c', long, value_delimiter = ',')]
+    pub containers: Vec<String>,
+    /// Seconds the Pod is marked not ready before a container is stopped.
+    #[arg(
+        short = 'u',
+        long,
+        alias = "unreadyGracePeriodSeconds",
+        default_value_t = 3
+    )]
+    pub unready_grace_period_seconds: i64,
+    /// Seconds a new container must run, started and ready, to count as recreated.
+    #[arg(short = 'm', long, alias = "minStartedSeconds", default_value_t = 3)]
+    pub min_started_seconds: i32,
+    /// Recreate the containers one after another, in the order given.
+    #[arg(long)]
+    pub ordered: bool,
+    /// Print the object instead of creating it.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Follow the request until it finishes (exit 0 when every container was recreated).
+    #[arg(long)]
+    pub wait: bool,
+    #[arg(long, value_parser = parse_duration, default_value = "5m")]
+    pub timeout: Duration,
 }
 
 #[derive(Debug, clap::Args)]

@@ -101,10 +101,12 @@ pub async fn dispatch(cli: Cli) -> Result<i32, CliError> {
             dry_run,
         } => cmd::scaledown::run(&ctx, &target, &pods, dry_run).await,
         Command::RecreateContainer(args) => cmd::crr::run(&ctx, &args).await,
+        Command::Exec(args) => cmd::exec::run(&ctx, &args).await,
         Command::Image(ImageCmd::Pull(args)) => cmd::pull::run(&ctx, &args).await,
         Command::Distribution(DistributionCmd::Status { name, output }) => {
             cmd::distribution::status(&ctx, &name, output).await
         }
+        Command::Create(CreateCmd::Crr(args)) => cmd::crr::create(&ctx, &args).await,
         Command::Create(CreateCmd::Broadcastjob(args)) => {
             cmd::broadcastjob::create(&ctx, &args).await
         }

@@ -198,12 +198,16 @@ impl Kruise {
     /// Starts the CLI in the background with stdout and stderr captured (not a terminal, so
     /// text output is one plain line per change).
     pub fn spawn(&self, args: &[&str]) -> Result<Running> {
+        self.start(args, Stdio::null())
+    }
+
+    fn start(&self, args: &[&str], stdin: Stdio) -> Result<Running> {
         let child = tokio::process::Command::new(&self.bin)
             .args(self.global_args())
             .args(args)
             .env("NO_COLOR", "1")
             .env_remove("RUST_LOG")
-            .stdin(Stdio::null())
+            .stdin(stdin)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true)
@@ -213,6 +217,16 @@ impl Kruise {
             command: Self::command_line(args),
             started: Instant::now(),
         })
+    }
+
+    /// Runs a prompt command with `input` on its stdin, closed after it.
+    pub async fn run_with_input(&self, args: &[&str], input: &str) -> Result<Run> {
+        use tokio::io::AsyncWriteExt;
+        let mut running = self.start(args, Stdio::piped())?;
+        if let Some(mut stdin) = running.child.stdin.take() {
+            stdin.write_all(input.as_bytes()).await?;
+        }
+        running.finish(Duration::from_secs(60)).await
     }
 
     /// Runs the CLI to its end, killing it after `limit`.

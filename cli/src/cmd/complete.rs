@@ -253,6 +253,7 @@ mod tests {
             matches!(plan(&root, &w("completion ")), Want::Words(v, _) if v == vec!["bash", "zsh", "fish"])
         );
         assert_eq!(plan(&root, &w("recreate-container we")), Want::Pods);
+        assert_eq!(plan(&root, &w("exec we")), Want::Pods);
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! `recreate-container`: restart containers of a Pod in place through a ContainerRecreateRequest,
 //! and the helpers `rollout restart` reuses.
 
-use crate::cli::RecreateArgs;
+use crate::cli::{CreateCrrArgs, RecreateArgs};
 use crate::ctx::Ctx;
 use crate::error::{CliError, Result, exit, kube_err};
 use crate::watch::Cache;
@@ -110,6 +110,28 @@ pub fn crr_body(pod: &str, containers: &[String], ordered: bool, api_version: &s
     })
 }
 
+/// `create crr`'s object: a name the user chose and kruise-tools' defaults (failurePolicy Fail,
+/// unready grace 3 s, minStartedSeconds 3, a 300 s deadline, deleted 1800 s after it finishes).
+pub fn named_body(args: &CreateCrrArgs, containers: &[String], api_version: &str) -> Value {
+    json!({
+        "apiVersion": api_version,
+        "kind": "ContainerRecreateRequest",
+        "metadata": {"name": args.name},
+        "spec": {
+            "podName": args.pod,
+            "containers": containers.iter().map(|c| json!({"name": c})).collect::<Vec<_>>(),
+            "strategy": {
+                "failurePolicy": "Fail",
+                "orderedRecreate": args.ordered,
+                "unreadyGracePeriodSeconds": args.unready_grace_period_seconds,
+                "minStartedSeconds": args.min_started_seconds,
+            },
+            "activeDeadlineSeconds": 300,
+            "ttlSecondsAfterFinished": 1800,
+        }
+    })
+}
+
 pub struct CrrClient {
     pub api: Api<DynamicObject>,
     pub api_version: String,
@@ -129,32 +151,21 @@ impl CrrClient {
     /// Creates a CRR for the pod (every container when `containers` is empty); returns its name.
     pub async fn create(&self, pod: &Pod, containers: &[String], ordered: bool) -> Result<String> {
         let pod_name = pod.metadata.name.clone().unwrap_or_default();
-        let all: Vec<String> = pod
-            .spec
-            .as_ref()
-            .map(|s| s.containers.iter().map(|c| c.name.clone()).collect())
-            .unwrap_or_default();
-        let chosen: Vec<String> = if containers.is_empty() {
-            all.clone()
-        } else {
-            containers.to_vec()
-        };
-        if let Some(bad) = chosen.iter().find(|c| !all.contains(c)) {
-            return Err(CliError::Usage(format!(
-                "pod {pod_name} has no container {bad:?} (it has {})",
-                all.join(", ")
-            )));
-        }
+        let chosen = chosen_containers(pod, containers)?;
+        self.post(crr_body(&pod_name, &chosen, ordered, &self.api_version))
+            .await
+    }
+
+    async fn post(&self, body: Value) -> Result<String> {
         let obj: DynamicObject =
-            serde_json::from_value(crr_body(&pod_name, &chosen, ordered, &self.api_version))
-                .map_err(|e| CliError::Other(e.into()))?;
+            serde_json::from_value(body).map_err(|e| CliError::Other(e.into()))?;
         let created = self
             .api
             .create(&PostParams::default(), &obj)
             .await
             .map_err(kube_err)?;
         let name = created.metadata.name.unwrap_or_default();
-        tracing::info!(pod = %pod_name, crr = %name, "created ContainerRecreateRequest");
+        tracing::info!(crr = %name, "created ContainerRecreateRequest");
         Ok(name)
     }
 
@@ -226,12 +237,73 @@ impl CrrClient {
     }
 }
 
-pub async fn run(ctx: &Ctx, args: &RecreateArgs) -> Result<i32> {
+/// The containers to recreate: those named (each must exist), or every container of the Pod.
+fn chosen_containers(pod: &Pod, containers: &[String]) -> Result<Vec<String>> {
+    let all: Vec<String> = pod
+        .spec
+        .as_ref()
+        .map(|s| s.containers.iter().map(|c| c.name.clone()).collect())
+        .unwrap_or_default();
+    if let Some(bad) = containers.iter().find(|c| !all.contains(c)) {
+        return Err(CliError::Usage(format!(
+            "pod {} has no container {bad:?} (it has {})",
+            pod.metadata.name.as_deref().unwrap_or_default(),
+            all.join(", ")
+        )));
+    }
+    Ok(if containers.is_empty() {
+        all
+    } else {
+        containers.to_vec()
+    })
+}
+
+async fn get_pod(ctx: &Ctx, name: &str) -> Result<Pod> {
     let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &ctx.namespace);
-    let pod = pods
-        .get(&args.pod)
+    pods.get(name)
         .await
-        .map_err(|e| CliError::from_kube(e, Some(("Pod", &args.pod, &ctx.namespace))))?;
+        .map_err(|e| CliError::from_kube(e, Some(("Pod", name, &ctx.namespace))))
+}
+
+/// `create crr NAME --pod P`: kruise-tools' command; `--wait` follows it as `recreate-container`.
+pub async fn create(ctx: &Ctx, args: &CreateCrrArgs) -> Result<i32> {
+    let pod = get_pod(ctx, &args.pod).await?;
+    let chosen = chosen_containers(&pod, &args.containers)?;
+    let crr = CrrClient::new(ctx, &ctx.namespace).await?;
+    let body = named_body(args, &chosen, &crr.api_version);
+    if args.dry_run {
+        let text = serde_saphyr::to_string(&body).map_err(|e| CliError::Other(e.into()))?;
+        print!("{text}");
+        return Ok(exit::OK);
+    }
+    let name = crr.post(body).await?;
+    println!("containerrecreaterequest/{name} created");
+    if !args.wait {
+        return Ok(exit::OK);
+    }
+    follow(&crr, &name, &args.pod, args.timeout).await
+}
+
+async fn follow(crr: &CrrClient, name: &str, pod: &str, timeout: Duration) -> Result<i32> {
+    let results = crr
+        .wait_all(&[name.to_string()], timeout, |n, s| {
+            println!("{n}: {}", s.line())
+        })
+        .await?;
+    match results.into_iter().next() {
+        Some((_, Ok(()))) => {
+            println!("containers of pod {pod} recreated");
+            Ok(exit::OK)
+        }
+        Some((_, Err(e))) => Err(CliError::Failed(format!(
+            "containerrecreaterequest/{name}: {e}"
+        ))),
+        None => Err(CliError::Api("no result".into())),
+    }
+}
+
+pub async fn run(ctx: &Ctx, args: &RecreateArgs) -> Result<i32> {
+    let pod = get_pod(ctx, &args.pod).await?;
     let crr = CrrClient::new(ctx, &ctx.namespace).await?;
     let name = crr.create(&pod, &args.containers, args.ordered).await?;
     println!(
@@ -241,21 +313,7 @@ pub async fn run(ctx: &Ctx, args: &RecreateArgs) -> Result<i32> {
     if !args.wait {
         return Ok(exit::OK);
     }
-    let results = crr
-        .wait_all(std::slice::from_ref(&name), args.timeout, |n, s| {
-            println!("{n}: {}", s.line())
-        })
-        .await?;
-    match results.into_iter().next() {
-        Some((_, Ok(()))) => {
-            println!("containers of pod {} recreated", args.pod);
-            Ok(exit::OK)
-        }
-        Some((_, Err(e))) => Err(CliError::Failed(format!(
-            "containerrecreaterequest/{name}: {e}"
-        ))),
-        None => Err(CliError::Api("no result".into())),
-    }
+    follow(&crr, &name, &args.pod, args.timeout).await
 }
 
 #[cfg(test)]
@@ -314,5 +372,38 @@ mod tests {
         );
         assert_eq!(b["spec"]["strategy"]["orderedRecreate"], true);
         assert_eq!(b["metadata"]["generateName"], "web-abc-");
+    }
+
+    #[test]
+    fn create_crr_takes_kruise_tools_spellings_and_defaults() {
+        use crate::cli::{Cli, Command, CreateCmd};
+        use clap::Parser;
+        let parse = |line: &str| match Cli::try_parse_from(line.split_whitespace())
+            .expect("parses")
+            .command
+        {
+            Command::Create(CreateCmd::Crr(a)) => a,
+            other => panic!("not create crr: {other:?}"),
+        };
+        let a = parse(
+            "kubectl-kruise create ContainerRecreateRequest my-crr --pod=pod-1 --containers=app,log --unreadyGracePeriodSeconds=5",
+        );
+        assert_eq!(a.name, "my-crr");
+        assert_eq!(a.containers, vec!["app", "log"]);
+        assert_eq!(a.unready_grace_period_seconds, 5);
+        assert_eq!(a.min_started_seconds, 3);
+        let b = named_body(&a, &a.containers, "apps.kruise.io/v1beta1");
+        assert_eq!(b["metadata"]["name"], "my-crr");
+        assert_eq!(b["spec"]["podName"], "pod-1");
+        assert_eq!(
+            b["spec"]["strategy"],
+            json!({"failurePolicy": "Fail", "orderedRecreate": false,
+                "unreadyGracePeriodSeconds": 5, "minStartedSeconds": 3})
+        );
+        assert_eq!(b["spec"]["activeDeadlineSeconds"], 300);
+        assert_eq!(b["spec"]["ttlSecondsAfterFinished"], 1800);
+        let c = parse("kubectl-kruise create crr x -p pod-2 -m 0 --wait");
+        assert!(c.wait && c.containers.is_empty());
+        assert_eq!(c.min_started_seconds, 0);
     }
 }

@@ -7,6 +7,7 @@ pub mod completion;
 pub mod crr;
 pub mod dev;
 pub mod distribution;
+pub mod exec;
 pub mod history;
 pub mod install;
 pub mod pull;

@@ -721,6 +721,53 @@ async fn recreate_container_restarts_in_place() {
     assert_eq!(now.0, before.0, "same Pod UID");
     assert_ne!(now.1, before.1, "new containerID");
     assert_eq!(now.2, before.2 + 1, "restartCount + 1");
+
+    // kruise-tools' spelling: `create ContainerRecreateRequest NAME --pod P`, its defaults.
+    let run = fx
+        .kk
+        .run_for(
+            &[
+                "create",
+                "ContainerRecreateRequest",
+                "by-name",
+                "--pod",
+                &name,
+                "--containers=app",
+                "--minStartedSeconds=1",
+                "--wait",
+                "--timeout",
+                "90s",
+            ],
+            CLI_LIMIT,
+        )
+        .await
+        .expect("run create crr");
+    assert_code(&run, OK);
+    assert!(
+        run.stdout
+            .contains("containerrecreaterequest/by-name created"),
+        "{run}"
+    );
+    let crrs: Api<DynamicObject> = Api::namespaced_with(
+        fx.client.clone(),
+        &fx.ns.name,
+        &kruise_e2e::plugin::kruise_resource(&fx.client, "containerrecreaterequests").await,
+    );
+    let crr = crrs.get("by-name").await.expect("the named CRR");
+    assert_eq!(crr.data["spec"]["strategy"]["unreadyGracePeriodSeconds"], 3);
+    assert_eq!(crr.data["spec"]["strategy"]["minStartedSeconds"], 1);
+    assert_eq!(crr.data["spec"]["activeDeadlineSeconds"], 300);
+    assert_eq!(crr.data["spec"]["ttlSecondsAfterFinished"], 1800);
+    let again = wait_pod(
+        &fx.pods,
+        &name,
+        "the second new app container reported",
+        Duration::from_secs(15),
+        |p| container_status(p, "app").is_some_and(|c| c.restart_count == now.2 + 1),
+    )
+    .await
+    .expect("recreated again");
+    assert_eq!(again.uid().as_deref(), Some(now.0.as_str()), "same Pod UID");
     fx.ns.delete().await.expect("delete ns");
 }
 

@@ -11,6 +11,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Pod;
 use kruise_api::apps::v1beta1::SidecarSet;
 use kruise_api::keys;
+use kruise_e2e::cli::Kruise;
 use kruise_e2e::sidecarset::{self as sc, Guard};
 use kruise_e2e::{TestNamespace, client, cloneset, container_status, image, pod_ready, wait_for};
 use kube::api::{ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams};
@@ -545,7 +546,7 @@ async fn hot_upgrade_starts_the_new_version_before_emptying_the_old_one() {
     );
     assert_eq!(
         older_alt,
-        Some(version),
+        Some(version.clone()),
         "proxy-1's alternate: the new version"
     );
     // The reset: the emptied container's version and the working one's alternate go to "0".
@@ -570,6 +571,59 @@ async fn hot_upgrade_starts_the_new_version_before_emptying_the_old_one() {
     })
     .await
     .expect("final status");
+
+    // `kubectl kruise exec -S proxy` enters the working container: the one started with the
+    // new version, whose SIDECARSET_VERSION is the one proxy-2 carries.
+    let kk = Kruise::new(&ns.name).expect("kubectl-kruise");
+    let run = kk
+        .run(&[
+            "exec",
+            &pod_name,
+            "-S",
+            "proxy",
+            "--",
+            "sh",
+            "-c",
+            "echo $SIDECARSET_VERSION",
+        ])
+        .await
+        .expect("exec -S");
+    assert_eq!(run.code, Some(0), "{run}");
+    assert_eq!(run.stdout.trim(), version, "{run}");
+    assert!(
+        run.stderr
+            .contains("Enter working container proxy-2 of SidecarSet."),
+        "{run}"
+    );
+    // Input reaches the command, and its exit code comes back.
+    let run = kk
+        .run_with_input(
+            &[
+                "exec",
+                "cloneset/web",
+                "-S",
+                "proxy",
+                "-i",
+                "--",
+                "sh",
+                "-c",
+                "cat; exit 7",
+            ],
+            "through stdin\n",
+        )
+        .await
+        .expect("exec -i");
+    assert_eq!(run.code, Some(7), "{run}");
+    assert_eq!(run.stdout, "through stdin\n", "{run}");
+    let run = kk
+        .run(&["exec", &pod_name, "-S", "mesh", "--", "true"])
+        .await
+        .expect("exec -S unknown");
+    assert_eq!(run.code, Some(2), "{run}");
+    assert!(
+        run.stderr.contains("hot-upgrade sidecars: [\"proxy\"]"),
+        "{run}"
+    );
 
     guard.delete().await.expect("delete sidecarset");
     ns.delete().await.expect("delete ns");
