@@ -334,6 +334,18 @@ pub enum SetCmd {
         #[arg(long)]
         dry_run: bool,
     },
+    /// Set the Pod template's serviceAccountName (kubectl's `set serviceaccount`); says first
+    /// what the Pods will do (a new service account cannot go in place: they are recreated).
+    #[command(visible_alias = "sa")]
+    Serviceaccount {
+        #[arg(value_parser = parse_target)]
+        target: Target,
+        /// The service account's name.
+        service_account: String,
+        /// Only report what would happen.
+        #[arg(long)]
+        dry_run: bool,
+    },
 }
 
 #[derive(Debug, clap::Args)]

@@ -95,6 +95,11 @@ pub async fn dispatch(cli: Cli) -> Result<i32, CliError> {
             let edit = cmd::set_template::Edit::Resources { limits, requests };
             cmd::set_template::run(&ctx, &target, &containers, &edit, dry_run).await
         }
+        Command::Set(SetCmd::Serviceaccount {
+            target,
+            service_account,
+            dry_run,
+        }) => cmd::set_template::service_account(&ctx, &target, &service_account, dry_run).await,
         Command::Scaledown {
             target,
             pods,

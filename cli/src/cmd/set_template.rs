@@ -281,6 +281,63 @@ pub async fn run(
     Ok(exit::OK)
 }
 
+/// `set serviceaccount`: the template's `serviceAccountName`, written under the object's
+/// resourceVersion so a concurrent change is not overwritten.
+pub async fn service_account(ctx: &Ctx, target: &Target, name: &str, dry_run: bool) -> Result<i32> {
+    let spec_path = target
+        .kind
+        .spec()
+        .containers_path
+        .strip_suffix("/containers")
+        .filter(|_| target.kind != Kind::SidecarSet)
+        .ok_or_else(|| {
+            CliError::Usage(format!(
+                "{target}: a SidecarSet has no Pod template; the service account is the Pods' own"
+            ))
+        })?;
+    let wl = Workload::locate(ctx, target).await?;
+    let obj = wl.fetch_raw().await?;
+    let view = RolloutView::from_json(&obj);
+    let old = obj.pointer("/spec/template").cloned().unwrap_or(json!({}));
+    let (new, current) = with_service_account(&old, name);
+    if current.as_deref() == Some(name) {
+        println!("{target}: serviceAccountName is already {name}: nothing will roll out");
+        return Ok(exit::OK);
+    }
+    println!(
+        "{target}: serviceAccountName {} -> {name}",
+        current.as_deref().unwrap_or("(default)")
+    );
+    let gates = installed_gates(ctx).await;
+    println!("{}", predict(&view, &old, &new, &gates));
+    if dry_run {
+        println!("(dry run: nothing changed)");
+        return Ok(exit::OK);
+    }
+    let ops = json!([
+        {"op": "test", "path": "/metadata/resourceVersion", "value": obj["metadata"]["resourceVersion"]},
+        {"op": "add", "path": format!("{spec_path}/serviceAccountName"), "value": name},
+    ]);
+    wl.json_patch(ops).await?;
+    println!("{target} updated");
+    Ok(exit::OK)
+}
+
+/// The template with `serviceAccountName` set (and the deprecated `serviceAccount` alias
+/// dropped, which the API server would otherwise fill back from it), and the current name.
+pub fn with_service_account(template: &Value, name: &str) -> (Value, Option<String>) {
+    let current = template["spec"]["serviceAccountName"]
+        .as_str()
+        .or_else(|| template["spec"]["serviceAccount"].as_str())
+        .map(str::to_owned);
+    let mut new = template.clone();
+    if let Some(spec) = new.get_mut("spec").and_then(Value::as_object_mut) {
+        spec.remove("serviceAccount");
+        spec.insert("serviceAccountName".to_owned(), json!(name));
+    }
+    (new, current)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -390,5 +447,22 @@ mod tests {
         // ReCreate replaces Pods for any change.
         let (recreate, _) = cs("ReCreate", json!([burstable]));
         assert!(predict(&recreate, &old, &more_cpu, &on).contains("RECREATED"));
+    }
+
+    #[test]
+    fn a_new_service_account_recreates_pods() {
+        let burstable = app(json!({"requests": {"cpu": "10m"}}));
+        let (view, _) = cs("InPlaceIfPossible", json!([burstable]));
+        let mut old = template(std::slice::from_ref(&burstable));
+        old["spec"]["serviceAccountName"] = json!("a");
+        let (new, current) = with_service_account(&old, "b");
+        assert_eq!(current.as_deref(), Some("a"));
+        assert_eq!(new["spec"]["serviceAccountName"], "b");
+        let p = predict(&view, &old, &new, &FeatureGates::default());
+        assert!(p.contains("RECREATED"), "{p}");
+        let (only, _) = cs("InPlaceOnly", json!([burstable]));
+        assert!(predict(&only, &old, &new, &FeatureGates::default()).starts_with("REFUSED"));
+        let (_, none) = with_service_account(&template(&[]), "b");
+        assert_eq!(none, None);
     }
 }

@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::{DaemonSet, StatefulSet};
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Pod, ServiceAccount};
 use kruise_e2e::plugin::{
     CLI_LIMIT, Fixture, assert_code, assert_stdout, kruise_resource, template,
 };
@@ -673,6 +673,51 @@ async fn set_resources_and_env_predict_and_do_in_place_or_recreate() {
             "every Pod recreated: {before:?} {now:?}"
         );
     }
+
+    // A service account: not in place, so predicted and done as a recreate.
+    let accounts: Api<ServiceAccount> = Api::namespaced(fx.client.clone(), &fx.ns.name);
+    let sa: ServiceAccount =
+        serde_json::from_value(json!({"metadata": {"name": "builder"}})).expect("sa");
+    accounts
+        .create(&PostParams::default(), &sa)
+        .await
+        .expect("create service account");
+    let run = fx.run(&["set", "sa", "cloneset/cs", "builder"]).await;
+    assert_code(&run, OK);
+    assert_stdout(&run, "serviceAccountName (default) -> builder");
+    assert_stdout(&run, "RECREATED");
+    assert_code(&fx.status("cloneset/cs").await, OK);
+    let pods = fx
+        .pods
+        .list(&ListParams::default().labels("app=cs"))
+        .await
+        .expect("pods");
+    let accounts_used: Vec<Option<String>> = pods
+        .items
+        .iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .map(|p| p.spec.as_ref().and_then(|s| s.service_account_name.clone()))
+        .collect();
+    assert_eq!(
+        accounts_used,
+        vec![Some("builder".to_owned()); 2],
+        "both Pods run as builder"
+    );
+    for p in pods
+        .items
+        .iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+    {
+        assert!(
+            now.values()
+                .all(|(old, _)| Some(old) != p.metadata.uid.as_ref()),
+            "recreated: {:?}",
+            p.metadata.name
+        );
+    }
+    let run = fx.run(&["set", "sa", "cloneset/cs", "builder"]).await;
+    assert_code(&run, OK);
+    assert_stdout(&run, "already builder: nothing will roll out");
 }
 
 /// `rollout status` says why a rollout does not progress, Pod by Pod: an image that cannot be
