@@ -7,6 +7,9 @@ use crate::view::workload::Kind;
 use clap::{ArgAction, Parser, Subcommand, ValueEnum};
 use std::time::Duration;
 
+mod create;
+pub use create::*;
+
 const EXIT_CODES: &str = "\
 Exit codes:
   0  success (rollout complete, or paused with --success-on-pause)
@@ -409,124 +412,6 @@ pub struct PullArgs {
     pub wait: bool,
     #[arg(long, value_parser = parse_duration, default_value = "30m")]
     pub timeout: Duration,
-}
-
-#[derive(Debug, Subcommand)]
-pub enum CreateCmd {
-    /// Create a BroadcastJob running COMMAND in IMAGE on every eligible node.
-    #[command(visible_alias = "bcj")]
-    Broadcastjob(CreateBroadcastJobArgs),
-    /// Create a ContainerRecreateRequest NAME for a Pod, with kruise-tools' defaults.
-    #[command(
-        name = "crr",
-        visible_alias = "containerrecreaterequest",
-        alias = "ContainerRecreateRequest"
-    )]
-    Crr(CreateCrrArgs),
-}
-
-/// kruise-tools' `create ContainerRecreateRequest`, its flag spellings kept as aliases.
-#[derive(Debug, clap::Args)]
-pub struct CreateCrrArgs {
-    pub name: String,
-    /// The Pod whose containers to recreate.
-    #[arg(short = 'p', long)]
-    pub pod: String,
-    /// Containers to recreate (default: all of the Pod's).
-    #[arg(short = 'c', long, value_delimiter = ',')]
-    pub containers: Vec<String>,
-    /// Seconds the Pod is marked not ready before a container is stopped.
-    #[arg(
-        short = 'u',
-        long,
-        alias = "unreadyGracePeriodSeconds",
-        default_value_t = 3
-    )]
-    pub unready_grace_period_seconds: i64,
-    /// Seconds a new container must run, started and ready, to count as recreated.
-    #[arg(short = 'm', long, alias = "minStartedSeconds", default_value_t = 3)]
-    pub min_started_seconds: i32,
-    /// Recreate the containers one after another, in the order given.
-    #[arg(long)]
-    pub ordered: bool,
-    /// Print the object instead of creating it.
-    #[arg(long)]
-    pub dry_run: bool,
-    /// Follow the request until it finishes (exit 0 when every container was recreated).
-    #[arg(long)]
-    pub wait: bool,
-    #[arg(long, value_parser = parse_duration, default_value = "5m")]
-    pub timeout: Duration,
-}
-
-#[derive(Debug, clap::Args)]
-pub struct CreateBroadcastJobArgs {
-    pub name: String,
-    /// The image of the job's one container.
-    #[arg(long)]
-    pub image: String,
-    /// Most Pods running at once: a number or a percentage of the nodes (default: no limit).
-    #[arg(long, value_parser = parse_partition)]
-    pub parallelism: Option<IntOrPercent>,
-    /// Only nodes with these labels (repeatable k=v).
-    #[arg(long = "node-selector")]
-    pub node_selector: Vec<String>,
-    /// The Pod's restartPolicy.
-    #[arg(long, value_enum, default_value_t = RestartPolicy::Never)]
-    pub restart_policy: RestartPolicy,
-    /// What a failed Pod does to the job.
-    #[arg(long, value_enum, default_value_t = FailurePolicy::FailFast)]
-    pub failure_policy: FailurePolicy,
-    /// Restarts of an OnFailure Pod before it counts as failed.
-    #[arg(long)]
-    pub restart_limit: Option<i32>,
-    /// Never complete: keep giving new nodes a Pod.
-    #[arg(long)]
-    pub never_complete: bool,
-    /// Delete the job this long after it finishes.
-    #[arg(long, value_parser = parse_duration)]
-    pub ttl: Option<Duration>,
-    /// Fail the job when it runs longer than this.
-    #[arg(long, value_parser = parse_duration)]
-    pub active_deadline: Option<Duration>,
-    /// Create it paused.
-    #[arg(long)]
-    pub paused: bool,
-    /// Follow the job until it ends (exit 0 completed, 1 failed, 3 paused, 4 timed out).
-    #[arg(long)]
-    pub wait: bool,
-    #[arg(long, value_parser = parse_duration, default_value = "30m")]
-    pub timeout: Duration,
-    /// The command and its arguments (after `--`); the image's own when omitted.
-    #[arg(last = true)]
-    pub command: Vec<String>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum RestartPolicy {
-    Never,
-    OnFailure,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum FailurePolicy {
-    Continue,
-    FailFast,
-    Pause,
-}
-
-#[derive(Debug, Subcommand)]
-pub enum BroadcastJobCmd {
-    /// Follow the job until it ends: exit 0 completed, 1 failed, 3 paused, 4 timed out.
-    Wait {
-        name: String,
-        #[arg(long, value_parser = parse_duration, default_value = "30m")]
-        timeout: Duration,
-    },
-    /// Stop creating Pods (spec.paused).
-    Pause { name: String },
-    /// Create Pods again.
-    Resume { name: String },
 }
 
 #[cfg(test)]
