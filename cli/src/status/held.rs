@@ -82,7 +82,7 @@ fn reason(
     }
     if updated {
         if p.in_place_in_progress() {
-            return Some("updating in place".to_owned());
+            return Some(in_place_step(p));
         }
         return Some(
             "updated but not ready: its readiness probe or a readiness gate is not passing \
@@ -119,6 +119,51 @@ fn reason(
             others.join(", ")
         )
     })
+}
+
+/// Which step of an in-place update a Pod is at, and what it waits for.
+fn in_place_step(p: &PodView) -> String {
+    let Some(ip) = &p.inplace else {
+        return "updating in place".to_owned();
+    };
+    if ip.grace_seconds > 0 {
+        return format!(
+            "updating in place: not ready on purpose for the {} s of \
+             inPlaceUpdateStrategy.gracePeriodSeconds before its containers restart",
+            ip.grace_seconds
+        );
+    }
+    if !ip.next_batch.is_empty() {
+        return format!(
+            "updating in place: containers {} wait for {} to start and be ready (container \
+             launch priority)",
+            ip.next_batch.join(", "),
+            if ip.waiting_on.is_empty() {
+                "the earlier batch".to_owned()
+            } else {
+                ip.waiting_on.join(", ")
+            }
+        );
+    }
+    let restarting: Vec<&str> = p
+        .containers
+        .iter()
+        .filter(|c| !c.status_image.is_empty() && !c.runtime_has_spec_image())
+        .map(|c| c.name.as_str())
+        .collect();
+    if !restarting.is_empty() {
+        return format!(
+            "updating in place: the node still reports the old image for {} (the kubelet is \
+             restarting it; if this lasts, check the kubelet and kruise-daemon on {})",
+            restarting.join(", "),
+            if p.node.is_empty() {
+                "its node"
+            } else {
+                &p.node
+            }
+        );
+    }
+    "updating in place: restarted, waiting for the manager to mark it InPlaceUpdateReady".to_owned()
 }
 
 #[cfg(test)]
@@ -227,5 +272,44 @@ mod tests {
             h[0].reason.contains("readiness probe or a readiness gate"),
             "{h:?}"
         );
+    }
+
+    #[test]
+    fn in_place_steps_say_what_they_wait_for() {
+        use crate::view::InPlaceProgress;
+        let v = view(json!({}));
+        let mut p = pod("web-a", "web-2", false, None);
+        p.node = "n1".into();
+        p.inplace = Some(InPlaceProgress {
+            revision: "web-2".into(),
+            grace_seconds: 10,
+            ..Default::default()
+        });
+        let reason = |p: &PodView| held(&v, std::slice::from_ref(p), 1)[0].reason.clone();
+        assert!(reason(&p).contains("10 s of inPlaceUpdateStrategy.gracePeriodSeconds"));
+        p.inplace = Some(InPlaceProgress {
+            revision: "web-2".into(),
+            next_batch: vec!["app".into()],
+            waiting_on: vec!["sidecar".into()],
+            ..Default::default()
+        });
+        assert!(
+            reason(&p).contains("containers app wait for sidecar to start"),
+            "{}",
+            reason(&p)
+        );
+        p.inplace = Some(InPlaceProgress {
+            revision: "web-2".into(),
+            ..Default::default()
+        });
+        p.containers[0].status_image = "app:1".into();
+        assert!(
+            reason(&p).contains("old image for app") && reason(&p).contains("on n1"),
+            "{}",
+            reason(&p)
+        );
+        p.containers[0].status_image = "app:2".into();
+        p.inplace_ready = Some(false);
+        assert!(reason(&p).contains("InPlaceUpdateReady"), "{}", reason(&p));
     }
 }
