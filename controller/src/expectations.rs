@@ -43,6 +43,15 @@ pub enum Cached {
 }
 
 impl Cached {
+    /// What a store shows of an object: `None` when it is not there.
+    pub fn of(meta: Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta>) -> Self {
+        match meta {
+            None => Cached::Absent,
+            Some(m) if m.deletion_timestamp.is_some() => Cached::Terminating,
+            Some(_) => Cached::Present,
+        }
+    }
+
     /// Whether this view of the cache shows that `action` took effect. A create shows once the
     /// object is there (even if already being deleted); a delete shows once it is terminating
     /// or gone: we only delete what the cache showed us, so absence means it went.
@@ -103,6 +112,16 @@ impl ScaleExpectations {
             .entry(action)
             .or_default()
             .insert(name.to_string());
+    }
+
+    /// Observes what an event about the object `name` of `key` shows, given what the store
+    /// (updated before the event was sent) holds of it now; a delete event shows the delete.
+    pub fn observe_event(&self, key: &str, name: &str, cached: Cached, deleted: bool) {
+        for action in [ScaleAction::Create, ScaleAction::Delete] {
+            if cached.shows(action) || deleted {
+                self.observe(key, action, name);
+            }
+        }
     }
 
     pub fn observe(&self, key: &str, action: ScaleAction, name: &str) {
@@ -324,6 +343,26 @@ mod tests {
         }
         e.observe("ns/a", ScaleAction::Create, "a-2");
         assert_eq!(e.satisfied("ns/a", later), ScaleSatisfaction::Satisfied);
+    }
+
+    #[test]
+    fn pod_events_observe_what_the_store_shows() {
+        let e = ScaleExpectations::new();
+        for n in ["new", "gone", "late"] {
+            e.expect("ns/a", ScaleAction::Create, n);
+        }
+        e.expect("ns/a", ScaleAction::Delete, "old");
+        e.expect("ns/a", ScaleAction::Delete, "going");
+        e.observe_event("ns/a", "new", Cached::Present, false);
+        e.observe_event("ns/a", "going", Cached::Terminating, false);
+        // A create and a delete seen at once: the delete event proves both.
+        e.observe_event("ns/a", "gone", Cached::Absent, true);
+        e.observe_event("ns/a", "old", Cached::Present, false);
+        assert_eq!(e.pending("ns/a", ScaleAction::Create), vec!["late"]);
+        assert_eq!(e.pending("ns/a", ScaleAction::Delete), vec!["old"]);
+        let meta = k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta::default();
+        assert_eq!(Cached::of(Some(&meta)), Cached::Present);
+        assert_eq!(Cached::of(None), Cached::Absent);
     }
 
     #[test]

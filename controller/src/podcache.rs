@@ -187,6 +187,12 @@ impl PodCache {
         }
     }
 
+    /// What the store shows of `pod` now: there, terminating or gone.
+    pub fn cached(&self, pod: &Pod) -> crate::expectations::Cached {
+        let now = self.store().get(&ObjectRef::from_obj(pod));
+        crate::expectations::Cached::of(now.as_deref().map(|p| &p.metadata))
+    }
+
     pub fn store(&self) -> &Store<Pod> {
         &self.store
     }

@@ -18,7 +18,6 @@ use super::context::METRIC_NAME;
 pub use super::context::{CONTROLLER_NAME, Context, Error};
 use super::plan;
 pub use super::reconcile::reconcile;
-use crate::expectations::{Cached, ScaleAction};
 use crate::metrics::Metrics;
 use crate::podcache::{PodCache, PodEvent};
 use crate::runner::{self, Controller};
@@ -153,15 +152,8 @@ fn pod_event_targets(
     }
     let ns = pod.metadata.namespace.clone().unwrap_or_default();
     let key = format!("{ns}/{}", owner.name);
-    let cached = match ctx.pods.store().get(&ObjectRef::from_obj(pod.as_ref())) {
-        None => Cached::Absent,
-        Some(p) if p.metadata.deletion_timestamp.is_some() => Cached::Terminating,
-        Some(_) => Cached::Present,
-    };
-    for action in [ScaleAction::Create, ScaleAction::Delete] {
-        if cached.shows(action) || deleted {
-            ctx.scale_exp.observe(&key, action, podutil::name(&pod));
-        }
-    }
+    let cached = ctx.pods.cached(pod.as_ref());
+    ctx.scale_exp
+        .observe_event(&key, podutil::name(&pod), cached, deleted);
     vec![ObjectRef::new(&owner.name).within(&ns)]
 }

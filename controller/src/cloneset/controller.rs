@@ -19,7 +19,7 @@ use super::context::METRIC_NAME;
 pub use super::context::{CONTROLLER_NAME, Context};
 pub use super::error::Error;
 pub use super::reconcile::reconcile;
-use crate::expectations::{Cached, ScaleAction};
+use crate::expectations::Cached;
 use crate::podcache::PodEvent;
 use crate::runner::{self, Controller};
 use crate::workload::podutil;
@@ -143,17 +143,10 @@ fn pod_event_targets(
     let key = format!("{ns}/{}", owner.name);
     // Whatever the event, the store (updated before it was sent) tells what became of the pod:
     // there (its create is seen), terminating (its create and its delete are seen) or gone.
-    let cached = match ctx.pods.store().get(&ObjectRef::from_obj(pod.as_ref())) {
-        None => Cached::Absent,
-        Some(p) if p.metadata.deletion_timestamp.is_some() => Cached::Terminating,
-        Some(_) => Cached::Present,
-    };
-    for action in [ScaleAction::Create, ScaleAction::Delete] {
-        // A delete event also proves the pod was created, even if we never saw it before.
-        if cached.shows(action) || deleted {
-            ctx.scale_exp.observe(&key, action, podutil::name(&pod));
-        }
-    }
+    // A delete event also proves the pod was created, even if we never saw it before.
+    let cached = ctx.pods.cached(&pod);
+    ctx.scale_exp
+        .observe_event(&key, podutil::name(&pod), cached, deleted);
     // A pod that is gone will not be seen again: forget what we expected of its version.
     if cached == Cached::Absent
         && let Some(uid) = pod.metadata.uid.as_deref()

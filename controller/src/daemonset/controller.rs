@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 use super::context::METRIC_NAME;
 pub use super::context::{CONTROLLER_NAME, Context, Error};
 pub use super::reconcile::reconcile;
-use crate::expectations::{Cached, ScaleAction};
+use crate::expectations::Cached;
 use crate::metrics::Metrics;
 use crate::podcache::{PodCache, PodEvent};
 use crate::revcache::RevisionCache;
@@ -147,16 +147,9 @@ fn pod_event_targets(
     }
     let ns = pod.metadata.namespace.clone().unwrap_or_default();
     let key = format!("{ns}/{}", owner.name);
-    let cached = match ctx.pods.store().get(&ObjectRef::from_obj(pod.as_ref())) {
-        None => Cached::Absent,
-        Some(p) if p.metadata.deletion_timestamp.is_some() => Cached::Terminating,
-        Some(_) => Cached::Present,
-    };
-    for action in [ScaleAction::Create, ScaleAction::Delete] {
-        if cached.shows(action) || deleted {
-            ctx.scale_exp.observe(&key, action, podutil::name(&pod));
-        }
-    }
+    let cached = ctx.pods.cached(pod.as_ref());
+    ctx.scale_exp
+        .observe_event(&key, podutil::name(&pod), cached, deleted);
     if cached == Cached::Absent
         && let Some(uid) = pod.metadata.uid.as_deref()
     {

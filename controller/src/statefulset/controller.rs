@@ -18,7 +18,7 @@ pub use super::context::{CONTROLLER_NAME, Context};
 pub use super::error::Error;
 use super::identity::ordinal_of;
 pub use super::reconcile::reconcile;
-use crate::expectations::{Cached, ScaleAction};
+use crate::expectations::Cached;
 use crate::podcache::{PodEvent, controller_uid};
 use crate::runner::{self, Controller};
 use crate::workload::podutil;
@@ -100,16 +100,9 @@ fn owner_of(
     }
     let ns = pod.metadata.namespace.clone().unwrap_or_default();
     let key = format!("{ns}/{}", owner.name);
-    let cached = match ctx.pods.store().get(&ObjectRef::from_obj(pod)) {
-        None => Cached::Absent,
-        Some(p) if p.metadata.deletion_timestamp.is_some() => Cached::Terminating,
-        Some(_) => Cached::Present,
-    };
-    for action in [ScaleAction::Create, ScaleAction::Delete] {
-        if cached.shows(action) || deleted {
-            ctx.scale_exp.observe(&key, action, podutil::name(pod));
-        }
-    }
+    let cached = ctx.pods.cached(pod);
+    ctx.scale_exp
+        .observe_event(&key, podutil::name(pod), cached, deleted);
     if cached == Cached::Absent
         && let Some(uid) = pod.metadata.uid.as_deref()
     {
