@@ -31,8 +31,11 @@ fn status(name: &str, st: Option<i32>) -> Value {
            "imageID": "x", "containerID": format!("containerd://{name}"), "state": state})
 }
 
+/// Environment variables (name, value).
+type Env<'a> = &'a [(&'a str, &'a str)];
+
 /// A Pod with `restart` policy and `phase`; each container with its env and state.
-fn pod(restart: &str, phase: &str, cs: &[(&str, &[(&str, &str)], St)]) -> Pod {
+fn pod(restart: &str, phase: &str, cs: &[(&str, Env<'_>, St)]) -> Pod {
     let containers: Vec<Value> = cs.iter().map(|(n, e, _)| container(n, e)).collect();
     let statuses: Vec<Value> = cs
         .iter()
@@ -423,12 +426,12 @@ proptest! {
         restart in prop_oneof![Just("Never"), Just("OnFailure"), Just("Always")],
         cs in proptest::collection::vec((arb_env(), arb_state()), 1..5),
     ) {
-        let named: Vec<(String, &[(&str, &str)], St)> = cs
+        let named: Vec<(String, Env<'_>, St)> = cs
             .iter()
             .enumerate()
             .map(|(i, (e, s))| (format!("c{i}"), *e, *s))
             .collect();
-        let refs: Vec<(&str, &[(&str, &str)], St)> =
+        let refs: Vec<(&str, Env<'_>, St)> =
             named.iter().map(|(n, e, s)| (n.as_str(), *e, *s)).collect();
         let p = pod(restart, "Running", &refs);
         let actions = plan(&p, false);
