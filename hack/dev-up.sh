@@ -46,7 +46,7 @@ log "starting kruise-manager (dev mode, webhook at https://127.0.0.1:9876)"
 POD_NAMESPACE=kruise-system RUST_LOG=${RUST_LOG:-info} \
   start kruise-manager "$bindir/kruise-manager" --kubeconfig "$KUBECONFIG" \
   --webhook-host 127.0.0.1 --metrics-addr 127.0.0.1:8080 --health-addr 127.0.0.1:8000 \
-  --feature-gates ResourcesDeletionProtection=true,PodUnavailableBudgetUpdateGate=true,ImagePullJobGate=true,ResourceDistributionGate=true,InPlaceWorkloadVerticalScaling=true
+  --feature-gates ResourcesDeletionProtection=true,PodUnavailableBudgetUpdateGate=true,SidecarTerminator=true,ImagePullJobGate=true,ResourceDistributionGate=true,InPlaceWorkloadVerticalScaling=true
 wait_for kruise-manager 180 curl -sf http://127.0.0.1:8000/readyz
 
 log "starting kruise-daemon for node $KRS_NODE"

@@ -390,13 +390,16 @@ impl fmt::Display for FeatureGates {
 /// `kubectl kruise install` and `dev`): the features this project is about, which act only on
 /// objects a user creates or labels for them (ImagePullJobs, a workload's resources change, the
 /// `policy.kruise.io/delete-protection` label, a PodUnavailableBudget that should also cover
-/// in-place updates, a ResourceDistribution). The binaries themselves keep upstream's defaults.
+/// in-place updates, a ResourceDistribution, a job Pod's sidecar carrying
+/// `KRUISE_TERMINATE_SIDECAR_WHEN_JOB_EXIT=true`). The binaries themselves keep upstream's
+/// defaults.
 pub const SHIPPED_ON: &[Gate] = &[
     Gate::ResourcesDeletionProtection,
     Gate::PodUnavailableBudgetUpdateGate,
     Gate::ImagePullJobGate,
     Gate::InPlaceWorkloadVerticalScaling,
     Gate::ResourceDistributionGate,
+    Gate::SidecarTerminator,
 ];
 
 /// Upstream's defaults with [`SHIPPED_ON`] turned on.
@@ -547,7 +550,7 @@ mod tests {
         assert_eq!(FeatureGates::parse(&shipped().to_string()), Ok(shipped()));
         assert_eq!(
             shipped().to_flag(),
-            "ResourcesDeletionProtection=true,PodUnavailableBudgetUpdateGate=true,ImagePullJobGate=true,ResourceDistributionGate=true,InPlaceWorkloadVerticalScaling=true"
+            "ResourcesDeletionProtection=true,PodUnavailableBudgetUpdateGate=true,SidecarTerminator=true,ImagePullJobGate=true,ResourceDistributionGate=true,InPlaceWorkloadVerticalScaling=true"
         );
     }
 

@@ -331,6 +331,24 @@ pub const ENV_TERMINATE_SIDECAR_WHEN_JOB_EXIT_WITH_IMAGE: &str =
 /// Container env: ignore the sidecar's exit code when judging the job pod's result.
 pub const ENV_TERMINATE_SIDECAR_IGNORE_EXIT_CODE: &str =
     "KRUISE_TERMINATE_SIDECAR_IGNORE_EXIT_CODE";
+/// Pod condition type the SidecarTerminator writes (with the terminal phase) when it ends a
+/// job pod whose sidecars' exit codes are ignored; the CRR webhook admits a request against such
+/// a finished pod.
+pub const SIDECAR_TERMINATED_CONDITION: &str = "SidecarTerminated";
+/// Message of the [`SIDECAR_TERMINATED_CONDITION`] condition.
+pub const SIDECAR_TERMINATED_MESSAGE: &str = "Terminated by Sidecar Terminator";
+/// Name prefix of the ContainerRecreateRequest that stops a pod's sidecars; the pod's UID
+/// follows, so there is one per pod (upstream `getCRRName`).
+pub const SIDECAR_TERMINATION_CRR_PREFIX: &str = "sidecar-termination-";
+/// Event reason (on the pod) of the SidecarTerminator's actions.
+pub const REASON_SIDECAR_TERMINATOR: &str = "SidecarTerminator";
+/// Event reason (Warning, on the pod) when the SidecarTerminator cannot act.
+pub const REASON_SIDECAR_TERMINATOR_FAILED: &str = "SidecarTerminatorFailed";
+/// Node label marking a virtual-kubelet node (upstream `VirtualKubeletLabelKey`), with value
+/// [`VIRTUAL_KUBELET_LABEL_VALUE`].
+pub const VIRTUAL_KUBELET_LABEL_KEY: &str = "type";
+/// Value of [`VIRTUAL_KUBELET_LABEL_KEY`] on a virtual-kubelet node.
+pub const VIRTUAL_KUBELET_LABEL_VALUE: &str = "virtual-kubelet";
 
 // ---------------------------------------------------------------------------------------------
 // Probes, persistent pod state, image pulling (daemon)

@@ -20,7 +20,8 @@ use crate::podcache::PodCache;
 use crate::server::{self, Health};
 use crate::{
     broadcastjob, crr, daemonset, imagepulljob, launchpriority, nodeimage, podreadiness,
-    podunavailablebudget, ratelimit, resourcedistribution, sidecarset, statefulset,
+    podunavailablebudget, ratelimit, resourcedistribution, sidecarset, sidecarterminator,
+    statefulset,
 };
 
 /// Name of the leader-election Lease (upstream's lock name).
@@ -166,6 +167,9 @@ pub struct GatedControllers {
     pub pod_unavailable_budget: bool,
     /// `ResourceDistributionGate` (off by default upstream).
     pub resource_distribution: bool,
+    /// `SidecarTerminator` (off by default upstream; it needs `KruiseDaemon`, which carries
+    /// out its requests).
+    pub sidecar_terminator: bool,
 }
 
 impl GatedControllers {
@@ -178,6 +182,7 @@ impl GatedControllers {
             pod_unavailable_budget: gates.enabled(Gate::PodUnavailableBudgetDeleteGate)
                 || gates.enabled(Gate::PodUnavailableBudgetUpdateGate),
             resource_distribution: gates.enabled(Gate::ResourceDistributionGate),
+            sidecar_terminator: daemon && gates.enabled(Gate::SidecarTerminator),
         }
     }
 }
@@ -287,6 +292,11 @@ pub async fn run_controllers(
             token.clone(),
         ),
     );
+    let terminator = gated(
+        run.sidecar_terminator,
+        "sidecarterminator",
+        sidecarterminator::run(client.clone(), pods.clone(), metrics.clone(), token.clone()),
+    );
     let ctx = Arc::new(
         cloneset::Context::new(client, pods, revisions, metrics, instance, namespace)
             .with_gates(gates),
@@ -303,7 +313,8 @@ pub async fn run_controllers(
         daemonsets,
         broadcastjobs,
         budgets,
-        distributions
+        distributions,
+        terminator
     );
 }
 
@@ -511,29 +522,42 @@ mod tests {
     fn gated_controllers_start_as_upstream_starts_them() {
         let cases = [
             // Upstream's defaults: no pull jobs, no distributions.
-            ("", (true, false, true, true, false)),
-            ("ImagePullJobGate=true", (true, true, true, true, false)),
+            ("", (true, false, true, true, false, false)),
+            (
+                "ImagePullJobGate=true",
+                (true, true, true, true, false, false),
+            ),
             // Pre-download turns the pull-job gate on.
             (
                 "PreDownloadImageForInPlaceUpdate=true",
-                (true, true, true, true, false),
+                (true, true, true, true, false, false),
             ),
             (
                 "KruiseDaemon=false,ImagePullJobGate=true",
-                (false, false, false, true, false),
+                (false, false, false, true, false, false),
             ),
             // PodUnavailableBudget: either gate starts the controller.
             (
                 "PodUnavailableBudgetDeleteGate=false",
-                (true, false, true, false, false),
+                (true, false, true, false, false, false),
             ),
             (
                 "PodUnavailableBudgetDeleteGate=false,PodUnavailableBudgetUpdateGate=true",
-                (true, false, true, true, false),
+                (true, false, true, true, false, false),
             ),
             (
                 "ResourceDistributionGate=true",
-                (true, false, true, true, true),
+                (true, false, true, true, true, false),
+            ),
+            // SidecarTerminator: off upstream, and off with the daemon that carries out its
+            // requests.
+            (
+                "SidecarTerminator=true",
+                (true, false, true, true, false, true),
+            ),
+            (
+                "KruiseDaemon=false,SidecarTerminator=true",
+                (false, false, false, true, false, false),
             ),
         ];
         for (
@@ -544,6 +568,7 @@ mod tests {
                 container_recreate,
                 pod_unavailable_budget,
                 resource_distribution,
+                sidecar_terminator,
             ),
         ) in cases
         {
@@ -556,6 +581,7 @@ mod tests {
                     container_recreate,
                     pod_unavailable_budget,
                     resource_distribution,
+                    sidecar_terminator,
                 },
                 "{flag}"
             );

@@ -25,5 +25,6 @@ pub mod revcache;
 pub mod revision;
 pub mod server;
 pub mod sidecarset;
+pub mod sidecarterminator;
 pub mod statefulset;
 pub mod workload;

@@ -246,4 +246,5 @@ pub mod plugin;
 pub mod recorder;
 pub mod resourcedistribution;
 pub mod sidecarset;
+pub mod sidecarterminator;
 pub mod statefulset;

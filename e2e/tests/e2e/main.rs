@@ -34,6 +34,7 @@ mod resourcedistribution;
 mod runtime_meta;
 mod scale;
 mod sidecarset;
+mod sidecarterminator;
 mod smoke;
 mod statefulset;
 mod tui;

@@ -221,9 +221,20 @@ fn inactive_reason(pod: &Pod) -> Option<String> {
     }
     let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
     match phase {
+        // The SidecarTerminator ends a job Pod (phase and condition SidecarTerminated) before
+        // it asks for the Pod's sidecars to be killed (upstream `isTerminatedBySidecarTerminator`).
+        Some("Succeeded" | "Failed") if terminated_by_sidecar_terminator(pod) => None,
         Some(p @ ("Succeeded" | "Failed")) => Some(format!("phase {p}")),
         _ => None,
     }
+}
+
+/// The Pod has condition SidecarTerminated (whatever its status, as upstream).
+fn terminated_by_sidecar_terminator(pod: &Pod) -> bool {
+    pod.status
+        .iter()
+        .flat_map(|s| s.conditions.iter().flatten())
+        .any(|c| c.type_ == keys::SIDECAR_TERMINATED_CONDITION)
 }
 
 /// The request as the webhook stores it, or every reason it cannot be admitted.

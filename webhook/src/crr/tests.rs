@@ -240,6 +240,19 @@ fn pod_state_rejections() {
         admit(&crr(&["a"]), &p).map_err(|e| e.to_string()),
         Err("Pod \"p\" is not active (phase Failed): not allowed to recreate containers in an inactive Pod".into())
     );
+    // A job Pod the SidecarTerminator ended is still open to the request that kills its
+    // sidecars (upstream `isTerminatedBySidecarTerminator`), whatever the phase it was given.
+    for phase in ["Succeeded", "Failed"] {
+        let mut ended = pod();
+        let st = ended.status.as_mut().expect("status");
+        st.phase = Some(phase.into());
+        st.conditions = Some(vec![k8s_openapi::api::core::v1::PodCondition {
+            type_: kruise_api::keys::SIDECAR_TERMINATED_CONDITION.into(),
+            status: "True".into(),
+            ..Default::default()
+        }]);
+        assert!(admit(&crr(&["a"]), &ended).is_ok(), "{phase}");
+    }
     let mut deleting = pod();
     deleting.metadata.deletion_timestamp = Some(Time(jiff::Timestamp::UNIX_EPOCH));
     assert!(

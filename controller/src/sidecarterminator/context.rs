@@ -1,0 +1,43 @@
+//! What a reconcile needs: the client and the Event recorder.
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::{Client, Resource};
+
+/// Name in Events and logs (upstream's controller name).
+pub const CONTROLLER_NAME: &str = "sidecarterminator-controller";
+/// Label value of the `controller` metric label.
+pub(super) const METRIC_NAME: &str = "sidecarterminator";
+
+/// Shared state of the SidecarTerminator.
+pub struct Context {
+    pub client: Client,
+    pub recorder: Recorder,
+}
+
+impl Context {
+    pub fn new(client: Client, instance: Option<String>) -> Self {
+        let reporter = Reporter {
+            controller: CONTROLLER_NAME.to_owned(),
+            instance,
+        };
+        Self {
+            recorder: Recorder::new(client.clone(), reporter),
+            client,
+        }
+    }
+
+    /// Records an Event on `pod`; a failure to record is logged, never fatal.
+    pub async fn event(&self, pod: &Pod, type_: EventType, reason: &str, note: String) {
+        let ev = Event {
+            type_,
+            reason: reason.to_owned(),
+            note: Some(note),
+            action: reason.to_owned(),
+            secondary: None,
+        };
+        if let Err(e) = self.recorder.publish(&ev, &pod.object_ref(&())).await {
+            tracing::debug!(error = %e, reason, "failed to record an Event");
+        }
+    }
+}
