@@ -19,8 +19,8 @@ use crate::metrics::Metrics;
 use crate::podcache::PodCache;
 use crate::server::{self, Health};
 use crate::{
-    broadcastjob, crr, daemonset, imagepulljob, launchpriority, nodeimage, podreadiness,
-    podunavailablebudget, ratelimit, resourcedistribution, sidecarset, statefulset,
+    advancedcronjob, broadcastjob, crr, daemonset, imagepulljob, launchpriority, nodeimage,
+    podreadiness, podunavailablebudget, ratelimit, resourcedistribution, sidecarset, statefulset,
 };
 
 /// Name of the leader-election Lease (upstream's lock name).
@@ -249,6 +249,7 @@ pub async fn run_controllers(
         namespace.clone(),
         token.clone(),
     );
+    let cronjobs = advancedcronjob::run(&client, &metrics, &instance, &namespace, &token);
     let asts = statefulset::controller::run(
         Arc::new(
             statefulset::controller::Context::new(
@@ -302,6 +303,7 @@ pub async fn run_controllers(
         sidecars,
         daemonsets,
         broadcastjobs,
+        cronjobs,
         budgets,
         distributions
     );
