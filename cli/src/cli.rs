@@ -66,9 +66,13 @@ pub enum Command {
     /// Where a ResourceDistribution's copies landed and where they failed.
     #[command(subcommand)]
     Distribution(DistributionCmd),
-    /// Create an object: a BroadcastJob (one Pod run to completion on every eligible node).
+    /// Create an object: a BroadcastJob (one Pod run to completion on every eligible node), or a
+    /// Job from an AdvancedCronJob's template.
     #[command(subcommand)]
     Create(CreateCmd),
+    /// Pause or resume an AdvancedCronJob (`acj`).
+    #[command(subcommand, name = "advancedcronjob", visible_alias = "acj")]
+    AdvancedCronJob(AdvancedCronJobCmd),
     /// Follow, pause or resume a BroadcastJob (`bcj`).
     #[command(subcommand, name = "broadcastjob", visible_alias = "bcj")]
     BroadcastJob(BroadcastJobCmd),
@@ -381,6 +385,21 @@ pub enum CreateCmd {
     /// Create a BroadcastJob running COMMAND in IMAGE on every eligible node.
     #[command(visible_alias = "bcj")]
     Broadcastjob(CreateBroadcastJobArgs),
+    /// Create a Job NAME from an AdvancedCronJob's Job template, now, outside its schedule.
+    Job {
+        name: String,
+        /// The AdvancedCronJob: advancedcronjob/NAME (or acj/NAME).
+        #[arg(long)]
+        from: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AdvancedCronJobCmd {
+    /// Stop creating runs (spec.paused).
+    Pause { name: String },
+    /// Create runs again; the latest point missed while paused runs at once.
+    Resume { name: String },
 }
 
 #[derive(Debug, clap::Args)]

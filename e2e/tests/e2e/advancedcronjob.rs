@@ -458,3 +458,58 @@ async fn serial_a_manager_killed_across_points_makes_one_run_not_a_burst() {
     pause(&api, "tick", true).await;
     ns.delete().await.expect("cleanup");
 }
+
+/// `kubectl kruise create job NAME --from=advancedcronjob/X` makes the Job now from the
+/// template (kruise-tools' form), and `advancedcronjob pause|resume` flips `spec.paused`.
+#[tokio::test]
+async fn plugin_creates_a_job_from_the_template_and_pauses() {
+    let client = client().await.expect("cluster");
+    let ns = TestNamespace::create(&client, "e2e-acj-cli")
+        .await
+        .expect("ns");
+    let api = acj::api(&client, &ns.name);
+    let obj = acj::with_job("nightly", "0 3 * * *", "true", json!({})).expect("acj");
+    let uid = create(&api, &obj).await;
+    let kk = kruise_e2e::cli::Kruise::new(&ns.name).expect("plugin");
+    let run = kk
+        .run(&["create", "job", "by-hand", "--from=advancedcronjob/nightly"])
+        .await
+        .expect("run");
+    assert_eq!(run.code, Some(0), "{run}");
+    let job = acj::runs_api(&client, &ns.name, "Job")
+        .get("by-hand")
+        .await
+        .expect("the Job");
+    assert_eq!(
+        job.annotations()
+            .get(keys::k8s::CRONJOB_INSTANTIATE_ANNOTATION)
+            .map(String::as_str),
+        Some("manual")
+    );
+    assert_eq!(
+        job.labels().get("run-of").map(String::as_str),
+        Some("nightly")
+    );
+    let owner = &job.owner_references()[0];
+    assert_eq!(
+        (owner.kind.as_str(), owner.uid.as_str()),
+        ("AdvancedCronJob", uid.as_str())
+    );
+    for (verb, want) in [("pause", true), ("resume", false)] {
+        let run = kk.run(&["acj", verb, "nightly"]).await.expect("run");
+        assert_eq!(run.code, Some(0), "{run}");
+        let paused = api.get("nightly").await.expect("get").data["spec"]["paused"].clone();
+        assert_eq!(paused, json!(want));
+    }
+    let missing = kk
+        .run(&["create", "job", "x", "--from=acj/missing"])
+        .await
+        .expect("run");
+    assert_eq!(missing.code, Some(6), "{missing}");
+    let wrong = kk
+        .run(&["create", "job", "x", "--from=cronjob/nightly"])
+        .await
+        .expect("run");
+    assert_eq!(wrong.code, Some(2), "{wrong}");
+    ns.delete().await.expect("cleanup");
+}
