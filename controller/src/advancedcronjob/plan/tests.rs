@@ -278,3 +278,34 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn upstream_imagelistpulljob_again_scenario() {
+    // upstream `TestReconcileAdvancedJobCreateImageListPullJobAgain`: six runs 5 minutes apart
+    // (succeeded, failed, failed, succeeded, succeeded, active), limits 2 succeeded and 1 failed,
+    // Replace, a 360 s starting deadline, the clock 5 minutes on: the oldest failed and the
+    // oldest succeeded go, the active run is replaced by the new point's: four runs remain.
+    let c = acj(
+        json!({"concurrencyPolicy": "Replace", "startingDeadlineSeconds": 360,
+        "successfulJobsHistoryLimit": 2, "failedJobsHistoryLimit": 1}),
+    );
+    let states = [
+        (-25, ChildState::Succeeded),
+        (-20, ChildState::Failed),
+        (-15, ChildState::Failed),
+        (-10, ChildState::Succeeded),
+        (-5, ChildState::Succeeded),
+        (0, ChildState::Active),
+    ];
+    let kids: Vec<Child> = states
+        .iter()
+        .map(|&(m, s)| child(&format!("job1-t{m}"), s, at(T0, m * 60)))
+        .collect();
+    let p = plan(&c, &kids, at(T0, 300));
+    let pruned: Vec<&str> = p.prune.iter().map(|&i| kids[i].name.as_str()).collect();
+    assert_eq!(pruned, ["job1-t-20", "job1-t-25"]);
+    let (_, when, replace) = created(&p).expect("the 09:05 run");
+    assert_eq!(when, at(T0, 300));
+    assert_eq!(replace, vec![5]);
+    assert_eq!(kids.len() - pruned.len() - replace.len() + 1, 4);
+}
