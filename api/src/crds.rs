@@ -75,6 +75,16 @@ pub fn webhook_conversion() -> CustomResourceConversion {
 /// Every CRD this project installs, sorted by name.
 pub fn all() -> Result<Vec<CustomResourceDefinition>, CrdError> {
     let mut crds = vec![
+        // Upstream serves both versions without a conversion webhook: v1alpha1's JSON is
+        // v1beta1's less `template.imageListPullJobTemplate`.
+        merged(
+            "advancedcronjobs.apps.kruise.io",
+            vec![
+                v1alpha1::AdvancedCronJob::crd(),
+                v1beta1::AdvancedCronJob::crd(),
+            ],
+            Conversion::None,
+        )?,
         // Upstream serves both versions without a conversion webhook: their JSON is the same.
         merged(
             "broadcastjobs.apps.kruise.io",

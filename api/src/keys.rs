@@ -151,6 +151,23 @@ pub const CONTAINER_LAUNCH_BARRIER_CONFIGMAP_SUFFIX: &str = "-barrier";
 pub const CONTAINER_LAUNCH_BARRIER_KEY_PREFIX: &str = "p_";
 
 // ---------------------------------------------------------------------------------------------
+// AdvancedCronJob
+// ---------------------------------------------------------------------------------------------
+
+/// Annotation on each created job: its schedule point, RFC 3339 in the schedule's zone.
+pub const ADVANCEDCRONJOB_SCHEDULED_AT_ANNOTATION: &str = "apps.kruise.io/scheduled-at";
+/// Kind of the owner reference of the created jobs.
+pub const ADVANCEDCRONJOB_KIND: &str = "AdvancedCronJob";
+/// Event reason: concurrencyPolicy Forbid held back a run.
+pub const ADVANCEDCRONJOB_REASON_JOB_ALREADY_ACTIVE: &str = "JobAlreadyActive";
+/// Event reason: the schedule cannot be parsed (the webhook refuses it; seen only if bypassed).
+pub const ADVANCEDCRONJOB_REASON_UNPARSEABLE_SCHEDULE: &str = "UnparseableSchedule";
+/// Event reason: more than 100 schedule points were missed (upstream's guard).
+pub const ADVANCEDCRONJOB_REASON_TOO_MANY_MISSED: &str = "TooManyMissedTimes";
+/// Event reason: no template is set (the webhook refuses it; seen only if bypassed).
+pub const ADVANCEDCRONJOB_REASON_MISSING_TEMPLATE: &str = "MissingTemplate";
+
+// ---------------------------------------------------------------------------------------------
 // BroadcastJob
 // ---------------------------------------------------------------------------------------------
 
@@ -437,6 +454,9 @@ pub const DAEMONSET_CONDITION_FAILED_UPDATE: &str = CLONESET_CONDITION_FAILED_UP
 /// labels and annotations) that Kruise-rs reads or writes. Kept apart from the Kruise names
 /// above so a reader can tell which side defines them.
 pub mod k8s {
+    /// Annotation on a Job created by hand from a CronJob's template (`kubectl create job
+    /// --from`); kruise-tools sets it on a Job made from an AdvancedCronJob too.
+    pub const CRONJOB_INSTANTIATE_ANNOTATION: &str = "cronjob.kubernetes.io/instantiate";
     /// Pod condition: the pod can serve (all containers and readiness gates ready).
     pub const POD_READY: &str = "Ready";
     /// Event type of an Event reporting a problem (the other type is `Normal`).

@@ -28,6 +28,7 @@
 pub mod apps;
 pub mod appspub;
 pub mod crds;
+pub mod cron;
 pub mod error;
 pub mod features;
 pub mod hash;

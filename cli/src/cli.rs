@@ -71,9 +71,13 @@ pub enum Command {
     /// Where a ResourceDistribution's copies landed and where they failed.
     #[command(subcommand)]
     Distribution(DistributionCmd),
-    /// Create an object: a BroadcastJob (one Pod run to completion on every eligible node).
+    /// Create an object: a BroadcastJob (one Pod run to completion on every eligible node), or a
+    /// Job from an AdvancedCronJob's template.
     #[command(subcommand)]
     Create(CreateCmd),
+    /// Pause or resume an AdvancedCronJob (`acj`).
+    #[command(subcommand, name = "advancedcronjob", visible_alias = "acj")]
+    AdvancedCronJob(AdvancedCronJobCmd),
     /// Follow, pause or resume a BroadcastJob (`bcj`).
     #[command(subcommand, name = "broadcastjob", visible_alias = "bcj")]
     BroadcastJob(BroadcastJobCmd),

@@ -16,7 +16,10 @@ pub mod view;
 pub mod watch;
 
 use clap::CommandFactory;
-use cli::{BroadcastJobCmd, Cli, Command, CreateCmd, DistributionCmd, ImageCmd, Rollout, SetCmd};
+use cli::{
+    AdvancedCronJobCmd, BroadcastJobCmd, Cli, Command, CreateCmd, DistributionCmd, ImageCmd,
+    Rollout, SetCmd,
+};
 use error::{CliError, exit};
 
 /// True when the environment asks for no colour (https://no-color.org) or a dumb terminal.
@@ -114,6 +117,15 @@ pub async fn dispatch(cli: Cli) -> Result<i32, CliError> {
         Command::Create(CreateCmd::Crr(args)) => cmd::crr::create(&ctx, &args).await,
         Command::Create(CreateCmd::Broadcastjob(args)) => {
             cmd::broadcastjob::create(&ctx, &args).await
+        }
+        Command::Create(CreateCmd::Job { name, from }) => {
+            cmd::advancedcronjob::create_job(&ctx, &name, &from).await
+        }
+        Command::AdvancedCronJob(AdvancedCronJobCmd::Pause { name }) => {
+            cmd::advancedcronjob::pause(&ctx, &name, true).await
+        }
+        Command::AdvancedCronJob(AdvancedCronJobCmd::Resume { name }) => {
+            cmd::advancedcronjob::pause(&ctx, &name, false).await
         }
         Command::BroadcastJob(BroadcastJobCmd::Wait { name, timeout }) => {
             cmd::broadcastjob::wait(&ctx, &name, timeout).await

@@ -19,9 +19,9 @@ use crate::metrics::Metrics;
 use crate::podcache::PodCache;
 use crate::server::{self, Health};
 use crate::{
-    broadcastjob, crr, daemonset, imagepulljob, launchpriority, nodeimage, podreadiness,
-    podunavailablebudget, ratelimit, resourcedistribution, sidecarset, sidecarterminator,
-    statefulset,
+    advancedcronjob, broadcastjob, crr, daemonset, imagepulljob, launchpriority, nodeimage,
+    podreadiness, podunavailablebudget, ratelimit, resourcedistribution, sidecarset,
+    sidecarterminator, statefulset,
 };
 
 /// Name of the leader-election Lease (upstream's lock name).
@@ -196,17 +196,15 @@ async fn gated(on: bool, name: &str, controller: impl std::future::Future<Output
     }
 }
 
-/// Everything the controllers run on while this replica leads.
-pub async fn run_controllers(
-    client: Client,
-    pods: PodCache,
-    metrics: Arc<Metrics>,
-    namespace: Option<String>,
-    gates: FeatureGates,
-    token: CancellationToken,
-) {
-    let run = GatedControllers::of(&gates);
-    let instance = std::env::var("POD_NAME").ok();
+/// The controllers of Pods, nodes and images that every workload relies on: Pod readiness,
+/// launch priority, NodeImage, pull jobs and ContainerRecreateRequests.
+fn pod_level(
+    run: &GatedControllers,
+    client: &Client,
+    pods: &PodCache,
+    metrics: &Arc<Metrics>,
+    token: &CancellationToken,
+) -> impl std::future::Future<Output = ()> + use<> {
     let readiness = podreadiness::run(client.clone(), pods.clone(), metrics.clone(), token.clone());
     let launch = launchpriority::run(client.clone(), pods.clone(), metrics.clone(), token.clone());
     let node_images = gated(
@@ -224,6 +222,23 @@ pub async fn run_controllers(
         "containerrecreaterequest",
         crr::run(client.clone(), pods.clone(), metrics.clone(), token.clone()),
     );
+    async move {
+        tokio::join!(readiness, launch, node_images, pull_jobs, recreate);
+    }
+}
+
+/// Everything the controllers run on while this replica leads.
+pub async fn run_controllers(
+    client: Client,
+    pods: PodCache,
+    metrics: Arc<Metrics>,
+    namespace: Option<String>,
+    gates: FeatureGates,
+    token: CancellationToken,
+) {
+    let run = GatedControllers::of(&gates);
+    let instance = std::env::var("POD_NAME").ok();
+    let pod_level = pod_level(&run, &client, &pods, &metrics, &token);
     let sidecars = sidecarset::controller::run(
         client.clone(),
         pods.clone(),
@@ -254,6 +269,7 @@ pub async fn run_controllers(
         namespace.clone(),
         token.clone(),
     );
+    let cronjobs = advancedcronjob::run(&client, &metrics, &instance, &namespace, &token);
     let asts = statefulset::controller::run(
         Arc::new(
             statefulset::controller::Context::new(
@@ -304,14 +320,11 @@ pub async fn run_controllers(
     tokio::join!(
         cloneset::run(ctx, token),
         asts,
-        readiness,
-        launch,
-        node_images,
-        pull_jobs,
-        recreate,
+        pod_level,
         sidecars,
         daemonsets,
         broadcastjobs,
+        cronjobs,
         budgets,
         distributions,
         terminator

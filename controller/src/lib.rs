@@ -1,6 +1,7 @@
 //! kruise-manager: the controllers and the shared in-place update engine.
 
 pub use kruise_runtime::backoff;
+pub mod advancedcronjob;
 pub mod app;
 pub mod broadcastjob;
 pub mod cloneset;

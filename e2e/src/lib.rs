@@ -233,6 +233,7 @@ pub fn container_status<'a>(
         .find(|c| c.name == container)
 }
 
+pub mod advancedcronjob;
 pub mod bench;
 pub mod broadcastjob;
 pub mod cli;

@@ -155,6 +155,12 @@ fn arb_review() -> impl Strategy<Value = Value> {
             ),
             ("apps.kruise.io", "v1beta1", "ImagePullJob", "imagepulljobs"),
             ("apps.kruise.io", "v1beta1", "NodeImage", "nodeimages"),
+            (
+                "apps.kruise.io",
+                "v1beta1",
+                "AdvancedCronJob",
+                "advancedcronjobs",
+            ),
             ("apps.kruise.io", "v1beta1", "BroadcastJob", "broadcastjobs"),
             (
                 "apps.kruise.io",

@@ -59,6 +59,7 @@
 //! parameter ([`handle_admission_async`]).
 
 // The kinds, one folder each: defaults, validation, conversion and whatever cache it needs.
+pub mod advancedcronjob;
 pub mod broadcastjob;
 pub mod cloneset;
 pub mod crr;
@@ -132,6 +133,10 @@ pub mod paths {
     pub const MUTATE_STATEFULSET_V1ALPHA1: &str = "/mutate-apps-kruise-io-v1alpha1-statefulset";
     /// Advanced StatefulSet defaulting, v1beta1 alias (upstream's path).
     pub const MUTATE_STATEFULSET_V1BETA1: &str = "/mutate-apps-kruise-io-v1beta1-statefulset";
+    /// AdvancedCronJob defaulting (upstream's path; both versions).
+    pub const MUTATE_ADVANCEDCRONJOB: &str = "/mutate-apps-kruise-io-advancedcronjob";
+    /// AdvancedCronJob validation (upstream's path; both versions).
+    pub const VALIDATE_ADVANCEDCRONJOB: &str = "/validate-apps-kruise-io-advancedcronjob";
     /// BroadcastJob defaulting (upstream's path; both versions).
     pub const MUTATE_BROADCASTJOB: &str = "/mutate-apps-kruise-io-broadcastjob";
     /// BroadcastJob validation (upstream's path; both versions).
@@ -196,6 +201,8 @@ pub mod paths {
         VALIDATE_IMAGEPULLJOB,
         MUTATE_BROADCASTJOB,
         VALIDATE_BROADCASTJOB,
+        MUTATE_ADVANCEDCRONJOB,
+        VALIDATE_ADVANCEDCRONJOB,
         MUTATE_NODEIMAGE,
         VALIDATE_NODEIMAGE,
         MUTATE_IMAGELISTPULLJOB,
@@ -231,6 +238,8 @@ pub fn admission_handler(path: &str) -> Option<fn(&review::Request) -> review::O
         | paths::MUTATE_CLONESET_V1BETA1 => Some(cloneset::defaults::mutate),
         paths::MUTATE_DAEMONSET => Some(daemonset::defaults::mutate),
         paths::VALIDATE_DAEMONSET => Some(daemonset::validation::validate),
+        paths::MUTATE_ADVANCEDCRONJOB => Some(advancedcronjob::defaults::mutate),
+        paths::VALIDATE_ADVANCEDCRONJOB => Some(advancedcronjob::validation::validate),
         paths::MUTATE_BROADCASTJOB => Some(broadcastjob::defaults::mutate),
         paths::VALIDATE_BROADCASTJOB => Some(broadcastjob::validation::validate),
         paths::MUTATE_IMAGEPULLJOB => Some(imagepulljob::defaults::mutate),

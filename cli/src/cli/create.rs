@@ -1,4 +1,4 @@
-//! The arguments of `create` and `broadcastjob`.
+//! The arguments of `create`, `broadcastjob` and `advancedcronjob`.
 
 use super::{parse_duration, parse_partition};
 use crate::math::IntOrPercent;
@@ -17,6 +17,21 @@ pub enum CreateCmd {
         alias = "ContainerRecreateRequest"
     )]
     Crr(CreateCrrArgs),
+    /// Create a Job NAME from an AdvancedCronJob's Job template, now, outside its schedule.
+    Job {
+        name: String,
+        /// The AdvancedCronJob: advancedcronjob/NAME (or acj/NAME).
+        #[arg(long)]
+        from: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AdvancedCronJobCmd {
+    /// Stop creating runs (spec.paused).
+    Pause { name: String },
+    /// Create runs again; the latest point missed while paused runs at once.
+    Resume { name: String },
 }
 
 /// kruise-tools' `create ContainerRecreateRequest`, its flag spellings kept as aliases.

@@ -1,5 +1,6 @@
 //! One module per command.
 
+pub mod advancedcronjob;
 pub mod broadcastjob;
 pub mod check;
 pub mod complete;

@@ -12,6 +12,7 @@
 //!   the cluster once Kruise-rs is uninstalled.
 //! - everything else runs in parallel against Kruise-rs installed from `deploy/`.
 
+mod advancedcronjob;
 mod broadcastjob;
 mod broadcastjob_kwok;
 mod cli;

@@ -86,6 +86,17 @@ pub fn mutating_configuration(cfg: &WebhookConfig, ca_pem: &str) -> MutatingWebh
                     None,
                 ),
                 hook(
+                    "madvancedcronjob.kb.io",
+                    paths::MUTATE_ADVANCEDCRONJOB,
+                    vec![rule(
+                        &[keys::APPS_GROUP],
+                        CLONESET_VERSIONS,
+                        &["CREATE", "UPDATE"],
+                        &["advancedcronjobs"],
+                    )],
+                    None,
+                ),
+                hook(
                     "mbroadcastjob.kb.io",
                     paths::MUTATE_BROADCASTJOB,
                     vec![rule(

@@ -79,6 +79,12 @@ pub fn validating_configuration(
                     "daemonsets",
                 ),
                 hook(
+                    "vadvancedcronjob.kb.io",
+                    paths::VALIDATE_ADVANCEDCRONJOB,
+                    &["CREATE", "UPDATE"],
+                    "advancedcronjobs",
+                ),
+                hook(
                     "vbroadcastjob.kb.io",
                     paths::VALIDATE_BROADCASTJOB,
                     &["CREATE", "UPDATE"],

@@ -1,6 +1,7 @@
 //! apps.kruise.io/v1alpha1: still served, converted to v1beta1 for storage. Nested types whose
 //! JSON did not change between versions are re-exported from v1beta1.
 
+mod advancedcronjob;
 mod broadcastjob;
 mod cloneset;
 mod containerrecreaterequest;
@@ -12,6 +13,10 @@ mod sidecarset;
 mod statefulset;
 
 pub use crate::appspub::{UpdateScatterStrategy, UpdateScatterTerm};
+pub use advancedcronjob::{
+    AdvancedCronJob, AdvancedCronJobSpec, AdvancedCronJobStatus, BroadcastJobTemplateSpec,
+    ConcurrencyPolicy, CronJobTemplate, TemplateKind,
+};
 pub use broadcastjob::{
     BroadcastJob, BroadcastJobPhase, BroadcastJobSpec, BroadcastJobStatus, FailurePolicy,
     FailurePolicyType, JobCondition, JobConditionType,

@@ -1,5 +1,6 @@
 //! apps.kruise.io/v1beta1: the storage version of every kind that has two versions.
 
+mod advancedcronjob;
 mod broadcastjob;
 mod cloneset;
 mod containerrecreaterequest;
@@ -11,6 +12,10 @@ mod sidecarset;
 mod statefulset;
 
 pub use crate::appspub::{UpdateScatterStrategy, UpdateScatterTerm};
+pub use advancedcronjob::{
+    AdvancedCronJob, AdvancedCronJobSpec, AdvancedCronJobStatus, BroadcastJobTemplateSpec,
+    ConcurrencyPolicy, CronJobTemplate, ImageListPullJobTemplateSpec, TemplateKind,
+};
 pub use broadcastjob::{
     BroadcastJob, BroadcastJobPhase, BroadcastJobSpec, BroadcastJobStatus, FailurePolicy,
     FailurePolicyType, JobCondition, JobConditionType,

@@ -1,0 +1,123 @@
+//! Wiring of the AdvancedCronJob controller on the shared [`runner`](crate::runner): the
+//! AdvancedCronJob watch, and one watch per kind of run (Job, BroadcastJob, ImageListPullJob)
+//! whose store the reconcile reads and whose events wake the run's owner (upstream's
+//! `watchJob`, `watchBroadcastJob`, `watchImageListPullJob`).
+
+use std::fmt::Debug;
+use std::sync::Arc;
+
+use futures::{Stream, StreamExt};
+use k8s_openapi::api::batch::v1::Job;
+use kruise_api::apps::v1beta1::{AdvancedCronJob, BroadcastJob, ImageListPullJob};
+use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, Client, Resource};
+use serde::de::DeserializeOwned;
+use tokio_util::sync::CancellationToken;
+
+use super::children;
+pub use super::context::{CONTROLLER_NAME, Clock, Context, Error, SystemClock};
+use super::context::{METRIC_NAME, Runs};
+pub use super::reconcile::reconcile;
+use crate::metrics::Metrics;
+use crate::runner::{self, Controller};
+
+/// Reconciles of different AdvancedCronJobs at once (upstream's `--advancedcronjob-workers`
+/// default).
+const CONCURRENCY: u16 = 3;
+
+fn api<K>(client: &Client, namespace: Option<&str>) -> Api<K>
+where
+    K: Resource<Scope = k8s_openapi::NamespaceResourceScope>,
+    K::DynamicType: Default,
+{
+    match namespace {
+        Some(ns) => Api::namespaced(client.clone(), ns),
+        None => Api::all(client.clone()),
+    }
+}
+
+/// A store of every `K` and the owners its events concern.
+fn runs_of<K>(
+    api: Api<K>,
+) -> (
+    Store<K>,
+    impl Stream<Item = ObjectRef<AdvancedCronJob>> + Send + 'static,
+)
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+{
+    let (store, writer) = reflector::store::<K>();
+    let events = reflector::reflector(writer, watcher(api, watcher::Config::default()))
+        .default_backoff()
+        .touched_objects()
+        .filter_map(|ev: Result<K, watcher::Error>| {
+            futures::future::ready(match ev {
+                Ok(obj) => owner_of(obj.meta()),
+                Err(e) => {
+                    tracing::debug!(error = %e, "run watch error");
+                    None
+                }
+            })
+        });
+    (store, events)
+}
+
+/// The AdvancedCronJob a run belongs to.
+fn owner_of(
+    meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+) -> Option<ObjectRef<AdvancedCronJob>> {
+    let owner = children::controller_ref(meta)?;
+    Some(ObjectRef::new(&owner.name).within(meta.namespace.as_deref().unwrap_or_default()))
+}
+
+/// [`run`] from the manager's shared handles (cloned here, so the wiring stays one line).
+pub fn start(
+    client: &Client,
+    metrics: &Arc<Metrics>,
+    instance: &Option<String>,
+    namespace: &Option<String>,
+    shutdown: &CancellationToken,
+) -> impl Future<Output = ()> + use<> {
+    run(
+        client.clone(),
+        metrics.clone(),
+        instance.clone(),
+        namespace.clone(),
+        shutdown.clone(),
+    )
+}
+
+/// Run the AdvancedCronJob controller until `shutdown` is cancelled.
+pub async fn run(
+    client: Client,
+    metrics: Arc<Metrics>,
+    instance: Option<String>,
+    namespace: Option<String>,
+    shutdown: CancellationToken,
+) {
+    let ns = namespace.as_deref();
+    let (jobs, job_events) = runs_of::<Job>(api(&client, ns));
+    let (broadcastjobs, bcj_events) = runs_of::<BroadcastJob>(api(&client, ns));
+    let (imagelistpulljobs, ilpj_events) = runs_of::<ImageListPullJob>(api(&client, ns));
+    let runs = Runs {
+        jobs,
+        broadcastjobs,
+        imagelistpulljobs,
+    };
+    let acjs: Api<AdvancedCronJob> = api(&client, ns);
+    let ctx = Arc::new(Context::new(client, runs, metrics, instance, namespace));
+    Controller::watching(
+        METRIC_NAME,
+        runner::watch(acjs),
+        ctx.metrics.clone(),
+        shutdown,
+    )
+    .concurrency(CONCURRENCY)
+    .backoff(ctx.backoff.clone())
+    .trigger_refs(job_events)
+    .trigger_refs(bcj_events)
+    .trigger_refs(ilpj_events)
+    .run(reconcile, ctx)
+    .await;
+}
