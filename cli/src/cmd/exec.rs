@@ -156,7 +156,8 @@ pub async fn run(ctx: &Ctx, args: &ExecArgs) -> Result<i32> {
         eprintln!("{note}");
     }
     let tty = args.tty && args.stdin && std::io::IsTerminal::is_terminal(&std::io::stdin());
-    if args.tty && !tty {
+    // As kubectl: without -i there is no input to be a terminal, so -t is dropped silently.
+    if args.tty && args.stdin && !tty {
         eprintln!("Unable to use a TTY - input is not a terminal or the right kind of file");
     }
     let params = AttachParams::default()
