@@ -19,7 +19,7 @@ outdir=$target/release
 [ "$profile" = dev ] && outdir=$target/debug
 
 log "building kruise-manager and kruise-daemon ($profile profile)"
-cargo build --profile "$profile" -p kruise-manager -p kruise-daemon --bins
+build_components "$profile"
 
 work="$KRS_DIR/image-build"
 rm -rf "$work"

@@ -28,7 +28,7 @@ bindir=$target/debug
 # which holds the build lock).
 if [ "${KRUISE_SKIP_BUILD:-}" != 1 ]; then
   log "building kruise-manager and kruise-daemon ($profile profile)"
-  cargo build --profile "$profile" -p kruise-manager -p kruise-daemon --bins
+  build_components "$profile"
 fi
 
 # Only before the manager starts: a running manager has pointed CRD conversion at itself, and

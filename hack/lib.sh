@@ -96,6 +96,18 @@ wait_for() {
   done
 }
 
+# Builds kruise-manager and kruise-daemon. Cargo picks dependency features from the packages a
+# build names, so `-p kruise-manager -p kruise-daemon` and the test system's `cargo build
+# --workspace --bins` compile kube and everything above it twice; in the dev profile (what the
+# test system installs) build the workspace's binaries instead: one compile, shared with the tests.
+build_components() { # profile
+  if [ "$1" = dev ]; then
+    cargo build --workspace --bins
+  else
+    cargo build --profile "$1" -p kruise-manager -p kruise-daemon --bins
+  fi
+}
+
 kctl() { "$KRS_BIN_DIR/kubectl" --kubeconfig "$KRS_DIR/kubeconfig" "$@"; }
 
 # go_build_progress LABEL DIR GO-BUILD-ARGS... -- PACKAGES...: `go build` in module DIR, printing

@@ -25,7 +25,8 @@
 #   dev       dev mode (hack/dev-up.sh: host processes) and its smoke rollout, then dev-up down
 #   kwok      the multi-node rules on the kwok scale cluster
 #   cri       the daemon's CRI client against the cluster's containerd
-#   cycle     cluster down/up, twice; the first also checks that down removes only its own state
+#   cycle     cluster down/up, twice; the second down (a Pod running) also checks that it removes
+#             only the cluster's own state
 #
 # With KUBECONFIG set, the e2e stages (smoke, suite, serial) run against that cluster, which must
 # already run Kruise-rs (make install; kind/up.sh); the stages that need the local cluster are
@@ -117,6 +118,42 @@ run_stage() { # name
   last_rc=$rc
 }
 
+# A stage that runs beside another (kwok beside serial: the scale cluster has its own control plane
+# and ports, and serial's one test at a time leaves the cores mostly idle). Its output goes to its
+# log while it runs and to the terminal when it is joined; its row says what it overlapped.
+bg_stage="" bg_pid="" bg_t0=0
+start_stage_bg() { # name beside
+  [ -z "$stopped" ] || return 0
+  log "stage $1 (in the background, beside $2; log: .cluster/test-logs/$1.log)"
+  bg_stage=$1 bg_beside=$2 bg_t0=$(date +%s)
+  # The subshell records its own seconds: it usually ends before it is joined.
+  (
+    t0=$(date +%s)
+    # Not in a condition: there bash would ignore the stage's errexit.
+    ( set -e; "stage_$1" )
+    rc=$?
+    echo $(($(date +%s) - t0)) >"$LOGS/$1.secs"
+    exit "$rc"
+  ) >"$LOGS/$1.log" 2>&1 &
+  bg_pid=$!
+}
+
+join_stage_bg() {
+  local name=$bg_stage rc=0 p f ig secs result
+  wait "$bg_pid" || rc=$?
+  secs=$(cat "$LOGS/$name.secs" 2>/dev/null || echo $(($(date +%s) - bg_t0)))
+  log "stage $name (joined)"
+  cat "$LOGS/$name.log"
+  read -r p f ig <<<"$(count_tests "$LOGS/$name.log")"
+  result="ok (beside $bg_beside)"
+  if [ "$rc" != 0 ]; then
+    result="FAILED (exit $rc; log: .cluster/test-logs/$name.log)"
+    failed_stages+=("$name")
+  fi
+  rows+=("$name|$p|$f|$ig|$secs|$result")
+  bg_stage=""
+}
+
 skip_stage() { # name why
   rows+=("$1|-|-|-|0|skipped: $2")
 }
@@ -132,7 +169,8 @@ print_table() {
     [[ $i =~ ^[0-9]+$ ]] && total_i=$((total_i + i))
     total_s=$((total_s + secs))
   done
-  printf '%-8s %7s %7s %8s %8s\n' total "$total_p" "$total_f" "$total_i" "$total_s"
+  printf '%-8s %7s %7s %8s %8s  (wall: %ss; stages run beside others count in both)\n' total \
+    "$total_p" "$total_f" "$total_i" "$total_s" "$(($(date +%s) - run_t0))"
   # The plain closing line CI reads.
   echo "$total_p passed, $total_f failed, $total_i skipped"
 }
@@ -179,7 +217,13 @@ stage_unit() {
 
 stage_build() {
   # The suite drives the binaries (kubectl-kruise, and the manager and daemon in dev mode).
-  cargo build --workspace --bins
+  # After the unit stage only kruise-e2e's binaries are left to compile; anything else means the
+  # test build and this one resolve dependency features apart (the pins in api/Cargo.toml).
+  local out="$LOGS/build-bins.out"
+  cargo build --workspace --bins 2>&1 | tee "$out"
+  if wanted unit && grep -E '^ *Compiling ' "$out" | grep -qv 'kruise-e2e'; then
+    warn "the build recompiled what the unit stage had built (dependency features differ): $(grep -E '^ *Compiling ' "$out" | grep -v kruise-e2e | awk '{print $2}' | tr '\n' ' ')"
+  fi
   hack/build-nextest.sh >/dev/null
   NEXTEST=$(hack/build-nextest.sh)
   "$NEXTEST" nextest run -p kruise-e2e --test e2e --no-run
@@ -270,31 +314,42 @@ stage_cri() {
 }
 
 stage_cycle() {
-  local round
-  for round in 1 2; do
-    log "cluster down/up cycle $round of 2"
-    hack/cluster.sh down
-    if [ "$round" = 1 ]; then
-      cycle_checks_foreign_state
-    fi
-    hack/cluster.sh up
-    KRUISE_E2E_INCLUSTER=0 nextest e2e-suite -E 'test(/^cluster::(node_is_ready|pod_runs_from_local_registry)$/)'
-  done
-}
-
-# What is not the cluster's must survive its teardown: a KUBE-* chain made before it started and a
-# process that looks like a containerd shim of namespace k8s.io.
-cycle_checks_foreign_state() {
-  local before after foreign_pid alive chain
-  before=$(iptables-save | grep '^:KUBE-' | cut -d' ' -f1 || true)
-  iptables -N KUBE-E2E-FOREIGN
-  setsid bash -c 'exec -a "containerd-shim-runc-v2 -namespace k8s.io -id e2e-foreign" sleep 600' </dev/null >/dev/null 2>&1 &
-  foreign_pid=$!
+  # Two down/up cycles. Round 1's down stops the cluster the stages before used; round 2's down,
+  # with a Pod running, must remove only what the cluster made (foreign state made before round
+  # 1's up survives it).
+  log "cluster down/up cycle 1 of 2"
+  hack/cluster.sh down
+  foreign_state_make
   hack/cluster.sh up
+  cycle_node_checks
+  log "cluster down/up cycle 2 of 2"
   # A running Pod, so that there are shims of this cluster to stop.
   "$KRS_BIN_DIR/kubectl" run e2e-shim --image "$KRS_REGISTRY/kruise-rs/testapp:v1" >/dev/null
   "$KRS_BIN_DIR/kubectl" wait --for condition=Ready pod/e2e-shim --timeout 60s >/dev/null
   hack/cluster.sh down
+  foreign_state_check
+  hack/cluster.sh up
+  cycle_node_checks
+}
+
+cycle_node_checks() {
+  KRUISE_E2E_INCLUSTER=0 nextest e2e-suite -E 'test(/^cluster::(node_is_ready|pod_runs_from_local_registry)$/)'
+}
+
+# What is not the cluster's must survive its teardown: a KUBE-* chain made before it started and a
+# process that looks like a containerd shim of namespace k8s.io.
+foreign_pid="" chains_before=""
+foreign_state_make() {
+  chains_before=$(iptables-save | grep '^:KUBE-' | cut -d' ' -f1 || true)
+  iptables -N KUBE-E2E-FOREIGN
+  setsid bash -c 'exec -a "containerd-shim-runc-v2 -namespace k8s.io -id e2e-foreign" sleep 600' </dev/null >/dev/null 2>&1 &
+  foreign_pid=$!
+  # Removed by the check; this is for a stage that fails before it (the stage is a subshell).
+  trap 'kill "$foreign_pid" 2>/dev/null; iptables -X KUBE-E2E-FOREIGN 2>/dev/null' EXIT
+}
+
+foreign_state_check() {
+  local alive chain after
   if pgrep -f -- "containerd-shim.* -address $KRS_CONTAINERD_SOCK" >/dev/null; then
     warn "cluster down left shims of its containerd: $(pgrep -af -- "containerd-shim.* -address $KRS_CONTAINERD_SOCK")"
     return 1
@@ -306,13 +361,15 @@ cycle_checks_foreign_state() {
   $alive || { warn "cluster down killed a shim-like process it did not start"; return 1; }
   $chain || { warn "cluster down removed a KUBE-* chain it did not make"; return 1; }
   after=$(iptables-save | grep '^:KUBE-' | cut -d' ' -f1 || true)
-  [ "$after" = "$before" ] || { warn "cluster down left KUBE-* chains: $(echo "$after" | tr '\n' ' ')"; return 1; }
+  [ "$after" = "$chains_before" ] || { warn "cluster down left KUBE-* chains: $(echo "$after" | tr '\n' ' ')"; return 1; }
   # The provisioner's volumes are the cluster's state too.
   [ ! -e "$KRS_DIR/local-path" ] || { warn "cluster down left the volumes in .cluster/local-path"; return 1; }
   log "cluster down removed only what the cluster made"
 }
 
 # ---- the run
+
+run_t0=$(date +%s)
 
 local_up=false
 cleanup() {
@@ -339,6 +396,13 @@ for s in "${ALL_STAGES[@]}"; do
     esac
   fi
   last_rc=0
+  if [ "$s" = serial ] && wanted kwok && ! $external; then
+    start_stage_bg kwok serial
+  fi
+  if [ "$s" = kwok ] && [ "$bg_stage" = kwok ]; then
+    join_stage_bg
+    continue
+  fi
   run_stage "$s"
   case $s in
     # The cluster is this run's to bring down, even if `up` failed half-way.
