@@ -3,6 +3,7 @@
 use crate::cli::{Output, StatusArgs};
 use crate::ctx::{Ctx, Workload};
 use crate::error::{CliError, Result, kube_err};
+use crate::status::held::{Budget, Budgets};
 use crate::status::{StatusReport, decide, exit_code};
 use crate::view::verdict::{Decision, Outcome, PodSummary};
 use crate::view::{PodView, RolloutView};
@@ -10,6 +11,7 @@ use crate::watch::{self, Cache, Update};
 use futures::StreamExt;
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use k8s_openapi::api::core::v1::Pod;
+use kruise_api::policy::v1alpha1::PodUnavailableBudget;
 use kube::api::{Api, ListParams};
 use std::io::{IsTerminal, Write};
 
@@ -119,12 +121,50 @@ pub fn print_doc<T: serde::Serialize>(fmt: Output, value: &T) {
     }
 }
 
-fn summarize(view: &RolloutView, pods: &Cache<Pod>) -> PodSummary {
+fn summarize(view: &RolloutView, pods: &Cache<Pod>, budgets: &Budgets) -> PodSummary {
     let owner = (view.kind.owns_pods() && !view.uid.is_empty()).then_some(view.uid.as_str());
     let views: Vec<PodView> = watch::owned(pods, owner).map(PodView::from_pod).collect();
     let mut summary = PodSummary::from_pods(views.iter());
-    summary.held = crate::status::held::held(view, &views, crate::status::HELD_LIMIT);
+    summary.held = crate::status::held::held(view, &views, crate::status::HELD_LIMIT, budgets);
     summary
+}
+
+/// The PodUnavailableBudgets the Pods name, read once, when the command concludes without the
+/// rollout done. One that cannot be read (no such kind, no access, deleted) is left out: the
+/// Pod's other reasons still hold.
+async fn budgets(ctx: &Ctx, pods: &Cache<Pod>) -> Budgets {
+    let named: std::collections::BTreeSet<(String, String)> = pods
+        .items
+        .values()
+        .filter_map(|p| {
+            let name = kruise_api::policy::v1alpha1::pubcontrol::related_budget_name(p)?;
+            Some((p.metadata.namespace.clone()?, name.to_owned()))
+        })
+        .collect();
+    let mut out = Budgets::new();
+    for (ns, name) in named {
+        let api: Api<PodUnavailableBudget> = Api::namespaced(ctx.client.clone(), &ns);
+        match api.get_opt(&name).await {
+            Ok(Some(b)) => {
+                let status = b.status.unwrap_or_default();
+                let using = status
+                    .unavailable_pods
+                    .into_keys()
+                    .chain(status.disrupted_pods.into_keys())
+                    .collect();
+                out.insert(
+                    name,
+                    Budget {
+                        allowed: status.unavailable_allowed,
+                        using,
+                    },
+                );
+            }
+            Ok(None) => {}
+            Err(e) => tracing::debug!(error = %e, budget = %name, "cannot read the budget"),
+        }
+    }
+    out
 }
 
 /// Prints the final state and turns it into the command's result.
@@ -183,7 +223,7 @@ pub async fn run(ctx: &Ctx, args: &StatusArgs) -> Result<i32> {
                 .items
                 .insert(p.metadata.name.clone().unwrap_or_default(), p);
         }
-        let pods = summarize(&first, &cache);
+        let pods = summarize(&first, &cache, &budgets(ctx, &cache).await);
         let decision = decide(&first, &pods);
         let mut report = StatusReport::new(&first, &pods, &decision);
         let code = exit_code(decision.outcome, args.success_on_pause, false);
@@ -205,7 +245,7 @@ pub async fn run(ctx: &Ctx, args: &StatusArgs) -> Result<i32> {
     loop {
         tokio::select! {
             _ = &mut sleep => {
-                let pods_summary = summarize(&view, &pods);
+                let pods_summary = summarize(&view, &pods, &budgets(ctx, &pods).await);
                 let decision = decide(&view, &pods_summary);
                 let mut report = StatusReport::new(&view, &pods_summary, &Decision {
                     outcome: Outcome::TimedOut,
@@ -237,7 +277,7 @@ pub async fn run(ctx: &Ctx, args: &StatusArgs) -> Result<i32> {
                 }
                 // Decide only on a complete picture: both initial lists must have arrived.
                 if !(synced.0 && synced.1) { continue; }
-                let pods_summary = summarize(&view, &pods);
+                let pods_summary = summarize(&view, &pods, &Budgets::new());
                 let decision = decide(&view, &pods_summary);
                 let report = StatusReport::new(&view, &pods_summary, &decision);
                 if last.as_ref() != Some(&report) {
@@ -248,6 +288,10 @@ pub async fn run(ctx: &Ctx, args: &StatusArgs) -> Result<i32> {
                     );
                     if terminal {
                         let mut report = report;
+                        if decision.outcome != Outcome::Complete {
+                            let b = budgets(ctx, &pods).await;
+                            report.held = summarize(&view, &pods, &b).held;
+                        }
                         let code = exit_code(decision.outcome, args.success_on_pause, true);
                         return conclude(&reporter, &mut report, code);
                     }

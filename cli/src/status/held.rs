@@ -1,9 +1,23 @@
 //! Why a rollout is not progressing: for each Pod it waits on, the one reason that holds it and
 //! what to do about it. Pure, from the views `rollout status` already has.
 
+use std::collections::BTreeMap;
+
 use crate::math;
 use crate::view::verdict::Held;
 use crate::view::{PodView, RolloutView};
+
+/// What a PodUnavailableBudget allows now, for the Pods it covers.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Budget {
+    /// `status.unavailableAllowed`.
+    pub allowed: i32,
+    /// `status.unavailablePods` and `status.disruptedPods`: the Pods that use it up.
+    pub using: Vec<String>,
+}
+
+/// Budgets by name, in the namespace of the rollout's Pods.
+pub type Budgets = BTreeMap<String, Budget>;
 
 /// Container waiting reasons that mean the image cannot be had.
 const IMAGE_ERRORS: [&str; 5] = [
@@ -19,7 +33,9 @@ const HOOK_STATES: [&str; 2] = ["PreparingUpdate", "PreparingDelete"];
 
 /// The Pods the rollout waits on (not updated, or updated and not ready), each with its reason;
 /// at most `limit`, in name order.
-pub fn held(view: &RolloutView, pods: &[PodView], limit: usize) -> Vec<Held> {
+/// `budgets` holds the PodUnavailableBudgets the Pods name (empty while watching: they are read
+/// only once the command concludes).
+pub fn held(view: &RolloutView, pods: &[PodView], limit: usize, budgets: &Budgets) -> Vec<Held> {
     let mut pods: Vec<&PodView> = pods.iter().filter(|p| !p.terminating).collect();
     pods.sort_by(|a, b| a.name.cmp(&b.name));
     let updated = |p: &PodView| p.is_updated(&view.update_revision);
@@ -33,7 +49,7 @@ pub fn held(view: &RolloutView, pods: &[PodView], limit: usize) -> Vec<Held> {
     pods.iter()
         .filter(|p| !updated(p) || !p.ready)
         .filter_map(|p| {
-            let reason = reason(view, p, updated(p), old <= kept, &unready)?;
+            let reason = reason(view, p, updated(p), old <= kept, &unready, budgets)?;
             Some(Held {
                 pod: p.name.clone(),
                 reason,
@@ -49,6 +65,7 @@ fn reason(
     updated: bool,
     partition_holds: bool,
     unready: &[&str],
+    budgets: &Budgets,
 ) -> Option<String> {
     for c in &p.containers {
         let Some((why, message)) = &c.waiting else {
@@ -104,6 +121,25 @@ fn reason(
              (`kubectl describe pod`)"
                 .to_owned(),
         );
+    }
+    // A ready Pod on the old revision whose budget allows no disruption: the manager charges an
+    // in-place update to the budget first and is refused (a `PubPreventPodDeletion` Event).
+    if let Some((name, b)) = p
+        .budget
+        .as_ref()
+        .and_then(|n| budgets.get(n).map(|b| (n, b)))
+        .filter(|(_, b)| b.allowed <= 0)
+    {
+        return Some(format!(
+            "its update is refused by PodUnavailableBudget {name} (unavailableAllowed {}{}): wait \
+             for those Pods to be available again, or raise the budget's maxUnavailable",
+            b.allowed,
+            if b.using.is_empty() {
+                String::new()
+            } else {
+                format!("; used by {}", b.using.join(", "))
+            }
+        ));
     }
     let others: Vec<&str> = unready
         .iter()
@@ -216,7 +252,7 @@ mod tests {
             pod("web-c", "web-1", true, None),
             pod("web-d", "web-2", true, None),
         ];
-        let h = held(&v, &pods, 10);
+        let h = held(&v, &pods, 10, &Budgets::new());
         assert_eq!(h.len(), 3, "{h:?}");
         assert!(
             h[0].reason
@@ -234,7 +270,7 @@ mod tests {
                 .contains("maxUnavailable is taken by unready web-a, web-b"),
             "{h:?}"
         );
-        assert_eq!(held(&v, &pods, 1).len(), 1, "limited");
+        assert_eq!(held(&v, &pods, 1, &Budgets::new()).len(), 1, "limited");
     }
 
     #[test]
@@ -249,6 +285,7 @@ mod tests {
             ),
             &old,
             10,
+            &Budgets::new(),
         );
         assert!(h[0].reason.contains("by the partition"), "{h:?}");
         let h = held(
@@ -257,21 +294,57 @@ mod tests {
             ),
             &old,
             10,
+            &Budgets::new(),
         );
         assert!(h[0].reason.contains("paused"), "{h:?}");
         let mut hooked = pod("web-a", "web-1", true, None);
         hooked.lifecycle = "PreparingUpdate".into();
-        let h = held(&view(json!({})), &[hooked], 10);
+        let h = held(&view(json!({})), &[hooked], 10, &Budgets::new());
         assert!(
             h[0].reason
                 .contains("lifecycle hook (state PreparingUpdate)"),
             "{h:?}"
         );
-        let h = held(&view(json!({})), &[pod("web-a", "web-2", false, None)], 10);
+        let h = held(
+            &view(json!({})),
+            &[pod("web-a", "web-2", false, None)],
+            10,
+            &Budgets::new(),
+        );
         assert!(
             h[0].reason.contains("readiness probe or a readiness gate"),
             "{h:?}"
         );
+    }
+
+    #[test]
+    fn a_budget_that_allows_nothing_holds_a_ready_old_pod() {
+        let v = view(json!({}));
+        let mut a = pod("web-a", "web-1", true, None);
+        a.budget = Some("pub".into());
+        let mut budgets = Budgets::new();
+        budgets.insert(
+            "pub".into(),
+            Budget {
+                allowed: 0,
+                using: vec!["web-b".into()],
+            },
+        );
+        let h = held(&v, std::slice::from_ref(&a), 10, &budgets);
+        assert!(
+            h[0].reason.contains(
+                "refused by PodUnavailableBudget pub (unavailableAllowed 0; used by web-b)"
+            ),
+            "{h:?}"
+        );
+        // Room in the budget, or no budget read: the usual reason.
+        if let Some(b) = budgets.get_mut("pub") {
+            b.allowed = 1;
+        }
+        let h = held(&v, std::slice::from_ref(&a), 10, &budgets);
+        assert!(h[0].reason.starts_with("waiting for its turn"), "{h:?}");
+        let h = held(&v, std::slice::from_ref(&a), 10, &Budgets::new());
+        assert!(h[0].reason.starts_with("waiting for its turn"), "{h:?}");
     }
 
     #[test]
@@ -285,7 +358,11 @@ mod tests {
             grace_seconds: 10,
             ..Default::default()
         });
-        let reason = |p: &PodView| held(&v, std::slice::from_ref(p), 1)[0].reason.clone();
+        let reason = |p: &PodView| {
+            held(&v, std::slice::from_ref(p), 1, &Budgets::new())[0]
+                .reason
+                .clone()
+        };
         assert!(reason(&p).contains("10 s of inPlaceUpdateStrategy.gracePeriodSeconds"));
         p.inplace = Some(InPlaceProgress {
             revision: "web-2".into(),

@@ -85,6 +85,7 @@ fn pod(i: usize, updated: bool) -> PodView {
         owner: String::new(),
         namespace: "shop".into(),
         sidecar_hashes: Default::default(),
+        budget: None,
     }
 }
 

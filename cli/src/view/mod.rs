@@ -337,6 +337,8 @@ pub struct PodView {
     /// SidecarSet name → the hash of the sidecars the Pod was given or last upgraded to (the
     /// Pod annotation `kruise.io/sidecarset-hash`); empty when nothing was injected.
     pub sidecar_hashes: BTreeMap<String, String>,
+    /// The PodUnavailableBudget the Pod is charged to (`kruise.io/related-pub`), if any.
+    pub budget: Option<String>,
 }
 
 /// The status of the pod's condition of `type_` as a bool, `None` when it is not reported.
@@ -495,6 +497,8 @@ impl PodView {
                 .unwrap_or_default(),
             namespace: meta.namespace.clone().unwrap_or_default(),
             sidecar_hashes: sidecar_hashes(&annotations),
+            budget: kruise_api::policy::v1alpha1::pubcontrol::related_budget_name(pod)
+                .map(str::to_owned),
         }
     }
 
