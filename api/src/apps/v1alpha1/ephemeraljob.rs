@@ -224,9 +224,11 @@ pub const DEFAULT_TTL_SECONDS_AFTER_FINISHED: i32 = 1800;
 /// Whether `container` was injected by the job with `job_uid`: it carries
 /// [`keys::EPHEMERALJOB_ID_ENV`] with that UID (upstream `isCreatedByEJob`).
 pub fn owns(job_uid: &str, container: &EphemeralContainer) -> bool {
-    container.env.iter().flatten().any(|e| {
-        e.name == keys::EPHEMERALJOB_ID_ENV && e.value.as_deref() == Some(job_uid)
-    })
+    container
+        .env
+        .iter()
+        .flatten()
+        .any(|e| e.name == keys::EPHEMERALJOB_ID_ENV && e.value.as_deref() == Some(job_uid))
 }
 
 /// The template's container as injected by the job with `job_uid`: the template plus
@@ -281,19 +283,25 @@ mod tests {
         let st = j.status.as_ref().expect("status");
         assert_eq!((st.phase, st.matches), (EphemeralJobPhase::Running, 2));
         assert_eq!(serde_json::to_value(&j).expect("encode"), v);
-        let empty: EphemeralJobStatus = serde_json::from_value(json!({"phase": ""})).expect("unset");
+        let empty: EphemeralJobStatus =
+            serde_json::from_value(json!({"phase": ""})).expect("unset");
         assert_eq!(empty.phase, EphemeralJobPhase::Unset);
     }
 
     #[test]
     fn injected_containers_are_recognised_by_uid() {
-        let tpl: EphemeralContainer =
-            serde_json::from_value(json!({"name": "d", "image": "i", "env": [{"name": "A", "value": "1"}]}))
-                .expect("container");
+        let tpl: EphemeralContainer = serde_json::from_value(
+            json!({"name": "d", "image": "i", "env": [{"name": "A", "value": "1"}]}),
+        )
+        .expect("container");
         let c = injected("uid-1", &tpl);
         assert!(owns("uid-1", &c));
         assert!(!owns("uid-2", &c));
         assert!(!owns("uid-1", &tpl));
-        assert_eq!(c.env.as_ref().map(Vec::len), Some(2), "the template's env kept");
+        assert_eq!(
+            c.env.as_ref().map(Vec::len),
+            Some(2),
+            "the template's env kept"
+        );
     }
 }
