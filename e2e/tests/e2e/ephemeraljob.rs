@@ -1,9 +1,10 @@
 //! EphemeralJob on the real kubelet, installed from `deploy/`: the job injects its container
 //! (marked with its UID) into the selected running Pods only, oldest first up to `replicas`,
 //! one at a time under `parallelism: 1`, counts them in upstream's status fields, and is
-//! deleted once its TTL passes; a failing container fails the job; a Pod whose own container
-//! has the template's name is left out with an Event; the webhook defaults the container's
-//! policies and refuses bad input naming the field.
+//! deleted once its TTL passes; a failing container fails the job, and so does the deadline; a
+//! Pod whose own container has the template's name is left out with an Event; `paused` holds
+//! the job until the plugin resumes it; the webhook defaults the container's policies and
+//! refuses bad input naming the field.
 
 use std::time::Duration;
 
@@ -294,5 +295,49 @@ async fn paused_injects_nothing_until_resumed_with_the_plugin() {
     assert_eq!(run.code, Some(0), "{run}");
     let paused = api.get("hold").await.expect("get").data["spec"]["paused"].clone();
     assert_eq!(paused, json!(true));
+    ns.delete().await.expect("delete ns");
+}
+
+/// `activeDeadlineSeconds` fails a job whose container still runs (it cannot be stopped from
+/// outside, so it runs on).
+#[tokio::test]
+async fn the_deadline_fails_a_job_still_running() {
+    let client = client().await.expect("cluster");
+    let ns = TestNamespace::create(&client, "e2e-ejob-deadline")
+        .await
+        .expect("ns");
+    let pods: Api<Pod> = ns.api();
+    running_pod(&pods, "p", "ej", "main").await.expect("pod");
+    let api = ephemeraljob::api(&client, &ns.name);
+    let job = ephemeraljob::new(
+        "slow",
+        "ej",
+        "sleep 600",
+        json!({"activeDeadlineSeconds": 3}),
+    )
+    .expect("job");
+    api.create(&PostParams::default(), &job)
+        .await
+        .expect("create");
+    let done = wait_phase(&api, "slow", "Failed", RUN)
+        .await
+        .expect("Failed");
+    let st = &done.data["status"];
+    assert!(st["completionTime"].is_string(), "{st}");
+    let cond = st["conditions"].as_array().cloned().unwrap_or_default();
+    let failed = cond
+        .iter()
+        .find(|c| c["type"] == "JobFailed")
+        .expect("JobFailed");
+    assert_eq!(failed["reason"], reasons::DEADLINE_EXCEEDED, "{st}");
+    assert_eq!(
+        failed["message"],
+        format!(
+            "EphemeralJob {}/slow was active longer than specified deadline",
+            ns.name
+        )
+    );
+    assert_eq!(status_i64(&done, "succeeded"), 0, "{st}");
+    assert_eq!(injected(&pods.get("p").await.expect("pod")).len(), 1);
     ns.delete().await.expect("delete ns");
 }
