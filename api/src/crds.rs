@@ -109,6 +109,12 @@ pub fn all() -> Result<Vec<CustomResourceDefinition>, CrdError> {
             vec![v1alpha1::DaemonSet::crd(), v1beta1::DaemonSet::crd()],
             Conversion::Webhook,
         )?,
+        // v1alpha1 only, as upstream.
+        merged(
+            "ephemeraljobs.apps.kruise.io",
+            vec![v1alpha1::EphemeralJob::crd()],
+            Conversion::None,
+        )?,
         merged(
             "imagepulljobs.apps.kruise.io",
             vec![v1alpha1::ImagePullJob::crd(), v1beta1::ImagePullJob::crd()],

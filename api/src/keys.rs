@@ -218,6 +218,16 @@ pub const CRR_SYNC_CONTAINER_STATUSES_ANNOTATION: &str =
 pub const CRR_CONDITION_PRE_RECREATE_GRACE: &str = "PreRecreateGrace";
 
 // ---------------------------------------------------------------------------------------------
+// EphemeralJob (its phase, condition words and reasons sit beside the types)
+// ---------------------------------------------------------------------------------------------
+
+/// Env var set on every ephemeral container an EphemeralJob injects, holding the job's UID
+/// (upstream `EphemeralContainerEnvKey`): how the job recognises its own containers.
+pub const EPHEMERALJOB_ID_ENV: &str = "KRUISE_EJOB_ID";
+/// Finalizer an EphemeralJob holds until the controller has seen its deletion (upstream's).
+pub const EPHEMERALJOB_FINALIZER: &str = "apps.kruise.io/ephemeralcontainers-cleanup";
+
+// ---------------------------------------------------------------------------------------------
 // CloneSet status conditions
 // ---------------------------------------------------------------------------------------------
 

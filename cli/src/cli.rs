@@ -81,6 +81,9 @@ pub enum Command {
     /// Follow, pause or resume a BroadcastJob (`bcj`).
     #[command(subcommand, name = "broadcastjob", visible_alias = "bcj")]
     BroadcastJob(BroadcastJobCmd),
+    /// Pause or resume an EphemeralJob (`ejob`).
+    #[command(subcommand, name = "ephemeraljob", visible_alias = "ejob")]
+    EphemeralJob(EphemeralJobCmd),
     /// Run the manager (controllers and webhook) in this process, for a dev cluster.
     Dev(DevArgs),
     /// Install Kruise-rs (the manifests of deploy/, embedded in this binary), server side.

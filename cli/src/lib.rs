@@ -17,8 +17,8 @@ pub mod watch;
 
 use clap::CommandFactory;
 use cli::{
-    AdvancedCronJobCmd, BroadcastJobCmd, Cli, Command, CreateCmd, DistributionCmd, ImageCmd,
-    Rollout, SetCmd,
+    AdvancedCronJobCmd, BroadcastJobCmd, Cli, Command, CreateCmd, DistributionCmd, EphemeralJobCmd,
+    ImageCmd, Rollout, SetCmd,
 };
 use error::{CliError, exit};
 
@@ -126,6 +126,12 @@ pub async fn dispatch(cli: Cli) -> Result<i32, CliError> {
         }
         Command::AdvancedCronJob(AdvancedCronJobCmd::Resume { name }) => {
             cmd::advancedcronjob::pause(&ctx, &name, false).await
+        }
+        Command::EphemeralJob(EphemeralJobCmd::Pause { name }) => {
+            cmd::ephemeraljob::pause(&ctx, &name, true).await
+        }
+        Command::EphemeralJob(EphemeralJobCmd::Resume { name }) => {
+            cmd::ephemeraljob::pause(&ctx, &name, false).await
         }
         Command::BroadcastJob(BroadcastJobCmd::Wait { name, timeout }) => {
             cmd::broadcastjob::wait(&ctx, &name, timeout).await

@@ -19,8 +19,8 @@ use crate::metrics::Metrics;
 use crate::podcache::PodCache;
 use crate::server::{self, Health};
 use crate::{
-    advancedcronjob, broadcastjob, crr, daemonset, imagepulljob, launchpriority, nodeimage,
-    podreadiness, podunavailablebudget, ratelimit, resourcedistribution, sidecarset,
+    advancedcronjob, broadcastjob, crr, daemonset, ephemeraljob, imagepulljob, launchpriority,
+    nodeimage, podreadiness, podunavailablebudget, ratelimit, resourcedistribution, sidecarset,
     sidecarterminator, statefulset,
 };
 
@@ -270,6 +270,7 @@ pub async fn run_controllers(
         token.clone(),
     );
     let cronjobs = advancedcronjob::run(&client, &metrics, &instance, &namespace, &token);
+    let ephemeraljobs = ephemeraljob::run(&client, &pods, &metrics, &instance, &namespace, &token);
     let asts = statefulset::controller::run(
         Arc::new(
             statefulset::controller::Context::new(
@@ -325,6 +326,7 @@ pub async fn run_controllers(
         daemonsets,
         broadcastjobs,
         cronjobs,
+        ephemeraljobs,
         budgets,
         distributions,
         terminator

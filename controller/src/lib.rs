@@ -7,6 +7,7 @@ pub mod broadcastjob;
 pub mod cloneset;
 pub mod crr;
 pub mod daemonset;
+pub mod ephemeraljob;
 pub mod expectations;
 pub mod heap;
 pub mod history;

@@ -240,6 +240,7 @@ pub mod cli;
 pub mod cloneset;
 pub mod cri;
 pub mod daemonset;
+pub mod ephemeraljob;
 pub mod kwok;
 pub mod manager;
 pub mod mode;

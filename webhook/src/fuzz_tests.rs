@@ -168,6 +168,12 @@ fn arb_review() -> impl Strategy<Value = Value> {
                 "BroadcastJob",
                 "broadcastjobs",
             ),
+            (
+                "apps.kruise.io",
+                "v1alpha1",
+                "EphemeralJob",
+                "ephemeraljobs",
+            ),
         ]),
         arb_json(),
         arb_json(),

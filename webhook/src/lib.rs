@@ -65,6 +65,7 @@ pub mod cloneset;
 pub mod crr;
 pub mod daemonset;
 pub mod deletionprotection;
+pub mod ephemeraljob;
 pub mod imagelistpulljob;
 pub mod imagepulljob;
 pub mod nodeimage;
@@ -141,6 +142,10 @@ pub mod paths {
     pub const MUTATE_BROADCASTJOB: &str = "/mutate-apps-kruise-io-broadcastjob";
     /// BroadcastJob validation (upstream's path; both versions).
     pub const VALIDATE_BROADCASTJOB: &str = "/validate-apps-kruise-io-broadcastjob";
+    /// EphemeralJob defaulting (Kruise-rs; upstream has no mutating hook for it).
+    pub const MUTATE_EPHEMERALJOB: &str = "/mutate-apps-kruise-io-v1alpha1-ephemeraljob";
+    /// EphemeralJob validation (upstream's path).
+    pub const VALIDATE_EPHEMERALJOB: &str = "/validate-apps-kruise-io-v1alpha1-ephemeraljob";
     /// ImagePullJob defaulting (upstream's path; both versions).
     pub const MUTATE_IMAGEPULLJOB: &str = "/mutate-apps-kruise-io-v1alpha1-imagepulljob";
     /// ImagePullJob validation (upstream's path; both versions).
@@ -220,6 +225,8 @@ pub mod paths {
         VALIDATE_APPS_STATEFULSET,
         VALIDATE_PUB,
         VALIDATE_RESOURCEDISTRIBUTION,
+        MUTATE_EPHEMERALJOB,
+        VALIDATE_EPHEMERALJOB,
     ];
     /// CRD conversion.
     pub const CONVERT: &str = kruise_api::keys::CONVERSION_WEBHOOK_PATH;
@@ -242,6 +249,8 @@ pub fn admission_handler(path: &str) -> Option<fn(&review::Request) -> review::O
         paths::VALIDATE_ADVANCEDCRONJOB => Some(advancedcronjob::validation::validate),
         paths::MUTATE_BROADCASTJOB => Some(broadcastjob::defaults::mutate),
         paths::VALIDATE_BROADCASTJOB => Some(broadcastjob::validation::validate),
+        paths::MUTATE_EPHEMERALJOB => Some(ephemeraljob::defaults::mutate),
+        paths::VALIDATE_EPHEMERALJOB => Some(ephemeraljob::validation::validate),
         paths::MUTATE_IMAGEPULLJOB => Some(imagepulljob::defaults::mutate),
         paths::VALIDATE_IMAGEPULLJOB => Some(imagepulljob::validation::validate),
         paths::MUTATE_NODEIMAGE => Some(nodeimage::defaults::mutate),

@@ -1,4 +1,4 @@
-//! The arguments of `create`, `broadcastjob` and `advancedcronjob`.
+//! The arguments of `create`, `broadcastjob`, `advancedcronjob` and `ephemeraljob`.
 
 use super::{parse_duration, parse_partition};
 use crate::math::IntOrPercent;
@@ -135,5 +135,13 @@ pub enum BroadcastJobCmd {
     /// Stop creating Pods (spec.paused).
     Pause { name: String },
     /// Create Pods again.
+    Resume { name: String },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum EphemeralJobCmd {
+    /// Stop injecting into further Pods (spec.paused); injected containers run on.
+    Pause { name: String },
+    /// Inject again, up to parallelism.
     Resume { name: String },
 }

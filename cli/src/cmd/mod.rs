@@ -8,6 +8,7 @@ pub mod completion;
 pub mod crr;
 pub mod dev;
 pub mod distribution;
+pub mod ephemeraljob;
 pub mod exec;
 pub mod history;
 pub mod install;

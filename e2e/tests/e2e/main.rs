@@ -25,6 +25,7 @@ mod crr;
 mod daemonset;
 mod daemonset_kwok;
 mod deletion_protection;
+mod ephemeraljob;
 mod imagepull;
 mod incluster;
 mod launch_priority;

@@ -108,6 +108,17 @@ pub fn mutating_configuration(cfg: &WebhookConfig, ca_pem: &str) -> MutatingWebh
                     None,
                 ),
                 hook(
+                    "mephemeraljob.kb.io",
+                    paths::MUTATE_EPHEMERALJOB,
+                    vec![rule(
+                        &[keys::APPS_GROUP],
+                        &[keys::VERSION_V1ALPHA1],
+                        &["CREATE", "UPDATE"],
+                        &["ephemeraljobs"],
+                    )],
+                    None,
+                ),
+                hook(
                     "mimagepulljob.kb.io",
                     paths::MUTATE_IMAGEPULLJOB,
                     vec![rule(

@@ -90,6 +90,16 @@ pub fn validating_configuration(
                     &["CREATE", "UPDATE"],
                     "broadcastjobs",
                 ),
+                ValidatingWebhook {
+                    name: "vephemeraljobs.kb.io".to_owned(),
+                    rules: Some(vec![rule(
+                        &[keys::APPS_GROUP],
+                        &[keys::VERSION_V1ALPHA1],
+                        &["CREATE", "UPDATE"],
+                        &["ephemeraljobs"],
+                    )]),
+                    ..hook("", paths::VALIDATE_EPHEMERALJOB, &[], "")
+                },
                 hook(
                     "vimagepulljob.kb.io",
                     paths::VALIDATE_IMAGEPULLJOB,

@@ -6,6 +6,7 @@ mod broadcastjob;
 mod cloneset;
 mod containerrecreaterequest;
 mod daemonset;
+pub mod ephemeraljob;
 mod imagepulljob;
 mod nodeimage;
 mod resourcedistribution;
@@ -37,6 +38,10 @@ pub use daemonset::{
     DaemonSet, DaemonSetCondition, DaemonSetScaleStrategy, DaemonSetSpec, DaemonSetStatus,
     DaemonSetUpdateStrategy, DaemonSetUpdateStrategyType, RollingUpdateDaemonSet,
     RollingUpdateType,
+};
+pub use ephemeraljob::{
+    EphemeralContainerTemplateSpec, EphemeralJob, EphemeralJobCondition, EphemeralJobConditionType,
+    EphemeralJobPhase, EphemeralJobSpec, EphemeralJobStatus,
 };
 pub use imagepulljob::{
     CompletionPolicy, CompletionPolicyType, FailedImageStatus, ImageListPullJob,

@@ -1,0 +1,106 @@
+//! Shared state of the EphemeralJob controller (client, Pod cache, expectations, Events) and
+//! its error.
+
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::ObjectReference;
+use kruise_api::apps::v1alpha1::EphemeralJob;
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::{Client, Resource};
+
+use crate::backoff::{Backoff, Policy};
+use crate::expectations::ScaleExpectations;
+use crate::metrics::Metrics;
+use crate::podcache::PodCache;
+use crate::runner::ReconcileError;
+
+/// Name in Events, logs and the field manager (upstream's).
+pub const CONTROLLER_NAME: &str = "ephemeraljob-controller";
+/// Label value of the `controller` metric label.
+pub(super) const METRIC_NAME: &str = "ephemeraljob";
+
+/// Shared state of the controller.
+pub struct Context {
+    pub client: Client,
+    pub pods: PodCache,
+    pub recorder: Recorder,
+    /// Pods injected into and not yet seen with the containers in the cache, by Pod name.
+    pub injections: ScaleExpectations,
+    pub metrics: Arc<Metrics>,
+    pub namespace: Option<String>,
+    pub backoff: Arc<Backoff>,
+}
+
+impl Context {
+    pub fn new(
+        client: Client,
+        pods: PodCache,
+        metrics: Arc<Metrics>,
+        instance: Option<String>,
+        namespace: Option<String>,
+    ) -> Self {
+        let reporter = Reporter {
+            controller: CONTROLLER_NAME.to_string(),
+            instance,
+        };
+        Self {
+            recorder: Recorder::new(client.clone(), reporter),
+            client,
+            pods,
+            injections: ScaleExpectations::new(),
+            metrics,
+            namespace,
+            backoff: Arc::new(Backoff::new(Policy::DEFAULT)),
+        }
+    }
+
+    /// Publish an Event on the job (`related`: the Pod concerned); a refused Event is only
+    /// logged.
+    pub(super) async fn event(
+        &self,
+        job: &EphemeralJob,
+        warning: bool,
+        reason: &str,
+        note: String,
+        related: Option<ObjectReference>,
+    ) {
+        let ev = Event {
+            type_: if warning {
+                EventType::Warning
+            } else {
+                EventType::Normal
+            },
+            reason: reason.to_string(),
+            note: Some(note),
+            action: reason.to_string(),
+            secondary: related,
+        };
+        if let Err(e) = self.recorder.publish(&ev, &job.object_ref(&())).await {
+            tracing::debug!(error = %e, reason, "event refused");
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("kubernetes API: {0}")]
+    Kube(#[from] kube::Error),
+    #[error("serialization: {0}")]
+    Serde(#[from] serde_json::Error),
+    #[error("EphemeralJob has no namespace or uid")]
+    Unnamed,
+}
+
+impl ReconcileError for Error {
+    fn metric_label(&self) -> &'static str {
+        match self {
+            Error::Kube(_) => "kube",
+            Error::Serde(_) => "serde",
+            Error::Unnamed => "unnamed",
+        }
+    }
+
+    fn is_conflict(&self) -> bool {
+        matches!(self, Error::Kube(e) if crate::runner::is_conflict(e))
+    }
+}
