@@ -65,6 +65,14 @@ pub enum Command {
     RecreateContainer(RecreateArgs),
     /// Run a command in a container; -S SIDECAR enters the working one of a hot-upgrade pair.
     Exec(ExecArgs),
+    /// One screen per workload: knobs, revisions, conditions, Pods by revision and in-place
+    /// state, what holds them, recent Events.
+    Describe {
+        #[arg(value_parser = parse_target, value_name = "TYPE/NAME")]
+        target: Target,
+        #[arg(short = 'o', long, value_enum, default_value_t)]
+        output: Output,
+    },
     /// Pre-pull images on nodes through ImagePullJobs.
     #[command(subcommand)]
     Image(ImageCmd),

@@ -110,6 +110,7 @@ pub async fn dispatch(cli: Cli) -> Result<i32, CliError> {
         } => cmd::scaledown::run(&ctx, &target, &pods, dry_run).await,
         Command::RecreateContainer(args) => cmd::crr::run(&ctx, &args).await,
         Command::Exec(args) => cmd::exec::run(&ctx, &args).await,
+        Command::Describe { target, output } => cmd::describe::run(&ctx, &target, output).await,
         Command::Image(ImageCmd::Pull(args)) => cmd::pull::run(&ctx, &args).await,
         Command::Distribution(DistributionCmd::Status { name, output }) => {
             cmd::distribution::status(&ctx, &name, output).await

@@ -63,6 +63,29 @@ impl Fixture {
     pub async fn run(&self, args: &[&str]) -> Run {
         self.kk.run(args).await.expect("run kubectl-kruise")
     }
+
+    /// `describe TARGET -o json`, which must exit 0, parsed; the text form must exit 0 too and
+    /// is returned beside it.
+    pub async fn describe(&self, target: &str) -> (serde_json::Value, String) {
+        let run = self.run(&["describe", target, "-o", "json"]).await;
+        assert_code(&run, 0);
+        let doc = serde_json::from_str(run.stdout.trim()).expect("describe -o json");
+        let text = self.run(&["describe", target]).await;
+        assert_code(&text, 0);
+        (doc, text.stdout)
+    }
+}
+
+/// The Pod names of `describe -o json`'s group with `role`, in order.
+pub fn described_pods(doc: &serde_json::Value, role: &str) -> Vec<String> {
+    doc["podGroups"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|g| g["role"] == role)
+        .flat_map(|g| g["pods"].as_array().cloned().unwrap_or_default())
+        .filter_map(|p| p["name"].as_str().map(str::to_owned))
+        .collect()
 }
 
 /// The served `apps.kruise.io` resource `plural`, at the group's preferred version; panics when

@@ -51,7 +51,11 @@ fn owned_by(
     refs.is_some_and(|r| r.iter().any(|o| o.uid == uid))
 }
 
-async fn revisions(ctx: &Ctx, wl: &Workload, view: &RolloutView) -> Result<Vec<Revision>> {
+pub(crate) async fn revisions(
+    ctx: &Ctx,
+    wl: &Workload,
+    view: &RolloutView,
+) -> Result<Vec<Revision>> {
     let lp = ListParams::default().labels(view.list_selector()?);
     let mut out = Vec::new();
     match view.kind.spec().history {

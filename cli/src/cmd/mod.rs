@@ -6,6 +6,7 @@ pub mod check;
 pub mod complete;
 pub mod completion;
 pub mod crr;
+pub mod describe;
 pub mod dev;
 pub mod distribution;
 pub mod ephemeraljob;

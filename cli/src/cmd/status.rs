@@ -132,7 +132,7 @@ fn summarize(view: &RolloutView, pods: &Cache<Pod>, budgets: &Budgets) -> PodSum
 /// The PodUnavailableBudgets the Pods name, read once, when the command concludes without the
 /// rollout done. One that cannot be read (no such kind, no access, deleted) is left out: the
 /// Pod's other reasons still hold.
-async fn budgets(ctx: &Ctx, pods: &Cache<Pod>) -> Budgets {
+pub(crate) async fn budgets(ctx: &Ctx, pods: &Cache<Pod>) -> Budgets {
     let named: std::collections::BTreeSet<(String, String)> = pods
         .items
         .values()

@@ -8,6 +8,7 @@
 //! hand an object to its kind; `verdict` holds what a rollout's state comes to, which the kinds'
 //! hooks and the status module's `decide` both speak.
 
+pub mod describe;
 pub mod verdict;
 pub mod workload;
 

@@ -11,7 +11,7 @@ use k8s_openapi::api::core::v1::{Event, Pod};
 use kruise_api::keys;
 use kruise_api::policy::v1alpha1::PodUnavailableBudget;
 use kruise_e2e::plugin::{
-    CLI_LIMIT, Fixture, assert_code, assert_stdout, kruise_resource, template,
+    CLI_LIMIT, Fixture, assert_code, assert_stdout, described_pods, kruise_resource, template,
 };
 use kruise_e2e::{container_status, image, wait_for};
 use kube::api::{DynamicObject, ListParams, Patch, PatchParams, PostParams};
@@ -232,5 +232,36 @@ async fn status_names_each_cause_that_holds_a_rollout() {
         &format!(
             "  {waiting}: waiting for its turn: maxUnavailable is taken by unready {crashing}"
         ),
+    );
+
+    // describe: the same holds, the Pods by revision, the kubelet's Events about the crash.
+    let (doc, text) = fx.describe("cloneset/crash").await;
+    assert_eq!(doc["kind"], "CloneSet", "{doc}");
+    assert_eq!(doc["replicas"]["desired"], 2, "{doc}");
+    assert_eq!(doc["strategy"]["maxUnavailable"], "1", "{doc}");
+    assert_eq!(
+        described_pods(&doc, "update"),
+        vec![crashing.clone()],
+        "{doc}"
+    );
+    assert_eq!(
+        described_pods(&doc, "current"),
+        vec![waiting.clone()],
+        "{doc}"
+    );
+    assert!(
+        doc["events"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|e| e["object"] == format!("pod/{crashing}").as_str()),
+        "the crashing Pod's Events: {doc}"
+    );
+    // Held Pods are listed by name: the Pod waiting behind may come first.
+    let held = text.split("Held:\n").nth(1).unwrap_or_default();
+    assert!(
+        held.contains(&format!("  {crashing}: container app is crash-looping"))
+            && held.contains(&format!("  {waiting}: waiting for its turn")),
+        "{text}"
     );
 }

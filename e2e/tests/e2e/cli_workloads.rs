@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::apps::v1::{DaemonSet, StatefulSet};
 use k8s_openapi::api::core::v1::{Pod, ServiceAccount};
 use kruise_e2e::plugin::{
-    CLI_LIMIT, Fixture, assert_code, assert_stdout, kruise_resource, template,
+    CLI_LIMIT, Fixture, assert_code, assert_stdout, described_pods, kruise_resource, template,
 };
 use kruise_e2e::{container_status, image, wait_for};
 use kube::api::{DynamicObject, ListParams, PostParams};
@@ -151,6 +151,17 @@ async fn native_statefulset_status_partition_history_undo() {
     assert!(
         now.values().all(|(_, img)| *img == image("testapp", "v1")),
         "{now:?}"
+    );
+    let (doc, _) = fx.describe("sts/db").await;
+    assert_eq!(doc["kind"], "StatefulSet", "{doc}");
+    assert_eq!(
+        described_pods(&doc, "update"),
+        now.keys().cloned().collect::<Vec<_>>(),
+        "{doc}"
+    );
+    assert!(
+        doc["revisions"].as_array().is_some_and(|r| r.len() >= 2),
+        "{doc}"
     );
 
     let run = fx.run(&["rollout", "pause", "sts/db"]).await;
@@ -306,6 +317,30 @@ async fn asts_partitioned_in_place_status_and_promote() {
         assert_ne!(after[o].1, before[o].1, "{o} has a new container");
         assert_eq!(after[o].2, 1, "{o} restarted once");
     }
+    // describe: the partition and both revisions' Pods, with the UIDs the cluster has.
+    let (doc, text) = fx.describe("asts/web").await;
+    assert_eq!(doc["kind"], "Advanced StatefulSet", "{doc}");
+    assert_eq!(doc["strategy"]["partition"], "1", "{doc}");
+    assert_eq!(doc["strategy"]["podUpdatePolicy"], "InPlaceIfPossible");
+    assert_eq!(described_pods(&doc, "update"), ["web-1", "web-2"], "{doc}");
+    assert_eq!(described_pods(&doc, "current"), ["web-0"], "{doc}");
+    let uids: Vec<&str> = doc["podGroups"][0]["pods"]
+        .as_array()
+        .expect("pods")
+        .iter()
+        .filter_map(|p| p["uid"].as_str())
+        .collect();
+    assert_eq!(uids, [after["web-1"].0.as_str(), after["web-2"].0.as_str()]);
+    assert_eq!(
+        doc["revisions"].as_array().map(Vec::len),
+        Some(2),
+        "both revisions: {doc}"
+    );
+    assert!(
+        text.contains("Strategy:      InPlaceIfPossible, partition 1"),
+        "{text}"
+    );
+    assert!(text.contains(" [update] (2 Pods):"), "{text}");
 
     let run = fx.run(&["rollout", "promote", "asts/web", "--full"]).await;
     assert_code(&run, OK);
@@ -362,6 +397,19 @@ async fn ads_in_place_status() {
         assert_eq!(uid, old_uid, "{name} kept its UID");
         assert_ne!(cid, old_cid, "{name} has a new container");
         assert_eq!(*restarts, 1, "{name} restarted once");
+    }
+    let (doc, _) = fx.describe("ads/agent").await;
+    assert_eq!(doc["kind"], "Advanced DaemonSet", "{doc}");
+    let updated = described_pods(&doc, "update");
+    assert_eq!(
+        updated,
+        after.keys().cloned().collect::<Vec<_>>(),
+        "every Pod on the update revision: {doc}"
+    );
+    for p in doc["podGroups"][0]["pods"].as_array().expect("pods") {
+        assert_eq!(p["restarts"], 1, "{p}");
+        assert!(p["node"].as_str().is_some_and(|n| !n.is_empty()), "{p}");
+        assert_eq!(p["state"], "Running", "{p}");
     }
     fx.ns.delete().await.expect("delete namespace");
 }
@@ -442,6 +490,20 @@ async fn sidecarset_status_waits_for_every_matched_pod() {
             "every matched Pod runs v2: {img}"
         );
     }
+    let (doc, _) = fx.describe(&target).await;
+    assert_eq!(doc["kind"], "SidecarSet", "{doc}");
+    assert_eq!(described_pods(&doc, "update").len(), 2, "{doc}");
+    assert!(
+        doc["images"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|i| i["container"] == "proxy"
+                && i["image"]
+                    .as_str()
+                    .is_some_and(|s| s.ends_with("sidecar:v2"))),
+        "{doc}"
+    );
     api.delete(&name, &Default::default())
         .await
         .expect("delete SidecarSet");
