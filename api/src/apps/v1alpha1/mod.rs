@@ -8,6 +8,7 @@ mod containerrecreaterequest;
 mod daemonset;
 mod imagepulljob;
 mod nodeimage;
+mod persistentpodstate;
 mod resourcedistribution;
 mod sidecarset;
 mod statefulset;
@@ -47,6 +48,11 @@ pub use imagepulljob::{
 pub use nodeimage::{
     ImagePullPhase, ImageSpec, ImageStatus, ImageTagPullPolicy, ImageTagSpec, ImageTagStatus,
     NodeImage, NodeImageSpec, NodeImageStatus, ReferenceObject, SyncStatus, SyncStatusPhase,
+};
+pub use persistentpodstate::{
+    GENERATED_PREFERRED_WEIGHT, NodeTopologyTerm, PersistentPodAnnotation, PersistentPodState,
+    PersistentPodStateSpec, PersistentPodStateStatus, Placement, PodState, PreferredTopologyTerm,
+    generated_spec, in_replicas, node_affinity, ordinal_of,
 };
 pub use resourcedistribution::{
     ConditionType as ResourceDistributionConditionType, DistributedResource, ResourceDistribution,
