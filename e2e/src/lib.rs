@@ -243,6 +243,7 @@ pub mod daemonset;
 pub mod kwok;
 pub mod manager;
 pub mod mode;
+pub mod persistentpodstate;
 pub mod plugin;
 pub mod recorder;
 pub mod resourcedistribution;

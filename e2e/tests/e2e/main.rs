@@ -28,6 +28,7 @@ mod imagepull;
 mod incluster;
 mod launch_priority;
 mod manager_restart;
+mod persistentpodstate;
 mod plugin_dev;
 mod plugin_install;
 mod podunavailablebudget;
