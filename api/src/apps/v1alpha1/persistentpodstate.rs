@@ -189,7 +189,7 @@ pub fn node_affinity(spec: &PersistentPodStateSpec, state: &PodState) -> Placeme
                     values: Some(vec![value]),
                 })
                 .collect();
-            (!exprs.is_empty()).then(|| PreferredSchedulingTerm {
+            (!exprs.is_empty()).then_some(PreferredSchedulingTerm {
                 weight: term.weight,
                 preference: NodeSelectorTerm {
                     match_expressions: Some(exprs),
