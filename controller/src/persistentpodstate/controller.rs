@@ -20,7 +20,7 @@ use kube::{Api, Resource, ResourceExt};
 use tokio_util::sync::CancellationToken;
 
 use super::context::{Context, GENERATOR_METRIC_NAME, METRIC_NAME};
-use super::generate::{generate, target_of};
+use super::generate::{Generator, generate, target_of};
 use super::reconcile::reconcile;
 use crate::podcache::PodEvent;
 use crate::runner::{self, Controller};
@@ -47,8 +47,12 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
     let store = ctl.store();
     let pod_store = store.clone();
     let (tx, rx) = mpsc::unbounded::<Changed>();
-    let advanced = generator::<AdvancedStatefulSet>(ctx.clone(), tx.clone(), shutdown.clone());
-    let apps = generator::<AppsStatefulSet>(ctx.clone(), tx, shutdown);
+    let gen_ = Arc::new(Generator {
+        ctx: ctx.clone(),
+        states: store.clone(),
+    });
+    let advanced = generator::<AdvancedStatefulSet>(gen_.clone(), tx.clone(), shutdown.clone());
+    let apps = generator::<AppsStatefulSet>(gen_, tx, shutdown);
     let states = ctl
         .trigger_refs(
             ctx.pods
@@ -64,7 +68,7 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
 
 /// The generation from StatefulSets of kind `K`; every change of one is also sent to `tx`.
 async fn generator<K>(
-    ctx: Arc<Context>,
+    gen_: Arc<Generator>,
     tx: mpsc::UnboundedSender<Changed>,
     shutdown: CancellationToken,
 ) where
@@ -77,15 +81,15 @@ async fn generator<K>(
         + 'static,
 {
     // Metadata only: the annotations and the UID are all the generation reads.
-    let meta: Api<PartialObjectMeta<K>> = match &ctx.namespace {
-        Some(ns) => Api::namespaced(ctx.client.clone(), ns),
-        None => Api::all(ctx.client.clone()),
+    let meta: Api<PartialObjectMeta<K>> = match &gen_.ctx.namespace {
+        Some(ns) => Api::namespaced(gen_.ctx.client.clone(), ns),
+        None => Api::all(gen_.ctx.client.clone()),
     };
     let events = watcher(meta, watcher::Config::default()).default_backoff();
     Controller::<PartialObjectMeta<K>>::watching(
         GENERATOR_METRIC_NAME,
         events,
-        ctx.metrics.clone(),
+        gen_.ctx.metrics.clone(),
         shutdown,
     )
     .inspect(move |ev| {
@@ -96,7 +100,7 @@ async fn generator<K>(
             ));
         }
     })
-    .run(generate::<K>, ctx)
+    .run(generate::<K>, gen_)
     .await;
 }
 

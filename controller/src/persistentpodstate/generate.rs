@@ -14,10 +14,18 @@ use kruise_api::apps::v1alpha1::{PersistentPodState, generated_spec};
 use kruise_api::policy::v1alpha1::TargetReference;
 use kube::api::{Api, DeleteParams, PartialObjectMeta, PostParams};
 use kube::runtime::controller::Action;
+use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Resource, ResourceExt};
 
 use super::context::Context;
 use super::error::Error;
+
+/// What the generation reads: the controller's context and its PersistentPodState store, so
+/// that a StatefulSet without the annotations costs no API call.
+pub struct Generator {
+    pub ctx: Arc<Context>,
+    pub states: Store<PersistentPodState>,
+}
 
 /// The target a StatefulSet of kind `K` is, named `name`.
 pub fn target_of<K: Resource<DynamicType = ()>>(name: &str) -> TargetReference {
@@ -31,7 +39,7 @@ pub fn target_of<K: Resource<DynamicType = ()>>(name: &str) -> TargetReference {
 /// One reconcile of a StatefulSet of kind `K` (its metadata is all it needs).
 pub async fn generate<K: Resource<DynamicType = ()>>(
     sts: Arc<PartialObjectMeta<K>>,
-    ctx: Arc<Context>,
+    gen_: Arc<Generator>,
 ) -> Result<Action, Error> {
     if sts.metadata.deletion_timestamp.is_some() {
         // Garbage collection deletes the PersistentPodState it controls.
@@ -44,8 +52,19 @@ pub async fn generate<K: Resource<DynamicType = ()>>(
         target_of::<K>(&name),
         sts.metadata.annotations.as_ref().unwrap_or(&empty),
     );
-    let api: Api<PersistentPodState> = Api::namespaced(ctx.client.clone(), &ns);
-    let existing = api.get_opt(&name).await?;
+    // Read from the store once it has listed: a generated object whose annotations were removed
+    // while the manager was down is then still found and deleted.
+    if gen_.states.wait_until_ready().await.is_err() {
+        return Ok(Action::await_change());
+    }
+    let existing = gen_
+        .states
+        .get(&ObjectRef::new(&name).within(&ns))
+        .map(|p| p.as_ref().clone());
+    if desired.is_none() && existing.is_none() {
+        return Ok(Action::await_change());
+    }
+    let api: Api<PersistentPodState> = Api::namespaced(gen_.ctx.client.clone(), &ns);
     let ours = existing.as_ref().is_some_and(|p| {
         p.owner_references()
             .iter()
