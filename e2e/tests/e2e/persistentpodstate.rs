@@ -2,13 +2,15 @@
 //! whose annotations ask for one gets it (owned by the StatefulSet); each Ready Pod's node and
 //! node labels are recorded; a deleted Pod comes back carrying the recorded topology (required
 //! → `spec.nodeSelector`, preferred → preferred node affinity) and lands on the recorded node;
-//! a scale-down drops the scaled-away state; removing the annotation deletes the object. Bad
+//! `kubectl kruise rollout watch` names the recorded node in the Pod's detail; a scale-down
+//! drops the scaled-away state; removing the annotation deletes the object. Bad
 //! input is refused naming the field.
 
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kruise_api::keys;
+use kruise_e2e::cli::{Kruise, Tmux};
 use kruise_e2e::persistentpodstate::{self as pps, create_raw, refusal};
 use kruise_e2e::statefulset as asts;
 use kruise_e2e::{TestNamespace, client, pod_ready, wait_for, wait_pod};
@@ -133,6 +135,7 @@ async fn a_recreated_pod_returns_to_its_recorded_node() {
         "preferred topology injected as preferred node affinity"
     );
     assert_eq!(spec.node_name.as_deref(), Some(node_name.as_str()));
+    live_view_shows_the_persisted_node(&ns.name, &node_name).await;
 
     // Scaled to 1: web-1's state goes with it.
     sets.patch(
@@ -167,6 +170,52 @@ async fn a_recreated_pod_returns_to_its_recorded_node() {
     .await
     .expect("deleted");
     ns.delete().await.expect("delete ns");
+}
+
+/// `kubectl kruise rollout watch asts/web` in a real terminal: the selected Pod's detail names
+/// the node its PersistentPodState recorded.
+async fn live_view_shows_the_persisted_node(ns: &str, node: &str) {
+    const PROMPT: &str = "e2e$ ";
+    let kk = Kruise::new(ns).expect("kubectl-kruise binary and kubeconfig");
+    let tmux = Tmux::start(
+        120,
+        40,
+        PROMPT,
+        &[
+            ("KK", kk.bin.display().to_string()),
+            ("KC", kk.kubeconfig.display().to_string()),
+        ],
+    )
+    .expect("tmux session");
+    let screen = |what: &'static str, seen: Box<dyn Fn(&str) -> bool + Send>| {
+        let tmux = &tmux;
+        async move {
+            wait_for(what, Duration::from_secs(30), || async {
+                let s = tmux.capture()?;
+                Ok(seen(&s).then_some(s))
+            })
+            .await
+            .expect(what)
+        }
+    };
+    screen(
+        "the shell prompt",
+        Box::new(|s| s.contains(PROMPT.trim_end())),
+    )
+    .await;
+    tmux.type_text(&format!(
+        "\"$KK\" --kubeconfig \"$KC\" -n {ns} rollout watch asts/web; echo \"EXIT=$?\""
+    ))
+    .expect("type");
+    tmux.key("Enter").expect("enter");
+    let expected = format!("persisted node: {node}");
+    screen(
+        "the persisted node in the Pod detail",
+        Box::new(move |s| s.contains(&expected)),
+    )
+    .await;
+    tmux.key("q").expect("q");
+    screen("exit 0 after q", Box::new(|s| s.contains("EXIT=0"))).await;
 }
 
 #[tokio::test]

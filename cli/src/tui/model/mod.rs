@@ -14,6 +14,7 @@ use kube::api::ApiResource;
 use ratatui::crossterm::event::{
     Event as TermEvent, KeyCode, KeyEvent, KeyEventKind, KeyModifiers,
 };
+use std::collections::BTreeMap;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct EventRow {
@@ -91,6 +92,8 @@ pub enum Input {
     Tick(jiff::Timestamp),
     /// A cluster action finished: what to show in the footer.
     ActionDone(String),
+    /// The nodes the PersistentPodState targeting the StatefulSet recorded, by Pod name.
+    Persisted(BTreeMap<String, String>),
 }
 
 /// A cluster action for the loop's action task, with the workload as the model saw it.
@@ -129,6 +132,8 @@ pub struct LiveModel {
     pub quit: bool,
     /// Cluster actions asked for and not yet handed to the action task.
     pub outbox: Vec<Request>,
+    /// Pod name → the node its PersistentPodState recorded (StatefulSets only).
+    pub persisted: BTreeMap<String, String>,
 }
 
 impl LiveModel {
@@ -152,6 +157,7 @@ impl LiveModel {
             feeds: Feeds::default(),
             quit: false,
             outbox: Vec::new(),
+            persisted: BTreeMap::new(),
         }
     }
 
@@ -184,6 +190,11 @@ impl LiveModel {
                     None => {}
                 }
                 true
+            }
+            Input::Persisted(nodes) => {
+                let changed = nodes != self.persisted;
+                self.persisted = nodes;
+                changed
             }
             Input::Term(TermEvent::Resize(..)) => true,
             Input::Term(_) => false,
