@@ -139,6 +139,11 @@ pub fn all() -> Result<Vec<CustomResourceDefinition>, CrdError> {
             Conversion::Webhook,
         )?,
         merged(
+            "persistentpodstates.apps.kruise.io",
+            vec![v1alpha1::PersistentPodState::crd()],
+            Conversion::None,
+        )?,
+        merged(
             "resourcedistributions.apps.kruise.io",
             vec![v1alpha1::ResourceDistribution::crd()],
             Conversion::None,

@@ -598,6 +598,34 @@ pub const RD_CONFLICT_MESSAGE: &str =
 /// Reason of a True NamespaceNotExists condition (upstream's error text).
 pub const RD_NAMESPACE_NOT_EXISTS_MESSAGE: &str = "namespace not found or is terminating";
 
+// ---------------------------------------------------------------------------------------------
+// PersistentPodState
+// ---------------------------------------------------------------------------------------------
+
+/// Kind name of PersistentPodState.
+pub const PPS_KIND: &str = "PersistentPodState";
+/// StatefulSet annotation: `"true"` asks for a PersistentPodState generated from the two
+/// topology annotations below (upstream `AnnotationAutoGeneratePersistentPodState`).
+pub const PPS_AUTO_GENERATE_ANNOTATION: &str = "kruise.io/auto-generate-persistent-pod-state";
+/// StatefulSet annotation: comma-separated node label keys a recreated Pod must keep.
+pub const PPS_REQUIRED_TOPOLOGY_ANNOTATION: &str = "kruise.io/required-persistent-topology";
+/// StatefulSet annotation: comma-separated node label keys a recreated Pod prefers to keep
+/// (weight 100).
+pub const PPS_PREFERRED_TOPOLOGY_ANNOTATION: &str = "kruise.io/preferred-persistent-topology";
+/// StatefulSet annotation: comma-separated Pod annotation keys to record.
+pub const PPS_PERSISTENT_POD_ANNOTATIONS_ANNOTATION: &str = "kruise.io/persistent-pod-annotations";
+/// Pod annotation: the PersistentPodState whose recorded topology the webhook injected.
+pub const PPS_INJECTED_ANNOTATION: &str = "kruise.io/injected-persistent-pod-state";
+/// `spec.persistentPodStateRetentionPolicy`: drop a Pod's state when the workload scales it
+/// away (the default).
+pub const PPS_RETENTION_WHEN_SCALED: &str = "WhenScaled";
+/// `spec.persistentPodStateRetentionPolicy`: keep every state until the workload is deleted.
+pub const PPS_RETENTION_WHEN_DELETED: &str = "WhenDeleted";
+/// Validation path (upstream's).
+pub const VALIDATE_PPS_PATH: &str = "/validate-apps-kruise-io-persistentpodstate";
+/// Event reason (Warning, on the PersistentPodState) when its workload cannot be read.
+pub const PPS_REASON_WORKLOAD_UNREADABLE: &str = "WorkloadUnreadable";
+
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;

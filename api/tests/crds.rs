@@ -76,8 +76,11 @@ fn versions_storage_and_conversion() {
             continue;
         }
         assert_eq!(crd.spec.group, keys::APPS_GROUP, "{name}");
-        // ResourceDistribution and EphemeralJob serve and store v1alpha1 only, as upstream.
-        if name == "resourcedistributions.apps.kruise.io" || name == "ephemeraljobs.apps.kruise.io"
+        // ResourceDistribution, EphemeralJob and PersistentPodState serve and store v1alpha1
+        // only, as upstream.
+        if name == "resourcedistributions.apps.kruise.io"
+            || name == "ephemeraljobs.apps.kruise.io"
+            || name == "persistentpodstates.apps.kruise.io"
         {
             assert_eq!(versions, [(keys::VERSION_V1ALPHA1, true)], "{name}");
             assert!(crd.spec.conversion.is_none(), "{name}: no conversion");

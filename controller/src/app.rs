@@ -20,8 +20,8 @@ use crate::podcache::PodCache;
 use crate::server::{self, Health};
 use crate::{
     advancedcronjob, broadcastjob, crr, daemonset, ephemeraljob, imagepulljob, launchpriority,
-    nodeimage, podreadiness, podunavailablebudget, ratelimit, resourcedistribution, sidecarset,
-    sidecarterminator, statefulset,
+    nodeimage, persistentpodstate, podreadiness, podunavailablebudget, ratelimit,
+    resourcedistribution, sidecarset, sidecarterminator, statefulset,
 };
 
 /// Name of the leader-election Lease (upstream's lock name).
@@ -309,6 +309,16 @@ pub async fn run_controllers(
             token.clone(),
         ),
     );
+    let persistent = persistentpodstate::run(
+        Arc::new(persistentpodstate::Context::new(
+            client.clone(),
+            pods.clone(),
+            metrics.clone(),
+            instance.clone(),
+            namespace.clone(),
+        )),
+        token.clone(),
+    );
     let terminator = gated(
         run.sidecar_terminator,
         "sidecarterminator",
@@ -329,7 +339,8 @@ pub async fn run_controllers(
         ephemeraljobs,
         budgets,
         distributions,
-        terminator
+        terminator,
+        persistent
     );
 }
 

@@ -17,6 +17,7 @@ pub mod launchpriority;
 pub mod leader;
 pub mod metrics;
 pub mod nodeimage;
+pub mod persistentpodstate;
 pub mod podcache;
 pub mod podreadiness;
 pub mod podunavailablebudget;

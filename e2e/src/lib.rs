@@ -244,6 +244,7 @@ pub mod ephemeraljob;
 pub mod kwok;
 pub mod manager;
 pub mod mode;
+pub mod persistentpodstate;
 pub mod plugin;
 pub mod recorder;
 pub mod resourcedistribution;

@@ -69,6 +69,7 @@ pub mod ephemeraljob;
 pub mod imagelistpulljob;
 pub mod imagepulljob;
 pub mod nodeimage;
+pub mod persistentpodstate;
 pub mod podunavailablebudget;
 pub mod resourcedistribution;
 pub mod sidecarset;
@@ -186,6 +187,8 @@ pub mod paths {
     pub const VALIDATE_PUB: &str = kruise_api::keys::VALIDATE_PUB_PATH;
     /// ResourceDistribution validation (upstream's path).
     pub const VALIDATE_RESOURCEDISTRIBUTION: &str = kruise_api::keys::VALIDATE_RD_PATH;
+    /// PersistentPodState validation (upstream's path).
+    pub const VALIDATE_PPS: &str = kruise_api::keys::VALIDATE_PPS_PATH;
     /// Every admission path the server routes; each is served by `handle_admission_async`.
     pub const ADMISSION: &[&str] = &[
         MUTATE_POD,
@@ -227,6 +230,7 @@ pub mod paths {
         VALIDATE_RESOURCEDISTRIBUTION,
         MUTATE_EPHEMERALJOB,
         VALIDATE_EPHEMERALJOB,
+        VALIDATE_PPS,
     ];
     /// CRD conversion.
     pub const CONVERT: &str = kruise_api::keys::CONVERSION_WEBHOOK_PATH;
@@ -290,7 +294,8 @@ where
         + cloneset::template::PodDryRun
         + sidecarset::SidecarSetLookup
         + deletionprotection::ProtectionLookup
-        + podunavailablebudget::PubLookup,
+        + podunavailablebudget::PubLookup
+        + persistentpodstate::PpsLookup,
 {
     if let Some(refusal) = gate_refusal(path, gates) {
         return Some(review::admit(body, |_| refusal.clone()));
@@ -321,6 +326,14 @@ where
             return Some(
                 review::admit_async(body, |req| {
                     podunavailablebudget::validation::validate(req, cluster, gates)
+                })
+                .await,
+            );
+        }
+        paths::VALIDATE_PPS => {
+            return Some(
+                review::admit_async(body, |req| {
+                    persistentpodstate::validation::validate(req, cluster)
                 })
                 .await,
             );

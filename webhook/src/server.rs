@@ -126,6 +126,8 @@ pub async fn run(
         crate::sidecarset::cache::SidecarSetCache::start(client.clone());
     let (budgets, _budget_watch) =
         crate::podunavailablebudget::cache::BudgetCache::start(client.clone());
+    let (persistent_pod_states, _pps_watch) =
+        crate::persistentpodstate::cache::PpsCache::start(client.clone());
     let handle = axum_server::Handle::new();
     let server = axum_server::from_tcp_rustls(listener, tls.clone())
         .map_err(|source| Error::Serve { addr, source })?
@@ -142,6 +144,7 @@ pub async fn run(
                     template_dry_run: cfg.template_dry_run,
                     sidecar_sets: Some(sidecar_sets),
                     budgets: Some(budgets),
+                    persistent_pod_states: Some(persistent_pod_states),
                     metrics: cfg.metrics.clone(),
                 },
                 cfg.feature_gates,
@@ -370,6 +373,7 @@ mod tests {
                         template_dry_run: true,
                         sidecar_sets: None,
                         budgets: None,
+                        persistent_pod_states: None,
                         metrics: Default::default(),
                     },
                     FeatureGates::default(),

@@ -75,7 +75,7 @@ async fn events(ctx: &Ctx, view: &RolloutView, pods: &[PodView]) -> Vec<EventLin
             Err(e) => tracing::debug!(error = %e, namespace = ns, "cannot list Events"),
         }
     }
-    crate::tui::model::relevant_events(&cache, &view.name, pods)
+    crate::view::events::relevant_events(cache.items.values(), &view.name, pods)
         .into_iter()
         .take(EVENTS)
         .map(|r| EventLine {

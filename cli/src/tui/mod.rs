@@ -7,6 +7,7 @@
 
 pub mod feeds;
 pub mod model;
+pub mod persisted;
 pub mod render;
 
 #[cfg(test)]
@@ -174,6 +175,24 @@ pub async fn run(ctx: &Ctx, args: &WatchArgs) -> Result<i32> {
         done_tx,
     )));
 
+    // A StatefulSet's Pods show the node their PersistentPodState recorded.
+    let (pps_tx, mut pps_rx) = mpsc::unbounded_channel();
+    let _poll = if matches!(
+        args.target.kind,
+        crate::view::workload::Kind::StatefulSet | crate::view::workload::Kind::AdvancedStatefulSet
+    ) {
+        let target = kruise_api::policy::v1alpha1::TargetReference {
+            api_version: wl.resource.api_version.clone(),
+            kind: wl.resource.kind.clone(),
+            name: args.target.name.clone(),
+        };
+        let api = Api::namespaced(ctx.client.clone(), &wl.namespace);
+        Some(AbortOnDrop(tokio::spawn(persisted::poll(
+            api, target, pps_tx,
+        ))))
+    } else {
+        None
+    };
     let mut model = LiveModel::new(
         &args.target.to_string(),
         &wl.namespace,
@@ -220,6 +239,7 @@ pub async fn run(ctx: &Ctx, args: &WatchArgs) -> Result<i32> {
                 Some(ev) => Input::Term(ev),
             },
             Some(msg) = done_rx.recv() => Input::ActionDone(msg),
+            Some(nodes) = pps_rx.recv() => Input::Persisted(nodes),
             _ = tick.tick() => Input::Tick(jiff::Timestamp::now()),
         };
         dirty |= model.apply(input);

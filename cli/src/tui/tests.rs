@@ -711,3 +711,40 @@ fn sidecarset_pods_are_the_injected_ones() {
     assert!(!row_of(&screen, "a/web-1").is_empty(), "{screen}");
     assert!(!row_of(&screen, "b/web-1").is_empty(), "{screen}");
 }
+
+#[test]
+fn a_pods_persisted_node_is_shown_in_its_detail() {
+    let (_, mut m) = scripted().remove(0);
+    let name = m.selected_pod().map(|p| p.name.clone()).expect("a pod");
+    let node = m.selected_pod().map(|p| p.node.clone()).expect("a pod");
+    assert!(!draw(&m, 160, 40).contains("persisted node"));
+    let changed = m.apply(super::model::Input::Persisted(
+        [(name.clone(), node.clone())].into_iter().collect(),
+    ));
+    assert!(changed);
+    assert!(draw(&m, 160, 40).contains(&format!("persisted node: {node}")));
+    m.apply(super::model::Input::Persisted(
+        [(name, "node-9".to_owned())].into_iter().collect(),
+    ));
+    assert!(draw(&m, 160, 40).contains(&format!("persisted node: node-9 (now on {node})")));
+}
+
+#[test]
+fn recorded_nodes_come_from_the_state_targeting_the_set() {
+    let pps: kruise_api::apps::v1alpha1::PersistentPodState =
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "apps.kruise.io/v1alpha1", "kind": "PersistentPodState",
+            "metadata": {"name": "web", "namespace": "shop"},
+            "spec": {"targetRef": {"apiVersion": "apps.kruise.io/v1beta1", "kind": "StatefulSet", "name": "web"}},
+            "status": {"observedGeneration": 1, "podStates": {"web-0": {"nodeName": "node-1"}}},
+        }))
+        .expect("pps");
+    let target = |name: &str| kruise_api::policy::v1alpha1::TargetReference {
+        api_version: "apps.kruise.io/v1beta1".into(),
+        kind: "StatefulSet".into(),
+        name: name.into(),
+    };
+    let nodes = super::persisted::recorded_nodes(std::slice::from_ref(&pps), &target("web"));
+    assert_eq!(nodes.get("web-0").map(String::as_str), Some("node-1"));
+    assert!(super::persisted::recorded_nodes(&[pps], &target("db")).is_empty());
+}

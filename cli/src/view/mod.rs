@@ -9,6 +9,7 @@
 //! hooks and the status module's `decide` both speak.
 
 pub mod describe;
+pub mod events;
 pub mod verdict;
 pub mod workload;
 

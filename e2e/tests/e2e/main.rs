@@ -8,7 +8,7 @@
 //! - `serial::` tests (in any module) disturb what every other test relies on (they kill the
 //!   manager or daemon, rotate the webhook's certificates, reconfigure the installed manager):
 //!   they run one at a time after the parallel phase.
-//! - `daemonset_kwok::` and `broadcastjob_kwok::` run on the kwok scale cluster; `plugin_install::` and `plugin_dev::` on
+//! - `daemonset_kwok::`, `broadcastjob_kwok::` and `persistentpodstate_kwok::` run on the kwok scale cluster; `plugin_install::` and `plugin_dev::` on
 //!   the cluster once Kruise-rs is uninstalled.
 //! - everything else runs in parallel against Kruise-rs installed from `deploy/`.
 
@@ -30,6 +30,8 @@ mod imagepull;
 mod incluster;
 mod launch_priority;
 mod manager_restart;
+mod persistentpodstate;
+mod persistentpodstate_kwok;
 mod plugin_dev;
 mod plugin_install;
 mod podunavailablebudget;

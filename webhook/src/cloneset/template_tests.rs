@@ -466,6 +466,7 @@ fn the_served_path_dry_runs_and_the_client_less_server_says_why() {
         template_dry_run: true,
         sidecar_sets: None,
         budgets: None,
+        persistent_pod_states: None,
         metrics: Default::default(),
     };
     let body = review_body(

@@ -8,6 +8,7 @@
 mod budgets;
 mod deletionprotection;
 mod dry_run;
+mod persistentpodstates;
 mod pods;
 mod sidecarsets;
 
@@ -33,6 +34,9 @@ pub struct ApiCluster {
     /// Where PodUnavailableBudgets are read once it has loaded (listed before that, and when
     /// `None`).
     pub budgets: Option<crate::podunavailablebudget::cache::BudgetCache>,
+    /// Where PersistentPodStates are read once it has loaded (listed before that, and when
+    /// `None`).
+    pub persistent_pod_states: Option<crate::persistentpodstate::cache::PpsCache>,
     /// Where refusals are counted.
     pub metrics: crate::metrics::ProtectionMetrics,
 }

@@ -106,6 +106,7 @@ fn every_configured_path_is_served() {
             template_dry_run: true,
             sidecar_sets: None,
             budgets: None,
+            persistent_pod_states: None,
             metrics: Default::default(),
         };
         let served = tokio::runtime::Builder::new_current_thread()

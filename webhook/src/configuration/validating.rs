@@ -141,6 +141,16 @@ pub fn validating_configuration(
                     ..hook("", paths::VALIDATE_RESOURCEDISTRIBUTION, &[], "")
                 },
                 ValidatingWebhook {
+                    name: "vpersistentpodstate.kb.io".to_owned(),
+                    rules: Some(vec![rule(
+                        &[keys::APPS_GROUP],
+                        &[keys::VERSION_V1ALPHA1],
+                        &["CREATE", "UPDATE"],
+                        &["persistentpodstates"],
+                    )]),
+                    ..hook("", paths::VALIDATE_PPS, &[], "")
+                },
+                ValidatingWebhook {
                     name: "vpodunavailablebudget.kb.io".to_owned(),
                     rules: Some(vec![rule(
                         &[keys::POLICY_GROUP],

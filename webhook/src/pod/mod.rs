@@ -11,6 +11,7 @@
 //! ([`validate_pod`]).
 
 pub mod launch_priority;
+pub mod persistent_pod_state;
 pub mod readiness_gate;
 mod sidecarset;
 pub mod unavailable_budget;
@@ -22,6 +23,7 @@ use kube::core::admission::Operation;
 use serde_json::Value;
 
 use crate::crr::mutation::PodLookup;
+use crate::persistentpodstate::PpsLookup;
 use crate::podunavailablebudget::PubLookup;
 use crate::review::{Outcome, Request, diff};
 use crate::sidecarset::SidecarSetLookup;
@@ -40,7 +42,8 @@ pub enum MutatingHandler {
     LaunchPriority,
     /// Upstream `pubMutatingPod`: the related-PodUnavailableBudget annotation.
     PodUnavailableBudget,
-    /// Upstream `persistentPodStateMutatingPod`. Not ported yet: a no-op slot.
+    /// Upstream `persistentPodStateMutatingPod`: the recorded topology of a recreated
+    /// StatefulSet Pod.
     PersistentPodState,
 }
 
@@ -79,11 +82,13 @@ pub struct PodContext {
     pub sidecars: InjectContext,
     /// The PodUnavailableBudget covering the Pod, if any (see [`unavailable_budget`]).
     pub related_budget: Option<String>,
+    /// What the PersistentPodState slot injects, if any (see [`persistent_pod_state`]).
+    pub persistent: Option<persistent_pod_state::Injection>,
 }
 
 /// `/mutate-pod` as served: reads what the handlers need from `cluster` (the SidecarSets, the
 /// revisions they pin, the namespace's labels), then runs them ([`mutate_with`]).
-pub async fn mutate_pod<C: SidecarSetLookup + PubLookup>(
+pub async fn mutate_pod<C: SidecarSetLookup + PubLookup + PpsLookup>(
     req: Request,
     cluster: &C,
     gates: &FeatureGates,
@@ -95,20 +100,27 @@ pub async fn mutate_pod<C: SidecarSetLookup + PubLookup>(
         Ok(c) => c,
         Err(refusal) => return refusal,
     };
+    // Decoded once for the lookups below; `mutate_with` decodes its own copy to mutate.
+    let pod = req
+        .object
+        .as_ref()
+        .and_then(|o| serde_json::from_value::<Pod>(o.clone()).ok());
     // Upstream marks Pods only while one of the budget gates is on.
     let budgets_on = gates.enabled(Gate::PodUnavailableBudgetDeleteGate)
         || gates.enabled(Gate::PodUnavailableBudgetUpdateGate);
-    let related_budget = match (budgets_on, &req.object, &req.namespace) {
-        (true, Some(obj), Some(ns)) => match serde_json::from_value::<Pod>(obj.clone()) {
-            Ok(pod) => unavailable_budget::related_budget(&pod, ns, cluster).await,
-            Err(_) => None,
-        },
+    let related_budget = match (budgets_on, &pod, &req.namespace) {
+        (true, Some(pod), Some(ns)) => unavailable_budget::related_budget(pod, ns, cluster).await,
+        _ => None,
+    };
+    let persistent = match (&pod, &req.namespace) {
+        (Some(pod), Some(ns)) => persistent_pod_state::injection_for(pod, ns, cluster).await,
         _ => None,
     };
     let ctx = PodContext {
         readiness_gate_for_all: gates.enabled(Gate::KruisePodReadinessGate),
         sidecars,
         related_budget,
+        persistent,
     };
     mutate_with(&req, &ctx)
 }
@@ -176,8 +188,11 @@ fn run(
         MutatingHandler::PodUnavailableBudget => {
             Ok(unavailable_budget::mark(pod, ctx.related_budget.as_deref()))
         }
-        // Slots of handlers not ported yet: they change nothing until their issue lands.
-        MutatingHandler::WorkloadSpread | MutatingHandler::PersistentPodState => Ok(false),
+        MutatingHandler::PersistentPodState => {
+            Ok(persistent_pod_state::inject(pod, ctx.persistent.as_ref()))
+        }
+        // Slot of a handler not ported yet: it changes nothing until its issue lands.
+        MutatingHandler::WorkloadSpread => Ok(false),
     }
 }
 

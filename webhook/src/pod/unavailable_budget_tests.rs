@@ -29,6 +29,8 @@ struct Cluster {
     refused: Mutex<Vec<String>>,
 }
 
+impl crate::persistentpodstate::PpsLookup for Cluster {}
+
 impl PubLookup for Cluster {
     async fn budgets(&self, _ns: &str) -> Result<Vec<PodUnavailableBudget>, String> {
         Ok(self

@@ -14,6 +14,7 @@ use serde_json::json;
 struct Cluster(Vec<SidecarSet>);
 
 impl crate::podunavailablebudget::PubLookup for Cluster {}
+impl crate::persistentpodstate::PpsLookup for Cluster {}
 
 impl SidecarSetLookup for Cluster {
     async fn sidecar_sets(&self) -> Result<Vec<SidecarSet>, String> {

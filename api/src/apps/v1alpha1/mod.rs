@@ -9,6 +9,7 @@ mod daemonset;
 pub mod ephemeraljob;
 mod imagepulljob;
 mod nodeimage;
+mod persistentpodstate;
 mod resourcedistribution;
 mod sidecarset;
 mod statefulset;
@@ -52,6 +53,11 @@ pub use imagepulljob::{
 pub use nodeimage::{
     ImagePullPhase, ImageSpec, ImageStatus, ImageTagPullPolicy, ImageTagSpec, ImageTagStatus,
     NodeImage, NodeImageSpec, NodeImageStatus, ReferenceObject, SyncStatus, SyncStatusPhase,
+};
+pub use persistentpodstate::{
+    GENERATED_PREFERRED_WEIGHT, NodeTopologyTerm, PersistentPodAnnotation, PersistentPodState,
+    PersistentPodStateSpec, PersistentPodStateStatus, Placement, PodState, PreferredTopologyTerm,
+    generated_spec, in_replicas, node_affinity, ordinal_of,
 };
 pub use resourcedistribution::{
     ConditionType as ResourceDistributionConditionType, DistributedResource, ResourceDistribution,

@@ -8,62 +8,14 @@ use crate::status::decide;
 use crate::view::verdict::{Decision, PodSummary};
 use crate::view::workload::Kind;
 use crate::view::{PodView, RolloutView};
-use crate::watch::{Cache, Update};
-use k8s_openapi::api::core::v1::Event as K8sEvent;
+use crate::watch::Update;
 use kube::api::ApiResource;
 use ratatui::crossterm::event::{
     Event as TermEvent, KeyCode, KeyEvent, KeyEventKind, KeyModifiers,
 };
+use std::collections::BTreeMap;
 
-#[derive(Debug, Clone, PartialEq)]
-pub struct EventRow {
-    pub time: Option<jiff::Timestamp>,
-    pub type_: String,
-    pub reason: String,
-    pub object: String,
-    pub message: String,
-}
-
-pub fn event_row(e: &K8sEvent) -> EventRow {
-    let time = e
-        .last_timestamp
-        .as_ref()
-        .map(|t| t.0)
-        .or_else(|| e.event_time.as_ref().map(|t| t.0))
-        .or_else(|| e.metadata.creation_timestamp.as_ref().map(|t| t.0));
-    EventRow {
-        time,
-        type_: e.type_.clone().unwrap_or_default(),
-        reason: e.reason.clone().unwrap_or_default(),
-        object: format!(
-            "{}/{}",
-            e.involved_object
-                .kind
-                .clone()
-                .unwrap_or_default()
-                .to_lowercase(),
-            e.involved_object.name.clone().unwrap_or_default()
-        ),
-        message: e.message.clone().unwrap_or_default().replace('\n', " "),
-    }
-}
-
-/// Events about the workload or its pods, newest first, at most 50.
-pub fn relevant_events(events: &Cache<K8sEvent>, name: &str, pods: &[PodView]) -> Vec<EventRow> {
-    let names: std::collections::HashSet<&str> = pods.iter().map(|p| p.name.as_str()).collect();
-    let mut rows: Vec<EventRow> = events
-        .items
-        .values()
-        .filter(|e| {
-            let n = e.involved_object.name.as_deref().unwrap_or_default();
-            n == name || names.contains(n)
-        })
-        .map(event_row)
-        .collect();
-    rows.sort_by_key(|r| std::cmp::Reverse(r.time));
-    rows.truncate(50);
-    rows
-}
+pub use crate::view::events::{EventRow, event_row, relevant_events};
 
 /// What a key press asks the event loop to do against the cluster.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -91,6 +43,8 @@ pub enum Input {
     Tick(jiff::Timestamp),
     /// A cluster action finished: what to show in the footer.
     ActionDone(String),
+    /// The nodes the PersistentPodState targeting the StatefulSet recorded, by Pod name.
+    Persisted(BTreeMap<String, String>),
 }
 
 /// A cluster action for the loop's action task, with the workload as the model saw it.
@@ -129,6 +83,8 @@ pub struct LiveModel {
     pub quit: bool,
     /// Cluster actions asked for and not yet handed to the action task.
     pub outbox: Vec<Request>,
+    /// Pod name → the node its PersistentPodState recorded (StatefulSets only).
+    pub persisted: BTreeMap<String, String>,
 }
 
 impl LiveModel {
@@ -152,6 +108,7 @@ impl LiveModel {
             feeds: Feeds::default(),
             quit: false,
             outbox: Vec::new(),
+            persisted: BTreeMap::new(),
         }
     }
 
@@ -184,6 +141,11 @@ impl LiveModel {
                     None => {}
                 }
                 true
+            }
+            Input::Persisted(nodes) => {
+                let changed = nodes != self.persisted;
+                self.persisted = nodes;
+                changed
             }
             Input::Term(TermEvent::Resize(..)) => true,
             Input::Term(_) => false,
@@ -233,14 +195,22 @@ impl LiveModel {
                     views.retain(|p| p.sidecar_hashes.contains_key(&r.name));
                 }
                 self.set_pods(views);
-                self.events = relevant_events(&self.feeds.events, &self.feeds.name, &self.pods);
+                self.events = relevant_events(
+                    self.feeds.events.items.values(),
+                    &self.feeds.name,
+                    &self.pods,
+                );
                 true
             }
             Update::Event(ev) => {
                 if !self.feeds.events.apply(*ev) {
                     return false;
                 }
-                let rows = relevant_events(&self.feeds.events, &self.feeds.name, &self.pods);
+                let rows = relevant_events(
+                    self.feeds.events.items.values(),
+                    &self.feeds.name,
+                    &self.pods,
+                );
                 if rows == self.events {
                     return false;
                 }

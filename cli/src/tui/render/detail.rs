@@ -96,6 +96,14 @@ pub(super) fn detail_lines(m: &LiveModel, p: &Palette) -> Vec<Line<'static>> {
             }
         )),
     ])];
+    if let Some(node) = m.persisted.get(&pod.name) {
+        let text = if *node == pod.node || pod.node.is_empty() {
+            format!("persisted node: {node}")
+        } else {
+            format!("persisted node: {node} (now on {})", pod.node)
+        };
+        lines.push(Line::from(text));
+    }
     // A SidecarSet upgrades sidecars only: what matters is the version the pod records and
     // whether its sidecars run the set's images yet.
     if let Some(r) = m.rollout.as_ref().filter(|r| r.kind == Kind::SidecarSet) {

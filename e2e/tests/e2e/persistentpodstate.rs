@@ -1,0 +1,292 @@
+//! PersistentPodState end to end, against the install from `deploy/`: an Advanced StatefulSet
+//! whose annotations ask for one gets it (owned by the StatefulSet); each Ready Pod's node and
+//! node labels are recorded; a deleted Pod comes back carrying the recorded topology (required
+//! → `spec.nodeSelector`, preferred → preferred node affinity) and lands on the recorded node;
+//! `kubectl kruise rollout watch` names the recorded node in the Pod's detail; a scale-down
+//! drops the scaled-away state; removing the annotation deletes the object. Bad
+//! input is refused naming the field.
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kruise_api::keys;
+use kruise_e2e::cli::{Kruise, Tmux};
+use kruise_e2e::persistentpodstate::{self as pps, create_raw, refusal};
+use kruise_e2e::statefulset as asts;
+use kruise_e2e::{TestNamespace, client, pod_ready, wait_for, wait_pod};
+use kube::api::{Patch, PatchParams, PostParams};
+use kube::{Api, ResourceExt};
+use serde_json::json;
+
+const SETTLE: Duration = Duration::from_secs(60);
+const HOSTNAME: &str = "kubernetes.io/hostname";
+const OS: &str = "kubernetes.io/os";
+
+#[tokio::test]
+async fn a_recreated_pod_returns_to_its_recorded_node() {
+    let client = client().await.expect("cluster");
+    let ns = TestNamespace::create(&client, "e2e-pps").await.expect("ns");
+    let sets = asts::api(&client, &ns.name);
+    let pods: Api<Pod> = ns.api();
+    asts::create_headless_service(&client, &ns.name, "web")
+        .await
+        .expect("service");
+    let mut sts = asts::new(
+        "web",
+        2,
+        "v1",
+        false,
+        json!({"podManagementPolicy": "Parallel"}),
+    )
+    .expect("sts");
+    sts.metadata.annotations = Some(
+        [
+            (keys::PPS_AUTO_GENERATE_ANNOTATION, "true"),
+            (keys::PPS_REQUIRED_TOPOLOGY_ANNOTATION, HOSTNAME),
+            (keys::PPS_PREFERRED_TOPOLOGY_ANNOTATION, OS),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect(),
+    );
+    let sts = sets
+        .create(&PostParams::default(), &sts)
+        .await
+        .expect("create sts");
+
+    // Generated from the annotations, controlled by the StatefulSet.
+    let states = pps::api(&client, &ns.name);
+    let generated = wait_for("the generated PersistentPodState", SETTLE, || async {
+        Ok(states.get_opt("web").await?)
+    })
+    .await
+    .expect("generated");
+    let owner = &generated.owner_references()[0];
+    assert_eq!(owner.uid, sts.uid().unwrap_or_default());
+    assert_eq!(owner.controller, Some(true));
+    assert_eq!(generated.spec.target_reference.kind, "StatefulSet");
+    assert_eq!(
+        generated
+            .spec
+            .required_persistent_topology
+            .as_ref()
+            .map(|t| t.node_topology_keys.clone()),
+        Some(vec![HOSTNAME.to_owned()])
+    );
+    assert_eq!(generated.spec.preferred_persistent_topology[0].weight, 100);
+
+    // Both Pods recorded once Ready, with their node's labels.
+    let recorded = wait_for("both Pods recorded", SETTLE, || async {
+        let p = states.get("web").await?;
+        let s = p.status.unwrap_or_default();
+        Ok((s.pod_states.len() == 2).then_some(s.pod_states))
+    })
+    .await
+    .expect("recorded");
+    let old = pods.get("web-0").await.expect("web-0");
+    let node_name = old
+        .spec
+        .as_ref()
+        .and_then(|s| s.node_name.clone())
+        .unwrap_or_default();
+    let node = Api::<Node>::all(client.clone())
+        .get(&node_name)
+        .await
+        .expect("node");
+    let state = &recorded["web-0"];
+    assert_eq!(state.node_name, node_name);
+    assert_eq!(
+        state.node_topology_labels.get(HOSTNAME),
+        node.labels().get(HOSTNAME)
+    );
+    let os = node.labels().get(OS).cloned().unwrap_or_default();
+    assert_eq!(state.node_topology_labels.get(OS), Some(&os));
+
+    // Deleted, it comes back with the recorded topology injected, on the recorded node.
+    pods.delete("web-0", &Default::default())
+        .await
+        .expect("delete web-0");
+    let old_uid = old.uid().unwrap_or_default();
+    let new = wait_pod(&pods, "web-0", "recreated and Ready", SETTLE, |p| {
+        p.uid().as_deref() != Some(old_uid.as_str()) && pod_ready(p)
+    })
+    .await
+    .expect("recreated");
+    assert_eq!(
+        new.annotations().get(keys::PPS_INJECTED_ANNOTATION),
+        Some(&"web".to_owned())
+    );
+    let spec = new.spec.clone().unwrap_or_default();
+    assert_eq!(
+        spec.node_selector.unwrap_or_default().get(HOSTNAME),
+        node.labels().get(HOSTNAME),
+        "required topology injected as nodeSelector"
+    );
+    let preferred = serde_json::to_value(
+        spec.affinity
+            .and_then(|a| a.node_affinity)
+            .and_then(|n| n.preferred_during_scheduling_ignored_during_execution),
+    )
+    .expect("json");
+    assert_eq!(
+        preferred,
+        json!([{"weight": 100, "preference": {"matchExpressions": [
+            {"key": OS, "operator": "In", "values": [os]}]}}]),
+        "preferred topology injected as preferred node affinity"
+    );
+    assert_eq!(spec.node_name.as_deref(), Some(node_name.as_str()));
+    live_view_shows_the_persisted_node(&ns.name, &node_name).await;
+
+    // Scaled to 1: web-1's state goes with it.
+    sets.patch(
+        "web",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"replicas": 1}})),
+    )
+    .await
+    .expect("scale");
+    wait_for("web-1's state dropped", SETTLE, || async {
+        let s = states.get("web").await?.status.unwrap_or_default();
+        Ok((s.pod_states.keys().collect::<Vec<_>>() == ["web-0"]).then_some(()))
+    })
+    .await
+    .expect("dropped");
+
+    // The annotation removed: the generated object goes.
+    sets.patch(
+        "web",
+        &PatchParams::default(),
+        &Patch::Merge(
+            json!({"metadata": {"annotations": {keys::PPS_AUTO_GENERATE_ANNOTATION: null}}}),
+        ),
+    )
+    .await
+    .expect("unannotate");
+    wait_for(
+        "the generated PersistentPodState deleted",
+        SETTLE,
+        || async { Ok(states.get_opt("web").await?.is_none().then_some(())) },
+    )
+    .await
+    .expect("deleted");
+    ns.delete().await.expect("delete ns");
+}
+
+/// `kubectl kruise rollout watch asts/web` in a real terminal: the selected Pod's detail names
+/// the node its PersistentPodState recorded.
+async fn live_view_shows_the_persisted_node(ns: &str, node: &str) {
+    const PROMPT: &str = "e2e$ ";
+    let kk = Kruise::new(ns).expect("kubectl-kruise binary and kubeconfig");
+    let tmux = Tmux::start(
+        120,
+        40,
+        PROMPT,
+        &[
+            ("KK", kk.bin.display().to_string()),
+            ("KC", kk.kubeconfig.display().to_string()),
+        ],
+    )
+    .expect("tmux session");
+    let screen = |what: &'static str, seen: Box<dyn Fn(&str) -> bool + Send>| {
+        let tmux = &tmux;
+        async move {
+            wait_for(what, Duration::from_secs(30), || async {
+                let s = tmux.capture()?;
+                Ok(seen(&s).then_some(s))
+            })
+            .await
+            .expect(what)
+        }
+    };
+    screen(
+        "the shell prompt",
+        Box::new(|s| s.contains(PROMPT.trim_end())),
+    )
+    .await;
+    tmux.type_text(&format!(
+        "\"$KK\" --kubeconfig \"$KC\" -n {ns} rollout watch asts/web; echo \"EXIT=$?\""
+    ))
+    .expect("type");
+    tmux.key("Enter").expect("enter");
+    let expected = format!("persisted node: {node}");
+    screen(
+        "the persisted node in the Pod detail",
+        Box::new(move |s| s.contains(&expected)),
+    )
+    .await;
+    tmux.key("q").expect("q");
+    screen("exit 0 after q", Box::new(|s| s.contains("EXIT=0"))).await;
+}
+
+#[tokio::test]
+async fn bad_input_is_refused_naming_the_field() {
+    let client = client().await.expect("cluster");
+    let ns = TestNamespace::create(&client, "e2e-pps-bad")
+        .await
+        .expect("ns");
+    let target =
+        json!({"apiVersion": "apps.kruise.io/v1beta1", "kind": "StatefulSet", "name": "db"});
+    let required = json!({"nodeTopologyKeys": [HOSTNAME]});
+    let cases = [
+        (
+            json!({"targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "db"},
+                   "requiredPersistentTopology": required}),
+            "spec.targetRef: Invalid value",
+        ),
+        (
+            json!({"targetRef": target}),
+            "spec.requiredPersistentTopology, spec.preferredPersistentTopology: Required value",
+        ),
+        (
+            json!({"targetRef": target, "preferredPersistentTopology": [
+                {"weight": 0, "preference": {"nodeTopologyKeys": [HOSTNAME]}}]}),
+            "spec.preferredPersistentTopology[0].weight: Invalid value: 0",
+        ),
+        (
+            json!({"targetRef": target, "requiredPersistentTopology": required,
+                   "persistentPodStateRetentionPolicy": "Never"}),
+            "spec.persistentPodStateRetentionPolicy: Unsupported value: \"Never\"",
+        ),
+    ];
+    for (spec, expected) in cases {
+        let message = refusal(create_raw(&client, &ns.name, "bad", spec.clone()).await)
+            .unwrap_or_else(|| panic!("{spec} accepted"));
+        assert!(message.contains(expected), "{spec}: {message}");
+    }
+    // A valid one is admitted; a second for the same workload and a changed target are not.
+    create_raw(
+        &client,
+        &ns.name,
+        "db",
+        json!({"targetRef": target, "requiredPersistentTopology": required}),
+    )
+    .await
+    .expect("a valid PersistentPodState");
+    let message = refusal(
+        create_raw(
+            &client,
+            &ns.name,
+            "db-again",
+            json!({"targetRef": target, "requiredPersistentTopology": required}),
+        )
+        .await,
+    )
+    .expect("refused");
+    assert!(
+        message.contains("in conflict with other PersistentPodState db"),
+        "{message}"
+    );
+    let err = pps::api(&client, &ns.name)
+        .patch(
+            "db",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"targetRef": {"name": "other"}}})),
+        )
+        .await
+        .expect_err("targetRef changed");
+    assert!(
+        err.to_string().contains("spec.targetRef: Forbidden"),
+        "{err}"
+    );
+    ns.delete().await.expect("delete ns");
+}

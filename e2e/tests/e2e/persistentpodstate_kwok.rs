@@ -1,0 +1,176 @@
+//! PersistentPodState across several nodes, on the kwok scale cluster (`hack/scale-cluster.sh`):
+//! an Advanced StatefulSet spread over the run's fake Nodes; a deleted Pod comes back with the
+//! recorded `kubernetes.io/hostname` as its nodeSelector and lands on the recorded node, out of
+//! several it could have taken. The single-node behaviour (generation, scale-down, refusals) is
+//! `persistentpodstate.rs`'s.
+//!
+//! Starts a kruise-manager of this tree against the scale cluster and stops it, and deletes
+//! what it created (the scale cluster has no garbage collector). Run by the `kwok` stage of
+//! `hack/test.sh` under `flock /tmp/kruise-scale.lock`.
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kruise_api::keys;
+use kruise_e2e::kwok::{self, FakeNode, Manager};
+use kruise_e2e::persistentpodstate::{self as pps, create_raw};
+use kruise_e2e::statefulset as asts;
+use kruise_e2e::{pod_ready, wait_for, wait_pod};
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use kube::{Api, Client, ResourceExt};
+use rand::Rng;
+use serde_json::json;
+
+/// The namespace of this file's test (see `kruise_e2e::kwok`: never deleted).
+const NS: &str = "e2e-pps-kwok";
+const RUN_LABEL: &str = "kruise-rs.e2e/pps-run";
+const NODES: usize = 4;
+/// Generous: on a loaded machine kwok, the scheduler and a debug manager share two cores.
+const WAIT: Duration = Duration::from_secs(180);
+const HOSTNAME: &str = "kubernetes.io/hostname";
+
+/// The CRD, as the scale cluster may have been brought up before the kind existed.
+async fn ensure_crd(client: &Client) {
+    let crd = kruise_api::crds::all()
+        .expect("CRDs")
+        .into_iter()
+        .find(|c| c.metadata.name.as_deref() == Some("persistentpodstates.apps.kruise.io"))
+        .expect("the PersistentPodState CRD");
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    api.patch(
+        "persistentpodstates.apps.kruise.io",
+        &PatchParams::apply("kruise-e2e").force(),
+        &Patch::Apply(&crd),
+    )
+    .await
+    .expect("apply the CRD");
+    wait_for("the CRD established", WAIT, || async {
+        let c = api.get("persistentpodstates.apps.kruise.io").await?;
+        let established = c
+            .status
+            .and_then(|s| s.conditions)
+            .unwrap_or_default()
+            .iter()
+            .any(|c| c.type_ == "Established" && c.status == "True");
+        Ok(established.then_some(()))
+    })
+    .await
+    .expect("established");
+}
+
+#[tokio::test]
+async fn a_recreated_pod_lands_on_its_recorded_node_among_several() {
+    let client = kwok::client().await.expect("the kwok scale cluster");
+    kwok::namespace(&client, NS).await.expect("namespace");
+    ensure_crd(&client).await;
+    let manager = Manager::start("pps").await.expect("kruise-manager");
+    let suffix: u32 = rand::rng().random_range(0..0xff_ffff);
+    let run = format!("pps-{suffix:06x}");
+    let nodes: Vec<String> = (0..NODES).map(|i| format!("{run}-{i:02}")).collect();
+    let fakes: Vec<FakeNode> = nodes
+        .iter()
+        .map(|n| FakeNode::new(n.clone()).label(RUN_LABEL, &run))
+        .collect();
+    let outcome = tokio::spawn(body(client.clone(), run.clone(), fakes)).await;
+    // The StatefulSet first (else it recreates its Pods), then Pods, the object, the Nodes.
+    let sets = asts::api(&client, NS);
+    let _ = sets.delete(&run, &DeleteParams::default()).await;
+    let gone = wait_for("the StatefulSet deleted", WAIT, || async {
+        Ok(sets.get_opt(&run).await?.is_none().then_some(()))
+    })
+    .await;
+    let pods = kwok::delete_pods(
+        &Api::<Pod>::namespaced(client.clone(), NS),
+        &format!("app={run}"),
+    )
+    .await;
+    let _ = pps::api(&client, NS)
+        .delete(&run, &DeleteParams::default())
+        .await;
+    let deleted_nodes = kwok::delete_nodes(&client, &nodes).await;
+    manager.stop().await;
+    if let Err(e) = outcome {
+        std::panic::resume_unwind(e.into_panic());
+    }
+    gone.expect("delete the StatefulSet");
+    pods.expect("delete the Pods");
+    deleted_nodes.expect("delete the Nodes");
+}
+
+async fn body(client: Client, run: String, fakes: Vec<FakeNode>) {
+    kwok::create_nodes(&client, &fakes)
+        .await
+        .expect("create Nodes");
+    create_raw(
+        &client,
+        NS,
+        &run,
+        json!({
+            "targetRef": {"apiVersion": keys::APPS_V1BETA1, "kind": "StatefulSet", "name": run},
+            "requiredPersistentTopology": {"nodeTopologyKeys": [HOSTNAME]},
+        }),
+    )
+    .await
+    .expect("create the PersistentPodState");
+    // Spread one Pod a node over the run's Nodes; kwok plays their kubelet.
+    let mut sts = asts::new(
+        &run,
+        NODES as i32 - 1,
+        "v1",
+        false,
+        json!({"podManagementPolicy": "Parallel"}),
+    )
+    .expect("sts");
+    sts.data["spec"]["template"]["spec"]["nodeSelector"] = json!({ RUN_LABEL: run });
+    sts.data["spec"]["template"]["spec"]["tolerations"] =
+        json!([{"operator": "Exists", "effect": "NoSchedule"}]);
+    sts.data["spec"]["template"]["spec"]["affinity"] = json!({"podAntiAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": [{
+            "labelSelector": {"matchLabels": {"app": run}},
+            "topologyKey": HOSTNAME}]}});
+    asts::api(&client, NS)
+        .create(&PostParams::default(), &sts)
+        .await
+        .expect("create the StatefulSet");
+    let states = pps::api(&client, NS);
+    let recorded = wait_for("every Pod recorded", WAIT, || async {
+        let s = states.get(&run).await?.status.unwrap_or_default();
+        Ok((s.pod_states.len() == NODES - 1).then_some(s.pod_states))
+    })
+    .await
+    .expect("recorded");
+    let pods: Api<Pod> = Api::namespaced(client.clone(), NS);
+    let name = format!("{run}-1");
+    let old = pods.get(&name).await.expect("pod 1");
+    let node = old
+        .spec
+        .as_ref()
+        .and_then(|s| s.node_name.clone())
+        .unwrap_or_default();
+    assert_eq!(recorded[&name].node_name, node);
+    assert_eq!(
+        recorded[&name].node_topology_labels.get(HOSTNAME),
+        Some(&node)
+    );
+    pods.delete(&name, &DeleteParams::default())
+        .await
+        .expect("delete pod 1");
+    let old_uid = old.uid().unwrap_or_default();
+    let new = wait_pod(&pods, &name, "recreated and Ready", WAIT, |p| {
+        p.uid().as_deref() != Some(old_uid.as_str()) && pod_ready(p)
+    })
+    .await
+    .expect("recreated");
+    let spec = new.spec.clone().unwrap_or_default();
+    assert_eq!(
+        spec.node_selector.unwrap_or_default().get(HOSTNAME),
+        Some(&node),
+        "the recorded hostname injected"
+    );
+    assert_eq!(
+        spec.node_name.as_deref(),
+        Some(node.as_str()),
+        "back on its node; the free Node was also eligible"
+    );
+}
