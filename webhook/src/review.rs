@@ -266,6 +266,27 @@ pub fn creating_or_updating(req: &Request) -> Result<Option<&Value>, Outcome> {
     }
 }
 
+/// The typed object of a CREATE or UPDATE and, for an UPDATE, the old one; `Ok(None)` for other
+/// operations. `kind` names the type in the refusal when either does not decode.
+pub fn decoded_with_old<T: serde::de::DeserializeOwned>(
+    req: &Request,
+    kind: &str,
+) -> Result<Option<(T, Option<T>)>, Outcome> {
+    let Some(obj) = creating_or_updating(req)? else {
+        return Ok(None);
+    };
+    let new: T = serde_json::from_value(obj.clone())
+        .map_err(|e| Outcome::bad_request(format!("cannot decode {kind}: {e}")))?;
+    let old = match (&req.operation, &req.old_object) {
+        (Operation::Update, Some(old)) => Some(
+            serde_json::from_value(old.clone())
+                .map_err(|e| Outcome::bad_request(format!("cannot decode the old {kind}: {e}")))?,
+        ),
+        _ => None,
+    };
+    Ok(Some((new, old)))
+}
+
 /// The patch from `before` to `after`, or admit unchanged.
 pub fn patch_or_allow(before: &Value, after: &Value) -> Outcome {
     if before == after {

@@ -7,36 +7,22 @@
 
 use kruise_api::apps::v1alpha1::{NodeTopologyTerm, PersistentPodState};
 use kruise_api::keys;
-use kube::core::admission::Operation;
 use serde_json::{Value, json};
 
 use super::PpsLookup;
 use crate::field::{FieldError, aggregate, dns_subdomain_problem};
-use crate::review::{Outcome, Request, creating_or_updating};
+use crate::review::{Outcome, Request, decoded_with_old};
 
 /// `/validate-apps-kruise-io-persistentpodstate` (CREATE and UPDATE).
 pub async fn validate<C: PpsLookup>(req: Request, cluster: &C) -> Outcome {
-    let obj = match creating_or_updating(&req) {
-        Ok(Some(o)) => o,
+    let (pps, old) = match decoded_with_old::<PersistentPodState>(&req, "PersistentPodState") {
+        Ok(Some(both)) => both,
         Ok(None) => return Outcome::Allow,
         Err(o) => return o,
     };
-    let pps: PersistentPodState = match serde_json::from_value(obj.clone()) {
-        Ok(p) => p,
-        Err(e) => return Outcome::bad_request(format!("cannot decode PersistentPodState: {e}")),
-    };
     let mut errs = spec_errors(&pps);
-    if req.operation == Operation::Update
-        && let Some(old) = &req.old_object
-    {
-        match serde_json::from_value::<PersistentPodState>(old.clone()) {
-            Ok(old) => errs.extend(update_errors(&pps, &old)),
-            Err(e) => {
-                return Outcome::bad_request(format!(
-                    "cannot decode the old PersistentPodState: {e}"
-                ));
-            }
-        }
+    if let Some(old) = &old {
+        errs.extend(update_errors(&pps, old));
     }
     let ns = pps
         .metadata

@@ -11,12 +11,11 @@ use kruise_api::keys;
 use kruise_api::policy::v1alpha1::pubcontrol::invalid_protect_operations;
 use kruise_api::policy::v1alpha1::{PodUnavailableBudget, PubOperation, TargetReference};
 use kruise_api::selector::{self, Violation};
-use kube::core::admission::Operation;
 use serde_json::{Value, json};
 
 use super::PubLookup;
 use crate::field::{FieldError, aggregate};
-use crate::review::{Outcome, Request, creating_or_updating};
+use crate::review::{Outcome, Request, decoded_with_old};
 
 /// Upstream's refusal while neither PodUnavailableBudget gate is on.
 pub fn gate_message() -> String {
@@ -34,27 +33,15 @@ pub async fn validate<C: PubLookup>(req: Request, cluster: &C, gates: &FeatureGa
     {
         return Outcome::bad_request(gate_message());
     }
-    let obj = match creating_or_updating(&req) {
-        Ok(Some(o)) => o,
+    let (budget, old) = match decoded_with_old::<PodUnavailableBudget>(&req, "PodUnavailableBudget")
+    {
+        Ok(Some(both)) => both,
         Ok(None) => return Outcome::Allow,
         Err(o) => return o,
     };
-    let budget: PodUnavailableBudget = match serde_json::from_value(obj.clone()) {
-        Ok(b) => b,
-        Err(e) => return Outcome::bad_request(format!("cannot decode PodUnavailableBudget: {e}")),
-    };
     let mut errs = budget_errors(&budget);
-    if req.operation == Operation::Update
-        && let Some(old) = &req.old_object
-    {
-        match serde_json::from_value::<PodUnavailableBudget>(old.clone()) {
-            Ok(old) => errs.extend(update_errors(&budget, &old)),
-            Err(e) => {
-                return Outcome::bad_request(format!(
-                    "cannot decode the old PodUnavailableBudget: {e}"
-                ));
-            }
-        }
+    if let Some(old) = &old {
+        errs.extend(update_errors(&budget, old));
     }
     let ns = budget
         .metadata
