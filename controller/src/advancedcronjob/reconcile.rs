@@ -18,7 +18,6 @@ use kube::runtime::controller::Action;
 use kube::{Api, Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use serde_json::{Value, json};
 
 use super::children::{self, NewRun};
 use super::context::{Context, Error};
@@ -294,19 +293,12 @@ async fn write_status(
     if acj.status.as_ref() == Some(new) {
         return Ok(());
     }
-    let mut body = serde_json::to_value(new)?;
-    if let (Some(old), Value::Object(obj)) = (acj.status.as_ref(), &mut body)
-        && let Value::Object(old) = serde_json::to_value(old)?
-    {
-        for k in old.keys() {
-            obj.entry(k.clone()).or_insert(Value::Null);
-        }
-    }
+    let patch = crate::workload::status::status_patch(acj.status.as_ref(), new)?;
     let api: Api<AdvancedCronJob> = Api::namespaced(ctx.client.clone(), ns);
     api.patch_status(
         &acj.name_any(),
         &PatchParams::default(),
-        &Patch::Merge(json!({ "status": body })),
+        &Patch::Merge(patch),
     )
     .await?;
     Ok(())

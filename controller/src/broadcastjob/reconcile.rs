@@ -15,7 +15,6 @@ use kube::api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef;
 use kube::{Api, Resource, ResourceExt};
-use serde_json::{Value, json};
 
 use super::context::{Context, Error};
 use super::plan::{self, Note, Plan, Step};
@@ -280,19 +279,12 @@ async fn write_status(
     if job.status.as_ref() == Some(new) {
         return Ok(());
     }
-    let mut body = serde_json::to_value(new)?;
-    if let (Some(old), Value::Object(obj)) = (job.status.as_ref(), &mut body)
-        && let Value::Object(old) = serde_json::to_value(old)?
-    {
-        for k in old.keys() {
-            obj.entry(k.clone()).or_insert(Value::Null);
-        }
-    }
+    let patch = crate::workload::status::status_patch(job.status.as_ref(), new)?;
     let api: Api<BroadcastJob> = Api::namespaced(ctx.client.clone(), ns);
     api.patch_status(
         &job.name_any(),
         &PatchParams::default(),
-        &Patch::Merge(json!({ "status": body })),
+        &Patch::Merge(patch),
     )
     .await?;
     Ok(())

@@ -7,7 +7,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, Time};
 use kruise_api::apps::v1beta1::{CloneSet, CloneSetCondition, CloneSetStatus};
 use kruise_api::keys::{self, k8s};
 use kruise_api::selector;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::error::Error;
 use crate::workload::intstr::partition_replicas;
@@ -246,15 +246,7 @@ pub fn selector_string(sel: &LabelSelector) -> String {
 /// The merge patch that turns `old` into `new`. Fields the serializer omits when zero must be
 /// cleared explicitly, or the merge would keep their old value.
 pub fn status_patch(old: Option<&CloneSetStatus>, new: &CloneSetStatus) -> Result<Value, Error> {
-    let mut body = serde_json::to_value(new)?;
-    if let (Some(old), Value::Object(obj)) = (old, &mut body)
-        && let Value::Object(old) = serde_json::to_value(old)?
-    {
-        for k in old.keys() {
-            obj.entry(k.clone()).or_insert(Value::Null);
-        }
-    }
-    Ok(json!({ "status": body }))
+    Ok(crate::workload::status::status_patch(old, new)?)
 }
 
 #[cfg(test)]

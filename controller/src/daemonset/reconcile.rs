@@ -16,7 +16,6 @@ use kube::api::{Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
 use kube::{Api, ResourceExt};
-use serde_json::{Value, json};
 
 use super::context::{Context, Error};
 use super::nodes;
@@ -311,19 +310,12 @@ async fn write_status(
     if ds.status.as_ref() == Some(&new) {
         return Ok(());
     }
-    let mut body = serde_json::to_value(&new)?;
-    if let (Some(old), Value::Object(obj)) = (ds.status.as_ref(), &mut body)
-        && let Value::Object(old) = serde_json::to_value(old)?
-    {
-        for k in old.keys() {
-            obj.entry(k.clone()).or_insert(Value::Null);
-        }
-    }
+    let patch = crate::workload::status::status_patch(ds.status.as_ref(), &new)?;
     let api: Api<DaemonSet> = Api::namespaced(ctx.client.clone(), ns);
     api.patch_status(
         &ds.name_any(),
         &PatchParams::default(),
-        &Patch::Merge(json!({ "status": body })),
+        &Patch::Merge(patch),
     )
     .await?;
     Ok(())

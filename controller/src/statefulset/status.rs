@@ -8,7 +8,7 @@ use kruise_api::apps::v1beta1::{
     StatefulSet, StatefulSetCondition, StatefulSetStatus, StatefulSetUpdateStrategyType,
 };
 use kruise_api::keys::k8s;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::plan::{is_running_and_ready, is_terminating, running_and_available};
 use crate::workload::podutil;
@@ -105,15 +105,7 @@ pub fn status_patch(
     old: Option<&StatefulSetStatus>,
     new: &StatefulSetStatus,
 ) -> Result<Value, serde_json::Error> {
-    let mut body = serde_json::to_value(new)?;
-    if let (Some(old), Value::Object(obj)) = (old, &mut body)
-        && let Value::Object(old) = serde_json::to_value(old)?
-    {
-        for k in old.keys() {
-            obj.entry(k.clone()).or_insert(Value::Null);
-        }
-    }
-    Ok(json!({ "status": body }))
+    crate::workload::status::status_patch(old, new)
 }
 
 #[cfg(test)]

@@ -9,7 +9,8 @@
 //! (owned / adopt / release), `specifieddelete`, `nodes` (which nodes a per-node Pod may run on,
 //! and binding it there). The writes: `podpatch` (one Pod patch),
 //! `lifecycle`'s writer, `predownload` (image pre-download jobs before in-place updates), and
-//! `budget` (a PodUnavailableBudget's charge before a workload updates a Pod).
+//! `budget` (a PodUnavailableBudget's charge before a workload updates a Pod), `status` (the
+//! status merge patch).
 //! The expectations gate stays at the crate top, [`crate::expectations`]: non-Pod controllers
 //! (ImageListPullJob) use it too.
 
@@ -22,5 +23,6 @@ pub mod podpatch;
 pub mod podutil;
 pub mod predownload;
 pub mod specifieddelete;
+pub mod status;
 pub mod update_step;
 pub mod updatesort;
