@@ -9,6 +9,7 @@ mod daemonset;
 pub mod ephemeraljob;
 mod imagepulljob;
 mod nodeimage;
+pub mod podprobemarker;
 mod resourcedistribution;
 mod sidecarset;
 mod statefulset;
@@ -52,6 +53,11 @@ pub use imagepulljob::{
 pub use nodeimage::{
     ImagePullPhase, ImageSpec, ImageStatus, ImageTagPullPolicy, ImageTagSpec, ImageTagStatus,
     NodeImage, NodeImageSpec, NodeImageStatus, ReferenceObject, SyncStatus, SyncStatusPhase,
+};
+pub use podprobemarker::{
+    ContainerProbe, ContainerProbeState, NodePodProbe, NodePodProbeSpec, NodePodProbeStatus,
+    PodContainerProbe, PodProbe, PodProbeMarker, PodProbeMarkerSpec, PodProbeMarkerStatus,
+    PodProbeStatus, ProbeMarkerPolicy, ProbeState,
 };
 pub use resourcedistribution::{
     ConditionType as ResourceDistributionConditionType, DistributedResource, ResourceDistribution,
