@@ -77,7 +77,13 @@ fn versions_storage_and_conversion() {
         }
         assert_eq!(crd.spec.group, keys::APPS_GROUP, "{name}");
         // ResourceDistribution and EphemeralJob serve and store v1alpha1 only, as upstream.
-        if name == "resourcedistributions.apps.kruise.io" || name == "ephemeraljobs.apps.kruise.io"
+        if [
+            "resourcedistributions.apps.kruise.io",
+            "ephemeraljobs.apps.kruise.io",
+            "podprobemarkers.apps.kruise.io",
+            "nodepodprobes.apps.kruise.io",
+        ]
+        .contains(&name)
         {
             assert_eq!(versions, [(keys::VERSION_V1ALPHA1, true)], "{name}");
             assert!(crd.spec.conversion.is_none(), "{name}: no conversion");

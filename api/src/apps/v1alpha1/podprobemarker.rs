@@ -206,6 +206,9 @@ mod tests {
         };
         let v = serde_json::to_value(&p).expect("serializes");
         assert_eq!(v["IP"], "10.0.0.1");
-        assert_eq!(split_node_probe_name(&node_probe_name("m", "x")), Some(("m", "x")));
+        assert_eq!(
+            split_node_probe_name(&node_probe_name("m", "x")),
+            Some(("m", "x"))
+        );
     }
 }
