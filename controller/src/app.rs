@@ -20,8 +20,8 @@ use crate::podcache::PodCache;
 use crate::server::{self, Health};
 use crate::{
     advancedcronjob, broadcastjob, crr, daemonset, ephemeraljob, imagepulljob, launchpriority,
-    nodeimage, podreadiness, podunavailablebudget, ratelimit, resourcedistribution, sidecarset,
-    sidecarterminator, statefulset,
+    nodeimage, podprobemarker, podreadiness, podunavailablebudget, ratelimit, resourcedistribution,
+    sidecarset, sidecarterminator, statefulset,
 };
 
 /// Name of the leader-election Lease (upstream's lock name).
@@ -170,6 +170,9 @@ pub struct GatedControllers {
     /// `SidecarTerminator` (off by default upstream; it needs `KruiseDaemon`, which carries
     /// out its requests).
     pub sidecar_terminator: bool,
+    /// `PodProbeMarkerGate` (on by default upstream; it needs `KruiseDaemon`, which runs the
+    /// probes): the PodProbeMarker and NodePodProbe controllers.
+    pub pod_probe_marker: bool,
 }
 
 impl GatedControllers {
@@ -183,6 +186,7 @@ impl GatedControllers {
                 || gates.enabled(Gate::PodUnavailableBudgetUpdateGate),
             resource_distribution: gates.enabled(Gate::ResourceDistributionGate),
             sidecar_terminator: daemon && gates.enabled(Gate::SidecarTerminator),
+            pod_probe_marker: daemon && gates.enabled(Gate::PodProbeMarkerGate),
         }
     }
 }
@@ -314,6 +318,17 @@ pub async fn run_controllers(
         "sidecarterminator",
         sidecarterminator::run(client.clone(), pods.clone(), metrics.clone(), token.clone()),
     );
+    let probes = gated(
+        run.pod_probe_marker,
+        "podprobemarker and nodepodprobe",
+        podprobemarker::run(
+            client.clone(),
+            pods.clone(),
+            metrics.clone(),
+            instance.clone(),
+            token.clone(),
+        ),
+    );
     let ctx = Arc::new(
         cloneset::Context::new(client, pods, revisions, metrics, instance, namespace)
             .with_gates(gates),
@@ -329,7 +344,8 @@ pub async fn run_controllers(
         ephemeraljobs,
         budgets,
         distributions,
-        terminator
+        terminator,
+        probes
     );
 }
 
@@ -597,10 +613,14 @@ mod tests {
                     pod_unavailable_budget,
                     resource_distribution,
                     sidecar_terminator,
+                    // PodProbeMarkerGate is on by default; it follows the daemon's gate.
+                    pod_probe_marker: node_images,
                 },
                 "{flag}"
             );
         }
+        let off = FeatureGates::parse("PodProbeMarkerGate=false").expect("valid");
+        assert!(!GatedControllers::of(&off).pod_probe_marker);
     }
 
     #[test]

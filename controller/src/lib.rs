@@ -18,6 +18,7 @@ pub mod leader;
 pub mod metrics;
 pub mod nodeimage;
 pub mod podcache;
+pub mod podprobemarker;
 pub mod podreadiness;
 pub mod podunavailablebudget;
 pub use kruise_runtime::ratelimit;

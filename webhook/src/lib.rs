@@ -232,6 +232,8 @@ pub mod paths {
         VALIDATE_RESOURCEDISTRIBUTION,
         MUTATE_EPHEMERALJOB,
         VALIDATE_EPHEMERALJOB,
+        MUTATE_PODPROBEMARKER,
+        VALIDATE_PODPROBEMARKER,
     ];
     /// CRD conversion.
     pub const CONVERT: &str = kruise_api::keys::CONVERSION_WEBHOOK_PATH;
