@@ -245,6 +245,7 @@ pub mod kwok;
 pub mod manager;
 pub mod mode;
 pub mod plugin;
+pub mod podprobemarker;
 pub mod recorder;
 pub mod resourcedistribution;
 pub mod sidecarset;

@@ -32,6 +32,7 @@ mod launch_priority;
 mod manager_restart;
 mod plugin_dev;
 mod plugin_install;
+mod podprobemarker;
 mod podunavailablebudget;
 mod resourcedistribution;
 mod runtime_meta;
