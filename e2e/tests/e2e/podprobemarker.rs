@@ -131,7 +131,7 @@ async fn probes_mark_the_pod_flip_on_failure_and_leave_with_the_pod_and_marker()
 
     // Fail the exec probe: the Failed markers replace the Succeeded ones within
     // period (1 s) × failureThreshold (2), plus the write path's latency.
-    let rm = pods
+    let mut rm = pods
         .exec(
             "p1",
             ["rm", "/tmp/ok"],
@@ -139,6 +139,9 @@ async fn probes_mark_the_pod_flip_on_failure_and_leave_with_the_pod_and_marker()
         )
         .await
         .expect("exec");
+    let status = rm.take_status().expect("exec status");
+    let status = status.await.expect("exec ended");
+    assert_eq!(status.status.as_deref(), Some("Success"), "rm: {status:?}");
     rm.join().await.expect("rm");
     let start = Instant::now();
     let failed = wait_for("p1 marked Failed", MARK, || async {
