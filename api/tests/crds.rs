@@ -83,7 +83,7 @@ fn versions_storage_and_conversion() {
             "podprobemarkers.apps.kruise.io",
             "nodepodprobes.apps.kruise.io",
         ]
-        .contains(&name)
+        .contains(&name.as_str())
         {
             assert_eq!(versions, [(keys::VERSION_V1ALPHA1, true)], "{name}");
             assert!(crd.spec.conversion.is_none(), "{name}: no conversion");
