@@ -128,6 +128,17 @@ pub fn all() -> Result<Vec<CustomResourceDefinition>, CrdError> {
             ],
             Conversion::None,
         )?,
+        // v1alpha1 only, as upstream.
+        merged(
+            "nodepodprobes.apps.kruise.io",
+            vec![v1alpha1::NodePodProbe::crd()],
+            Conversion::None,
+        )?,
+        merged(
+            "podprobemarkers.apps.kruise.io",
+            vec![v1alpha1::PodProbeMarker::crd()],
+            Conversion::None,
+        )?,
         merged(
             "nodeimages.apps.kruise.io",
             vec![v1alpha1::NodeImage::crd(), v1beta1::NodeImage::crd()],

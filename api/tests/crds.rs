@@ -76,11 +76,15 @@ fn versions_storage_and_conversion() {
             continue;
         }
         assert_eq!(crd.spec.group, keys::APPS_GROUP, "{name}");
-        // ResourceDistribution, EphemeralJob and PersistentPodState serve and store v1alpha1
-        // only, as upstream.
-        if name == "resourcedistributions.apps.kruise.io"
-            || name == "ephemeraljobs.apps.kruise.io"
-            || name == "persistentpodstates.apps.kruise.io"
+        // These serve and store v1alpha1 only, as upstream.
+        if [
+            "resourcedistributions.apps.kruise.io",
+            "ephemeraljobs.apps.kruise.io",
+            "persistentpodstates.apps.kruise.io",
+            "podprobemarkers.apps.kruise.io",
+            "nodepodprobes.apps.kruise.io",
+        ]
+        .contains(&name.as_str())
         {
             assert_eq!(versions, [(keys::VERSION_V1ALPHA1, true)], "{name}");
             assert!(crd.spec.conversion.is_none(), "{name}: no conversion");

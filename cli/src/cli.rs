@@ -92,6 +92,9 @@ pub enum Command {
     /// Pause or resume an EphemeralJob (`ejob`).
     #[command(subcommand, name = "ephemeraljob", visible_alias = "ejob")]
     EphemeralJob(EphemeralJobCmd),
+    /// Show a PodProbeMarker's probe states per Pod (`ppm`).
+    #[command(subcommand, name = "podprobemarker", visible_alias = "ppm")]
+    PodProbeMarker(PodProbeMarkerCmd),
     /// Run the manager (controllers and webhook) in this process, for a dev cluster.
     Dev(DevArgs),
     /// Install Kruise-rs (the manifests of deploy/, embedded in this binary), server side.

@@ -18,7 +18,7 @@ pub mod watch;
 use clap::CommandFactory;
 use cli::{
     AdvancedCronJobCmd, BroadcastJobCmd, Cli, Command, CreateCmd, DistributionCmd, EphemeralJobCmd,
-    ImageCmd, Rollout, SetCmd,
+    ImageCmd, PodProbeMarkerCmd, Rollout, SetCmd,
 };
 use error::{CliError, exit};
 
@@ -133,6 +133,9 @@ pub async fn dispatch(cli: Cli) -> Result<i32, CliError> {
         }
         Command::EphemeralJob(EphemeralJobCmd::Resume { name }) => {
             cmd::ephemeraljob::pause(&ctx, &name, false).await
+        }
+        Command::PodProbeMarker(PodProbeMarkerCmd::Status { name }) => {
+            cmd::podprobemarker::status(&ctx, &name).await
         }
         Command::BroadcastJob(BroadcastJobCmd::Wait { name, timeout }) => {
             cmd::broadcastjob::wait(&ctx, &name, timeout).await

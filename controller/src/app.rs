@@ -20,7 +20,7 @@ use crate::podcache::PodCache;
 use crate::server::{self, Health};
 use crate::{
     advancedcronjob, broadcastjob, crr, daemonset, ephemeraljob, imagepulljob, launchpriority,
-    nodeimage, persistentpodstate, podreadiness, podunavailablebudget, ratelimit,
+    nodeimage, persistentpodstate, podprobemarker, podreadiness, podunavailablebudget, ratelimit,
     resourcedistribution, sidecarset, sidecarterminator, statefulset,
 };
 
@@ -170,6 +170,9 @@ pub struct GatedControllers {
     /// `SidecarTerminator` (off by default upstream; it needs `KruiseDaemon`, which carries
     /// out its requests).
     pub sidecar_terminator: bool,
+    /// `PodProbeMarkerGate` (on by default upstream; it needs `KruiseDaemon`, which runs the
+    /// probes): the PodProbeMarker and NodePodProbe controllers.
+    pub pod_probe_marker: bool,
 }
 
 impl GatedControllers {
@@ -183,6 +186,7 @@ impl GatedControllers {
                 || gates.enabled(Gate::PodUnavailableBudgetUpdateGate),
             resource_distribution: gates.enabled(Gate::ResourceDistributionGate),
             sidecar_terminator: daemon && gates.enabled(Gate::SidecarTerminator),
+            pod_probe_marker: daemon && gates.enabled(Gate::PodProbeMarkerGate),
         }
     }
 }
@@ -224,6 +228,72 @@ fn pod_level(
     );
     async move {
         tokio::join!(readiness, launch, node_images, pull_jobs, recreate);
+    }
+}
+
+/// The controllers of policy kinds that act on other workloads' Pods: PodUnavailableBudget,
+/// ResourceDistribution, PersistentPodState, SidecarTerminator and the probe markers.
+fn policies(
+    run: &GatedControllers,
+    client: &Client,
+    pods: &PodCache,
+    metrics: &Arc<Metrics>,
+    instance: &Option<String>,
+    namespace: &Option<String>,
+    token: &CancellationToken,
+) -> impl std::future::Future<Output = ()> + use<> {
+    let budgets = gated(
+        run.pod_unavailable_budget,
+        "podunavailablebudget",
+        podunavailablebudget::run(
+            Arc::new(podunavailablebudget::Context::new(
+                client.clone(),
+                pods.clone(),
+                metrics.clone(),
+                instance.clone(),
+                namespace.clone(),
+            )),
+            token.clone(),
+        ),
+    );
+    let distributions = gated(
+        run.resource_distribution,
+        "resourcedistribution",
+        resourcedistribution::run(
+            client.clone(),
+            metrics.clone(),
+            instance.clone(),
+            token.clone(),
+        ),
+    );
+    let persistent = persistentpodstate::run(
+        Arc::new(persistentpodstate::Context::new(
+            client.clone(),
+            pods.clone(),
+            metrics.clone(),
+            instance.clone(),
+            namespace.clone(),
+        )),
+        token.clone(),
+    );
+    let terminator = gated(
+        run.sidecar_terminator,
+        "sidecarterminator",
+        sidecarterminator::run(client.clone(), pods.clone(), metrics.clone(), token.clone()),
+    );
+    let probes = gated(
+        run.pod_probe_marker,
+        "podprobemarker and nodepodprobe",
+        podprobemarker::run(
+            client.clone(),
+            pods.clone(),
+            metrics.clone(),
+            instance.clone(),
+            token.clone(),
+        ),
+    );
+    async move {
+        tokio::join!(budgets, distributions, persistent, terminator, probes);
     }
 }
 
@@ -285,44 +355,8 @@ pub async fn run_controllers(
         ),
         token.clone(),
     );
-    let budgets = gated(
-        run.pod_unavailable_budget,
-        "podunavailablebudget",
-        podunavailablebudget::run(
-            Arc::new(podunavailablebudget::Context::new(
-                client.clone(),
-                pods.clone(),
-                metrics.clone(),
-                instance.clone(),
-                namespace.clone(),
-            )),
-            token.clone(),
-        ),
-    );
-    let distributions = gated(
-        run.resource_distribution,
-        "resourcedistribution",
-        resourcedistribution::run(
-            client.clone(),
-            metrics.clone(),
-            instance.clone(),
-            token.clone(),
-        ),
-    );
-    let persistent = persistentpodstate::run(
-        Arc::new(persistentpodstate::Context::new(
-            client.clone(),
-            pods.clone(),
-            metrics.clone(),
-            instance.clone(),
-            namespace.clone(),
-        )),
-        token.clone(),
-    );
-    let terminator = gated(
-        run.sidecar_terminator,
-        "sidecarterminator",
-        sidecarterminator::run(client.clone(), pods.clone(), metrics.clone(), token.clone()),
+    let policies = policies(
+        &run, &client, &pods, &metrics, &instance, &namespace, &token,
     );
     let ctx = Arc::new(
         cloneset::Context::new(client, pods, revisions, metrics, instance, namespace)
@@ -337,10 +371,7 @@ pub async fn run_controllers(
         broadcastjobs,
         cronjobs,
         ephemeraljobs,
-        budgets,
-        distributions,
-        terminator,
-        persistent
+        policies
     );
 }
 
@@ -608,10 +639,14 @@ mod tests {
                     pod_unavailable_budget,
                     resource_distribution,
                     sidecar_terminator,
+                    // PodProbeMarkerGate is on by default; it follows the daemon's gate.
+                    pod_probe_marker: node_images,
                 },
                 "{flag}"
             );
         }
+        let off = FeatureGates::parse("PodProbeMarkerGate=false").expect("valid");
+        assert!(!GatedControllers::of(&off).pod_probe_marker);
     }
 
     #[test]

@@ -19,6 +19,7 @@ pub mod metrics;
 pub mod nodeimage;
 pub mod persistentpodstate;
 pub mod podcache;
+pub mod podprobemarker;
 pub mod podreadiness;
 pub mod podunavailablebudget;
 pub use kruise_runtime::ratelimit;

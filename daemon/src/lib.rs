@@ -10,4 +10,5 @@ pub mod criruntime;
 pub mod events;
 pub mod imagepuller;
 pub mod metrics;
+pub mod podprobe;
 pub mod prestop;

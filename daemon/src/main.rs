@@ -15,7 +15,7 @@ use kruise_api::features::{self, FeatureGates, Gate};
 use kruise_daemon::criruntime::{CriClient, SocketSource};
 use kruise_daemon::events::Events;
 use kruise_daemon::metrics::{self, Metrics};
-use kruise_daemon::{containermeta, containerrecreate, imagepuller};
+use kruise_daemon::{containermeta, containerrecreate, imagepuller, podprobe};
 use prometheus_client::registry::Registry;
 use tokio_util::sync::CancellationToken;
 use tracing_subscriber::EnvFilter;
@@ -33,6 +33,7 @@ enum Duty {
     Imagepuller,
     Containermeta,
     Containerrecreate,
+    Podprobe,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -71,7 +72,7 @@ struct Flags {
     max_workers_for_pull_image: i64,
 
     /// Duties to run.
-    #[arg(long, value_delimiter = ',', default_values_t = vec![Duty::Imagepuller, Duty::Containermeta, Duty::Containerrecreate], value_enum)]
+    #[arg(long, value_delimiter = ',', default_values_t = vec![Duty::Imagepuller, Duty::Containermeta, Duty::Containerrecreate, Duty::Podprobe], value_enum)]
     duties: Vec<Duty>,
 
     /// Kubeconfig file; default: $KUBECONFIG, ~/.kube/config, then in-cluster.
@@ -97,12 +98,14 @@ struct Flags {
 }
 
 /// The duties asked for that the gates allow (upstream's daemon runs its containermeta
-/// controller only while it watches Pods).
+/// controller only while it watches Pods, its podprobe controller only under
+/// `PodProbeMarkerGate`).
 fn gated_duties(duties: &[Duty], gates: &FeatureGates) -> Vec<Duty> {
     duties
         .iter()
         .copied()
         .filter(|d| *d != Duty::Containermeta || gates.enabled(Gate::DaemonWatchingPod))
+        .filter(|d| *d != Duty::Podprobe || gates.enabled(Gate::PodProbeMarkerGate))
         .collect()
 }
 
@@ -288,6 +291,12 @@ async fn run(flags: Flags) -> anyhow::Result<()> {
                     "containerrecreate"
                 });
             }
+            Duty::Podprobe => {
+                tasks.spawn(async move {
+                    podprobe::run(client, cri, node, sd).await;
+                    "podprobe"
+                });
+            }
         }
     }
 
@@ -332,12 +341,15 @@ mod tests {
             Duty::Imagepuller,
             Duty::Containermeta,
             Duty::Containerrecreate,
+            Duty::Podprobe,
         ];
         assert_eq!(gated_duties(&all, &FeatureGates::default()), all.to_vec());
         let off = FeatureGates::parse("DaemonWatchingPod=false").expect("valid");
         assert_eq!(
             gated_duties(&all, &off),
-            vec![Duty::Imagepuller, Duty::Containerrecreate]
+            vec![Duty::Imagepuller, Duty::Containerrecreate, Duty::Podprobe]
         );
+        let off = FeatureGates::parse("PodProbeMarkerGate=false").expect("valid");
+        assert!(!gated_duties(&all, &off).contains(&Duty::Podprobe));
     }
 }

@@ -246,6 +246,7 @@ pub mod manager;
 pub mod mode;
 pub mod persistentpodstate;
 pub mod plugin;
+pub mod podprobemarker;
 pub mod recorder;
 pub mod resourcedistribution;
 pub mod sidecarset;

@@ -70,6 +70,7 @@ pub mod imagelistpulljob;
 pub mod imagepulljob;
 pub mod nodeimage;
 pub mod persistentpodstate;
+pub mod podprobemarker;
 pub mod podunavailablebudget;
 pub mod resourcedistribution;
 pub mod sidecarset;
@@ -147,6 +148,10 @@ pub mod paths {
     pub const MUTATE_EPHEMERALJOB: &str = "/mutate-apps-kruise-io-v1alpha1-ephemeraljob";
     /// EphemeralJob validation (upstream's path).
     pub const VALIDATE_EPHEMERALJOB: &str = "/validate-apps-kruise-io-v1alpha1-ephemeraljob";
+    /// PodProbeMarker defaulting (upstream's path).
+    pub const MUTATE_PODPROBEMARKER: &str = "/mutate-apps-kruise-io-v1alpha1-podprobemarker";
+    /// PodProbeMarker validation (upstream's path).
+    pub const VALIDATE_PODPROBEMARKER: &str = "/validate-apps-kruise-io-v1alpha1-podprobemarker";
     /// ImagePullJob defaulting (upstream's path; both versions).
     pub const MUTATE_IMAGEPULLJOB: &str = "/mutate-apps-kruise-io-v1alpha1-imagepulljob";
     /// ImagePullJob validation (upstream's path; both versions).
@@ -231,6 +236,8 @@ pub mod paths {
         MUTATE_EPHEMERALJOB,
         VALIDATE_EPHEMERALJOB,
         VALIDATE_PPS,
+        MUTATE_PODPROBEMARKER,
+        VALIDATE_PODPROBEMARKER,
     ];
     /// CRD conversion.
     pub const CONVERT: &str = kruise_api::keys::CONVERSION_WEBHOOK_PATH;
@@ -255,6 +262,8 @@ pub fn admission_handler(path: &str) -> Option<fn(&review::Request) -> review::O
         paths::VALIDATE_BROADCASTJOB => Some(broadcastjob::validation::validate),
         paths::MUTATE_EPHEMERALJOB => Some(ephemeraljob::defaults::mutate),
         paths::VALIDATE_EPHEMERALJOB => Some(ephemeraljob::validation::validate),
+        paths::MUTATE_PODPROBEMARKER => Some(podprobemarker::defaults::mutate),
+        paths::VALIDATE_PODPROBEMARKER => Some(podprobemarker::validation::validate),
         paths::MUTATE_IMAGEPULLJOB => Some(imagepulljob::defaults::mutate),
         paths::VALIDATE_IMAGEPULLJOB => Some(imagepulljob::validation::validate),
         paths::MUTATE_NODEIMAGE => Some(nodeimage::defaults::mutate),
@@ -391,6 +400,8 @@ pub fn gate_refusal(path: &str, gates: &FeatureGates) -> Option<review::Outcome>
             &[Gate::KruiseDaemon, Gate::ImagePullJobGate]
         }
         paths::VALIDATE_RESOURCEDISTRIBUTION => &[Gate::ResourceDistributionGate],
+        // Upstream checks PodProbeMarkerGate first, then KruiseDaemon.
+        paths::VALIDATE_PODPROBEMARKER => &[Gate::PodProbeMarkerGate, Gate::KruiseDaemon],
         _ => return None,
     };
     needed

@@ -145,3 +145,10 @@ pub enum EphemeralJobCmd {
     /// Inject again, up to parallelism.
     Resume { name: String },
 }
+
+/// `kubectl kruise podprobemarker`.
+#[derive(Debug, Subcommand)]
+pub enum PodProbeMarkerCmd {
+    /// Each matched Pod's probe states (from its node's NodePodProbe) and conditions.
+    Status { name: String },
+}

@@ -34,6 +34,7 @@ mod persistentpodstate;
 mod persistentpodstate_kwok;
 mod plugin_dev;
 mod plugin_install;
+mod podprobemarker;
 mod podunavailablebudget;
 mod resourcedistribution;
 mod runtime_meta;

@@ -119,6 +119,17 @@ pub fn mutating_configuration(cfg: &WebhookConfig, ca_pem: &str) -> MutatingWebh
                     None,
                 ),
                 hook(
+                    "mpodprobemarker.kb.io",
+                    paths::MUTATE_PODPROBEMARKER,
+                    vec![rule(
+                        &[keys::APPS_GROUP],
+                        &[keys::VERSION_V1ALPHA1],
+                        &["CREATE", "UPDATE"],
+                        &["podprobemarkers"],
+                    )],
+                    None,
+                ),
+                hook(
                     "mimagepulljob.kb.io",
                     paths::MUTATE_IMAGEPULLJOB,
                     vec![rule(

@@ -100,6 +100,16 @@ pub fn validating_configuration(
                     )]),
                     ..hook("", paths::VALIDATE_EPHEMERALJOB, &[], "")
                 },
+                ValidatingWebhook {
+                    name: "vpodprobemarker.kb.io".to_owned(),
+                    rules: Some(vec![rule(
+                        &[keys::APPS_GROUP],
+                        &[keys::VERSION_V1ALPHA1],
+                        &["CREATE", "UPDATE"],
+                        &["podprobemarkers"],
+                    )]),
+                    ..hook("", paths::VALIDATE_PODPROBEMARKER, &[], "")
+                },
                 hook(
                     "vimagepulljob.kb.io",
                     paths::VALIDATE_IMAGEPULLJOB,

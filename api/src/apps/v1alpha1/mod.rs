@@ -10,6 +10,7 @@ pub mod ephemeraljob;
 mod imagepulljob;
 mod nodeimage;
 mod persistentpodstate;
+pub mod podprobemarker;
 mod resourcedistribution;
 mod sidecarset;
 mod statefulset;
@@ -58,6 +59,11 @@ pub use persistentpodstate::{
     GENERATED_PREFERRED_WEIGHT, NodeTopologyTerm, PersistentPodAnnotation, PersistentPodState,
     PersistentPodStateSpec, PersistentPodStateStatus, Placement, PodState, PreferredTopologyTerm,
     generated_spec, in_replicas, node_affinity, ordinal_of,
+};
+pub use podprobemarker::{
+    ContainerProbe, ContainerProbeState, NodePodProbe, NodePodProbeSpec, NodePodProbeStatus,
+    PodContainerProbe, PodProbe, PodProbeMarker, PodProbeMarkerSpec, PodProbeMarkerStatus,
+    PodProbeStatus, ProbeMarkerPolicy, ProbeState,
 };
 pub use resourcedistribution::{
     ConditionType as ResourceDistributionConditionType, DistributedResource, ResourceDistribution,

@@ -1,0 +1,275 @@
+//! PodProbeMarker on the real kubelet and containerd, installed from `deploy/`: the daemon runs
+//! the marker's exec, tcp and http probes and the manager marks the Pod (labels, annotations,
+//! conditions); an exec probe made to fail (a file removed through exec) flips the Pod to the
+//! Failed markers within period × threshold, the Pod never restarted; a probe for a missing
+//! container gives an Event; a deleted Pod and a deleted marker leave the NodePodProbe; bad
+//! input is refused naming the field.
+
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::{Event, Pod};
+use kruise_api::apps::v1alpha1::podprobemarker::REASON_CONTAINER_NOT_FOUND;
+use kruise_e2e::podprobemarker::{self, listed_probes, node_pod_probe, testapp_pod};
+use kruise_e2e::{TestNamespace, client, pod_condition, wait_for};
+use kube::ResourceExt;
+use kube::api::{Api, AttachParams, DeleteParams, ListParams, PostParams};
+use serde_json::json;
+
+/// Marks appear within a few periods of 1 s; generous for a loaded 2-core node.
+const MARK: Duration = Duration::from_secs(60);
+const HEALTHY: &str = "e2e.kruise.io/healthy";
+
+fn label<'a>(pod: &'a Pod, key: &str) -> Option<&'a str> {
+    pod.labels().get(key).map(String::as_str)
+}
+
+fn restarts(pod: &Pod) -> i32 {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.container_statuses.as_ref())
+        .map(|cs| cs.iter().map(|c| c.restart_count).sum())
+        .unwrap_or(-1)
+}
+
+fn probes() -> serde_json::Value {
+    let cond = |name: &str, probe: serde_json::Value| {
+        json!({"name": name, "containerName": "main", "probe": probe,
+            "podConditionType": format!("e2e.kruise.io/{name}")})
+    };
+    let fast = |handler: serde_json::Value| {
+        let mut p = json!({"periodSeconds": 1, "failureThreshold": 1});
+        for (k, v) in handler.as_object().into_iter().flatten() {
+            p[k] = v.clone();
+        }
+        p
+    };
+    json!([
+        {"name": "healthy", "containerName": "main",
+            "probe": {"exec": {"command": ["test", "-f", "/tmp/ok"]}, "periodSeconds": 1,
+                "failureThreshold": 2},
+            "markerPolicy": [
+                {"state": "Succeeded", "labels": {"healthy": "true"}},
+                {"state": "Failed", "labels": {"healthy": "false"},
+                    "annotations": {"controller.kubernetes.io/pod-deletion-cost": "-10"}}],
+            "podConditionType": HEALTHY},
+        cond("tcp-open", fast(json!({"tcpSocket": {"port": 8080}}))),
+        cond("tcp-closed", fast(json!({"tcpSocket": {"port": 8081}}))),
+        cond("http-open", fast(json!({"httpGet": {"port": 8080, "path": "/"}}))),
+        cond("http-closed", fast(json!({"httpGet": {"port": 8081}}))),
+        {"name": "ghost", "containerName": "nope", "probe": {"exec": {"command": ["true"]}},
+            "podConditionType": "e2e.kruise.io/ghost"},
+    ])
+}
+
+#[tokio::test]
+async fn probes_mark_the_pod_flip_on_failure_and_leave_with_the_pod_and_marker() {
+    let client = client().await.expect("cluster");
+    let ns = TestNamespace::create(&client, "e2e-ppm").await.expect("ns");
+    let pods: Api<Pod> = ns.api();
+    let p1 = testapp_pod(&pods, "p1", "ppm").await.expect("p1");
+    let p2 = testapp_pod(&pods, "p2", "ppm").await.expect("p2");
+    let api = podprobemarker::api(&client, &ns.name);
+    let m = podprobemarker::marker("m", "ppm", probes()).expect("marker");
+    let created = api
+        .create(&PostParams::default(), &m)
+        .await
+        .expect("create");
+    assert_eq!(
+        created.data["spec"]["probes"][0]["probe"]["successThreshold"], 1,
+        "defaulted by the webhook"
+    );
+
+    let marked = wait_for("p1 marked by every probe", MARK, || async {
+        let p = pods.get("p1").await?;
+        let want = [
+            (HEALTHY, "True"),
+            ("e2e.kruise.io/tcp-open", "True"),
+            ("e2e.kruise.io/tcp-closed", "False"),
+            ("e2e.kruise.io/http-open", "True"),
+            ("e2e.kruise.io/http-closed", "False"),
+        ];
+        let ok = label(&p, "healthy") == Some("true")
+            && want.iter().all(|(t, s)| pod_condition(&p, t) == Some(*s));
+        Ok(ok.then_some(p))
+    })
+    .await
+    .expect("marked");
+    assert_eq!(marked.uid(), p1.uid());
+    assert_eq!(
+        pod_condition(&marked, "e2e.kruise.io/ghost"),
+        None,
+        "no container, no probe"
+    );
+
+    // The node's NodePodProbe lists the Pod with its IP and `<marker>#<probe>` names.
+    let node = marked
+        .spec
+        .as_ref()
+        .and_then(|s| s.node_name.clone())
+        .expect("node");
+    let npp = node_pod_probe(&client, &node)
+        .await
+        .expect("get")
+        .expect("NodePodProbe");
+    let uid = marked.uid().expect("uid");
+    let entry = npp["spec"]["podProbes"]
+        .as_array()
+        .and_then(|ps| ps.iter().find(|p| p["uid"] == uid.as_str()))
+        .expect("p1 listed");
+    let ip = marked.status.as_ref().and_then(|s| s.pod_ip.clone());
+    assert_eq!(entry["IP"].as_str(), ip.as_deref());
+    assert_eq!(
+        listed_probes(&npp, &uid),
+        [
+            "m#healthy",
+            "m#tcp-open",
+            "m#tcp-closed",
+            "m#http-open",
+            "m#http-closed"
+        ]
+    );
+
+    // Fail the exec probe: the Failed markers replace the Succeeded ones within
+    // period (1 s) × failureThreshold (2), plus the write path's latency.
+    let mut rm = pods
+        .exec(
+            "p1",
+            ["rm", "/tmp/ok"],
+            &AttachParams::default().stderr(false),
+        )
+        .await
+        .expect("exec");
+    let status = rm.take_status().expect("exec status");
+    let status = status.await.expect("exec ended");
+    assert_eq!(status.status.as_deref(), Some("Success"), "rm: {status:?}");
+    rm.join().await.expect("rm");
+    let start = Instant::now();
+    let failed = wait_for("p1 marked Failed", MARK, || async {
+        let p = pods.get("p1").await?;
+        let ok =
+            label(&p, "healthy") == Some("false") && pod_condition(&p, HEALTHY) == Some("False");
+        Ok(ok.then_some(p))
+    })
+    .await
+    .expect("flipped");
+    assert!(
+        start.elapsed() < Duration::from_secs(15),
+        "flipped after {:?}",
+        start.elapsed()
+    );
+    assert_eq!(
+        failed
+            .annotations()
+            .get("controller.kubernetes.io/pod-deletion-cost")
+            .map(String::as_str),
+        Some("-10")
+    );
+    assert_eq!(failed.uid(), p1.uid(), "the Pod was not recreated");
+    assert_eq!(
+        restarts(&failed),
+        restarts(&p1),
+        "the probe never restarts a container"
+    );
+
+    // The missing container is reported on the Pod.
+    let events: Api<Event> = ns.api();
+    wait_for("ProbeContainerNotFound Event", MARK, || async {
+        let lp = ListParams::default().fields("involvedObject.name=p1");
+        let found = events
+            .list(&lp)
+            .await?
+            .items
+            .iter()
+            .any(|e| e.reason.as_deref() == Some(REASON_CONTAINER_NOT_FOUND));
+        Ok(found.then_some(()))
+    })
+    .await
+    .expect("event");
+
+    // A deleted Pod leaves the NodePodProbe; a deleted marker takes its probes along.
+    pods.delete("p1", &DeleteParams::default())
+        .await
+        .expect("delete p1");
+    let p2_uid = p2.uid().expect("uid");
+    let p2_node = p2
+        .spec
+        .as_ref()
+        .and_then(|s| s.node_name.clone())
+        .expect("node");
+    wait_for("p1 gone from the NodePodProbe", MARK, || async {
+        let npp = node_pod_probe(&client, &node).await?.unwrap_or_default();
+        Ok(listed_probes(&npp, &uid).is_empty().then_some(()))
+    })
+    .await
+    .expect("pod gone");
+    let npp = node_pod_probe(&client, &p2_node)
+        .await
+        .expect("get")
+        .expect("npp");
+    assert!(!listed_probes(&npp, &p2_uid).is_empty(), "p2 still probed");
+    api.delete("m", &DeleteParams::default())
+        .await
+        .expect("delete m");
+    wait_for("p2's probes gone with the marker", MARK, || async {
+        let npp = node_pod_probe(&client, &p2_node).await?.unwrap_or_default();
+        Ok(listed_probes(&npp, &p2_uid).is_empty().then_some(()))
+    })
+    .await
+    .expect("marker gone");
+    ns.delete().await.expect("cleanup");
+}
+
+#[tokio::test]
+async fn bad_markers_are_refused_naming_the_field() {
+    let client = client().await.expect("cluster");
+    let ns = TestNamespace::create(&client, "e2e-ppm-bad")
+        .await
+        .expect("ns");
+    let api = podprobemarker::api(&client, &ns.name);
+    let good = || {
+        json!({"name": "ok", "containerName": "main",
+            "probe": {"exec": {"command": ["true"]}}, "podConditionType": "e2e.kruise.io/ok"})
+    };
+    let with = |k: &str, v: serde_json::Value| {
+        let mut p = good();
+        p[k] = v;
+        json!([p])
+    };
+    let cases = [
+        (json!([good(), good()]), "spec.probes[1].name"),
+        (with("name", json!("a#b")), "spec.probes[0].name"),
+        (with("name", json!("Ready")), "spec.probes[0].name"),
+        (
+            with("podConditionType", json!(null)),
+            "spec.probes[0].podConditionType",
+        ),
+        (
+            with("probe", json!({"periodSeconds": 1})),
+            "spec.probes[0].probe",
+        ),
+    ];
+    for (probes, field) in cases {
+        let m = podprobemarker::marker("bad", "x", probes).expect("marker");
+        let err = api
+            .create(&PostParams::default(), &m)
+            .await
+            .expect_err("refused");
+        assert!(err.to_string().contains(field), "{field}: {err}");
+    }
+    // The selector is immutable.
+    let m = podprobemarker::marker("sel", "x", json!([good()])).expect("marker");
+    api.create(&PostParams::default(), &m)
+        .await
+        .expect("create");
+    let patch = json!({"spec": {"selector": {"matchLabels": {"app": "y"}}}});
+    let err = api
+        .patch(
+            "sel",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(&patch),
+        )
+        .await
+        .expect_err("immutable");
+    assert!(err.to_string().contains("spec.selector"), "{err}");
+    ns.delete().await.expect("cleanup");
+}
