@@ -81,6 +81,7 @@ fn versions_storage_and_conversion() {
         if name == "resourcedistributions.apps.kruise.io"
             || name == "ephemeraljobs.apps.kruise.io"
             || name == "persistentpodstates.apps.kruise.io"
+            || name == "workloadspreads.apps.kruise.io"
         {
             assert_eq!(versions, [(keys::VERSION_V1ALPHA1, true)], "{name}");
             assert!(crd.spec.conversion.is_none(), "{name}: no conversion");

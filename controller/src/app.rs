@@ -21,7 +21,7 @@ use crate::server::{self, Health};
 use crate::{
     advancedcronjob, broadcastjob, crr, daemonset, ephemeraljob, imagepulljob, launchpriority,
     nodeimage, persistentpodstate, podreadiness, podunavailablebudget, ratelimit,
-    resourcedistribution, sidecarset, sidecarterminator, statefulset,
+    resourcedistribution, sidecarset, sidecarterminator, statefulset, workloadspread,
 };
 
 /// Name of the leader-election Lease (upstream's lock name).
@@ -170,6 +170,8 @@ pub struct GatedControllers {
     /// `SidecarTerminator` (off by default upstream; it needs `KruiseDaemon`, which carries
     /// out its requests).
     pub sidecar_terminator: bool,
+    /// `WorkloadSpread` (on by default upstream).
+    pub workload_spread: bool,
 }
 
 impl GatedControllers {
@@ -183,6 +185,7 @@ impl GatedControllers {
                 || gates.enabled(Gate::PodUnavailableBudgetUpdateGate),
             resource_distribution: gates.enabled(Gate::ResourceDistributionGate),
             sidecar_terminator: daemon && gates.enabled(Gate::SidecarTerminator),
+            workload_spread: gates.enabled(Gate::WorkloadSpread),
         }
     }
 }
@@ -224,6 +227,44 @@ fn pod_level(
     );
     async move {
         tokio::join!(readiness, launch, node_images, pull_jobs, recreate);
+    }
+}
+
+/// The controllers of where Pods go: PersistentPodState and WorkloadSpread.
+fn placement(
+    run: &GatedControllers,
+    client: &Client,
+    pods: &PodCache,
+    metrics: &Arc<Metrics>,
+    instance: &Option<String>,
+    namespace: &Option<String>,
+    token: &CancellationToken,
+) -> impl std::future::Future<Output = ()> + use<> {
+    let persistent = persistentpodstate::run(
+        Arc::new(persistentpodstate::Context::new(
+            client.clone(),
+            pods.clone(),
+            metrics.clone(),
+            instance.clone(),
+            namespace.clone(),
+        )),
+        token.clone(),
+    );
+    let spread = gated(
+        run.workload_spread,
+        "workloadspread",
+        workloadspread::run(
+            Arc::new(workloadspread::Context {
+                client: client.clone(),
+                pods: pods.clone(),
+                metrics: metrics.clone(),
+                namespace: namespace.clone(),
+            }),
+            token.clone(),
+        ),
+    );
+    async move {
+        tokio::join!(persistent, spread);
     }
 }
 
@@ -309,16 +350,7 @@ pub async fn run_controllers(
             token.clone(),
         ),
     );
-    let persistent = persistentpodstate::run(
-        Arc::new(persistentpodstate::Context::new(
-            client.clone(),
-            pods.clone(),
-            metrics.clone(),
-            instance.clone(),
-            namespace.clone(),
-        )),
-        token.clone(),
-    );
+    let persistent = placement(&run, &client, &pods, &metrics, &instance, &namespace, &token);
     let terminator = gated(
         run.sidecar_terminator,
         "sidecarterminator",
@@ -608,10 +640,20 @@ mod tests {
                     pod_unavailable_budget,
                     resource_distribution,
                     sidecar_terminator,
+                    // WorkloadSpread is on by default upstream; see the test below.
+                    workload_spread: true,
                 },
                 "{flag}"
             );
         }
+    }
+
+    #[test]
+    fn workload_spread_follows_its_gate() {
+        let on = FeatureGates::parse("").expect("defaults");
+        assert!(GatedControllers::of(&on).workload_spread);
+        let off = FeatureGates::parse("WorkloadSpread=false").expect("off");
+        assert!(!GatedControllers::of(&off).workload_spread);
     }
 
     #[test]

@@ -18,6 +18,7 @@ pub mod leader;
 pub mod metrics;
 pub mod nodeimage;
 pub mod persistentpodstate;
+pub mod workloadspread;
 pub mod podcache;
 pub mod podreadiness;
 pub mod podunavailablebudget;

@@ -74,6 +74,7 @@ pub mod podunavailablebudget;
 pub mod resourcedistribution;
 pub mod sidecarset;
 pub mod statefulset;
+pub mod workloadspread;
 
 // The Pod webhook: one handler per file, in upstream's order.
 pub mod pod;
@@ -189,6 +190,8 @@ pub mod paths {
     pub const VALIDATE_RESOURCEDISTRIBUTION: &str = kruise_api::keys::VALIDATE_RD_PATH;
     /// PersistentPodState validation (upstream's path).
     pub const VALIDATE_PPS: &str = kruise_api::keys::VALIDATE_PPS_PATH;
+    /// WorkloadSpread validation (upstream's path).
+    pub const VALIDATE_WORKLOADSPREAD: &str = kruise_api::keys::VALIDATE_WORKLOADSPREAD_PATH;
     /// Every admission path the server routes; each is served by `handle_admission_async`.
     pub const ADMISSION: &[&str] = &[
         MUTATE_POD,
@@ -231,6 +234,7 @@ pub mod paths {
         MUTATE_EPHEMERALJOB,
         VALIDATE_EPHEMERALJOB,
         VALIDATE_PPS,
+        VALIDATE_WORKLOADSPREAD,
     ];
     /// CRD conversion.
     pub const CONVERT: &str = kruise_api::keys::CONVERSION_WEBHOOK_PATH;
@@ -295,7 +299,8 @@ where
         + sidecarset::SidecarSetLookup
         + deletionprotection::ProtectionLookup
         + podunavailablebudget::PubLookup
-        + persistentpodstate::PpsLookup,
+        + persistentpodstate::PpsLookup
+        + workloadspread::WsLookup,
 {
     if let Some(refusal) = gate_refusal(path, gates) {
         return Some(review::admit(body, |_| refusal.clone()));
@@ -336,6 +341,12 @@ where
                     persistentpodstate::validation::validate(req, cluster)
                 })
                 .await,
+            );
+        }
+        paths::VALIDATE_WORKLOADSPREAD => {
+            return Some(
+                review::admit_async(body, |req| workloadspread::validation::validate(req, cluster))
+                    .await,
             );
         }
         paths::VALIDATE_SIDECARSET => {
@@ -391,6 +402,7 @@ pub fn gate_refusal(path: &str, gates: &FeatureGates) -> Option<review::Outcome>
             &[Gate::KruiseDaemon, Gate::ImagePullJobGate]
         }
         paths::VALIDATE_RESOURCEDISTRIBUTION => &[Gate::ResourceDistributionGate],
+        paths::VALIDATE_WORKLOADSPREAD => &[Gate::WorkloadSpread],
         _ => return None,
     };
     needed

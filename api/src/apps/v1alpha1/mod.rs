@@ -13,6 +13,7 @@ mod persistentpodstate;
 mod resourcedistribution;
 mod sidecarset;
 mod statefulset;
+mod workloadspread;
 
 pub use crate::appspub::{UpdateScatterStrategy, UpdateScatterTerm};
 pub use advancedcronjob::{
@@ -70,4 +71,10 @@ pub use statefulset::{
     PodManagementPolicyType, PodUpdateStrategyType, RollingUpdateStatefulSetStrategy, StatefulSet,
     StatefulSetCondition, StatefulSetSpec, StatefulSetStatus, StatefulSetUpdateStrategy,
     StatefulSetUpdateStrategyType, UnorderedUpdateStrategy,
+};
+pub use workloadspread::{
+    AdaptiveWorkloadSpreadStrategy, MatchedWorkloadSpread, SCHEDULE_ADAPTIVE, SCHEDULE_FIXED,
+    SUBSET_SCHEDULABLE, TargetFilter, WorkloadSpread, WorkloadSpreadScheduleStrategy,
+    WorkloadSpreadSpec, WorkloadSpreadStatus, WorkloadSpreadSubset, WorkloadSpreadSubsetCondition,
+    WorkloadSpreadSubsetStatus,
 };
