@@ -350,7 +350,9 @@ pub async fn run_controllers(
             token.clone(),
         ),
     );
-    let persistent = placement(&run, &client, &pods, &metrics, &instance, &namespace, &token);
+    let persistent = placement(
+        &run, &client, &pods, &metrics, &instance, &namespace, &token,
+    );
     let terminator = gated(
         run.sidecar_terminator,
         "sidecarterminator",

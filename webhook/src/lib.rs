@@ -345,8 +345,10 @@ where
         }
         paths::VALIDATE_WORKLOADSPREAD => {
             return Some(
-                review::admit_async(body, |req| workloadspread::validation::validate(req, cluster))
-                    .await,
+                review::admit_async(body, |req| {
+                    workloadspread::validation::validate(req, cluster)
+                })
+                .await,
             );
         }
         paths::VALIDATE_SIDECARSET => {

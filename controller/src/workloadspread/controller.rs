@@ -25,8 +25,13 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
         Some(ns) => Api::namespaced(ctx.client.clone(), ns),
         None => Api::all(ctx.client.clone()),
     };
-    let ctl = Controller::watching(METRIC_NAME, runner::watch(api), ctx.metrics.clone(), shutdown)
-        .concurrency(CONCURRENCY);
+    let ctl = Controller::watching(
+        METRIC_NAME,
+        runner::watch(api),
+        ctx.metrics.clone(),
+        shutdown,
+    )
+    .concurrency(CONCURRENCY);
     let store = ctl.store();
     ctl.trigger_refs(
         ctx.pods

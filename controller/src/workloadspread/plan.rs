@@ -156,9 +156,14 @@ pub fn deletion_costs(
         let positive = (keys::WS_DELETION_COST_POSITIVE * (n - i)).to_string();
         let negative = (keys::WS_DELETION_COST_NEGATIVE * (i + 1)).to_string();
         let mut active: Vec<&Pod> = pods.iter().copied().filter(|p| is_active(p)).collect();
-        let surplus = match (subset.max_replicas.is_some(), subset.max_replicas_of(workload_replicas)) {
+        let surplus = match (
+            subset.max_replicas.is_some(),
+            subset.max_replicas_of(workload_replicas),
+        ) {
             (false, _) => 0,
-            (true, Some(max)) => active.len().saturating_sub(usize::try_from(max.max(0)).unwrap_or(0)),
+            (true, Some(max)) => active
+                .len()
+                .saturating_sub(usize::try_from(max.max(0)).unwrap_or(0)),
             // A malformed cap (refused by the webhook): leave the Pods alone, as upstream.
             (true, None) => continue,
         };

@@ -9,9 +9,11 @@ use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::Pod;
 use kruise_api::apps::v1alpha1::{WorkloadSpread, WorkloadSpreadStatus};
 use kruise_api::keys::k8s;
-use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams};
-use kube::runtime::controller::Action;
 use kube::ResourceExt;
+use kube::api::{
+    Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
+};
+use kube::runtime::controller::Action;
 
 use super::context::Context;
 use super::error::Error;
@@ -84,7 +86,11 @@ pub async fn reconcile(ws: Arc<WorkloadSpread>, ctx: Arc<Context>) -> Result<Act
 
 /// The workload `targetRef` names, or `None` when it is missing or of a kind the webhook
 /// refuses.
-async fn read_target(ctx: &Context, ns: &str, ws: &WorkloadSpread) -> Result<Option<Target>, Error> {
+async fn read_target(
+    ctx: &Context,
+    ns: &str,
+    ws: &WorkloadSpread,
+) -> Result<Option<Target>, Error> {
     let Some(r) = &ws.spec.target_reference else {
         return Ok(None);
     };
@@ -99,7 +105,11 @@ async fn read_target(ctx: &Context, ns: &str, ws: &WorkloadSpread) -> Result<Opt
         return Ok(None);
     };
     let spec = obj.data.get("spec");
-    let field = if r.kind == "Job" { "parallelism" } else { "replicas" };
+    let field = if r.kind == "Job" {
+        "parallelism"
+    } else {
+        "replicas"
+    };
     let replicas = spec
         .and_then(|s| s.get(field))
         .and_then(serde_json::Value::as_i64)

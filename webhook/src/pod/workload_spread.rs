@@ -24,7 +24,9 @@ use kube::core::admission::Operation;
 use crate::crr::mutation::PodLookup;
 use crate::podunavailablebudget::PubLookup;
 use crate::review::{Outcome, Request};
-use crate::workloadspread::subset::{Created, inject as inject_subset, record_delete, reserve_create};
+use crate::workloadspread::subset::{
+    Created, inject as inject_subset, record_delete, reserve_create,
+};
 use crate::workloadspread::{WsLookup, WsWrite};
 
 /// Attempts of a status write against concurrent writers (upstream `retry.DefaultBackoff`).
@@ -138,13 +140,12 @@ pub async fn injection_for<C: WsLookup + PubLookup>(
     let generated = random_uuid();
     for _ in 0..ATTEMPTS {
         let now = Time(Timestamp::now());
-        let matched =
-            match reserve_create(&mut ws, pod_name, || generated.clone(), now) {
-                Ok(Created::Reserved(m)) => m,
-                Ok(Created::Recorded(m)) => return Ok(found(&ws, m)),
-                Ok(Created::NoSubset) => return Ok(None),
-                Err(e) => return Err(Outcome::forbidden(e.to_string())),
-            };
+        let matched = match reserve_create(&mut ws, pod_name, || generated.clone(), now) {
+            Ok(Created::Reserved(m)) => m,
+            Ok(Created::Recorded(m)) => return Ok(found(&ws, m)),
+            Ok(Created::NoSubset) => return Ok(None),
+            Err(e) => return Err(Outcome::forbidden(e.to_string())),
+        };
         if req.dry_run {
             return Ok(found(&ws, matched));
         }
@@ -173,7 +174,14 @@ fn random_uuid() -> String {
     b[6] = (b[6] & 0x0f) | 0x40;
     b[8] = (b[8] & 0x3f) | 0x80;
     let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
-    format!("{}-{}-{}-{}-{}", &h[0..8], &h[8..12], &h[12..16], &h[16..20], &h[20..32])
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[0..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..32]
+    )
 }
 
 fn found(ws: &WorkloadSpread, matched: MatchedWorkloadSpread) -> Option<Injection> {
@@ -193,7 +201,9 @@ pub fn inject(pod: &mut Pod, injection: Option<&Injection>) -> Result<bool, Outc
     };
     inject_subset(pod, &inj.subset, &inj.matched)
         .map(|()| true)
-        .map_err(|e| Outcome::bad_request(format!("cannot apply the WorkloadSpread subset patch: {e}")))
+        .map_err(|e| {
+            Outcome::bad_request(format!("cannot apply the WorkloadSpread subset patch: {e}"))
+        })
 }
 
 /// The `/validate-pod` slot (upstream `workloadSpreadValidatingPod`): records a delete or an

@@ -233,5 +233,8 @@ pub fn merge(target: &mut Value, patch: &Value) {
 }
 
 fn named(items: &[Value]) -> bool {
-    !items.is_empty() && items.iter().all(|v| v.get("name").is_some_and(Value::is_string))
+    !items.is_empty()
+        && items
+            .iter()
+            .all(|v| v.get("name").is_some_and(Value::is_string))
 }

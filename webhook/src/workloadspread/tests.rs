@@ -2,8 +2,8 @@ use k8s_openapi::api::core::v1::{NodeSelectorRequirement, NodeSelectorTerm, Pod}
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kruise_api::apps::v1alpha1::{
-    WorkloadSpread, WorkloadSpreadSpec, WorkloadSpreadStatus,
-    WorkloadSpreadSubset, WorkloadSpreadSubsetStatus,
+    WorkloadSpread, WorkloadSpreadSpec, WorkloadSpreadStatus, WorkloadSpreadSubset,
+    WorkloadSpreadSubsetStatus,
 };
 use kruise_api::keys;
 use kruise_api::policy::v1alpha1::TargetReference;
@@ -93,7 +93,11 @@ fn caps_are_all_ints_or_all_percents_summing_to_at_most_100() {
         subset("a", Some(IntOrString::Int(2))),
         subset("b", Some(IntOrString::String("50%".into()))),
     ]);
-    assert!(msg(&mixed).contains("all integers or all percentages"), "{}", msg(&mixed));
+    assert!(
+        msg(&mixed).contains("all integers or all percentages"),
+        "{}",
+        msg(&mixed)
+    );
     let over = cloneset_ws(vec![
         subset("a", Some(IntOrString::String("60%".into()))),
         subset("b", Some(IntOrString::String("50%".into()))),
@@ -113,21 +117,37 @@ fn caps_are_all_ints_or_all_percents_summing_to_at_most_100() {
         "apps/v1",
         vec![subset("a", Some(IntOrString::String("50%".into())))],
     );
-    assert!(msg(&sts).contains("spec.subsets[0].maxReplicas"), "{}", msg(&sts));
+    assert!(
+        msg(&sts).contains("spec.subsets[0].maxReplicas"),
+        "{}",
+        msg(&sts)
+    );
 }
 
 #[test]
 fn unsupported_targets_and_unimplemented_fields_are_refused() {
     let w = ws("DaemonSet", "apps/v1", vec![subset("a", None)]);
     assert!(msg(&w).contains("spec.targetRef") && msg(&w).contains("not permitted"));
-    let w = ws("Deployment", "apps.kruise.io/v1alpha1", vec![subset("a", None)]);
+    let w = ws(
+        "Deployment",
+        "apps.kruise.io/v1alpha1",
+        vec![subset("a", None)],
+    );
     assert!(msg(&w).contains("TargetReference is not valid for Deployment."));
     let mut w = cloneset_ws(vec![subset("a", None)]);
     w.spec.schedule_strategy.type_ = "Adaptive".into();
-    assert!(msg(&w).contains("spec.scheduleStrategy.type: Forbidden"), "{}", msg(&w));
+    assert!(
+        msg(&w).contains("spec.scheduleStrategy.type: Forbidden"),
+        "{}",
+        msg(&w)
+    );
     let mut w = cloneset_ws(vec![subset("a", None)]);
     w.spec.target_filter = Some(Default::default());
-    assert!(msg(&w).contains("spec.targetFilter: Forbidden"), "{}", msg(&w));
+    assert!(
+        msg(&w).contains("spec.targetFilter: Forbidden"),
+        "{}",
+        msg(&w)
+    );
     let mut w = cloneset_ws(vec![subset("a", None)]);
     w.spec.schedule_strategy.type_ = "Sometimes".into();
     assert!(msg(&w).contains("spec.scheduleStrategy.type: Invalid value"));
@@ -137,11 +157,17 @@ fn unsupported_targets_and_unimplemented_fields_are_refused() {
 fn target_is_fixed_and_owned_by_one_spread() {
     let old = cloneset_ws(vec![subset("a", None)]);
     let mut new = old.clone();
-    new.spec.target_reference.as_mut().map(|r| r.name = "other".into());
+    new.spec
+        .target_reference
+        .as_mut()
+        .map(|r| r.name = "other".into());
     assert!(aggregate(&update_errors(&new, &old)).contains("change TargetReference"));
     let mut other = old.clone();
     other.metadata.name = Some("ws2".into());
-    assert!(aggregate(&conflict_errors(&old, &[other])).contains("in conflict with other WorkloadSpread ws2"));
+    assert!(
+        aggregate(&conflict_errors(&old, &[other]))
+            .contains("in conflict with other WorkloadSpread ws2")
+    );
 }
 
 fn status(entries: &[(&str, i32)]) -> WorkloadSpreadStatus {
@@ -171,7 +197,10 @@ fn chosen(c: Created) -> String {
 
 #[test]
 fn subsets_fill_in_order_up_to_their_caps_counting_reservations() {
-    let mut w = cloneset_ws(vec![subset("a", Some(IntOrString::Int(2))), subset("b", None)]);
+    let mut w = cloneset_ws(vec![
+        subset("a", Some(IntOrString::Int(2))),
+        subset("b", None),
+    ]);
     w.status = Some(status(&[("a", 2), ("b", -1)]));
     let names: Vec<String> = (0..4)
         .map(|i| {
@@ -199,7 +228,10 @@ fn full_subsets_leave_the_pod_without_a_subset() {
         subset("b", Some(IntOrString::Int(1))),
     ]);
     w.status = Some(status(&[("a", 0), ("b", 0)]));
-    assert_eq!(reserve_create(&mut w, Some("p"), String::new, now()), Ok(Created::NoSubset));
+    assert_eq!(
+        reserve_create(&mut w, Some("p"), String::new, now()),
+        Ok(Created::NoSubset)
+    );
 }
 
 #[test]
@@ -249,10 +281,13 @@ fn injection_adds_affinity_tolerations_patch_and_annotation() {
     let v = serde_json::to_value(&pod).expect("json");
     assert_eq!(v["metadata"]["labels"], json!({"app": "x", "subset": "a"}));
     assert_eq!(v["spec"]["containers"][0]["image"], "nginx");
-    assert_eq!(v["spec"]["containers"][0]["resources"]["limits"]["cpu"], "1");
     assert_eq!(
-        v["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
-            ["nodeSelectorTerms"][0]["matchExpressions"][0]["key"],
+        v["spec"]["containers"][0]["resources"]["limits"]["cpu"],
+        "1"
+    );
+    assert_eq!(
+        v["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+            [0]["matchExpressions"][0]["key"],
         "zone"
     );
     assert_eq!(

@@ -8,9 +8,7 @@
 //! path answers 403 (`crate::gate_refusal`).
 
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
-use kruise_api::apps::v1alpha1::{
-    SCHEDULE_ADAPTIVE, SCHEDULE_FIXED, WorkloadSpread,
-};
+use kruise_api::apps::v1alpha1::{SCHEDULE_ADAPTIVE, SCHEDULE_FIXED, WorkloadSpread};
 use kruise_api::keys;
 use kruise_api::policy::v1alpha1::TargetReference;
 use kube::core::admission::Operation;

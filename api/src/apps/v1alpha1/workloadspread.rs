@@ -54,7 +54,10 @@ pub struct WorkloadSpreadSpec {
     #[serde(default)]
     pub subsets: Vec<WorkloadSpreadSubset>,
     /// How Pods are placed between subsets.
-    #[serde(default, skip_serializing_if = "WorkloadSpreadScheduleStrategy::is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "WorkloadSpreadScheduleStrategy::is_empty"
+    )]
     pub schedule_strategy: WorkloadSpreadScheduleStrategy,
 }
 
