@@ -190,8 +190,7 @@ pub mod paths {
     pub const VALIDATE_RESOURCEDISTRIBUTION: &str = kruise_api::keys::VALIDATE_RD_PATH;
     /// PersistentPodState validation (upstream's path).
     pub const VALIDATE_PPS: &str = kruise_api::keys::VALIDATE_PPS_PATH;
-    /// WorkloadSpread validation (upstream's path).
-    pub const VALIDATE_WORKLOADSPREAD: &str = kruise_api::keys::VALIDATE_WORKLOADSPREAD_PATH;
+    pub const VALIDATE_WORKLOADSPREAD: &str = kruise_api::keys::VALIDATE_WORKLOADSPREAD_PATH; // upstream's
     /// Every admission path the server routes; each is served by `handle_admission_async`.
     pub const ADMISSION: &[&str] = &[
         MUTATE_POD,

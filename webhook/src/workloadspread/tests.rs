@@ -157,10 +157,9 @@ fn unsupported_targets_and_unimplemented_fields_are_refused() {
 fn target_is_fixed_and_owned_by_one_spread() {
     let old = cloneset_ws(vec![subset("a", None)]);
     let mut new = old.clone();
-    new.spec
-        .target_reference
-        .as_mut()
-        .map(|r| r.name = "other".into());
+    if let Some(r) = new.spec.target_reference.as_mut() {
+        r.name = "other".into();
+    }
     assert!(aggregate(&update_errors(&new, &old)).contains("change TargetReference"));
     let mut other = old.clone();
     other.metadata.name = Some("ws2".into());
