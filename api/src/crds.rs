@@ -155,6 +155,11 @@ pub fn all() -> Result<Vec<CustomResourceDefinition>, CrdError> {
             Conversion::None,
         )?,
         merged(
+            "workloadspreads.apps.kruise.io",
+            vec![v1alpha1::WorkloadSpread::crd()],
+            Conversion::None,
+        )?,
+        merged(
             "resourcedistributions.apps.kruise.io",
             vec![v1alpha1::ResourceDistribution::crd()],
             Conversion::None,

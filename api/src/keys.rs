@@ -626,6 +626,23 @@ pub const VALIDATE_PPS_PATH: &str = "/validate-apps-kruise-io-persistentpodstate
 /// Event reason (Warning, on the PersistentPodState) when its workload cannot be read.
 pub const PPS_REASON_WORKLOAD_UNREADABLE: &str = "WorkloadUnreadable";
 
+// ---------------------------------------------------------------------------------------------
+// WorkloadSpread
+// ---------------------------------------------------------------------------------------------
+
+/// Validation path (upstream's).
+pub const VALIDATE_WORKLOADSPREAD_PATH: &str = "/validate-apps-kruise-io-v1alpha1-workloadspread";
+/// Deletion cost of a Pod of a subset under its cap: `100 × (subsets − index)` (upstream
+/// `PodDeletionCostPositive`).
+pub const WS_DELETION_COST_POSITIVE: i32 = 100;
+/// Deletion cost of a Pod over its subset's cap: `-100 × (index + 1)` (upstream
+/// `PodDeletionCostNegative`).
+pub const WS_DELETION_COST_NEGATIVE: i32 = -100;
+/// Seconds a `creatingPods` entry waits for its Pod (upstream `CreatPodTimeout`).
+pub const WS_CREATE_POD_TIMEOUT_SECS: i64 = 30;
+/// Seconds a `deletingPods` entry waits for its Pod to go (upstream `DeletePodTimeout`).
+pub const WS_DELETE_POD_TIMEOUT_SECS: i64 = 15;
+
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;

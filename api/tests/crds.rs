@@ -83,6 +83,7 @@ fn versions_storage_and_conversion() {
             "persistentpodstates.apps.kruise.io",
             "podprobemarkers.apps.kruise.io",
             "nodepodprobes.apps.kruise.io",
+            "workloadspreads.apps.kruise.io",
         ]
         .contains(&name.as_str())
         {

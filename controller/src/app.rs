@@ -21,7 +21,7 @@ use crate::server::{self, Health};
 use crate::{
     advancedcronjob, broadcastjob, crr, daemonset, ephemeraljob, imagepulljob, launchpriority,
     nodeimage, persistentpodstate, podprobemarker, podreadiness, podunavailablebudget, ratelimit,
-    resourcedistribution, sidecarset, sidecarterminator, statefulset,
+    resourcedistribution, sidecarset, sidecarterminator, statefulset, workloadspread,
 };
 
 /// Name of the leader-election Lease (upstream's lock name).
@@ -173,6 +173,8 @@ pub struct GatedControllers {
     /// `PodProbeMarkerGate` (on by default upstream; it needs `KruiseDaemon`, which runs the
     /// probes): the PodProbeMarker and NodePodProbe controllers.
     pub pod_probe_marker: bool,
+    /// `WorkloadSpread` (on by default upstream).
+    pub workload_spread: bool,
 }
 
 impl GatedControllers {
@@ -187,6 +189,7 @@ impl GatedControllers {
             resource_distribution: gates.enabled(Gate::ResourceDistributionGate),
             sidecar_terminator: daemon && gates.enabled(Gate::SidecarTerminator),
             pod_probe_marker: daemon && gates.enabled(Gate::PodProbeMarkerGate),
+            workload_spread: gates.enabled(Gate::WorkloadSpread),
         }
     }
 }
@@ -232,7 +235,8 @@ fn pod_level(
 }
 
 /// The controllers of policy kinds that act on other workloads' Pods: PodUnavailableBudget,
-/// ResourceDistribution, PersistentPodState, SidecarTerminator and the probe markers.
+/// ResourceDistribution, PersistentPodState, WorkloadSpread, SidecarTerminator and the probe
+/// markers.
 fn policies(
     run: &GatedControllers,
     client: &Client,
@@ -276,6 +280,19 @@ fn policies(
         )),
         token.clone(),
     );
+    let spread = gated(
+        run.workload_spread,
+        "workloadspread",
+        workloadspread::run(
+            Arc::new(workloadspread::Context {
+                client: client.clone(),
+                pods: pods.clone(),
+                metrics: metrics.clone(),
+                namespace: namespace.clone(),
+            }),
+            token.clone(),
+        ),
+    );
     let terminator = gated(
         run.sidecar_terminator,
         "sidecarterminator",
@@ -293,7 +310,14 @@ fn policies(
         ),
     );
     async move {
-        tokio::join!(budgets, distributions, persistent, terminator, probes);
+        tokio::join!(
+            budgets,
+            distributions,
+            persistent,
+            spread,
+            terminator,
+            probes
+        );
     }
 }
 
@@ -641,12 +665,22 @@ mod tests {
                     sidecar_terminator,
                     // PodProbeMarkerGate is on by default; it follows the daemon's gate.
                     pod_probe_marker: node_images,
+                    // WorkloadSpread is on by default upstream; see the test below.
+                    workload_spread: true,
                 },
                 "{flag}"
             );
         }
         let off = FeatureGates::parse("PodProbeMarkerGate=false").expect("valid");
         assert!(!GatedControllers::of(&off).pod_probe_marker);
+    }
+
+    #[test]
+    fn workload_spread_follows_its_gate() {
+        let on = FeatureGates::parse("").expect("defaults");
+        assert!(GatedControllers::of(&on).workload_spread);
+        let off = FeatureGates::parse("WorkloadSpread=false").expect("off");
+        assert!(!GatedControllers::of(&off).workload_spread);
     }
 
     #[test]

@@ -252,3 +252,4 @@ pub mod resourcedistribution;
 pub mod sidecarset;
 pub mod sidecarterminator;
 pub mod statefulset;
+pub mod workloadspread;

@@ -333,6 +333,7 @@ struct Answer(Status);
 impl crate::sidecarset::SidecarSetLookup for Answer {}
 impl crate::podunavailablebudget::PubLookup for Answer {}
 impl crate::persistentpodstate::PpsLookup for Answer {}
+impl crate::workloadspread::WsLookup for Answer {}
 
 impl crate::deletionprotection::ProtectionLookup for Answer {}
 

@@ -128,6 +128,8 @@ pub async fn run(
         crate::podunavailablebudget::cache::BudgetCache::start(client.clone());
     let (persistent_pod_states, _pps_watch) =
         crate::persistentpodstate::cache::PpsCache::start(client.clone());
+    let (workload_spreads, _ws_watch) =
+        crate::workloadspread::cache::WsCache::start(client.clone());
     let handle = axum_server::Handle::new();
     let server = axum_server::from_tcp_rustls(listener, tls.clone())
         .map_err(|source| Error::Serve { addr, source })?
@@ -145,6 +147,7 @@ pub async fn run(
                     sidecar_sets: Some(sidecar_sets),
                     budgets: Some(budgets),
                     persistent_pod_states: Some(persistent_pod_states),
+                    workload_spreads: Some(workload_spreads),
                     metrics: cfg.metrics.clone(),
                 },
                 cfg.feature_gates,
@@ -374,6 +377,7 @@ mod tests {
                         sidecar_sets: None,
                         budgets: None,
                         persistent_pod_states: None,
+                        workload_spreads: None,
                         metrics: Default::default(),
                     },
                     FeatureGates::default(),

@@ -47,3 +47,4 @@ mod tui;
 mod tui_workloads;
 mod webhook;
 mod webhook_scope;
+mod workloadspread;

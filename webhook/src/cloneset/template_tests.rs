@@ -467,6 +467,7 @@ fn the_served_path_dry_runs_and_the_client_less_server_says_why() {
         sidecar_sets: None,
         budgets: None,
         persistent_pod_states: None,
+        workload_spreads: None,
         metrics: Default::default(),
     };
     let body = review_body(

@@ -11,6 +11,7 @@ mod dry_run;
 mod persistentpodstates;
 mod pods;
 mod sidecarsets;
+mod workloadspreads;
 
 use std::time::Duration;
 
@@ -37,6 +38,9 @@ pub struct ApiCluster {
     /// Where PersistentPodStates are read once it has loaded (listed before that, and when
     /// `None`).
     pub persistent_pod_states: Option<crate::persistentpodstate::cache::PpsCache>,
+    /// Where WorkloadSpreads are read once it has loaded (listed before that, and when
+    /// `None`).
+    pub workload_spreads: Option<crate::workloadspread::cache::WsCache>,
     /// Where refusals are counted.
     pub metrics: crate::metrics::ProtectionMetrics,
 }

@@ -107,6 +107,7 @@ fn every_configured_path_is_served() {
             sidecar_sets: None,
             budgets: None,
             persistent_pod_states: None,
+            workload_spreads: None,
             metrics: Default::default(),
         };
         let served = tokio::runtime::Builder::new_current_thread()

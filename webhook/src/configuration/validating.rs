@@ -161,6 +161,16 @@ pub fn validating_configuration(
                     ..hook("", paths::VALIDATE_PPS, &[], "")
                 },
                 ValidatingWebhook {
+                    name: "vworkloadspread.kb.io".to_owned(),
+                    rules: Some(vec![rule(
+                        &[keys::APPS_GROUP],
+                        &[keys::VERSION_V1ALPHA1],
+                        &["CREATE", "UPDATE"],
+                        &["workloadspreads"],
+                    )]),
+                    ..hook("", paths::VALIDATE_WORKLOADSPREAD, &[], "")
+                },
+                ValidatingWebhook {
                     name: "vpodunavailablebudget.kb.io".to_owned(),
                     rules: Some(vec![rule(
                         &[keys::POLICY_GROUP],

@@ -40,6 +40,7 @@ impl crate::cloneset::template::PodDryRun for StaticPods {
 impl crate::sidecarset::SidecarSetLookup for StaticPods {}
 impl crate::podunavailablebudget::PubLookup for StaticPods {}
 impl crate::persistentpodstate::PpsLookup for StaticPods {}
+impl crate::workloadspread::WsLookup for StaticPods {}
 
 impl crate::deletionprotection::ProtectionLookup for StaticPods {}
 
@@ -413,6 +414,7 @@ fn mutate_without_client_fails_closed_with_reason() {
         sidecar_sets: None,
         budgets: None,
         persistent_pod_states: None,
+        workload_spreads: None,
         metrics: Default::default(),
     };
     let out = response(&block_on(admit_async(&body, |req| async move {

@@ -15,6 +15,7 @@ pub mod persistent_pod_state;
 pub mod readiness_gate;
 mod sidecarset;
 pub mod unavailable_budget;
+pub mod workload_spread;
 
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -28,13 +29,14 @@ use crate::podunavailablebudget::PubLookup;
 use crate::review::{Outcome, Request, diff};
 use crate::sidecarset::SidecarSetLookup;
 use crate::sidecarset::inject::InjectContext;
+use crate::workloadspread::WsLookup;
 
 /// One handler of `/mutate-pod`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MutatingHandler {
     /// Upstream `injectPodReadinessGate`: the `KruisePodReady` gate on Kruise-owned Pods.
     ReadinessGate,
-    /// Upstream `workloadSpreadMutatingPod`. Not ported yet: a no-op slot.
+    /// Upstream `workloadSpreadMutatingPod`: the subset reserved for the Pod.
     WorkloadSpread,
     /// Upstream `sidecarsetMutatingPod`: SidecarSet injection.
     SidecarSet,
@@ -60,7 +62,7 @@ pub const MUTATING_ORDER: &[MutatingHandler] = &[
 /// One handler of `/validate-pod`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ValidatingHandler {
-    /// Upstream `workloadSpreadValidatingPod` (CREATE, DELETE). Not ported yet.
+    /// Upstream `workloadSpreadValidatingPod`: deletes and evictions recorded in `deletingPods`.
     WorkloadSpread,
     /// Upstream `podUnavailableBudgetValidatingPod` (UPDATE, DELETE, eviction CREATE).
     PodUnavailableBudget,
@@ -84,11 +86,13 @@ pub struct PodContext {
     pub related_budget: Option<String>,
     /// What the PersistentPodState slot injects, if any (see [`persistent_pod_state`]).
     pub persistent: Option<persistent_pod_state::Injection>,
+    /// The WorkloadSpread subset reserved for the Pod, if any (see [`workload_spread`]).
+    pub workload_spread: Option<workload_spread::Injection>,
 }
 
 /// `/mutate-pod` as served: reads what the handlers need from `cluster` (the SidecarSets, the
 /// revisions they pin, the namespace's labels), then runs them ([`mutate_with`]).
-pub async fn mutate_pod<C: SidecarSetLookup + PubLookup + PpsLookup>(
+pub async fn mutate_pod<C: SidecarSetLookup + PubLookup + PpsLookup + WsLookup>(
     req: Request,
     cluster: &C,
     gates: &FeatureGates,
@@ -112,6 +116,14 @@ pub async fn mutate_pod<C: SidecarSetLookup + PubLookup + PpsLookup>(
         (true, Some(pod), Some(ns)) => unavailable_budget::related_budget(pod, ns, cluster).await,
         _ => None,
     };
+    // First: the reservation is written before anything else can refuse the Pod, as upstream.
+    let workload_spread = match &pod {
+        Some(pod) => match workload_spread::injection_for(&req, pod, cluster, gates).await {
+            Ok(i) => i,
+            Err(refusal) => return refusal,
+        },
+        None => None,
+    };
     let persistent = match (&pod, &req.namespace) {
         (Some(pod), Some(ns)) => persistent_pod_state::injection_for(pod, ns, cluster).await,
         _ => None,
@@ -121,6 +133,7 @@ pub async fn mutate_pod<C: SidecarSetLookup + PubLookup + PpsLookup>(
         sidecars,
         related_budget,
         persistent,
+        workload_spread,
     };
     mutate_with(&req, &ctx)
 }
@@ -191,14 +204,15 @@ fn run(
         MutatingHandler::PersistentPodState => {
             Ok(persistent_pod_state::inject(pod, ctx.persistent.as_ref()))
         }
-        // Slot of a handler not ported yet: it changes nothing until its issue lands.
-        MutatingHandler::WorkloadSpread => Ok(false),
+        MutatingHandler::WorkloadSpread => {
+            workload_spread::inject(pod, ctx.workload_spread.as_ref())
+        }
     }
 }
 
 /// `/validate-pod` as served: every handler of [`VALIDATING_ORDER`] in turn; the first
 /// refusal wins. `options` is the request's `options` (the delete or update options).
-pub async fn validate_pod<C: PubLookup + PodLookup>(
+pub async fn validate_pod<C: PubLookup + PodLookup + WsLookup>(
     req: Request,
     options: Option<Value>,
     cluster: &C,
@@ -210,8 +224,10 @@ pub async fn validate_pod<C: PubLookup + PodLookup>(
     };
     for handler in VALIDATING_ORDER {
         let out = match handler {
-            // Not ported yet: its slot admits.
-            ValidatingHandler::WorkloadSpread => Outcome::Allow,
+            ValidatingHandler::WorkloadSpread => {
+                let dry_run = req.dry_run || unavailable_budget::dry_run_in(options.as_ref());
+                workload_spread::validate(&req, dry_run, cluster, gates).await
+            }
             ValidatingHandler::PodUnavailableBudget => {
                 unavailable_budget::validate(&req, &adm, cluster).await
             }

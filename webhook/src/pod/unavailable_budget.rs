@@ -95,7 +95,7 @@ pub struct Admission<'a> {
     pub gates: &'a FeatureGates,
 }
 
-fn dry_run_in(options: Option<&Value>) -> bool {
+pub(crate) fn dry_run_in(options: Option<&Value>) -> bool {
     options
         .and_then(|o| o.get("dryRun"))
         .and_then(Value::as_array)

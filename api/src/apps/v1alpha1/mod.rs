@@ -14,6 +14,7 @@ pub mod podprobemarker;
 mod resourcedistribution;
 mod sidecarset;
 mod statefulset;
+mod workloadspread;
 
 pub use crate::appspub::{UpdateScatterStrategy, UpdateScatterTerm};
 pub use advancedcronjob::{
@@ -76,4 +77,10 @@ pub use statefulset::{
     PodManagementPolicyType, PodUpdateStrategyType, RollingUpdateStatefulSetStrategy, StatefulSet,
     StatefulSetCondition, StatefulSetSpec, StatefulSetStatus, StatefulSetUpdateStrategy,
     StatefulSetUpdateStrategyType, UnorderedUpdateStrategy,
+};
+pub use workloadspread::{
+    AdaptiveWorkloadSpreadStrategy, MatchedWorkloadSpread, SCHEDULE_ADAPTIVE, SCHEDULE_FIXED,
+    SUBSET_SCHEDULABLE, TargetFilter, WorkloadSpread, WorkloadSpreadScheduleStrategy,
+    WorkloadSpreadSpec, WorkloadSpreadStatus, WorkloadSpreadSubset, WorkloadSpreadSubsetCondition,
+    WorkloadSpreadSubsetStatus,
 };

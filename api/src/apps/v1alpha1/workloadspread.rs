@@ -1,0 +1,270 @@
+//! WorkloadSpread, apps.kruise.io/v1alpha1 (upstream `apis/apps/v1alpha1/workloadspread_types.go`):
+//! spreads the Pods of an existing workload over subsets of nodes, each with an optional cap,
+//! tolerations and a patch, without changing the workload.
+//!
+//! Beside the types: the `apps.kruise.io/matched-workloadspread` Pod annotation, which the Pod
+//! webhook writes and the controller reads ([`MatchedWorkloadSpread`]), and the cap of a subset
+//! ([`WorkloadSpreadSubset::max_replicas_of`]).
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{NodeSelectorTerm, PreferredSchedulingTerm, Toleration};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, Time};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::keys;
+pub use crate::policy::v1alpha1::TargetReference;
+
+/// `scheduleStrategy.type`: Pods stay in the subset the webhook chose (the default).
+pub const SCHEDULE_FIXED: &str = "Fixed";
+/// `scheduleStrategy.type`: the controller reschedules Pods a subset cannot place.
+pub const SCHEDULE_ADAPTIVE: &str = "Adaptive";
+/// Subset condition type: whether the subset's nodes can take Pods.
+pub const SUBSET_SCHEDULABLE: &str = "Schedulable";
+
+/// Desired state of a WorkloadSpread.
+#[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[kube(
+    group = "apps.kruise.io",
+    version = "v1alpha1",
+    kind = "WorkloadSpread",
+    namespaced,
+    status = "WorkloadSpreadStatus",
+    shortname = "ws",
+    derive = "PartialEq",
+    derive = "Default",
+    doc = "WorkloadSpread spreads the Pods of a workload over subsets of nodes, with a cap, tolerations and a patch per subset.",
+    printcolumn = r#"{"name":"WorkloadName","type":"string","jsonPath":".spec.targetRef.name"}"#,
+    printcolumn = r#"{"name":"WorkloadKind","type":"string","jsonPath":".spec.targetRef.kind"}"#,
+    printcolumn = r#"{"name":"Adaptive","type":"boolean","jsonPath":".spec.scheduleStrategy.type[?(@ == \"Adaptive\")]","description":"Whether use the adaptive reschedule strategy"}"#,
+    printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
+)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkloadSpreadSpec {
+    /// The workload whose Pods are spread.
+    #[serde(rename = "targetRef", default, skip_serializing_if = "Option::is_none")]
+    pub target_reference: Option<TargetReference>,
+    /// Selects, among the workload's Pods, those the WorkloadSpread manages.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_filter: Option<TargetFilter>,
+    /// The subsets, in the order Pods fill them.
+    #[serde(default)]
+    pub subsets: Vec<WorkloadSpreadSubset>,
+    /// How Pods are placed between subsets.
+    #[serde(
+        default,
+        skip_serializing_if = "WorkloadSpreadScheduleStrategy::is_empty"
+    )]
+    pub schedule_strategy: WorkloadSpreadScheduleStrategy,
+}
+
+/// Which Pods of the workload count, and where its replicas are read.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TargetFilter {
+    /// Pods the selector matches are managed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selector: Option<LabelSelector>,
+    /// Paths in the workload whose values sum to the replicas percentages scale against.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub replicas_path_list: Vec<String>,
+}
+
+/// `Fixed` (default) or `Adaptive`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkloadSpreadScheduleStrategy {
+    /// `Fixed`, `Adaptive` or empty (Fixed).
+    #[serde(default, rename = "type", skip_serializing_if = "String::is_empty")]
+    pub type_: String,
+    /// Parameters of `Adaptive`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adaptive: Option<AdaptiveWorkloadSpreadStrategy>,
+}
+
+impl WorkloadSpreadScheduleStrategy {
+    fn is_empty(&self) -> bool {
+        self.type_.is_empty() && self.adaptive.is_none()
+    }
+}
+
+/// Parameters of the `Adaptive` strategy.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AdaptiveWorkloadSpreadStrategy {
+    /// Skip the webhook's simulated scheduling.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub disable_simulation_schedule: bool,
+    /// How long a Pod may stay unschedulable before it is rescheduled to another subset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reschedule_critical_seconds: Option<i32>,
+}
+
+/// One subset of nodes.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkloadSpreadSubset {
+    /// Unique among the subsets.
+    pub name: String,
+    /// Nodes of the subset (added to the Pod's required node affinity).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub required_node_selector_term: Option<NodeSelectorTerm>,
+    /// Nodes the subset prefers (added to the Pod's preferred node affinity).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub preferred_node_selector_terms: Vec<PreferredSchedulingTerm>,
+    /// Added to the Pod's tolerations.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tolerations: Vec<Toleration>,
+    /// Most Pods in the subset: a count or a percentage of the workload's replicas; none means
+    /// no limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_replicas: Option<IntOrString>,
+    /// A patch applied to the Pod (e.g. labels, resources).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crate::schema::preserve_unknown_object")]
+    pub patch: Option<serde_json::Value>,
+}
+
+impl WorkloadSpreadSubset {
+    /// The cap against `replicas` (percentages round up, upstream
+    /// `GetScaledValueFromIntOrPercent(.., true)`); `None` when the subset has no cap or the
+    /// value is malformed (the webhook refuses those).
+    pub fn max_replicas_of(&self, replicas: i32) -> Option<i32> {
+        let v = self.max_replicas.as_ref()?;
+        crate::policy::v1alpha1::pubcontrol::scaled_round_up(v, replicas).ok()
+    }
+}
+
+/// Observed state.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkloadSpreadStatus {
+    /// The generation this status reflects.
+    #[serde(default)]
+    pub observed_generation: i64,
+    /// One entry per subset, in the spec's order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub subset_statuses: Vec<WorkloadSpreadSubsetStatus>,
+    /// Per workload revision, the subsets' statuses (used during rollouts of Deployments).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub versioned_subset_statuses: BTreeMap<String, Vec<WorkloadSpreadSubsetStatus>>,
+}
+
+/// The observed state of one subset.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkloadSpreadSubsetStatus {
+    /// The subset's name.
+    pub name: String,
+    /// Active Pods in the subset.
+    #[serde(default)]
+    pub replicas: i32,
+    /// Conditions (`Schedulable`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<WorkloadSpreadSubsetCondition>,
+    /// Pods the subset may still take; `-1` when it has no cap.
+    #[serde(default)]
+    pub missing_replicas: i32,
+    /// Pods (by name, or a generated id) the webhook placed here and the controller has not
+    /// seen yet, with the time of the placement.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub creating_pods: BTreeMap<String, Time>,
+    /// Pods whose deletion the webhook admitted and that still exist, with its time.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub deleting_pods: BTreeMap<String, Time>,
+}
+
+/// A condition of a subset.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkloadSpreadSubsetCondition {
+    /// `Schedulable`.
+    #[serde(rename = "type")]
+    pub type_: String,
+    /// `True`, `False` or `Unknown`.
+    pub status: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_transition_time: Option<Time>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub reason: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub message: String,
+}
+
+impl WorkloadSpreadSubsetStatus {
+    /// Whether a `Schedulable=False` condition closes the subset.
+    pub fn unschedulable(&self) -> bool {
+        self.conditions
+            .iter()
+            .any(|c| c.type_ == SUBSET_SCHEDULABLE && c.status == "False")
+    }
+}
+
+/// The value of [`keys::MATCHED_WORKLOADSPREAD_ANNOTATION`] (upstream `InjectWorkloadSpread`):
+/// the WorkloadSpread and subset a Pod was placed in, and the id the webhook generated when
+/// the Pod had no name yet.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MatchedWorkloadSpread {
+    pub name: String,
+    pub subset: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub uid: String,
+}
+
+impl MatchedWorkloadSpread {
+    /// The annotation of a Pod, if it has a well-formed one.
+    pub fn of(annotations: Option<&BTreeMap<String, String>>) -> Option<Self> {
+        let raw = annotations?.get(keys::MATCHED_WORKLOADSPREAD_ANNOTATION)?;
+        serde_json::from_str(raw).ok()
+    }
+
+    /// The annotation's value.
+    pub fn to_annotation(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    /// The key of the Pod in `creatingPods`: the generated id, else the Pod's name.
+    pub fn creating_key<'a>(&'a self, pod_name: &'a str) -> &'a str {
+        if self.uid.is_empty() {
+            pod_name
+        } else {
+            &self.uid
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn annotation_matches_upstreams_json() {
+        let m = MatchedWorkloadSpread {
+            name: "ws".into(),
+            subset: "a".into(),
+            uid: String::new(),
+        };
+        assert_eq!(m.to_annotation(), r#"{"name":"ws","subset":"a"}"#);
+        let with_uid = MatchedWorkloadSpread {
+            uid: "u1".into(),
+            ..m
+        };
+        assert_eq!(
+            with_uid.to_annotation(),
+            r#"{"name":"ws","subset":"a","uid":"u1"}"#
+        );
+    }
+
+    #[test]
+    fn percent_caps_round_up() {
+        let s = WorkloadSpreadSubset {
+            max_replicas: Some(IntOrString::String("50%".into())),
+            ..Default::default()
+        };
+        assert_eq!(s.max_replicas_of(5), Some(3));
+        assert_eq!(WorkloadSpreadSubset::default().max_replicas_of(5), None);
+    }
+}

@@ -1,0 +1,65 @@
+//! Wiring of the WorkloadSpread controller on the shared [`runner`](crate::runner): the
+//! WorkloadSpread watch, and the Pod events of Pods a WorkloadSpread placed (upstream's
+//! `podEventHandler`, which follows the same annotation).
+
+use std::sync::Arc;
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Pod;
+use kruise_api::apps::v1alpha1::{MatchedWorkloadSpread, WorkloadSpread};
+use kube::Api;
+use kube::runtime::reflector::{self, ObjectRef};
+use tokio_util::sync::CancellationToken;
+
+use super::context::{Context, METRIC_NAME};
+use super::reconcile::reconcile;
+use crate::podcache::PodEvent;
+use crate::runner::{self, Controller};
+
+/// Reconciles of different WorkloadSpreads at once (upstream's default worker count).
+const CONCURRENCY: u16 = 3;
+
+/// Runs the controller until `shutdown` is cancelled.
+pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
+    let api: Api<WorkloadSpread> = match &ctx.namespace {
+        Some(ns) => Api::namespaced(ctx.client.clone(), ns),
+        None => Api::all(ctx.client.clone()),
+    };
+    let ctl = Controller::watching(
+        METRIC_NAME,
+        runner::watch(api),
+        ctx.metrics.clone(),
+        shutdown,
+    )
+    .concurrency(CONCURRENCY);
+    let store = ctl.store();
+    ctl.trigger_refs(
+        ctx.pods
+            .events()
+            .flat_map(move |ev| futures::stream::iter(pod_event_targets(&store, ev))),
+    )
+    .run(reconcile, ctx)
+    .await;
+}
+
+/// The WorkloadSpread a Pod event concerns: the one its annotation names.
+fn pod_event_targets(
+    store: &reflector::Store<WorkloadSpread>,
+    ev: PodEvent,
+) -> Vec<ObjectRef<WorkloadSpread>> {
+    let pod: Arc<Pod> = match ev {
+        PodEvent::Applied(p) | PodEvent::Deleted(p) => p,
+        PodEvent::Resync => {
+            return store
+                .state()
+                .iter()
+                .map(|w| ObjectRef::from_obj(w.as_ref()))
+                .collect();
+        }
+    };
+    let Some(m) = MatchedWorkloadSpread::of(pod.metadata.annotations.as_ref()) else {
+        return Vec::new();
+    };
+    let ns = pod.metadata.namespace.clone().unwrap_or_default();
+    vec![ObjectRef::new(&m.name).within(&ns)]
+}

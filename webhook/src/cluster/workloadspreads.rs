@@ -1,0 +1,92 @@
+//! [`WsLookup`] against the API server: WorkloadSpreads from the watch cache once it has
+//! loaded (listed before that, and always for the conflict check), one read live for the
+//! reservation, and its status writes.
+
+use kruise_api::apps::v1alpha1::WorkloadSpread;
+use kube::api::PostParams;
+
+use super::ApiCluster;
+use crate::workloadspread::{WsLookup, WsWrite};
+
+impl ApiCluster {
+    fn ws_api(&self, namespace: &str) -> Result<kube::Api<WorkloadSpread>, String> {
+        let client = self
+            .client
+            .as_ref()
+            .ok_or_else(|| "the webhook has no Kubernetes client".to_owned())?;
+        Ok(kube::Api::namespaced(client.clone(), namespace))
+    }
+
+    async fn ws_timed<T>(
+        &self,
+        what: &str,
+        fut: impl Future<Output = Result<T, kube::Error>>,
+    ) -> Result<Result<T, kube::Error>, String> {
+        tokio::time::timeout(self.timeout, fut).await.map_err(|_| {
+            format!(
+                "{what}: no answer from the API server within {:?}",
+                self.timeout
+            )
+        })
+    }
+}
+
+impl WsLookup for ApiCluster {
+    async fn workload_spreads(&self, namespace: &str) -> Result<Vec<WorkloadSpread>, String> {
+        if let Some(list) = self
+            .workload_spreads
+            .as_ref()
+            .and_then(|c| c.snapshot(namespace))
+        {
+            return Ok(list);
+        }
+        self.workload_spreads_live(namespace).await
+    }
+
+    async fn workload_spreads_live(&self, namespace: &str) -> Result<Vec<WorkloadSpread>, String> {
+        if self.client.is_none() {
+            return Ok(Vec::new());
+        }
+        let api = self.ws_api(namespace)?;
+        match self
+            .ws_timed("cannot list WorkloadSpreads", api.list(&Default::default()))
+            .await?
+        {
+            Ok(list) => Ok(list.items),
+            // The CRD may not be installed: nothing is spread.
+            Err(kube::Error::Api(s)) if s.code == 404 => Ok(Vec::new()),
+            Err(e) => Err(format!("cannot list WorkloadSpreads: {e}")),
+        }
+    }
+
+    async fn workload_spread(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<WorkloadSpread>, String> {
+        let api = self.ws_api(namespace)?;
+        self.ws_timed("cannot read WorkloadSpread", api.get_opt(name))
+            .await?
+            .map_err(|e| format!("cannot read WorkloadSpread {name}: {e}"))
+    }
+
+    async fn write_workload_spread_status(&self, ws: &WorkloadSpread) -> Result<WsWrite, String> {
+        let ns = ws.metadata.namespace.clone().unwrap_or_default();
+        let name = ws.metadata.name.clone().unwrap_or_default();
+        let api = self.ws_api(&ns)?;
+        match self
+            .ws_timed(
+                "cannot write WorkloadSpread status",
+                api.replace_status(&name, &PostParams::default(), ws),
+            )
+            .await?
+        {
+            Ok(_) => Ok(WsWrite::Written),
+            Err(kube::Error::Api(s)) if s.code == 409 => Ok(WsWrite::Conflict),
+            Err(kube::Error::Api(s)) if s.code == 404 => Ok(WsWrite::Gone),
+            Err(e) => Err(format!(
+                "cannot write the status of WorkloadSpread {name}: {e}"
+            )),
+        }
+    }
+}

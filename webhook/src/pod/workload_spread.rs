@@ -1,0 +1,265 @@
+//! WorkloadSpread on Pods (upstream `pkg/webhook/pod/{mutating,validating}/workloadspread.go`
+//! over `pkg/util/workloadspread`), the first slot of `/mutate-pod` and of `/validate-pod`:
+//!
+//! - at creation, a Pod of a workload some WorkloadSpread targets takes the first subset with
+//!   room; the place is reserved by recording the Pod in the subset's `creatingPods` with a
+//!   conflict-checked status write (re-read and retried on conflict), so concurrent creates
+//!   never overfill a subset; then the subset's affinity, tolerations and patch are injected
+//!   and the choice recorded in `apps.kruise.io/matched-workloadspread`;
+//! - at deletion or eviction, a Pod carrying that annotation is recorded in its subset's
+//!   `deletingPods`, giving its place back at once.
+//!
+//! A Pod whose controller is not a supported workload pays nothing; one that is pays a lookup
+//! in the watch cache of its namespace's WorkloadSpreads.
+
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{OwnerReference, Time};
+use kruise_api::apps::v1alpha1::{MatchedWorkloadSpread, WorkloadSpread, WorkloadSpreadSubset};
+use kruise_api::features::{FeatureGates, Gate};
+use kruise_api::keys;
+use kruise_api::policy::v1alpha1::TargetReference;
+use kube::core::admission::Operation;
+
+use crate::crr::mutation::PodLookup;
+use crate::podunavailablebudget::PubLookup;
+use crate::review::{Outcome, Request};
+use crate::workloadspread::subset::{
+    Created, inject as inject_subset, record_delete, reserve_create,
+};
+use crate::workloadspread::{WsLookup, WsWrite};
+
+/// Attempts of a status write against concurrent writers (upstream `retry.DefaultBackoff`).
+const ATTEMPTS: usize = 5;
+
+/// What the slot injects: the subset and the annotation's value.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Injection {
+    pub subset: WorkloadSpreadSubset,
+    pub matched: MatchedWorkloadSpread,
+}
+
+/// Upstream `matchReference`: the Pod controllers a WorkloadSpread may sit above.
+fn supported_owner(o: &OwnerReference) -> bool {
+    let group = o.api_version.rsplit_once('/').map_or("", |(g, _)| g);
+    match o.kind.as_str() {
+        "CloneSet" => group == keys::APPS_GROUP,
+        "ReplicaSet" => group == "apps",
+        "Job" => group == "batch",
+        "StatefulSet" => group == "apps" || group == keys::APPS_GROUP,
+        _ => false,
+    }
+}
+
+fn active(pod: &Pod) -> bool {
+    let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
+    pod.metadata.deletion_timestamp.is_none() && !matches!(phase, Some("Succeeded" | "Failed"))
+}
+
+fn controller_of(pod: &Pod) -> Option<&OwnerReference> {
+    pod.metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .find(|o| o.controller == Some(true))
+}
+
+/// The WorkloadSpread targeting the Pod's workload (upstream `isReferenceEqual`: a ReplicaSet
+/// is looked through to its Deployment when a WorkloadSpread targets a Deployment).
+async fn matching<C: WsLookup + PubLookup>(
+    pod: &Pod,
+    namespace: &str,
+    cluster: &C,
+) -> Option<WorkloadSpread> {
+    let owner = controller_of(pod).filter(|o| supported_owner(o))?;
+    let spreads = match cluster.workload_spreads(namespace).await {
+        Ok(s) if s.is_empty() => return None,
+        Ok(s) => s,
+        Err(e) => {
+            tracing::warn!(error = %e, namespace, "cannot list WorkloadSpreads; Pod not spread");
+            return None;
+        }
+    };
+    let itself = TargetReference {
+        api_version: owner.api_version.clone(),
+        kind: owner.kind.clone(),
+        name: owner.name.clone(),
+    };
+    let targets = |r: &TargetReference| {
+        spreads.iter().find(|w| {
+            w.metadata.deletion_timestamp.is_none()
+                && w.spec
+                    .target_reference
+                    .as_ref()
+                    .is_some_and(|t| t.same_workload(r))
+        })
+    };
+    if let Some(w) = targets(&itself) {
+        return Some(w.clone());
+    }
+    let wants_deployment = spreads.iter().any(|w| {
+        w.spec
+            .target_reference
+            .as_ref()
+            .is_some_and(|t| t.kind == "Deployment")
+    });
+    if owner.kind != "ReplicaSet" || !wants_deployment {
+        return None;
+    }
+    let deployment = match cluster.workload_of(namespace, owner).await {
+        Ok(Some(d)) if d.kind == "Deployment" => d,
+        Ok(_) => return None,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot find the Deployment of a new Pod");
+            return None;
+        }
+    };
+    targets(&deployment).cloned()
+}
+
+/// The `/mutate-pod` read-and-reserve step (upstream `HandlePodCreation`): `Ok(None)` when no
+/// WorkloadSpread concerns the Pod or every subset is full; a refusal when the reservation
+/// could not be written (the workload's controller retries the create).
+pub async fn injection_for<C: WsLookup + PubLookup>(
+    req: &Request,
+    pod: &Pod,
+    cluster: &C,
+    gates: &FeatureGates,
+) -> Result<Option<Injection>, Outcome> {
+    if !gates.enabled(Gate::WorkloadSpread) || !active(pod) {
+        return Ok(None);
+    }
+    let Some(ns) = req.namespace.as_deref() else {
+        return Ok(None);
+    };
+    let Some(mut ws) = matching(pod, ns, cluster).await else {
+        return Ok(None);
+    };
+    let pod_name = pod.metadata.name.as_deref().filter(|n| !n.is_empty());
+    let ws_name = ws.metadata.name.clone().unwrap_or_default();
+    let generated = random_uuid();
+    for _ in 0..ATTEMPTS {
+        let now = Time(Timestamp::now());
+        let matched = match reserve_create(&mut ws, pod_name, || generated.clone(), now) {
+            Ok(Created::Reserved(m)) => m,
+            Ok(Created::Recorded(m)) => return Ok(found(&ws, m)),
+            Ok(Created::NoSubset) => return Ok(None),
+            Err(e) => return Err(Outcome::forbidden(e.to_string())),
+        };
+        if req.dry_run {
+            return Ok(found(&ws, matched));
+        }
+        match cluster.write_workload_spread_status(&ws).await {
+            Ok(WsWrite::Written) => {
+                tracing::debug!(workloadspread = %ws_name, subset = %matched.subset, "reserved a subset for a new Pod");
+                return Ok(found(&ws, matched));
+            }
+            Ok(WsWrite::Gone) => return Ok(None),
+            Ok(WsWrite::Conflict) => match cluster.workload_spread(ns, &ws_name).await {
+                Ok(Some(fresh)) => ws = fresh,
+                Ok(None) => return Ok(None),
+                Err(e) => return Err(Outcome::forbidden(e)),
+            },
+            Err(e) => return Err(Outcome::forbidden(e)),
+        }
+    }
+    Err(Outcome::forbidden(format!(
+        "Timeout: couldn't update WorkloadSpread {ws_name} due to conflicts"
+    )))
+}
+
+/// A random (version 4) UUID, as upstream's `uuid.NewUUID()` names a Pod that has no name yet.
+fn random_uuid() -> String {
+    let mut b: [u8; 16] = rand::random();
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[0..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..32]
+    )
+}
+
+fn found(ws: &WorkloadSpread, matched: MatchedWorkloadSpread) -> Option<Injection> {
+    let subset = ws
+        .spec
+        .subsets
+        .iter()
+        .find(|s| s.name == matched.subset)?
+        .clone();
+    Some(Injection { subset, matched })
+}
+
+/// Applies the injection (the `/mutate-pod` slot); whether it changed the Pod.
+pub fn inject(pod: &mut Pod, injection: Option<&Injection>) -> Result<bool, Outcome> {
+    let Some(inj) = injection else {
+        return Ok(false);
+    };
+    inject_subset(pod, &inj.subset, &inj.matched)
+        .map(|()| true)
+        .map_err(|e| {
+            Outcome::bad_request(format!("cannot apply the WorkloadSpread subset patch: {e}"))
+        })
+}
+
+/// The `/validate-pod` slot (upstream `workloadSpreadValidatingPod`): records a delete or an
+/// eviction of a spread Pod in its subset's `deletingPods`. Never refuses the operation for
+/// the budget's sake; refuses only when the record cannot be written, as upstream.
+pub async fn validate<C: WsLookup + PodLookup>(
+    req: &Request,
+    dry_run: bool,
+    cluster: &C,
+    gates: &FeatureGates,
+) -> Outcome {
+    if !gates.enabled(Gate::WorkloadSpread) || dry_run {
+        return Outcome::Allow;
+    }
+    let ns = req.namespace.clone().unwrap_or_default();
+    let pod: Pod = match (req.operation.clone(), req.sub_resource.as_deref()) {
+        (Operation::Delete, None) => {
+            match req
+                .old_object
+                .as_ref()
+                .and_then(|o| serde_json::from_value(o.clone()).ok())
+            {
+                Some(p) => p,
+                None => return Outcome::Allow,
+            }
+        }
+        (Operation::Create, Some("eviction")) => match cluster.pod(&ns, &req.name).await {
+            Ok(Some(p)) => p,
+            _ => return Outcome::Allow,
+        },
+        _ => return Outcome::Allow,
+    };
+    let Some(matched) = MatchedWorkloadSpread::of(pod.metadata.annotations.as_ref()) else {
+        return Outcome::Allow;
+    };
+    if !active(&pod) || controller_of(&pod).is_none() {
+        return Outcome::Allow;
+    }
+    let pod_name = pod.metadata.name.clone().unwrap_or_default();
+    for _ in 0..ATTEMPTS {
+        let mut ws = match cluster.workload_spread(&ns, &matched.name).await {
+            Ok(Some(w)) => w,
+            Ok(None) => return Outcome::Allow,
+            Err(e) => return Outcome::forbidden(e),
+        };
+        if !record_delete(&mut ws, &pod_name, &matched.subset, Time(Timestamp::now())) {
+            return Outcome::Allow;
+        }
+        match cluster.write_workload_spread_status(&ws).await {
+            Ok(WsWrite::Written | WsWrite::Gone) => return Outcome::Allow,
+            Ok(WsWrite::Conflict) => continue,
+            Err(e) => return Outcome::forbidden(e),
+        }
+    }
+    Outcome::forbidden(format!(
+        "Timeout: couldn't update WorkloadSpread {} due to conflicts",
+        matched.name
+    ))
+}

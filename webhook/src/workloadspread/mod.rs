@@ -1,0 +1,64 @@
+//! WorkloadSpread admission, after upstream's `pkg/webhook/workloadspread` (validation only,
+//! [`validation`]) and the Pod side of `pkg/util/workloadspread` ([`subset`]: which subset a
+//! new Pod takes and how the status records it). The Pod webhook's slots are in
+//! [`crate::pod::workload_spread`].
+//!
+//! [`WsLookup`] is what the handlers read and write in the cluster; its defaults describe a
+//! cluster without WorkloadSpreads, so test doubles of other kinds need not implement it.
+
+pub mod cache;
+pub mod subset;
+pub mod validation;
+
+use std::future::Future;
+
+use kruise_api::apps::v1alpha1::WorkloadSpread;
+
+/// The result of a status write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WsWrite {
+    /// Stored.
+    Written,
+    /// Someone wrote in between: read again and retry.
+    Conflict,
+    /// The WorkloadSpread is gone.
+    Gone,
+}
+
+/// WorkloadSpreads as the webhook reads and writes them.
+pub trait WsLookup: Sync {
+    /// The WorkloadSpreads of a namespace, from the watch cache where there is one: read on
+    /// every Pod create, so a Pod no WorkloadSpread concerns pays only this.
+    fn workload_spreads(
+        &self,
+        _namespace: &str,
+    ) -> impl Future<Output = Result<Vec<WorkloadSpread>, String>> + Send {
+        std::future::ready(Ok(Vec::new()))
+    }
+    /// The same read from the API server (the conflict check of the validation).
+    fn workload_spreads_live(
+        &self,
+        namespace: &str,
+    ) -> impl Future<Output = Result<Vec<WorkloadSpread>, String>> + Send {
+        self.workload_spreads(namespace)
+    }
+    /// One WorkloadSpread, read from the API server (the reservation re-reads after a
+    /// conflict).
+    fn workload_spread(
+        &self,
+        _namespace: &str,
+        _name: &str,
+    ) -> impl Future<Output = Result<Option<WorkloadSpread>, String>> + Send {
+        std::future::ready(Ok(None))
+    }
+    /// Replaces the status (optimistic: the object's resourceVersion is sent).
+    fn write_workload_spread_status(
+        &self,
+        _ws: &WorkloadSpread,
+    ) -> impl Future<Output = Result<WsWrite, String>> + Send {
+        std::future::ready(Ok(WsWrite::Gone))
+    }
+}
+
+#[cfg(test)]
+mod tests;

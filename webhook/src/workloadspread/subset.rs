@@ -1,0 +1,240 @@
+//! Which subset a new Pod takes, and how the WorkloadSpread's status records creates and
+//! deletes (upstream `pkg/util/workloadspread/workloadspread.go`: `updateSubsetForPod`,
+//! `getSuitableSubset`, `injectWorkloadSpreadIntoPod`). Pure: the caller reads the object,
+//! calls these, and writes the status with conflict retries.
+
+use k8s_openapi::api::core::v1::{Affinity, NodeAffinity, NodeSelector, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use kruise_api::apps::v1alpha1::{
+    MatchedWorkloadSpread, WorkloadSpread, WorkloadSpreadSubset, WorkloadSpreadSubsetStatus,
+};
+use kruise_api::keys;
+use serde_json::Value;
+
+/// Why no reservation could be made.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReserveError {
+    /// The controller has not written the subsets' statuses yet and a cap is a percentage,
+    /// which needs the workload's replicas: the workload's controller retries the create.
+    #[error(
+        "WorkloadSpread {0} has no status for its subsets yet; the Pod is refused until the controller writes it"
+    )]
+    NotReady(String),
+}
+
+/// What a Pod create did to the status.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Created {
+    /// A subset was reserved: the status changed and must be written.
+    Reserved(MatchedWorkloadSpread),
+    /// The Pod's name is already recorded (a retried create): nothing to write.
+    Recorded(MatchedWorkloadSpread),
+    /// Every subset is full or closed: the Pod is created without a subset, as upstream.
+    NoSubset,
+}
+
+/// Statuses for every subset of the spec when the controller has not written them (a new
+/// WorkloadSpread): caps are counts, unlimited is `-1`.
+fn ensure_statuses(ws: &mut WorkloadSpread) -> Result<(), ReserveError> {
+    let spec_names: Vec<&str> = ws.spec.subsets.iter().map(|s| s.name.as_str()).collect();
+    let status = ws.status.get_or_insert_with(Default::default);
+    let names: Vec<&str> = status
+        .subset_statuses
+        .iter()
+        .map(|s| s.name.as_str())
+        .collect();
+    if names == spec_names {
+        return Ok(());
+    }
+    let mut fresh = Vec::with_capacity(ws.spec.subsets.len());
+    for s in &ws.spec.subsets {
+        let missing = match &s.max_replicas {
+            None => -1,
+            Some(IntOrString::Int(n)) => *n,
+            Some(IntOrString::String(_)) => {
+                return Err(ReserveError::NotReady(
+                    ws.metadata.name.clone().unwrap_or_default(),
+                ));
+            }
+        };
+        let old = status.subset_statuses.iter().find(|o| o.name == s.name);
+        fresh.push(WorkloadSpreadSubsetStatus {
+            name: s.name.clone(),
+            missing_replicas: old.map_or(missing, |o| o.missing_replicas),
+            ..old.cloned().unwrap_or_default()
+        });
+    }
+    status.subset_statuses = fresh;
+    Ok(())
+}
+
+fn recorded_in(ws: &WorkloadSpread, pod_name: &str) -> Option<String> {
+    ws.status.as_ref()?.subset_statuses.iter().find_map(|s| {
+        (s.creating_pods.contains_key(pod_name) || s.deleting_pods.contains_key(pod_name))
+            .then(|| s.name.clone())
+    })
+}
+
+/// Upstream `getSuitableSubset`: the first subset, in order, that is not closed by a
+/// `Schedulable=False` condition and still misses Pods (or has no cap).
+pub fn suitable(statuses: &[WorkloadSpreadSubsetStatus]) -> Option<usize> {
+    statuses
+        .iter()
+        .position(|s| !s.unschedulable() && (s.missing_replicas > 0 || s.missing_replicas == -1))
+}
+
+/// Upstream `updateSubsetForPod` for a create: picks the subset and records the Pod in its
+/// `creatingPods` (under its name, or `generated_uid` when it has none yet), taking one from
+/// `missingReplicas`.
+pub fn reserve_create(
+    ws: &mut WorkloadSpread,
+    pod_name: Option<&str>,
+    generated_uid: impl FnOnce() -> String,
+    now: Time,
+) -> Result<Created, ReserveError> {
+    let ws_name = ws.metadata.name.clone().unwrap_or_default();
+    if let Some(name) = pod_name
+        && let Some(subset) = recorded_in(ws, name)
+    {
+        return Ok(Created::Recorded(MatchedWorkloadSpread {
+            name: ws_name,
+            subset,
+            uid: String::new(),
+        }));
+    }
+    ensure_statuses(ws)?;
+    let Some(status) = ws.status.as_mut() else {
+        return Ok(Created::NoSubset);
+    };
+    let Some(i) = suitable(&status.subset_statuses) else {
+        return Ok(Created::NoSubset);
+    };
+    let subset = &mut status.subset_statuses[i];
+    let (key, uid) = match pod_name {
+        Some(n) => (n.to_owned(), String::new()),
+        None => {
+            let uid = generated_uid();
+            (uid.clone(), uid)
+        }
+    };
+    subset.creating_pods.insert(key, now);
+    if subset.missing_replicas > 0 {
+        subset.missing_replicas -= 1;
+    }
+    Ok(Created::Reserved(MatchedWorkloadSpread {
+        name: ws_name,
+        subset: subset.name.clone(),
+        uid,
+    }))
+}
+
+/// Upstream `updateSubsetForPod` for a delete or eviction: records the Pod in its subset's
+/// `deletingPods`, giving one back to `missingReplicas`. Whether the status changed.
+pub fn record_delete(ws: &mut WorkloadSpread, pod_name: &str, subset: &str, now: Time) -> bool {
+    if recorded_in(ws, pod_name).is_some() {
+        return false;
+    }
+    let Some(s) = ws
+        .status
+        .as_mut()
+        .and_then(|st| st.subset_statuses.iter_mut().find(|s| s.name == subset))
+    else {
+        return false;
+    };
+    s.deleting_pods.insert(pod_name.to_owned(), now);
+    if s.missing_replicas >= 0 {
+        s.missing_replicas += 1;
+    }
+    true
+}
+
+/// Upstream `injectWorkloadSpreadIntoPod`: the subset's tolerations, preferred and required
+/// node affinity (the required term is added to every term the Pod already has), its patch,
+/// and the annotation naming the choice.
+pub fn inject(
+    pod: &mut Pod,
+    subset: &WorkloadSpreadSubset,
+    matched: &MatchedWorkloadSpread,
+) -> Result<(), serde_json::Error> {
+    let spec = pod.spec.get_or_insert_with(Default::default);
+    if !subset.tolerations.is_empty() {
+        spec.tolerations
+            .get_or_insert_with(Vec::new)
+            .extend(subset.tolerations.iter().cloned());
+    }
+    let na = spec
+        .affinity
+        .get_or_insert_with(Affinity::default)
+        .node_affinity
+        .get_or_insert_with(NodeAffinity::default);
+    if !subset.preferred_node_selector_terms.is_empty() {
+        na.preferred_during_scheduling_ignored_during_execution
+            .get_or_insert_with(Vec::new)
+            .extend(subset.preferred_node_selector_terms.iter().cloned());
+    }
+    if let Some(req) = &subset.required_node_selector_term {
+        let sel = na
+            .required_during_scheduling_ignored_during_execution
+            .get_or_insert_with(NodeSelector::default);
+        if sel.node_selector_terms.is_empty() {
+            sel.node_selector_terms.push(req.clone());
+        } else {
+            for t in &mut sel.node_selector_terms {
+                t.match_expressions
+                    .get_or_insert_with(Vec::new)
+                    .extend(req.match_expressions.iter().flatten().cloned());
+                t.match_fields
+                    .get_or_insert_with(Vec::new)
+                    .extend(req.match_fields.iter().flatten().cloned());
+            }
+        }
+    }
+    if let Some(patch) = &subset.patch {
+        let mut v = serde_json::to_value(&*pod)?;
+        merge(&mut v, patch);
+        *pod = serde_json::from_value(v)?;
+    }
+    pod.metadata
+        .annotations
+        .get_or_insert_with(Default::default)
+        .insert(
+            keys::MATCHED_WORKLOADSPREAD_ANNOTATION.to_owned(),
+            matched.to_annotation(),
+        );
+    Ok(())
+}
+
+/// The part of a strategic merge patch a subset patch uses: objects merge key by key, `null`
+/// removes a key, lists of objects that all carry a `name` (containers, env, volumes) merge by
+/// name, other lists are replaced.
+pub fn merge(target: &mut Value, patch: &Value) {
+    match (target, patch) {
+        (Value::Object(t), Value::Object(p)) => {
+            for (k, pv) in p {
+                if pv.is_null() {
+                    t.remove(k);
+                } else {
+                    merge(t.entry(k.clone()).or_insert(Value::Null), pv);
+                }
+            }
+        }
+        (Value::Array(t), Value::Array(p)) if named(t) && named(p) => {
+            for pv in p {
+                let name = pv.get("name");
+                match t.iter_mut().find(|tv| tv.get("name") == name) {
+                    Some(tv) => merge(tv, pv),
+                    None => t.push(pv.clone()),
+                }
+            }
+        }
+        (t, p) => *t = p.clone(),
+    }
+}
+
+fn named(items: &[Value]) -> bool {
+    !items.is_empty()
+        && items
+            .iter()
+            .all(|v| v.get("name").is_some_and(Value::is_string))
+}

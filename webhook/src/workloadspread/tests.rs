@@ -1,0 +1,303 @@
+use k8s_openapi::api::core::v1::{NodeSelectorRequirement, NodeSelectorTerm, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use kruise_api::apps::v1alpha1::{
+    WorkloadSpread, WorkloadSpreadSpec, WorkloadSpreadStatus, WorkloadSpreadSubset,
+    WorkloadSpreadSubsetStatus,
+};
+use kruise_api::keys;
+use kruise_api::policy::v1alpha1::TargetReference;
+use serde_json::json;
+
+use super::subset::{Created, inject, merge, record_delete, reserve_create};
+use super::validation::{conflict_errors, spec_errors, update_errors};
+use crate::field::aggregate;
+
+fn term() -> NodeSelectorTerm {
+    NodeSelectorTerm {
+        match_expressions: Some(vec![NodeSelectorRequirement {
+            key: "zone".into(),
+            operator: "In".into(),
+            values: Some(vec!["a".into()]),
+        }]),
+        match_fields: None,
+    }
+}
+
+fn subset(name: &str, max: Option<IntOrString>) -> WorkloadSpreadSubset {
+    WorkloadSpreadSubset {
+        name: name.into(),
+        required_node_selector_term: Some(term()),
+        max_replicas: max,
+        ..Default::default()
+    }
+}
+
+fn ws(kind: &str, api_version: &str, subsets: Vec<WorkloadSpreadSubset>) -> WorkloadSpread {
+    let mut w = WorkloadSpread::new(
+        "ws",
+        WorkloadSpreadSpec {
+            target_reference: Some(TargetReference {
+                api_version: api_version.into(),
+                kind: kind.into(),
+                name: "app".into(),
+            }),
+            subsets,
+            ..Default::default()
+        },
+    );
+    w.metadata.namespace = Some("ns".into());
+    w
+}
+
+fn cloneset_ws(subsets: Vec<WorkloadSpreadSubset>) -> WorkloadSpread {
+    ws("CloneSet", "apps.kruise.io/v1alpha1", subsets)
+}
+
+fn msg(w: &WorkloadSpread) -> String {
+    aggregate(&spec_errors(w))
+}
+
+#[test]
+fn a_good_spread_is_accepted() {
+    let w = cloneset_ws(vec![
+        subset("a", Some(IntOrString::Int(2))),
+        subset("b", None),
+    ]);
+    assert!(spec_errors(&w).is_empty(), "{}", msg(&w));
+    for (kind, av) in [
+        ("Deployment", "apps/v1"),
+        ("ReplicaSet", "apps/v1"),
+        ("Job", "batch/v1"),
+        ("StatefulSet", "apps/v1"),
+        ("StatefulSet", "apps.kruise.io/v1beta1"),
+    ] {
+        let w = ws(kind, av, vec![subset("a", None)]);
+        assert!(spec_errors(&w).is_empty(), "{kind}: {}", msg(&w));
+    }
+}
+
+#[test]
+fn duplicate_names_are_refused_naming_the_field() {
+    let w = cloneset_ws(vec![subset("a", None), subset("a", None)]);
+    assert!(
+        msg(&w).contains("spec.subsets[1].name: Invalid value: \"a\": duplicated subset name a"),
+        "{}",
+        msg(&w)
+    );
+}
+
+#[test]
+fn caps_are_all_ints_or_all_percents_summing_to_at_most_100() {
+    let mixed = cloneset_ws(vec![
+        subset("a", Some(IntOrString::Int(2))),
+        subset("b", Some(IntOrString::String("50%".into()))),
+    ]);
+    assert!(
+        msg(&mixed).contains("all integers or all percentages"),
+        "{}",
+        msg(&mixed)
+    );
+    let over = cloneset_ws(vec![
+        subset("a", Some(IntOrString::String("60%".into()))),
+        subset("b", Some(IntOrString::String("50%".into()))),
+    ]);
+    assert!(
+        msg(&over).contains("spec.subsets[1].maxReplicas") && msg(&over).contains("exceeds 100%"),
+        "{}",
+        msg(&over)
+    );
+    let ok = cloneset_ws(vec![
+        subset("a", Some(IntOrString::String("60%".into()))),
+        subset("b", Some(IntOrString::String("40%".into()))),
+    ]);
+    assert!(spec_errors(&ok).is_empty(), "{}", msg(&ok));
+    let sts = ws(
+        "StatefulSet",
+        "apps/v1",
+        vec![subset("a", Some(IntOrString::String("50%".into())))],
+    );
+    assert!(
+        msg(&sts).contains("spec.subsets[0].maxReplicas"),
+        "{}",
+        msg(&sts)
+    );
+}
+
+#[test]
+fn unsupported_targets_and_unimplemented_fields_are_refused() {
+    let w = ws("DaemonSet", "apps/v1", vec![subset("a", None)]);
+    assert!(msg(&w).contains("spec.targetRef") && msg(&w).contains("not permitted"));
+    let w = ws(
+        "Deployment",
+        "apps.kruise.io/v1alpha1",
+        vec![subset("a", None)],
+    );
+    assert!(msg(&w).contains("TargetReference is not valid for Deployment."));
+    let mut w = cloneset_ws(vec![subset("a", None)]);
+    w.spec.schedule_strategy.type_ = "Adaptive".into();
+    assert!(
+        msg(&w).contains("spec.scheduleStrategy.type: Forbidden"),
+        "{}",
+        msg(&w)
+    );
+    let mut w = cloneset_ws(vec![subset("a", None)]);
+    w.spec.target_filter = Some(Default::default());
+    assert!(
+        msg(&w).contains("spec.targetFilter: Forbidden"),
+        "{}",
+        msg(&w)
+    );
+    let mut w = cloneset_ws(vec![subset("a", None)]);
+    w.spec.schedule_strategy.type_ = "Sometimes".into();
+    assert!(msg(&w).contains("spec.scheduleStrategy.type: Invalid value"));
+}
+
+#[test]
+fn target_is_fixed_and_owned_by_one_spread() {
+    let old = cloneset_ws(vec![subset("a", None)]);
+    let mut new = old.clone();
+    if let Some(r) = new.spec.target_reference.as_mut() {
+        r.name = "other".into();
+    }
+    assert!(aggregate(&update_errors(&new, &old)).contains("change TargetReference"));
+    let mut other = old.clone();
+    other.metadata.name = Some("ws2".into());
+    assert!(
+        aggregate(&conflict_errors(&old, &[other]))
+            .contains("in conflict with other WorkloadSpread ws2")
+    );
+}
+
+fn status(entries: &[(&str, i32)]) -> WorkloadSpreadStatus {
+    WorkloadSpreadStatus {
+        subset_statuses: entries
+            .iter()
+            .map(|(n, m)| WorkloadSpreadSubsetStatus {
+                name: (*n).into(),
+                missing_replicas: *m,
+                ..Default::default()
+            })
+            .collect(),
+        ..Default::default()
+    }
+}
+
+fn now() -> Time {
+    Time(jiff::Timestamp::now())
+}
+
+fn chosen(c: Created) -> String {
+    match c {
+        Created::Reserved(m) => m.subset,
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn subsets_fill_in_order_up_to_their_caps_counting_reservations() {
+    let mut w = cloneset_ws(vec![
+        subset("a", Some(IntOrString::Int(2))),
+        subset("b", None),
+    ]);
+    w.status = Some(status(&[("a", 2), ("b", -1)]));
+    let names: Vec<String> = (0..4)
+        .map(|i| {
+            let name = format!("p{i}");
+            chosen(reserve_create(&mut w, Some(&name), String::new, now()).expect("reserve"))
+        })
+        .collect();
+    assert_eq!(names, ["a", "a", "b", "b"]);
+    let st = w.status.as_ref().expect("status");
+    assert_eq!(st.subset_statuses[0].missing_replicas, 0);
+    assert_eq!(st.subset_statuses[0].creating_pods.len(), 2);
+    assert_eq!(st.subset_statuses[1].missing_replicas, -1);
+    assert_eq!(st.subset_statuses[1].creating_pods.len(), 2);
+    // A retried create of a recorded Pod reserves nothing more.
+    assert!(matches!(
+        reserve_create(&mut w, Some("p0"), String::new, now()),
+        Ok(Created::Recorded(m)) if m.subset == "a"
+    ));
+}
+
+#[test]
+fn full_subsets_leave_the_pod_without_a_subset() {
+    let mut w = cloneset_ws(vec![
+        subset("a", Some(IntOrString::Int(1))),
+        subset("b", Some(IntOrString::Int(1))),
+    ]);
+    w.status = Some(status(&[("a", 0), ("b", 0)]));
+    assert_eq!(
+        reserve_create(&mut w, Some("p"), String::new, now()),
+        Ok(Created::NoSubset)
+    );
+}
+
+#[test]
+fn a_nameless_pod_is_recorded_under_a_generated_id() {
+    let mut w = cloneset_ws(vec![subset("a", None)]);
+    match reserve_create(&mut w, None, || "uid-1".into(), now()) {
+        Ok(Created::Reserved(m)) => assert_eq!(m.uid, "uid-1"),
+        other => panic!("{other:?}"),
+    }
+    let st = w.status.as_ref().expect("status initialised");
+    assert!(st.subset_statuses[0].creating_pods.contains_key("uid-1"));
+}
+
+#[test]
+fn a_percent_cap_waits_for_the_controller() {
+    let mut w = cloneset_ws(vec![subset("a", Some(IntOrString::String("50%".into())))]);
+    assert!(reserve_create(&mut w, Some("p"), String::new, now()).is_err());
+}
+
+#[test]
+fn a_delete_gives_the_place_back_once() {
+    let mut w = cloneset_ws(vec![subset("a", Some(IntOrString::Int(2)))]);
+    w.status = Some(status(&[("a", 0)]));
+    assert!(record_delete(&mut w, "p0", "a", now()));
+    assert!(!record_delete(&mut w, "p0", "a", now()));
+    let s = &w.status.as_ref().expect("status").subset_statuses[0];
+    assert_eq!(s.missing_replicas, 1);
+    assert!(s.deleting_pods.contains_key("p0"));
+}
+
+#[test]
+fn injection_adds_affinity_tolerations_patch_and_annotation() {
+    let mut s = subset("a", None);
+    s.patch = Some(json!({"metadata": {"labels": {"subset": "a"}},
+        "spec": {"containers": [{"name": "main", "resources": {"limits": {"cpu": "1"}}}]}}));
+    let mut pod: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "p", "labels": {"app": "x"}},
+        "spec": {"containers": [{"name": "main", "image": "nginx"}]}
+    }))
+    .expect("pod");
+    let m = kruise_api::apps::v1alpha1::MatchedWorkloadSpread {
+        name: "ws".into(),
+        subset: "a".into(),
+        uid: String::new(),
+    };
+    inject(&mut pod, &s, &m).expect("inject");
+    let v = serde_json::to_value(&pod).expect("json");
+    assert_eq!(v["metadata"]["labels"], json!({"app": "x", "subset": "a"}));
+    assert_eq!(v["spec"]["containers"][0]["image"], "nginx");
+    assert_eq!(
+        v["spec"]["containers"][0]["resources"]["limits"]["cpu"],
+        "1"
+    );
+    assert_eq!(
+        v["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+            [0]["matchExpressions"][0]["key"],
+        "zone"
+    );
+    assert_eq!(
+        v["metadata"]["annotations"][keys::MATCHED_WORKLOADSPREAD_ANNOTATION],
+        r#"{"name":"ws","subset":"a"}"#
+    );
+}
+
+#[test]
+fn merge_removes_with_null_and_replaces_plain_lists() {
+    let mut t = json!({"a": 1, "b": [1, 2], "c": {"d": 1}});
+    merge(&mut t, &json!({"a": null, "b": [3], "c": {"e": 2}}));
+    assert_eq!(t, json!({"b": [3], "c": {"d": 1, "e": 2}}));
+}
