@@ -345,7 +345,7 @@ foreign_state_make() {
   setsid bash -c 'exec -a "containerd-shim-runc-v2 -namespace k8s.io -id e2e-foreign" sleep 600' </dev/null >/dev/null 2>&1 &
   foreign_pid=$!
   # Removed by the check; this is for a stage that fails before it (the stage is a subshell).
-  trap 'kill "$foreign_pid" 2>/dev/null; iptables -X KUBE-E2E-FOREIGN 2>/dev/null' EXIT
+  trap 'kill "$foreign_pid" 2>/dev/null; iptables -X KUBE-E2E-FOREIGN 2>/dev/null; true' EXIT
 }
 
 foreign_state_check() {
@@ -358,6 +358,8 @@ foreign_state_check() {
   chain=true; iptables -S KUBE-E2E-FOREIGN >/dev/null 2>&1 || chain=false
   kill "$foreign_pid" 2>/dev/null || true
   iptables -X KUBE-E2E-FOREIGN 2>/dev/null || true
+  # Cleaned up: the stage's exit status is its own, not the trap's.
+  trap - EXIT
   $alive || { warn "cluster down killed a shim-like process it did not start"; return 1; }
   $chain || { warn "cluster down removed a KUBE-* chain it did not make"; return 1; }
   after=$(iptables-save | grep '^:KUBE-' | cut -d' ' -f1 || true)
