@@ -114,6 +114,13 @@ bench-node: cluster-up ## live-view render at 1,000 Pods, CLI first status line,
 	$${CARGO_TARGET_DIR:-target}/debug/kruise-daemon-bench --append BENCHMARKS.md
 	KRUISE_SKIP_BUILD=1 hack/dev-up.sh
 
+# The probe bench measures the daemon installed from deploy/ (a release build unless PROFILE=dev).
+.PHONY: bench-probe
+bench-probe: cluster-up ## kruise-daemon RSS with 100 PodProbeMarker probes on its node against the same daemon idle, in cluster; appends to BENCHMARKS.md
+	hack/install.sh
+	$(CARGO) build -p kruise-e2e --bin kruise-probe-bench
+	KRUISE_E2E_INCLUSTER=1 $${CARGO_TARGET_DIR:-target}/debug/kruise-probe-bench --append BENCHMARKS.md
+
 .PHONY: demo
 demo: ## fresh machine to a live in-place rollout: cluster, Kruise-rs in cluster, demo CloneSet
 	hack/demo.sh

@@ -8,6 +8,7 @@
 pub mod feeds;
 pub mod model;
 pub mod persisted;
+pub mod probes;
 pub mod render;
 
 #[cfg(test)]
@@ -193,6 +194,12 @@ pub async fn run(ctx: &Ctx, args: &WatchArgs) -> Result<i32> {
     } else {
         None
     };
+    // Each Pod shows the state of the PodProbeMarker probes that select it.
+    let (probe_tx, mut probe_rx) = mpsc::unbounded_channel();
+    let _probes = AbortOnDrop(tokio::spawn(probes::poll(
+        Api::namespaced(ctx.client.clone(), &wl.namespace),
+        probe_tx,
+    )));
     let mut model = LiveModel::new(
         &args.target.to_string(),
         &wl.namespace,
@@ -240,6 +247,7 @@ pub async fn run(ctx: &Ctx, args: &WatchArgs) -> Result<i32> {
             },
             Some(msg) = done_rx.recv() => Input::ActionDone(msg),
             Some(nodes) = pps_rx.recv() => Input::Persisted(nodes),
+            Some(rules) = probe_rx.recv() => Input::Probes(rules),
             _ = tick.tick() => Input::Tick(jiff::Timestamp::now()),
         };
         dirty |= model.apply(input);

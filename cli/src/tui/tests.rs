@@ -86,6 +86,8 @@ fn pod(i: usize, updated: bool) -> PodView {
         namespace: "shop".into(),
         sidecar_hashes: Default::default(),
         budget: None,
+        labels: [("app".to_owned(), "web".to_owned())].into_iter().collect(),
+        conditions: Default::default(),
     }
 }
 
@@ -747,4 +749,65 @@ fn recorded_nodes_come_from_the_state_targeting_the_set() {
     let nodes = super::persisted::recorded_nodes(std::slice::from_ref(&pps), &target("web"));
     assert_eq!(nodes.get("web-0").map(String::as_str), Some("node-1"));
     assert!(super::persisted::recorded_nodes(&[pps], &target("db")).is_empty());
+}
+
+#[test]
+fn a_pods_probe_marks_are_shown_in_its_row_and_detail() {
+    use kruise_api::apps::v1alpha1::PodProbeMarker;
+    let (_, mut m) = scripted().remove(0);
+    let name = m.selected_pod().map(|p| p.name.clone()).expect("a pod");
+    let marker: PodProbeMarker = serde_json::from_value(json!({
+        "apiVersion": "apps.kruise.io/v1alpha1", "kind": "PodProbeMarker",
+        "metadata": {"name": "game", "namespace": "shop"},
+        "spec": {"selector": {"matchLabels": {"app": "web"}}, "probes": [
+            {"name": "idle", "containerName": "app", "probe": {"exec": {"command": ["true"]}},
+                "podConditionType": "game.io/idle"},
+            {"name": "role", "containerName": "app", "probe": {"exec": {"command": ["true"]}},
+                "markerPolicy": [{"state": "Succeeded", "labels": {"role": "primary"}},
+                    {"state": "Failed", "labels": {"role": "secondary"}}]},
+        ]},
+    }))
+    .expect("marker");
+    let other: PodProbeMarker = serde_json::from_value(json!({
+        "apiVersion": "apps.kruise.io/v1alpha1", "kind": "PodProbeMarker",
+        "metadata": {"name": "db", "namespace": "shop"},
+        "spec": {"selector": {"matchLabels": {"app": "db"}}, "probes": [
+            {"name": "lag", "containerName": "db", "probe": {"exec": {"command": ["true"]}},
+                "podConditionType": "db.io/lag"}]},
+    }))
+    .expect("marker");
+    assert!(!draw(&m, 160, 40).contains("probes:"));
+    let rules = super::probes::rules(&[marker, other]);
+    assert!(m.apply(super::model::Input::Probes(rules.clone())));
+    assert!(!m.apply(super::model::Input::Probes(rules)), "unchanged");
+    // Not probed yet: neither the condition nor a state's labels.
+    let screen = draw(&m, 160, 40);
+    assert!(row_of(&screen, &name).contains("· idle? role?"), "{screen}");
+    assert!(
+        screen.contains("probes: idle Unknown · role Unknown"),
+        "{screen}"
+    );
+    assert!(
+        !screen.contains("lag"),
+        "the db marker does not select web: {screen}"
+    );
+
+    // The manager marked it: the condition for one probe, the Failed labels for the other.
+    let mut pods = m.pods.clone();
+    let pod = pods.iter_mut().find(|p| p.name == name).expect("pod");
+    pod.conditions.insert(
+        "game.io/idle".into(),
+        crate::view::PodConditionView {
+            status: "True".into(),
+            since: Some(m.now - jiff::SignedDuration::from_secs(30)),
+        },
+    );
+    pod.labels.insert("role".into(), "secondary".into());
+    m.set_pods(pods);
+    let screen = draw(&m, 160, 40);
+    assert!(row_of(&screen, &name).contains("· idle✓ role✗"), "{screen}");
+    assert!(
+        screen.contains("probes: idle Succeeded 30s · role Failed"),
+        "{screen}"
+    );
 }

@@ -341,6 +341,17 @@ pub struct PodView {
     pub sidecar_hashes: BTreeMap<String, String>,
     /// The PodUnavailableBudget the Pod is charged to (`kruise.io/related-pub`), if any.
     pub budget: Option<String>,
+    /// The Pod's labels (which PodProbeMarkers select it, and their marker labels).
+    pub labels: BTreeMap<String, String>,
+    /// The Pod's conditions by type (a PodProbeMarker's probe records its state in one).
+    pub conditions: BTreeMap<String, PodConditionView>,
+}
+
+/// One Pod condition: its status and when it last changed.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct PodConditionView {
+    pub status: String,
+    pub since: Option<jiff::Timestamp>,
 }
 
 /// The status of the pod's condition of `type_` as a bool, `None` when it is not reported.
@@ -501,6 +512,22 @@ impl PodView {
             sidecar_hashes: sidecar_hashes(&annotations),
             budget: kruise_api::policy::v1alpha1::pubcontrol::related_budget_name(pod)
                 .map(str::to_owned),
+            conditions: status
+                .and_then(|s| s.conditions.as_ref())
+                .into_iter()
+                .flatten()
+                .map(|c| {
+                    let since = c.last_transition_time.as_ref().map(|t| t.0);
+                    (
+                        c.type_.clone(),
+                        PodConditionView {
+                            status: c.status.clone(),
+                            since,
+                        },
+                    )
+                })
+                .collect(),
+            labels,
         }
     }
 

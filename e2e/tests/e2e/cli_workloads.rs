@@ -7,6 +7,7 @@
 //! Needs the binary: `cargo build -p kubectl-kruise`.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::{DaemonSet, StatefulSet};
 use k8s_openapi::api::core::v1::{Pod, ServiceAccount};
@@ -460,15 +461,46 @@ async fn sidecarset_status_waits_for_every_matched_pod() {
                 .collect(),
         )
     };
-    wait_for("two Pods with the sidecar", CLI_LIMIT, || async {
-        let imgs = proxy_images().await?;
-        Ok((imgs.len() == 2).then_some(()))
-    })
-    .await
-    .expect("sidecar injected");
+    // Bounded below the test's own time limit, so that a Pod left without the sidecar (or a
+    // stalled rollout below) fails with the state that explains it rather than a kill.
+    let injected = wait_for(
+        "two Pods with the sidecar",
+        Duration::from_secs(40),
+        || async {
+            let imgs = proxy_images().await?;
+            Ok((imgs.len() == 2).then_some(()))
+        },
+    )
+    .await;
+    if let Err(e) = injected {
+        let pods = fx.pods.list(&ListParams::default()).await.expect("list");
+        let seen: Vec<String> = pods
+            .items
+            .iter()
+            .map(|p| {
+                format!(
+                    "{} containers={:?} annotations={:?} phase={:?}",
+                    p.name_any(),
+                    kruise_e2e::sidecarset::container_names(p),
+                    p.metadata.annotations,
+                    p.status.as_ref().and_then(|s| s.phase.clone())
+                )
+            })
+            .collect();
+        panic!("sidecar not injected: {e}; Pods: {seen:#?}");
+    }
     let target = format!("sidecarset/{name}");
-    let run = fx.status(&target).await;
-    assert_code(&run, OK);
+    // `rollout status` bounded too: at its timeout it prints what holds each Pod.
+    let bounded = || async {
+        let args = ["rollout", "status", target.as_str(), "--timeout", "40s"];
+        let run = fx
+            .kk
+            .run_for(&args, CLI_LIMIT)
+            .await
+            .expect("rollout status");
+        assert_code(&run, OK);
+    };
+    bounded().await;
 
     let run = fx
         .run(&[
@@ -480,8 +512,7 @@ async fn sidecarset_status_waits_for_every_matched_pod() {
         .await;
     assert_code(&run, OK);
     assert_stdout(&run, "sidecar updated IN PLACE");
-    let run = fx.status(&target).await;
-    assert_code(&run, OK);
+    bounded().await;
     let imgs = proxy_images().await.expect("list Pods");
     assert_eq!(imgs.len(), 2);
     for img in imgs {

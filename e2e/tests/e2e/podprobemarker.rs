@@ -273,3 +273,243 @@ async fn bad_markers_are_refused_naming_the_field() {
     assert!(err.to_string().contains("spec.selector"), "{err}");
     ns.delete().await.expect("cleanup");
 }
+
+/// The label, condition status and condition transition time a probe left on a Pod.
+fn mark_of(p: &Pod) -> (Option<String>, Option<String>, Option<String>) {
+    let cond = p
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .and_then(|cs| cs.iter().find(|c| c.type_ == HEALTHY));
+    (
+        label(p, "healthy").map(str::to_owned),
+        cond.map(|c| c.status.clone()),
+        cond.and_then(|c| c.last_transition_time.as_ref())
+            .map(|t| t.0.to_string()),
+    )
+}
+
+async fn exec_ok(pods: &Api<Pod>, pod: &str, cmd: &[&str]) {
+    let mut run = pods
+        .exec(pod, cmd.to_vec(), &AttachParams::default().stderr(false))
+        .await
+        .expect("exec");
+    let status = run.take_status().expect("exec status");
+    let status = status.await.expect("exec ended");
+    assert_eq!(
+        status.status.as_deref(),
+        Some("Success"),
+        "{cmd:?}: {status:?}"
+    );
+    run.join().await.expect("exec joined");
+}
+
+/// The daemon killed (SIGKILL, its Pod replaced) while it probes, the probe's file removed while
+/// it is down: the new daemon resumes from the NodePodProbe and the Pod goes Succeeded → Failed
+/// exactly once — the transition neither lost nor doubled (a re-reported Succeeded keeps its
+/// transition time, no Unknown or missing condition in between) — and the Pod never restarts.
+#[tokio::test]
+async fn serial_daemon_killed_mid_probe_resumes_without_lost_or_doubled_transitions() {
+    let client = client().await.expect("cluster");
+    let ns = TestNamespace::create(&client, "e2e-ppm-kill")
+        .await
+        .expect("ns");
+    let pods: Api<Pod> = ns.api();
+    let p1 = testapp_pod(&pods, "p1", "ppm-kill").await.expect("p1");
+    let probe = json!([{"name": "healthy", "containerName": "main",
+        "probe": {"exec": {"command": ["test", "-f", "/tmp/ok"]}, "periodSeconds": 1,
+            "failureThreshold": 2},
+        "markerPolicy": [{"state": "Succeeded", "labels": {"healthy": "true"}},
+            {"state": "Failed", "labels": {"healthy": "false"}}],
+        "podConditionType": HEALTHY}]);
+    let api = podprobemarker::api(&client, &ns.name);
+    api.create(
+        &PostParams::default(),
+        &podprobemarker::marker("m", "ppm-kill", probe).expect("marker"),
+    )
+    .await
+    .expect("create");
+    let first = wait_for("p1 marked Succeeded", MARK, || async {
+        let p = pods.get("p1").await?;
+        let m = mark_of(&p);
+        Ok((m.0.as_deref() == Some("true") && m.1.as_deref() == Some("True")).then_some(m))
+    })
+    .await
+    .expect("marked");
+
+    // Every distinct mark the Pod shows from here on, in order.
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(vec![first.clone()]));
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let recorder = {
+        let (pods, seen, stop) = (pods.clone(), seen.clone(), stop.clone());
+        tokio::spawn(async move {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                if let Ok(p) = pods.get("p1").await {
+                    let m = mark_of(&p);
+                    let mut seen = seen.lock().expect("lock");
+                    if seen.last() != Some(&m) {
+                        seen.push(m);
+                    }
+                }
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        })
+    };
+    kruise_e2e::mode::crash_daemon(&client, async || {
+        exec_ok(&pods, "p1", &["rm", "/tmp/ok"]).await;
+    })
+    .await
+    .expect("the daemon is killed and comes back");
+    let failed = wait_for("p1 marked Failed by the new daemon", MARK, || async {
+        let p = pods.get("p1").await?;
+        let m = mark_of(&p);
+        Ok((m.0.as_deref() == Some("false") && m.1.as_deref() == Some("False")).then_some(p))
+    })
+    .await
+    .expect("flipped");
+    // Settled: a few more periods bring no further change.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    recorder.await.expect("recorder");
+    let seen = seen.lock().expect("lock").clone();
+    assert_eq!(seen.len(), 2, "exactly one transition: {seen:?}");
+    assert_eq!(seen[1], mark_of(&failed), "{seen:?}");
+    assert_ne!(
+        seen[1].2, first.2,
+        "the condition's transition time moved once"
+    );
+    assert_eq!(failed.uid(), p1.uid(), "the Pod was not recreated");
+    assert_eq!(restarts(&failed), restarts(&p1), "no container restarted");
+
+    // The NodePodProbe holds one state for the probe, Failed.
+    let node = failed
+        .spec
+        .as_ref()
+        .and_then(|s| s.node_name.clone())
+        .expect("node");
+    let npp = node_pod_probe(&client, &node)
+        .await
+        .expect("get")
+        .expect("NodePodProbe");
+    let uid = failed.uid().expect("uid");
+    let states: Vec<&serde_json::Value> = npp["status"]["podProbeStatuses"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|s| s["uid"] == uid.as_str())
+        .flat_map(|s| s["probeStates"].as_array().into_iter().flatten())
+        .filter(|s| s["name"] == "m#healthy")
+        .collect();
+    assert_eq!(states.len(), 1, "{npp}");
+    assert_eq!(states[0]["state"], "Failed", "{npp}");
+    ns.delete().await.expect("cleanup");
+}
+
+/// A marker steering a CloneSet's in-place update (the use upstream documents): the probe labels
+/// the Pod holding `/tmp/primary` `role=primary`, the others `role=secondary`, and a weight
+/// priority on `role=primary` updates that Pod first — with a partition letting one Pod through,
+/// the primary is the one updated (in place: same UID, one restart), although it is the Pod the
+/// default order would take last (the one Ready longest).
+#[tokio::test]
+async fn a_marker_label_steers_the_cloneset_update_order() {
+    use kruise_e2e::cloneset;
+    let client = client().await.expect("cluster");
+    let ns = TestNamespace::create(&client, "e2e-ppm-order")
+        .await
+        .expect("ns");
+    let pods: Api<Pod> = ns.api();
+    let sets = cloneset::api(&client, &ns.name);
+    let name = "game";
+    let strategy = json!({"type": "RollingUpdate",
+        "rollingUpdate": {"podUpdatePolicy": "InPlaceIfPossible", "maxUnavailable": 1}});
+    sets.create(
+        &PostParams::default(),
+        &cloneset::new(name, 1, "v1", strategy).expect("CloneSet"),
+    )
+    .await
+    .expect("create");
+    cloneset::wait_rolled_out(&sets, name, 1, MARK)
+        .await
+        .expect("one Pod");
+    let oldest = cloneset::pods(&pods, name).await.expect("pods")[0].clone();
+    // Later Pods become Ready later: the oldest one is last in the default update order.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    cloneset::patch_spec(&sets, name, json!({"replicas": 3}))
+        .await
+        .expect("scale");
+    cloneset::wait_rolled_out(&sets, name, 3, MARK)
+        .await
+        .expect("three Pods");
+    exec_ok(&pods, &oldest.name_any(), &["touch", "/tmp/primary"]).await;
+    let probe = json!([{"name": "role", "containerName": "app",
+        "probe": {"exec": {"command": ["test", "-f", "/tmp/primary"]}, "periodSeconds": 1},
+        "markerPolicy": [{"state": "Succeeded", "labels": {"role": "primary"}},
+            {"state": "Failed", "labels": {"role": "secondary"}}]}]);
+    podprobemarker::api(&client, &ns.name)
+        .create(
+            &PostParams::default(),
+            &podprobemarker::marker("role", name, probe).expect("marker"),
+        )
+        .await
+        .expect("create marker");
+    let before = wait_for("the Pods marked by role", MARK, || async {
+        let ps = cloneset::pods(&pods, name).await?;
+        let roles: Vec<Option<&str>> = ps.iter().map(|p| label(p, "role")).collect();
+        let primaries = roles.iter().filter(|r| **r == Some("primary")).count();
+        let secondaries = roles.iter().filter(|r| **r == Some("secondary")).count();
+        Ok((primaries == 1 && secondaries == 2).then_some(ps))
+    })
+    .await
+    .expect("marked");
+    let primary = before
+        .iter()
+        .find(|p| label(p, "role") == Some("primary"))
+        .expect("primary");
+    assert_eq!(
+        primary.uid(),
+        oldest.uid(),
+        "the probe marked the Pod with the file"
+    );
+
+    cloneset::json_patch(
+        &sets,
+        name,
+        json!([
+            {"op": "add", "path": "/spec/updateStrategy/rollingUpdate/partition", "value": 2},
+            {"op": "add", "path": "/spec/updateStrategy/rollingUpdate/priorityStrategy",
+                "value": {"weightPriority": [{"weight": 100,
+                    "matchSelector": {"matchLabels": {"role": "primary"}}}]}},
+            {"op": "replace", "path": "/spec/template/spec/containers/0/image",
+                "value": kruise_e2e::image("testapp", "v2")},
+        ]),
+    )
+    .await
+    .expect("update");
+    let cs = cloneset::wait_status(&sets, name, "one Pod updated and ready", MARK, |cs| {
+        cloneset::status_i64(cs, "updatedReadyReplicas") == 1
+            && cloneset::status_i64(cs, "readyReplicas") == 3
+    })
+    .await
+    .expect("partitioned rollout");
+    let update_rev = cloneset::status_str(&cs, "updateRevision").to_owned();
+    let after = cloneset::pods(&pods, name).await.expect("pods");
+    let updated: Vec<&Pod> = after
+        .iter()
+        .filter(|p| cloneset::pod_revision(p) == update_rev)
+        .collect();
+    assert_eq!(updated.len(), 1, "the partition lets one Pod through");
+    assert_eq!(
+        updated[0].uid(),
+        oldest.uid(),
+        "the primary went first, in place"
+    );
+    assert_eq!(restarts(updated[0]), restarts(primary) + 1, "one restart");
+    for p in after.iter().filter(|p| p.uid() != oldest.uid()) {
+        let was = before
+            .iter()
+            .find(|b| b.uid() == p.uid())
+            .expect("same Pods");
+        assert_eq!(restarts(p), restarts(was), "{} untouched", p.name_any());
+    }
+    ns.delete().await.expect("cleanup");
+}

@@ -45,6 +45,8 @@ pub enum Input {
     ActionDone(String),
     /// The nodes the PersistentPodState targeting the StatefulSet recorded, by Pod name.
     Persisted(BTreeMap<String, String>),
+    /// The probes of the namespace's PodProbeMarkers.
+    Probes(Vec<crate::tui::probes::ProbeRule>),
 }
 
 /// A cluster action for the loop's action task, with the workload as the model saw it.
@@ -85,6 +87,8 @@ pub struct LiveModel {
     pub outbox: Vec<Request>,
     /// Pod name → the node its PersistentPodState recorded (StatefulSets only).
     pub persisted: BTreeMap<String, String>,
+    /// The probes of the namespace's PodProbeMarkers (each Pod shows those that select it).
+    pub probes: Vec<crate::tui::probes::ProbeRule>,
 }
 
 impl LiveModel {
@@ -109,6 +113,7 @@ impl LiveModel {
             quit: false,
             outbox: Vec::new(),
             persisted: BTreeMap::new(),
+            probes: Vec::new(),
         }
     }
 
@@ -145,6 +150,11 @@ impl LiveModel {
             Input::Persisted(nodes) => {
                 let changed = nodes != self.persisted;
                 self.persisted = nodes;
+                changed
+            }
+            Input::Probes(rules) => {
+                let changed = rules != self.probes;
+                self.probes = rules;
                 changed
             }
             Input::Term(TermEvent::Resize(..)) => true,

@@ -104,6 +104,18 @@ pub(super) fn detail_lines(m: &LiveModel, p: &Palette) -> Vec<Line<'static>> {
         };
         lines.push(Line::from(text));
     }
+    let marks = crate::tui::probes::marks(&m.probes, pod);
+    if !marks.is_empty() {
+        let text = marks
+            .iter()
+            .map(|mk| match mk.since {
+                Some(t) => format!("{} {} {}", mk.probe, mk.state.as_str(), ago(m.now, Some(t))),
+                None => format!("{} {}", mk.probe, mk.state.as_str()),
+            })
+            .collect::<Vec<_>>()
+            .join(" · ");
+        lines.push(Line::from(format!("probes: {text}")));
+    }
     // A SidecarSet upgrades sidecars only: what matters is the version the pod records and
     // whether its sidecars run the set's images yet.
     if let Some(r) = m.rollout.as_ref().filter(|r| r.kind == Kind::SidecarSet) {

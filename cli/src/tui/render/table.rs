@@ -4,6 +4,7 @@
 use super::{Palette, short_image, short_rev, yes_no};
 use crate::math;
 use crate::tui::model::LiveModel;
+use crate::tui::probes::{self, ProbeRule};
 use crate::view::workload::{self, Kind};
 use crate::view::{PodView, RolloutView, normalize_image};
 use ratatui::Frame;
@@ -64,6 +65,17 @@ pub(super) fn image_cell(pod: &PodView, now: jiff::Timestamp, wide: bool) -> Str
         })
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// The images cell followed by the Pod's PodProbeMarker probes (`· healthy✓ tcp✗`), if any
+/// selects it.
+fn with_probes(images: String, rules: &[ProbeRule], pod: &PodView) -> String {
+    let marks = probes::marks(rules, pod);
+    if marks.is_empty() {
+        images
+    } else {
+        format!("{images} · {}", probes::row_text(&marks))
+    }
 }
 
 pub(super) fn pod_table(f: &mut Frame, area: Rect, m: &LiveModel, p: &Palette) {
@@ -182,7 +194,7 @@ pub(super) fn pod_table(f: &mut Frame, area: Rect, m: &LiveModel, p: &Palette) {
             yes_no(pod.ready).to_string(),
             ipr.to_string(),
             pod.restarts.to_string(),
-            image_cell(pod, m.now, wide),
+            with_probes(image_cell(pod, m.now, wide), &m.probes, pod),
         ];
         for (n, cell) in need.iter_mut().zip(&cells) {
             *n = (*n).max(Line::from(cell.as_str()).width());
