@@ -24,6 +24,7 @@ use super::{plan, results};
 /// container (upstream's controller skips such a probe; the Event says why nothing happens).
 pub async fn marker(ppm: Arc<PodProbeMarker>, ctx: Arc<Context>) -> Result<Action, Error> {
     let ns = ppm.namespace().unwrap_or_default();
+    prune_reported(&ctx);
     let pods = ctx.pods.in_namespace(&ns);
     for pod in pods
         .iter()
@@ -71,6 +72,25 @@ pub async fn marker(ppm: Arc<PodProbeMarker>, ctx: Arc<Context>) -> Result<Actio
             .await?;
     }
     Ok(Action::await_change())
+}
+
+/// Forgets the reported pairs of Pods that are gone, so the set stays as large as the live
+/// Pods lacking a container (it is empty, and costs nothing, while none does).
+fn prune_reported(ctx: &Context) {
+    let Ok(mut reported) = ctx.reported.lock() else {
+        return;
+    };
+    if reported.is_empty() {
+        return;
+    }
+    let live: std::collections::HashSet<String> = ctx
+        .pods
+        .store()
+        .state()
+        .iter()
+        .filter_map(|p| p.uid())
+        .collect();
+    reported.retain(|(uid, _)| live.contains(uid));
 }
 
 /// A node: its NodePodProbe exists (owned by the Node) and lists the probes of its Pods.
