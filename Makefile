@@ -119,7 +119,7 @@ bench-node: cluster-up ## live-view render at 1,000 Pods, CLI first status line,
 bench-probe: cluster-up ## kruise-daemon RSS with 100 PodProbeMarker probes on its node against the same daemon idle, in cluster; appends to BENCHMARKS.md
 	hack/install.sh
 	$(CARGO) build -p kruise-e2e --bin kruise-probe-bench
-	KRUISE_E2E_INCLUSTER=1 $${CARGO_TARGET_DIR:-target}/debug/kruise-probe-bench --append BENCHMARKS.md
+	KRUISE_E2E_INCLUSTER=1 $${CARGO_TARGET_DIR:-target}/debug/kruise-probe-bench --build "$${PROFILE:-release}" --append BENCHMARKS.md
 
 .PHONY: demo
 demo: ## fresh machine to a live in-place rollout: cluster, Kruise-rs in cluster, demo CloneSet

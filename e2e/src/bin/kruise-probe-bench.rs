@@ -44,6 +44,9 @@ struct Args {
     /// Seconds of RSS samples (one a second) per phase.
     #[arg(long, default_value_t = 30, value_parser = at_least_one)]
     sample_secs: usize,
+    /// The profile the installed daemon was built with (hack/install.sh's `PROFILE`), for the table.
+    #[arg(long, default_value = "release")]
+    build: String,
     #[command(flatten)]
     common: Common,
 }
@@ -190,17 +193,19 @@ async fn run(args: Args) -> Result<()> {
     };
     let out = format!(
         "\n### kruise-daemon with PodProbeMarker probes ({})\n\n\
-         Machine: {}. Installed daemon (in cluster), one node; {} testapp Pods × {} probes \
-         (exec ×2, tcpSocket, httpGet, a failing tcpSocket; every 2 s), {} runs alternating idle \
-         and loaded, {} one-second RSS samples per phase. Command: `KRUISE_E2E_INCLUSTER=1 \
-         kruise-probe-bench --pods {} --probes-per-pod {} --runs {}`.\n\n\
-         | | RSS (median) | × idle |\n|---|---|---|\n\
+         Machine: {}. The daemon installed from deploy/ ({} build), one node; {} testapp Pods × \
+         {} probes (exec ×2, tcpSocket, httpGet, a failing tcpSocket; every 2 s), {} runs \
+         alternating idle and loaded, {} one-second RSS samples per phase. Command: \
+         `KRUISE_E2E_INCLUSTER=1 kruise-probe-bench --pods {} --probes-per-pod {} --runs {} \
+         --sample-secs {}`.\n\n\
+         | | RSS (MiB) | × idle |\n|---|---|---|\n\
          | idle (no probe) | {} | 1.00 |\n\
          | {} probes (median) | {} | {:.2} |\n\
          | {} probes (peak sample) | {} | {:.2} |\n\n\
          Every probe reported a state {} s after the markers were created (per run).\n",
         rfc3339_now(),
         bench::machine(),
+        args.build,
         args.pods,
         args.probes_per_pod,
         args.common.runs,
@@ -208,6 +213,7 @@ async fn run(args: Args) -> Result<()> {
         args.pods,
         args.probes_per_pod,
         args.common.runs,
+        args.sample_secs,
         mib(idle),
         want,
         mib(loaded),
