@@ -193,6 +193,8 @@ async fn sts_in_v1alpha1(client: &Client, ns: &str) -> DynamicObject {
 /// Kruise-rs → OpenKruise v1.9 → Kruise-rs by replacing the CRDs, with objects in them.
 #[tokio::test]
 async fn serial_openkruise_crds_over_ours_and_ours_back_keep_the_objects() {
+    let t0 = std::time::Instant::now();
+    let step = |what: &str| eprintln!("[{:>5.1}s] {what}", t0.elapsed().as_secs_f64());
     let upstream_dir = crds::openkruise_crd_dir().expect("OpenKruise v1.9 source");
     let client = client().await.expect("cluster");
     let ns = TestNamespace::create(&client, "e2e-crd-versions")
@@ -245,6 +247,7 @@ async fn serial_openkruise_crds_over_ours_and_ours_back_keep_the_objects() {
         .await
         .expect("StatefulSet rolled out");
 
+    step("CloneSet, CRR and StatefulSet ready");
     // Stored in upstream's storage version, and nothing else.
     for file in SWAPPED {
         let theirs = crds::read(&upstream_dir, file).expect("upstream CRD");
@@ -264,8 +267,10 @@ async fn serial_openkruise_crds_over_ours_and_ours_back_keep_the_objects() {
         alpha.data["spec"]
     );
     let before = specs(&client, &ns.name).await;
+    step("stored versions as upstream's; StatefulSet read as v1alpha1");
 
     // OpenKruise v1.9's CRDs over ours, as a user switching would apply them.
+    step("replacing our CRDs with OpenKruise's");
     let guard = OursBack::new(SWAPPED);
     for file in SWAPPED {
         let theirs = crds::read(&upstream_dir, file).expect("upstream CRD");
@@ -283,6 +288,7 @@ async fn serial_openkruise_crds_over_ours_and_ours_back_keep_the_objects() {
         .await
         .expect("StatefulSet readable as v1alpha1 under OpenKruise's CRD");
 
+    step("OpenKruise's CRDs accepted, objects intact");
     // And ours back over theirs.
     guard
         .restore(&client)
@@ -302,6 +308,7 @@ async fn serial_openkruise_crds_over_ours_and_ours_back_keep_the_objects() {
         "objects under our CRDs again"
     );
 
+    step("our CRDs accepted over OpenKruise's, objects intact");
     // The conversion webhook answers again (the manager puts its caBundle back), and a write in
     // v1alpha1 keeps the v1beta1-only field.
     sts_in_v1alpha1(&client, &ns.name).await;
@@ -331,6 +338,7 @@ async fn serial_openkruise_crds_over_ours_and_ours_back_keep_the_objects() {
         sts.annotations()
     );
 
+    step("conversion webhook answers again; a v1alpha1 write kept reserveOrdinals");
     // The manager still reconciles: one more replica, one more Pod.
     cloneset::patch_spec(&cs_api, "web", json!({"replicas": 3}))
         .await
@@ -339,5 +347,6 @@ async fn serial_openkruise_crds_over_ours_and_ours_back_keep_the_objects() {
         .await
         .expect("CloneSet scaled after the round trip");
     assert_eq!(cloneset::pods(&pods, "web").await.expect("pods").len(), 3);
+    step("CloneSet scaled to 3 by the manager");
     ns.delete().await.expect("delete ns");
 }
