@@ -7,6 +7,10 @@
 # binaries are what its Dockerfile builds (`go build .` for the manager, ./cmd/daemon). A cold
 # build downloads the modules and compiles for about 5 to 15 minutes on 2 cores; after that
 # this prints where the binaries are and exits.
+#
+#   hack/build-openkruise.sh --source   only the module's source (its config/crd/bases: upstream's
+#                                       CRDs, for the CRD round-trip test): one download of a few
+#                                       MB, no build; prints the source directory
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=hack/versions.sh
@@ -23,6 +27,18 @@ OPENKRUISE_SUM=${OPENKRUISE_SUM:-h1:7MWDURrU7VlkapL1qaFLQehJG0OdTN338RSvzuzR3kU=
 # The version is read from the module information Go embeds in the binary.
 is_pinned() { go version -m "$1" 2>/dev/null | grep -qE "^[[:space:]]+mod[[:space:]]+${module}[[:space:]]+${OPENKRUISE_VERSION}([[:space:]]|$)|^[[:space:]]+path[[:space:]]+${module}"; }
 
+source_only=false
+case ${1:-} in
+  --source) source_only=true ;;
+  "") ;;
+  *) echo "usage: $0 [--source]" >&2; exit 2 ;;
+esac
+
+if $source_only && [ -d "$dest/src/config/crd/bases" ]; then
+  echo "$dest/src"
+  exit 0
+fi
+
 if [ -x "$dest/bin/manager" ] && [ -x "$dest/bin/daemon" ] && [ -d "$dest/src/config/crd" ] &&
   [ -f "$dest/.complete" ]; then
   echo "==> OpenKruise ${OPENKRUISE_VERSION} ready in $dest"
@@ -31,7 +47,7 @@ fi
 
 mkdir -p "$dest"
 if [ ! -f "$dest/src/go.mod" ]; then
-  echo "==> downloading the ${module}@${OPENKRUISE_VERSION} module"
+  echo "==> downloading the ${module}@${OPENKRUISE_VERSION} module" >&2
   # Outside any module, `go mod download` fetches exactly the named version; -json names the
   # read-only directory it unpacked to, copied here so the build can write go.sum updates.
   info=$(cd "$dest" && GONOSUMDB=$module GO111MODULE=on go mod download -json "${module}@${OPENKRUISE_VERSION}")
@@ -51,6 +67,10 @@ if [ ! -f "$dest/src/go.mod" ]; then
   cp -r "$dir" "$dest/src.tmp"
   chmod -R u+w "$dest/src.tmp"
   mv "$dest/src.tmp" "$dest/src"
+fi
+if $source_only; then
+  echo "$dest/src"
+  exit 0
 fi
 
 mkdir -p "$dest/bin"

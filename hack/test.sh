@@ -10,7 +10,8 @@
 # Stages:
 #   unit      unit, table, property and snapshot tests of every crate, the e2e crate's own, and the
 #             CRI test that needs no runtime (no cluster)
-#   build     the binaries, the behaviour suite's test binary, cargo-nextest
+#   build     the binaries, the behaviour suite's test binary, cargo-nextest, OpenKruise v1.9's
+#             source (its CRDs, for the CRD version tests; cached, one module download)
 #   cluster   the local cluster (hack/cluster.sh up), brought down again at the end
 #   install   Kruise-rs from deploy/ (shipped RBAC, webhook behind its Service) with images built
 #             here (PROFILE=dev unless set: unoptimised, cheap to build; `make install` ships
@@ -227,6 +228,9 @@ stage_build() {
   hack/build-nextest.sh >/dev/null
   NEXTEST=$(hack/build-nextest.sh)
   "$NEXTEST" nextest run -p kruise-e2e --test e2e --no-run
+  # e2e/tests/e2e/crd_versions.rs reads OpenKruise v1.9's CRDs (it would fetch them itself; here
+  # a failed download fails the build stage, not a test).
+  hack/build-openkruise.sh --source >/dev/null
 }
 
 stage_cluster() {

@@ -164,12 +164,13 @@ pub fn all() -> Result<Vec<CustomResourceDefinition>, CrdError> {
             vec![v1alpha1::ResourceDistribution::crd()],
             Conversion::None,
         )?,
-        // Upstream serves both versions without a conversion webhook: v1alpha1 is a JSON
-        // subset of v1beta1.
+        // Upstream installs it with a conversion webhook (config/crd/patches/
+        // webhook_in_statefulsets.yaml): v1alpha1 is v1beta1 less the fields v1beta1 added,
+        // which its v1beta1 → v1alpha1 drops (ours keeps them in the conversion record).
         merged(
             "statefulsets.apps.kruise.io",
             vec![v1alpha1::StatefulSet::crd(), v1beta1::StatefulSet::crd()],
-            Conversion::None,
+            Conversion::Webhook,
         )?,
         merged(
             "podunavailablebudgets.policy.kruise.io",

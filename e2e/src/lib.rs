@@ -238,6 +238,7 @@ pub mod bench;
 pub mod broadcastjob;
 pub mod cli;
 pub mod cloneset;
+pub mod crds;
 pub mod cri;
 pub mod daemonset;
 pub mod ephemeraljob;

@@ -254,6 +254,7 @@ pub fn converter(kind: &str) -> Option<conversion::endpoint::Convert> {
         "ContainerRecreateRequest" => Some(crr::conversion::convert),
         "SidecarSet" => Some(sidecarset::conversion::convert),
         "DaemonSet" => Some(daemonset::conversion::convert),
+        "StatefulSet" => Some(statefulset::conversion::convert),
         _ => None,
     }
 }

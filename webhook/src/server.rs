@@ -16,6 +16,8 @@ use axum::routing::{get, post};
 use axum_server::tls_rustls::RustlsConfig;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kruise_api::keys;
 use kube::api::Api;
 use kube::runtime::{WatchStreamExt, watcher};
 use rustls::pki_types::pem::PemObject;
@@ -221,12 +223,41 @@ async fn maintain(
     )
     .default_backoff();
     tokio::pin!(events);
+    // A Kruise CRD replaced or re-applied whole (moving back from OpenKruise's CRDs, an install
+    // that replaces them) has lost our caBundle: its conversion fails until it is patched again,
+    // so the CRDs are watched, not left to the next resync.
+    let mut crd_events = if cfg.manage_crd_conversion {
+        watcher(
+            Api::<CustomResourceDefinition>::all(client.clone()),
+            watcher::Config::default(),
+        )
+        .default_backoff()
+        .boxed()
+    } else {
+        futures::stream::pending().boxed()
+    };
     // A zero period would make tokio panic.
     let mut ticker = tokio::time::interval(cfg.resync_interval.max(Duration::from_secs(1)));
     ticker.tick().await;
     loop {
         tokio::select! {
             _ = ticker.tick() => {}
+            ev = crd_events.next() => {
+                match ev {
+                    Some(Ok(watcher::Event::Apply(crd) | watcher::Event::InitApply(crd)))
+                        if conversion_lacks_ca(&crd, &current.ca_cert) =>
+                    {
+                        if let Err(e) = configuration::apply::patch_crd_conversion(&client, &cfg, &current.ca_cert).await {
+                            tracing::warn!(error = %e, "patching CRD conversion caBundle");
+                        }
+                    }
+                    Some(Err(e)) => tracing::warn!(error = %e, "watching CRDs"),
+                    Some(Ok(_)) => {}
+                    // The watcher never ends by itself; fall back to the ticker.
+                    None => tokio::time::sleep(cfg.resync_interval.max(Duration::from_secs(1))).await,
+                }
+                continue;
+            }
             ev = events.next() => match ev {
                 Some(Ok(watcher::Event::Delete(_))) => {
                     tracing::warn!(secret = %cfg.secret_name, "webhook certificate Secret deleted; regenerating");
@@ -264,6 +295,28 @@ async fn maintain(
             tracing::warn!(error = %e, "updating webhook registrations");
         }
     }
+}
+
+/// Whether `crd` is a Kruise CRD converted by a webhook whose caBundle is not `ca_pem`.
+fn conversion_lacks_ca(crd: &CustomResourceDefinition, ca_pem: &str) -> bool {
+    let group = crd.spec.group.as_str();
+    if group != keys::APPS_GROUP && group != keys::POLICY_GROUP {
+        return false;
+    }
+    let Some(conv) = crd
+        .spec
+        .conversion
+        .as_ref()
+        .filter(|c| c.strategy == "Webhook")
+    else {
+        return false;
+    };
+    let ca = conv
+        .webhook
+        .as_ref()
+        .and_then(|w| w.client_config.as_ref())
+        .and_then(|c| c.ca_bundle.as_ref());
+    ca.is_none_or(|b| b.0 != ca_pem.as_bytes())
 }
 
 /// Waits until the webhook started by [`run`] with (a clone of) `cfg` answers `GET /healthz`

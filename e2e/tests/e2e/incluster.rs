@@ -294,6 +294,27 @@ async fn rbac_is_least_privilege() {
             "manager must not patch another {resource}"
         );
     }
+    // Every CRD we ship with a conversion webhook, whose caBundle it writes.
+    for crd in kruise_api::crds::all().expect("CRDs") {
+        if crd.spec.conversion.as_ref().map(|c| c.strategy.as_str()) != Some("Webhook") {
+            continue;
+        }
+        let name = crd.metadata.name.unwrap_or_default();
+        assert!(
+            allowed_named(
+                &client,
+                MANAGER_SA,
+                "patch",
+                "customresourcedefinitions",
+                "",
+                "apiextensions.k8s.io",
+                None,
+                &name
+            )
+            .await,
+            "manager patches the conversion caBundle of {name}"
+        );
+    }
     assert!(
         !allowed(
             &client,

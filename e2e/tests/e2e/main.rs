@@ -21,6 +21,7 @@ mod cli_stuck;
 mod cli_workloads;
 mod cloneset;
 mod cluster;
+mod crd_versions;
 mod crr;
 mod daemonset;
 mod daemonset_kwok;
