@@ -4,7 +4,9 @@
 //! of 1. The split, the status and the conditions are checked; an image change updates the
 //! CloneSets' Pods in place (same UID, restartCount 1) except the partitioned one, which follows
 //! once the partition is lifted; a subset added, a subset removed (its CloneSet deleted) and
-//! min/max bounds each re-split the replicas. Bad input is refused naming the field.
+//! min/max bounds each re-split the replicas. A Deployment-template UnitedDeployment gets one
+//! apps/v1 Deployment per subset, split, counted and re-split the same way. Bad input is
+//! refused naming the field.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -375,4 +377,77 @@ async fn bad_united_deployments_are_refused_naming_the_field() {
         assert!(msg.contains(field), "case {i}: {msg}");
         assert!(msg.contains("denied the request"), "case {i}: {msg}");
     }
+}
+
+/// Kubernetes' own kind as the subset workload: one apps/v1 Deployment per subset, split and
+/// counted like the CloneSets, and re-split when the total changes.
+#[tokio::test]
+async fn deployment_subsets_are_split_and_counted() {
+    let client = client().await.expect("cluster");
+    let ns = TestNamespace::create(&client, "e2e-ud-deploy")
+        .await
+        .expect("ns");
+    let term = hostname_term(&client).await;
+    let mut template = cloneset_template("web", "v1")["cloneSetTemplate"].clone();
+    if let Some(spec) = template["spec"].as_object_mut() {
+        spec.remove("updateStrategy");
+        spec.remove("selector");
+    }
+    create_raw(
+        &client,
+        &ns.name,
+        "web",
+        json!({
+            "replicas": 3,
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {"deploymentTemplate": template},
+            "topology": {"subsets": [
+                {"name": "a", "nodeSelectorTerm": term},
+                {"name": "b", "nodeSelectorTerm": term},
+            ]}
+        }),
+    )
+    .await
+    .expect("create UnitedDeployment");
+    let deployments: Api<k8s_openapi::api::apps::v1::Deployment> = ns.api();
+    let split = |want: BTreeMap<String, i32>| {
+        let deployments = deployments.clone();
+        async move {
+            wait_for(&format!("Deployments {want:?}"), SETTLE, || async {
+                let mut got = BTreeMap::new();
+                for d in deployments.list(&ListParams::default()).await?.items {
+                    let subset = d
+                        .labels()
+                        .get(keys::SUBSET_NAME_LABEL)
+                        .cloned()
+                        .unwrap_or_default();
+                    let replicas = d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(-1);
+                    got.insert(subset, replicas);
+                }
+                Ok((got == want).then_some(()))
+            })
+            .await
+            .expect("split");
+        }
+    };
+    let want = |pairs: &[(&str, i32)]| -> BTreeMap<String, i32> {
+        pairs.iter().map(|(k, v)| ((*k).to_owned(), *v)).collect()
+    };
+    split(want(&[("a", 1), ("b", 2)])).await;
+    let uds = ud::api(&client, &ns.name);
+    wait_for("three ready Pods counted", SETTLE, || async {
+        let u = uds.get("web").await?;
+        let st = status(&u);
+        Ok((st["readyReplicas"] == 3 && st["updatedReadyReplicas"] == 3).then_some(()))
+    })
+    .await
+    .expect("ready");
+    uds.patch(
+        "web",
+        &PatchParams::default(),
+        &Patch::Merge(&json!({"spec": {"replicas": 4}})),
+    )
+    .await
+    .expect("scale");
+    split(want(&[("a", 2), ("b", 2)])).await;
 }
