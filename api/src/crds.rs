@@ -160,6 +160,11 @@ pub fn all() -> Result<Vec<CustomResourceDefinition>, CrdError> {
             Conversion::None,
         )?,
         merged(
+            "uniteddeployments.apps.kruise.io",
+            vec![v1alpha1::UnitedDeployment::crd()],
+            Conversion::None,
+        )?,
+        merged(
             "resourcedistributions.apps.kruise.io",
             vec![v1alpha1::ResourceDistribution::crd()],
             Conversion::None,

@@ -643,6 +643,26 @@ pub const WS_CREATE_POD_TIMEOUT_SECS: i64 = 30;
 /// Seconds a `deletingPods` entry waits for its Pod to go (upstream `DeletePodTimeout`).
 pub const WS_DELETE_POD_TIMEOUT_SECS: i64 = 15;
 
+// ---------------------------------------------------------------------------------------------
+// UnitedDeployment
+// ---------------------------------------------------------------------------------------------
+
+/// Defaulting path (upstream's).
+pub const MUTATE_UNITEDDEPLOYMENT_PATH: &str = "/mutate-apps-kruise-io-v1alpha1-uniteddeployment";
+/// Validation path (upstream's).
+pub const VALIDATE_UNITEDDEPLOYMENT_PATH: &str =
+    "/validate-apps-kruise-io-v1alpha1-uniteddeployment";
+/// Event reason (Warning): the revision could not be made (upstream `FailedRevisionProvision`).
+pub const UD_REASON_FAILED_REVISION: &str = "FailedRevisionProvision";
+/// Event reason (Warning): the subsets' workloads could not be read.
+pub const UD_REASON_FAILED_FIND_SUBSETS: &str = "FailedFindSubsets";
+/// Event reason (Warning): the subsets' replicas cannot be allocated.
+pub const UD_REASON_FAILED_SPECIFY_REPLICAS: &str = "FailedSpecifySubsetReplicas";
+/// Event reason (Warning): a subset's workload could not be created, updated or deleted.
+pub const UD_REASON_FAILED_UPDATE_SUBSET: &str = "FailedUpdateSubset";
+/// Event reason (Normal): subsets' workloads were created or deleted.
+pub const UD_REASON_SUCCESSFUL_UPDATE_SUBSET: &str = "SuccessfulUpdateSubset";
+
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;

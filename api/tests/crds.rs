@@ -87,6 +87,7 @@ fn versions_storage_and_conversion() {
             "podprobemarkers.apps.kruise.io",
             "nodepodprobes.apps.kruise.io",
             "workloadspreads.apps.kruise.io",
+            "uniteddeployments.apps.kruise.io",
         ]
         .contains(&name.as_str())
         {

@@ -21,7 +21,8 @@ use crate::server::{self, Health};
 use crate::{
     advancedcronjob, broadcastjob, crr, daemonset, ephemeraljob, imagepulljob, launchpriority,
     nodeimage, persistentpodstate, podprobemarker, podreadiness, podunavailablebudget, ratelimit,
-    resourcedistribution, sidecarset, sidecarterminator, statefulset, workloadspread,
+    resourcedistribution, sidecarset, sidecarterminator, statefulset, uniteddeployment,
+    workloadspread,
 };
 
 /// Name of the leader-election Lease (upstream's lock name).
@@ -382,6 +383,7 @@ pub async fn run_controllers(
     let policies = policies(
         &run, &client, &pods, &metrics, &instance, &namespace, &token,
     );
+    let uds = uniteddeployment::start(&client, &pods, &metrics, &instance, &namespace, &token);
     let ctx = Arc::new(
         cloneset::Context::new(client, pods, revisions, metrics, instance, namespace)
             .with_gates(gates),
@@ -395,7 +397,8 @@ pub async fn run_controllers(
         broadcastjobs,
         cronjobs,
         ephemeraljobs,
-        policies
+        policies,
+        uds
     );
 }
 

@@ -22,6 +22,7 @@ pub mod podcache;
 pub mod podprobemarker;
 pub mod podreadiness;
 pub mod podunavailablebudget;
+pub mod uniteddeployment;
 pub mod workloadspread;
 pub use kruise_runtime::ratelimit;
 pub use kruise_runtime::runner;

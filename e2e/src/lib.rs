@@ -253,4 +253,5 @@ pub mod resourcedistribution;
 pub mod sidecarset;
 pub mod sidecarterminator;
 pub mod statefulset;
+pub mod uniteddeployment;
 pub mod workloadspread;

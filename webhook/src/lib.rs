@@ -75,6 +75,7 @@ pub mod podunavailablebudget;
 pub mod resourcedistribution;
 pub mod sidecarset;
 pub mod statefulset;
+pub mod uniteddeployment;
 pub mod workloadspread;
 
 // The Pod webhook: one handler per file, in upstream's order.
@@ -137,6 +138,8 @@ pub fn admission_handler(path: &str) -> Option<fn(&review::Request) -> review::O
         paths::VALIDATE_CRR => Some(crr::validation::validate),
         paths::VALIDATE_RESOURCEDISTRIBUTION => Some(resourcedistribution::validation::validate),
         paths::MUTATE_SIDECARSET => Some(sidecarset::defaults::mutate),
+        paths::MUTATE_UNITEDDEPLOYMENT => Some(uniteddeployment::defaults::mutate),
+        paths::VALIDATE_UNITEDDEPLOYMENT => Some(uniteddeployment::validation::validate),
         paths::VALIDATE_STATEFULSET => Some(statefulset::validation::validate),
         paths::MUTATE_STATEFULSET
         | paths::MUTATE_STATEFULSET_V1ALPHA1

@@ -86,6 +86,10 @@ pub const VALIDATE_RESOURCEDISTRIBUTION: &str = kruise_api::keys::VALIDATE_RD_PA
 /// PersistentPodState validation (upstream's path).
 pub const VALIDATE_PPS: &str = kruise_api::keys::VALIDATE_PPS_PATH;
 pub const VALIDATE_WORKLOADSPREAD: &str = kruise_api::keys::VALIDATE_WORKLOADSPREAD_PATH; // upstream's
+/// UnitedDeployment defaulting (upstream's path).
+pub const MUTATE_UNITEDDEPLOYMENT: &str = kruise_api::keys::MUTATE_UNITEDDEPLOYMENT_PATH;
+/// UnitedDeployment validation (upstream's path).
+pub const VALIDATE_UNITEDDEPLOYMENT: &str = kruise_api::keys::VALIDATE_UNITEDDEPLOYMENT_PATH;
 /// Every admission path the server routes; each is served by `handle_admission_async`.
 pub const ADMISSION: &[&str] = &[
     MUTATE_POD,
@@ -131,6 +135,8 @@ pub const ADMISSION: &[&str] = &[
     MUTATE_PODPROBEMARKER,
     VALIDATE_PODPROBEMARKER,
     VALIDATE_WORKLOADSPREAD,
+    MUTATE_UNITEDDEPLOYMENT,
+    VALIDATE_UNITEDDEPLOYMENT,
 ];
 /// CRD conversion.
 pub const CONVERT: &str = kruise_api::keys::CONVERSION_WEBHOOK_PATH;

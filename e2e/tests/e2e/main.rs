@@ -46,6 +46,7 @@ mod smoke;
 mod statefulset;
 mod tui;
 mod tui_workloads;
+mod uniteddeployment;
 mod webhook;
 mod webhook_scope;
 mod workloadspread;

@@ -186,6 +186,17 @@ pub fn mutating_configuration(cfg: &WebhookConfig, ca_pem: &str) -> MutatingWebh
                     )],
                     None,
                 ),
+                hook(
+                    "muniteddeployment.kb.io",
+                    paths::MUTATE_UNITEDDEPLOYMENT,
+                    vec![rule(
+                        &[keys::APPS_GROUP],
+                        &[keys::VERSION_V1ALPHA1],
+                        &["CREATE", "UPDATE"],
+                        &["uniteddeployments"],
+                    )],
+                    None,
+                ),
             ]
             .into_iter()
             // Upstream registers no Pod handler without `PodWebhook`, and leaves a hook whose

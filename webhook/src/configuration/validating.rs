@@ -171,6 +171,16 @@ pub fn validating_configuration(
                     ..hook("", paths::VALIDATE_WORKLOADSPREAD, &[], "")
                 },
                 ValidatingWebhook {
+                    name: "vuniteddeployment.kb.io".to_owned(),
+                    rules: Some(vec![rule(
+                        &[keys::APPS_GROUP],
+                        &[keys::VERSION_V1ALPHA1],
+                        &["CREATE", "UPDATE"],
+                        &["uniteddeployments"],
+                    )]),
+                    ..hook("", paths::VALIDATE_UNITEDDEPLOYMENT, &[], "")
+                },
+                ValidatingWebhook {
                     name: "vpodunavailablebudget.kb.io".to_owned(),
                     rules: Some(vec![rule(
                         &[keys::POLICY_GROUP],

@@ -14,6 +14,7 @@ pub mod podprobemarker;
 mod resourcedistribution;
 mod sidecarset;
 mod statefulset;
+mod uniteddeployment;
 mod workloadspread;
 
 pub use crate::appspub::{UpdateScatterStrategy, UpdateScatterTerm};
@@ -77,6 +78,16 @@ pub use statefulset::{
     PodManagementPolicyType, PodUpdateStrategyType, RollingUpdateStatefulSetStrategy, StatefulSet,
     StatefulSetCondition, StatefulSetSpec, StatefulSetStatus, StatefulSetUpdateStrategy,
     StatefulSetUpdateStrategyType, UnorderedUpdateStrategy,
+};
+pub use uniteddeployment::{
+    AdaptiveUnitedDeploymentStrategy, AdvancedStatefulSetTemplateSpec, CloneSetTemplateSpec,
+    K8sTemplateSpec, ManualUpdate, Subset, SubsetKind, SubsetReplicasError, SubsetTemplate,
+    Topology, UD_CONDITION_SUBSET_FAILURE, UD_CONDITION_SUBSET_PROVISIONED,
+    UD_CONDITION_SUBSET_UPDATED, UD_CONDITION_UPDATED, UD_SCHEDULE_ADAPTIVE, UD_SCHEDULE_FIXED,
+    UD_UPDATE_MANUAL, UnitedDeployment, UnitedDeploymentCondition,
+    UnitedDeploymentScheduleStrategy, UnitedDeploymentSpec, UnitedDeploymentStatus,
+    UnitedDeploymentSubsetCondition, UnitedDeploymentSubsetStatus, UnitedDeploymentUpdateStrategy,
+    UpdateStatus, parse_subset_replicas,
 };
 pub use workloadspread::{
     AdaptiveWorkloadSpreadStrategy, MatchedWorkloadSpread, SCHEDULE_ADAPTIVE, SCHEDULE_FIXED,

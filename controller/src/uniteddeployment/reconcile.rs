@@ -1,0 +1,383 @@
+//! One reconcile of a UnitedDeployment (upstream `Reconcile`): revisions → the subsets'
+//! workloads and their Pods → the replica split and partitions → create / update / delete →
+//! status, written conflict-checked. A step that cannot act records a Warning Event and a
+//! condition, and the error goes back to the runner, which backs off.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kruise_api::apps::v1alpha1::{SubsetKind, UnitedDeployment};
+use kruise_api::keys;
+use kube::api::{DeleteParams, DynamicObject, ListParams, PostParams, PropagationPolicy};
+use kube::runtime::controller::Action;
+use kube::runtime::events::EventType;
+use kube::{Api, Resource, ResourceExt};
+use serde_json::Value;
+
+use super::child::{self, ChildError};
+use super::context::Context;
+use super::error::Error;
+use super::plan::{self, Desired, Observed, Step};
+use super::revisions::{self, Revisions};
+use super::status::{Outcome, next_status};
+use crate::workload::podutil;
+
+/// How often a settled UnitedDeployment is looked at without an event.
+const RESYNC: Duration = Duration::from_secs(300);
+
+/// The subset workloads a UnitedDeployment controls, of the template's kind and of others.
+struct Children {
+    own: Vec<Value>,
+    /// Workloads of another kind (the template's kind changed): `(kind, name)`.
+    stale: Vec<(SubsetKind, String)>,
+}
+
+/// One reconcile of `ud` (the runner adds its span, timing and metrics).
+pub async fn reconcile(ud: Arc<UnitedDeployment>, ctx: Arc<Context>) -> Result<Action, Error> {
+    if ud.metadata.deletion_timestamp.is_some() {
+        return Ok(Action::await_change());
+    }
+    let Some(kind) = ud.subset_kind() else {
+        warn(
+            &ctx,
+            &ud,
+            keys::UD_REASON_FAILED_UPDATE_SUBSET,
+            ChildError::NoTemplate.to_string(),
+        )
+        .await;
+        return Err(ChildError::NoTemplate.into());
+    };
+    let revs = match Box::pin(revisions::sync(&ctx, &ud)).await {
+        Ok(r) => r,
+        Err(e) => {
+            warn(&ctx, &ud, keys::UD_REASON_FAILED_REVISION, e.to_string()).await;
+            return Err(e);
+        }
+    };
+    let children = match Box::pin(read_children(&ctx, &ud, kind)).await {
+        Ok(c) => c,
+        Err(e) => {
+            warn(
+                &ctx,
+                &ud,
+                keys::UD_REASON_FAILED_FIND_SUBSETS,
+                e.to_string(),
+            )
+            .await;
+            return Err(e);
+        }
+    };
+    let observed = observe_all(&ctx, &ud, kind, &children.own, &revs.update);
+    let mut current: BTreeMap<String, i32> = BTreeMap::new();
+    for o in &observed {
+        current.entry(o.subset.clone()).or_insert(o.spec_replicas);
+    }
+    let next_replicas = match plan::allocate(&ud.spec, &current) {
+        Ok(r) => r,
+        Err(e) => {
+            warn(
+                &ctx,
+                &ud,
+                keys::UD_REASON_FAILED_SPECIFY_REPLICAS,
+                e.to_string(),
+            )
+            .await;
+            return Err(e.into());
+        }
+    };
+    let partitions = plan::next_partitions(&ud.spec, &next_replicas);
+    let desired: BTreeMap<String, Desired> = ud
+        .spec
+        .topology
+        .subsets
+        .iter()
+        .map(|s| {
+            let d = Desired {
+                replicas: next_replicas.get(&s.name).copied().unwrap_or(0),
+                partition: partitions.get(&s.name).copied().unwrap_or(0),
+                patch: child::patch_text(s),
+            };
+            (s.name.clone(), d)
+        })
+        .collect();
+    let names: Vec<String> = ud
+        .spec
+        .topology
+        .subsets
+        .iter()
+        .map(|s| s.name.clone())
+        .collect();
+    let (steps, kept) = plan::steps(&names, &observed, &revs.update, &desired);
+    let outcome = Box::pin(apply(
+        &ctx,
+        &ud,
+        kind,
+        &revs,
+        &steps,
+        &children.stale,
+        &desired,
+    ))
+    .await;
+    Box::pin(write_status(
+        &ctx,
+        &ud,
+        &revs,
+        &kept,
+        &next_replicas,
+        &partitions,
+        &outcome,
+    ))
+    .await?;
+    if let Some(e) = outcome.provision_error.or(outcome.update_error) {
+        return Err(Error::Subsets(e));
+    }
+    Ok(Action::requeue(RESYNC))
+}
+
+/// Records a Warning Event on `ud`.
+async fn warn(ctx: &Context, ud: &UnitedDeployment, reason: &str, note: String) {
+    ctx.event(&ud.object_ref(&()), EventType::Warning, reason, note)
+        .await;
+}
+
+/// The subset workloads `ud` controls, oldest first.
+async fn read_children(
+    ctx: &Context,
+    ud: &UnitedDeployment,
+    kind: SubsetKind,
+) -> Result<Children, Error> {
+    let ns = ud.namespace().unwrap_or_default();
+    let uid = ud.uid().unwrap_or_default();
+    let selector = ud
+        .spec
+        .selector
+        .as_ref()
+        .and_then(kruise_api::selector::to_selector_string)
+        .unwrap_or_default();
+    let lp = ListParams::default().labels(&selector);
+    let mut own = Vec::new();
+    let mut stale = Vec::new();
+    for k in SubsetKind::ALL {
+        let mut items: Vec<DynamicObject> = ctx
+            .subset_api(k, Some(&ns))
+            .list(&lp)
+            .await?
+            .items
+            .into_iter()
+            .filter(|o| {
+                o.owner_references()
+                    .iter()
+                    .any(|r| r.controller == Some(true) && r.uid == uid)
+            })
+            .collect();
+        items.sort_by(|a, b| {
+            let ta = a.metadata.creation_timestamp.as_ref().map(|t| t.0);
+            let tb = b.metadata.creation_timestamp.as_ref().map(|t| t.0);
+            ta.cmp(&tb).then_with(|| a.name_any().cmp(&b.name_any()))
+        });
+        for o in items {
+            if k == kind {
+                own.push(serde_json::to_value(&o).map_err(ChildError::from)?);
+            } else {
+                stale.push((k, o.name_any()));
+            }
+        }
+    }
+    Ok(Children { own, stale })
+}
+
+/// The subset workloads as the plan reads them, with their Pods' revisions from the cache.
+fn observe_all(
+    ctx: &Context,
+    ud: &UnitedDeployment,
+    kind: SubsetKind,
+    own: &[Value],
+    revision: &str,
+) -> Vec<Observed> {
+    let ns = ud.namespace().unwrap_or_default();
+    let pods = ctx.pods.in_namespace(&ns);
+    own.iter()
+        .map(|obj| {
+            let subset = obj
+                .pointer("/metadata/labels")
+                .and_then(|l| l.get(keys::SUBSET_NAME_LABEL))
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let want = child::pod_selector(ud, subset);
+            let of_subset: Vec<(String, bool)> = pods
+                .iter()
+                .filter(|p| podutil::is_active(p))
+                .filter(|p| {
+                    let labels = p.metadata.labels.as_ref();
+                    want.iter()
+                        .all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v))
+                })
+                .map(|p| {
+                    let rev = p
+                        .metadata
+                        .labels
+                        .as_ref()
+                        .and_then(|l| l.get(keys::KRUISE_CONTROLLER_REVISION_HASH_LABEL))
+                        .cloned()
+                        .unwrap_or_default();
+                    (rev, kruise_api::pod::is_ready(p))
+                })
+                .collect();
+            child::observe(kind, obj, revision, &of_subset)
+        })
+        .filter(|o| !o.subset.is_empty())
+        .collect()
+}
+
+/// Performs the steps; failures are gathered into the outcome (and Events), not returned, so
+/// that the status still records them.
+async fn apply(
+    ctx: &Context,
+    ud: &UnitedDeployment,
+    kind: SubsetKind,
+    revs: &Revisions,
+    steps: &[Step],
+    stale: &[(SubsetKind, String)],
+    desired: &BTreeMap<String, Desired>,
+) -> Outcome {
+    let ns = ud.namespace().unwrap_or_default();
+    let api = ctx.subset_api(kind, Some(&ns));
+    let mut out = Outcome::default();
+    let mut provision_errs = Vec::new();
+    let mut update_errs = Vec::new();
+    let (mut created, mut deleted) = (0, 0);
+    let background = DeleteParams {
+        propagation_policy: Some(PropagationPolicy::Background),
+        ..Default::default()
+    };
+    for step in steps {
+        match step {
+            Step::Create(subset) => {
+                let Some(d) = desired.get(subset) else {
+                    continue;
+                };
+                match Box::pin(create(ud, kind, subset, &revs.update, d, &api)).await {
+                    Ok(()) => created += 1,
+                    Err(e) => provision_errs.push(format!("fail to create Subset {subset}: {e}")),
+                }
+            }
+            Step::Update { subset, name } => {
+                let Some(d) = desired.get(subset) else {
+                    continue;
+                };
+                if let Err(e) =
+                    Box::pin(update(ud, kind, subset, name, &revs.update, d, &api)).await
+                {
+                    let msg = format!("Error updating PodSet {name} when updating: {e}");
+                    warn(ctx, ud, keys::UD_REASON_FAILED_UPDATE_SUBSET, msg.clone()).await;
+                    update_errs.push(msg);
+                }
+            }
+            Step::Delete(name) => match api.delete(name, &background).await {
+                Ok(_) => deleted += 1,
+                Err(kube::Error::Api(s)) if s.code == 404 => {}
+                Err(e) => provision_errs.push(format!("fail to delete Subset {name}: {e}")),
+            },
+        }
+    }
+    for (k, name) in stale {
+        match ctx
+            .subset_api(*k, Some(&ns))
+            .delete(name, &background)
+            .await
+        {
+            Ok(_) => deleted += 1,
+            Err(kube::Error::Api(s)) if s.code == 404 => {}
+            Err(e) => provision_errs.push(format!("fail to delete Subset {name}: {e}")),
+        }
+    }
+    let (_, _, kind_name, _) = kind.gvk();
+    for (n, verb) in [(created, "Create"), (deleted, "Delete")] {
+        if n > 0 {
+            let note = format!("{verb} {n} Subset ({kind_name})");
+            ctx.event(
+                &ud.object_ref(&()),
+                EventType::Normal,
+                keys::UD_REASON_SUCCESSFUL_UPDATE_SUBSET,
+                note,
+            )
+            .await;
+        }
+    }
+    out.provisioned = created + deleted > 0;
+    if !provision_errs.is_empty() {
+        let msg = provision_errs.join("; ");
+        warn(ctx, ud, keys::UD_REASON_FAILED_UPDATE_SUBSET, msg.clone()).await;
+        out.provision_error = Some(msg);
+    }
+    if !update_errs.is_empty() {
+        out.update_error = Some(update_errs.join("; "));
+    }
+    out
+}
+
+async fn create(
+    ud: &UnitedDeployment,
+    kind: SubsetKind,
+    subset: &str,
+    revision: &str,
+    d: &Desired,
+    api: &Api<DynamicObject>,
+) -> Result<(), Error> {
+    let obj = child::desired(ud, kind, subset, revision, d.replicas, d.partition, None)?;
+    let obj: DynamicObject = serde_json::from_value(obj).map_err(ChildError::from)?;
+    api.create(&PostParams::default(), &obj).await?;
+    Ok(())
+}
+
+/// Upstream `UpdateSubset`: read the workload, apply the template over it, write it back
+/// (conflict-checked by its resourceVersion).
+async fn update(
+    ud: &UnitedDeployment,
+    kind: SubsetKind,
+    subset: &str,
+    name: &str,
+    revision: &str,
+    d: &Desired,
+    api: &Api<DynamicObject>,
+) -> Result<(), Error> {
+    let live = api.get(name).await?;
+    let base = serde_json::to_value(&live).map_err(ChildError::from)?;
+    let obj = child::desired(
+        ud,
+        kind,
+        subset,
+        revision,
+        d.replicas,
+        d.partition,
+        Some(base),
+    )?;
+    let obj: DynamicObject = serde_json::from_value(obj).map_err(ChildError::from)?;
+    api.replace(name, &PostParams::default(), &obj).await?;
+    Ok(())
+}
+
+async fn write_status(
+    ctx: &Context,
+    ud: &UnitedDeployment,
+    revs: &Revisions,
+    kept: &BTreeMap<String, Observed>,
+    next_replicas: &BTreeMap<String, i32>,
+    partitions: &BTreeMap<String, i32>,
+    outcome: &Outcome,
+) -> Result<(), Error> {
+    let now = Time(jiff::Timestamp::now());
+    let status = next_status(ud, revs, kept, next_replicas, partitions, outcome, &now);
+    if ud.status.as_ref() == Some(&status) {
+        return Ok(());
+    }
+    let mut next = ud.clone();
+    next.status = Some(status);
+    let api: Api<UnitedDeployment> =
+        Api::namespaced(ctx.client.clone(), &ud.namespace().unwrap_or_default());
+    api.replace_status(&ud.name_any(), &PostParams::default(), &next)
+        .await?;
+    Ok(())
+}

@@ -1,0 +1,11 @@
+//! UnitedDeployment admission (v1alpha1), after upstream's `pkg/webhook/uniteddeployment`:
+//! defaulting ([`defaults`], upstream `SetDefaultsUnitedDeployment`) and validation
+//! ([`validation`]: one template, the selector, the subsets' names, placement and replica
+//! rules, the partitions, and what may not change in an update). The Adaptive schedule
+//! strategy is refused naming the field: the controller does not implement it yet.
+
+pub mod defaults;
+pub mod validation;
+
+#[cfg(test)]
+mod tests;

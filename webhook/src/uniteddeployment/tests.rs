@@ -1,0 +1,233 @@
+use kruise_api::apps::v1alpha1::UnitedDeployment;
+use serde_json::{Value, json};
+
+use super::defaults::default_united_deployment;
+use super::validation::{spec_errors, update_errors};
+use crate::field::aggregate;
+use crate::review::tests::{response, review_body};
+
+fn ud(spec: Value) -> Value {
+    json!({"apiVersion": "apps.kruise.io/v1alpha1", "kind": "UnitedDeployment",
+        "metadata": {"name": "web", "namespace": "ns"}, "spec": spec})
+}
+
+fn good_spec() -> Value {
+    json!({
+        "replicas": 4,
+        "selector": {"matchLabels": {"app": "web"}},
+        "template": {"cloneSetTemplate": {
+            "metadata": {"labels": {"app": "web"}},
+            "spec": {"selector": {"matchLabels": {"app": "web"}},
+                "template": {"metadata": {"labels": {"app": "web"}},
+                    "spec": {"containers": [{"name": "main", "image": "nginx"}]}}}}},
+        "topology": {"subsets": [{"name": "a"}, {"name": "b", "replicas": "50%"}]},
+        "updateStrategy": {"manualUpdate": {"partitions": {"a": 1}}}
+    })
+}
+
+fn errors_of(spec: Value) -> String {
+    let u: UnitedDeployment = serde_json::from_value(ud(spec)).expect("decodes");
+    aggregate(&spec_errors(&u.spec))
+}
+
+/// `spec` with the value at `pointer` set (objects along the way made as needed).
+fn with(mut spec: Value, pointer: &str, v: Value) -> Value {
+    let mut cur = &mut spec;
+    for k in pointer.trim_start_matches('/').split('/') {
+        cur = match k.parse::<usize>() {
+            Ok(i) => &mut cur[i],
+            Err(_) => &mut cur[k],
+        };
+    }
+    *cur = v;
+    spec
+}
+
+#[test]
+fn a_good_spec_passes_and_defaults_as_upstream() {
+    assert_eq!(errors_of(good_spec()), "");
+    let mut u = ud(good_spec());
+    default_united_deployment(&mut u, true);
+    assert_eq!(u["spec"]["revisionHistoryLimit"], 10);
+    assert_eq!(u["spec"]["updateStrategy"]["type"], "Manual");
+    let mut u =
+        ud(json!({"topology": {"subsets": [{"name": "a", "maxReplicas": 2}, {"name": "b"}]}}));
+    default_united_deployment(&mut u, true);
+    assert_eq!(u["spec"]["topology"]["subsets"][1]["minReplicas"], 0);
+    assert_eq!(u["spec"]["updateStrategy"]["manualUpdate"], json!({}));
+}
+
+#[test]
+fn refusals_name_the_field() {
+    let cases: Vec<(Value, &str)> = vec![
+        (
+            with(good_spec(), "/topology/subsets/1/name", json!("a")),
+            "spec.topology.subsets[1].name: Invalid value: \"a\": duplicated subset name a",
+        ),
+        (
+            with(good_spec(), "/topology/subsets/1/name", json!("B_1")),
+            "spec.topology.subsets[1].name: Invalid value: \"B_1\": invalid subset name",
+        ),
+        (
+            with(
+                good_spec(),
+                "/selector",
+                json!({"matchLabels": {"app": "other"}}),
+            ),
+            "spec.template.cloneSetTemplate.metadata.labels: Invalid value",
+        ),
+        (
+            with(
+                good_spec(),
+                "/template/deploymentTemplate",
+                json!({"spec": {}}),
+            ),
+            "spec.template: Invalid value: [\"cloneSetTemplate\",\"deploymentTemplate\"]: should provide only one of",
+        ),
+        (
+            with(good_spec(), "/template", json!({})),
+            "spec.template: Required value: should provide one of",
+        ),
+        (
+            with(
+                good_spec(),
+                "/updateStrategy/manualUpdate/partitions",
+                json!({"zz": 1}),
+            ),
+            "spec.updateStrategy.manualUpdate.partitions: Invalid value: {\"zz\":1}: subset zz does not exist",
+        ),
+        (
+            with(good_spec(), "/topology/subsets/1/replicas", json!(5)),
+            "sum of indicated subset replicas 5 should not be greater than UnitedDeployment replicas 4",
+        ),
+        (
+            with(good_spec(), "/topology/subsets/1/replicas", json!("150%")),
+            "spec.topology.subsets[1].replicas: Invalid value: \"150%\": subset replicas (150%) should be in range [0, 100]",
+        ),
+        (
+            with(good_spec(), "/topology/subsets/0/maxReplicas", json!(1)),
+            "mutually exclusive",
+        ),
+        (
+            with(
+                good_spec(),
+                "/topology/scheduleStrategy",
+                json!({"type": "Adaptive"}),
+            ),
+            "spec.topology.scheduleStrategy.type: Invalid value: \"Adaptive\": the Adaptive schedule strategy is not supported",
+        ),
+        (
+            with(good_spec(), "/replicas", json!(-1)),
+            "spec.replicas: Invalid value: -1",
+        ),
+        (
+            with(
+                good_spec(),
+                "/topology/subsets/0",
+                json!({"name": "a", "nodeSelectorTerm": {"matchExpressions": [{"key": "k", "operator": "Near"}]}}),
+            ),
+            "spec.topology.subsets[0].nodeSelectorTerm.matchExpressions[0].operator: Unsupported value: \"Near\"",
+        ),
+    ];
+    for (spec, want) in cases {
+        let got = errors_of(spec);
+        assert!(got.contains(want), "want {want:?} in {got:?}");
+    }
+    // Elastic rules.
+    let elastic = |subsets: Value, replicas: Value| {
+        let s = with(
+            with(good_spec(), "/topology/subsets", subsets),
+            "/replicas",
+            replicas,
+        );
+        errors_of(with(s, "/updateStrategy", json!({})))
+    };
+    let got = elastic(
+        json!([{"name": "a", "maxReplicas": 1}, {"name": "b", "maxReplicas": 2}]),
+        json!(3),
+    );
+    assert!(
+        got.contains("at least one subset.maxReplicas must be empty"),
+        "{got}"
+    );
+    let got = elastic(
+        json!([{"name": "a", "minReplicas": 3, "maxReplicas": 2}, {"name": "b"}]),
+        json!(3),
+    );
+    assert!(
+        got.contains("spec.topology.subsets[0].minReplicas"),
+        "{got}"
+    );
+    let got = elastic(
+        json!([{"name": "a", "minReplicas": 1}, {"name": "b"}]),
+        Value::Null,
+    );
+    assert!(got.contains("spec.replicas: Required value"), "{got}");
+}
+
+#[test]
+fn placement_may_not_change_in_an_update() {
+    let old: UnitedDeployment = serde_json::from_value(ud(good_spec())).expect("decodes");
+    let spec = with(
+        good_spec(),
+        "/topology/subsets/0",
+        json!({"name": "a", "tolerations": [{"key": "k", "operator": "Exists"}]}),
+    );
+    let new: UnitedDeployment = serde_json::from_value(ud(spec)).expect("decodes");
+    let got = aggregate(&update_errors(&new.spec, &old.spec));
+    assert_eq!(
+        got,
+        "spec.topology.subsets[0].tolerations: Forbidden: may not be changed in an update"
+    );
+}
+
+#[test]
+fn the_handlers_answer_through_the_review() {
+    let gvk = ("apps.kruise.io", "v1alpha1", "UnitedDeployment");
+    let bad = ud(with(good_spec(), "/topology/subsets/1/name", json!("a")));
+    let body = review_body("CREATE", gvk, "uniteddeployments", Some(bad), None);
+    let out = response(
+        &crate::handle_admission(crate::paths::VALIDATE_UNITEDDEPLOYMENT, &body).expect("routed"),
+    );
+    assert_eq!(out["allowed"], false);
+    let body = review_body(
+        "CREATE",
+        gvk,
+        "uniteddeployments",
+        Some(ud(good_spec())),
+        None,
+    );
+    let out = response(
+        &crate::handle_admission(crate::paths::MUTATE_UNITEDDEPLOYMENT, &body).expect("routed"),
+    );
+    assert_eq!(out["allowed"], true);
+    // The patch comes back as bytes (a JSON array here).
+    assert!(
+        out["patch"].as_array().is_some_and(|b| !b.is_empty()),
+        "{out}"
+    );
+}
+
+/// A UnitedDeployment holds whole Pod templates; the handler must not need a large stack to
+/// decode one (a debug build's frames once overflowed a worker thread on an update).
+#[test]
+fn an_update_is_validated_within_a_small_stack() {
+    let gvk = ("apps.kruise.io", "v1alpha1", "UnitedDeployment");
+    let body = review_body(
+        "UPDATE",
+        gvk,
+        "uniteddeployments",
+        Some(ud(good_spec())),
+        Some(ud(good_spec())),
+    );
+    let out = std::thread::Builder::new()
+        .stack_size(256 * 1024)
+        .spawn(move || {
+            crate::handle_admission(crate::paths::VALIDATE_UNITEDDEPLOYMENT, &body)
+                .map(|b| response(&b))
+        })
+        .expect("thread")
+        .join()
+        .expect("no overflow");
+    assert_eq!(out.expect("routed")["allowed"], true);
+}
