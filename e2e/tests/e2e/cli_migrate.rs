@@ -49,13 +49,15 @@ async fn create_deployment(fx: &Fixture, name: &str, replicas: i32, template: Va
         .expect("create Deployment");
 }
 
-/// A busybox Pod calling `http://IP/` every 0.2 s for [`CLIENT_SECONDS`]; its last line is
+/// A busybox Pod calling `http://IP/` every 0.2 s (with `nc`: the image's static busybox `wget`
+/// crashes with a segmentation fault on every call) for [`CLIENT_SECONDS`]; its last line is
 /// `ok=N fail=M`, each failure logged as it happens.
 fn client_pod(ip: &str) -> Pod {
     let script = format!(
         "ok=0; fail=0; end=$(( $(date +%s) + {CLIENT_SECONDS} )); echo started; \
          while [ $(date +%s) -lt $end ]; do \
-           if wget -q -T 2 -O /dev/null http://{ip}/; then ok=$((ok+1)); \
+           if printf 'GET / HTTP/1.0\\r\\n\\r\\n' | nc -w 2 {ip} 80 2>/dev/null | head -n1 | grep -q ' 200 '; \
+           then ok=$((ok+1)); \
            else fail=$((fail+1)); echo \"failed at $(date +%T)\"; fi; \
            sleep 0.2; \
          done; echo \"ok=$ok fail=$fail\""
@@ -247,10 +249,13 @@ async fn migrate_deployment_to_cloneset_without_a_failed_call() {
         "{log}"
     );
     let last = log.lines().last().unwrap_or_default();
-    assert!(
-        last.starts_with("ok=") && last.ends_with(" fail=0"),
-        "no failed call:\n{log}"
-    );
+    let ok: u32 = last
+        .strip_prefix("ok=")
+        .and_then(|rest| rest.strip_suffix(" fail=0"))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no failed call:\n{log}"));
+    // About 4 calls a second for the whole run, the move included.
+    assert!(ok >= 100, "{ok} calls answered:\n{log}");
     fx.ns.delete().await.expect("delete ns");
 }
 
