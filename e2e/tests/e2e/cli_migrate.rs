@@ -19,6 +19,7 @@ use serde_json::{Value, json};
 
 const OK: i32 = 0;
 const USAGE: i32 = 2;
+const TIMEOUT: i32 = 4;
 const NOT_FOUND: i32 = 6;
 
 /// Seconds the client calls the Service for; the move (4 replicas, 2 at a time) ends well
@@ -31,6 +32,7 @@ const CLIENT_SECONDS: u64 = 50;
 fn graceful_template(app: &str) -> Value {
     let mut t = template(app, "v1");
     t["spec"]["terminationGracePeriodSeconds"] = json!(10);
+    t["spec"]["containers"][0]["readinessProbe"]["initialDelaySeconds"] = json!(2);
     t["spec"]["containers"][0]["lifecycle"] =
         json!({"preStop": {"exec": {"command": ["sleep", "3"]}}});
     t
@@ -90,7 +92,8 @@ fn controller_kind(p: &Pod) -> String {
 }
 
 /// 4 replicas of a Deployment behind a Service move to a CloneSet, 2 at a time, while a client
-/// calls the Service's cluster IP: no call fails, the CloneSet ends with 4 Ready Pods it
+/// calls the Service's cluster IP — interrupted once by `--timeout` and resumed by the same
+/// command: no call fails, the CloneSet ends with 4 Ready Pods it
 /// controls, the Deployment is kept with 0 replicas and no Pods.
 #[tokio::test]
 async fn migrate_deployment_to_cloneset_without_a_failed_call() {
@@ -127,34 +130,54 @@ async fn migrate_deployment_to_cloneset_without_a_failed_call() {
     .expect("client started");
     tokio::time::sleep(Duration::from_secs(2)).await;
 
+    // Interrupted: a 1 s limit ends the first run while the CloneSet's first Pods start (their
+    // readiness probe waits 2 s), with exit 4; the same command, rerun, continues from the live
+    // replicas.
+    let args = |limit: &'static str| {
+        [
+            "migrate",
+            "CloneSet",
+            "--from",
+            "Deployment",
+            "--src-name",
+            "web",
+            "--create",
+            "--copy",
+            "--max-surge",
+            "2",
+            "--timeout",
+            limit,
+        ]
+    };
+    let first = fx
+        .kk
+        .run_for(&args("1s"), CLI_LIMIT)
+        .await
+        .expect("run migrate");
+    assert_code(&first, TIMEOUT);
+    assert_stdout(
+        &first,
+        "cloneset/web created from deployment/web with 0 replicas",
+    );
+    assert_stdout(&first, "cloneset/web: replicas 0 -> 2");
+    assert!(first.stderr.contains("rerun the same command"), "{first}");
     let run = fx
         .kk
-        .run_for(
-            &[
-                "migrate",
-                "CloneSet",
-                "--from",
-                "Deployment",
-                "--src-name",
-                "web",
-                "--create",
-                "--copy",
-                "--max-surge",
-                "2",
-                "--timeout",
-                "3m",
-            ],
-            CLI_LIMIT,
-        )
+        .run_for(&args("3m"), CLI_LIMIT)
         .await
         .expect("run migrate");
     assert_code(&run, OK);
-    assert_stdout(
-        &run,
-        "cloneset/web created from deployment/web with 0 replicas",
+    assert!(
+        !run.stdout.contains("created"),
+        "resumed, not created again: {run}"
     );
-    assert_stdout(&run, "cloneset/web: replicas 0 -> 2");
+    assert!(
+        !run.stdout.contains("replicas 0 -> 2"),
+        "resumed at 2: {run}"
+    );
+    assert_code(&run, OK);
     assert_stdout(&run, "deployment/web: replicas 4 -> 2");
+    assert_stdout(&run, "cloneset/web: replicas 2 -> 4");
     assert_stdout(
         &run,
         "migrated 4 replicas from deployment/web to cloneset/web",
