@@ -148,3 +148,90 @@ impl MigrateArgs {
         (self.replicas >= 0).then_some(self.replicas)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{Cli, Command};
+    use clap::Parser;
+
+    fn parse(extra: &[&str]) -> Result<MigrateArgs, String> {
+        let mut argv = vec!["kubectl-kruise", "migrate"];
+        argv.extend_from_slice(extra);
+        match Cli::try_parse_from(argv).map(|c| c.command) {
+            Ok(Command::Migrate(m)) => Ok(m),
+            Ok(_) => panic!("not migrate"),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    /// kruise-tools' spellings parse; the defaults are its defaults.
+    #[test]
+    fn kruise_tools_flags() {
+        let m = parse(&[
+            "CloneSet",
+            "--from",
+            "Deployment",
+            "--src-name",
+            "web",
+            "--create",
+            "--copy",
+        ])
+        .expect("parses");
+        assert_eq!(
+            (m.to, m.from),
+            (MigrateTo::CloneSet, MigrateFrom::Deployment)
+        );
+        assert_eq!((m.dst(), m.replicas(), m.max_surge), ("web", None, 1));
+        assert_eq!(m.limit(), Duration::ZERO);
+        let m = parse(&[
+            "cloneset",
+            "--from",
+            "deployment",
+            "--src-name",
+            "a",
+            "--dst-name",
+            "b",
+            "--replicas",
+            "3",
+            "--max-surge=2",
+            "--timeout-seconds",
+            "90",
+        ])
+        .expect("parses");
+        assert_eq!((m.dst(), m.replicas(), m.max_surge), ("b", Some(3), 2));
+        assert_eq!(m.limit(), Duration::from_secs(90));
+        let m = parse(&[
+            "asts",
+            "--from",
+            "sts",
+            "--src-name",
+            "db",
+            "--timeout-seconds",
+            "-1",
+        ])
+        .expect("parses");
+        assert_eq!(m.to, MigrateTo::AdvancedStatefulSet);
+        assert_eq!(m.limit(), Duration::ZERO);
+    }
+
+    #[test]
+    fn refusals_name_the_flag() {
+        let base = ["CloneSet", "--from", "Deployment", "--src-name", "web"];
+        let with = |extra: &[&str]| {
+            let mut v = base.to_vec();
+            v.extend_from_slice(extra);
+            parse(&v).expect_err("refused")
+        };
+        let e = with(&["--max-surge", "0"]);
+        assert!(e.contains("--max-surge") && e.contains("at least 1"), "{e}");
+        let e = with(&["--replicas", "-2"]);
+        assert!(e.contains("--replicas"), "{e}");
+        let e = with(&["--timeout", "1m", "--timeout-seconds", "5"]);
+        assert!(e.contains("--timeout"), "{e}");
+        let e = parse(&["Job", "--from", "Deployment", "--src-name", "x"]).expect_err("refused");
+        assert!(e.contains("give CloneSet"), "{e}");
+        let e = parse(&["CloneSet", "--from", "Pod", "--src-name", "x"]).expect_err("refused");
+        assert!(e.contains("give Deployment"), "{e}");
+    }
+}
