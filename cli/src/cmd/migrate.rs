@@ -73,6 +73,18 @@ pub async fn run(ctx: &Ctx, args: &MigrateArgs) -> Result<i32> {
             match record {
                 Some(r) => {
                     r.check_source(&from, &dst_label).map_err(usage)?;
+                    if args.replicas().is_some_and(|n| n != r.replicas) {
+                        eprintln!(
+                            "note: {dst_label} records a move of {} replicas; --replicas {} is ignored (remove annotation {} to start afresh)",
+                            r.replicas,
+                            args.replicas,
+                            keys::MIGRATION_ANNOTATION
+                        );
+                    }
+                    println!(
+                        "resuming the move recorded on {dst_label} ({} of {}'s {} replicas)",
+                        r.replicas, src_label, r.source_replicas
+                    );
                     (r, None)
                 }
                 None => (

@@ -167,6 +167,10 @@ async fn migrate_deployment_to_cloneset_without_a_failed_call() {
         .await
         .expect("run migrate");
     assert_code(&run, OK);
+    assert_stdout(
+        &run,
+        "resuming the move recorded on cloneset/web (4 of deployment/web's 4 replicas)",
+    );
     assert!(
         !run.stdout.contains("created"),
         "resumed, not created again: {run}"
