@@ -453,6 +453,14 @@ pub const ENV_WEBHOOK_TEMPLATE_DRY_RUN: &str = "KRUISE_WEBHOOK_TEMPLATE_DRY_RUN"
 /// chart's `webhookConfiguration.failurePolicy.pods` sets it.
 pub const ENV_WEBHOOK_POD_FAILURE_POLICY: &str = "WEBHOOK_POD_FAILURE_POLICY";
 
+// ---- Migration (kubectl kruise migrate) ----
+
+/// Kruise-rs only: annotation `kubectl kruise migrate` keeps on the destination workload (a
+/// CloneSet made from a Deployment) so an interrupted move resumes where the live objects stand:
+/// JSON `{"from":"Deployment/web","sourceReplicas":4,"destinationReplicas":0,"replicas":4}` —
+/// the source, both replica counts when the move began and how many replicas it moves.
+pub const MIGRATION_ANNOTATION: &str = "apps.kruise.io/migration";
+
 // ---- Advanced DaemonSet conditions (CloneSet's types: one string, one definition) ----
 
 /// DaemonSet condition: creating or deleting its Pods failed (or the spec's numbers are invalid).

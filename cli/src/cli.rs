@@ -8,7 +8,9 @@ use clap::{ArgAction, Parser, Subcommand, ValueEnum};
 use std::time::Duration;
 
 mod create;
+mod migrate;
 pub use create::*;
+pub use migrate::*;
 
 const EXIT_CODES: &str = "\
 Exit codes:
@@ -61,6 +63,10 @@ pub enum Command {
         #[arg(long)]
         dry_run: bool,
     },
+    /// Move a Deployment's replicas to a CloneSet without downtime (kruise-tools' flags):
+    /// the CloneSet grows by --max-surge, its new Pods become available, the Deployment shrinks
+    /// by as many; rerun to resume.
+    Migrate(MigrateArgs),
     /// Restart containers of a Pod in place through a ContainerRecreateRequest.
     RecreateContainer(RecreateArgs),
     /// Run a command in a container; -S SIDECAR enters the working one of a hot-upgrade pair.

@@ -32,6 +32,9 @@ pub enum CliError {
         name: String,
         namespace: String,
     },
+    /// Not found, with what to do about it (exit 6).
+    #[error("{0}")]
+    Missing(String),
     #[error(
         "the cluster does not serve {resource}.{group}: are the Kruise CRDs installed? (kubectl get crd {resource}.{group})"
     )]
@@ -69,7 +72,9 @@ impl CliError {
     pub fn exit_code(&self) -> i32 {
         match self {
             CliError::Usage(_) => exit::USAGE,
-            CliError::NotFound { .. } | CliError::NotInstalled { .. } => exit::NOT_FOUND,
+            CliError::NotFound { .. } | CliError::NotInstalled { .. } | CliError::Missing(_) => {
+                exit::NOT_FOUND
+            }
             CliError::Forbidden { .. } | CliError::Unauthorized(_) => exit::FORBIDDEN,
             CliError::Unreachable(_) | CliError::Kubeconfig(_) => exit::UNREACHABLE,
             CliError::Paused(_) => exit::PAUSED,

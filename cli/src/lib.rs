@@ -108,6 +108,7 @@ pub async fn dispatch(cli: Cli) -> Result<i32, CliError> {
             pods,
             dry_run,
         } => cmd::scaledown::run(&ctx, &target, &pods, dry_run).await,
+        Command::Migrate(args) => cmd::migrate::run(&ctx, &args).await,
         Command::RecreateContainer(args) => cmd::crr::run(&ctx, &args).await,
         Command::Exec(args) => cmd::exec::run(&ctx, &args).await,
         Command::Describe { target, output } => cmd::describe::run(&ctx, &target, output).await,

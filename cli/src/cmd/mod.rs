@@ -13,6 +13,7 @@ pub mod ephemeraljob;
 pub mod exec;
 pub mod history;
 pub mod install;
+pub mod migrate;
 pub mod podprobemarker;
 pub mod pull;
 pub mod restart;

@@ -10,6 +10,7 @@
 
 pub mod describe;
 pub mod events;
+pub mod migrate;
 pub mod verdict;
 pub mod workload;
 

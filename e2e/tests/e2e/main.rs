@@ -17,6 +17,7 @@ mod broadcastjob;
 mod broadcastjob_kwok;
 mod cli;
 mod cli_kruise_history;
+mod cli_migrate;
 mod cli_stuck;
 mod cli_workloads;
 mod cloneset;
