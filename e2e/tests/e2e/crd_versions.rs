@@ -28,6 +28,7 @@ const NOT_YET_AS_UPSTREAM: &[&str] = &[
     "persistentpodstates.apps.kruise.io",
     "podunavailablebudgets.policy.kruise.io",
     "resourcedistributions.apps.kruise.io",
+    "uniteddeployments.apps.kruise.io",
     "workloadspreads.apps.kruise.io",
 ];
 
