@@ -8,6 +8,7 @@ pub mod cloneset;
 pub mod crr;
 pub mod daemonset;
 pub mod ephemeraljob;
+pub mod events;
 pub mod expectations;
 pub mod heap;
 pub mod history;

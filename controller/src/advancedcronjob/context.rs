@@ -7,7 +7,7 @@ use std::time::Duration;
 use jiff::Timestamp;
 use k8s_openapi::api::batch::v1::Job;
 use kruise_api::apps::v1beta1::{AdvancedCronJob, BroadcastJob, ImageListPullJob};
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::events::{EventType, Recorder, Reporter};
 use kube::runtime::reflector::Store;
 use kube::{Client, Resource};
 
@@ -83,20 +83,17 @@ impl Context {
         reason: &str,
         note: String,
     ) {
-        let ev = Event {
-            type_: if warning {
+        let ev = crate::events::event(
+            if warning {
                 EventType::Warning
             } else {
                 EventType::Normal
             },
-            reason: reason.to_string(),
-            note: Some(note),
-            action: reason.to_string(),
-            secondary: None,
-        };
-        if let Err(e) = self.recorder.publish(&ev, &acj.object_ref(&())).await {
-            tracing::debug!(error = %e, reason, "event refused");
-        }
+            reason,
+            note,
+            None,
+        );
+        crate::events::publish_event(&self.recorder, &ev, &acj.object_ref(&())).await;
     }
 }
 

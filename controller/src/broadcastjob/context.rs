@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Node, ObjectReference};
 use kruise_api::apps::v1beta1::BroadcastJob;
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::events::{EventType, Recorder, Reporter};
 use kube::runtime::reflector::Store;
 use kube::{Client, Resource};
 
@@ -71,20 +71,17 @@ impl Context {
         note: String,
         related: Option<ObjectReference>,
     ) {
-        let ev = Event {
-            type_: if warning {
+        let ev = crate::events::event(
+            if warning {
                 EventType::Warning
             } else {
                 EventType::Normal
             },
-            reason: reason.to_string(),
-            note: Some(note),
-            action: reason.to_string(),
-            secondary: related,
-        };
-        if let Err(e) = self.recorder.publish(&ev, &job.object_ref(&())).await {
-            tracing::debug!(error = %e, reason, "event refused");
-        }
+            reason,
+            note,
+            related,
+        );
+        crate::events::publish_event(&self.recorder, &ev, &job.object_ref(&())).await;
     }
 }
 

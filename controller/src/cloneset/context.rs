@@ -7,7 +7,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{ObjectReference, PersistentVolumeClaim, Pod};
 use kruise_api::apps::v1beta1::CloneSet;
 use kruise_api::features::FeatureGates;
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::events::{EventType, Recorder, Reporter};
 use kube::runtime::reflector::ObjectRef;
 use kube::{Client, Resource};
 use tokio::sync::Semaphore;
@@ -129,15 +129,9 @@ impl Context {
         note: String,
         related: Option<ObjectReference>,
     ) {
-        let ev = Event {
-            type_,
-            reason: reason.to_string(),
-            note: Some(note),
-            action: reason.to_string(),
-            secondary: related,
-        };
+        let ev = crate::events::event(type_, reason, note, related);
         let (recorder, reference) = (self.recorder.clone(), cs.object_ref(&()));
-        let publish = async move { publish(&recorder, &ev, &reference).await };
+        let publish = async move { crate::events::publish_event(&recorder, &ev, &reference).await };
         match self.event_slots.clone().try_acquire_owned() {
             Ok(slot) => {
                 tokio::spawn(
@@ -200,20 +194,5 @@ impl Context {
             written.metadata.uid.as_deref(),
             written.metadata.resource_version.as_deref(),
         );
-    }
-}
-
-/// Publishes `ev` about `reference`; a failure is logged, never returned (an Event is a report,
-/// not part of the work).
-async fn publish(recorder: &Recorder, ev: &Event, reference: &ObjectReference) {
-    match recorder.publish(ev, reference).await {
-        Ok(()) => {}
-        // A terminating namespace refuses new events; that is expected, not worth a warning.
-        Err(kube::Error::Api(s)) if s.is_forbidden() && s.message.contains("being terminated") => {
-            tracing::debug!(reason = %ev.reason, "event refused");
-        }
-        Err(e) => {
-            tracing::warn!(error = %e, reason = %ev.reason, "failed to publish event");
-        }
     }
 }

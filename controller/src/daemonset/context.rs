@@ -7,7 +7,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::Node;
 use kruise_api::apps::v1beta1::DaemonSet;
 use kruise_api::features::FeatureGates;
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::events::{EventType, Recorder, Reporter};
 use kube::runtime::reflector::Store;
 use kube::{Client, Resource};
 
@@ -84,16 +84,8 @@ impl Context {
 
     /// Publish an Event on the DaemonSet; a refused Event is only logged.
     pub(super) async fn event(&self, ds: &DaemonSet, type_: EventType, reason: &str, note: String) {
-        let ev = Event {
-            type_,
-            reason: reason.to_string(),
-            note: Some(note),
-            action: reason.to_string(),
-            secondary: None,
-        };
-        if let Err(e) = self.recorder.publish(&ev, &ds.object_ref(&())).await {
-            tracing::debug!(error = %e, reason, "event refused");
-        }
+        let ev = crate::events::event(type_, reason, note, None);
+        crate::events::publish_event(&self.recorder, &ev, &ds.object_ref(&())).await;
     }
 }
 

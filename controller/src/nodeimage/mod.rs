@@ -368,7 +368,5 @@ async fn publish(ctx: &Ctx, r: &ObjectReference, note: &str) {
         action: "PullImage".into(),
         secondary: None,
     };
-    if let Err(e) = ctx.recorder.publish(&ev, r).await {
-        tracing::debug!(error = %e, "failed to publish event");
-    }
+    crate::events::publish_event(&ctx.recorder, &ev, r).await;
 }

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::Client;
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::events::{EventType, Recorder, Reporter};
 
 use crate::metrics::Metrics;
 use crate::podcache::PodCache;
@@ -55,15 +55,7 @@ impl Context {
         reason: &str,
         note: String,
     ) {
-        let ev = Event {
-            type_,
-            reason: reason.to_owned(),
-            note: Some(note),
-            action: reason.to_owned(),
-            secondary: None,
-        };
-        if let Err(e) = self.recorder.publish(&ev, about).await {
-            tracing::debug!(error = %e, reason, "failed to record an Event");
-        }
+        let ev = crate::events::event(type_, reason, note, None);
+        crate::events::publish_event(&self.recorder, &ev, about).await;
     }
 }

@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use k8s_openapi::api::core::v1::Pod;
 use kruise_api::apps::v1alpha1::{NodePodProbe, PodProbeMarker};
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::events::{EventType, Recorder, Reporter};
 use kube::runtime::reflector::Store;
 use kube::{Client, Resource};
 
@@ -70,15 +70,7 @@ impl Context {
 
     /// Records a Warning Event on `pod`; a refused Event is only logged.
     pub async fn warn(&self, pod: &Pod, reason: &str, note: String) {
-        let ev = Event {
-            type_: EventType::Warning,
-            reason: reason.to_owned(),
-            note: Some(note),
-            action: reason.to_owned(),
-            secondary: None,
-        };
-        if let Err(e) = self.recorder.publish(&ev, &pod.object_ref(&())).await {
-            tracing::debug!(error = %e, reason, "failed to record an Event");
-        }
+        let ev = crate::events::event(EventType::Warning, reason, note, None);
+        crate::events::publish_event(&self.recorder, &ev, &pod.object_ref(&())).await;
     }
 }

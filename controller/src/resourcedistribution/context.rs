@@ -2,7 +2,7 @@
 
 use k8s_openapi::api::core::v1::{Namespace, ObjectReference};
 use kube::Client;
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::events::{EventType, Recorder, Reporter};
 use kube::runtime::reflector::Store;
 
 /// Name in Events and logs (upstream's controller name).
@@ -39,15 +39,7 @@ impl Context {
         reason: &str,
         note: String,
     ) {
-        let ev = Event {
-            type_,
-            reason: reason.to_owned(),
-            note: Some(note),
-            action: reason.to_owned(),
-            secondary: None,
-        };
-        if let Err(e) = self.recorder.publish(&ev, about).await {
-            tracing::debug!(error = %e, reason, "failed to record an Event");
-        }
+        let ev = crate::events::event(type_, reason, note, None);
+        crate::events::publish_event(&self.recorder, &ev, about).await;
     }
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Namespace, ObjectReference, Pod};
 use kruise_api::apps::v1beta1::SidecarSet;
-use kube::runtime::events::{Event, EventType, Recorder};
+use kube::runtime::events::{EventType, Recorder};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Client, Resource};
 
@@ -99,15 +99,7 @@ impl Context {
         reason: &str,
         note: String,
     ) {
-        let ev = Event {
-            type_,
-            reason: reason.to_owned(),
-            note: Some(note),
-            action: reason.to_owned(),
-            secondary,
-        };
-        if let Err(e) = self.recorder.publish(&ev, &set.object_ref(&())).await {
-            tracing::debug!(error = %e, reason, "event refused");
-        }
+        let ev = crate::events::event(type_, reason, note, secondary);
+        crate::events::publish_event(&self.recorder, &ev, &set.object_ref(&())).await;
     }
 }

@@ -1,7 +1,7 @@
 //! What a reconcile needs: the client and the Event recorder.
 
 use k8s_openapi::api::core::v1::Pod;
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::events::{EventType, Recorder, Reporter};
 use kube::{Client, Resource};
 
 /// Name in Events and logs (upstream's controller name).
@@ -29,15 +29,7 @@ impl Context {
 
     /// Records an Event on `pod`; a failure to record is logged, never fatal.
     pub async fn event(&self, pod: &Pod, type_: EventType, reason: &str, note: String) {
-        let ev = Event {
-            type_,
-            reason: reason.to_owned(),
-            note: Some(note),
-            action: reason.to_owned(),
-            secondary: None,
-        };
-        if let Err(e) = self.recorder.publish(&ev, &pod.object_ref(&())).await {
-            tracing::debug!(error = %e, reason, "failed to record an Event");
-        }
+        let ev = crate::events::event(type_, reason, note, None);
+        crate::events::publish_event(&self.recorder, &ev, &pod.object_ref(&())).await;
     }
 }

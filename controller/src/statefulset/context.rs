@@ -6,7 +6,7 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::{ObjectReference, Pod};
 use kruise_api::apps::v1beta1::StatefulSet;
 use kruise_api::features::FeatureGates;
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::events::{EventType, Recorder, Reporter};
 use kube::runtime::reflector::ObjectRef;
 use kube::{Client, Resource};
 
@@ -97,19 +97,8 @@ impl Context {
         note: String,
         related: Option<ObjectReference>,
     ) {
-        let ev = Event {
-            type_,
-            reason: reason.to_string(),
-            note: Some(note),
-            action: reason.to_string(),
-            secondary: related,
-        };
-        match self.recorder.publish(&ev, &sts.object_ref(&())).await {
-            Ok(()) => {}
-            Err(kube::Error::Api(s))
-                if s.is_forbidden() && s.message.contains("being terminated") => {}
-            Err(e) => tracing::warn!(error = %e, reason, "failed to publish event"),
-        }
+        let ev = crate::events::event(type_, reason, note, related);
+        crate::events::publish_event(&self.recorder, &ev, &sts.object_ref(&())).await;
     }
 
     /// Remembers the resource version one of our pod writes produced.

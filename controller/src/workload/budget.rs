@@ -13,7 +13,7 @@ use kruise_api::policy::v1alpha1::pubcontrol::{
 use kruise_api::policy::v1alpha1::{PodUnavailableBudget, PubOperation};
 use kruise_webhook::metrics::ProtectionMetrics;
 use kube::api::{Api, PostParams};
-use kube::runtime::events::{Event, EventType, Recorder};
+use kube::runtime::events::{EventType, Recorder};
 use kube::{Client, Resource};
 
 /// The requester the refusal counter names for the manager's own charges, as upstream.
@@ -58,16 +58,14 @@ pub async fn charge_update(
         }
         if let Err(refused) = charge(&mut budget, &pod_name, op, Timestamp::now()) {
             metrics.budget_refused(pod, MANAGER_USERNAME);
-            let ev = Event {
-                type_: EventType::Warning,
-                reason: keys::PUB_REASON_PREVENT_POD_DELETION.to_owned(),
-                note: Some(keys::PUB_PREVENT_POD_DELETION_NOTE.to_owned()),
-                action: keys::PUB_REASON_PREVENT_POD_DELETION.to_owned(),
-                secondary: None,
-            };
-            if let Err(e) = recorder.publish(&ev, &pod.object_ref(&())).await {
-                tracing::debug!(error = %e, "failed to record an Event");
-            }
+            crate::events::publish(
+                recorder,
+                &pod.object_ref(&()),
+                EventType::Warning,
+                keys::PUB_REASON_PREVENT_POD_DELETION,
+                keys::PUB_PREVENT_POD_DELETION_NOTE.to_owned(),
+            )
+            .await;
             return Ok(Verdict::Refused(refused.to_string()));
         }
         match api
