@@ -87,6 +87,33 @@ impl RevisionCache {
     ) -> Vec<ControllerRevision> {
         owned_revisions(&self.store.state(), namespace, selector, uid)
     }
+
+    /// The revisions in `namespace` that `selector` selects and no controller owns: what a
+    /// workload adopts (a StatefulSet deleted with `--cascade=orphan` leaves its revisions so).
+    pub fn orphans(&self, namespace: &str, selector: &LabelSelector) -> Vec<ControllerRevision> {
+        orphan_revisions(&self.store.state(), namespace, selector)
+    }
+}
+
+/// See [`RevisionCache::orphans`].
+fn orphan_revisions(
+    all: &[Arc<ControllerRevision>],
+    namespace: &str,
+    sel: &LabelSelector,
+) -> Vec<ControllerRevision> {
+    let empty = Default::default();
+    all.iter()
+        .filter(|r| r.metadata.namespace.as_deref() == Some(namespace))
+        .filter(|r| {
+            !r.metadata
+                .owner_references
+                .iter()
+                .flatten()
+                .any(|o| o.controller == Some(true))
+        })
+        .filter(|r| selector::matches(sel, r.metadata.labels.as_ref().unwrap_or(&empty)))
+        .map(|r| r.as_ref().clone())
+        .collect()
 }
 
 /// See [`RevisionCache::owned`].
@@ -159,5 +186,28 @@ mod tests {
             .filter_map(|r| r.metadata.name)
             .collect();
         assert_eq!(names, ["web-a", "web-b"]);
+    }
+
+    #[test]
+    fn orphans_are_the_selected_revisions_without_a_controller() {
+        let sel = LabelSelector {
+            match_labels: Some(BTreeMap::from([("app".to_string(), "web".to_string())])),
+            ..Default::default()
+        };
+        let mut bare = rev("ns", "web-f", 6, "u1", true, "web");
+        Arc::make_mut(&mut bare).metadata.owner_references = None;
+        let all = vec![
+            rev("ns", "web-a", 1, "u1", true, "web"),
+            // A non-controller owner does not keep a revision from being adopted.
+            rev("ns", "web-d", 4, "u1", false, "web"),
+            bare,
+            rev("other", "web-g", 7, "u1", false, "web"),
+            rev("ns", "db-h", 8, "u1", false, "db"),
+        ];
+        let names: Vec<String> = orphan_revisions(&all, "ns", &sel)
+            .into_iter()
+            .filter_map(|r| r.metadata.name)
+            .collect();
+        assert_eq!(names, ["web-d", "web-f"]);
     }
 }

@@ -268,12 +268,64 @@ pub enum UpdateRevisionChoice {
     Create,
 }
 
-/// Decide between reusing, bumping or creating, given sorted `revisions`.
+/// Whether `a` and `b` record the same template, however each was encoded. Go clients built on
+/// apimachinery before 0.34 (OpenKruise v1.9, whose hashes this crate keeps) write the template's
+/// `metadata.creationTimestamp: null` and containers' empty `resources`; Kubernetes 1.34's own
+/// controllers omit them, so a StatefulSet's revision has another hash (and hash label) for the
+/// same template. Hash labels are therefore not compared.
+pub fn same_template(a: &ControllerRevision, b: &ControllerRevision) -> bool {
+    match (&a.data, &b.data) {
+        (Some(x), Some(y)) => without_empty_fields(&x.0) == without_empty_fields(&y.0),
+        _ => false,
+    }
+}
+
+/// Revision data without the fields whose presence depends only on the encoder.
+fn without_empty_fields(data: &Value) -> Value {
+    let mut out = data.clone();
+    let Some(tpl) = out
+        .get_mut("spec")
+        .and_then(|s| s.get_mut("template"))
+        .and_then(Value::as_object_mut)
+    else {
+        return out;
+    };
+    if let Some(Value::Object(meta)) = tpl.get_mut("metadata") {
+        if meta.get("creationTimestamp").is_some_and(Value::is_null) {
+            meta.remove("creationTimestamp");
+        }
+    }
+    if let Some(Value::Object(spec)) = tpl.get_mut("spec") {
+        for list in ["initContainers", "containers"] {
+            if let Some(Value::Array(cs)) = spec.get_mut(list) {
+                for c in cs.iter_mut().filter_map(Value::as_object_mut) {
+                    if c.get("resources")
+                        .and_then(Value::as_object)
+                        .is_some_and(Map::is_empty)
+                    {
+                        c.remove("resources");
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Decide between reusing, bumping or creating, given sorted `revisions`. A revision equal as
+/// Kubernetes compares them wins; failing that, one that records the same template in another
+/// encoding (see [`same_template`]: an adopted StatefulSet revision), so its Pods are not
+/// recreated for a difference in how a field that is absent was written.
 pub fn choose_update_revision(
     revisions: &[ControllerRevision],
     candidate: &ControllerRevision,
 ) -> UpdateRevisionChoice {
-    let equal = find_equal_revisions(revisions, candidate);
+    let mut equal = find_equal_revisions(revisions, candidate);
+    if equal.is_empty() {
+        equal = (0..revisions.len())
+            .filter(|&i| same_template(&revisions[i], candidate))
+            .collect();
+    }
     match equal.last() {
         Some(&last) if last + 1 == revisions.len() => UpdateRevisionChoice::UseExisting(last),
         Some(&last) => UpdateRevisionChoice::Bump {
@@ -365,6 +417,83 @@ mod tests {
             0,
         )
         .expect("revision")
+    }
+
+    /// A template as Kubernetes 1.34 returns a StatefulSet's, and the ControllerRevision its
+    /// StatefulSet controller made of it (read from a cluster): same template, another encoding.
+    fn native_statefulset_revision() -> (Value, ControllerRevision) {
+        let template = json!({"metadata": {"annotations": {"note": "a<b & c>d"}, "labels": {"app": "db"}}, "spec": {"containers": [{"env": [{"name": "A", "value": "1"}], "image": "registry.local/testapp:v1", "imagePullPolicy": "IfNotPresent", "name": "app", "ports": [{"containerPort": 8080, "protocol": "TCP"}], "readinessProbe": {"failureThreshold": 3, "httpGet": {"path": "/", "port": 8080, "scheme": "HTTP"}, "periodSeconds": 1, "successThreshold": 1, "timeoutSeconds": 1}, "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}, "terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File"}], "dnsPolicy": "ClusterFirst", "restartPolicy": "Always", "schedulerName": "default-scheduler", "securityContext": {}, "terminationGracePeriodSeconds": 1}});
+        let mut data = template.clone();
+        data["$patch"] = json!("replace");
+        let rev = ControllerRevision {
+            metadata: ObjectMeta {
+                name: Some("db-86779d475d".into()),
+                labels: Some(BTreeMap::from([
+                    ("app".to_string(), "db".to_string()),
+                    (
+                        CONTROLLER_REVISION_HASH_KEY.to_string(),
+                        "86779d475d".to_string(),
+                    ),
+                ])),
+                ..Default::default()
+            },
+            data: Some(RawExtension(json!({"spec": {"template": data}}))),
+            revision: 1,
+        };
+        (template, rev)
+    }
+
+    /// The StatefulSet controller of Kubernetes 1.34 hashes the data it wrote; ours adds
+    /// `creationTimestamp: null` as OpenKruise v1.9 does, so the names differ, yet the adopted
+    /// revision is recognised as the same template and reused.
+    #[test]
+    fn an_adopted_statefulset_revision_of_the_same_template_is_reused() {
+        let (template, native) = native_statefulset_revision();
+        let native_data = &native.data.as_ref().expect("data").0;
+        assert_eq!(
+            hash_revision(native_data, Some(0)).expect("hash"),
+            "86779d475d",
+            "Kubernetes' own hash of its own data"
+        );
+        // As the controller reads it: through the typed template.
+        let typed: k8s_openapi::api::core::v1::PodTemplateSpec =
+            serde_json::from_value(template.clone()).expect("template");
+        let template = serde_json::to_value(&typed).expect("json");
+        let ours = new_revision(
+            &parent(),
+            &template,
+            &BTreeMap::new(),
+            &BTreeMap::new(),
+            2,
+            0,
+        )
+        .expect("revision");
+        assert!(
+            !equal_revision(&native, &ours),
+            "another encoding, another hash"
+        );
+        assert!(same_template(&native, &ours));
+        assert_eq!(
+            choose_update_revision(std::slice::from_ref(&native), &ours),
+            UpdateRevisionChoice::UseExisting(0)
+        );
+        // A real change is still a new revision.
+        let mut changed = template.clone();
+        changed["spec"]["containers"][0]["image"] = json!("registry.local/testapp:v2");
+        let other = new_revision(
+            &parent(),
+            &changed,
+            &BTreeMap::new(),
+            &BTreeMap::new(),
+            2,
+            0,
+        )
+        .expect("revision");
+        assert!(!same_template(&native, &other));
+        assert_eq!(
+            choose_update_revision(&[native], &other),
+            UpdateRevisionChoice::Create
+        );
     }
 
     #[test]

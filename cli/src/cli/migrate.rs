@@ -69,7 +69,8 @@ pub enum ObjectFormat {
     Json,
 }
 
-/// `kubectl kruise migrate CloneSet --from Deployment --src-name X [--dst-name Y] ...`
+/// `kubectl kruise migrate CloneSet --from Deployment --src-name X [--dst-name Y] ...`, or
+/// `kubectl kruise migrate AdvancedStatefulSet --from StatefulSet --src-name X`.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "\
 Examples:
@@ -79,15 +80,25 @@ Examples:
   kubectl kruise migrate CloneSet --from Deployment -n prod --src-name web --create --copy --max-surge 2
   # Move 10 replicas into an existing CloneSet.
   kubectl kruise migrate CloneSet --from Deployment -n prod --src-name web --dst-name web-cs --replicas 10
+  # Hand StatefulSet db's Pods over to an Advanced StatefulSet db, without recreating them.
+  kubectl kruise migrate AdvancedStatefulSet --from StatefulSet -n prod --src-name db
 
 The move keeps the service up: the destination grows by at most --max-surge Pods, and the source
 shrinks by as many only once they are available. Interrupted, rerun the same command: it
 continues from the live replicas (the move's start is recorded on the destination, annotation
 apps.kruise.io/migration). Not moved: HorizontalPodAutoscalers (still scale the source), the
 Service (untouched; it serves both sets of Pods) and PodDisruptionBudgets (they select by label,
-so they cover both).")]
+so they cover both).
+
+A StatefulSet is handed over, not moved (its Pods are NAME-ORDINAL and keep their volumes): it
+is deleted with --cascade=orphan and an Advanced StatefulSet of the same name, template and
+claims adopts its Pods, claims and revisions; the same template is the same revision, so no Pod
+is recreated (the command checks and says so Pod by Pod). Its update strategy stays ReCreate;
+switch podUpdatePolicy to InPlaceIfPossible afterwards for in-place updates. --dst-name must be
+the source's name, --replicas is refused (all Pods go at once), --create needs --copy.")]
 pub struct MigrateArgs {
-    /// The destination's kind: CloneSet (or AdvancedStatefulSet, refused for now).
+    /// The destination's kind: CloneSet (--from Deployment) or AdvancedStatefulSet (--from
+    /// StatefulSet).
     #[arg(value_parser = parse_to, value_name = "DST_KIND")]
     pub to: MigrateTo,
     /// The source's kind: Deployment (or StatefulSet).

@@ -1,6 +1,7 @@
 //! `migrate CloneSet --from Deployment`: kruise-tools' command, resumable. The pure half (the
 //! CloneSet made from the Deployment, the record, the next step) is `view::migrate`; this file
-//! reads the two workloads, performs one step at a time and says what it did.
+//! reads the two workloads, performs one step at a time and says what it did. The StatefulSet
+//! handover is `migrate_statefulset`.
 
 use std::time::{Duration, Instant};
 
@@ -20,14 +21,11 @@ use serde_json::{Value, json};
 /// How often the move reads the two workloads while it waits.
 const POLL: Duration = Duration::from_secs(1);
 
-/// Why StatefulSet → Advanced StatefulSet is refused (exit 2).
-const STATEFULSET_REFUSAL: &str = "migrate AdvancedStatefulSet --from StatefulSet is not supported yet: a StatefulSet's Pods are named NAME-ORDINAL and keep their volumes, so they cannot be moved by surging a second workload; kruise-tools hands them over by orphan-deleting the StatefulSet for an Advanced StatefulSet of the same name to adopt, which this plugin does not do yet (do that by hand: kubectl delete statefulset NAME --cascade=orphan, then create the Advanced StatefulSet from its spec)";
-
 pub async fn run(ctx: &Ctx, args: &MigrateArgs) -> Result<i32> {
     match (args.to, args.from) {
         (MigrateTo::CloneSet, MigrateFrom::Deployment) => {}
         (MigrateTo::AdvancedStatefulSet, MigrateFrom::StatefulSet) => {
-            return Err(CliError::Usage(STATEFULSET_REFUSAL.to_owned()));
+            return super::migrate_statefulset::run(ctx, args).await;
         }
         (MigrateTo::CloneSet, MigrateFrom::StatefulSet) => {
             return Err(CliError::Usage(

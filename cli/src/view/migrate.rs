@@ -1,5 +1,6 @@
-//! `migrate`, the pure half: the CloneSet made from a Deployment, the record of a move kept on
-//! the destination, and the next step of the move read from the live objects.
+//! `migrate`, the pure half: the CloneSet made from a Deployment, the Advanced StatefulSet that
+//! takes over a StatefulSet, the record of a move kept on the destination, and the next step of
+//! the Deployment move read from the live objects.
 //!
 //! kruise-tools (`pkg/creation/cloneset`, `pkg/migration/cloneset`) keeps the move's progress in
 //! memory; here every step is a function of the two objects' replicas and the record, so a rerun
@@ -28,6 +29,8 @@ pub enum MigrateError {
         recorded_name: String,
         asked: String,
     },
+    #[error("statefulset/{0} has no spec.template or spec.selector: is it a StatefulSet?")]
+    NotAStatefulSet(String),
     #[error(
         "--replicas {asked}: {src} has only {has} replicas to move (give at most {has}, or leave --replicas out to move them all)"
     )]
@@ -203,6 +206,80 @@ fn update_strategy(spec: &Value, api_version: &str) -> Value {
     }
 }
 
+/// The Advanced StatefulSet (`apps.kruise.io/<api_version>`) that takes over the StatefulSet
+/// `sts`'s Pods and revisions once it is deleted with `--cascade=orphan`: the same name (its Pods
+/// are NAME-ORDINAL), labels, selector, Pod template (unchanged, so its revision has the
+/// StatefulSet's name and the Pods count as updated, not recreated), serviceName, claim
+/// templates, pod management, history limit, claim retention, ordinals, and the update strategy
+/// as an Advanced StatefulSet spells it (minReadySeconds moves under rollingUpdate, Pods are
+/// recreated on a change as before), with the record of the move.
+pub fn advanced_statefulset_from_statefulset(
+    sts: &Value,
+    api_version: &str,
+    record: &Record,
+) -> Result<Value, MigrateError> {
+    let name = sts["metadata"]["name"].as_str().unwrap_or_default();
+    let spec = &sts["spec"];
+    if !spec["template"].is_object() || !spec["selector"].is_object() {
+        return Err(MigrateError::NotAStatefulSet(name.to_owned()));
+    }
+    let mut metadata = json!({
+        "name": name,
+        "namespace": sts["metadata"]["namespace"],
+        "annotations": { keys::MIGRATION_ANNOTATION: record.to_annotation() },
+    });
+    if let Some(labels) = sts["metadata"]["labels"].as_object()
+        && !labels.is_empty()
+    {
+        metadata["labels"] = Value::Object(labels.clone());
+    }
+    let mut out = json!({
+        "apiVersion": format!("{}/{api_version}", keys::APPS_GROUP),
+        "kind": "StatefulSet",
+        "metadata": metadata,
+        "spec": {
+            "replicas": record.destination_target(),
+            "selector": spec["selector"],
+            "template": spec["template"],
+            "serviceName": spec["serviceName"].as_str().unwrap_or_default(),
+            "updateStrategy": statefulset_update_strategy(spec),
+        }
+    });
+    for key in [
+        "volumeClaimTemplates",
+        "podManagementPolicy",
+        "revisionHistoryLimit",
+        "persistentVolumeClaimRetentionPolicy",
+        "ordinals",
+    ] {
+        if let Some(v) = spec.get(key).filter(|v| !v.is_null()) {
+            out["spec"][key] = v.clone();
+        }
+    }
+    Ok(out)
+}
+
+/// A StatefulSet's update strategy as an Advanced StatefulSet's: the same type, partition and
+/// maxUnavailable, `minReadySeconds` (a spec field there) and ReCreate, which is what a
+/// StatefulSet does to a changed Pod.
+fn statefulset_update_strategy(spec: &Value) -> Value {
+    let strategy = &spec["updateStrategy"];
+    if strategy["type"] == "OnDelete" {
+        return json!({"type": "OnDelete"});
+    }
+    let mut rolling = Map::new();
+    for key in ["partition", "maxUnavailable"] {
+        if let Some(v) = strategy["rollingUpdate"].get(key).filter(|v| !v.is_null()) {
+            rolling.insert(key.into(), v.clone());
+        }
+    }
+    if let Some(v) = spec.get("minReadySeconds").filter(|v| !v.is_null()) {
+        rolling.insert("minReadySeconds".into(), v.clone());
+    }
+    rolling.insert("podUpdatePolicy".into(), json!("ReCreate"));
+    json!({"type": "RollingUpdate", "rollingUpdate": rolling})
+}
+
 /// The two workloads as the next step needs them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Observed {
@@ -291,6 +368,81 @@ pub fn plan(record: &Record, now: &Observed, max_surge: i64) -> Vec<Step> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn statefulset() -> Value {
+        json!({
+            "apiVersion": "apps/v1", "kind": "StatefulSet",
+            "metadata": {"name": "db", "namespace": "prod", "labels": {"team": "a"},
+                         "uid": "u1", "resourceVersion": "9"},
+            "spec": {
+                "replicas": 3,
+                "serviceName": "db",
+                "selector": {"matchLabels": {"app": "db"}},
+                "template": {"metadata": {"labels": {"app": "db"}},
+                             "spec": {"containers": [{"name": "c", "image": "db:1"}]}},
+                "volumeClaimTemplates": [{"metadata": {"name": "data"},
+                                          "spec": {"accessModes": ["ReadWriteOnce"]}}],
+                "podManagementPolicy": "Parallel",
+                "revisionHistoryLimit": 4,
+                "minReadySeconds": 5,
+                "persistentVolumeClaimRetentionPolicy": {"whenDeleted": "Delete", "whenScaled": "Retain"},
+                "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": 1}}
+            },
+            "status": {"replicas": 3, "updateRevision": "db-7c9f"}
+        })
+    }
+
+    /// Everything that decides which Pods and revisions are the set's is carried over unchanged;
+    /// the strategy is spelled the Advanced StatefulSet's way; the record says where it came from.
+    #[test]
+    fn advanced_statefulset_keeps_the_statefulsets_name_template_and_claims() {
+        let r = Record::begin("StatefulSet/db", 3, 0, None).expect("record");
+        let a = advanced_statefulset_from_statefulset(&statefulset(), "v1beta1", &r)
+            .expect("converted");
+        let src = statefulset();
+        assert_eq!(a["apiVersion"], "apps.kruise.io/v1beta1");
+        assert_eq!(a["kind"], "StatefulSet");
+        assert_eq!(a["metadata"]["name"], "db");
+        assert_eq!(a["metadata"]["namespace"], "prod");
+        assert_eq!(a["metadata"]["labels"], json!({"team": "a"}));
+        assert!(
+            a["metadata"].get("uid").is_none() && a["metadata"].get("resourceVersion").is_none()
+        );
+        let recorded = Record::read(&a, "db").expect("readable").expect("recorded");
+        assert_eq!(recorded, r);
+        assert_eq!(a["spec"]["replicas"], 3);
+        for key in [
+            "selector",
+            "template",
+            "serviceName",
+            "volumeClaimTemplates",
+            "podManagementPolicy",
+            "revisionHistoryLimit",
+            "persistentVolumeClaimRetentionPolicy",
+        ] {
+            assert_eq!(a["spec"][key], src["spec"][key], "{key}");
+        }
+        assert_eq!(
+            a["spec"]["updateStrategy"],
+            json!({"type": "RollingUpdate", "rollingUpdate": {
+                "partition": 1, "minReadySeconds": 5, "podUpdatePolicy": "ReCreate"}})
+        );
+        assert!(a.get("status").is_none() && a["spec"].get("minReadySeconds").is_none());
+    }
+
+    #[test]
+    fn on_delete_stays_on_delete_and_a_non_statefulset_is_refused() {
+        let r = Record::begin("StatefulSet/db", 3, 0, None).expect("record");
+        let mut src = statefulset();
+        src["spec"]["updateStrategy"] = json!({"type": "OnDelete"});
+        let a = advanced_statefulset_from_statefulset(&src, "v1beta1", &r).expect("converted");
+        assert_eq!(a["spec"]["updateStrategy"], json!({"type": "OnDelete"}));
+        src["spec"]["template"] = Value::Null;
+        assert_eq!(
+            advanced_statefulset_from_statefulset(&src, "v1beta1", &r),
+            Err(MigrateError::NotAStatefulSet("db".into()))
+        );
+    }
 
     fn deployment() -> Value {
         json!({

@@ -70,6 +70,10 @@ async fn reconcile_inner(sts: &StatefulSet, ctx: &Context) -> Result<Action, Err
 
     let rev_api: Api<ControllerRevision> = Api::namespaced(ctx.client.clone(), &ns);
     let mut revs = revisions::list(ctx, sts, &ns, &uid);
+    if revisions::adopt_orphans(ctx, sts, &rev_api, &ns).await? > 0 {
+        // The watch has not shown the new owner yet: list again on the next pass.
+        return Ok(Action::requeue(Duration::from_millis(100)));
+    }
     let (current, update, collision) = revisions::active(ctx, sts, &rev_api, &mut revs).await?;
     let current_name = current.metadata.name.clone().unwrap_or_default();
     let update_name = update.metadata.name.clone().unwrap_or_default();

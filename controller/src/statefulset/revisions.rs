@@ -8,7 +8,7 @@ use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec};
 use kruise_api::apps::v1beta1::StatefulSet;
 use kruise_api::keys;
-use kube::api::DeleteParams;
+use kube::api::{DeleteParams, Patch, PatchParams};
 use kube::runtime::events::EventType;
 use kube::{Api, Resource};
 
@@ -16,7 +16,7 @@ use super::context::Context;
 use super::error::Error;
 use crate::history::{self, Origin};
 use crate::revision;
-use crate::workload::podutil;
+use crate::workload::{claim, podutil};
 
 /// The set's revisions (owned by its uid) as the shared watch shows them, oldest first (see
 /// [`crate::revcache`] for why a lagging cache is safe).
@@ -27,6 +27,46 @@ pub(super) fn list(
     uid: &str,
 ) -> Vec<ControllerRevision> {
     ctx.revisions.owned(ns, &sts.spec.selector, uid)
+}
+
+/// Adopts the revisions that `sts`'s selector selects and no controller owns (upstream
+/// `adoptOrphanRevisions`): a StatefulSet deleted with `--cascade=orphan` for an Advanced
+/// StatefulSet of the same name leaves its revisions so, and adopting them keeps its Pods on
+/// their revision (same name, same data) instead of recreating them. Returns how many were
+/// adopted; a revision gone or taken meanwhile is skipped.
+pub(super) async fn adopt_orphans(
+    ctx: &Context,
+    sts: &StatefulSet,
+    api: &Api<ControllerRevision>,
+    ns: &str,
+) -> Result<usize, Error> {
+    if sts.metadata.deletion_timestamp.is_some() {
+        return Ok(0);
+    }
+    let orphans = ctx.revisions.orphans(ns, &sts.spec.selector);
+    let Some(owner) = sts.controller_owner_ref(&()) else {
+        return Ok(0);
+    };
+    let mut adopted = 0;
+    for rev in &orphans {
+        let (Some(name), Some(uid)) = (rev.metadata.name.as_deref(), rev.metadata.uid.as_deref())
+        else {
+            continue;
+        };
+        let patch = claim::adopt_patch(&owner, uid);
+        match api
+            .patch(name, &PatchParams::default(), &Patch::Strategic(patch))
+            .await
+        {
+            Ok(_) => {
+                tracing::info!(revision = name, "adopted orphan revision");
+                adopted += 1;
+            }
+            Err(kube::Error::Api(s)) if s.is_not_found() || s.is_invalid() || s.is_conflict() => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(adopted)
 }
 
 /// The current and update revisions and the collision count, creating or bumping the update

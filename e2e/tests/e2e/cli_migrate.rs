@@ -1,13 +1,14 @@
 //! `kubectl kruise migrate CloneSet --from Deployment`: a Deployment's replicas move to a new
 //! CloneSet while a client inside the cluster keeps calling the Service in front of both, and no
 //! call fails; the dry run prints the CloneSet and changes nothing; the refusals name the flag
-//! and exit with the documented codes.
+//! and exit with the documented codes. `migrate AdvancedStatefulSet --from StatefulSet`: the
+//! same Pods (UIDs, volumes, restart counts) change controller, and later update in place.
 //!
 //! Needs the binary: `cargo build -p kubectl-kruise`.
 
 use std::time::Duration;
 
-use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::apps::v1::{ControllerRevision, Deployment, StatefulSet};
 use k8s_openapi::api::core::v1::{Pod, Service};
 use kruise_e2e::plugin::{
     CLI_LIMIT, Fixture, assert_code, assert_stdout, kruise_resource, template,
@@ -287,8 +288,8 @@ async fn migrate_deployment_to_cloneset_without_a_failed_call() {
 }
 
 /// `--dry-run` prints the CloneSet (YAML) and the steps and creates nothing; a missing source
-/// exits 6 naming --src-name; --max-surge 0 and a second --create exit 2 naming the flag; the
-/// StatefulSet move is refused saying why.
+/// (Deployment or StatefulSet) exits 6 naming --src-name; --max-surge 0 and a second --create
+/// exit 2 naming the flag.
 #[tokio::test]
 async fn migrate_dry_run_and_refusals() {
     let fx = Fixture::new("e2e-cli-migrate-dry").await;
@@ -355,7 +356,255 @@ async fn migrate_dry_run_and_refusals() {
             "db",
         ])
         .await;
-    assert_code(&sts, USAGE);
-    assert!(sts.stderr.contains("not supported yet"), "{sts}");
+    assert_code(&sts, NOT_FOUND);
+    assert!(
+        sts.stderr.contains("statefulset/db not found") && sts.stderr.contains("--src-name"),
+        "{sts}"
+    );
+    fx.ns.delete().await.expect("delete ns");
+}
+
+/// `migrate AdvancedStatefulSet --from StatefulSet`: the dry run prints the Advanced StatefulSet
+/// and changes nothing; --dst-name, --replicas and --create alone are refused naming the flag;
+/// the handover keeps every Pod (same UID, not restarted) and claim, the Advanced StatefulSet
+/// adopts the StatefulSet's revision (the same name: the Pods count as updated) and later updates
+/// the adopted Pods in place; a rerun after the handover only checks.
+#[tokio::test]
+async fn migrate_statefulset_to_advanced_statefulset_keeps_every_pod() {
+    let fx = Fixture::new("e2e-cli-migrate-sts").await;
+    let sts_api: Api<StatefulSet> = fx.ns.api();
+    let sts: StatefulSet = serde_json::from_value(json!({
+        "metadata": {"name": "db", "labels": {"team": "e2e"}},
+        "spec": {
+            "replicas": 3, "serviceName": "db", "podManagementPolicy": "Parallel",
+            "selector": {"matchLabels": {"app": "db"}},
+            "template": template("db", "v1"),
+            "volumeClaimTemplates": [{"metadata": {"name": "data"},
+                "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "16Mi"}}}}]
+        }
+    }))
+    .expect("StatefulSet");
+    sts_api
+        .create(&PostParams::default(), &sts)
+        .await
+        .expect("create StatefulSet");
+    let names = ["db-0", "db-1", "db-2"];
+    for n in names {
+        wait_pod(&fx.pods, n, "Ready", Duration::from_secs(120), pod_ready)
+            .await
+            .expect("StatefulSet Pod Ready");
+    }
+    let native_revision = wait_for(
+        "the StatefulSet's status",
+        Duration::from_secs(60),
+        || async {
+            let s = sts_api.get("db").await?;
+            Ok(s.status
+                .filter(|st| st.ready_replicas == Some(3))
+                .and_then(|st| st.update_revision))
+        },
+    )
+    .await
+    .expect("StatefulSet ready");
+    let before = |pods: &[Pod]| -> Vec<(String, String)> {
+        pods.iter()
+            .map(|p| (p.name_any(), p.uid().unwrap_or_default()))
+            .collect()
+    };
+    let list = || async {
+        let mut pods = fx
+            .pods
+            .list(&ListParams::default().labels("app=db"))
+            .await
+            .expect("pods")
+            .items;
+        pods.sort_by_key(|p| p.name_any());
+        pods
+    };
+    let uids = before(&list().await);
+    let claims: Api<k8s_openapi::api::core::v1::PersistentVolumeClaim> = fx.ns.api();
+    let claim_uids = |cs: Vec<k8s_openapi::api::core::v1::PersistentVolumeClaim>| -> Vec<String> {
+        let mut v: Vec<String> = cs
+            .iter()
+            .map(|c| format!("{}={}", c.name_any(), c.uid().unwrap_or_default()))
+            .collect();
+        v.sort();
+        v
+    };
+    let claims_before = claim_uids(
+        claims
+            .list(&ListParams::default())
+            .await
+            .expect("claims")
+            .items,
+    );
+    assert_eq!(claims_before.len(), 3, "{claims_before:?}");
+
+    let asts = |extra: &[&'static str]| {
+        let mut a = vec![
+            "migrate",
+            "AdvancedStatefulSet",
+            "--from",
+            "StatefulSet",
+            "--src-name",
+            "db",
+        ];
+        a.extend_from_slice(extra);
+        a
+    };
+    let dry = fx.run(&asts(&["--dry-run"])).await;
+    assert_code(&dry, OK);
+    assert_stdout(&dry, "apiVersion: apps.kruise.io/v1beta1");
+    assert_stdout(&dry, "kind: StatefulSet");
+    assert_stdout(&dry, "podUpdatePolicy: ReCreate");
+    assert!(
+        dry.stderr
+            .contains("would delete statefulset/db with --cascade=orphan")
+            && dry.stderr.contains("adopting db-0, db-1, db-2")
+            && dry.stderr.contains("dry run: nothing changed"),
+        "{dry}"
+    );
+    assert!(
+        sts_api.get_opt("db").await.expect("get").is_some(),
+        "dry run kept the StatefulSet"
+    );
+    for (extra, flag) in [
+        (&["--dst-name", "other"][..], "--dst-name other"),
+        (&["--replicas", "1"][..], "--replicas"),
+        (&["--create"][..], "--create without --copy"),
+    ] {
+        let r = fx.run(&asts(extra)).await;
+        assert_code(&r, USAGE);
+        assert!(r.stderr.contains(flag), "{flag}: {r}");
+    }
+
+    let run = fx.run(&asts(&["--timeout", "50s"])).await;
+    assert_code(&run, OK);
+    assert_stdout(
+        &run,
+        "statefulset/db deleted with --cascade=orphan: its 3 Pods",
+    );
+    assert_stdout(
+        &run,
+        "took over 3 of 3 Pods in place (same UIDs, not restarted)",
+    );
+    assert!(!run.stdout.contains("recreated"), "{run}");
+    assert!(
+        sts_api.get_opt("db").await.expect("get").is_none(),
+        "StatefulSet gone"
+    );
+
+    let ar = kruise_resource(&fx.client, "statefulsets").await;
+    let asts_api: Api<DynamicObject> = Api::namespaced_with(fx.client.clone(), &fx.ns.name, &ar);
+    let obj = asts_api.get("db").await.expect("Advanced StatefulSet");
+    let asts_uid = obj.uid().expect("uid");
+    assert_eq!(
+        obj.data["status"]["updateRevision"],
+        json!(native_revision),
+        "the StatefulSet's revision is the Advanced StatefulSet's: {:?}",
+        obj.data["status"]
+    );
+    let pods = list().await;
+    assert_eq!(before(&pods), uids, "the same Pods");
+    for p in &pods {
+        assert_eq!(controller_kind(p), "StatefulSet");
+        let owner = p
+            .owner_references()
+            .iter()
+            .find(|o| o.controller == Some(true))
+            .cloned()
+            .expect("owner");
+        assert_eq!(
+            owner.uid,
+            asts_uid,
+            "{} controlled by the Advanced StatefulSet",
+            p.name_any()
+        );
+        assert!(
+            owner.api_version.starts_with("apps.kruise.io/"),
+            "{owner:?}"
+        );
+        let restarts: i32 = p
+            .status
+            .iter()
+            .flat_map(|s| s.container_statuses.iter().flatten())
+            .map(|c| c.restart_count)
+            .sum();
+        assert_eq!(restarts, 0, "{} not restarted", p.name_any());
+    }
+    let revs: Api<ControllerRevision> = fx.ns.api();
+    let rev = revs
+        .get(&native_revision)
+        .await
+        .expect("the StatefulSet's revision kept");
+    assert_eq!(
+        rev.owner_references()
+            .iter()
+            .find(|o| o.controller == Some(true))
+            .map(|o| o.uid.clone()),
+        Some(asts_uid.clone()),
+        "the revision is adopted"
+    );
+    assert_eq!(
+        claim_uids(
+            claims
+                .list(&ListParams::default())
+                .await
+                .expect("claims")
+                .items
+        ),
+        claims_before,
+        "the same claims"
+    );
+
+    // Rerun: the handover is recorded; it only checks.
+    let again = fx.run(&asts(&[])).await;
+    assert_code(&again, OK);
+    assert_stdout(&again, "resuming the handover recorded on");
+    assert_stdout(&again, "controls its 3 Pods, all Ready and updated");
+
+    // The adopted Pods update in place from the adopted revision.
+    asts_api
+        .patch(
+            "db",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(json!({"spec": {
+                "updateStrategy": {"rollingUpdate": {"podUpdatePolicy": "InPlaceIfPossible"}}
+            }})),
+        )
+        .await
+        .expect("patch podUpdatePolicy");
+    let set = fx
+        .run(&[
+            "set",
+            "image",
+            "asts/db",
+            &format!("app={}", image("testapp", "v2")),
+        ])
+        .await;
+    assert_code(&set, OK);
+    assert_code(&fx.status("asts/db").await, OK);
+    let after = list().await;
+    assert_eq!(before(&after), uids, "updated in place: the same Pods");
+    for p in &after {
+        let st = p
+            .status
+            .as_ref()
+            .and_then(|s| s.container_statuses.as_ref())
+            .and_then(|c| c.first())
+            .expect("status");
+        assert!(
+            st.image.ends_with("testapp:v2"),
+            "{}: {}",
+            p.name_any(),
+            st.image
+        );
+        assert_eq!(
+            st.restart_count,
+            1,
+            "{} restarted in place once",
+            p.name_any()
+        );
+    }
     fx.ns.delete().await.expect("delete ns");
 }

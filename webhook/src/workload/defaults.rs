@@ -21,14 +21,16 @@ pub fn default_pvc(pvc: &mut Map<String, Value>) {
 }
 
 /// The pod-template defaults the API server would apply to a Pod, plus Kruise's own: containers
-/// default to `imagePullPolicy: Always` so that an in-place image update always pulls.
+/// default to `imagePullPolicy: Always` so that an in-place image update always pulls. Not
+/// `enableServiceLinks`: the API server defaults it on Pods only, never in templates, and
+/// upstream's template defaulting does the same; setting it would give an Advanced StatefulSet
+/// another revision hash than the StatefulSet whose Pods it adopts.
 pub fn default_pod_spec(spec: &mut Map<String, Value>) {
     default_string(spec, "dnsPolicy", "ClusterFirst");
     default_string(spec, "restartPolicy", "Always");
     default_field(spec, "terminationGracePeriodSeconds", json!(30));
     default_field(spec, "securityContext", json!({}));
     default_string(spec, "schedulerName", "default-scheduler");
-    default_field(spec, "enableServiceLinks", json!(true));
     if let Some(Value::Array(vols)) = spec.get_mut("volumes") {
         for v in vols.iter_mut().filter_map(Value::as_object_mut) {
             default_volume(v);
@@ -122,4 +124,24 @@ fn default_ports_env_probes(c: &mut Map<String, Value>) {
 fn default_http_get(h: &mut Map<String, Value>) {
     default_string(h, "path", "/");
     default_string(h, "scheme", "HTTP");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A template gets the API server's Pod defaults except `enableServiceLinks` (Pods only), so
+    /// it records what a StatefulSet's template records.
+    #[test]
+    fn templates_get_pod_defaults_but_not_enable_service_links() {
+        let mut spec = json!({"containers": [{"name": "app", "image": "a:1"}]});
+        let Value::Object(m) = &mut spec else {
+            unreachable!()
+        };
+        default_pod_spec(m);
+        assert_eq!(spec["dnsPolicy"], "ClusterFirst");
+        assert_eq!(spec["schedulerName"], "default-scheduler");
+        assert_eq!(spec["containers"][0]["imagePullPolicy"], "Always");
+        assert!(spec.get("enableServiceLinks").is_none(), "{spec}");
+    }
 }
