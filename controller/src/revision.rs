@@ -290,10 +290,10 @@ fn without_empty_fields(data: &Value) -> Value {
     else {
         return out;
     };
-    if let Some(Value::Object(meta)) = tpl.get_mut("metadata") {
-        if meta.get("creationTimestamp").is_some_and(Value::is_null) {
-            meta.remove("creationTimestamp");
-        }
+    if let Some(Value::Object(meta)) = tpl.get_mut("metadata")
+        && meta.get("creationTimestamp").is_some_and(Value::is_null)
+    {
+        meta.remove("creationTimestamp");
     }
     if let Some(Value::Object(spec)) = tpl.get_mut("spec") {
         for list in ["initContainers", "containers"] {

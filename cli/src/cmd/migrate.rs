@@ -1,7 +1,9 @@
 //! `migrate CloneSet --from Deployment`: kruise-tools' command, resumable. The pure half (the
 //! CloneSet made from the Deployment, the record, the next step) is `view::migrate`; this file
 //! reads the two workloads, performs one step at a time and says what it did. The StatefulSet
-//! handover is `migrate_statefulset`.
+//! handover is [`statefulset`].
+
+mod statefulset;
 
 use std::time::{Duration, Instant};
 
@@ -25,7 +27,7 @@ pub async fn run(ctx: &Ctx, args: &MigrateArgs) -> Result<i32> {
     match (args.to, args.from) {
         (MigrateTo::CloneSet, MigrateFrom::Deployment) => {}
         (MigrateTo::AdvancedStatefulSet, MigrateFrom::StatefulSet) => {
-            return super::migrate_statefulset::run(ctx, args).await;
+            return statefulset::run(ctx, args).await;
         }
         (MigrateTo::CloneSet, MigrateFrom::StatefulSet) => {
             return Err(CliError::Usage(
@@ -221,15 +223,7 @@ fn dry_run(
 ) -> Result<i32> {
     let mut notes = Vec::new();
     if let Some(body) = created {
-        let text = match args.output {
-            ObjectFormat::Yaml => {
-                serde_saphyr::to_string(body).map_err(|e| CliError::Other(e.into()))?
-            }
-            ObjectFormat::Json => {
-                serde_json::to_string_pretty(body).map_err(|e| CliError::Other(e.into()))? + "\n"
-            }
-        };
-        print!("{text}");
+        print_object(body, args.output)?;
         notes.push(format!("would create {dst} from {src} with 0 replicas"));
     }
     if moving {
@@ -249,6 +243,21 @@ fn dry_run(
         }
     }
     Ok(exit::OK)
+}
+
+/// Prints the object a dry run would create, as `format` asks, on stdout (for `| kubectl apply
+/// -f -`).
+fn print_object(body: &Value, format: ObjectFormat) -> Result<()> {
+    let text = match format {
+        ObjectFormat::Yaml => {
+            serde_saphyr::to_string(body).map_err(|e| CliError::Other(e.into()))?
+        }
+        ObjectFormat::Json => {
+            serde_json::to_string_pretty(body).map_err(|e| CliError::Other(e.into()))? + "\n"
+        }
+    };
+    print!("{text}");
+    Ok(())
 }
 
 fn describe(step: &Step, dst: &str, src: &str) -> String {

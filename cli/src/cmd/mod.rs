@@ -14,7 +14,6 @@ pub mod exec;
 pub mod history;
 pub mod install;
 pub mod migrate;
-pub mod migrate_statefulset;
 pub mod podprobemarker;
 pub mod pull;
 pub mod restart;

@@ -19,7 +19,7 @@ use kube::api::{Api, DeleteParams, DynamicObject, ListParams, PostParams, Precon
 use kube::{Resource, ResourceExt};
 use serde_json::Value;
 
-use crate::cli::{MigrateArgs, ObjectFormat};
+use crate::cli::MigrateArgs;
 use crate::ctx::{Ctx, Workload};
 use crate::error::{CliError, Result, exit};
 use crate::target::Target;
@@ -207,15 +207,7 @@ fn dry_run(
     replicas: i64,
     pods: &[Pod],
 ) -> Result<i32> {
-    let text = match args.output {
-        ObjectFormat::Yaml => {
-            serde_saphyr::to_string(body).map_err(|e| CliError::Other(e.into()))?
-        }
-        ObjectFormat::Json => {
-            serde_json::to_string_pretty(body).map_err(|e| CliError::Other(e.into()))? + "\n"
-        }
-    };
-    print!("{text}");
+    super::print_object(body, args.output)?;
     let names: Vec<String> = pods.iter().map(ResourceExt::name_any).collect();
     eprintln!("would delete {src} with --cascade=orphan (its Pods, claims and revisions stay)");
     eprintln!(
