@@ -88,6 +88,7 @@ fn pod(i: usize, updated: bool) -> PodView {
         budget: None,
         labels: [("app".to_owned(), "web".to_owned())].into_iter().collect(),
         conditions: Default::default(),
+        spread: None,
     }
 }
 
@@ -808,6 +809,39 @@ fn a_pods_probe_marks_are_shown_in_its_row_and_detail() {
     assert!(row_of(&screen, &name).contains("· idle✓ role✗"), "{screen}");
     assert!(
         screen.contains("probes: idle Succeeded 30s · role Failed"),
+        "{screen}"
+    );
+}
+
+/// A Pod placed by a WorkloadSpread shows its subset in its row and the spread in its detail;
+/// the annotation is read as the webhook writes it.
+#[test]
+fn a_pods_workloadspread_subset_is_shown_in_its_row_and_detail() {
+    let (_, mut m) = scripted().remove(0);
+    let name = m.selected_pod().map(|p| p.name.clone()).expect("a pod");
+    assert!(!draw(&m, 160, 40).contains("workloadspread:"));
+    let annotated: k8s_openapi::api::core::v1::Pod = serde_json::from_value(json!({
+        "metadata": {"name": name, "annotations": {
+            kruise_api::keys::MATCHED_WORKLOADSPREAD_ANNOTATION: r#"{"name":"spread","subset":"zone-a"}"#}},
+    }))
+    .expect("pod");
+    let spread = crate::view::PodView::from_pod(&annotated).spread;
+    assert_eq!(
+        spread
+            .as_ref()
+            .map(|s| (s.name.as_str(), s.subset.as_str())),
+        Some(("spread", "zone-a"))
+    );
+    let mut pods = m.pods.clone();
+    pods.iter_mut()
+        .find(|p| p.name == name)
+        .expect("pod")
+        .spread = spread;
+    m.set_pods(pods);
+    let screen = draw(&m, 160, 40);
+    assert!(row_of(&screen, &name).contains("· @zone-a"), "{screen}");
+    assert!(
+        screen.contains("workloadspread: spread, subset zone-a"),
         "{screen}"
     );
 }

@@ -18,6 +18,7 @@ use crate::error::CliError;
 use crate::math::{self, IntOrPercent};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use kruise_api::apps::v1alpha1::MatchedWorkloadSpread;
 use kruise_api::appspub::{InPlaceUpdateState, UpdateSpec};
 use kruise_api::keys::{self, k8s};
 use kruise_api::{pod, revision, selector};
@@ -346,6 +347,9 @@ pub struct PodView {
     pub labels: BTreeMap<String, String>,
     /// The Pod's conditions by type (a PodProbeMarker's probe records its state in one).
     pub conditions: BTreeMap<String, PodConditionView>,
+    /// The WorkloadSpread and subset the Pod was placed in (its annotation
+    /// `apps.kruise.io/matched-workloadspread`), if any.
+    pub spread: Option<MatchedWorkloadSpread>,
 }
 
 /// One Pod condition: its status and when it last changed.
@@ -513,6 +517,7 @@ impl PodView {
             sidecar_hashes: sidecar_hashes(&annotations),
             budget: kruise_api::policy::v1alpha1::pubcontrol::related_budget_name(pod)
                 .map(str::to_owned),
+            spread: MatchedWorkloadSpread::of(Some(&annotations)),
             conditions: status
                 .and_then(|s| s.conditions.as_ref())
                 .into_iter()

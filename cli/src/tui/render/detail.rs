@@ -96,6 +96,12 @@ pub(super) fn detail_lines(m: &LiveModel, p: &Palette) -> Vec<Line<'static>> {
             }
         )),
     ])];
+    if let Some(spread) = &pod.spread {
+        lines.push(Line::from(format!(
+            "workloadspread: {}, subset {}",
+            spread.name, spread.subset
+        )));
+    }
     if let Some(node) = m.persisted.get(&pod.name) {
         let text = if *node == pod.node || pod.node.is_empty() {
             format!("persisted node: {node}")

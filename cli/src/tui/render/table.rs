@@ -67,15 +67,18 @@ pub(super) fn image_cell(pod: &PodView, now: jiff::Timestamp, wide: bool) -> Str
         .join(" ")
 }
 
-/// The images cell followed by the Pod's PodProbeMarker probes (`· healthy✓ tcp✗`), if any
-/// selects it.
+/// The images cell followed by the WorkloadSpread subset the Pod was placed in (`· @zone-a`)
+/// and its PodProbeMarker probes (`· healthy✓ tcp✗`), each if any.
 fn with_probes(images: String, rules: &[ProbeRule], pod: &PodView) -> String {
-    let marks = probes::marks(rules, pod);
-    if marks.is_empty() {
-        images
-    } else {
-        format!("{images} · {}", probes::row_text(&marks))
+    let mut cell = images;
+    if let Some(spread) = &pod.spread {
+        cell = format!("{cell} · @{}", spread.subset);
     }
+    let marks = probes::marks(rules, pod);
+    if !marks.is_empty() {
+        cell = format!("{cell} · {}", probes::row_text(&marks));
+    }
+    cell
 }
 
 pub(super) fn pod_table(f: &mut Frame, area: Rect, m: &LiveModel, p: &Palette) {
