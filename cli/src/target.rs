@@ -22,7 +22,7 @@ pub enum TargetError {
     #[error("expected TYPE/NAME (for example cloneset/web), got {0:?}")]
     Shape(String),
     #[error(
-        "unknown kind {0:?}: supported are cloneset (clone, clonesets.apps.kruise.io), deployment (deploy), statefulset (sts), daemonset (ds), asts (statefulset.apps.kruise.io), ads (daemon, daemonset.apps.kruise.io), sidecarset and broadcastjob (bcj)"
+        "unknown kind {0:?}: supported are cloneset (clone, clonesets.apps.kruise.io), deployment (deploy), statefulset (sts), daemonset (ds), asts (statefulset.apps.kruise.io), ads (daemon, daemonset.apps.kruise.io), sidecarset, broadcastjob (bcj) and uniteddeployment (ud)"
     )]
     UnknownKind(String),
     #[error("{0:?} is not a valid object name (lowercase RFC 1123 subdomain expected)")]

@@ -33,7 +33,9 @@ pub async fn run(ctx: &Ctx, target: &Target, output: Output) -> Result<i32> {
             .insert(p.metadata.name.clone().unwrap_or_default(), p);
     }
     let owner = (view.kind.owns_pods() && !view.uid.is_empty()).then_some(view.uid.as_str());
-    let pods: Vec<PodView> = watch::owned(&cache, owner).map(PodView::from_pod).collect();
+    let pods: Vec<PodView> = watch::owned(&cache, owner)
+        .map(|p| PodView::from_pod(p).for_kind(view.kind))
+        .collect();
     // A kind without revisions this plugin reads (or none yet) shows an empty history.
     let revisions = match super::history::revisions(ctx, &wl, &view).await {
         Ok(revs) => revs,

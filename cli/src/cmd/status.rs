@@ -123,7 +123,9 @@ pub fn print_doc<T: serde::Serialize>(fmt: Output, value: &T) {
 
 fn summarize(view: &RolloutView, pods: &Cache<Pod>, budgets: &Budgets) -> PodSummary {
     let owner = (view.kind.owns_pods() && !view.uid.is_empty()).then_some(view.uid.as_str());
-    let views: Vec<PodView> = watch::owned(pods, owner).map(PodView::from_pod).collect();
+    let views: Vec<PodView> = watch::owned(pods, owner)
+        .map(|p| PodView::from_pod(p).for_kind(view.kind))
+        .collect();
     let mut summary = PodSummary::from_pods(views.iter());
     summary.held = crate::status::held::held(view, &views, crate::status::HELD_LIMIT, budgets);
     summary

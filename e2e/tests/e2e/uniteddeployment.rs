@@ -241,6 +241,15 @@ async fn cloneset_subsets_split_update_in_place_and_resplit() {
         Some(&json!("False"))
     );
 
+    // kubectl kruise sees the rollout held: 3 of 4 Pods on the UnitedDeployment's revision.
+    let kk = kruise_e2e::cli::Kruise::new(&ns.name).expect("kubectl-kruise");
+    let held = kk
+        .run(&["rollout", "status", "ud/web", "--timeout", "2s"])
+        .await
+        .expect("run rollout status");
+    assert_eq!(held.code, Some(4), "held by b's partition: {held}");
+    assert!(held.stdout.contains("3 of 4"), "{held}");
+
     // The partition lifted: b follows, and the update revision becomes current.
     merge(
         &uds,
@@ -263,6 +272,15 @@ async fn cloneset_subsets_split_update_in_place_and_resplit() {
     )
     .await
     .expect("partition lifted");
+    let done = kk
+        .run(&["rollout", "status", "ud/web", "--timeout", "60s"])
+        .await
+        .expect("run rollout status");
+    assert_eq!(done.code, Some(0), "{done}");
+    assert!(
+        done.stdout.contains("ud \"web\" successfully rolled out"),
+        "{done}"
+    );
 
     // A subset added: the rest is shared again.
     let subsets = |v: Vec<Value>| json!({"topology": {"subsets": v}});

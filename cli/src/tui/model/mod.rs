@@ -198,6 +198,9 @@ impl LiveModel {
                     .filter(|r| r.kind.owns_pods())
                     .map(|r| r.uid.clone());
                 let mut views = self.feeds.pod_views(owner.as_deref());
+                if let Some(kind) = self.rollout.as_ref().map(|r| r.kind) {
+                    views = views.into_iter().map(|v| v.for_kind(kind)).collect();
+                }
                 // A SidecarSet's Pods are those it injected (upstream `getMatchingPods` keeps
                 // only injected ones): the selector alone also matches Pods of namespaces its
                 // namespaceSelector leaves out.

@@ -29,6 +29,7 @@ pub static SPEC: KindSpec = KindSpec {
     settle: super::settled,
     image_change,
     sort_pods: super::by_node,
+    revision_label: None,
 };
 
 fn read(obj: &Value, v: &mut RolloutView) {

@@ -32,6 +32,7 @@ pub static SPEC: KindSpec = KindSpec {
     settle,
     image_change,
     sort_pods: super::by_node,
+    revision_label: None,
 };
 
 fn read(obj: &Value, v: &mut RolloutView) {

@@ -30,6 +30,7 @@ pub static SPEC: KindSpec = KindSpec {
     settle,
     image_change,
     sort_pods: super::by_name,
+    revision_label: None,
 };
 
 fn read(obj: &Value, v: &mut RolloutView) {

@@ -28,6 +28,7 @@ pub static SPEC: KindSpec = KindSpec {
     settle: super::settled,
     image_change: super::recreates,
     sort_pods: super::by_node,
+    revision_label: None,
 };
 
 /// The counters both DaemonSets report: desired Pods are the nodes that should run one.

@@ -12,6 +12,7 @@ pub mod daemonset;
 pub mod deployment;
 pub mod sidecarset;
 pub mod statefulset;
+pub mod uniteddeployment;
 
 use crate::view::verdict::{Decision, PodSummary};
 use crate::view::{PodView, RolloutView};
@@ -34,11 +35,13 @@ pub enum Kind {
     SidecarSet,
     /// apps.kruise.io BroadcastJob: one Pod per node, run to completion.
     BroadcastJob,
+    /// apps.kruise.io UnitedDeployment: one child workload per subset.
+    UnitedDeployment,
 }
 
 impl Kind {
     /// Every kind, in the order `TYPE` spellings are tried and help lists them.
-    pub const ALL: [Kind; 8] = [
+    pub const ALL: [Kind; 9] = [
         Kind::CloneSet,
         Kind::Deployment,
         Kind::StatefulSet,
@@ -47,6 +50,7 @@ impl Kind {
         Kind::AdvancedDaemonSet,
         Kind::SidecarSet,
         Kind::BroadcastJob,
+        Kind::UnitedDeployment,
     ];
 
     pub fn spec(self) -> &'static KindSpec {
@@ -59,6 +63,7 @@ impl Kind {
             Kind::AdvancedDaemonSet => &ads::SPEC,
             Kind::SidecarSet => &sidecarset::SPEC,
             Kind::BroadcastJob => &broadcastjob::SPEC,
+            Kind::UnitedDeployment => &uniteddeployment::SPEC,
         }
     }
 
@@ -91,6 +96,16 @@ impl Kind {
 impl fmt::Display for Kind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.spec().human)
+    }
+}
+
+impl PodView {
+    /// The view as `kind` reads it: its Pods' revision from the kind's own label, if it has one.
+    pub fn for_kind(mut self, kind: Kind) -> Self {
+        if let Some(label) = kind.spec().revision_label {
+            self.revision = self.labels.get(label).cloned().unwrap_or_default();
+        }
+        self
     }
 }
 
@@ -175,6 +190,9 @@ pub struct KindSpec {
     pub image_change: fn(&RolloutView) -> String,
     /// The order the live view lists Pods in.
     pub sort_pods: fn(&mut [PodView]),
+    /// The Pod label that names the workload's revision, when it is not the one Pods carry for
+    /// their own controller (a UnitedDeployment's Pods belong to its subsets' workloads).
+    pub revision_label: Option<&'static str>,
 }
 
 /// The note for kinds whose OnDelete strategy updates only Pods that get deleted.
@@ -208,6 +226,17 @@ pub fn by_ordinal(pods: &mut [PodView]) {
         (None, Some(_)) => std::cmp::Ordering::Greater,
         (None, None) => a.name.cmp(&b.name),
     });
+}
+
+/// Pods by subset (a UnitedDeployment's), then by name.
+pub fn by_subset(pods: &mut [PodView]) {
+    let subset = |p: &PodView| {
+        p.labels
+            .get(kruise_api::keys::SUBSET_NAME_LABEL)
+            .cloned()
+            .unwrap_or_default()
+    };
+    pods.sort_by(|a, b| (subset(a), &a.name).cmp(&(subset(b), &b.name)));
 }
 
 /// Pods by the node they run on (one row per node for DaemonSets), unscheduled last.

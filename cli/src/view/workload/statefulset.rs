@@ -29,6 +29,7 @@ pub static SPEC: KindSpec = KindSpec {
     settle,
     image_change: super::recreates,
     sort_pods: super::by_ordinal,
+    revision_label: None,
 };
 
 /// Reads the knobs apps/v1 and Advanced StatefulSets share: `updateStrategy.type` and
