@@ -80,7 +80,7 @@ pub async fn run(ctx: &Ctx, args: &MigrateArgs) -> Result<i32> {
                 Ok(exit::OK)
             }
             _ => Err(CliError::Missing(format!(
-                "{src_label} not found in namespace {:?}: check --src-name and -n",
+                "{src_label} not found in namespace {:?}: check --src-name and -n (if an interrupted migrate deleted it, create the Advanced StatefulSet from the JSON that run printed)",
                 ctx.namespace
             ))),
         };
@@ -125,9 +125,19 @@ pub async fn run(ctx: &Ctx, args: &MigrateArgs) -> Result<i32> {
         "{src_label} deleted with --cascade=orphan: its {} Pods, claims and revisions stay",
         pods.len()
     );
-    wait_orphaned(ctx, &sts_api, name, &source).await?;
+    // From here until the create, the object exists only in this process: any failure prints
+    // it, since a rerun no longer finds the StatefulSet to make it from.
+    let text = serde_json::to_string(&body).unwrap_or_default();
+    if let Err(e) = wait_orphaned(ctx, &sts_api, name, &source).await {
+        let why = format!(
+            "{e}; if {src_label} is gone by then, create {dst_label} with `kubectl create -f -` from this JSON:\n{text}"
+        );
+        return Err(match e {
+            CliError::Timeout(_) => CliError::Timeout(why),
+            _ => CliError::Failed(why),
+        });
+    }
     if let Err(e) = dst.api.create(&PostParams::default(), &obj).await {
-        let text = serde_json::to_string(&body).unwrap_or_default();
         return Err(CliError::Failed(format!(
             "{src_label} is deleted and its Pods run without a controller, but creating {dst_label} failed ({}): create it with `kubectl create -f -` from this JSON, or rerun after fixing the cause:\n{text}",
             dst.not_found(e)
