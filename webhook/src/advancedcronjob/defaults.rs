@@ -3,12 +3,11 @@
 //! template's pull defaults, concurrencyPolicy (Replace for an ImageListPullJob template, else
 //! Allow), paused false, history limits 3 successful and 1 failed.
 
-use kube::core::admission::Operation;
 use serde_json::{Value, json};
 
 use crate::json::{default_field, default_string, get, obj_mut};
 use crate::review::{Outcome, Request, creating_or_updating, patch_or_allow};
-use crate::workload::defaults::default_pod_spec;
+use crate::workload::defaults::{default_pod_spec, template_defaults_due};
 
 /// `successfulJobsHistoryLimit` when unset (upstream's).
 pub const DEFAULT_SUCCESSFUL_HISTORY: i64 = 3;
@@ -22,16 +21,7 @@ pub fn mutate(req: &Request) -> Outcome {
         Ok(None) => return Outcome::Allow,
         Err(o) => return o,
     };
-    let inject_template = match req.operation {
-        Operation::Update => {
-            let old = req
-                .old_object
-                .as_ref()
-                .and_then(|o| get(o, &["spec", "template"]));
-            old != get(obj, &["spec", "template"])
-        }
-        _ => true,
-    };
+    let inject_template = template_defaults_due(req, obj);
     let mut after = obj.clone();
     if !default_advancedcronjob(&mut after, inject_template) {
         return Outcome::bad_request(

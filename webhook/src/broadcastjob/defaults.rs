@@ -2,12 +2,11 @@
 //! parallelism unlimited (2^31-1), failurePolicy FailFast, and the Pod template defaults when
 //! the template is new or changed.
 
-use kube::core::admission::Operation;
 use serde_json::{Value, json};
 
 use crate::json::{default_field, default_string, get, obj_mut};
 use crate::review::{Outcome, Request, creating_or_updating, patch_or_allow};
-use crate::workload::defaults::default_pod_spec;
+use crate::workload::defaults::{default_pod_spec, template_defaults_due};
 
 /// `parallelism` when unset: no limit (upstream writes `1<<31 - 1`).
 pub const UNLIMITED_PARALLELISM: i64 = (1 << 31) - 1;
@@ -20,16 +19,7 @@ pub fn mutate(req: &Request) -> Outcome {
         Err(o) => return o,
     };
     // Template defaults only when the template is new or changed, as upstream.
-    let inject_template = match req.operation {
-        Operation::Update => {
-            let old = req
-                .old_object
-                .as_ref()
-                .and_then(|o| get(o, &["spec", "template"]));
-            old != get(obj, &["spec", "template"])
-        }
-        _ => true,
-    };
+    let inject_template = template_defaults_due(req, obj);
     let mut after = obj.clone();
     if !default_broadcastjob(&mut after, inject_template) {
         return Outcome::bad_request(

@@ -6,7 +6,7 @@ use serde_json::{Map, Value, json};
 
 use crate::json::{default_field, default_string, get, get_mut, obj_mut};
 use crate::review::{Outcome, Request, diff};
-use crate::workload::defaults::{default_pod_spec, default_pvc};
+use crate::workload::defaults::{default_pod_spec, default_pvc, template_defaults_due};
 
 use kruise_api::keys::{self, DEFAULT_CLONESET_MAX_UNAVAILABLE, DEFAULT_REVISION_HISTORY_LIMIT};
 
@@ -21,18 +21,7 @@ pub fn mutate(req: &Request) -> Outcome {
     if !obj.is_object() || !matches!(get(obj, &["spec"]), None | Some(Value::Object(_))) {
         return Outcome::bad_request("CloneSet must be an object with an object spec");
     }
-    // Template defaults only when the template is new or changed, so that an unrelated update
-    // never changes the template (and so the revision) behind the user's back.
-    let inject_template = match req.operation {
-        Operation::Update => {
-            let old = req
-                .old_object
-                .as_ref()
-                .and_then(|o| get(o, &["spec", "template"]));
-            old != get(obj, &["spec", "template"])
-        }
-        _ => true,
-    };
+    let inject_template = template_defaults_due(req, obj);
     let mut after = obj.clone();
     let ok = match req.version.as_str() {
         keys::VERSION_V1BETA1 => default_v1beta1(&mut after, inject_template),

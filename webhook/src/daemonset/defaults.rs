@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use crate::json::{default_field, default_string, get, obj_mut};
 use crate::review::{Outcome, Request, diff};
-use crate::workload::defaults::default_pod_spec;
+use crate::workload::defaults::{default_pod_spec, template_defaults_due};
 use kruise_api::keys::{self, DEFAULT_REVISION_HISTORY_LIMIT};
 
 /// Pods created or deleted in one sync when `burstReplicas` is unset (upstream's default).
@@ -30,16 +30,7 @@ pub fn mutate(req: &Request) -> Outcome {
     }
     // Template defaults only when the template is new or changed, so an unrelated update never
     // moves the revision (and so never rolls Pods) behind the user's back.
-    let inject_template = match req.operation {
-        Operation::Update => {
-            let old = req
-                .old_object
-                .as_ref()
-                .and_then(|o| get(o, &["spec", "template"]));
-            old != get(obj, &["spec", "template"])
-        }
-        _ => true,
-    };
+    let inject_template = template_defaults_due(req, obj);
     let mut after = obj.clone();
     if !default_daemonset(&mut after, inject_template) {
         return Outcome::bad_request(

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use crate::json::{default_field, default_string, get, obj_mut};
 use crate::review::{Outcome, Request, patch_or_allow};
-use crate::workload::defaults::{default_pod_spec, default_pvc};
+use crate::workload::defaults::{default_pod_spec, default_pvc, template_defaults_due};
 
 /// Admission entry point.
 pub fn mutate(req: &Request) -> Outcome {
@@ -23,16 +23,7 @@ pub fn mutate(req: &Request) -> Outcome {
     if !obj.is_object() || !matches!(get(obj, &["spec"]), None | Some(Value::Object(_))) {
         return Outcome::bad_request("UnitedDeployment must be an object with an object spec");
     }
-    let inject_template = match req.operation {
-        Operation::Update => {
-            let old = req
-                .old_object
-                .as_ref()
-                .and_then(|o| get(o, &["spec", "template"]));
-            old != get(obj, &["spec", "template"])
-        }
-        _ => true,
-    };
+    let inject_template = template_defaults_due(req, obj);
     let mut after = obj.clone();
     default_united_deployment(&mut after, inject_template);
     patch_or_allow(obj, &after)

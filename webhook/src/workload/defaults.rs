@@ -3,7 +3,25 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::json::{default_field, default_string, get_mut};
+use crate::json::{default_field, default_string, get, get_mut};
+use crate::review::Request;
+use kube::core::admission::Operation;
+
+/// Whether a workload's Pod template gets its defaults: on CREATE, and on an UPDATE that
+/// changes `spec.template`, so that an unrelated update never changes the template (and so the
+/// revision) behind the user's back.
+pub fn template_defaults_due(req: &Request, obj: &Value) -> bool {
+    match req.operation {
+        Operation::Update => {
+            let old = req
+                .old_object
+                .as_ref()
+                .and_then(|o| get(o, &["spec", "template"]));
+            old != get(obj, &["spec", "template"])
+        }
+        _ => true,
+    }
+}
 
 /// A volumeClaimTemplate as the API server defaults a PVC (shared with Advanced StatefulSet).
 pub fn default_pvc(pvc: &mut Map<String, Value>) {
@@ -143,5 +161,40 @@ mod tests {
         assert_eq!(spec["schedulerName"], "default-scheduler");
         assert_eq!(spec["containers"][0]["imagePullPolicy"], "Always");
         assert!(spec.get("enableServiceLinks").is_none(), "{spec}");
+    }
+
+    /// Template defaults on every CREATE and on an UPDATE that changes the template only.
+    #[test]
+    fn template_defaults_are_due_on_create_and_on_a_template_change() {
+        let obj = |image: &str| json!({"spec": {"replicas": 2, "template": {"spec": {"containers": [{"name": "app", "image": image}]}}}});
+        let req = |operation, old: Option<Value>| Request {
+            uid: String::new(),
+            operation,
+            group: String::new(),
+            version: String::new(),
+            kind: String::new(),
+            resource: String::new(),
+            sub_resource: None,
+            namespace: None,
+            name: String::new(),
+            object: Some(obj("a:2")),
+            old_object: old,
+            dry_run: false,
+            username: String::new(),
+        };
+        assert!(template_defaults_due(
+            &req(Operation::Create, None),
+            &obj("a:2")
+        ));
+        assert!(template_defaults_due(
+            &req(Operation::Update, Some(obj("a:1"))),
+            &obj("a:2")
+        ));
+        let mut scaled = obj("a:2");
+        scaled["spec"]["replicas"] = json!(3);
+        assert!(!template_defaults_due(
+            &req(Operation::Update, Some(obj("a:2"))),
+            &scaled
+        ));
     }
 }
