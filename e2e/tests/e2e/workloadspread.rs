@@ -12,7 +12,7 @@ use kruise_api::apps::v1alpha1::MatchedWorkloadSpread;
 use kruise_api::keys::{self, k8s};
 use kruise_e2e::cloneset as cs;
 use kruise_e2e::workloadspread::{self as wsapi, create_raw};
-use kruise_e2e::{TestNamespace, client, wait_for};
+use kruise_e2e::{TestNamespace, client, pod_ready, wait_for};
 use kube::api::PostParams;
 use kube::{Api, ResourceExt};
 use serde_json::{Value, json};
@@ -128,24 +128,33 @@ async fn pods_fill_subsets_in_order_and_scale_down_from_the_last() {
     .await
     .expect("status");
 
-    // Deletion costs: 100 × (subsets − index).
-    wait_for("deletion costs", SETTLE, || async {
+    // Deletion costs: 100 × (subsets − index). Every Pod Ready too: a CloneSet deletes a
+    // not-ready Pod before it looks at costs (as upstream ranks them), so scaling down while a
+    // Pod of `a` still starts would rightly take that one.
+    wait_for("deletion costs on four Ready Pods", SETTLE, || async {
         let list = cs::pods(&pods, "app").await?;
-        let ok = list.iter().all(|p| {
-            let want = if in_a.contains(&p.name_any()) {
-                "200"
-            } else {
-                "100"
-            };
-            p.annotations()
-                .get(k8s::POD_DELETION_COST_ANNOTATION)
-                .map(String::as_str)
-                == Some(want)
-        });
+        let ok = list.len() == 4
+            && list.iter().all(|p| {
+                pod_ready(p) && {
+                    let want = if in_a.contains(&p.name_any()) {
+                        "200"
+                    } else {
+                        "100"
+                    };
+                    p.annotations()
+                        .get(k8s::POD_DELETION_COST_ANNOTATION)
+                        .map(String::as_str)
+                        == Some(want)
+                }
+            });
         Ok(ok.then_some(()))
     })
     .await
     .expect("costs");
+    // ... and the CloneSet controller has seen them Ready (its status says so).
+    cs::wait_rolled_out(&sets, "app", 4, SETTLE)
+        .await
+        .expect("four Ready in the CloneSet's status");
 
     // Scale down to two: subset b's Pods go.
     cs::patch_spec(&sets, "app", json!({"replicas": 2}))
