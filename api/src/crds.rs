@@ -151,23 +151,37 @@ pub fn all() -> Result<Vec<CustomResourceDefinition>, CrdError> {
         )?,
         merged(
             "persistentpodstates.apps.kruise.io",
-            vec![v1alpha1::PersistentPodState::crd()],
-            Conversion::None,
+            vec![
+                v1alpha1::PersistentPodState::crd(),
+                v1beta1::PersistentPodState::crd(),
+            ],
+            Conversion::Webhook,
         )?,
         merged(
             "workloadspreads.apps.kruise.io",
-            vec![v1alpha1::WorkloadSpread::crd()],
-            Conversion::None,
+            vec![
+                v1alpha1::WorkloadSpread::crd(),
+                v1beta1::WorkloadSpread::crd(),
+            ],
+            Conversion::Webhook,
         )?,
+        // Upstream converts through its webhook: v1beta1 keeps each subset's replicas and
+        // partition in status.subsetStatuses (v1alpha1: status.subsetReplicas, updateStatus).
         merged(
             "uniteddeployments.apps.kruise.io",
-            vec![v1alpha1::UnitedDeployment::crd()],
-            Conversion::None,
+            vec![
+                v1alpha1::UnitedDeployment::crd(),
+                v1beta1::UnitedDeployment::crd(),
+            ],
+            Conversion::Webhook,
         )?,
         merged(
             "resourcedistributions.apps.kruise.io",
-            vec![v1alpha1::ResourceDistribution::crd()],
-            Conversion::None,
+            vec![
+                v1alpha1::ResourceDistribution::crd(),
+                v1beta1::ResourceDistribution::crd(),
+            ],
+            Conversion::Webhook,
         )?,
         // Upstream installs it with a conversion webhook (config/crd/patches/
         // webhook_in_statefulsets.yaml): v1alpha1 is v1beta1 less the fields v1beta1 added,
@@ -177,10 +191,15 @@ pub fn all() -> Result<Vec<CustomResourceDefinition>, CrdError> {
             vec![v1alpha1::StatefulSet::crd(), v1beta1::StatefulSet::crd()],
             Conversion::Webhook,
         )?,
+        // Upstream converts through a webhook: v1beta1 turns v1alpha1's protect-operations and
+        // protect-total-replicas annotations into fields and adds ignoredPodSelector.
         merged(
             "podunavailablebudgets.policy.kruise.io",
-            vec![policy::v1alpha1::PodUnavailableBudget::crd()],
-            Conversion::None,
+            vec![
+                policy::v1alpha1::PodUnavailableBudget::crd(),
+                policy::v1beta1::PodUnavailableBudget::crd(),
+            ],
+            Conversion::Webhook,
         )?,
     ];
     crds.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));

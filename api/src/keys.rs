@@ -15,6 +15,8 @@ pub const APPS_GROUP: &str = "apps.kruise.io";
 pub const APPS_GROUP_PREFIX: &str = "apps.kruise.io/";
 /// API group of PodUnavailableBudget and deletion protection.
 pub const POLICY_GROUP: &str = "policy.kruise.io";
+/// `apiVersion` prefix of every policy.kruise.io object: the group and a slash.
+pub const POLICY_GROUP_PREFIX: &str = "policy.kruise.io/";
 /// The older served version of apps.kruise.io kinds.
 pub const VERSION_V1ALPHA1: &str = "v1alpha1";
 /// The storage version of apps.kruise.io kinds that have one.

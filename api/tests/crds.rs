@@ -69,25 +69,28 @@ fn versions_storage_and_conversion() {
             .iter()
             .map(|v| (v.name.as_str(), v.storage))
             .collect();
-        // policy.kruise.io (PodUnavailableBudget) serves and stores v1alpha1 only. Upstream v1.9
-        // also serves v1beta1 and stores it (README, Compatibility: not yet here).
+        // policy.kruise.io (PodUnavailableBudget) serves both and stores v1beta1, converting
+        // through the webhook, as upstream v1.9.
         if crd.spec.group == keys::POLICY_GROUP {
-            assert_eq!(versions, [(keys::VERSION_V1ALPHA1, true)], "{name}");
-            assert!(crd.spec.conversion.is_none(), "{name}: no conversion");
+            assert_eq!(
+                versions,
+                [
+                    (keys::VERSION_V1ALPHA1, false),
+                    (keys::VERSION_V1BETA1, true)
+                ],
+                "{name}"
+            );
+            let conv = crd.spec.conversion.as_ref().expect("conversion");
+            assert_eq!(conv.strategy, "Webhook", "{name}");
             continue;
         }
         assert_eq!(crd.spec.group, keys::APPS_GROUP, "{name}");
-        // These serve and store v1alpha1 only: as upstream for EphemeralJob, PodProbeMarker and
-        // NodePodProbe; upstream v1.9 serves and stores v1beta1 of the other three too (README,
-        // Compatibility: not yet here).
+        // These serve and store v1alpha1 only, as upstream (EphemeralJob, PodProbeMarker,
+        // NodePodProbe).
         if [
-            "resourcedistributions.apps.kruise.io",
             "ephemeraljobs.apps.kruise.io",
-            "persistentpodstates.apps.kruise.io",
             "podprobemarkers.apps.kruise.io",
             "nodepodprobes.apps.kruise.io",
-            "workloadspreads.apps.kruise.io",
-            "uniteddeployments.apps.kruise.io",
         ]
         .contains(&name.as_str())
         {
@@ -110,6 +113,10 @@ fn versions_storage_and_conversion() {
                 | "sidecarsets.apps.kruise.io"
                 | "daemonsets.apps.kruise.io"
                 | "statefulsets.apps.kruise.io"
+                | "resourcedistributions.apps.kruise.io"
+                | "persistentpodstates.apps.kruise.io"
+                | "workloadspreads.apps.kruise.io"
+                | "uniteddeployments.apps.kruise.io"
         );
         match crd.spec.conversion.as_ref() {
             Some(conv) if webhook => {
@@ -380,5 +387,29 @@ fn kustomization_lists_every_crd() {
     assert!(
         missing.is_empty(),
         "deploy/kustomization.yaml does not list {missing:?}: add `- crds/FILE` under resources"
+    );
+}
+
+/// The manager writes the conversion caBundle of every CRD converted through its webhook, and
+/// the shipped RBAC lets it patch only the CRDs it names: each such CRD must be named there
+/// (a missing one leaves the CRD without a caBundle, so every read in the other version fails).
+#[test]
+fn manager_may_patch_every_converted_crd() {
+    let rbac = std::fs::read_to_string(crd_dir().join("../manager/rbac.yaml")).expect("rbac");
+    let missing: Vec<String> = crds::all()
+        .expect("CRDs assemble")
+        .into_iter()
+        .filter(|c| {
+            c.spec
+                .conversion
+                .as_ref()
+                .is_some_and(|v| v.strategy == "Webhook")
+        })
+        .filter_map(|c| c.metadata.name)
+        .filter(|n| !rbac.contains(n.as_str()))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "not in deploy/manager/rbac.yaml: {missing:?}"
     );
 }

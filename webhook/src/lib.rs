@@ -258,6 +258,11 @@ pub fn converter(kind: &str) -> Option<conversion::endpoint::Convert> {
         "SidecarSet" => Some(sidecarset::conversion::convert),
         "DaemonSet" => Some(daemonset::conversion::convert),
         "StatefulSet" => Some(statefulset::conversion::convert),
+        "UnitedDeployment" => Some(uniteddeployment::conversion::convert),
+        "WorkloadSpread" => Some(workloadspread::conversion::convert),
+        "PodUnavailableBudget" => Some(podunavailablebudget::conversion::convert),
+        "ResourceDistribution" => Some(resourcedistribution::conversion::convert),
+        "PersistentPodState" => Some(persistentpodstate::conversion::convert),
         _ => None,
     }
 }

@@ -13,6 +13,7 @@
 //! - everything else runs in parallel against Kruise-rs installed from `deploy/`.
 
 mod advancedcronjob;
+mod api_versions;
 mod broadcastjob;
 mod broadcastjob_kwok;
 mod cli;

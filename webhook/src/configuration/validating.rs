@@ -180,11 +180,13 @@ pub fn validating_configuration(
                     )]),
                     ..hook("", paths::VALIDATE_UNITEDDEPLOYMENT, &[], "")
                 },
+                // Both versions, as upstream: a v1beta1 budget must reach the validator as
+                // written, to refuse spec.ignoredPodSelector, which v1alpha1 cannot carry.
                 ValidatingWebhook {
                     name: "vpodunavailablebudget.kb.io".to_owned(),
                     rules: Some(vec![rule(
                         &[keys::POLICY_GROUP],
-                        &[keys::VERSION_V1ALPHA1],
+                        &[keys::VERSION_V1ALPHA1, keys::VERSION_V1BETA1],
                         &["CREATE", "UPDATE"],
                         &["podunavailablebudgets"],
                     )]),

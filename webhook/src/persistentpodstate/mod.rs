@@ -8,6 +8,7 @@
 //! without PersistentPodStates, so test doubles of the other kinds need not implement it.
 
 pub mod cache;
+pub mod conversion;
 pub mod validation;
 
 use std::future::Future;

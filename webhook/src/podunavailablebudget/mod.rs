@@ -7,6 +7,7 @@
 //! cluster without budgets, so test doubles of the other kinds need not implement it.
 
 pub mod cache;
+pub mod conversion;
 pub mod validation;
 
 use std::future::Future;

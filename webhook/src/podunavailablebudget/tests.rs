@@ -305,7 +305,7 @@ fn registered_on_upstreams_path_and_rules() {
     );
     assert_eq!(
         rule.api_versions.as_deref(),
-        Some(&["v1alpha1".to_owned()][..])
+        Some(&["v1alpha1".to_owned(), "v1beta1".to_owned()][..])
     );
     assert_eq!(
         rule.resources.as_deref(),
@@ -316,4 +316,189 @@ fn registered_on_upstreams_path_and_rules() {
         Some(&["CREATE".to_owned(), "UPDATE".to_owned()][..])
     );
     assert_eq!(hook.failure_policy.as_deref(), Some("Fail"));
+}
+
+fn beta_request(op: Operation, object: Value, old: Option<Value>) -> Request {
+    Request {
+        version: keys::VERSION_V1BETA1.into(),
+        ..request(op, object, old)
+    }
+}
+
+fn beta_budget(spec: Value) -> Value {
+    let mut v = budget(spec);
+    v["apiVersion"] = json!(keys::POLICY_V1BETA1);
+    v
+}
+
+async fn beta_refusal(req: Request) -> String {
+    match run(req, Vec::new(), &FeatureGates::default()).await {
+        Outcome::Deny { code, message, .. } => {
+            assert_eq!(code, 400, "{message}");
+            message
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_v1beta1_budget_with_ignored_pod_selector_is_refused() {
+    let v = beta_budget(
+        json!({"selector": {"matchLabels": {"app": "web"}}, "maxUnavailable": 1,
+        "ignoredPodSelector": {"matchLabels": {"skip": "true"}}}),
+    );
+    let m = beta_refusal(beta_request(Operation::Create, v.clone(), None)).await;
+    assert_eq!(
+        m,
+        format!(
+            "spec.ignoredPodSelector: Forbidden: {}",
+            super::validation::ignored_pod_selector_message()
+        )
+    );
+    assert!(m.contains("Kruise-rs does not support"), "{m}");
+    // Adding it on an update is refused too; removing it is not.
+    let plain =
+        beta_budget(json!({"selector": {"matchLabels": {"app": "web"}}, "maxUnavailable": 1}));
+    let m = beta_refusal(beta_request(
+        Operation::Update,
+        v.clone(),
+        Some(plain.clone()),
+    ))
+    .await;
+    assert!(m.starts_with("spec.ignoredPodSelector: Forbidden"), "{m}");
+    let out = run(
+        beta_request(Operation::Update, plain, Some(v.clone())),
+        Vec::new(),
+        &FeatureGates::default(),
+    )
+    .await;
+    assert_eq!(out, Outcome::Allow);
+    // Written as v1alpha1 with the conversion record of such an object: refused all the same.
+    let alpha = crate::podunavailablebudget::conversion::convert(&v, keys::POLICY_V1ALPHA1)
+        .expect("converts");
+    assert!(alpha["spec"].get("ignoredPodSelector").is_none());
+    let m = refusal(alpha).await;
+    assert!(m.starts_with("spec.ignoredPodSelector: Forbidden"), "{m}");
+}
+
+#[tokio::test]
+async fn a_v1beta1_budget_is_checked_by_the_same_rules() {
+    let ok = beta_budget(
+        json!({"selector": {"matchLabels": {"app": "web"}}, "maxUnavailable": 1,
+        "protectOperations": ["DELETE", "EVICT"], "protectTotalReplicas": 5}),
+    );
+    let out = run(
+        beta_request(Operation::Create, ok.clone(), None),
+        Vec::new(),
+        &FeatureGates::default(),
+    )
+    .await;
+    assert_eq!(out, Outcome::Allow);
+    let both = beta_budget(json!({"selector": {"matchLabels": {"app": "web"}},
+        "maxUnavailable": 1, "minAvailable": 1, "protectOperations": ["DELETE"]}));
+    let m = beta_refusal(beta_request(Operation::Create, both, None)).await;
+    assert_eq!(
+        m,
+        "spec.maxUnavailable, minAvailable: Required value: maxUnavailable and minAvailable are mutually exclusive"
+    );
+    let m = beta_refusal(beta_request(
+        Operation::Create,
+        beta_budget(json!({"selector": {"matchLabels": {"app": "web"}}, "maxUnavailable": "120%"})),
+        None,
+    ))
+    .await;
+    assert!(m.contains("must not be greater than 100%"), "{m}");
+    // The selector stays immutable, the old object read as v1beta1 too.
+    let moved = beta_budget(json!({"selector": {"matchLabels": {"app": "other"}},
+        "maxUnavailable": 1, "protectOperations": ["DELETE", "EVICT"], "protectTotalReplicas": 5}));
+    let m = beta_refusal(beta_request(Operation::Update, moved, Some(ok.clone()))).await;
+    assert_eq!(
+        m,
+        "spec.selector, targetRef: Required value: selector and targetRef cannot be modified"
+    );
+    // And it overlaps the budgets of its namespace like any other.
+    let others = vec![other(
+        "first",
+        json!({"selector": {"matchLabels": {"app": "web"}}, "maxUnavailable": 1}),
+    )];
+    let out = run(
+        beta_request(Operation::Create, ok, None),
+        others,
+        &FeatureGates::default(),
+    )
+    .await;
+    let Outcome::Deny { message, .. } = out else {
+        panic!("expected a refusal")
+    };
+    assert!(
+        message.ends_with("pub.spec.selector is in conflict with other PodUnavailableBudget first"),
+        "{message}"
+    );
+}
+
+#[tokio::test]
+async fn a_v1beta1_budget_refuses_what_upstreams_v1beta1_rules_refuse() {
+    let with = |ann: Value, spec_extra: Value| {
+        let mut v =
+            beta_budget(json!({"selector": {"matchLabels": {"app": "web"}}, "maxUnavailable": 1}));
+        v["metadata"]["annotations"] = ann;
+        if let (Some(spec), Some(extra)) = (v["spec"].as_object_mut(), spec_extra.as_object()) {
+            spec.extend(extra.clone());
+        }
+        v
+    };
+    let m = beta_refusal(beta_request(
+        Operation::Create,
+        with(
+            json!({keys::PUB_PROTECT_TOTAL_REPLICAS_ANNOTATION: "abc"}),
+            json!({}),
+        ),
+        None,
+    ))
+    .await;
+    assert_eq!(
+        m,
+        r#"metadata.annotations[pub.kruise.io/protect-total-replicas]: Invalid value: "abc": must be a valid int32"#
+    );
+    let m = beta_refusal(beta_request(
+        Operation::Create,
+        with(
+            json!({keys::PUB_PROTECT_TOTAL_REPLICAS_ANNOTATION: "3"}),
+            json!({"protectTotalReplicas": 4}),
+        ),
+        None,
+    ))
+    .await;
+    assert!(
+        m.ends_with("must match spec.protectTotalReplicas when both are set"),
+        "{m}"
+    );
+    // Agreeing annotation and field, as a budget converted from v1alpha1 has them, pass.
+    let out = run(
+        beta_request(
+            Operation::Create,
+            with(
+                json!({keys::PUB_PROTECT_TOTAL_REPLICAS_ANNOTATION: "4"}),
+                json!({"protectTotalReplicas": 4}),
+            ),
+            None,
+        ),
+        Vec::new(),
+        &FeatureGates::default(),
+    )
+    .await;
+    assert_eq!(out, Outcome::Allow);
+    let m = beta_refusal(beta_request(
+        Operation::Create,
+        with(
+            json!({}),
+            json!({"protectOperations": ["DELETE", "delete"]}),
+        ),
+        None,
+    ))
+    .await;
+    assert_eq!(
+        m,
+        r#"spec.protectOperations[1]: Unsupported value: "delete": supported values: "DELETE", "UPDATE", "EVICT", "RESIZE""#
+    );
 }

@@ -1,8 +1,10 @@
 //! PodUnavailableBudget validation (upstream `PodUnavailableBudgetCreateUpdateHandler`):
 //! refused while both of its gates are off; exactly one of selector/targetRef and of
 //! maxUnavailable/minAvailable; percentages at most 100 %; selector and targetRef immutable;
-//! no two budgets of a namespace over the same Pods; the annotations parse. Refusals are 400s
-//! as upstream's `admission.Errored(http.StatusBadRequest, ...)`.
+//! no two budgets of a namespace over the same Pods; the annotations parse. A v1beta1 budget
+//! is checked by the same rules through its v1alpha1 form, and refused when it sets
+//! `spec.ignoredPodSelector`, which Kruise-rs cannot honour yet. Refusals are 400s as
+//! upstream's `admission.Errored(http.StatusBadRequest, ...)`.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
@@ -13,7 +15,7 @@ use kruise_api::policy::v1alpha1::{PodUnavailableBudget, PubOperation, TargetRef
 use kruise_api::selector::{self, Violation};
 use serde_json::{Value, json};
 
-use super::PubLookup;
+use super::{PubLookup, conversion};
 use crate::field::{FieldError, aggregate};
 use crate::review::{Outcome, Request, decoded_with_old};
 
@@ -33,13 +35,14 @@ pub async fn validate<C: PubLookup>(req: Request, cluster: &C, gates: &FeatureGa
     {
         return Outcome::bad_request(gate_message());
     }
+    let (req, mut errs) = as_v1alpha1(req);
     let (budget, old) = match decoded_with_old::<PodUnavailableBudget>(&req, "PodUnavailableBudget")
     {
         Ok(Some(both)) => both,
         Ok(None) => return Outcome::Allow,
         Err(o) => return o,
     };
-    let mut errs = budget_errors(&budget);
+    errs.extend(budget_errors(&budget));
     if let Some(old) = &old {
         errs.extend(update_errors(&budget, old));
     }
@@ -61,6 +64,109 @@ pub async fn validate<C: PubLookup>(req: Request, cluster: &C, gates: &FeatureGa
     } else {
         Outcome::bad_request(aggregate(&errs))
     }
+}
+
+/// Why a budget that sets `spec.ignoredPodSelector` is refused, and what to do instead.
+pub fn ignored_pod_selector_message() -> String {
+    format!(
+        "Kruise-rs does not support spec.ignoredPodSelector yet: its budget controller and Pod webhook cannot honour it; annotate such Pods {}=true instead",
+        keys::PUB_NO_PROTECT_ANNOTATION
+    )
+}
+
+/// The request as the v1alpha1 checks read it, and what they cannot see. The rule admits both
+/// versions, so a v1beta1 object arrives as written: its v1beta1-only problems are reported
+/// here and it is checked further through the plain v1beta1 → v1alpha1 mapping (the fields
+/// become the annotations). A v1alpha1 object is checked as it is, and refused as well if
+/// its v1beta1 form (through the conversion record) sets `spec.ignoredPodSelector`.
+fn as_v1alpha1(mut req: Request) -> (Request, Vec<FieldError>) {
+    let Some(obj) = req.object.as_ref() else {
+        return (req, Vec::new());
+    };
+    if obj.get("apiVersion").and_then(Value::as_str) != Some(keys::POLICY_V1BETA1) {
+        let beta = conversion::convert(obj, keys::POLICY_V1BETA1).ok();
+        let errs = beta
+            .as_ref()
+            .map(ignored_selector_errors)
+            .unwrap_or_default();
+        return (req, errs);
+    }
+    let (errs, valid) = v1beta1_errors(obj);
+    req.object = Some(conversion::to_v1alpha1(&valid));
+    if let Some(old) = req.old_object.as_mut()
+        && old.get("apiVersion").and_then(Value::as_str) == Some(keys::POLICY_V1BETA1)
+    {
+        *old = conversion::to_v1alpha1(old);
+    }
+    (req, errs)
+}
+
+fn ignored_selector_errors(beta: &Value) -> Vec<FieldError> {
+    match beta.get("spec").and_then(|s| s.get("ignoredPodSelector")) {
+        None | Some(Value::Null) => Vec::new(),
+        Some(_) => vec![FieldError::forbidden(
+            "spec.ignoredPodSelector",
+            ignored_pod_selector_message(),
+        )],
+    }
+}
+
+/// What only a v1beta1 budget can get wrong (upstream `validatingPodUnavailableBudgetFnV1beta1`
+/// beyond the v1alpha1 rules), and the object with unsupported operations left out so the
+/// v1alpha1 checks do not report them again.
+fn v1beta1_errors(obj: &Value) -> (Vec<FieldError>, Value) {
+    let mut errs = ignored_selector_errors(obj);
+    let total = obj
+        .pointer("/spec/protectTotalReplicas")
+        .and_then(Value::as_i64);
+    let annotation = obj
+        .get("metadata")
+        .and_then(|m| m.get("annotations"))
+        .and_then(|a| a.get(keys::PUB_PROTECT_TOTAL_REPLICAS_ANNOTATION))
+        .and_then(Value::as_str);
+    if let Some(v) = annotation {
+        let path = format!(
+            "metadata.annotations[{}]",
+            keys::PUB_PROTECT_TOTAL_REPLICAS_ANNOTATION
+        );
+        if v.parse::<i32>().is_err() {
+            errs.push(FieldError::invalid(
+                path,
+                &json!(v),
+                "must be a valid int32",
+            ));
+        } else if total.is_some_and(|t| t.to_string() != v) {
+            errs.push(FieldError::invalid(
+                path,
+                &json!(v),
+                "must match spec.protectTotalReplicas when both are set",
+            ));
+        }
+    }
+    let mut valid = obj.clone();
+    if let Some(ops) = valid
+        .pointer_mut("/spec/protectOperations")
+        .and_then(Value::as_array_mut)
+    {
+        let allowed = [
+            PubOperation::Delete,
+            PubOperation::Update,
+            PubOperation::Evict,
+            PubOperation::Resize,
+        ]
+        .map(PubOperation::as_str);
+        for (i, op) in ops.iter().enumerate() {
+            if op.as_str().and_then(PubOperation::parse).is_none() {
+                errs.push(FieldError::not_supported(
+                    format!("spec.protectOperations[{i}]"),
+                    op,
+                    &allowed,
+                ));
+            }
+        }
+        ops.retain(|op| op.as_str().and_then(PubOperation::parse).is_some());
+    }
+    (errs, valid)
 }
 
 fn to_json<T: serde::Serialize>(v: &T) -> Value {

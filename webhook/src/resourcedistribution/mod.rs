@@ -2,6 +2,7 @@
 //! validation only ([`validation`]); upstream has no defaulting for the kind. Raw JSON, as the
 //! other kinds' handlers, so that a wrongly typed field is reported by its path.
 
+pub mod conversion;
 pub mod validation;
 
 #[cfg(test)]

@@ -3,7 +3,9 @@
 //! ([`validation`]: one template, the selector, the subsets' names, placement and replica
 //! rules, the partitions, and what may not change in an update). The Adaptive schedule
 //! strategy is refused naming the field: the controller does not implement it yet.
+//! v1beta1 (the storage version) converts to and from v1alpha1 in [`conversion`].
 
+pub mod conversion;
 pub mod defaults;
 pub mod validation;
 

@@ -7,6 +7,7 @@
 //! cluster without WorkloadSpreads, so test doubles of other kinds need not implement it.
 
 pub mod cache;
+pub mod conversion;
 pub mod subset;
 pub mod validation;
 

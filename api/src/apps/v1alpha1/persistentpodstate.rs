@@ -18,6 +18,7 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+pub use crate::apps::v1beta1::{PersistentPodAnnotation, PersistentPodStateStatus, PodState};
 use crate::keys;
 pub use crate::policy::v1alpha1::TargetReference;
 
@@ -76,40 +77,6 @@ pub struct NodeTopologyTerm {
     /// Node label keys.
     #[serde(default)]
     pub node_topology_keys: Vec<String>,
-}
-
-/// A Pod annotation to record.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub struct PersistentPodAnnotation {
-    /// The annotation key.
-    pub key: String,
-}
-
-/// What has been recorded.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct PersistentPodStateStatus {
-    /// The generation this status reflects.
-    #[serde(default)]
-    pub observed_generation: i64,
-    /// Pod name → its recorded state (taken when the Pod was Ready on a node).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub pod_states: BTreeMap<String, PodState>,
-}
-
-/// One Pod's recorded state.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct PodState {
-    /// `spec.nodeName` of the Pod.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub node_name: String,
-    /// The node's labels among the spec's topology keys (`key → value`).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub node_topology_labels: BTreeMap<String, String>,
-    /// The Pod's annotations among `persistentPodAnnotations`.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub annotations: BTreeMap<String, String>,
 }
 
 impl PersistentPodStateSpec {

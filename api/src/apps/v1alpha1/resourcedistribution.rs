@@ -8,11 +8,15 @@
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, Time};
 use kube::CustomResource;
-use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::keys;
+
+pub use crate::apps::v1beta1::{
+    ResourceDistributionNamespace, ResourceDistributionTargetNamespaces,
+};
 
 /// Desired state of a ResourceDistribution: the resource and where it goes.
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -33,7 +37,7 @@ use crate::keys;
 pub struct ResourceDistributionSpec {
     /// The resource to distribute: a whole Secret or ConfigMap manifest (`apiVersion`, `kind`,
     /// `metadata.name`, data); its namespace is ignored.
-    #[schemars(schema_with = "embedded_resource")]
+    #[schemars(schema_with = "crate::schema::embedded_resource")]
     pub resource: serde_json::Value,
     /// The namespaces the resource goes to.
     pub targets: ResourceDistributionTargets,
@@ -62,43 +66,8 @@ pub struct ResourceDistributionTargets {
     pub included_namespaces: ResourceDistributionTargetNamespaces,
     /// Namespaces that receive the resource by label (an empty selector selects none).
     #[serde(default, skip_serializing_if = "crate::selector::is_empty")]
-    #[schemars(schema_with = "atomic_label_selector")]
+    #[schemars(schema_with = "crate::schema::atomic_label_selector")]
     pub namespace_label_selector: LabelSelector,
-}
-
-/// A list of namespaces by name.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ResourceDistributionTargetNamespaces {
-    /// The namespaces.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub list: Vec<ResourceDistributionNamespace>,
-}
-
-impl ResourceDistributionTargetNamespaces {
-    /// Whether no namespace is listed.
-    pub fn is_empty(&self) -> bool {
-        self.list.is_empty()
-    }
-
-    /// Whether `name` is listed.
-    pub fn contains(&self, name: &str) -> bool {
-        self.list.iter().any(|n| n.name == name)
-    }
-
-    /// The listed names, in order.
-    pub fn names(&self) -> impl Iterator<Item = &str> {
-        self.list.iter().map(|n| n.name.as_str())
-    }
-}
-
-/// One namespace, by name.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ResourceDistributionNamespace {
-    /// Name of the namespace.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub name: String,
 }
 
 /// What the controller last saw.
@@ -297,21 +266,6 @@ fn is_zero_i64(n: &i64) -> bool {
 
 /// An embedded object of any shape, as upstream's `runtime.RawExtension` with
 /// `+kubebuilder:pruning:PreserveUnknownFields` and `EmbeddedResource`.
-fn embedded_resource(_: &mut SchemaGenerator) -> Schema {
-    json_schema!({
-        "type": "object",
-        "x-kubernetes-embedded-resource": true,
-        "x-kubernetes-preserve-unknown-fields": true,
-    })
-}
-
-/// A label selector, replaced as a whole by a merge (upstream's `x-kubernetes-map-type: atomic`).
-fn atomic_label_selector(generator: &mut SchemaGenerator) -> Schema {
-    let mut schema = LabelSelector::json_schema(generator);
-    schema.insert("x-kubernetes-map-type".into(), "atomic".into());
-    schema
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

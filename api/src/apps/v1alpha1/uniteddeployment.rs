@@ -6,33 +6,28 @@
 //! Beside the types: the replica count of an int-or-percent subset field
 //! ([`parse_subset_replicas`], upstream `ParseSubsetReplicas`), which the webhook and the
 //! controller both read.
+//!
+//! v1beta1 (the storage version, `crate::apps::v1beta1`) holds the nested types both versions
+//! share; this version's own are its spec's template (a v1alpha1 CloneSet spec in
+//! `cloneSetTemplate`) and its status (`subsetReplicas`, `updateStatus`).
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::{NodeSelectorTerm, Toleration};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::CloneSetSpec;
-use crate::apps::v1beta1;
-
-/// `updateStrategy.type`: partitions are set by hand per subset (the only type).
-pub const UD_UPDATE_MANUAL: &str = "Manual";
-/// `topology.scheduleStrategy.type`: Pods stay in their subset (the default).
-pub const UD_SCHEDULE_FIXED: &str = "Fixed";
-/// `topology.scheduleStrategy.type`: Pods a subset cannot schedule move to another subset.
-pub const UD_SCHEDULE_ADAPTIVE: &str = "Adaptive";
-/// Condition: every subset's workload exists and no stale one is left.
-pub const UD_CONDITION_SUBSET_PROVISIONED: &str = "SubsetProvisioned";
-/// Condition: every subset's workload was updated.
-pub const UD_CONDITION_SUBSET_UPDATED: &str = "SubsetUpdated";
-/// Condition: a subset's workload reports a failure.
-pub const UD_CONDITION_SUBSET_FAILURE: &str = "SubsetFailure";
-/// Condition: the current revision is the update revision.
-pub const UD_CONDITION_UPDATED: &str = "UnitedDeploymentUpdated";
+// The nested types whose JSON is the same in both versions live with the storage version.
+pub use crate::apps::v1beta1::{
+    AdaptiveUnitedDeploymentStrategy, AdvancedStatefulSetTemplateSpec, K8sTemplateSpec,
+    ManualUpdate, Subset, Topology, UD_CONDITION_SUBSET_FAILURE, UD_CONDITION_SUBSET_PROVISIONED,
+    UD_CONDITION_SUBSET_UPDATED, UD_CONDITION_UPDATED, UD_SCHEDULE_ADAPTIVE, UD_SCHEDULE_FIXED,
+    UD_UPDATE_MANUAL, UnitedDeploymentCondition, UnitedDeploymentScheduleStrategy,
+    UnitedDeploymentSubsetCondition, UnitedDeploymentSubsetStatus, UnitedDeploymentUpdateStrategy,
+};
 
 /// Desired state of a UnitedDeployment.
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -98,26 +93,6 @@ pub struct SubsetTemplate {
     pub deployment_template: Option<Box<K8sTemplateSpec>>,
 }
 
-/// The template of a Kubernetes workload (StatefulSet or Deployment), kept as the API server
-/// sent it (upstream's schema is schemaless here too).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct K8sTemplateSpec {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "crate::schema::preserve_unknown_object")]
-    pub metadata: Option<ObjectMeta>,
-    #[schemars(schema_with = "crate::schema::preserve_unknown_object")]
-    pub spec: serde_json::Value,
-}
-
-/// The template of an Advanced StatefulSet.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct AdvancedStatefulSetTemplateSpec {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "crate::schema::preserve_unknown_object")]
-    pub metadata: Option<ObjectMeta>,
-    pub spec: v1beta1::StatefulSetSpec,
-}
-
 /// The template of a CloneSet.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct CloneSetTemplateSpec {
@@ -125,107 +100,6 @@ pub struct CloneSetTemplateSpec {
     #[schemars(schema_with = "crate::schema::preserve_unknown_object")]
     pub metadata: Option<ObjectMeta>,
     pub spec: CloneSetSpec,
-}
-
-/// How a template change rolls out.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct UnitedDeploymentUpdateStrategy {
-    /// `Manual` (the default and only type).
-    #[serde(default, rename = "type", skip_serializing_if = "String::is_empty")]
-    pub type_: String,
-    /// The partitions of `Manual`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub manual_update: Option<ManualUpdate>,
-}
-
-/// Partitions set by hand.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ManualUpdate {
-    /// Per subset name, the Pods to keep at the old revision.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub partitions: BTreeMap<String, i32>,
-}
-
-/// The subsets and how Pods are placed between them.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct Topology {
-    /// One workload per subset.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub subsets: Vec<Subset>,
-    /// `Fixed` (default) or `Adaptive`.
-    #[serde(
-        default,
-        skip_serializing_if = "UnitedDeploymentScheduleStrategy::is_empty"
-    )]
-    pub schedule_strategy: UnitedDeploymentScheduleStrategy,
-}
-
-/// One subset of nodes.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct Subset {
-    /// A DNS label, unique among the subsets; the workload is named `<ud>-<subset>-…`.
-    pub name: String,
-    /// Nodes of the subset (added to the Pods' required node affinity).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub node_selector_term: Option<NodeSelectorTerm>,
-    /// Added to the Pods' tolerations.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub tolerations: Vec<Toleration>,
-    /// Pods of the subset: a count or a percentage of `spec.replicas`; unset shares the rest.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub replicas: Option<IntOrString>,
-    /// Fewest Pods of the subset (elastic allocation).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub min_replicas: Option<IntOrString>,
-    /// Most Pods of the subset (elastic allocation); unset means no limit.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_replicas: Option<IntOrString>,
-    /// A strategic merge patch applied to the Pod template of the subset's workload.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "crate::schema::preserve_unknown_object")]
-    pub patch: Option<serde_json::Value>,
-}
-
-/// `Fixed` (default) or `Adaptive`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct UnitedDeploymentScheduleStrategy {
-    /// `Fixed`, `Adaptive` or empty (Fixed).
-    #[serde(default, rename = "type", skip_serializing_if = "String::is_empty")]
-    pub type_: String,
-    /// Parameters of `Adaptive`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub adaptive: Option<AdaptiveUnitedDeploymentStrategy>,
-}
-
-impl UnitedDeploymentScheduleStrategy {
-    fn is_empty(&self) -> bool {
-        self.type_.is_empty() && self.adaptive.is_none()
-    }
-
-    /// Whether the strategy is `Adaptive`.
-    pub fn is_adaptive(&self) -> bool {
-        self.type_ == UD_SCHEDULE_ADAPTIVE
-    }
-}
-
-/// Parameters of the `Adaptive` strategy.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct AdaptiveUnitedDeploymentStrategy {
-    /// Seconds a Pod may stay unschedulable before it is moved (default 30).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reschedule_critical_seconds: Option<i32>,
-    /// Seconds an unschedulable subset stays marked so (default 300).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub unschedulable_duration: Option<i32>,
-    /// Keep unschedulable Pods and run temporary ones elsewhere until they start.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub reserve_unschedulable_pods: bool,
 }
 
 /// Observed state.
@@ -272,22 +146,6 @@ pub struct UnitedDeploymentStatus {
     pub label_selector: String,
 }
 
-/// A condition of a UnitedDeployment.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct UnitedDeploymentCondition {
-    #[serde(default, rename = "type", skip_serializing_if = "String::is_empty")]
-    pub type_: String,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub status: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub last_transition_time: Option<Time>,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub reason: String,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub message: String,
-}
-
 /// The update revision and the partitions passed down.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -296,39 +154,6 @@ pub struct UpdateStatus {
     pub updated_revision: String,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub current_partitions: BTreeMap<String, i32>,
-}
-
-/// What one subset's workload reports.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct UnitedDeploymentSubsetStatus {
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub name: String,
-    #[serde(default, skip_serializing_if = "crate::serde_util::is_zero_i32")]
-    pub replicas: i32,
-    #[serde(default, skip_serializing_if = "crate::serde_util::is_zero_i32")]
-    pub ready_replicas: i32,
-    #[serde(default, skip_serializing_if = "crate::serde_util::is_zero_i32")]
-    pub partition: i32,
-    #[serde(default, skip_serializing_if = "crate::serde_util::is_zero_i32")]
-    pub reserved_pods: i32,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub conditions: Vec<UnitedDeploymentSubsetCondition>,
-}
-
-/// A condition of a subset (`Schedulable`).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct UnitedDeploymentSubsetCondition {
-    #[serde(rename = "type")]
-    pub type_: String,
-    pub status: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub last_transition_time: Option<Time>,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub reason: String,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub message: String,
 }
 
 /// Why a subset's replica field has no count.

@@ -9,12 +9,15 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{NodeSelectorTerm, PreferredSchedulingTerm, Toleration};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+pub use crate::apps::v1beta1::{
+    AdaptiveWorkloadSpreadStrategy, TargetFilter, WorkloadSpreadScheduleStrategy,
+};
 use crate::keys;
 pub use crate::policy::v1alpha1::TargetReference;
 
@@ -59,48 +62,6 @@ pub struct WorkloadSpreadSpec {
         skip_serializing_if = "WorkloadSpreadScheduleStrategy::is_empty"
     )]
     pub schedule_strategy: WorkloadSpreadScheduleStrategy,
-}
-
-/// Which Pods of the workload count, and where its replicas are read.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct TargetFilter {
-    /// Pods the selector matches are managed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub selector: Option<LabelSelector>,
-    /// Paths in the workload whose values sum to the replicas percentages scale against.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub replicas_path_list: Vec<String>,
-}
-
-/// `Fixed` (default) or `Adaptive`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct WorkloadSpreadScheduleStrategy {
-    /// `Fixed`, `Adaptive` or empty (Fixed).
-    #[serde(default, rename = "type", skip_serializing_if = "String::is_empty")]
-    pub type_: String,
-    /// Parameters of `Adaptive`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub adaptive: Option<AdaptiveWorkloadSpreadStrategy>,
-}
-
-impl WorkloadSpreadScheduleStrategy {
-    fn is_empty(&self) -> bool {
-        self.type_.is_empty() && self.adaptive.is_none()
-    }
-}
-
-/// Parameters of the `Adaptive` strategy.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct AdaptiveWorkloadSpreadStrategy {
-    /// Skip the webhook's simulated scheduling.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub disable_simulation_schedule: bool,
-    /// How long a Pod may stay unschedulable before it is rescheduled to another subset.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reschedule_critical_seconds: Option<i32>,
 }
 
 /// One subset of nodes.

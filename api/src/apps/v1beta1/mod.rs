@@ -8,8 +8,12 @@ mod daemonset;
 mod imagelistpulljob;
 mod imagepulljob;
 mod nodeimage;
+mod persistentpodstate;
+mod resourcedistribution;
 mod sidecarset;
 mod statefulset;
+mod uniteddeployment;
+mod workloadspread;
 
 pub use crate::appspub::{UpdateScatterStrategy, UpdateScatterTerm};
 pub use advancedcronjob::{
@@ -50,6 +54,15 @@ pub use nodeimage::{
     ImagePullPhase, ImageSpec, ImageStatus, ImageTagPullPolicy, ImageTagSpec, ImageTagStatus,
     NodeImage, NodeImageSpec, NodeImageStatus, ReferenceObject, SyncStatus, SyncStatusPhase,
 };
+pub use persistentpodstate::{
+    NodeTopologyTerm, PersistentPodAnnotation, PersistentPodState, PersistentPodStateSpec,
+    PersistentPodStateStatus, PodState, PreferredTopologyTerm,
+};
+pub use resourcedistribution::{
+    ResourceDistribution, ResourceDistributionCondition, ResourceDistributionNamespace,
+    ResourceDistributionSpec, ResourceDistributionStatus, ResourceDistributionTargetNamespaces,
+    ResourceDistributionTargets,
+};
 pub use sidecarset::{
     PodInjectPolicyType, ShareVolumePolicy, ShareVolumePolicyType, SidecarContainer,
     SidecarContainerUpgradeStrategy, SidecarContainerUpgradeType, SidecarSet, SidecarSetCondition,
@@ -65,4 +78,17 @@ pub use statefulset::{
     StatefulSetScaleStrategy, StatefulSetSpec, StatefulSetStatus, StatefulSetUpdateStrategy,
     StatefulSetUpdateStrategyType, UnorderedUpdateStrategy, VolumeClaimStatus,
     VolumeClaimUpdateStrategy, VolumeClaimUpdateStrategyType,
+};
+pub use uniteddeployment::{
+    AdaptiveUnitedDeploymentStrategy, AdvancedStatefulSetTemplateSpec, CloneSetTemplateSpec,
+    K8sTemplateSpec, ManualUpdate, Subset, SubsetTemplate, Topology, UD_CONDITION_SUBSET_FAILURE,
+    UD_CONDITION_SUBSET_PROVISIONED, UD_CONDITION_SUBSET_UPDATED, UD_CONDITION_UPDATED,
+    UD_SCHEDULE_ADAPTIVE, UD_SCHEDULE_FIXED, UD_UPDATE_MANUAL, UnitedDeployment,
+    UnitedDeploymentCondition, UnitedDeploymentScheduleStrategy, UnitedDeploymentSpec,
+    UnitedDeploymentStatus, UnitedDeploymentSubsetCondition, UnitedDeploymentSubsetStatus,
+    UnitedDeploymentUpdateStrategy,
+};
+pub use workloadspread::{
+    AdaptiveWorkloadSpreadStrategy, TargetFilter, WorkloadSpread, WorkloadSpreadScheduleStrategy,
+    WorkloadSpreadSpec, WorkloadSpreadStatus, WorkloadSpreadSubset, WorkloadSpreadSubsetStatus,
 };

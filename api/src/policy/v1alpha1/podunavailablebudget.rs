@@ -114,8 +114,10 @@ pub struct PodUnavailableBudgetStatus {
     pub total_replicas: i32,
 }
 
-/// An operation a budget protects, as spelled in `kruise.io/pub-protect-operations`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// An operation a budget protects, as spelled in `kruise.io/pub-protect-operations` (and in
+/// v1beta1's `spec.protectOperations`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
 pub enum PubOperation {
     /// A change to the Pod spec (in-place update) or the unavailable label appearing.
     Update,
