@@ -35,7 +35,8 @@ pub async fn create_raw(
     api(client, ns).create(&PostParams::default(), &obj).await
 }
 
-/// A `cloneSetTemplate` of testapp Pods labelled `app=<app>`, updated in place.
+/// A `cloneSetTemplate` (a v1beta1 CloneSet spec, as upstream's) of testapp Pods labelled
+/// `app=<app>`, updated in place.
 pub fn cloneset_template(app: &str, tag: &str) -> Value {
     json!({"cloneSetTemplate": {
         "metadata": {"labels": {"app": app}},
@@ -52,7 +53,7 @@ pub fn cloneset_template(app: &str, tag: &str) -> Value {
                     }]
                 }
             },
-            "updateStrategy": {"type": "InPlaceIfPossible"}
+            "updateStrategy": {"rollingUpdate": {"podUpdatePolicy": "InPlaceIfPossible"}}
         }
     }})
 }

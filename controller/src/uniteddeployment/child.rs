@@ -175,13 +175,14 @@ pub fn patch_text(subset: &Subset) -> String {
         .unwrap_or_default()
 }
 
-/// Where each kind keeps its partition: CloneSet `updateStrategy.partition`; the two
-/// StatefulSets `updateStrategy.rollingUpdate.partition` when rolling (upstream leaves OnDelete
-/// alone); a Deployment has none.
+/// Where each kind keeps its partition: a (v1beta1) CloneSet in
+/// `updateStrategy.rollingUpdate.partition`; the two StatefulSets there too when rolling
+/// (upstream leaves OnDelete alone); a Deployment has none.
 fn set_partition(kind: SubsetKind, spec: &mut Value, partition: i32) {
     match kind {
         SubsetKind::CloneSet => {
-            *field(field(spec, "updateStrategy"), "partition") = json!(partition);
+            let st = field(spec, "updateStrategy");
+            *field(field(st, "rollingUpdate"), "partition") = json!(partition);
         }
         SubsetKind::StatefulSet | SubsetKind::AdvancedStatefulSet => {
             let st = field(spec, "updateStrategy");
@@ -257,8 +258,7 @@ fn str_at<'a>(v: &'a Value, path: &[&str]) -> &'a str {
 /// its Pods (`pods`: `(revision label, ready)` of each active Pod).
 pub fn observe(kind: SubsetKind, obj: &Value, revision: &str, pods: &[(String, bool)]) -> Observed {
     let partition = match kind {
-        SubsetKind::CloneSet => int_at(obj, &["spec", "updateStrategy", "partition"]),
-        SubsetKind::StatefulSet | SubsetKind::AdvancedStatefulSet => int_at(
+        SubsetKind::CloneSet | SubsetKind::StatefulSet | SubsetKind::AdvancedStatefulSet => int_at(
             obj,
             &["spec", "updateStrategy", "rollingUpdate", "partition"],
         ),

@@ -300,7 +300,7 @@ fn cloneset_ud() -> UnitedDeployment {
             "selector": {"matchLabels": {"app": "web"}},
             "template": {"metadata": {"labels": {"app": "web"}},
                 "spec": {"containers": [{"name": "main", "image": "nginx"}]}},
-            "updateStrategy": {"type": "InPlaceIfPossible"}
+            "updateStrategy": {"rollingUpdate": {"podUpdatePolicy": "InPlaceIfPossible"}}
         }
     }))
     .expect("template");
@@ -320,7 +320,8 @@ fn the_subset_workload_carries_selector_labels_placement_and_patch() {
     let ud = cloneset_ud();
     let obj =
         child::desired(&ud, SubsetKind::CloneSet, "a", "web-rev", 2, 1, None).expect("builds");
-    assert_eq!(obj["apiVersion"], "apps.kruise.io/v1alpha1");
+    // A v1beta1 CloneSet, as upstream's adapter makes, from the template's v1beta1 spec.
+    assert_eq!(obj["apiVersion"], "apps.kruise.io/v1beta1");
     assert_eq!(obj["metadata"]["generateName"], "web-a-");
     assert_eq!(obj["metadata"]["labels"][keys::SUBSET_NAME_LABEL], "a");
     assert_eq!(
@@ -329,8 +330,9 @@ fn the_subset_workload_carries_selector_labels_placement_and_patch() {
     );
     assert_eq!(obj["metadata"]["ownerReferences"][0]["uid"], "uid-1");
     assert_eq!(obj["spec"]["replicas"], 2);
-    assert_eq!(obj["spec"]["updateStrategy"]["partition"], 1);
-    assert_eq!(obj["spec"]["updateStrategy"]["type"], "InPlaceIfPossible");
+    let rolling = &obj["spec"]["updateStrategy"]["rollingUpdate"];
+    assert_eq!(rolling["partition"], 1);
+    assert_eq!(rolling["podUpdatePolicy"], "InPlaceIfPossible");
     assert_eq!(
         obj["spec"]["selector"]["matchLabels"][keys::SUBSET_NAME_LABEL],
         "a"

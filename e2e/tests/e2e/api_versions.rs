@@ -283,8 +283,10 @@ async fn workloadspread_subset_selectors_convert_and_the_status_reads_in_v1beta1
     assert_stored_in_v1beta1(&client, "workloadspreads.apps.kruise.io").await;
 }
 
-/// UnitedDeployment: the controller writes v1alpha1's `subsetReplicas` and `updateStatus`;
-/// v1beta1 reads them as `subsetStatuses[].replicas` and `updatedRevision`.
+/// UnitedDeployment: the template (a v1beta1 CloneSet spec in both versions, as upstream's)
+/// reads the same in v1alpha1 and gives the subset's CloneSet its policy and budget; the
+/// controller writes v1alpha1's `subsetReplicas` and `updateStatus`, which v1beta1 reads as
+/// `subsetStatuses[].replicas` and `updatedRevision`.
 #[tokio::test]
 async fn uniteddeployment_status_reads_in_v1beta1_shape() {
     let client = client().await.expect("cluster");
@@ -299,11 +301,12 @@ async fn uniteddeployment_status_reads_in_v1beta1_shape() {
         "UnitedDeployment",
         "uniteddeployments",
     );
-    // v1beta1 (like upstream's both versions) holds a v1beta1 CloneSet spec in the template:
-    // the in-place policy under `rollingUpdate`.
+    // Both versions hold a v1beta1 CloneSet spec in the template, as upstream's: the in-place
+    // policy and the budget under `rollingUpdate`.
     let mut template = cloneset_template("udb", "v1");
-    template["cloneSetTemplate"]["spec"]["updateStrategy"] =
+    let strategy =
         json!({"rollingUpdate": {"podUpdatePolicy": "InPlaceIfPossible", "maxUnavailable": 1}});
+    template["cloneSetTemplate"]["spec"]["updateStrategy"] = strategy.clone();
     create(
         &beta,
         json!({"apiVersion": keys::APPS_V1BETA1, "kind": "UnitedDeployment",
@@ -324,20 +327,24 @@ async fn uniteddeployment_status_reads_in_v1beta1_shape() {
     })
     .await
     .expect("v1alpha1 status");
-    // Our v1alpha1 spells the CloneSet spec as a v1alpha1 CloneSet does, and so does the
-    // child the controller made from it.
+    // v1alpha1 reads the same template; the controller made the subset's CloneSet of it
+    // (read here in v1alpha1, where the policy is the update type).
     let a = alpha.get("web").await.expect("read in v1alpha1");
-    let strategy = &a.data["spec"]["template"]["cloneSetTemplate"]["spec"]["updateStrategy"];
-    assert_eq!(strategy["type"], "InPlaceIfPossible", "{strategy}");
-    assert_eq!(strategy["maxUnavailable"], 1, "{strategy}");
+    assert_eq!(
+        a.data["spec"]["template"]["cloneSetTemplate"]["spec"]["updateStrategy"],
+        strategy
+    );
     let children = kruise_e2e::uniteddeployment::cloneset_children(&client, &ns.name)
         .await
         .expect("children");
     let child = children.get("a").expect("the CloneSet of subset a");
+    let child_strategy = &child.data["spec"]["updateStrategy"];
     assert_eq!(
-        child.data["spec"]["updateStrategy"]["type"],
-        "InPlaceIfPossible"
+        child_strategy["type"], "InPlaceIfPossible",
+        "{child_strategy}"
     );
+    assert_eq!(child_strategy["maxUnavailable"], 1, "{child_strategy}");
+    assert_eq!(child_strategy["partition"], 0, "{child_strategy}");
     let b = beta.get("web").await.expect("read in v1beta1");
     let s = &b.data["status"];
     assert_eq!(

@@ -144,21 +144,6 @@ const KNOWN_FIELD_DIFFERENCES: &[&str] = &[
     // Ours: the SidecarSet's status keeps conditions (why an upgrade is blocked).
     "+ sidecarsets.apps.kruise.io v1alpha1 /status/conditions",
     "+ sidecarsets.apps.kruise.io v1beta1 /status/conditions",
-    // Upstream's v1alpha1 UnitedDeployment embeds the v1beta1 CloneSet spec
-    // (`updateStrategy.rollingUpdate.*`, `scaleStrategy.enablePVCReuse`); ours embeds the
-    // v1alpha1 CloneSet spec, which the controller creates v1alpha1 CloneSets from. Its v1beta1
-    // is upstream's, and the conversion maps the embedded spec between the two.
-    "+ uniteddeployments.apps.kruise.io v1alpha1 /spec/template/cloneSetTemplate/spec/scaleStrategy/disablePVCReuse",
-    "+ uniteddeployments.apps.kruise.io v1alpha1 /spec/template/cloneSetTemplate/spec/updateStrategy/inPlaceUpdateStrategy",
-    "+ uniteddeployments.apps.kruise.io v1alpha1 /spec/template/cloneSetTemplate/spec/updateStrategy/maxSurge",
-    "+ uniteddeployments.apps.kruise.io v1alpha1 /spec/template/cloneSetTemplate/spec/updateStrategy/maxUnavailable",
-    "+ uniteddeployments.apps.kruise.io v1alpha1 /spec/template/cloneSetTemplate/spec/updateStrategy/partition",
-    "+ uniteddeployments.apps.kruise.io v1alpha1 /spec/template/cloneSetTemplate/spec/updateStrategy/paused",
-    "+ uniteddeployments.apps.kruise.io v1alpha1 /spec/template/cloneSetTemplate/spec/updateStrategy/priorityStrategy",
-    "+ uniteddeployments.apps.kruise.io v1alpha1 /spec/template/cloneSetTemplate/spec/updateStrategy/scatterStrategy",
-    "- uniteddeployments.apps.kruise.io v1alpha1 /spec/template/cloneSetTemplate/spec/scaleStrategy/enablePVCReuse",
-    "- uniteddeployments.apps.kruise.io v1alpha1 /spec/template/cloneSetTemplate/spec/scaleStrategy/excludePreparingDelete",
-    "- uniteddeployments.apps.kruise.io v1alpha1 /spec/template/cloneSetTemplate/spec/updateStrategy/rollingUpdate",
     // Ours: a NodePodProbe entry names the PodProbeMarker it comes from.
     "+ nodepodprobes.apps.kruise.io v1alpha1 /spec/podProbes[]/probes[]/podProbeMarkerName",
 ];

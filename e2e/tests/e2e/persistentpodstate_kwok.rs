@@ -38,13 +38,25 @@ async fn ensure_crd(client: &Client) {
         .find(|c| c.metadata.name.as_deref() == Some("persistentpodstates.apps.kruise.io"))
         .expect("the PersistentPodState CRD");
     let api: Api<CustomResourceDefinition> = Api::all(client.clone());
-    api.patch(
-        "persistentpodstates.apps.kruise.io",
-        &PatchParams::apply("kruise-e2e").force(),
-        &Patch::Apply(&crd),
-    )
-    .await
-    .expect("apply the CRD");
+    let versions = |c: &CustomResourceDefinition| -> Vec<String> {
+        c.spec.versions.iter().map(|v| v.name.clone()).collect()
+    };
+    // Installed with the cluster (or by an earlier run) with the same versions: leave it, as a
+    // kruise-manager serving this cluster points its conversion at its own address, which an
+    // apply of ours (a Service reference) would clash with.
+    let current = api
+        .get_opt("persistentpodstates.apps.kruise.io")
+        .await
+        .expect("read the CRD");
+    if current.as_ref().map(versions) != Some(versions(&crd)) {
+        api.patch(
+            "persistentpodstates.apps.kruise.io",
+            &PatchParams::apply("kruise-e2e").force(),
+            &Patch::Apply(&crd),
+        )
+        .await
+        .expect("apply the CRD");
+    }
     wait_for("the CRD established", WAIT, || async {
         let c = api.get("persistentpodstates.apps.kruise.io").await?;
         let established = c

@@ -1,15 +1,8 @@
 //! UnitedDeployment v1alpha1 ⇄ v1beta1 conversion, after upstream's
 //! `apis/apps/v1alpha1/uniteddeployment_conversion.go`.
 //!
-//! The spec is the same JSON in both versions except `spec.template.cloneSetTemplate`: upstream
-//! keeps a v1beta1 CloneSet spec in both, ours keeps a v1alpha1 one in v1alpha1 (the CloneSet
-//! the controller creates), so that template goes through the CloneSet mapping
-//! ([`crate::cloneset::conversion`]) where upstream copies it. Two changes to that mapping keep
-//! a v1alpha1 template's revision hash when it comes back without the record (a status write
-//! keeps the stored metadata, so the record made with the new status is dropped and the old
-//! one no longer matches): an unset update type stays unset both ways (both versions default it
-//! to a recreating rolling update), and an `inPlaceUpdateStrategy` the mapping made only to
-//! hold the image pre-download settings goes when they move back to annotations.
+//! The spec is the same JSON in both versions (as upstream, `cloneSetTemplate` holds a v1beta1
+//! CloneSet spec in both), so it is copied.
 //!
 //! The status differs as upstream's does:
 //! - to v1beta1: `updateStatus.updatedRevision` becomes `updatedRevision`; every
@@ -23,78 +16,20 @@
 //!   `updateStatus` is left out only when there is neither `updatedRevision` nor a
 //!   `subsetStatuses` entry, each map when it would be empty.
 //!
-//! What the plain mapping cannot carry back (maps that disagree with `subsetStatuses`, the
-//! CloneSet template's spelling) the generic engine keeps in its record.
+//! What the plain mapping cannot carry back (maps that disagree with `subsetStatuses`) the
+//! generic engine keeps in its record.
 
 use serde_json::{Map, Value, json};
 
-use crate::cloneset::conversion as cloneset;
 use crate::conversion::scheme::{Owned, Scheme};
 use kruise_api::keys;
 
-/// Everything the two mappings read or write. The template's parts are the CloneSet
-/// mapping's, under `spec.template.cloneSetTemplate`.
+/// Everything the two mappings read or write.
 const OWNED: &[Owned] = &[
     Owned::Value(&["status", "subsetReplicas"]),
     Owned::Value(&["status", "updateStatus"]),
     Owned::Value(&["status", "updatedRevision"]),
     Owned::Value(&["status", "subsetStatuses"]),
-    Owned::Value(&[
-        "spec",
-        "template",
-        "cloneSetTemplate",
-        "spec",
-        "updateStrategy",
-    ]),
-    Owned::Value(&[
-        "spec",
-        "template",
-        "cloneSetTemplate",
-        "spec",
-        "scaleStrategy",
-    ]),
-    Owned::Value(&[
-        "spec",
-        "template",
-        "cloneSetTemplate",
-        "metadata",
-        "labels",
-        keys::CLONESET_SCALING_EXCLUDE_PREPARING_DELETE_LABEL,
-    ]),
-    Owned::Value(&[
-        "spec",
-        "template",
-        "cloneSetTemplate",
-        "metadata",
-        "annotations",
-        keys::IMAGE_PREDOWNLOAD_PARALLELISM_ANNOTATION,
-    ]),
-    Owned::Value(&[
-        "spec",
-        "template",
-        "cloneSetTemplate",
-        "metadata",
-        "annotations",
-        keys::IMAGE_PREDOWNLOAD_TIMEOUT_SECONDS_ANNOTATION,
-    ]),
-    Owned::Value(&[
-        "spec",
-        "template",
-        "cloneSetTemplate",
-        "metadata",
-        "annotations",
-        keys::IMAGE_PREDOWNLOAD_MIN_UPDATED_READY_PODS_ANNOTATION,
-    ]),
-    // Children before their parent, so an emptied parent can go too.
-    Owned::Shape(&["spec", "template", "cloneSetTemplate", "metadata", "labels"]),
-    Owned::Shape(&[
-        "spec",
-        "template",
-        "cloneSetTemplate",
-        "metadata",
-        "annotations",
-    ]),
-    Owned::Shape(&["spec", "template", "cloneSetTemplate", "metadata"]),
     // The record itself may create the object's annotations.
     Owned::Shape(&["metadata", "annotations"]),
 ];
@@ -122,9 +57,6 @@ pub fn to_v1beta1(src: &Value) -> Value {
         return out;
     };
     o.insert("apiVersion".to_owned(), json!(keys::APPS_V1BETA1));
-    if let Some(t) = clone_set_template(o) {
-        template_to_v1beta1(t);
-    }
     if let Some(Value::Object(status)) = o.get_mut("status") {
         status_to_v1beta1(status, &order);
     }
@@ -138,9 +70,6 @@ pub fn to_v1alpha1(src: &Value) -> Value {
         return out;
     };
     o.insert("apiVersion".to_owned(), json!(keys::APPS_V1ALPHA1));
-    if let Some(t) = clone_set_template(o) {
-        template_to_v1alpha1(t);
-    }
     if let Some(Value::Object(status)) = o.get_mut("status") {
         status_to_v1alpha1(status);
     }
@@ -159,13 +88,6 @@ fn topology_names(obj: &Value) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
-}
-
-fn clone_set_template(o: &mut Map<String, Value>) -> Option<&mut Map<String, Value>> {
-    o.get_mut("spec")?
-        .get_mut("template")?
-        .get_mut("cloneSetTemplate")?
-        .as_object_mut()
 }
 
 // ---- status ----
@@ -294,111 +216,6 @@ fn status_to_v1alpha1(status: &mut Map<String, Value>) {
     let replicas = by_name("replicas");
     if !replicas.is_empty() {
         status.insert("subsetReplicas".to_owned(), Value::Object(replicas));
-    }
-}
-
-// ---- spec.template.cloneSetTemplate ----
-
-/// Whether an update strategy names no type (both versions then recreate Pods in a rolling
-/// update).
-fn untyped(us: Option<&Value>) -> bool {
-    match us {
-        None => true,
-        Some(Value::Object(m)) => m.get("type").is_none_or(Value::is_null),
-        Some(_) => false,
-    }
-}
-
-/// Runs a CloneSet mapping over the template as if it were a CloneSet's metadata and spec.
-fn through_cloneset(t: &mut Map<String, Value>, mapping: fn(&Value) -> Value) {
-    let mut pseudo = Map::new();
-    for k in ["metadata", "spec"] {
-        if let Some(v) = t.get(k) {
-            pseudo.insert(k.to_owned(), v.clone());
-        }
-    }
-    let mapped = mapping(&Value::Object(pseudo));
-    for k in ["metadata", "spec"] {
-        if let Some(v) = mapped.get(k) {
-            t.insert(k.to_owned(), v.clone());
-        }
-    }
-}
-
-fn template_to_v1beta1(t: &mut Map<String, Value>) {
-    let Some(spec) = t.get("spec").and_then(Value::as_object) else {
-        return;
-    };
-    let us = spec.get("updateStrategy");
-    let (untyped, had_us) = (untyped(us), us.is_some());
-    through_cloneset(t, cloneset::to_v1beta1);
-    if !untyped {
-        return;
-    }
-    // Keep the type unset: the CloneSet mapping spells out the default.
-    let Some(Value::Object(spec)) = t.get_mut("spec") else {
-        return;
-    };
-    if let Some(Value::Object(us)) = spec.get_mut("updateStrategy") {
-        us.remove("type");
-        if let Some(Value::Object(ru)) = us.get_mut("rollingUpdate") {
-            ru.remove("podUpdatePolicy");
-            if ru.is_empty() {
-                us.remove("rollingUpdate");
-            }
-        }
-        if us.is_empty() && !had_us {
-            spec.remove("updateStrategy");
-        }
-    }
-}
-
-/// The image pre-download fields the CloneSet mapping moves to annotations.
-const PREDOWNLOAD_FIELDS: [&str; 3] = [
-    "imagePreDownloadParallelism",
-    "imagePreDownloadTimeoutSeconds",
-    "imagePreDownloadMinUpdatedReadyPods",
-];
-
-fn template_to_v1alpha1(t: &mut Map<String, Value>) {
-    let Some(spec) = t.get("spec").and_then(Value::as_object) else {
-        return;
-    };
-    let us = spec.get("updateStrategy");
-    let policy = us
-        .and_then(|u| u.get("rollingUpdate"))
-        .and_then(|r| r.get("podUpdatePolicy"))
-        .filter(|p| !p.is_null());
-    let (untyped, had_us) = (untyped(us) && policy.is_none(), us.is_some());
-    // An inPlaceUpdateStrategy holding only pre-download fields was made by the mapping the
-    // other way; once they move to annotations it goes too.
-    let ips_only_predownload = us
-        .and_then(|u| u.get("rollingUpdate"))
-        .and_then(|r| r.get("inPlaceUpdateStrategy"))
-        .and_then(Value::as_object)
-        .is_some_and(|ips| {
-            !ips.is_empty() && ips.keys().all(|k| PREDOWNLOAD_FIELDS.contains(&k.as_str()))
-        });
-    through_cloneset(t, cloneset::to_v1alpha1);
-    let Some(Value::Object(spec)) = t.get_mut("spec") else {
-        return;
-    };
-    let Some(Value::Object(us)) = spec.get_mut("updateStrategy") else {
-        return;
-    };
-    if ips_only_predownload
-        && us
-            .get("inPlaceUpdateStrategy")
-            .and_then(Value::as_object)
-            .is_some_and(Map::is_empty)
-    {
-        us.remove("inPlaceUpdateStrategy");
-    }
-    if untyped {
-        us.remove("type");
-        if us.is_empty() && !had_us {
-            spec.remove("updateStrategy");
-        }
     }
 }
 

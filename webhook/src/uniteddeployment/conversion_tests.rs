@@ -1,5 +1,5 @@
 //! Tests of the UnitedDeployment conversion: upstream's `uniteddeployment_conversion_test.go`
-//! cases, then ours (map order, the CloneSet template, records, round trips).
+//! cases, then ours (map order, the CloneSet template copied, records, round trips).
 
 use super::*;
 use kruise_api::apps::{v1alpha1, v1beta1};
@@ -141,15 +141,13 @@ fn round_trip_for_every_template_kind() {
         assert_eq!(back["kind"], "UnitedDeployment");
         assert_eq!(back, ud, "{kind}: exact round trip");
 
-        // Upstream's mapping alone round-trips this object; so does ours, but for the
-        // CloneSet template's spelling, which the typed v1alpha1 object does not see.
-        let plain = to_v1alpha1(&to_v1beta1(&ud));
-        if kind == "cloneSetTemplate" {
-            assert_eq!(typed_alpha(&plain), typed_alpha(&ud));
-        } else {
-            assert_eq!(plain, ud, "{kind}: plain round trip");
-            assert!(!has_record(&dst), "{kind}: no record needed");
-        }
+        // Upstream's mapping alone round-trips this object; so does ours.
+        assert_eq!(
+            to_v1alpha1(&to_v1beta1(&ud)),
+            ud,
+            "{kind}: plain round trip"
+        );
+        assert!(!has_record(&dst), "{kind}: no record needed");
     }
 }
 
@@ -298,19 +296,13 @@ fn beta_cloneset_ud() -> Value {
 }
 
 #[test]
-fn a_v1beta1_clone_set_template_reads_as_a_v1alpha1_one() {
+fn the_clone_set_template_is_copied_as_upstream() {
     let beta = beta_cloneset_ud();
     typed_beta(&beta);
     let alpha = convert(&beta, ALPHA).expect("to v1alpha1");
-    let t = &alpha["spec"]["template"]["cloneSetTemplate"];
     assert_eq!(
-        t["spec"]["updateStrategy"],
-        json!({"type": "InPlaceIfPossible", "partition": 1, "maxUnavailable": "50%"})
-    );
-    assert_eq!(t["spec"]["scaleStrategy"], json!({}));
-    assert_eq!(
-        t["metadata"]["labels"][keys::CLONESET_SCALING_EXCLUDE_PREPARING_DELETE_LABEL],
-        "true"
+        alpha["spec"], beta["spec"],
+        "the spec is the same JSON in both"
     );
     assert_eq!(alpha["status"]["subsetReplicas"], json!({"a": 2, "b": 2}));
     assert_eq!(
@@ -318,89 +310,25 @@ fn a_v1beta1_clone_set_template_reads_as_a_v1alpha1_one() {
         json!({"updatedRevision": "r2", "currentPartitions": {"a": 1, "b": 0}})
     );
     let typed = typed_alpha(&alpha);
-    assert!(typed.spec.template.clone_set_template.is_some());
-    assert_eq!(convert(&alpha, BETA).expect("back"), beta);
-}
-
-fn alpha_cloneset_ud(update_strategy: Option<Value>) -> Value {
-    let mut ud = ud_for_template(template("cloneSetTemplate"));
-    if let Some(us) = update_strategy {
-        ud["spec"]["template"]["cloneSetTemplate"]["spec"]["updateStrategy"] = us;
-    }
-    ud
-}
-
-#[test]
-fn an_unset_clone_set_update_type_stays_unset_both_ways() {
-    let beta = to_v1beta1(&alpha_cloneset_ud(None));
-    let spec = &beta["spec"]["template"]["cloneSetTemplate"]["spec"];
-    assert!(spec.get("updateStrategy").is_none());
-    assert_eq!(spec["scaleStrategy"], json!({"enablePVCReuse": true}));
-    typed_beta(&beta);
-
-    let beta = to_v1beta1(&alpha_cloneset_ud(Some(json!({"partition": 2}))));
-    let spec = &beta["spec"]["template"]["cloneSetTemplate"]["spec"];
     assert_eq!(
-        spec["updateStrategy"],
-        json!({"rollingUpdate": {"partition": 2}})
+        typed.spec.template.clone_set_template.map(|t| t.spec),
+        typed_beta(&beta)
+            .spec
+            .template
+            .clone_set_template
+            .map(|t| t.spec)
     );
-    let alpha = to_v1alpha1(&beta);
-    let spec = &alpha["spec"]["template"]["cloneSetTemplate"]["spec"];
-    assert_eq!(spec["updateStrategy"], json!({"partition": 2}));
-
-    let mut beta = beta_cloneset_ud();
-    let spec = &mut beta["spec"]["template"]["cloneSetTemplate"]["spec"];
-    spec.as_object_mut().map(|s| s.remove("updateStrategy"));
-    spec.as_object_mut().map(|s| s.remove("scaleStrategy"));
-    let alpha = to_v1alpha1(&beta);
-    let spec = &alpha["spec"]["template"]["cloneSetTemplate"]["spec"];
-    assert!(spec.get("updateStrategy").is_none());
-    // v1beta1 does not reuse PVCs unless told to; v1alpha1 does unless told not to.
-    assert_eq!(spec["scaleStrategy"], json!({"disablePVCReuse": true}));
-}
-
-/// The template as the controller hashes it for its revision.
-fn hashed_template(obj: &Value) -> Value {
-    serde_json::to_value(&typed_alpha(obj).spec.template).expect("template JSON")
-}
-
-#[test]
-fn a_stale_record_keeps_the_v1alpha1_template_revision() {
-    for us in [
-        None,
-        Some(json!({})),
-        Some(json!({"partition": 1, "paused": true})),
-        Some(json!({"type": "ReCreate"})),
-        Some(json!({"type": "OnDelete", "maxSurge": 1})),
-    ] {
-        let mut ud = alpha_cloneset_ud(us.clone());
-        ud["spec"]["template"]["cloneSetTemplate"]["metadata"]["annotations"] =
-            json!({keys::IMAGE_PREDOWNLOAD_PARALLELISM_ANNOTATION: "2"});
-        let mut stored = convert(&ud, BETA).expect("to v1beta1");
-        // A status write: the API server keeps the stored metadata (and so the old record)
-        // and takes the new status, converted on its own.
-        let mut next = ud.clone();
-        next["status"]["subsetReplicas"] = json!({"subset-a": 4, "subset-b": 1});
-        stored["status"] = convert(&next, BETA).expect("status")["status"].clone();
-        let read = convert(&stored, ALPHA).expect("read back");
-        assert_eq!(hashed_template(&read), hashed_template(&ud), "{us:?}");
-        assert_eq!(
-            read["status"]["subsetReplicas"],
-            json!({"subset-a": 4, "subset-b": 1})
-        );
-    }
+    assert_eq!(convert(&alpha, BETA).expect("back"), beta);
 }
 
 #[test]
 fn an_edit_in_v1beta1_wins_over_the_record() {
-    let mut ud = alpha_cloneset_ud(Some(json!({"type": "InPlaceOnly"})));
+    let mut ud = ud_for_template(template("cloneSetTemplate"));
     ud["status"]["subsetReplicas"] = json!({"subset-a": 5});
     let mut beta = convert(&ud, BETA).expect("to v1beta1");
     assert!(has_record(&beta));
     beta["status"]["updatedRevision"] = json!("rev-3");
     beta["status"]["subsetStatuses"][0]["partition"] = json!(2);
-    beta["spec"]["template"]["cloneSetTemplate"]["spec"]["updateStrategy"]["rollingUpdate"]["podUpdatePolicy"] =
-        json!("InPlaceIfPossible");
     let back = convert(&beta, ALPHA).expect("back");
     assert_eq!(back["status"]["updateStatus"]["updatedRevision"], "rev-3");
     assert_eq!(
@@ -408,17 +336,12 @@ fn an_edit_in_v1beta1_wins_over_the_record() {
         2
     );
     assert_eq!(back["status"]["subsetReplicas"]["subset-a"], 5);
-    assert_eq!(
-        back["spec"]["template"]["cloneSetTemplate"]["spec"]["updateStrategy"]["type"],
-        "InPlaceIfPossible"
-    );
 }
 
 #[test]
 fn an_edit_in_v1alpha1_wins_over_the_record() {
     let mut alpha = convert(&beta_cloneset_ud(), ALPHA).expect("to v1alpha1");
-    assert!(has_record(&alpha));
-    // Outside what the mapping owns: the record stays good.
+    // Outside what the mapping owns: the result stays exact.
     alpha["spec"]["replicas"] = json!(6);
     let beta = convert(&alpha, BETA).expect("back");
     let mut expect = beta_cloneset_ud();
@@ -558,41 +481,15 @@ fn arb_beta_status() -> impl Strategy<Value = Option<Value>> {
     )
 }
 
-/// CloneSet template specs, v1alpha1's spelling then v1beta1's (each also valid JSON of the
-/// other shape, as a hand-written object may be).
-fn arb_cloneset_spec(beta: bool) -> impl Strategy<Value = Option<Value>> {
-    let alpha_us = vec![
-        None,
-        Some(json!({})),
-        Some(json!({"type": "InPlaceIfPossible", "partition": 1})),
-        Some(json!({"partition": "50%"})),
-        Some(json!({"type": "OnDelete"})),
-    ];
-    let beta_us = vec![
+/// CloneSet template specs (a v1beta1 CloneSet spec, in both versions).
+fn arb_cloneset_spec() -> impl Strategy<Value = Option<Value>> {
+    let us = vec![
         None,
         Some(json!({})),
         Some(json!({"type": "RollingUpdate"})),
-        Some(json!({"rollingUpdate": {"podUpdatePolicy": "InPlaceOnly"}})),
-        Some(
-            json!({"type": "RollingUpdate", "rollingUpdate": {"inPlaceUpdateStrategy":
-            {"imagePreDownloadParallelism": 3}}}),
-        ),
+        Some(json!({"rollingUpdate": {"podUpdatePolicy": "InPlaceOnly", "partition": 1}})),
     ];
-    let alpha_ss = vec![
-        None,
-        Some(json!({})),
-        Some(json!({"disablePVCReuse": true})),
-    ];
-    let beta_ss = vec![
-        None,
-        Some(json!({"enablePVCReuse": false})),
-        Some(json!({"enablePVCReuse": true, "excludePreparingDelete": true})),
-    ];
-    let (us, ss) = if beta {
-        (beta_us, beta_ss)
-    } else {
-        (alpha_us, alpha_ss)
-    };
+    let ss = vec![None, Some(json!({"enablePVCReuse": true}))];
     proptest::option::of(
         (
             proptest::sample::select(us),
@@ -600,8 +497,6 @@ fn arb_cloneset_spec(beta: bool) -> impl Strategy<Value = Option<Value>> {
             proptest::option::of(proptest::sample::select(vec![
                 json!({}),
                 json!({"labels": {"app": "x"}}),
-                json!({"annotations": {keys::IMAGE_PREDOWNLOAD_PARALLELISM_ANNOTATION: "2"}}),
-                json!({"labels": {keys::CLONESET_SCALING_EXCLUDE_PREPARING_DELETE_LABEL: "true"}}),
             ])),
         )
             .prop_map(|(us, ss, meta)| {
@@ -628,7 +523,7 @@ fn arb_ud(beta: bool) -> impl Strategy<Value = Value> {
     };
     (
         status,
-        arb_cloneset_spec(beta),
+        arb_cloneset_spec(),
         proptest::option::of(proptest::collection::vec(
             proptest::sample::select(vec!["a", "b", "c"]),
             0..3,
@@ -667,21 +562,4 @@ proptest! {
         let y = convert(&x, ALPHA).map_err(TestCaseError::fail)?;
         prop_assert_eq!(convert(&y, BETA).map_err(TestCaseError::fail)?, x);
     }
-
-    /// Without the record (a status write leaves a stale one), a v1alpha1 template still hashes
-    /// as it did, so the controller sees no new revision.
-    #[test]
-    fn the_plain_mapping_keeps_the_v1alpha1_template_revision(x in arb_ud(false)) {
-        let plain = to_v1alpha1(&to_v1beta1(&x));
-        prop_assert_eq!(
-            plain_template(&plain).map_err(TestCaseError::fail)?,
-            plain_template(&x).map_err(TestCaseError::fail)?
-        );
-    }
-}
-
-fn plain_template(obj: &Value) -> Result<Value, String> {
-    let typed: v1alpha1::UnitedDeployment =
-        serde_json::from_value(obj.clone()).map_err(|e| e.to_string())?;
-    serde_json::to_value(&typed.spec.template).map_err(|e| e.to_string())
 }

@@ -8,25 +8,25 @@
 //! controller both read.
 //!
 //! v1beta1 (the storage version, `crate::apps::v1beta1`) holds the nested types both versions
-//! share; this version's own are its spec's template (a v1alpha1 CloneSet spec in
-//! `cloneSetTemplate`) and its status (`subsetReplicas`, `updateStatus`).
+//! share, the template included: as upstream, `cloneSetTemplate` holds a v1beta1 CloneSet spec
+//! in both versions. This version's own is its status (`subsetReplicas`, `updateStatus`).
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::CloneSetSpec;
 // The nested types whose JSON is the same in both versions live with the storage version.
 pub use crate::apps::v1beta1::{
-    AdaptiveUnitedDeploymentStrategy, AdvancedStatefulSetTemplateSpec, K8sTemplateSpec,
-    ManualUpdate, Subset, Topology, UD_CONDITION_SUBSET_FAILURE, UD_CONDITION_SUBSET_PROVISIONED,
-    UD_CONDITION_SUBSET_UPDATED, UD_CONDITION_UPDATED, UD_SCHEDULE_ADAPTIVE, UD_SCHEDULE_FIXED,
-    UD_UPDATE_MANUAL, UnitedDeploymentCondition, UnitedDeploymentScheduleStrategy,
-    UnitedDeploymentSubsetCondition, UnitedDeploymentSubsetStatus, UnitedDeploymentUpdateStrategy,
+    AdaptiveUnitedDeploymentStrategy, AdvancedStatefulSetTemplateSpec, CloneSetTemplateSpec,
+    K8sTemplateSpec, ManualUpdate, Subset, SubsetTemplate, Topology, UD_CONDITION_SUBSET_FAILURE,
+    UD_CONDITION_SUBSET_PROVISIONED, UD_CONDITION_SUBSET_UPDATED, UD_CONDITION_UPDATED,
+    UD_SCHEDULE_ADAPTIVE, UD_SCHEDULE_FIXED, UD_UPDATE_MANUAL, UnitedDeploymentCondition,
+    UnitedDeploymentScheduleStrategy, UnitedDeploymentSubsetCondition,
+    UnitedDeploymentSubsetStatus, UnitedDeploymentUpdateStrategy,
 };
 
 /// Desired state of a UnitedDeployment.
@@ -72,34 +72,6 @@ pub struct UnitedDeploymentSpec {
     /// Old revisions to keep; defaults to 10.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub revision_history_limit: Option<i32>,
-}
-
-/// The workload of each subset: exactly one is set. Boxed: a template holds whole Pod
-/// templates, and a UnitedDeployment is moved around in async reconciles.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct SubsetTemplate {
-    /// An apps/v1 StatefulSet per subset.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stateful_set_template: Option<Box<K8sTemplateSpec>>,
-    /// An Advanced StatefulSet per subset.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub advanced_stateful_set_template: Option<Box<AdvancedStatefulSetTemplateSpec>>,
-    /// A CloneSet per subset.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub clone_set_template: Option<Box<CloneSetTemplateSpec>>,
-    /// An apps/v1 Deployment per subset.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub deployment_template: Option<Box<K8sTemplateSpec>>,
-}
-
-/// The template of a CloneSet.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct CloneSetTemplateSpec {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "crate::schema::preserve_unknown_object")]
-    pub metadata: Option<ObjectMeta>,
-    pub spec: CloneSetSpec,
 }
 
 /// Observed state.
@@ -249,7 +221,8 @@ impl SubsetKind {
             SubsetKind::AdvancedStatefulSet => {
                 ("apps.kruise.io", "v1beta1", "StatefulSet", "statefulsets")
             }
-            SubsetKind::CloneSet => ("apps.kruise.io", "v1alpha1", "CloneSet", "clonesets"),
+            // Upstream's adapter creates v1beta1 CloneSets: the template holds that spec.
+            SubsetKind::CloneSet => ("apps.kruise.io", "v1beta1", "CloneSet", "clonesets"),
             SubsetKind::Deployment => ("apps", "v1", "Deployment", "deployments"),
         }
     }
