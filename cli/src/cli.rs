@@ -230,12 +230,18 @@ pub enum Rollout {
     /// restartedAt annotation (a normal rolling replacement).
     Restart(RestartArgs),
     /// Set the partition: the number (or percentage) of pods kept at the old revision.
+    ///
+    /// A UnitedDeployment keeps one partition per subset: name it with --subset (a percentage
+    /// is of that subset's pods).
     Partition {
         #[arg(value_parser = parse_target)]
         target: Target,
         /// An integer or a percentage such as 30%.
         #[arg(value_parser = parse_partition)]
         value: IntOrPercent,
+        /// The UnitedDeployment subset whose partition to set.
+        #[arg(long)]
+        subset: Option<String>,
     },
     /// Lower the partition by one batch (or to 0 with --full) and resume if paused.
     ///
@@ -250,6 +256,10 @@ pub enum Rollout {
         /// Pods per batch (integer or percentage of replicas).
         #[arg(long, value_parser = parse_partition, conflicts_with = "full")]
         step: Option<IntOrPercent>,
+        /// The UnitedDeployment subset to promote (a batch is then its workload's
+        /// maxUnavailable, a --step percentage of its pods).
+        #[arg(long)]
+        subset: Option<String>,
     },
     /// Full-screen live view of a rollout.
     #[command(visible_alias = "tui")]

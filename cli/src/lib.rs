@@ -52,12 +52,17 @@ pub async fn dispatch(cli: Cli) -> Result<i32, CliError> {
                 dry_run,
             } => cmd::history::undo(&ctx, &target, to_revision, dry_run).await,
             Rollout::Restart(args) => cmd::restart::run(&ctx, &args).await,
-            Rollout::Partition { target, value } => {
-                cmd::rollout::partition(&ctx, &target, &value).await
-            }
-            Rollout::Promote { target, full, step } => {
-                cmd::rollout::promote(&ctx, &target, full, step.as_ref()).await
-            }
+            Rollout::Partition {
+                target,
+                value,
+                subset,
+            } => cmd::rollout::partition(&ctx, &target, &value, subset.as_deref()).await,
+            Rollout::Promote {
+                target,
+                full,
+                step,
+                subset,
+            } => cmd::rollout::promote(&ctx, &target, full, step.as_ref(), subset.as_deref()).await,
             Rollout::Watch(args) => tui::run(&ctx, &args).await,
             Rollout::List {
                 kind,

@@ -1,5 +1,7 @@
 //! `rollout pause|resume|partition|promote|list`.
 
+mod subset;
+
 use crate::cli::Output;
 use crate::cmd::status::print_doc;
 use crate::ctx::{Ctx, Workload};
@@ -60,7 +62,50 @@ fn describe_partition(view: &RolloutView, p: &IntOrPercent) -> String {
     )
 }
 
-pub async fn partition(ctx: &Ctx, target: &Target, value: &IntOrPercent) -> Result<i32> {
+/// `--subset` names a UnitedDeployment's subset; every other kind has one partition.
+fn check_subset<'a>(target: &Target, subset: Option<&'a str>) -> Result<Option<&'a str>> {
+    match (target.kind == Kind::UnitedDeployment, subset) {
+        (true, Some(s)) => Ok(Some(s)),
+        (true, None) => Err(CliError::Usage(format!(
+            "{target}: a UnitedDeployment has one partition per subset: pass --subset NAME"
+        ))),
+        (false, Some(_)) => Err(CliError::Usage(format!(
+            "--subset applies to a UnitedDeployment only; {target} is a {}",
+            target.kind
+        ))),
+        (false, None) => Ok(None),
+    }
+}
+
+/// Applies `change` to the partition of one subset of the UnitedDeployment `target`.
+async fn subset_partition(
+    ctx: &Ctx,
+    target: &Target,
+    name: &str,
+    change: subset::Change<'_>,
+) -> Result<subset::SubsetPlan> {
+    let wl = Workload::locate(ctx, target).await?;
+    let obj = wl.fetch_raw().await?;
+    let plan = subset::plan(&obj, name, change).map_err(CliError::Usage)?;
+    wl.merge_patch(&plan.patch).await?;
+    tracing::info!(%target, subset = name, partition = plan.next, "patched");
+    Ok(plan)
+}
+
+pub async fn partition(
+    ctx: &Ctx,
+    target: &Target,
+    value: &IntOrPercent,
+    subset: Option<&str>,
+) -> Result<i32> {
+    if let Some(name) = check_subset(target, subset)? {
+        let p = subset_partition(ctx, target, name, subset::Change::Set(value)).await?;
+        println!(
+            "{target} subset {name} partition set to {} ({} of {} pods stay at the old revision)",
+            p.next, p.next, p.replicas
+        );
+        return Ok(exit::OK);
+    }
     require_partition(target, "rollout partition")?;
     let wl = Workload::locate(ctx, target).await?;
     let view = wl.view().await?;
@@ -102,7 +147,24 @@ pub async fn promote(
     target: &Target,
     full: bool,
     step: Option<&IntOrPercent>,
+    subset: Option<&str>,
 ) -> Result<i32> {
+    if let Some(name) = check_subset(target, subset)? {
+        let change = if full {
+            subset::Change::Full
+        } else {
+            subset::Change::Step(step)
+        };
+        let p = subset_partition(ctx, target, name, change).await?;
+        println!(
+            "{target} subset {name} promoted: partition {} -> {} ({} of {} pods will run the new revision)",
+            p.kept,
+            p.next,
+            p.replicas - p.next.min(p.replicas),
+            p.replicas
+        );
+        return Ok(exit::OK);
+    }
     require_partition(target, "rollout promote")?;
     let wl = Workload::locate(ctx, target).await?;
     let view = wl.view().await?;

@@ -250,12 +250,38 @@ async fn cloneset_subsets_split_update_in_place_and_resplit() {
     assert_eq!(held.code, Some(4), "held by b's partition: {held}");
     assert!(held.stdout.contains("3 of 4"), "{held}");
 
-    // The partition lifted: b follows, and the update revision becomes current.
-    merge(
-        &uds,
-        json!({"updateStrategy": {"manualUpdate": {"partitions": {"b": 0}}}}),
-    )
-    .await;
+    // A subset's partition is driven by the plugin: without --subset it is refused naming the
+    // flag, an unknown subset lists the subsets; then `promote --subset b --full` lifts it, and
+    // b follows and the update revision becomes current.
+    let no_subset = kk
+        .run(&["rollout", "partition", "ud/web", "0"])
+        .await
+        .expect("run rollout partition");
+    assert_eq!(no_subset.code, Some(2), "{no_subset}");
+    assert!(no_subset.stderr.contains("--subset"), "{no_subset}");
+    let unknown = kk
+        .run(&["rollout", "promote", "ud/web", "--subset", "zz", "--full"])
+        .await
+        .expect("run rollout promote");
+    assert_eq!(unknown.code, Some(2), "{unknown}");
+    assert!(unknown.stderr.contains("a, b, c"), "{unknown}");
+    let promoted = kk
+        .run(&["rollout", "promote", "ud/web", "--subset", "b", "--full"])
+        .await
+        .expect("run rollout promote");
+    assert_eq!(promoted.code, Some(0), "{promoted}");
+    assert!(
+        promoted
+            .stdout
+            .contains("subset b promoted: partition 1 -> 0"),
+        "{promoted}"
+    );
+    let u = uds.get("web").await.expect("read");
+    assert_eq!(
+        u.data["spec"]["updateStrategy"]["manualUpdate"]["partitions"],
+        json!({"b": 0}),
+        "only b's partition changed"
+    );
     wait_for(
         "b updated in place and the revision current",
         SETTLE,

@@ -181,38 +181,25 @@ impl LiveModel {
                     return false;
                 }
                 self.connected = true;
+                let before = self.rollout.as_ref().map(|r| (r.kind, r.uid.clone()));
                 self.rollout = self
                     .feeds
                     .object_json()
                     .map(|raw| RolloutView::from_json(&raw));
+                // Pods that arrived before their workload were read without its kind (owner,
+                // revision label): read them again once it is known, or when it changes.
+                if self.rollout.as_ref().map(|r| (r.kind, r.uid.clone())) != before
+                    && !self.feeds.pods.items.is_empty()
+                {
+                    self.refresh_pods();
+                }
                 true
             }
             Update::Pod(ev) => {
                 if !self.feeds.pods.apply(*ev) {
                     return false;
                 }
-                // Most kinds own their Pods; for the others every Pod the selector matches counts.
-                let owner = self
-                    .rollout
-                    .as_ref()
-                    .filter(|r| r.kind.owns_pods())
-                    .map(|r| r.uid.clone());
-                let mut views = self.feeds.pod_views(owner.as_deref());
-                if let Some(kind) = self.rollout.as_ref().map(|r| r.kind) {
-                    views = views.into_iter().map(|v| v.for_kind(kind)).collect();
-                }
-                // A SidecarSet's Pods are those it injected (upstream `getMatchingPods` keeps
-                // only injected ones): the selector alone also matches Pods of namespaces its
-                // namespaceSelector leaves out.
-                if let Some(r) = self.rollout.as_ref().filter(|r| r.kind == Kind::SidecarSet) {
-                    views.retain(|p| p.sidecar_hashes.contains_key(&r.name));
-                }
-                self.set_pods(views);
-                self.events = relevant_events(
-                    self.feeds.events.items.values(),
-                    &self.feeds.name,
-                    &self.pods,
-                );
+                self.refresh_pods();
                 true
             }
             Update::Event(ev) => {
@@ -231,6 +218,33 @@ impl LiveModel {
                 true
             }
         }
+    }
+
+    /// The Pods rows from the watched Pods, as the workload's kind reads them, and the events
+    /// that concern them.
+    fn refresh_pods(&mut self) {
+        // Most kinds own their Pods; for the others every Pod the selector matches counts.
+        let owner = self
+            .rollout
+            .as_ref()
+            .filter(|r| r.kind.owns_pods())
+            .map(|r| r.uid.clone());
+        let mut views = self.feeds.pod_views(owner.as_deref());
+        if let Some(kind) = self.rollout.as_ref().map(|r| r.kind) {
+            views = views.into_iter().map(|v| v.for_kind(kind)).collect();
+        }
+        // A SidecarSet's Pods are those it injected (upstream `getMatchingPods` keeps only
+        // injected ones): the selector alone also matches Pods of namespaces its
+        // namespaceSelector leaves out.
+        if let Some(r) = self.rollout.as_ref().filter(|r| r.kind == Kind::SidecarSet) {
+            views.retain(|p| p.sidecar_hashes.contains_key(&r.name));
+        }
+        self.set_pods(views);
+        self.events = relevant_events(
+            self.feeds.events.items.values(),
+            &self.feeds.name,
+            &self.pods,
+        );
     }
 
     pub fn set_pods(&mut self, mut pods: Vec<PodView>) {

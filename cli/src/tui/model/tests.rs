@@ -167,16 +167,70 @@ fn keys_queue_actions_with_the_view_they_were_made_on() {
     assert!(m.quit);
 }
 
+/// A live model of `target` (named `web`) with nothing watched yet.
+fn watching(target: &str) -> LiveModel {
+    let mut m = LiveModel::new(target, "default", jiff::Timestamp::UNIX_EPOCH, false);
+    m.feeds.name = "web".into();
+    m
+}
+
+/// Pods listed before their workload are read again when it arrives: only its own remain, with
+/// the revision the kind reads (a UnitedDeployment's from `apps.kruise.io/controller-revision-hash`).
+#[test]
+fn pods_listed_before_the_workload_are_read_again_with_its_kind() {
+    use kube::runtime::watcher::Event;
+    let mut m = watching("ud/web");
+    let mut pod = kube_pod("web-a-x", "cs-1", "1");
+    pod.metadata.labels = Some(
+        [
+            (
+                kruise_api::keys::KRUISE_CONTROLLER_REVISION_HASH_LABEL.to_owned(),
+                "ud-rev".to_owned(),
+            ),
+            ("controller-revision-hash".to_owned(), "cs-rev".to_owned()),
+        ]
+        .into(),
+    );
+    m.apply(pod_ev(Event::Init));
+    m.apply(pod_ev(Event::InitApply(pod)));
+    assert!(m.apply(pod_ev(Event::InitDone)));
+    assert_eq!(m.pods.len(), 1);
+    let obj: kube::api::DynamicObject = serde_json::from_value(serde_json::json!({
+        "apiVersion": "apps.kruise.io/v1alpha1", "kind": "UnitedDeployment",
+        "metadata": {"name": "web", "uid": "ud-1"},
+        "spec": {"replicas": 1}
+    }))
+    .expect("object");
+    assert!(m.apply(Input::Watch(Update::Object(Box::new(Event::Apply(obj))))));
+    assert_eq!(
+        m.pods.len(),
+        1,
+        "a UnitedDeployment counts the Pods its selector matches"
+    );
+    assert_eq!(m.pods[0].revision, "ud-rev");
+
+    // A CloneSet's Pods are its own: one of another owner listed first goes once it is known.
+    let mut m = watching("cloneset/web");
+    m.apply(pod_ev(Event::Init));
+    for (name, owner) in [("web-a", "u1"), ("other", "u2")] {
+        m.apply(pod_ev(Event::InitApply(kube_pod(name, owner, "1"))));
+    }
+    m.apply(pod_ev(Event::InitDone));
+    assert_eq!(m.pods.len(), 2, "no owner known yet");
+    let obj: kube::api::DynamicObject = serde_json::from_value(serde_json::json!({
+        "apiVersion": "apps.kruise.io/v1beta1", "kind": "CloneSet",
+        "metadata": {"name": "web", "uid": "u1"}, "spec": {"replicas": 1}
+    }))
+    .expect("object");
+    assert!(m.apply(Input::Watch(Update::Object(Box::new(Event::Apply(obj))))));
+    let names: Vec<&str> = m.pods.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, vec!["web-a"]);
+}
+
 #[test]
 fn pod_watch_builds_the_owned_pods_once_listed() {
     use kube::runtime::watcher::Event;
-    let mut m = LiveModel::new(
-        "cloneset/web",
-        "default",
-        jiff::Timestamp::UNIX_EPOCH,
-        false,
-    );
-    m.feeds.name = "web".into();
+    let mut m = watching("cloneset/web");
     m.rollout = Some(cloneset("u1", false));
     assert!(!m.apply(pod_ev(Event::Init)));
     for (name, owner) in [("web-b", "u1"), ("web-a", "u1"), ("other", "u2")] {
@@ -201,13 +255,7 @@ fn pod_watch_builds_the_owned_pods_once_listed() {
 #[test]
 fn object_watch_sets_the_rollout_and_connection() {
     use kube::runtime::watcher::Event;
-    let mut m = LiveModel::new(
-        "cloneset/web",
-        "default",
-        jiff::Timestamp::UNIX_EPOCH,
-        false,
-    );
-    m.feeds.name = "web".into();
+    let mut m = watching("cloneset/web");
     m.apply(Input::WatchError("connection reset".into()));
     assert!(!m.connected);
     let obj: kube::api::DynamicObject = serde_json::from_value(serde_json::json!({

@@ -51,8 +51,12 @@ fn read(obj: &Value, v: &mut RolloutView) {
     v.read_replica_counters(obj);
     let status = obj.get("status").cloned().unwrap_or(Value::Null);
     v.updated_ready_replicas = Some(i(&status, &["updatedReadyReplicas"]));
-    // Upstream keeps the update revision under updateStatus; it has no availableReplicas.
-    v.update_revision = s(&status, &["updateStatus", "updatedRevision"]);
+    // v1beta1 (the version discovery prefers) keeps the update revision in `updatedRevision`,
+    // v1alpha1 under `updateStatus`; neither has availableReplicas.
+    v.update_revision = s(&status, &["updatedRevision"]);
+    if v.update_revision.is_empty() {
+        v.update_revision = s(&status, &["updateStatus", "updatedRevision"]);
+    }
     v.available_replicas = v.ready_replicas;
     let Some((key, template)) = child_template(obj) else {
         return;
@@ -61,7 +65,8 @@ fn read(obj: &Value, v: &mut RolloutView) {
         .cloned()
         .unwrap_or(Value::Null);
     v.pod_update_policy = match key {
-        // A v1beta1 CloneSet spec (the UnitedDeployment's v1alpha1 embeds v1alpha1's flat one).
+        // A v1beta1 CloneSet spec in both versions, as upstream's (one written for an earlier
+        // Kruise-rs may still hold v1alpha1's flat one).
         "cloneSetTemplate" => {
             let nested = s(&strategy, &["rollingUpdate", "podUpdatePolicy"]);
             if nested.is_empty() {
@@ -125,6 +130,22 @@ mod tests {
         assert_eq!(v.current_revision, "web-a");
         assert_eq!(v.pod_update_policy, "InPlaceIfPossible");
         assert!(image_change(&v).contains("IN PLACE"));
+    }
+
+    #[test]
+    fn reads_the_v1beta1_revision_and_nested_policy() {
+        let obj = json!({
+            "apiVersion": "apps.kruise.io/v1beta1", "kind": "UnitedDeployment",
+            "metadata": {"name": "web", "namespace": "shop", "generation": 1},
+            "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
+                "template": {"cloneSetTemplate": {"spec": {"updateStrategy":
+                    {"rollingUpdate": {"podUpdatePolicy": "InPlaceOnly"}}}}}},
+            "status": {"observedGeneration": 1, "replicas": 2, "currentRevision": "web-a",
+                "updatedRevision": "web-b", "subsetStatuses": [{"name": "a", "replicas": 2}]}
+        });
+        let v = RolloutView::from_json(&obj);
+        assert_eq!(v.update_revision, "web-b");
+        assert_eq!(v.pod_update_policy, "InPlaceOnly");
     }
 
     #[test]
