@@ -7,6 +7,7 @@ use std::sync::Arc;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
 use kruise_api::policy::v1alpha1::PodUnavailableBudget;
+use kruise_api::policy::v1beta1;
 use kube::api::{Api, PostParams};
 
 use super::context::Context;
@@ -27,6 +28,8 @@ pub async fn write(
     let ns = budget.metadata.namespace.clone().unwrap_or_default();
     let name = budget.metadata.name.clone().unwrap_or_default();
     let api: Api<PodUnavailableBudget> = Api::namespaced(ctx.client.clone(), &ns);
+    // Written in the storage version: see `v1beta1::PodUnavailableBudget::status_write`.
+    let writer: Api<v1beta1::PodUnavailableBudget> = Api::namespaced(ctx.client.clone(), &ns);
     let mut current = budget.clone();
     for attempt in 1..=ATTEMPTS {
         let plan = plan_status(&current, pods, expected, desired, Timestamp::now());
@@ -35,8 +38,9 @@ pub async fn write(
         }
         let mut next = current.clone();
         next.status = Some(plan.status.clone());
-        match api
-            .replace_status(&name, &PostParams::default(), &next)
+        let body = v1beta1::PodUnavailableBudget::status_write(&next);
+        match writer
+            .replace_status(&name, &PostParams::default(), &body)
             .await
         {
             Ok(_) => return Ok(Some(plan)),

@@ -11,6 +11,7 @@ use kruise_api::policy::v1alpha1::pubcontrol::{
     charge, is_exempt, needs_charge, related_budget_name,
 };
 use kruise_api::policy::v1alpha1::{PodUnavailableBudget, PubOperation};
+use kruise_api::policy::v1beta1;
 use kruise_webhook::metrics::ProtectionMetrics;
 use kube::api::{Api, PostParams};
 use kube::runtime::events::{EventType, Recorder};
@@ -48,6 +49,8 @@ pub async fn charge_update(
     };
     let pod_name = pod.metadata.name.clone().unwrap_or_default();
     let api: Api<PodUnavailableBudget> = Api::namespaced(client.clone(), ns);
+    // Written in the storage version: see `v1beta1::PodUnavailableBudget::status_write`.
+    let writer: Api<v1beta1::PodUnavailableBudget> = Api::namespaced(client.clone(), ns);
     let op = PubOperation::Update;
     for _ in 0..ATTEMPTS {
         let Some(mut budget) = api.get_opt(name).await? else {
@@ -68,8 +71,9 @@ pub async fn charge_update(
             .await;
             return Ok(Verdict::Refused(refused.to_string()));
         }
-        match api
-            .replace_status(name, &PostParams::default(), &budget)
+        let body = v1beta1::PodUnavailableBudget::status_write(&budget);
+        match writer
+            .replace_status(name, &PostParams::default(), &body)
             .await
         {
             Ok(_) => return Ok(Verdict::Allowed),

@@ -1,8 +1,9 @@
 //! Moving between OpenKruise v1.9 and Kruise-rs by swapping CRDs, objects kept: our CRDs serve
-//! and store the versions upstream's do (checked against upstream's own files, fetched by
-//! `hack/build-openkruise.sh --source`), and on the cluster OpenKruise's CRDs are accepted over
-//! ours and ours over theirs with a CloneSet, a ContainerRecreateRequest and an Advanced
-//! StatefulSet in it, which stay readable, unchanged, and reconciled once ours are back.
+//! and store the versions upstream's do and have its fields (checked against upstream's own
+//! files, fetched by `hack/build-openkruise.sh --source`), and on the cluster OpenKruise's CRDs
+//! are accepted over ours and ours over theirs with a CloneSet, a ContainerRecreateRequest, an
+//! Advanced StatefulSet and one object of each kind stored as v1beta1 with renamed fields in it,
+//! which stay readable, unchanged, and reconciled once ours are back.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -38,7 +39,144 @@ const SWAPPED: &[&str] = &[
     "apps.kruise.io_clonesets.yaml",
     "apps.kruise.io_containerrecreaterequests.yaml",
     "apps.kruise.io_statefulsets.yaml",
+    "apps.kruise.io_persistentpodstates.yaml",
+    "apps.kruise.io_resourcedistributions.yaml",
+    "apps.kruise.io_uniteddeployments.yaml",
+    "apps.kruise.io_workloadspreads.yaml",
+    "policy.kruise.io_podunavailablebudgets.yaml",
 ];
+
+/// One object of each kind upstream v1.9 stores as v1beta1 with other field names than
+/// v1alpha1, written in v1beta1 with those names: `(group, kind, plural, namespaced, object)`.
+/// They only need to be kept, so none of them has anything to act on.
+fn beta_objects(ns: &str) -> Vec<(&'static str, &'static str, &'static str, bool, Value)> {
+    let apps = |kind: &str, name: &str, spec: Value| {
+        json!({"apiVersion": keys::APPS_V1BETA1, "kind": kind, "metadata": {"name": name},
+               "spec": spec})
+    };
+    let term = json!({"matchExpressions": [{"key": "zone", "operator": "In", "values": ["z9"]}]});
+    vec![
+        (
+            keys::APPS_GROUP,
+            "PersistentPodState",
+            "persistentpodstates",
+            true,
+            apps(
+                "PersistentPodState",
+                "pps",
+                json!({
+            "targetRef": {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "none"},
+            "requiredPersistentTopology": {"keys": ["kubernetes.io/hostname"]}}),
+            ),
+        ),
+        (
+            keys::APPS_GROUP,
+            "ResourceDistribution",
+            "resourcedistributions",
+            false,
+            apps(
+                "ResourceDistribution",
+                &format!("{ns}-rd"),
+                json!({
+            "resource": {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "rd"},
+                         "data": {"k": "v"}},
+            "targets": {"namespaceSelector": {"matchLabels": {"rd-of": ns}}}}),
+            ),
+        ),
+        (
+            keys::APPS_GROUP,
+            "UnitedDeployment",
+            "uniteddeployments",
+            true,
+            apps(
+                "UnitedDeployment",
+                "ud",
+                json!({
+            "replicas": 0, "selector": {"matchLabels": {"app": "ud"}},
+            "template": {"cloneSetTemplate": {"metadata": {"labels": {"app": "ud"}},
+                "spec": {"selector": {"matchLabels": {"app": "ud"}},
+                    "template": {"metadata": {"labels": {"app": "ud"}},
+                        "spec": {"containers": [{"name": "c", "image": "none"}]}},
+                    "updateStrategy": {"rollingUpdate": {"podUpdatePolicy": "InPlaceIfPossible",
+                                                         "partition": 1}}}}},
+            "topology": {"subsets": [{"name": "a", "nodeSelectorTerm": term}]}}),
+            ),
+        ),
+        (
+            keys::APPS_GROUP,
+            "WorkloadSpread",
+            "workloadspreads",
+            true,
+            apps(
+                "WorkloadSpread",
+                "ws",
+                json!({
+            "targetRef": {"apiVersion": "apps.kruise.io/v1alpha1", "kind": "CloneSet",
+                          "name": "none"},
+            "subsets": [{"name": "a", "requiredNodeSelector": term, "maxReplicas": 1}]}),
+            ),
+        ),
+        (
+            keys::POLICY_GROUP,
+            "PodUnavailableBudget",
+            "podunavailablebudgets",
+            true,
+            json!({"apiVersion": format!("{}/{}", keys::POLICY_GROUP, keys::VERSION_V1BETA1),
+                "kind": "PodUnavailableBudget", "metadata": {"name": "pub"},
+                "spec": {"selector": {"matchLabels": {"app": "none"}}, "maxUnavailable": 1,
+                         "protectOperations": ["DELETE"], "protectTotalReplicas": 2}}),
+        ),
+    ]
+}
+
+fn beta_api(
+    client: &Client,
+    ns: &str,
+    group: &str,
+    kind: &str,
+    plural: &str,
+    namespaced: bool,
+) -> Api<DynamicObject> {
+    let ar = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk(group, keys::VERSION_V1BETA1, kind),
+        plural,
+    );
+    if namespaced {
+        Api::namespaced_with(client.clone(), ns, &ar)
+    } else {
+        Api::all_with(client.clone(), &ar)
+    }
+}
+
+/// Waits until the budget `pub` (read in v1beta1) counts `n` in `status.totalReplicas`.
+async fn total_replicas(
+    budgets: &Api<DynamicObject>,
+    n: i64,
+    what: &str,
+) -> kruise_e2e::Result<()> {
+    wait_for(what, Duration::from_secs(60), || async {
+        let b = budgets.get("pub").await?;
+        Ok((b.data["status"]["totalReplicas"] == json!(n)).then_some(()))
+    })
+    .await
+}
+
+/// The specs of [`beta_objects`], read in v1beta1.
+async fn beta_specs(client: &Client, ns: &str) -> Vec<Value> {
+    let mut out = Vec::new();
+    for (group, kind, plural, namespaced, obj) in beta_objects(ns) {
+        let name = obj["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        let got = beta_api(client, ns, group, kind, plural, namespaced)
+            .get(&name)
+            .await
+            .unwrap_or_else(|e| panic!("{kind} {name}: {e}"));
+        out.push(got.data["spec"].clone());
+    }
+    out
+}
 
 fn crds_in(dir: &Path) -> BTreeMap<String, (String, CustomResourceDefinition)> {
     let mut out = BTreeMap::new();
@@ -370,7 +508,32 @@ async fn serial_openkruise_crds_over_ours_and_ours_back_keep_the_objects() {
         .await
         .expect("StatefulSet rolled out");
 
-    step("CloneSet, CRR and StatefulSet ready");
+    for (group, kind, plural, namespaced, obj) in beta_objects(&ns.name) {
+        let obj: DynamicObject = serde_json::from_value(obj).expect("object");
+        beta_api(&client, &ns.name, group, kind, plural, namespaced)
+            .create(&PostParams::default(), &obj)
+            .await
+            .unwrap_or_else(|e| panic!("create {kind} in v1beta1: {e}"));
+    }
+    let beta_before = beta_specs(&client, &ns.name).await;
+    // The manager has counted the budget under our CRDs: protectTotalReplicas, through v1alpha1.
+    let budgets = beta_api(
+        &client,
+        &ns.name,
+        keys::POLICY_GROUP,
+        "PodUnavailableBudget",
+        "podunavailablebudgets",
+        true,
+    );
+    total_replicas(
+        &budgets,
+        2,
+        "the budget's totalReplicas from protectTotalReplicas",
+    )
+    .await
+    .expect("protectTotalReplicas counted");
+
+    step("CloneSet, CRR and StatefulSet ready; one object of each v1beta1 kind");
     // Stored in upstream's storage version, and nothing else.
     for file in SWAPPED {
         let theirs = crds::read(&upstream_dir, file).expect("upstream CRD");
@@ -406,12 +569,33 @@ async fn serial_openkruise_crds_over_ours_and_ours_back_keep_the_objects() {
         before,
         "objects under OpenKruise's CRDs"
     );
+    assert_eq!(
+        beta_specs(&client, &ns.name).await,
+        beta_before,
+        "v1beta1 objects under OpenKruise's CRDs"
+    );
     sts_alpha(&client, &ns.name)
         .get("db")
         .await
         .expect("StatefulSet readable as v1alpha1 under OpenKruise's CRD");
+    // Under OpenKruise's PUB CRD (no conversion) our manager reads the budget as v1alpha1
+    // without its v1beta1-only fields, so it counts no `protectTotalReplicas` and writes a new
+    // status: that write must keep the spec (it once dropped protectOperations and
+    // protectTotalReplicas, as the status went through v1alpha1's schema).
+    total_replicas(
+        &budgets,
+        0,
+        "the manager's status write under OpenKruise's PUB CRD",
+    )
+    .await
+    .expect("status written under OpenKruise's CRD");
+    assert_eq!(
+        beta_specs(&client, &ns.name).await,
+        beta_before,
+        "v1beta1 objects after the manager wrote under OpenKruise's CRDs"
+    );
 
-    step("OpenKruise's CRDs accepted, objects intact");
+    step("OpenKruise's CRDs accepted, objects intact, the budget's status written");
     // And ours back over theirs.
     guard
         .restore(&client)
@@ -429,6 +613,11 @@ async fn serial_openkruise_crds_over_ours_and_ours_back_keep_the_objects() {
         specs(&client, &ns.name).await,
         before,
         "objects under our CRDs again"
+    );
+    assert_eq!(
+        beta_specs(&client, &ns.name).await,
+        beta_before,
+        "v1beta1 objects under our CRDs again"
     );
 
     step("our CRDs accepted over OpenKruise's, objects intact");
@@ -461,6 +650,44 @@ async fn serial_openkruise_crds_over_ours_and_ours_back_keep_the_objects() {
         sts.annotations()
     );
 
+    // And the budget reads in v1alpha1 through our conversion again: its fields as annotations.
+    let pub_alpha = wait_for(
+        "the budget readable as v1alpha1",
+        Duration::from_secs(60),
+        || async {
+            let ar = ApiResource::from_gvk_with_plural(
+                &GroupVersionKind::gvk(
+                    keys::POLICY_GROUP,
+                    keys::VERSION_V1ALPHA1,
+                    "PodUnavailableBudget",
+                ),
+                "podunavailablebudgets",
+            );
+            Ok(Some(
+                Api::<DynamicObject>::namespaced_with(client.clone(), &ns.name, &ar)
+                    .get("pub")
+                    .await?,
+            ))
+        },
+    )
+    .await
+    .expect("v1alpha1 read");
+    assert_eq!(
+        pub_alpha
+            .annotations()
+            .get(keys::PUB_PROTECT_OPERATIONS_ANNOTATION)
+            .map(String::as_str),
+        Some("DELETE")
+    );
+    // ... and the manager counts its protectTotalReplicas again.
+    total_replicas(
+        &budgets,
+        2,
+        "the budget's totalReplicas from protectTotalReplicas again",
+    )
+    .await
+    .expect("protectTotalReplicas counted again");
+
     step("conversion webhook answers again; a v1alpha1 write kept reserveOrdinals");
     // The manager still reconciles: one more replica, one more Pod.
     cloneset::patch_spec(&cs_api, "web", json!({"replicas": 3}))
@@ -471,5 +698,17 @@ async fn serial_openkruise_crds_over_ours_and_ours_back_keep_the_objects() {
         .expect("CloneSet scaled after the round trip");
     assert_eq!(cloneset::pods(&pods, "web").await.expect("pods").len(), 3);
     step("CloneSet scaled to 3 by the manager");
+    let rd = format!("{}-rd", ns.name);
+    beta_api(
+        &client,
+        &ns.name,
+        keys::APPS_GROUP,
+        "ResourceDistribution",
+        "resourcedistributions",
+        false,
+    )
+    .delete(&rd, &Default::default())
+    .await
+    .expect("delete the ResourceDistribution");
     ns.delete().await.expect("delete ns");
 }

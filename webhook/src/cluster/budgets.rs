@@ -6,6 +6,7 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kruise_api::keys;
 use kruise_api::policy::v1alpha1::{PodUnavailableBudget, TargetReference};
+use kruise_api::policy::v1beta1;
 use kube::Resource;
 use kube::api::PostParams;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
@@ -86,12 +87,14 @@ impl PubLookup for ApiCluster {
     ) -> Result<StatusWrite, String> {
         let ns = budget.metadata.namespace.clone().unwrap_or_default();
         let name = budget.metadata.name.clone().unwrap_or_default();
-        let api: kube::Api<PodUnavailableBudget> =
+        // Written in the storage version: see `v1beta1::PodUnavailableBudget::status_write`.
+        let api: kube::Api<v1beta1::PodUnavailableBudget> =
             kube::Api::namespaced(self.client_or_err()?.clone(), &ns);
+        let body = v1beta1::PodUnavailableBudget::status_write(budget);
         match self
             .timed(
                 "cannot write PodUnavailableBudget status",
-                api.replace_status(&name, &PostParams::default(), budget),
+                api.replace_status(&name, &PostParams::default(), &body),
             )
             .await?
         {

@@ -11,7 +11,7 @@ use kube::CustomResource;
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Serialize};
 
-use crate::policy::v1alpha1::{PubOperation, TargetReference};
+use crate::policy::v1alpha1::{self, PubOperation, TargetReference};
 use crate::serde_util::is_zero_i64;
 
 /// Desired state of a PodUnavailableBudget: which Pods, how many may be unavailable, and
@@ -106,6 +106,43 @@ pub struct PodUnavailableBudgetStatus {
     pub total_replicas: i32,
 }
 
+impl From<&v1alpha1::PodUnavailableBudgetStatus> for PodUnavailableBudgetStatus {
+    fn from(s: &v1alpha1::PodUnavailableBudgetStatus) -> Self {
+        Self {
+            observed_generation: s.observed_generation,
+            disrupted_pods: s.disrupted_pods.clone(),
+            unavailable_pods: s.unavailable_pods.clone(),
+            unavailable_allowed: s.unavailable_allowed,
+            current_available: s.current_available,
+            desired_available: s.desired_available,
+            total_replicas: s.total_replicas,
+        }
+    }
+}
+
+impl PodUnavailableBudget {
+    /// The body of a status write, in the storage version, for a budget read as v1alpha1: its
+    /// name, namespace, resourceVersion (the write conflicts as a v1alpha1 one would) and status.
+    ///
+    /// Why not write v1alpha1: with OpenKruise's own PUB CRD installed (no conversion) a v1alpha1
+    /// write is a relabel, and the API server stores the old object as v1alpha1's schema prunes
+    /// it, losing `protectOperations` and `protectTotalReplicas`. A status write keeps the stored
+    /// spec and metadata whatever the body says, so only the status is taken from this.
+    pub fn status_write(budget: &v1alpha1::PodUnavailableBudget) -> Self {
+        let meta = &budget.metadata;
+        let mut out = Self::new(
+            meta.name.as_deref().unwrap_or_default(),
+            PodUnavailableBudgetSpec::default(),
+        );
+        out.metadata.namespace.clone_from(&meta.namespace);
+        out.metadata
+            .resource_version
+            .clone_from(&meta.resource_version);
+        out.status = budget.status.as_ref().map(PodUnavailableBudgetStatus::from);
+        out
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -147,5 +184,33 @@ mod tests {
         );
         assert_eq!(spec["protectTotalReplicas"]["minimum"].as_f64(), Some(1.0));
         assert!(spec["ignoredPodSelector"].is_object());
+    }
+
+    #[test]
+    fn status_write_carries_the_status_and_the_version_to_conflict_on() {
+        let mut old = v1alpha1::PodUnavailableBudget::new("p", Default::default());
+        old.metadata.namespace = Some("ns".into());
+        old.metadata.resource_version = Some("42".into());
+        old.metadata.annotations = Some(BTreeMap::from([(
+            "pub.kruise.io/protect-total-replicas".to_owned(),
+            "5".to_owned(),
+        )]));
+        old.status = Some(v1alpha1::PodUnavailableBudgetStatus {
+            observed_generation: 3,
+            unavailable_allowed: 1,
+            current_available: 4,
+            desired_available: 3,
+            total_replicas: 5,
+            ..Default::default()
+        });
+        let body = serde_json::to_value(PodUnavailableBudget::status_write(&old)).expect("json");
+        assert_eq!(body["apiVersion"], "policy.kruise.io/v1beta1");
+        assert_eq!(body["metadata"]["namespace"], "ns");
+        assert_eq!(body["metadata"]["resourceVersion"], "42");
+        assert_eq!(
+            body["status"],
+            json!({"observedGeneration": 3, "unavailableAllowed": 1, "currentAvailable": 4,
+                   "desiredAvailable": 3, "totalReplicas": 5})
+        );
     }
 }
