@@ -652,6 +652,9 @@ pub const WS_DELETION_COST_NEGATIVE: i32 = -100;
 pub const WS_CREATE_POD_TIMEOUT_SECS: i64 = 30;
 /// Seconds a `deletingPods` entry waits for its Pod to go (upstream `DeletePodTimeout`).
 pub const WS_DELETE_POD_TIMEOUT_SECS: i64 = 15;
+/// The key of `versionedSubsetStatuses` for Pods not counted per revision (upstream
+/// `VersionIgnored`): those of every kind but Deployments and ReplicaSets.
+pub const WS_VERSION_IGNORED: &str = "versionIgnored";
 
 // ---------------------------------------------------------------------------------------------
 // UnitedDeployment

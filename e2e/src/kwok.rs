@@ -12,7 +12,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
-use kube::api::{DeleteParams, ListParams, PostParams};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Api, Client, Config, ResourceExt};
 use serde_json::{Value, json};
@@ -255,6 +256,47 @@ pub async fn delete_pods(pods: &Api<Pod>, selector: &str) -> Result<()> {
                 }
             }
             Ok(left.items.is_empty().then_some(()))
+        },
+    )
+    .await
+}
+
+/// Makes sure the CRD `name` (e.g. `workloadspreads.apps.kruise.io`) is installed with this
+/// tree's versions and established: the scale cluster may have been brought up before the kind
+/// (or a version of it) existed. One installed with the same versions is left alone, as a
+/// kruise-manager serving this cluster points its conversion at its own address, which an
+/// apply of ours (a Service reference) would clash with.
+pub async fn ensure_crd(client: &Client, name: &str) -> Result<()> {
+    let crd = kruise_api::crds::all()
+        .map_err(|e| Error::Mode(format!("CRDs: {e}")))?
+        .into_iter()
+        .find(|c| c.metadata.name.as_deref() == Some(name))
+        .ok_or_else(|| Error::Mode(format!("no CRD {name} in this tree")))?;
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let versions = |c: &CustomResourceDefinition| -> Vec<String> {
+        c.spec.versions.iter().map(|v| v.name.clone()).collect()
+    };
+    let current = api.get_opt(name).await?;
+    if current.as_ref().map(versions) != Some(versions(&crd)) {
+        api.patch(
+            name,
+            &PatchParams::apply("kruise-e2e").force(),
+            &Patch::Apply(&crd),
+        )
+        .await?;
+    }
+    wait_for(
+        &format!("CRD {name} established"),
+        Duration::from_secs(60),
+        || async {
+            let c = api.get(name).await?;
+            let established = c
+                .status
+                .and_then(|s| s.conditions)
+                .unwrap_or_default()
+                .iter()
+                .any(|c| c.type_ == "Established" && c.status == "True");
+            Ok(established.then_some(()))
         },
     )
     .await

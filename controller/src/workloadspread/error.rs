@@ -7,12 +7,16 @@ use crate::runner::ReconcileError;
 pub enum Error {
     #[error("kubernetes API: {0}")]
     Kube(#[from] kube::Error),
+    /// `targetFilter.replicasPathList` names no integer in the workload.
+    #[error(transparent)]
+    ReplicasPath(#[from] kruise_api::apps::v1alpha1::ReplicasPathError),
 }
 
 impl ReconcileError for Error {
     fn metric_label(&self) -> &'static str {
         match self {
             Error::Kube(_) => "kube",
+            Error::ReplicasPath(_) => "replicas_path",
         }
     }
 

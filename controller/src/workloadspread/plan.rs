@@ -3,6 +3,8 @@
 //! (upstream `syncSubsetPodDeletionCost`). No API calls; `now` is passed in.
 
 use std::cmp::Ordering;
+use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use jiff::Timestamp;
@@ -10,6 +12,7 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kruise_api::apps::v1alpha1::{
     MatchedWorkloadSpread, WorkloadSpread, WorkloadSpreadSubset, WorkloadSpreadSubsetStatus,
+    pod_version,
 };
 use kruise_api::keys::{self, k8s};
 
@@ -109,6 +112,48 @@ pub fn subset_status(
     (st, requeue)
 }
 
+/// The statuses of every subset of the spec, in its order, from the Pods grouped by subset
+/// ([`group`]) and the previous statuses (upstream `calculateWorkloadSpreadSubsetStatuses`),
+/// and when to look again.
+pub fn subset_statuses(
+    ws: &WorkloadSpread,
+    old: &[WorkloadSpreadSubsetStatus],
+    groups: &[Vec<&Pod>],
+    workload_replicas: i32,
+    now: Timestamp,
+) -> (Vec<WorkloadSpreadSubsetStatus>, Option<Duration>) {
+    let mut requeue: Option<Duration> = None;
+    let mut out = Vec::with_capacity(ws.spec.subsets.len());
+    for (subset, pods) in ws.spec.subsets.iter().zip(groups) {
+        let prev = old.iter().find(|s| s.name == subset.name);
+        let (st, next) = subset_status(subset, prev, pods, workload_replicas, now);
+        if let Some(d) = next {
+            requeue = Some(requeue.map_or(d, |r| r.min(d)));
+        }
+        out.push(st);
+    }
+    (out, requeue)
+}
+
+/// Whether a version's statuses hold nothing: no Pod, no reservation, no deletion (upstream
+/// `isEmptySubsetStatuses`); such a version is dropped once it has no Pods.
+pub fn is_empty(statuses: &[WorkloadSpreadSubsetStatus]) -> bool {
+    statuses
+        .iter()
+        .all(|s| s.replicas == 0 && s.creating_pods.is_empty() && s.deleting_pods.is_empty())
+}
+
+/// The Pods by the revision they are counted under ([`pod_version`]).
+pub fn by_version(pods: &[Arc<Pod>]) -> BTreeMap<String, Vec<Arc<Pod>>> {
+    let mut out: BTreeMap<String, Vec<Arc<Pod>>> = BTreeMap::new();
+    for pod in pods {
+        out.entry(pod_version(pod))
+            .or_default()
+            .push(Arc::clone(pod));
+    }
+    out
+}
+
 /// Upstream's order of Pods to delete first (`controller.ActivePods.Less`): unassigned before
 /// assigned, Pending before Unknown before Running, not Ready before Ready, more restarts
 /// before fewer, newer before older.
@@ -144,14 +189,19 @@ fn delete_first(a: &Pod, b: &Pod) -> Ordering {
 /// `syncSubsetPodDeletionCost`): a subset within its cap (or uncapped) keeps
 /// `100 × (subsets − index)`; the Pods over a cap get `-100 × (index + 1)`, the least
 /// valuable first. Later subsets thus lose Pods first, and over-cap Pods before any.
+/// `old_revision` reverses the index (upstream `updateDeletionCostBySubset`): during a rollout
+/// the old revision's Pods go from the first subset first, keeping the spread of the whole.
 pub fn deletion_costs(
     ws: &WorkloadSpread,
     groups: &[Vec<&Pod>],
     workload_replicas: i32,
+    old_revision: bool,
 ) -> Vec<(String, String)> {
-    let n = i32::try_from(ws.spec.subsets.len()).unwrap_or(i32::MAX);
+    let count = ws.spec.subsets.len();
+    let n = i32::try_from(count).unwrap_or(i32::MAX);
     let mut out = Vec::new();
     for ((i, subset), pods) in ws.spec.subsets.iter().enumerate().zip(groups) {
+        let i = if old_revision { count - 1 - i } else { i };
         let i = i32::try_from(i).unwrap_or(i32::MAX);
         let positive = (keys::WS_DELETION_COST_POSITIVE * (n - i)).to_string();
         let negative = (keys::WS_DELETION_COST_NEGATIVE * (i + 1)).to_string();

@@ -10,7 +10,7 @@ use kruise_api::apps::v1alpha1::{
 };
 use kruise_api::keys::{self, k8s};
 
-use super::plan::{deletion_costs, group, subset_status};
+use super::plan::{by_version, deletion_costs, group, is_empty, subset_status, subset_statuses};
 
 fn subset(name: &str, max: Option<i32>) -> WorkloadSpreadSubset {
     WorkloadSpreadSubset {
@@ -112,7 +112,7 @@ fn later_subsets_and_over_cap_pods_cost_least() {
     ];
     let groups = group(&w, &pods);
     let costs: std::collections::BTreeMap<String, String> =
-        deletion_costs(&w, &groups, 4).into_iter().collect();
+        deletion_costs(&w, &groups, 4, false).into_iter().collect();
     // The newest over-cap Pod of "a" goes first, then "b", then the rest of "a".
     assert_eq!(costs["a2"], "-100");
     assert_eq!(costs["a0"], "200");
@@ -126,5 +126,51 @@ fn later_subsets_and_over_cap_pods_cost_least() {
         .insert(k8s::POD_DELETION_COST_ANNOTATION.into(), "100".into());
     let pods2 = vec![Arc::new(p)];
     let groups2 = group(&w, &pods2);
-    assert!(deletion_costs(&w, &groups2, 4).is_empty());
+    assert!(deletion_costs(&w, &groups2, 4, false).is_empty());
+}
+
+#[test]
+fn an_old_revision_gives_up_its_first_subset_first() {
+    let w = ws(vec![subset("a", Some(2)), subset("b", None)]);
+    let pods = vec![pod("a0", "a", 0), pod("b0", "b", 1)];
+    let groups = group(&w, &pods);
+    let costs: std::collections::BTreeMap<String, String> =
+        deletion_costs(&w, &groups, 4, true).into_iter().collect();
+    assert_eq!(costs["a0"], "100");
+    assert_eq!(costs["b0"], "200");
+}
+
+#[test]
+fn pods_are_counted_per_revision_and_empty_revisions_dropped() {
+    let now = Timestamp::now();
+    let w = ws(vec![subset("a", Some(1)), subset("b", None)]);
+    let in_rs = |name: &str, subset: &str, hash: &str| {
+        let mut p = (*pod(name, subset, 0)).clone();
+        p.metadata.owner_references = Some(vec![
+            k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
+                kind: "ReplicaSet".into(),
+                name: format!("web-{hash}"),
+                controller: Some(true),
+                ..Default::default()
+            },
+        ]);
+        p.metadata.labels =
+            Some([(keys::POD_TEMPLATE_HASH_LABEL.to_owned(), hash.to_owned())].into());
+        Arc::new(p)
+    };
+    let pods = vec![
+        in_rs("o1", "a", "old"),
+        in_rs("o2", "b", "old"),
+        in_rs("n1", "a", "new"),
+    ];
+    let versions = by_version(&pods);
+    assert_eq!(versions.keys().collect::<Vec<_>>(), ["new", "old"]);
+    let (new, _) = subset_statuses(&w, &[], &group(&w, &versions["new"]), 3, now);
+    assert_eq!((new[0].replicas, new[0].missing_replicas), (1, 0));
+    assert_eq!((new[1].replicas, new[1].missing_replicas), (0, -1));
+    let (all, _) = subset_statuses(&w, &[], &group(&w, &pods), 3, now);
+    assert_eq!(all[0].replicas, 2);
+    let (gone, _) = subset_statuses(&w, &new, &group(&w, &[]), 3, now);
+    assert!(is_empty(&gone));
+    assert!(!is_empty(&new));
 }

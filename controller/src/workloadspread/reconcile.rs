@@ -1,14 +1,19 @@
 //! One reconcile of a WorkloadSpread (upstream `syncWorkloadSpread`): the targeted workload
-//! and its Pods → deletion costs → the status, written conflict-checked.
+//! and its Pods → deletion costs per revision → the status (overall and per revision),
+//! written conflict-checked.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::Pod;
-use kruise_api::apps::v1alpha1::{WorkloadSpread, WorkloadSpreadStatus};
-use kruise_api::keys::k8s;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kruise_api::apps::v1alpha1::{
+    WorkloadSpread, WorkloadSpreadStatus, selects, workload_replicas,
+};
+use kruise_api::keys::{self, k8s};
 use kube::ResourceExt;
 use kube::api::{
     Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
@@ -17,7 +22,7 @@ use kube::runtime::controller::Action;
 
 use super::context::Context;
 use super::error::Error;
-use super::plan::{deletion_costs, group, subset_status};
+use super::plan::{by_version, deletion_costs, group, is_empty, subset_statuses};
 
 /// How often a WorkloadSpread is looked at without an event: percentage caps follow the
 /// workload's replicas, which this controller does not watch.
@@ -29,6 +34,9 @@ struct Target {
     pods: Vec<Arc<Pod>>,
     /// ReplicaSets, Deployments and CloneSets honour `pod-deletion-cost`.
     honours_deletion_cost: bool,
+    /// The revision new Pods are created at (upstream `GetWorkloadVersion`); `None` while a
+    /// Deployment's ReplicaSet for its template does not exist yet.
+    latest_version: Option<String>,
 }
 
 /// One reconcile of `ws` (the runner adds its span, timing and metrics).
@@ -40,39 +48,65 @@ pub async fn reconcile(ws: Arc<WorkloadSpread>, ctx: Arc<Context>) -> Result<Act
     let Some(target) = read_target(&ctx, &ns, &ws).await? else {
         return Ok(Action::requeue(RESYNC));
     };
-    let groups = group(&ws, &target.pods);
+    let versions = by_version(&target.pods);
+    let mut requeue = RESYNC;
     if target.honours_deletion_cost {
-        let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &ns);
-        for (name, cost) in deletion_costs(&ws, &groups, target.replicas) {
-            let patch = serde_json::json!({"metadata": {"annotations": {
-                k8s::POD_DELETION_COST_ANNOTATION: cost }}});
-            match pods
-                .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
-                .await
-            {
-                Ok(_) => {}
-                // Gone meanwhile: nothing to order.
-                Err(kube::Error::Api(s)) if s.code == 404 => {}
-                Err(e) => return Err(e.into()),
+        match &target.latest_version {
+            Some(latest) => {
+                for (version, pods) in &versions {
+                    let groups = group(&ws, pods);
+                    let old_revision = version != latest;
+                    let costs = deletion_costs(&ws, &groups, target.replicas, old_revision);
+                    write_deletion_costs(&ctx, &ns, costs).await?;
+                }
             }
+            // The Deployment's new ReplicaSet is about to appear.
+            None => requeue = Duration::from_secs(1),
         }
     }
     let now = Timestamp::now();
     let old = ws.status.clone().unwrap_or_default();
-    let mut requeue = RESYNC;
-    let mut statuses = Vec::with_capacity(ws.spec.subsets.len());
-    for (subset, pods) in ws.spec.subsets.iter().zip(&groups) {
-        let prev = old.subset_statuses.iter().find(|s| s.name == subset.name);
-        let (st, next) = subset_status(subset, prev, pods, target.replicas, now);
-        if let Some(d) = next {
+    let mut soonest = |d: Option<Duration>| {
+        if let Some(d) = d {
             requeue = requeue.min(d + Duration::from_millis(200));
         }
-        statuses.push(st);
+    };
+    let (overall, next) = subset_statuses(
+        &ws,
+        &old.subset_statuses,
+        &group(&ws, &target.pods),
+        target.replicas,
+        now,
+    );
+    soonest(next);
+    let mut versioned = BTreeMap::new();
+    for (version, pods) in &versions {
+        let (st, next) = subset_statuses(
+            &ws,
+            old.versioned(version),
+            &group(&ws, pods),
+            target.replicas,
+            now,
+        );
+        soonest(next);
+        versioned.insert(version.clone(), st);
+    }
+    // A version the webhook reserved for whose Pods are not seen yet is kept while it holds
+    // anything (upstream: the Pod may not be in the cache yet).
+    for (version, prev) in &old.versioned_subset_statuses {
+        if versions.contains_key(version) {
+            continue;
+        }
+        let (st, next) = subset_statuses(&ws, prev, &group(&ws, &[]), target.replicas, now);
+        if !is_empty(&st) {
+            soonest(next);
+            versioned.insert(version.clone(), st);
+        }
     }
     let status = WorkloadSpreadStatus {
         observed_generation: ws.metadata.generation.unwrap_or_default(),
-        subset_statuses: statuses,
-        versioned_subset_statuses: Default::default(),
+        subset_statuses: overall,
+        versioned_subset_statuses: versioned,
     };
     if status != old {
         let mut next = (*ws).clone();
@@ -82,6 +116,29 @@ pub async fn reconcile(ws: Arc<WorkloadSpread>, ctx: Arc<Context>) -> Result<Act
             .await?;
     }
     Ok(Action::requeue(requeue))
+}
+
+/// Writes the `pod-deletion-cost` annotations [`deletion_costs`] asked for.
+async fn write_deletion_costs(
+    ctx: &Context,
+    ns: &str,
+    costs: Vec<(String, String)>,
+) -> Result<(), Error> {
+    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), ns);
+    for (name, cost) in costs {
+        let patch = serde_json::json!({"metadata": {"annotations": {
+            k8s::POD_DELETION_COST_ANNOTATION: cost }}});
+        match pods
+            .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            Ok(_) => {}
+            // Gone meanwhile: nothing to order.
+            Err(kube::Error::Api(s)) if s.code == 404 => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
 }
 
 /// The workload `targetRef` names, or `None` when it is missing or of a kind the webhook
@@ -104,20 +161,16 @@ async fn read_target(
     let Some(obj) = api.get_opt(&r.name).await? else {
         return Ok(None);
     };
-    let spec = obj.data.get("spec");
-    let field = if r.kind == "Job" {
-        "parallelism"
-    } else {
-        "replicas"
-    };
-    let replicas = spec
-        .and_then(|s| s.get(field))
-        .and_then(serde_json::Value::as_i64)
-        .and_then(|v| i32::try_from(v).ok())
-        .unwrap_or(1);
+    let raw = serde_json::to_value(&obj).unwrap_or_default();
+    let filter = ws.spec.target_filter.as_ref();
+    let replicas = workload_replicas(&r.kind, &raw, filter)?;
     let uid = obj.metadata.uid.clone().unwrap_or_default();
+    let mut latest_version = Some(keys::WS_VERSION_IGNORED.to_owned());
     let pods = if r.kind == "Deployment" {
-        let sets: Api<ReplicaSet> = Api::namespaced(ctx.client.clone(), ns);
+        let ar = ApiResource::erase::<ReplicaSet>(&());
+        let sets: Api<DynamicObject> = Api::namespaced_with(ctx.client.clone(), ns, &ar);
+        let template = obj.data.get("spec").and_then(|s| s.get("template"));
+        latest_version = None;
         let mut pods = Vec::new();
         for rs in sets.list(&Default::default()).await?.items {
             let owned = rs
@@ -126,17 +179,68 @@ async fn read_target(
                 .iter()
                 .flatten()
                 .any(|o| o.controller == Some(true) && o.uid == uid);
-            if owned && let Some(rs_uid) = &rs.metadata.uid {
+            if !owned {
+                continue;
+            }
+            if let Some(rs_uid) = &rs.metadata.uid {
                 pods.extend(ctx.pods.owned_by(ns, rs_uid));
+            }
+            if rs.metadata.deletion_timestamp.is_none() && same_template(template, &rs) {
+                latest_version = template_hash(&rs.metadata);
             }
         }
         pods
     } else {
+        if r.kind == "ReplicaSet" {
+            latest_version = template_hash(&obj.metadata);
+        }
         ctx.pods.owned_by(ns, &uid)
     };
+    // Upstream filters only when the filter has a selector; without one the webhook spreads
+    // no Pod, so nothing is counted either way.
+    let mut pods = pods;
+    if filter.is_some_and(|f| f.selector.is_some()) {
+        pods.retain(|p| selects(filter, p.metadata.labels.as_ref()));
+    }
     Ok(Some(Target {
         replicas,
         pods,
         honours_deletion_cost: matches!(r.kind.as_str(), "ReplicaSet" | "Deployment" | "CloneSet"),
+        latest_version,
     }))
+}
+
+/// A ReplicaSet's `pod-template-hash` label: the revision of the Pods it creates.
+fn template_hash(meta: &ObjectMeta) -> Option<String> {
+    meta.labels
+        .as_ref()
+        .and_then(|l| l.get(keys::POD_TEMPLATE_HASH_LABEL))
+        .cloned()
+}
+
+/// Whether a ReplicaSet runs the Deployment's current template, its own `pod-template-hash`
+/// label set aside (Kubernetes' `EqualIgnoreHash`).
+fn same_template(deployment: Option<&serde_json::Value>, rs: &DynamicObject) -> bool {
+    let Some(want) = deployment else {
+        return false;
+    };
+    let Some(mut have) = rs.data.get("spec").and_then(|s| s.get("template")).cloned() else {
+        return false;
+    };
+    if let Some(labels) = have
+        .get_mut("metadata")
+        .and_then(|m| m.get_mut("labels"))
+        .and_then(serde_json::Value::as_object_mut)
+    {
+        labels.remove(keys::POD_TEMPLATE_HASH_LABEL);
+        if labels.is_empty()
+            && want.get("metadata").and_then(|m| m.get("labels")).is_none()
+            && let Some(m) = have
+                .get_mut("metadata")
+                .and_then(serde_json::Value::as_object_mut)
+        {
+            m.remove("labels");
+        }
+    }
+    &have == want
 }

@@ -11,13 +11,12 @@
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kruise_api::keys;
 use kruise_e2e::kwok::{self, FakeNode, Manager};
 use kruise_e2e::persistentpodstate::{self as pps, create_raw};
 use kruise_e2e::statefulset as asts;
 use kruise_e2e::{pod_ready, wait_for, wait_pod};
-use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use kube::api::{DeleteParams, PostParams};
 use kube::{Api, Client, ResourceExt};
 use rand::Rng;
 use serde_json::json;
@@ -30,52 +29,13 @@ const NODES: usize = 4;
 const WAIT: Duration = Duration::from_secs(180);
 const HOSTNAME: &str = "kubernetes.io/hostname";
 
-/// The CRD, as the scale cluster may have been brought up before the kind existed.
-async fn ensure_crd(client: &Client) {
-    let crd = kruise_api::crds::all()
-        .expect("CRDs")
-        .into_iter()
-        .find(|c| c.metadata.name.as_deref() == Some("persistentpodstates.apps.kruise.io"))
-        .expect("the PersistentPodState CRD");
-    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
-    let versions = |c: &CustomResourceDefinition| -> Vec<String> {
-        c.spec.versions.iter().map(|v| v.name.clone()).collect()
-    };
-    // Installed with the cluster (or by an earlier run) with the same versions: leave it, as a
-    // kruise-manager serving this cluster points its conversion at its own address, which an
-    // apply of ours (a Service reference) would clash with.
-    let current = api
-        .get_opt("persistentpodstates.apps.kruise.io")
-        .await
-        .expect("read the CRD");
-    if current.as_ref().map(versions) != Some(versions(&crd)) {
-        api.patch(
-            "persistentpodstates.apps.kruise.io",
-            &PatchParams::apply("kruise-e2e").force(),
-            &Patch::Apply(&crd),
-        )
-        .await
-        .expect("apply the CRD");
-    }
-    wait_for("the CRD established", WAIT, || async {
-        let c = api.get("persistentpodstates.apps.kruise.io").await?;
-        let established = c
-            .status
-            .and_then(|s| s.conditions)
-            .unwrap_or_default()
-            .iter()
-            .any(|c| c.type_ == "Established" && c.status == "True");
-        Ok(established.then_some(()))
-    })
-    .await
-    .expect("established");
-}
-
 #[tokio::test]
 async fn a_recreated_pod_lands_on_its_recorded_node_among_several() {
     let client = kwok::client().await.expect("the kwok scale cluster");
     kwok::namespace(&client, NS).await.expect("namespace");
-    ensure_crd(&client).await;
+    kwok::ensure_crd(&client, "persistentpodstates.apps.kruise.io")
+        .await
+        .expect("the PersistentPodState CRD");
     let manager = Manager::start("pps").await.expect("kruise-manager");
     let suffix: u32 = rand::rng().random_range(0..0xff_ffff);
     let run = format!("pps-{suffix:06x}");

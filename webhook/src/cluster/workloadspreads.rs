@@ -2,8 +2,8 @@
 //! loaded (listed before that, and always for the conflict check), one read live for the
 //! reservation, and its status writes.
 
-use kruise_api::apps::v1alpha1::WorkloadSpread;
-use kube::api::PostParams;
+use kruise_api::apps::v1alpha1::{WorkloadSpread, workload_replicas};
+use kube::api::{ApiResource, DynamicObject, GroupVersionKind, PostParams};
 
 use super::ApiCluster;
 use crate::workloadspread::{WsLookup, WsWrite};
@@ -68,6 +68,41 @@ impl WsLookup for ApiCluster {
         self.ws_timed("cannot read WorkloadSpread", api.get_opt(name))
             .await?
             .map_err(|e| format!("cannot read WorkloadSpread {name}: {e}"))
+    }
+
+    async fn workload_replicas(&self, ws: &WorkloadSpread) -> Result<Option<i32>, String> {
+        let Some(target) = &ws.spec.target_reference else {
+            return Ok(None);
+        };
+        let namespace = ws.metadata.namespace.as_deref().unwrap_or_default();
+        let client = self
+            .client
+            .as_ref()
+            .ok_or_else(|| "the webhook has no Kubernetes client".to_owned())?;
+        let (group, version) = target
+            .api_version
+            .rsplit_once('/')
+            .unwrap_or(("", target.api_version.as_str()));
+        let ar = ApiResource::from_gvk(&GroupVersionKind::gvk(group, version, &target.kind));
+        let api: kube::Api<DynamicObject> =
+            kube::Api::namespaced_with(client.clone(), namespace, &ar);
+        let what = format!("cannot read {} {}", target.kind, target.name);
+        let Some(obj) = self
+            .ws_timed(&what, api.get_opt(&target.name))
+            .await?
+            .map_err(|e| format!("{what}: {e}"))?
+        else {
+            return Ok(None);
+        };
+        let raw = serde_json::to_value(&obj).map_err(|e| format!("{what}: {e}"))?;
+        workload_replicas(&target.kind, &raw, ws.spec.target_filter.as_ref())
+            .map(Some)
+            .map_err(|e| {
+                format!(
+                    "WorkloadSpread {}: {e}",
+                    ws.metadata.name.as_deref().unwrap_or_default()
+                )
+            })
     }
 
     async fn write_workload_spread_status(&self, ws: &WorkloadSpread) -> Result<WsWrite, String> {

@@ -2,7 +2,9 @@
 //! over `pkg/util/workloadspread`), the first slot of `/mutate-pod` and of `/validate-pod`:
 //!
 //! - at creation, a Pod of a workload some WorkloadSpread targets takes the first subset with
-//!   room; the place is reserved by recording the Pod in the subset's `creatingPods` with a
+//!   room among the statuses of its revision (`versionedSubsetStatuses`, keyed by
+//!   `pod-template-hash` for Deployments and ReplicaSets, `versionIgnored` otherwise); the
+//!   place is reserved by recording the Pod in the subset's `creatingPods` with a
 //!   conflict-checked status write (re-read and retried on conflict), so concurrent creates
 //!   never overfill a subset; then the subset's affinity, tolerations and patch are injected
 //!   and the choice recorded in `apps.kruise.io/matched-workloadspread`;
@@ -15,7 +17,9 @@
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{OwnerReference, Time};
-use kruise_api::apps::v1alpha1::{MatchedWorkloadSpread, WorkloadSpread, WorkloadSpreadSubset};
+use kruise_api::apps::v1alpha1::{
+    MatchedWorkloadSpread, WorkloadSpread, WorkloadSpreadSubset, pod_version, selects,
+};
 use kruise_api::features::{FeatureGates, Gate};
 use kruise_api::keys;
 use kruise_api::policy::v1alpha1::TargetReference;
@@ -25,12 +29,25 @@ use crate::crr::mutation::PodLookup;
 use crate::podunavailablebudget::PubLookup;
 use crate::review::{Outcome, Request};
 use crate::workloadspread::subset::{
-    Created, inject as inject_subset, record_delete, reserve_create,
+    Created, inject as inject_subset, needs_replicas, record_delete, reserve_create,
 };
 use crate::workloadspread::{WsLookup, WsWrite};
 
 /// Attempts of a status write against concurrent writers (upstream `retry.DefaultBackoff`).
 const ATTEMPTS: usize = 5;
+
+/// The pause before attempt `n + 1` after a conflict (upstream `retry.DefaultBackoff`: 10 ms
+/// × 5ⁿ, 10 % jitter), so a burst of creates for one WorkloadSpread spreads out instead of
+/// colliding again at once.
+async fn back_off(n: usize) {
+    if n + 1 >= ATTEMPTS {
+        // No attempt follows.
+        return;
+    }
+    let base = 10u64.saturating_mul(5u64.saturating_pow(u32::try_from(n).unwrap_or(u32::MAX)));
+    let jitter = rand::random_range(0..=base / 10);
+    tokio::time::sleep(std::time::Duration::from_millis(base + jitter)).await;
+}
 
 /// What the slot injects: the subset and the annotation's value.
 #[derive(Clone, Debug, PartialEq)]
@@ -85,6 +102,7 @@ async fn matching<C: WsLookup + PubLookup>(
         kind: owner.kind.clone(),
         name: owner.name.clone(),
     };
+    let labels = pod.metadata.labels.as_ref();
     let targets = |r: &TargetReference| {
         spreads.iter().find(|w| {
             w.metadata.deletion_timestamp.is_none()
@@ -92,6 +110,7 @@ async fn matching<C: WsLookup + PubLookup>(
                     .target_reference
                     .as_ref()
                     .is_some_and(|t| t.same_workload(r))
+                && selects(w.spec.target_filter.as_ref(), labels)
         })
     };
     if let Some(w) = targets(&itself) {
@@ -137,10 +156,25 @@ pub async fn injection_for<C: WsLookup + PubLookup>(
     };
     let pod_name = pod.metadata.name.as_deref().filter(|n| !n.is_empty());
     let ws_name = ws.metadata.name.clone().unwrap_or_default();
+    let version = pod_version(pod);
     let generated = random_uuid();
-    for _ in 0..ATTEMPTS {
+    let mut replicas = None;
+    for attempt in 0..ATTEMPTS {
+        if replicas.is_none() && needs_replicas(&ws, &version) {
+            replicas = target_replicas(&ws, cluster)
+                .await
+                .map_err(Outcome::forbidden)?;
+        }
         let now = Time(Timestamp::now());
-        let matched = match reserve_create(&mut ws, pod_name, || generated.clone(), now) {
+        let created = reserve_create(
+            &mut ws,
+            &version,
+            pod_name,
+            replicas,
+            || generated.clone(),
+            now,
+        );
+        let matched = match created {
             Ok(Created::Reserved(m)) => m,
             Ok(Created::Recorded(m)) => return Ok(found(&ws, m)),
             Ok(Created::NoSubset) => return Ok(None),
@@ -155,17 +189,28 @@ pub async fn injection_for<C: WsLookup + PubLookup>(
                 return Ok(found(&ws, matched));
             }
             Ok(WsWrite::Gone) => return Ok(None),
-            Ok(WsWrite::Conflict) => match cluster.workload_spread(ns, &ws_name).await {
-                Ok(Some(fresh)) => ws = fresh,
-                Ok(None) => return Ok(None),
-                Err(e) => return Err(Outcome::forbidden(e)),
-            },
+            Ok(WsWrite::Conflict) => {
+                back_off(attempt).await;
+                match cluster.workload_spread(ns, &ws_name).await {
+                    Ok(Some(fresh)) => ws = fresh,
+                    Ok(None) => return Ok(None),
+                    Err(e) => return Err(Outcome::forbidden(e)),
+                }
+            }
             Err(e) => return Err(Outcome::forbidden(e)),
         }
     }
     Err(Outcome::forbidden(format!(
         "Timeout: couldn't update WorkloadSpread {ws_name} due to conflicts"
     )))
+}
+
+/// The replicas of the workload `ws` targets, for a percentage cap without a status yet.
+async fn target_replicas<C: WsLookup>(
+    ws: &WorkloadSpread,
+    cluster: &C,
+) -> Result<Option<i32>, String> {
+    cluster.workload_replicas(ws).await
 }
 
 /// A random (version 4) UUID, as upstream's `uuid.NewUUID()` names a Pod that has no name yet.
@@ -243,18 +288,29 @@ pub async fn validate<C: WsLookup + PodLookup>(
         return Outcome::Allow;
     }
     let pod_name = pod.metadata.name.clone().unwrap_or_default();
-    for _ in 0..ATTEMPTS {
+    let version = pod_version(&pod);
+    let mut replicas = None;
+    for attempt in 0..ATTEMPTS {
         let mut ws = match cluster.workload_spread(&ns, &matched.name).await {
             Ok(Some(w)) => w,
             Ok(None) => return Outcome::Allow,
             Err(e) => return Outcome::forbidden(e),
         };
-        if !record_delete(&mut ws, &pod_name, &matched.subset, Time(Timestamp::now())) {
-            return Outcome::Allow;
+        if replicas.is_none() && needs_replicas(&ws, &version) {
+            replicas = match target_replicas(&ws, cluster).await {
+                Ok(r) => r,
+                Err(e) => return Outcome::forbidden(e),
+            };
+        }
+        let now = Time(Timestamp::now());
+        match record_delete(&mut ws, &version, &pod_name, &matched.subset, replicas, now) {
+            Ok(true) => {}
+            // Nothing to record, or a percentage cap against a workload that is gone.
+            Ok(false) | Err(_) => return Outcome::Allow,
         }
         match cluster.write_workload_spread_status(&ws).await {
             Ok(WsWrite::Written | WsWrite::Gone) => return Outcome::Allow,
-            Ok(WsWrite::Conflict) => continue,
+            Ok(WsWrite::Conflict) => back_off(attempt).await,
             Err(e) => return Outcome::forbidden(e),
         }
     }

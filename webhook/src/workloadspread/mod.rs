@@ -52,6 +52,16 @@ pub trait WsLookup: Sync {
     ) -> impl Future<Output = Result<Option<WorkloadSpread>, String>> + Send {
         std::future::ready(Ok(None))
     }
+    /// The replicas of the workload `ws` targets (see
+    /// `kruise_api::apps::v1alpha1::workload_replicas`, `targetFilter.replicasPathList`
+    /// included), `None` when it does not exist: read only when a percentage cap has no status
+    /// yet for a new Pod's revision.
+    fn workload_replicas(
+        &self,
+        _ws: &WorkloadSpread,
+    ) -> impl Future<Output = Result<Option<i32>, String>> + Send {
+        std::future::ready(Ok(None))
+    }
     /// Replaces the status (optimistic: the object's resourceVersion is sent).
     fn write_workload_spread_status(
         &self,

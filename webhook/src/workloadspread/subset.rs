@@ -28,49 +28,69 @@ pub enum ReserveError {
 pub enum Created {
     /// A subset was reserved: the status changed and must be written.
     Reserved(MatchedWorkloadSpread),
-    /// The Pod's name is already recorded (a retried create): nothing to write.
+    /// Nothing to write: the Pod's name is already recorded (a retried create), or the subset
+    /// has no cap.
     Recorded(MatchedWorkloadSpread),
     /// Every subset is full or closed: the Pod is created without a subset, as upstream.
     NoSubset,
 }
 
-/// Statuses for every subset of the spec when the controller has not written them (a new
-/// WorkloadSpread): caps are counts, unlimited is `-1`.
-fn ensure_statuses(ws: &mut WorkloadSpread) -> Result<(), ReserveError> {
-    let spec_names: Vec<&str> = ws.spec.subsets.iter().map(|s| s.name.as_str()).collect();
-    let status = ws.status.get_or_insert_with(Default::default);
-    let names: Vec<&str> = status
-        .subset_statuses
-        .iter()
-        .map(|s| s.name.as_str())
-        .collect();
-    if names == spec_names {
-        return Ok(());
-    }
-    let mut fresh = Vec::with_capacity(ws.spec.subsets.len());
-    for s in &ws.spec.subsets {
-        let missing = match &s.max_replicas {
-            None => -1,
-            Some(IntOrString::Int(n)) => *n,
-            Some(IntOrString::String(_)) => {
-                return Err(ReserveError::NotReady(
-                    ws.metadata.name.clone().unwrap_or_default(),
-                ));
-            }
-        };
-        let old = status.subset_statuses.iter().find(|o| o.name == s.name);
-        fresh.push(WorkloadSpreadSubsetStatus {
-            name: s.name.clone(),
-            missing_replicas: old.map_or(missing, |o| o.missing_replicas),
-            ..old.cloned().unwrap_or_default()
-        });
-    }
-    status.subset_statuses = fresh;
-    Ok(())
+/// Whether reserving for a Pod of `version` needs the workload's replicas: a subset of the
+/// spec has no status for that version yet and its cap is a percentage.
+pub fn needs_replicas(ws: &WorkloadSpread, version: &str) -> bool {
+    let have = ws.status.as_ref().map_or(&[][..], |s| s.versioned(version));
+    ws.spec.subsets.iter().any(|s| {
+        matches!(s.max_replicas, Some(IntOrString::String(_)))
+            && !have.iter().any(|h| h.name == s.name)
+    })
 }
 
-fn recorded_in(ws: &WorkloadSpread, pod_name: &str) -> Option<String> {
-    ws.status.as_ref()?.subset_statuses.iter().find_map(|s| {
+/// The statuses of `version`, one per subset of the spec in its order (upstream
+/// `initializedSubsetStatuses` for a version seen first): a subset without one starts with its
+/// whole cap missing (`-1` when it has none), a percentage scaled against `replicas`.
+fn ensure_statuses<'a>(
+    ws: &'a mut WorkloadSpread,
+    version: &str,
+    replicas: Option<i32>,
+) -> Result<&'a mut Vec<WorkloadSpreadSubsetStatus>, ReserveError> {
+    let ws_name = ws.metadata.name.clone().unwrap_or_default();
+    let status = ws.status.get_or_insert_with(Default::default);
+    let have = status
+        .versioned_subset_statuses
+        .entry(version.to_owned())
+        .or_default();
+    let in_order = have.len() == ws.spec.subsets.len()
+        && have
+            .iter()
+            .zip(&ws.spec.subsets)
+            .all(|(h, s)| h.name == s.name);
+    if !in_order {
+        let mut fresh = Vec::with_capacity(ws.spec.subsets.len());
+        for s in &ws.spec.subsets {
+            if let Some(old) = have.iter().find(|o| o.name == s.name) {
+                fresh.push(old.clone());
+                continue;
+            }
+            let missing = match (&s.max_replicas, replicas) {
+                (None, _) => -1,
+                (Some(IntOrString::Int(n)), _) => *n,
+                (Some(_), Some(r)) => s.max_replicas_of(r).unwrap_or(0),
+                // Refused: the workload's controller retries the create.
+                (Some(_), None) => return Err(ReserveError::NotReady(ws_name)),
+            };
+            fresh.push(WorkloadSpreadSubsetStatus {
+                name: s.name.clone(),
+                missing_replicas: missing,
+                ..Default::default()
+            });
+        }
+        *have = fresh;
+    }
+    Ok(have)
+}
+
+fn recorded_in(statuses: &[WorkloadSpreadSubsetStatus], pod_name: &str) -> Option<String> {
+    statuses.iter().find_map(|s| {
         (s.creating_pods.contains_key(pod_name) || s.deleting_pods.contains_key(pod_name))
             .then(|| s.name.clone())
     })
@@ -84,18 +104,22 @@ pub fn suitable(statuses: &[WorkloadSpreadSubsetStatus]) -> Option<usize> {
         .position(|s| !s.unschedulable() && (s.missing_replicas > 0 || s.missing_replicas == -1))
 }
 
-/// Upstream `updateSubsetForPod` for a create: picks the subset and records the Pod in its
-/// `creatingPods` (under its name, or `generated_uid` when it has none yet), taking one from
-/// `missingReplicas`.
+/// Upstream `updateSubsetForPod` for a create: picks the subset from the statuses of the
+/// Pod's `version` and records the Pod in its `creatingPods` (under its name, or
+/// `generated_uid` when it has none yet), taking one from `missingReplicas`. `replicas` is
+/// the workload's, needed only when [`needs_replicas`] says so.
 pub fn reserve_create(
     ws: &mut WorkloadSpread,
+    version: &str,
     pod_name: Option<&str>,
+    replicas: Option<i32>,
     generated_uid: impl FnOnce() -> String,
     now: Time,
 ) -> Result<Created, ReserveError> {
     let ws_name = ws.metadata.name.clone().unwrap_or_default();
+    let statuses = ensure_statuses(ws, version, replicas)?;
     if let Some(name) = pod_name
-        && let Some(subset) = recorded_in(ws, name)
+        && let Some(subset) = recorded_in(statuses, name)
     {
         return Ok(Created::Recorded(MatchedWorkloadSpread {
             name: ws_name,
@@ -103,14 +127,18 @@ pub fn reserve_create(
             uid: String::new(),
         }));
     }
-    ensure_statuses(ws)?;
-    let Some(status) = ws.status.as_mut() else {
+    let Some(i) = suitable(statuses) else {
         return Ok(Created::NoSubset);
     };
-    let Some(i) = suitable(&status.subset_statuses) else {
-        return Ok(Created::NoSubset);
-    };
-    let subset = &mut status.subset_statuses[i];
+    let subset = &mut statuses[i];
+    if subset.missing_replicas == -1 {
+        // No cap, nothing to reserve: upstream writes no status for it.
+        return Ok(Created::Recorded(MatchedWorkloadSpread {
+            name: ws_name,
+            subset: subset.name.clone(),
+            uid: String::new(),
+        }));
+    }
     let (key, uid) = match pod_name {
         Some(n) => (n.to_owned(), String::new()),
         None => {
@@ -130,23 +158,29 @@ pub fn reserve_create(
 }
 
 /// Upstream `updateSubsetForPod` for a delete or eviction: records the Pod in its subset's
-/// `deletingPods`, giving one back to `missingReplicas`. Whether the status changed.
-pub fn record_delete(ws: &mut WorkloadSpread, pod_name: &str, subset: &str, now: Time) -> bool {
-    if recorded_in(ws, pod_name).is_some() {
-        return false;
+/// `deletingPods` among the statuses of its `version`, giving one back to `missingReplicas`.
+/// Whether the status changed.
+pub fn record_delete(
+    ws: &mut WorkloadSpread,
+    version: &str,
+    pod_name: &str,
+    subset: &str,
+    replicas: Option<i32>,
+    now: Time,
+) -> Result<bool, ReserveError> {
+    let statuses = ensure_statuses(ws, version, replicas)?;
+    if recorded_in(statuses, pod_name).is_some() {
+        return Ok(false);
     }
-    let Some(s) = ws
-        .status
-        .as_mut()
-        .and_then(|st| st.subset_statuses.iter_mut().find(|s| s.name == subset))
-    else {
-        return false;
+    let Some(s) = statuses.iter_mut().find(|s| s.name == subset) else {
+        return Ok(false);
     };
-    s.deleting_pods.insert(pod_name.to_owned(), now);
-    if s.missing_replicas >= 0 {
-        s.missing_replicas += 1;
+    if s.missing_replicas == -1 {
+        return Ok(false);
     }
-    true
+    s.deleting_pods.insert(pod_name.to_owned(), now);
+    s.missing_replicas += 1;
+    Ok(true)
 }
 
 /// Upstream `injectWorkloadSpreadIntoPod`: the subset's tolerations, preferred and required

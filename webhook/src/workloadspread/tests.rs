@@ -9,7 +9,7 @@ use kruise_api::keys;
 use kruise_api::policy::v1alpha1::TargetReference;
 use serde_json::json;
 
-use super::subset::{Created, inject, merge, record_delete, reserve_create};
+use super::subset::{Created, inject, merge, needs_replicas, record_delete, reserve_create};
 use super::validation::{conflict_errors, spec_errors, update_errors};
 use crate::field::aggregate;
 
@@ -141,10 +141,19 @@ fn unsupported_targets_and_unimplemented_fields_are_refused() {
         "{}",
         msg(&w)
     );
+    // A filter is accepted; one whose selector cannot be built is refused naming it.
     let mut w = cloneset_ws(vec![subset("a", None)]);
     w.spec.target_filter = Some(Default::default());
+    assert!(spec_errors(&w).is_empty(), "{}", msg(&w));
+    w.spec.target_filter = Some(
+        serde_json::from_value(json!({
+        "selector": {"matchExpressions": [{"key": "role", "operator": "Is", "values": ["x"]}]},
+        "replicasPathList": ["spec.replicas"]}))
+        .expect("filter"),
+    );
     assert!(
-        msg(&w).contains("spec.targetFilter: Forbidden"),
+        msg(&w).contains("spec.targetFilter: Invalid value")
+            && msg(&w).contains("selector.matchExpressions[0]: operator \"Is\""),
         "{}",
         msg(&w)
     );
@@ -169,18 +178,26 @@ fn target_is_fixed_and_owned_by_one_spread() {
     );
 }
 
+const IGNORED: &str = keys::WS_VERSION_IGNORED;
+
+/// A status whose statuses for Pods counted without a revision are `entries`.
 fn status(entries: &[(&str, i32)]) -> WorkloadSpreadStatus {
+    let list = entries
+        .iter()
+        .map(|(n, m)| WorkloadSpreadSubsetStatus {
+            name: (*n).into(),
+            missing_replicas: *m,
+            ..Default::default()
+        })
+        .collect();
     WorkloadSpreadStatus {
-        subset_statuses: entries
-            .iter()
-            .map(|(n, m)| WorkloadSpreadSubsetStatus {
-                name: (*n).into(),
-                missing_replicas: *m,
-                ..Default::default()
-            })
-            .collect(),
+        versioned_subset_statuses: [(IGNORED.to_owned(), list)].into(),
         ..Default::default()
     }
+}
+
+fn versioned<'a>(w: &'a WorkloadSpread, version: &str) -> &'a [WorkloadSpreadSubsetStatus] {
+    w.status.as_ref().expect("status").versioned(version)
 }
 
 fn now() -> Time {
@@ -204,18 +221,29 @@ fn subsets_fill_in_order_up_to_their_caps_counting_reservations() {
     let names: Vec<String> = (0..4)
         .map(|i| {
             let name = format!("p{i}");
-            chosen(reserve_create(&mut w, Some(&name), String::new, now()).expect("reserve"))
+            match reserve_create(&mut w, IGNORED, Some(&name), None, String::new, now()) {
+                Ok(Created::Reserved(m) | Created::Recorded(m)) => m.subset,
+                other => panic!("{other:?}"),
+            }
         })
         .collect();
     assert_eq!(names, ["a", "a", "b", "b"]);
-    let st = w.status.as_ref().expect("status");
-    assert_eq!(st.subset_statuses[0].missing_replicas, 0);
-    assert_eq!(st.subset_statuses[0].creating_pods.len(), 2);
-    assert_eq!(st.subset_statuses[1].missing_replicas, -1);
-    assert_eq!(st.subset_statuses[1].creating_pods.len(), 2);
+    let st = versioned(&w, IGNORED);
+    assert_eq!(st[0].missing_replicas, 0);
+    assert_eq!(st[0].creating_pods.len(), 2);
+    // An uncapped subset has nothing to reserve, as upstream: no entry is written.
+    assert_eq!(st[1].missing_replicas, -1);
+    assert!(st[1].creating_pods.is_empty());
+    assert!(
+        w.status
+            .as_ref()
+            .expect("status")
+            .subset_statuses
+            .is_empty()
+    );
     // A retried create of a recorded Pod reserves nothing more.
     assert!(matches!(
-        reserve_create(&mut w, Some("p0"), String::new, now()),
+        reserve_create(&mut w, IGNORED, Some("p0"), None, String::new, now()),
         Ok(Created::Recorded(m)) if m.subset == "a"
     ));
 }
@@ -228,35 +256,96 @@ fn full_subsets_leave_the_pod_without_a_subset() {
     ]);
     w.status = Some(status(&[("a", 0), ("b", 0)]));
     assert_eq!(
-        reserve_create(&mut w, Some("p"), String::new, now()),
+        reserve_create(&mut w, IGNORED, Some("p"), None, String::new, now()),
         Ok(Created::NoSubset)
     );
 }
 
 #[test]
 fn a_nameless_pod_is_recorded_under_a_generated_id() {
-    let mut w = cloneset_ws(vec![subset("a", None)]);
-    match reserve_create(&mut w, None, || "uid-1".into(), now()) {
+    let mut w = cloneset_ws(vec![subset("a", Some(IntOrString::Int(3)))]);
+    match reserve_create(&mut w, IGNORED, None, None, || "uid-1".into(), now()) {
         Ok(Created::Reserved(m)) => assert_eq!(m.uid, "uid-1"),
         other => panic!("{other:?}"),
     }
-    let st = w.status.as_ref().expect("status initialised");
-    assert!(st.subset_statuses[0].creating_pods.contains_key("uid-1"));
+    let st = versioned(&w, IGNORED);
+    assert!(st[0].creating_pods.contains_key("uid-1"));
+    assert_eq!(st[0].missing_replicas, 2);
 }
 
 #[test]
-fn a_percent_cap_waits_for_the_controller() {
+fn a_percent_cap_is_scaled_against_the_workloads_replicas() {
     let mut w = cloneset_ws(vec![subset("a", Some(IntOrString::String("50%".into())))]);
-    assert!(reserve_create(&mut w, Some("p"), String::new, now()).is_err());
+    assert!(needs_replicas(&w, IGNORED));
+    assert!(reserve_create(&mut w, IGNORED, Some("p"), None, String::new, now()).is_err());
+    assert_eq!(
+        chosen(
+            reserve_create(&mut w, IGNORED, Some("p"), Some(5), String::new, now())
+                .expect("reserve")
+        ),
+        "a"
+    );
+    // 50 % of 5, rounded up, less the reservation.
+    assert_eq!(versioned(&w, IGNORED)[0].missing_replicas, 2);
+    assert!(!needs_replicas(&w, IGNORED));
+}
+
+#[test]
+fn each_revision_fills_the_subsets_on_its_own() {
+    let mut w = cloneset_ws(vec![
+        subset("a", Some(IntOrString::Int(1))),
+        subset("b", None),
+    ]);
+    let take = |w: &mut WorkloadSpread, version: &str, pod: &str| match reserve_create(
+        w,
+        version,
+        Some(pod),
+        None,
+        String::new,
+        now(),
+    ) {
+        Ok(Created::Reserved(m) | Created::Recorded(m)) => m.subset,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(take(&mut w, "old", "o1"), "a");
+    assert_eq!(take(&mut w, "old", "o2"), "b");
+    // The new revision's first Pod finds `a` free although an old Pod holds it.
+    assert_eq!(take(&mut w, "new", "n1"), "a");
+    assert_eq!(take(&mut w, "new", "n2"), "b");
+    assert_eq!(versioned(&w, "old")[0].missing_replicas, 0);
+    assert_eq!(versioned(&w, "new")[0].missing_replicas, 0);
+    // A delete gives the place back in the Pod's own revision only (once the controller has
+    // seen the Pod: a reservation still pending is not recorded twice, as upstream).
+    assert_eq!(
+        record_delete(&mut w, "old", "o1", "a", None, now()),
+        Ok(false)
+    );
+    if let Some(st) = w.status.as_mut() {
+        for s in st.versioned_subset_statuses.values_mut().flatten() {
+            s.creating_pods.clear();
+        }
+    }
+    assert_eq!(
+        record_delete(&mut w, "old", "o1", "a", None, now()),
+        Ok(true)
+    );
+    assert_eq!(versioned(&w, "old")[0].missing_replicas, 1);
+    assert_eq!(versioned(&w, "new")[0].missing_replicas, 0);
 }
 
 #[test]
 fn a_delete_gives_the_place_back_once() {
     let mut w = cloneset_ws(vec![subset("a", Some(IntOrString::Int(2)))]);
     w.status = Some(status(&[("a", 0)]));
-    assert!(record_delete(&mut w, "p0", "a", now()));
-    assert!(!record_delete(&mut w, "p0", "a", now()));
-    let s = &w.status.as_ref().expect("status").subset_statuses[0];
+    assert_eq!(
+        record_delete(&mut w, IGNORED, "p0", "a", None, now()),
+        Ok(true)
+    );
+    assert_eq!(
+        record_delete(&mut w, IGNORED, "p0", "a", None, now()),
+        Ok(false)
+    );
+    let s = &versioned(&w, IGNORED)[0];
     assert_eq!(s.missing_replicas, 1);
     assert!(s.deleting_pods.contains_key("p0"));
 }

@@ -1,16 +1,18 @@
 //! WorkloadSpread validation (upstream `WorkloadSpreadCreateUpdateHandler` and
 //! `workloadspread_validation.go`): a supported target, subsets with unique names, caps all
 //! counts or all percentages (at most 100 % together, counts only for StatefulSets), a known
-//! schedule strategy, an unchanged `targetRef`, one WorkloadSpread per workload. Kruise-rs
-//! also refuses, naming the field, what it does not implement yet: the `Adaptive` strategy,
-//! `targetFilter`, and custom workload kinds (see the README's compatibility table). Refusals
+//! schedule strategy, a `targetFilter` whose selector can be built, an unchanged `targetRef`,
+//! one WorkloadSpread per workload. Kruise-rs also refuses, naming the field, what it does not
+//! implement yet: the `Adaptive` strategy and custom workload kinds (see the README's
+//! compatibility table). Refusals
 //! are 400s, as upstream's `admission.Errored`; while the `WorkloadSpread` gate is off the
 //! path answers 403 (`crate::gate_refusal`).
 
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
-use kruise_api::apps::v1alpha1::{SCHEDULE_ADAPTIVE, SCHEDULE_FIXED, WorkloadSpread};
+use kruise_api::apps::v1alpha1::{SCHEDULE_ADAPTIVE, SCHEDULE_FIXED, TargetFilter, WorkloadSpread};
 use kruise_api::keys;
 use kruise_api::policy::v1alpha1::TargetReference;
+use kruise_api::selector::{self, Violation};
 use kube::core::admission::Operation;
 use serde_json::Value;
 
@@ -106,15 +108,42 @@ fn target_errors(r: Option<&TargetReference>) -> Vec<FieldError> {
     }
 }
 
+/// Upstream: `spec.targetFilter` invalid when its selector cannot be built, with why.
+fn target_filter_errors(filter: &TargetFilter) -> Vec<FieldError> {
+    let Some(sel) = &filter.selector else {
+        return Vec::new();
+    };
+    selector::violations(sel)
+        .into_iter()
+        .map(|(i, v)| {
+            let what = match v {
+                Violation::KeyRequired => "key must not be empty".to_owned(),
+                Violation::ValuesRequired => {
+                    "values must be specified when operator is In or NotIn".to_owned()
+                }
+                Violation::ValuesForbidden => {
+                    "values may not be specified when operator is Exists or DoesNotExist".to_owned()
+                }
+                Violation::InvalidOperator(op) => format!(
+                    "operator {op:?} is not one of {}",
+                    selector::Operator::NAMES.join(", ")
+                ),
+            };
+            FieldError::invalid(
+                "spec.targetFilter",
+                &to_json(filter),
+                format!("selector.matchExpressions[{i}]: {what}"),
+            )
+        })
+        .collect()
+}
+
 /// Every problem of one WorkloadSpread on its own.
 pub fn spec_errors(ws: &WorkloadSpread) -> Vec<FieldError> {
     let spec = &ws.spec;
     let mut errs = target_errors(spec.target_reference.as_ref());
-    if spec.target_filter.is_some() {
-        errs.push(FieldError::forbidden(
-            "spec.targetFilter",
-            "targetFilter is not supported by Kruise-rs yet: remove it (every Pod of the workload is spread)",
-        ));
+    if let Some(filter) = &spec.target_filter {
+        errs.extend(target_filter_errors(filter));
     }
     let statefulset = spec
         .target_reference

@@ -90,8 +90,9 @@ pub use uniteddeployment::{
     UpdateStatus, parse_subset_replicas,
 };
 pub use workloadspread::{
-    AdaptiveWorkloadSpreadStrategy, MatchedWorkloadSpread, SCHEDULE_ADAPTIVE, SCHEDULE_FIXED,
-    SUBSET_SCHEDULABLE, TargetFilter, WorkloadSpread, WorkloadSpreadScheduleStrategy,
-    WorkloadSpreadSpec, WorkloadSpreadStatus, WorkloadSpreadSubset, WorkloadSpreadSubsetCondition,
-    WorkloadSpreadSubsetStatus,
+    AdaptiveWorkloadSpreadStrategy, MatchedWorkloadSpread, ReplicasPathError, SCHEDULE_ADAPTIVE,
+    SCHEDULE_FIXED, SUBSET_SCHEDULABLE, TargetFilter, WorkloadSpread,
+    WorkloadSpreadScheduleStrategy, WorkloadSpreadSpec, WorkloadSpreadStatus, WorkloadSpreadSubset,
+    WorkloadSpreadSubsetCondition, WorkloadSpreadSubsetStatus, pod_version, selects,
+    versioned_kind, workload_replicas,
 };

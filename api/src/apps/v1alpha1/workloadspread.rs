@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::{NodeSelectorTerm, PreferredSchedulingTerm, Toleration};
+use k8s_openapi::api::core::v1::{NodeSelectorTerm, Pod, PreferredSchedulingTerm, Toleration};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::CustomResource;
@@ -164,6 +164,113 @@ impl WorkloadSpreadSubsetStatus {
     }
 }
 
+impl WorkloadSpreadStatus {
+    /// The subsets' statuses the webhook reserves in for Pods of `version` (see
+    /// [`pod_version`]); empty until the first Pod of that version.
+    pub fn versioned(&self, version: &str) -> &[WorkloadSpreadSubsetStatus] {
+        self.versioned_subset_statuses
+            .get(version)
+            .map_or(&[], Vec::as_slice)
+    }
+}
+
+/// The replicas a subset's percentage cap scales against, from the targeted workload `obj`
+/// (upstream `getWorkloadReplicas` and `filterWorkload`): the sum of the integers at
+/// `targetFilter.replicasPathList` when it has any (dotted paths from the object's root, a
+/// number indexing a list), else a Job's `spec.parallelism` and every other kind's
+/// `spec.replicas`, 1 when unset as the API server defaults them.
+pub fn workload_replicas(
+    kind: &str,
+    obj: &serde_json::Value,
+    filter: Option<&TargetFilter>,
+) -> Result<i32, ReplicasPathError> {
+    let paths = filter.map_or(&[][..], |f| f.replicas_path_list.as_slice());
+    if paths.is_empty() {
+        let field = if kind == "Job" {
+            "parallelism"
+        } else {
+            "replicas"
+        };
+        let v = obj.get("spec").and_then(|s| s.get(field));
+        return Ok(v
+            .and_then(serde_json::Value::as_i64)
+            .and_then(|v| i32::try_from(v).ok())
+            .unwrap_or(1));
+    }
+    let mut sum: i64 = 0;
+    for path in paths.iter().filter(|p| !p.is_empty()) {
+        let mut at = obj;
+        for part in path.split('.') {
+            let next = match at {
+                serde_json::Value::Array(items) => {
+                    part.parse::<usize>().ok().and_then(|i| items.get(i))
+                }
+                other => other.get(part),
+            };
+            at = next.ok_or_else(|| ReplicasPathError::Missing(path.clone()))?;
+        }
+        sum += at
+            .as_i64()
+            .ok_or_else(|| ReplicasPathError::NotAnInteger(path.clone()))?;
+    }
+    Ok(i32::try_from(sum).unwrap_or(i32::MAX))
+}
+
+/// Why `targetFilter.replicasPathList` gave no replicas.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReplicasPathError {
+    #[error("targetFilter.replicasPathList: path {0:?} does not exist in the workload")]
+    Missing(String),
+    #[error("targetFilter.replicasPathList: the value at {0:?} is not an integer")]
+    NotAnInteger(String),
+}
+
+/// Whether `targetFilter` lets the WorkloadSpread manage a Pod with these labels (upstream
+/// `IsPodSelected`): every Pod without a filter, none when the filter has no selector, else
+/// those its selector matches (an empty one matches all).
+pub fn selects(filter: Option<&TargetFilter>, labels: Option<&BTreeMap<String, String>>) -> bool {
+    let Some(filter) = filter else {
+        return true;
+    };
+    let empty = BTreeMap::new();
+    filter
+        .selector
+        .as_ref()
+        .is_some_and(|s| crate::selector::matches(s, labels.unwrap_or(&empty)))
+}
+
+/// Whether Pods of a workload of this kind are counted per revision (upstream's default of
+/// `--ws-enabled-versioned-status`: Deployments, and so their ReplicaSets).
+pub fn versioned_kind(kind: &str) -> bool {
+    matches!(kind, "Deployment" | "ReplicaSet")
+}
+
+/// The revision a Pod is counted under in `versionedSubsetStatuses` (upstream `GetPodVersion`):
+/// for Pods of a ReplicaSet or Deployment their `pod-template-hash` (else the short
+/// `controller-revision-hash`), for every other Pod [`keys::WS_VERSION_IGNORED`]. A rollout's
+/// new Pods thus fill the subsets in order again instead of finding them full of old Pods.
+pub fn pod_version(pod: &Pod) -> String {
+    let versioned = pod
+        .metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .any(|o| o.controller == Some(true) && versioned_kind(&o.kind));
+    let labels = pod.metadata.labels.as_ref();
+    let label = |k: &str| labels.and_then(|l| l.get(k)).filter(|v| !v.is_empty());
+    if !versioned {
+        return keys::WS_VERSION_IGNORED.to_owned();
+    }
+    if let Some(v) = label(keys::POD_TEMPLATE_HASH_LABEL) {
+        return v.clone();
+    }
+    match label(keys::CONTROLLER_REVISION_HASH_LABEL) {
+        // The hash is the last dash-separated part of the revision's name.
+        Some(v) => v.rsplit('-').next().unwrap_or(v).to_owned(),
+        None => keys::WS_VERSION_IGNORED.to_owned(),
+    }
+}
+
 /// The value of [`keys::MATCHED_WORKLOADSPREAD_ANNOTATION`] (upstream `InjectWorkloadSpread`):
 /// the WorkloadSpread and subset a Pod was placed in, and the id the webhook generated when
 /// the Pod had no name yet.
@@ -227,5 +334,85 @@ mod tests {
         };
         assert_eq!(s.max_replicas_of(5), Some(3));
         assert_eq!(WorkloadSpreadSubset::default().max_replicas_of(5), None);
+    }
+
+    fn pod_of(kind: &str, labels: &[(&str, &str)]) -> Pod {
+        let mut p = Pod::default();
+        p.metadata.owner_references = Some(vec![
+            k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
+                kind: kind.into(),
+                name: "w".into(),
+                controller: Some(true),
+                ..Default::default()
+            },
+        ]);
+        p.metadata.labels = Some(
+            labels
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+        );
+        p
+    }
+
+    #[test]
+    fn pods_of_replicasets_are_counted_per_template_hash_others_not() {
+        let rs = pod_of("ReplicaSet", &[(keys::POD_TEMPLATE_HASH_LABEL, "6f9c7d")]);
+        assert_eq!(pod_version(&rs), "6f9c7d");
+        let by_revision = pod_of(
+            "ReplicaSet",
+            &[(keys::CONTROLLER_REVISION_HASH_LABEL, "web-7d4b9c")],
+        );
+        assert_eq!(pod_version(&by_revision), "7d4b9c");
+        assert_eq!(pod_version(&pod_of("ReplicaSet", &[])), "versionIgnored");
+        let cs = pod_of(
+            "CloneSet",
+            &[(keys::CONTROLLER_REVISION_HASH_LABEL, "web-7d4b9c")],
+        );
+        assert_eq!(pod_version(&cs), "versionIgnored");
+        assert_eq!(pod_version(&Pod::default()), "versionIgnored");
+    }
+
+    #[test]
+    fn replicas_come_from_the_filters_paths_summed_or_the_kinds_field() {
+        let obj = serde_json::json!({"spec": {"replicas": 6, "parallelism": 2,
+            "pools": [{"size": 3}, {"size": 4}]}});
+        assert_eq!(workload_replicas("CloneSet", &obj, None), Ok(6));
+        assert_eq!(workload_replicas("Job", &obj, None), Ok(2));
+        assert_eq!(
+            workload_replicas("Job", &serde_json::json!({}), None),
+            Ok(1)
+        );
+        let filter = TargetFilter {
+            replicas_path_list: vec!["spec.pools.0.size".into(), "spec.pools.1.size".into()],
+            ..Default::default()
+        };
+        assert_eq!(workload_replicas("CloneSet", &obj, Some(&filter)), Ok(7));
+        let bad = TargetFilter {
+            replicas_path_list: vec!["spec.nope".into()],
+            ..Default::default()
+        };
+        assert_eq!(
+            workload_replicas("CloneSet", &obj, Some(&bad)),
+            Err(ReplicasPathError::Missing("spec.nope".into()))
+        );
+    }
+
+    #[test]
+    fn a_filter_selects_by_its_selector_and_none_without_one() {
+        let labels: BTreeMap<String, String> = [("role".to_owned(), "web".to_owned())].into();
+        assert!(selects(None, Some(&labels)));
+        assert!(!selects(Some(&TargetFilter::default()), Some(&labels)));
+        let web = TargetFilter {
+            selector: Some(
+                k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector {
+                    match_labels: Some([("role".to_owned(), "web".to_owned())].into()),
+                    ..Default::default()
+                },
+            ),
+            ..Default::default()
+        };
+        assert!(selects(Some(&web), Some(&labels)));
+        assert!(!selects(Some(&web), None));
     }
 }
