@@ -172,6 +172,9 @@ async fn read_target(
         let template = obj.data.get("spec").and_then(|s| s.get("template"));
         latest_version = None;
         let mut pods = Vec::new();
+        // Should no ReplicaSet equal the template (a difference in how the two were
+        // defaulted), the one of the highest Deployment revision stands in.
+        let mut newest: Option<(i64, Option<String>)> = None;
         for rs in sets.list(&Default::default()).await?.items {
             let owned = rs
                 .metadata
@@ -185,14 +188,34 @@ async fn read_target(
             if let Some(rs_uid) = &rs.metadata.uid {
                 pods.extend(ctx.pods.owned_by(ns, rs_uid));
             }
-            if rs.metadata.deletion_timestamp.is_none() && same_template(template, &rs) {
+            if rs.metadata.deletion_timestamp.is_some() {
+                continue;
+            }
+            if same_template(template, &rs) {
                 latest_version = template_hash(&rs.metadata);
             }
+            let revision = rs
+                .metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(k8s::DEPLOYMENT_REVISION_ANNOTATION))
+                .and_then(|v| v.parse::<i64>().ok())
+                .unwrap_or(0);
+            if newest.as_ref().is_none_or(|(r, _)| revision > *r) {
+                newest = Some((revision, template_hash(&rs.metadata)));
+            }
+        }
+        if latest_version.is_none() {
+            latest_version = newest.and_then(|(_, hash)| hash);
         }
         pods
     } else {
-        if r.kind == "ReplicaSet" {
-            latest_version = template_hash(&obj.metadata);
+        // A ReplicaSet without the label (not a Deployment's) has its Pods counted as
+        // `versionIgnored`, which is then its latest version.
+        if r.kind == "ReplicaSet"
+            && let Some(hash) = template_hash(&obj.metadata)
+        {
+            latest_version = Some(hash);
         }
         ctx.pods.owned_by(ns, &uid)
     };
