@@ -194,19 +194,23 @@ async fn apply(pod: &Pod, marks: results::PodMarks, ctx: &Context) -> Result<(),
         field_manager: pp.field_manager,
         ..Default::default()
     };
-    if let Some(meta) = &marks.metadata {
-        api.patch(&pod.name_any(), &pp, &Patch::Merge(meta)).await?;
-        tracing::info!(pod = %crate::runner::object_key(pod), patch = %meta, "pod marked");
+    if marks.metadata.is_none() && marks.conditions.is_empty() {
+        return Ok(());
     }
+    // One write through `pods/status` (which may change labels and annotations too), as
+    // upstream: a marker label and its condition never show apart, even when a write fails
+    // and is retried. Strategic merge keys conditions by type: only these are written; a null
+    // label or annotation removes it.
+    let mut body = marks
+        .metadata
+        .clone()
+        .unwrap_or_else(|| json!({"metadata": {}}));
+    body["metadata"]["uid"] = json!(pod.meta().uid);
     if !marks.conditions.is_empty() {
-        // Strategic merge keys conditions by type: only these are written.
-        let body = json!({
-            "metadata": { "uid": pod.meta().uid },
-            "status": { "conditions": marks.conditions },
-        });
-        api.patch_status(&pod.name_any(), &pp, &Patch::Strategic(body))
-            .await?;
-        tracing::info!(pod = %crate::runner::object_key(pod), "pod probe conditions set");
+        body["status"] = json!({ "conditions": marks.conditions });
     }
+    api.patch_status(&pod.name_any(), &pp, &Patch::Strategic(&body))
+        .await?;
+    tracing::info!(pod = %crate::runner::object_key(pod), patch = %body, "pod marked");
     Ok(())
 }
