@@ -412,6 +412,15 @@ pub const KRUISE_NAMESPACE: &str = "kruise-system";
 pub const KRUISE_DAEMON_CONFIG_NAMESPACE: &str = "kruise-daemon-config";
 /// Env overriding `KRUISE_NAMESPACE`.
 pub const ENV_POD_NAMESPACE: &str = "POD_NAMESPACE";
+
+/// The namespace this process runs in: `$POD_NAMESPACE`, else [`KRUISE_NAMESPACE`] (where the
+/// manager keeps its Lease and reads the `kruise-configuration` ConfigMap).
+pub fn own_namespace() -> String {
+    std::env::var(ENV_POD_NAMESPACE)
+        .ok()
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| KRUISE_NAMESPACE.to_owned())
+}
 /// Env overriding `KRUISE_DAEMON_CONFIG_NAMESPACE`.
 pub const ENV_DAEMON_CONFIG_NAMESPACE: &str = "KRUISE_DAEMON_CONFIG_NS";
 /// Secret holding the webhook CA and serving certificate (env `SECRET_NAME`).
@@ -483,6 +492,8 @@ pub mod k8s {
     pub const EVENT_TYPE_WARNING: &str = "Warning";
     /// Pod condition: the pod is bound to a node.
     pub const POD_SCHEDULED: &str = "PodScheduled";
+    /// Reason of `PodScheduled=False` when no node can take the pod.
+    pub const POD_REASON_UNSCHEDULABLE: &str = "Unschedulable";
     /// Pod condition: every container is ready.
     pub const CONTAINERS_READY: &str = "ContainersReady";
     /// Pod condition: every init container has completed.
@@ -573,6 +584,11 @@ pub const KRUISE_CONFIGURATION_CONFIGMAP: &str = "kruise-configuration";
 /// Key of [`KRUISE_CONFIGURATION_CONFIGMAP`] with the SidecarSet `patchPodMetadata` whitelist:
 /// `{"rules": [{"selector": <SidecarSet labels>, "allowedAnnotationKeyExprs": [regex]}]}`.
 pub const SIDECARSET_PATCH_METADATA_WHITELIST_KEY: &str = "SidecarSet_PatchPodMetadata_WhiteList";
+/// Key of [`KRUISE_CONFIGURATION_CONFIGMAP`] with the workload kinds a WorkloadSpread may target
+/// beyond the built-in ones: `{"workloads": [{"Group", "Version", "Kind", "subResources":
+/// [{"Group", "Version", "Kind"}], "replicasPath": "spec.replicas"}]}` (upstream
+/// `WSWatchCustomWorkloadWhiteList`).
+pub const WS_CUSTOM_WORKLOAD_WHITELIST_KEY: &str = "WorkloadSpread_Watch_Custom_Workload_WhiteList";
 
 // ---------------------------------------------------------------------------------------------
 // ResourceDistribution
@@ -655,6 +671,21 @@ pub const WS_DELETE_POD_TIMEOUT_SECS: i64 = 15;
 /// The key of `versionedSubsetStatuses` for Pods not counted per revision (upstream
 /// `VersionIgnored`): those of every kind but Deployments and ReplicaSets.
 pub const WS_VERSION_IGNORED: &str = "versionIgnored";
+/// Seconds a subset stays `Schedulable=False` under `Adaptive` before new Pods are tried there
+/// again (upstream `MaxScheduledFailedDuration`).
+pub const WS_MAX_SCHEDULED_FAILED_SECS: i64 = 300;
+/// WorkloadSpread annotation: `"true"` keeps the controller from applying a subset's patch
+/// (labels, annotations) to a Pod created before the WorkloadSpread that it adopts into the
+/// subset (upstream `IgnorePatchExistingPodsAnnotation`).
+pub const WS_IGNORE_PATCH_EXISTING_PODS_ANNOTATION: &str =
+    "workloadspread.kruise.io/ignore-patch-existing-pods-metadata";
+/// Event reason (Normal, on the WorkloadSpread) when an unschedulable subset is opened again.
+pub const WS_REASON_RECOVER_SCHEDULABLE: &str = "RecoverSchedulable";
+/// Event reason (Warning, on the WorkloadSpread) when an unschedulable Pod cannot be deleted.
+pub const WS_REASON_DELETE_POD_FAILED: &str = "DeletePodFailed";
+/// Kruise-rs only: Event reason (Warning, on the WorkloadSpread) when the manager may not read
+/// its target (a custom kind it has no RBAC for).
+pub const WS_REASON_TARGET_UNREADABLE: &str = "TargetUnreadable";
 
 // ---------------------------------------------------------------------------------------------
 // UnitedDeployment

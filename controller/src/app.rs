@@ -103,7 +103,7 @@ impl AppConfig {
             metrics_addr: None,
             health_addr: None,
             leader_elect: true,
-            leader_election_namespace: default_namespace(),
+            leader_election_namespace: keys::own_namespace(),
             leader_election_id: LEASE_NAME.to_owned(),
             lease_duration: 15,
             lease_grace: 5,
@@ -115,14 +115,6 @@ impl AppConfig {
             health: Arc::new(Health::default()),
         }
     }
-}
-
-/// `$POD_NAMESPACE`, else `kruise-system`.
-pub fn default_namespace() -> String {
-    std::env::var(keys::ENV_POD_NAMESPACE)
-        .ok()
-        .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| keys::KRUISE_NAMESPACE.to_string())
 }
 
 /// `$POD_NAME` (else the host name) and the process id: two replicas on one host (dev mode)
@@ -285,12 +277,13 @@ fn policies(
         run.workload_spread,
         "workloadspread",
         workloadspread::run(
-            Arc::new(workloadspread::Context {
-                client: client.clone(),
-                pods: pods.clone(),
-                metrics: metrics.clone(),
-                namespace: namespace.clone(),
-            }),
+            Arc::new(workloadspread::Context::new(
+                client.clone(),
+                pods.clone(),
+                metrics.clone(),
+                instance.clone(),
+                namespace.clone(),
+            )),
             token.clone(),
         ),
     );
@@ -338,7 +331,7 @@ pub async fn run_controllers(
         client.clone(),
         pods.clone(),
         metrics.clone(),
-        default_namespace(),
+        keys::own_namespace(),
         token.clone(),
     );
     // One ControllerRevision watch for the three workloads that keep revisions.

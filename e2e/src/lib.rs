@@ -202,6 +202,29 @@ pub async fn wait_pod(
     }
 }
 
+/// A required node-selector term matching the cluster's first node by its
+/// `kubernetes.io/hostname` label (the local cluster has one node).
+pub async fn hostname_term(client: &Client) -> serde_json::Value {
+    use k8s_openapi::api::core::v1::Node;
+    let node = kube::Api::<Node>::all(client.clone())
+        .list(&Default::default())
+        .await
+        .expect("nodes")
+        .items
+        .into_iter()
+        .next()
+        .expect("a node");
+    let key = "kubernetes.io/hostname";
+    let hostname = node
+        .metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(key))
+        .cloned()
+        .unwrap_or_default();
+    serde_json::json!({"matchExpressions": [{"key": key, "operator": "In", "values": [hostname]}]})
+}
+
 /// Whether the node's Ready condition is True.
 pub fn node_ready(node: &k8s_openapi::api::core::v1::Node) -> bool {
     node.status

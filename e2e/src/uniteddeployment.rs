@@ -89,3 +89,28 @@ pub fn child_replicas(children: &BTreeMap<String, DynamicObject>) -> BTreeMap<St
         .map(|(k, v)| (k.clone(), v.data["spec"]["replicas"].as_i64().unwrap_or(-1)))
         .collect()
 }
+
+/// Replicas per subset name, as [`child_replicas`] reports them.
+pub fn expect(pairs: &[(&str, i64)]) -> BTreeMap<String, i64> {
+    pairs.iter().map(|(k, v)| ((*k).to_owned(), *v)).collect()
+}
+
+/// Waits up to `timeout` until the subsets' CloneSets have these `spec.replicas` (and no others
+/// exist); panics with what there is otherwise.
+pub async fn wait_split(
+    client: &Client,
+    ns: &str,
+    want: BTreeMap<String, i64>,
+    timeout: std::time::Duration,
+) {
+    let what = format!("subset CloneSets {want:?}");
+    let got = crate::wait_for(&what, timeout, || async {
+        let children = cloneset_children(client, ns).await?;
+        Ok((child_replicas(&children) == want).then_some(()))
+    })
+    .await;
+    if got.is_err() {
+        let have = child_replicas(&cloneset_children(client, ns).await.unwrap_or_default());
+        panic!("{what}: have {have:?}");
+    }
+}

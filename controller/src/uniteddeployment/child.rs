@@ -304,3 +304,30 @@ pub fn pod_selector(ud: &UnitedDeployment, subset: &str) -> BTreeMap<String, Str
     m.insert(keys::SUBSET_NAME_LABEL.to_owned(), subset.to_owned());
     m
 }
+
+/// Whether a Pod carries every label of `want`.
+pub fn matches_labels(
+    pod: &k8s_openapi::api::core::v1::Pod,
+    want: &BTreeMap<String, String>,
+) -> bool {
+    let labels = pod.metadata.labels.as_ref();
+    want.iter()
+        .all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v))
+}
+
+/// Upstream's adapters' `SetMaxUnavailable`: a (v1beta1) CloneSet's and a Deployment's
+/// `rollingUpdate.maxUnavailable` (the StatefulSets never reserve Pods).
+pub fn set_max_unavailable(kind: SubsetKind, obj: &mut Value, n: i32) {
+    let spec = field(obj, "spec");
+    match kind {
+        SubsetKind::CloneSet => {
+            let ru = field(field(spec, "updateStrategy"), "rollingUpdate");
+            *field(ru, "maxUnavailable") = json!(n);
+        }
+        SubsetKind::Deployment => {
+            let ru = field(field(spec, "strategy"), "rollingUpdate");
+            *field(ru, "maxUnavailable") = json!(n);
+        }
+        SubsetKind::StatefulSet | SubsetKind::AdvancedStatefulSet => {}
+    }
+}

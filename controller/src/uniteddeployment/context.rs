@@ -8,6 +8,7 @@ use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
 use kube::runtime::events::{EventType, Recorder, Reporter};
 use kube::{Api, Client};
 
+use crate::expectations::ResourceVersionExpectations;
 use crate::metrics::Metrics;
 use crate::podcache::PodCache;
 
@@ -24,6 +25,9 @@ pub struct Context {
     pub metrics: Arc<Metrics>,
     /// Only objects in this namespace (all when `None`).
     pub namespace: Option<String>,
+    /// The resourceVersion of our last status write per UnitedDeployment, until the cache
+    /// shows it.
+    pub written: ResourceVersionExpectations,
 }
 
 impl Context {
@@ -44,6 +48,7 @@ impl Context {
             pods,
             metrics,
             namespace,
+            written: ResourceVersionExpectations::new(),
         }
     }
 

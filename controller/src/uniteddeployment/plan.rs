@@ -6,7 +6,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use kruise_api::apps::v1alpha1::{UD_UPDATE_MANUAL, UnitedDeploymentSpec, parse_subset_replicas};
+use kruise_api::apps::v1alpha1::{
+    Subset, UD_UPDATE_MANUAL, UnitedDeploymentSpec, parse_subset_replicas,
+};
 
 /// Why the replicas cannot be split (the controller records it and backs off).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -111,7 +113,7 @@ fn specific_allocate(
 }
 
 /// `(min, max)` of every subset against the total (`0` and `i32::MAX` when unset).
-fn min_max_of(spec: &UnitedDeploymentSpec) -> Result<Vec<(i32, i32)>, AllocError> {
+pub(super) fn min_max_of(spec: &UnitedDeploymentSpec) -> Result<Vec<(i32, i32)>, AllocError> {
     let total = spec.replicas.unwrap_or(0);
     let mut out = Vec::with_capacity(spec.topology.subsets.len());
     for (index, s) in spec.topology.subsets.iter().enumerate() {
@@ -133,28 +135,39 @@ fn min_max_of(spec: &UnitedDeploymentSpec) -> Result<Vec<(i32, i32)>, AllocError
     Ok(out)
 }
 
-/// Upstream `minMaxAllocator` / `allocateByMinMaxMap`: in the subsets' order, first every
-/// subset's `minReplicas` while replicas are left, then every subset up to its `maxReplicas`.
+/// Upstream `minMaxAllocator`.
 fn min_max_allocate(spec: &UnitedDeploymentSpec) -> Result<BTreeMap<String, i32>, AllocError> {
-    let total = spec.replicas.unwrap_or(0);
     let bounds = min_max_of(spec)?;
-    let subsets = &spec.topology.subsets;
+    Ok(fill_by_bounds(
+        spec.replicas.unwrap_or(0),
+        &spec.topology.subsets,
+        &bounds,
+    ))
+}
+
+/// Upstream `allocateByMinMaxMap`: in the subsets' order, first every subset's minimum while
+/// replicas are left, then every subset up to its maximum (`bounds` follow `subsets`).
+pub(super) fn fill_by_bounds(
+    total: i32,
+    subsets: &[Subset],
+    bounds: &[(i32, i32)],
+) -> BTreeMap<String, i32> {
     let mut out: BTreeMap<String, i32> = BTreeMap::new();
     let mut allocated = 0i32;
-    for (s, (min, _)) in subsets.iter().zip(&bounds) {
+    for (s, (min, _)) in subsets.iter().zip(bounds) {
         let add = (*min).min(total - allocated).max(0);
         out.insert(s.name.clone(), add);
         allocated += add;
     }
     if allocated >= total {
-        return Ok(out);
+        return out;
     }
-    for (s, (min, max)) in subsets.iter().zip(&bounds) {
+    for (s, (min, max)) in subsets.iter().zip(bounds) {
         let add = max.saturating_sub(*min).min(total - allocated).max(0);
         *out.entry(s.name.clone()).or_default() += add;
         allocated += add;
     }
-    Ok(out)
+    out
 }
 
 /// Upstream `calcNextPartitions`: the Manual partition of each subset, at most its replicas.
@@ -223,6 +236,9 @@ pub struct Desired {
     pub partition: i32,
     /// The subset's patch as the annotation records it (`""` when none).
     pub patch: String,
+    /// Overwrites the workload's `maxUnavailable` when it is updated (an unschedulable subset
+    /// reserving its Pods).
+    pub max_unavailable: Option<i32>,
 }
 
 /// Upstream `manageSubsetProvision` + `manageSubsets`: one workload per subset. The first

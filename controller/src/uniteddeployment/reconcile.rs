@@ -1,6 +1,7 @@
 //! One reconcile of a UnitedDeployment (upstream `Reconcile`): revisions → the subsets'
 //! workloads and their Pods → the replica split and partitions → create / update / delete →
-//! status, written conflict-checked. A step that cannot act records a Warning Event and a
+//! status, written conflict-checked (retried on the latest object, and the next reconcile
+//! waits until the cache shows it). A step that cannot act records a Warning Event and a
 //! condition, and the error goes back to the runner, which backs off.
 
 use std::collections::BTreeMap;
@@ -21,11 +22,17 @@ use super::context::Context;
 use super::error::Error;
 use super::plan::{self, Desired, Observed, Step};
 use super::revisions::{self, Revisions};
+use super::schedule;
 use super::status::{Outcome, next_status};
+use crate::expectations::{EXPECTATION_TIMEOUT, VersionSatisfaction};
 use crate::workload::podutil;
 
 /// How often a settled UnitedDeployment is looked at without an event.
 const RESYNC: Duration = Duration::from_secs(300);
+/// Status writes retried on a conflict (upstream's `updateRetries`).
+const STATUS_RETRIES: usize = 5;
+/// How soon to look again while the cache lags behind our last status write (upstream's).
+const CACHE_RECHECK: Duration = Duration::from_secs(1);
 
 /// The subset workloads a UnitedDeployment controls, of the template's kind and of others.
 struct Children {
@@ -37,7 +44,13 @@ struct Children {
 /// One reconcile of `ud` (the runner adds its span, timing and metrics).
 pub async fn reconcile(ud: Arc<UnitedDeployment>, ctx: Arc<Context>) -> Result<Action, Error> {
     if ud.metadata.deletion_timestamp.is_some() {
+        if let Some(uid) = ud.uid() {
+            ctx.written.delete(&uid);
+        }
         return Ok(Action::await_change());
+    }
+    if cache_behind(&ctx, &ud) {
+        return Ok(Action::requeue(CACHE_RECHECK));
     }
     let Some(kind) = ud.subset_kind() else {
         warn(
@@ -74,7 +87,17 @@ pub async fn reconcile(ud: Arc<UnitedDeployment>, ctx: Arc<Context>) -> Result<A
     for o in &observed {
         current.entry(o.subset.clone()).or_insert(o.spec_replicas);
     }
-    let next_replicas = match plan::allocate(&ud.spec, &current) {
+    let strategy = &ud.spec.topology.schedule_strategy;
+    let now = jiff::Timestamp::now();
+    let mut sched = None;
+    if strategy.is_adaptive() {
+        sched = Some(Box::pin(schedule::prepare(&ctx, &ud, &observed, &revs, now)).await?);
+    }
+    let allocated = match &sched {
+        Some(v) => v.allocate(&ud.spec),
+        None => plan::allocate(&ud.spec, &current),
+    };
+    let next_replicas = match allocated {
         Ok(r) => r,
         Err(e) => {
             warn(
@@ -87,21 +110,11 @@ pub async fn reconcile(ud: Arc<UnitedDeployment>, ctx: Arc<Context>) -> Result<A
             return Err(e.into());
         }
     };
+    if let Some(v) = sched.as_mut() {
+        v.after_allocation(&next_replicas, now);
+    }
     let partitions = plan::next_partitions(&ud.spec, &next_replicas);
-    let desired: BTreeMap<String, Desired> = ud
-        .spec
-        .topology
-        .subsets
-        .iter()
-        .map(|s| {
-            let d = Desired {
-                replicas: next_replicas.get(&s.name).copied().unwrap_or(0),
-                partition: partitions.get(&s.name).copied().unwrap_or(0),
-                patch: child::patch_text(s),
-            };
-            (s.name.clone(), d)
-        })
-        .collect();
+    let desired = desired_of(&ud, &observed, &next_replicas, &partitions, sched.as_ref());
     let names: Vec<String> = ud
         .spec
         .topology
@@ -110,7 +123,7 @@ pub async fn reconcile(ud: Arc<UnitedDeployment>, ctx: Arc<Context>) -> Result<A
         .map(|s| s.name.clone())
         .collect();
     let (steps, kept) = plan::steps(&names, &observed, &revs.update, &desired);
-    let outcome = Box::pin(apply(
+    let mut outcome = Box::pin(apply(
         &ctx,
         &ud,
         kind,
@@ -120,6 +133,19 @@ pub async fn reconcile(ud: Arc<UnitedDeployment>, ctx: Arc<Context>) -> Result<A
         &desired,
     ))
     .await;
+    let mut requeue = RESYNC;
+    if let Some(v) = sched {
+        outcome.reserved_pods = v.reserved_pods();
+        if let Some(d) = v.requeue {
+            requeue = requeue.min(d);
+        }
+        outcome.subset_conditions = v.conditions;
+        // A new subset's Pods are judged once they may have timed out (upstream requeues so).
+        if steps.iter().any(|s| matches!(s, Step::Create(_))) {
+            let secs = u64::try_from(strategy.reschedule_critical_seconds()).unwrap_or(0);
+            requeue = requeue.min(Duration::from_secs(secs));
+        }
+    }
     Box::pin(write_status(
         &ctx,
         &ud,
@@ -133,7 +159,53 @@ pub async fn reconcile(ud: Arc<UnitedDeployment>, ctx: Arc<Context>) -> Result<A
     if let Some(e) = outcome.provision_error.or(outcome.update_error) {
         return Err(Error::Subsets(e));
     }
-    Ok(Action::requeue(RESYNC))
+    // At least a second: a deadline just reached is judged on the next pass.
+    Ok(Action::requeue(requeue.max(Duration::from_secs(1))))
+}
+
+/// Whether the cache still shows `ud` older than our last status write: a decision made on it
+/// would undo that write (a subset's Schedulable mark, say), so the reconcile waits for it.
+fn cache_behind(ctx: &Context, ud: &UnitedDeployment) -> bool {
+    let (Some(uid), Some(rv)) = (ud.uid(), ud.resource_version()) else {
+        return false;
+    };
+    let now = std::time::Instant::now();
+    if let VersionSatisfaction::Unsatisfied { since } = ctx.written.satisfied(&uid, &rv, now) {
+        if since < EXPECTATION_TIMEOUT {
+            return true;
+        }
+        ctx.written.delete(&uid);
+    }
+    false
+}
+
+/// What each subset's workload should be: its replicas, partition, patch and (Adaptive)
+/// `maxUnavailable`.
+fn desired_of(
+    ud: &UnitedDeployment,
+    observed: &[Observed],
+    next_replicas: &BTreeMap<String, i32>,
+    partitions: &BTreeMap<String, i32>,
+    sched: Option<&schedule::View>,
+) -> BTreeMap<String, Desired> {
+    ud.spec
+        .topology
+        .subsets
+        .iter()
+        .map(|s| {
+            let ready = observed
+                .iter()
+                .find(|o| o.subset == s.name)
+                .map_or(0, |o| o.ready_replicas);
+            let d = Desired {
+                replicas: next_replicas.get(&s.name).copied().unwrap_or(0),
+                partition: partitions.get(&s.name).copied().unwrap_or(0),
+                patch: child::patch_text(s),
+                max_unavailable: sched.and_then(|v| v.max_unavailable(&ud.spec, &s.name, ready)),
+            };
+            (s.name.clone(), d)
+        })
+        .collect()
 }
 
 /// Records a Warning Event on `ud`.
@@ -208,12 +280,7 @@ fn observe_all(
             let want = child::pod_selector(ud, subset);
             let of_subset: Vec<(String, bool)> = pods
                 .iter()
-                .filter(|p| podutil::is_active(p))
-                .filter(|p| {
-                    let labels = p.metadata.labels.as_ref();
-                    want.iter()
-                        .all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v))
-                })
+                .filter(|p| podutil::is_active(p) && child::matches_labels(p, &want))
                 .map(|p| {
                     let rev = p
                         .metadata
@@ -345,7 +412,7 @@ async fn update(
 ) -> Result<(), Error> {
     let live = api.get(name).await?;
     let base = serde_json::to_value(&live).map_err(ChildError::from)?;
-    let obj = child::desired(
+    let mut obj = child::desired(
         ud,
         kind,
         subset,
@@ -354,6 +421,9 @@ async fn update(
         d.partition,
         Some(base),
     )?;
+    if let Some(m) = d.max_unavailable {
+        child::set_max_unavailable(kind, &mut obj, m);
+    }
     let obj: DynamicObject = serde_json::from_value(obj).map_err(ChildError::from)?;
     api.replace(name, &PostParams::default(), &obj).await?;
     Ok(())
@@ -377,7 +447,28 @@ async fn write_status(
     next.status = Some(status);
     let api: Api<UnitedDeployment> =
         Api::namespaced(ctx.client.clone(), &ud.namespace().unwrap_or_default());
-    api.replace_status(&ud.name_any(), &PostParams::default(), &next)
-        .await?;
+    let name = ud.name_any();
+    // As upstream's `updateUnitedDeployment`: the status records what this reconcile did to
+    // the workloads, so on a conflict it goes onto the latest object rather than being lost.
+    let mut tries = 0;
+    let written = loop {
+        match api
+            .replace_status(&name, &PostParams::default(), &next)
+            .await
+        {
+            Ok(w) => break w,
+            Err(e) if crate::runner::is_conflict(&e) && tries < STATUS_RETRIES => {
+                tries += 1;
+                let status = next.status.take();
+                next = api.get(&name).await?;
+                next.status = status;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    };
+    // Upstream's `ResourceVersionExpectation`: the next reconcile waits for this version.
+    if let (Some(uid), Some(rv)) = (written.uid(), written.resource_version()) {
+        ctx.written.expect(&uid, &rv);
+    }
     Ok(())
 }

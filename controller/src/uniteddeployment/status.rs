@@ -6,15 +6,16 @@ use std::collections::BTreeMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kruise_api::apps::v1alpha1::{
     UD_CONDITION_SUBSET_FAILURE, UD_CONDITION_SUBSET_PROVISIONED, UD_CONDITION_SUBSET_UPDATED,
-    UD_CONDITION_UPDATED, UnitedDeployment, UnitedDeploymentCondition, UnitedDeploymentStatus,
-    UnitedDeploymentSubsetStatus, UpdateStatus,
+    UD_CONDITION_UPDATED, UD_RESERVED_POD_LABEL, UnitedDeployment, UnitedDeploymentCondition,
+    UnitedDeploymentStatus, UnitedDeploymentSubsetCondition, UnitedDeploymentSubsetStatus,
+    UpdateStatus,
 };
 
 use super::plan::Observed;
 use super::revisions::Revisions;
 
 /// What the writes of this reconcile came to.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Outcome {
     /// Workloads were created or deleted (`SubsetProvisioned=True`).
     pub provisioned: bool,
@@ -22,6 +23,11 @@ pub struct Outcome {
     pub provision_error: Option<String>,
     /// Why updating failed (`SubsetUpdated=False`).
     pub update_error: Option<String>,
+    /// The subsets' conditions as Adaptive left them (by subset name); the others keep theirs.
+    pub subset_conditions: BTreeMap<String, Vec<UnitedDeploymentSubsetCondition>>,
+    /// Reserved Pods per subset, when the Adaptive strategy reserves unschedulable Pods (they
+    /// are not counted in `replicas`, nor matched by `labelSelector`).
+    pub reserved_pods: Option<BTreeMap<String, i32>>,
 }
 
 /// Upstream `SetUnitedDeploymentCondition`: nothing changes when a condition of the type has the
@@ -58,17 +64,13 @@ fn condition(
     }
 }
 
-/// The next status of `ud`.
-pub fn next_status(
-    ud: &UnitedDeployment,
+/// The UnitedDeployment's own conditions: Updated, SubsetProvisioned, SubsetUpdated.
+fn set_conditions(
+    st: &mut UnitedDeploymentStatus,
     revs: &Revisions,
-    kept: &BTreeMap<String, Observed>,
-    next_replicas: &BTreeMap<String, i32>,
-    next_partitions: &BTreeMap<String, i32>,
     outcome: &Outcome,
     now: &Time,
-) -> UnitedDeploymentStatus {
-    let mut st = ud.status.clone().unwrap_or_default();
+) {
     // Upstream `setUpdatedCondition`: only a change of status is written.
     let updated = revs.current == revs.update;
     let unchanged = st
@@ -118,12 +120,36 @@ pub fn next_status(
     // No subset workload kind reports a failure (upstream's adapters all return none).
     st.conditions
         .retain(|c| c.type_ != UD_CONDITION_SUBSET_FAILURE);
+}
 
-    st.replicas = kept.values().map(|o| o.replicas).sum();
+/// The next status of `ud`.
+pub fn next_status(
+    ud: &UnitedDeployment,
+    revs: &Revisions,
+    kept: &BTreeMap<String, Observed>,
+    next_replicas: &BTreeMap<String, i32>,
+    next_partitions: &BTreeMap<String, i32>,
+    outcome: &Outcome,
+    now: &Time,
+) -> UnitedDeploymentStatus {
+    let mut st = ud.status.clone().unwrap_or_default();
+    set_conditions(&mut st, revs, outcome, now);
+    let reserved = |subset: &str| {
+        outcome
+            .reserved_pods
+            .as_ref()
+            .and_then(|m| m.get(subset))
+            .copied()
+            .unwrap_or(0)
+    };
+    st.replicas = kept
+        .values()
+        .map(|o| o.replicas - reserved(&o.subset))
+        .sum();
     st.ready_replicas = kept.values().map(|o| o.ready_replicas).sum();
     st.updated_replicas = kept.values().map(|o| o.updated_replicas).sum();
     st.updated_ready_replicas = kept.values().map(|o| o.updated_ready_replicas).sum();
-    st.reserved_pods = 0;
+    st.reserved_pods = kept.values().map(|o| reserved(&o.subset)).sum();
     st.subset_statuses = ud
         .spec
         .topology
@@ -137,8 +163,13 @@ pub fn next_status(
                 replicas: o.map_or(0, |o| o.replicas),
                 ready_replicas: o.map_or(0, |o| o.ready_replicas),
                 partition: next_partitions.get(&s.name).copied().unwrap_or(0),
-                reserved_pods: 0,
-                conditions: prev.map(|p| p.conditions.clone()).unwrap_or_default(),
+                reserved_pods: o.map_or(0, |o| reserved(&o.subset)),
+                conditions: outcome
+                    .subset_conditions
+                    .get(&s.name)
+                    .or(prev.map(|p| &p.conditions))
+                    .cloned()
+                    .unwrap_or_default(),
             }
         })
         .collect();
@@ -161,6 +192,10 @@ pub fn next_status(
         .as_ref()
         .and_then(kruise_api::selector::to_selector_string)
         .unwrap_or_default();
+    // Upstream: scaling (an HPA) sees only the Pods that are not reserved.
+    if outcome.reserved_pods.is_some() {
+        st.label_selector = format!("{},{UD_RESERVED_POD_LABEL}=false", st.label_selector);
+    }
     st.observed_generation = ud.metadata.generation.unwrap_or_default();
     st
 }

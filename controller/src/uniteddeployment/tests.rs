@@ -235,6 +235,7 @@ fn steps_create_update_and_delete() {
         replicas: r,
         partition: 0,
         patch: String::new(),
+        max_unavailable: None,
     };
     let desired: BTreeMap<String, Desired> = [
         ("a".to_owned(), d(1)),

@@ -66,7 +66,11 @@ fn requirement_matches(req: &NodeSelectorRequirement, value: Option<&str>) -> bo
 }
 
 /// One term: all its requirements hold; a term without any matches no node.
-fn term_matches(term: &NodeSelectorTerm, labels: &BTreeMap<String, String>, name: &str) -> bool {
+pub fn term_matches(
+    term: &NodeSelectorTerm,
+    labels: &BTreeMap<String, String>,
+    name: &str,
+) -> bool {
     let exprs = term.match_expressions.as_deref().unwrap_or_default();
     let fields = term.match_fields.as_deref().unwrap_or_default();
     if exprs.is_empty() && fields.is_empty() {

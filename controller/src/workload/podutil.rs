@@ -304,3 +304,59 @@ pub(crate) mod testpod;
 
 #[cfg(test)]
 mod tests;
+
+/// Where a Pod stands against the reschedule deadline.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pending {
+    /// Not a Pod the scheduler refused (scheduled, running, being deleted, or not yet tried).
+    No,
+    /// Refused by the scheduler; the deadline is this far away.
+    Until(Duration),
+    /// Refused by the scheduler and past the deadline.
+    TimedOut,
+}
+
+/// Upstream `GetTimeBeforePendingTimeout`: a Pending, unbound Pod with
+/// `PodScheduled=False/Unschedulable` times out `timeout_secs` after its creation.
+pub fn pending_timeout(pod: &Pod, timeout_secs: i64, now: Timestamp) -> Pending {
+    let phase = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.phase.as_deref())
+        .unwrap_or("");
+    let bound = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.node_name.as_deref())
+        .is_some_and(|n| !n.is_empty());
+    if pod.metadata.deletion_timestamp.is_some() || phase != k8s::POD_PENDING || bound {
+        return Pending::No;
+    }
+    let refused = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .into_iter()
+        .flatten()
+        .any(|c| {
+            c.type_ == k8s::POD_SCHEDULED
+                && c.status == k8s::CONDITION_FALSE
+                && c.reason.as_deref() == Some(k8s::POD_REASON_UNSCHEDULABLE)
+        });
+    let Some(created) = pod.metadata.creation_timestamp.as_ref() else {
+        return Pending::No;
+    };
+    if !refused {
+        return Pending::No;
+    }
+    let deadline = created
+        .0
+        .checked_add(SignedDuration::from_secs(timeout_secs))
+        .unwrap_or(created.0);
+    // Upstream times out strictly after the deadline.
+    if deadline < now {
+        Pending::TimedOut
+    } else {
+        Pending::Until(Duration::try_from(deadline.duration_since(now)).unwrap_or_default())
+    }
+}

@@ -10,6 +10,9 @@ pub enum Error {
     /// `targetFilter.replicasPathList` names no integer in the workload.
     #[error(transparent)]
     ReplicasPath(#[from] kruise_api::apps::v1alpha1::ReplicasPathError),
+    /// The custom workload whitelist does not parse.
+    #[error(transparent)]
+    WhiteList(#[from] kruise_api::apps::v1alpha1::WhiteListError),
 }
 
 impl ReconcileError for Error {
@@ -17,6 +20,7 @@ impl ReconcileError for Error {
         match self {
             Error::Kube(_) => "kube",
             Error::ReplicasPath(_) => "replicas_path",
+            Error::WhiteList(_) => "whitelist",
         }
     }
 

@@ -16,6 +16,8 @@ use kruise_api::apps::v1alpha1::{
 };
 use kruise_api::keys::{self, k8s};
 
+use super::adaptive;
+
 /// Whether the Pod still counts (upstream `kubecontroller.IsPodActive`).
 pub fn is_active(pod: &Pod) -> bool {
     let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
@@ -61,7 +63,7 @@ pub fn subset_status(
     let mut st = WorkloadSpreadSubsetStatus {
         name: subset.name.clone(),
         missing_replicas: max.map_or(-1, |m| m.max(0)),
-        conditions: old.map(|o| o.conditions.clone()).unwrap_or_default(),
+        // The Schedulable condition, the only one, is [`adaptive::reschedule`]'s.
         ..Default::default()
     };
     let mut creating = old.map(|o| o.creating_pods.clone()).unwrap_or_default();
@@ -112,27 +114,53 @@ pub fn subset_status(
     (st, requeue)
 }
 
+/// The subsets' statuses of one reconcile, and what the `Adaptive` strategy asks for.
+#[derive(Debug, Default)]
+pub struct Statuses<'a> {
+    /// One per subset of the spec, in its order.
+    pub statuses: Vec<WorkloadSpreadSubsetStatus>,
+    /// When to look again: a reservation's expiry, a Pending Pod's deadline, a reopening.
+    pub requeue: Option<Duration>,
+    /// Per subset name, the Pods unschedulable past `rescheduleCriticalSeconds`: to delete.
+    pub unschedulable: Vec<(String, Vec<&'a Pod>)>,
+    /// Subsets opened again in this reconcile.
+    pub recovered: Vec<String>,
+}
+
 /// The statuses of every subset of the spec, in its order, from the Pods grouped by subset
-/// ([`group`]) and the previous statuses (upstream `calculateWorkloadSpreadSubsetStatuses`),
-/// and when to look again.
-pub fn subset_statuses(
+/// ([`group`]) and the previous statuses (upstream `calculateWorkloadSpreadSubsetStatuses`,
+/// with [`adaptive::reschedule`] for each subset).
+pub fn subset_statuses<'a>(
     ws: &WorkloadSpread,
     old: &[WorkloadSpreadSubsetStatus],
-    groups: &[Vec<&Pod>],
+    groups: &[Vec<&'a Pod>],
     workload_replicas: i32,
     now: Timestamp,
-) -> (Vec<WorkloadSpreadSubsetStatus>, Option<Duration>) {
-    let mut requeue: Option<Duration> = None;
-    let mut out = Vec::with_capacity(ws.spec.subsets.len());
-    for (subset, pods) in ws.spec.subsets.iter().zip(groups) {
-        let prev = old.iter().find(|s| s.name == subset.name);
-        let (st, next) = subset_status(subset, prev, pods, workload_replicas, now);
-        if let Some(d) = next {
-            requeue = Some(requeue.map_or(d, |r| r.min(d)));
+) -> Statuses<'a> {
+    let mut out = Statuses {
+        statuses: Vec::with_capacity(ws.spec.subsets.len()),
+        ..Default::default()
+    };
+    let soonest = |r: &mut Option<Duration>, d: Option<Duration>| {
+        if let Some(d) = d {
+            *r = Some(r.map_or(d, |r| r.min(d)));
         }
-        out.push(st);
+    };
+    for (i, (subset, pods)) in ws.spec.subsets.iter().zip(groups).enumerate() {
+        let prev = old.iter().find(|s| s.name == subset.name);
+        let (mut st, next) = subset_status(subset, prev, pods, workload_replicas, now);
+        soonest(&mut out.requeue, next);
+        let r = adaptive::reschedule(ws, i, &mut st, prev, pods, now);
+        soonest(&mut out.requeue, r.requeue);
+        if !r.failed.is_empty() {
+            out.unschedulable.push((subset.name.clone(), r.failed));
+        }
+        if r.recovered {
+            out.recovered.push(subset.name.clone());
+        }
+        out.statuses.push(st);
     }
-    (out, requeue)
+    out
 }
 
 /// Whether a version's statuses hold nothing: no Pod, no reservation, no deletion (upstream

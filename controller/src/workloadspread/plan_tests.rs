@@ -165,12 +165,12 @@ fn pods_are_counted_per_revision_and_empty_revisions_dropped() {
     ];
     let versions = by_version(&pods);
     assert_eq!(versions.keys().collect::<Vec<_>>(), ["new", "old"]);
-    let (new, _) = subset_statuses(&w, &[], &group(&w, &versions["new"]), 3, now);
+    let new = subset_statuses(&w, &[], &group(&w, &versions["new"]), 3, now).statuses;
     assert_eq!((new[0].replicas, new[0].missing_replicas), (1, 0));
     assert_eq!((new[1].replicas, new[1].missing_replicas), (0, -1));
-    let (all, _) = subset_statuses(&w, &[], &group(&w, &pods), 3, now);
+    let all = subset_statuses(&w, &[], &group(&w, &pods), 3, now).statuses;
     assert_eq!(all[0].replicas, 2);
-    let (gone, _) = subset_statuses(&w, &new, &group(&w, &[]), 3, now);
+    let gone = subset_statuses(&w, &new, &group(&w, &[]), 3, now).statuses;
     assert!(is_empty(&gone));
     assert!(!is_empty(&new));
 }

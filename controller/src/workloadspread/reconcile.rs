@@ -1,6 +1,7 @@
 //! One reconcile of a WorkloadSpread (upstream `syncWorkloadSpread`): the targeted workload
-//! and its Pods → deletion costs per revision → the status (overall and per revision),
-//! written conflict-checked.
+//! and its Pods → Pods created before the WorkloadSpread adopted into their node's subset →
+//! deletion costs per revision → the status (overall and per revision), written
+//! conflict-checked → under `Adaptive`, the Pods unschedulable past the critical time deleted.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -8,21 +9,26 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::ReplicaSet;
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kruise_api::apps::v1alpha1::{
-    WorkloadSpread, WorkloadSpreadStatus, selects, workload_replicas,
+    CustomWorkload, CustomWorkloadWhiteList, MatchedWorkloadSpread, TargetFilter, WorkloadSpread,
+    WorkloadSpreadStatus, is_builtin_target, selects, workload_replicas,
 };
 use kruise_api::keys::{self, k8s};
+use kruise_api::policy::v1alpha1::TargetReference;
 use kube::ResourceExt;
 use kube::api::{
-    Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
+    Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams,
+    PostParams, Preconditions,
 };
 use kube::runtime::controller::Action;
+use kube::runtime::events::EventType;
 
 use super::context::Context;
 use super::error::Error;
-use super::plan::{by_version, deletion_costs, group, is_empty, subset_statuses};
+use super::existing::{adopt_patch, favourite};
+use super::plan::{by_version, deletion_costs, group, is_active, is_empty, subset_statuses};
 
 /// How often a WorkloadSpread is looked at without an event: percentage caps follow the
 /// workload's replicas, which this controller does not watch.
@@ -45,9 +51,10 @@ pub async fn reconcile(ws: Arc<WorkloadSpread>, ctx: Arc<Context>) -> Result<Act
         return Ok(Action::await_change());
     }
     let ns = ws.namespace().unwrap_or_default();
-    let Some(target) = read_target(&ctx, &ns, &ws).await? else {
+    let Some(mut target) = read_target(&ctx, &ns, &ws).await? else {
         return Ok(Action::requeue(RESYNC));
     };
+    adopt_existing(&ctx, &ws, &ns, &mut target.pods, target.replicas).await?;
     let versions = by_version(&target.pods);
     let mut requeue = RESYNC;
     if target.honours_deletion_cost {
@@ -71,25 +78,26 @@ pub async fn reconcile(ws: Arc<WorkloadSpread>, ctx: Arc<Context>) -> Result<Act
             requeue = requeue.min(d + Duration::from_millis(200));
         }
     };
-    let (overall, next) = subset_statuses(
+    let overall = subset_statuses(
         &ws,
         &old.subset_statuses,
         &group(&ws, &target.pods),
         target.replicas,
         now,
     );
-    soonest(next);
+    soonest(overall.requeue);
     let mut versioned = BTreeMap::new();
     for (version, pods) in &versions {
-        let (st, next) = subset_statuses(
+        // Per revision the strategy only keeps the condition; the Pods go by the overall one.
+        let st = subset_statuses(
             &ws,
             old.versioned(version),
             &group(&ws, pods),
             target.replicas,
             now,
         );
-        soonest(next);
-        versioned.insert(version.clone(), st);
+        soonest(st.requeue);
+        versioned.insert(version.clone(), st.statuses);
     }
     // A version the webhook reserved for whose Pods are not seen yet is kept while it holds
     // anything (upstream: the Pod may not be in the cache yet).
@@ -97,15 +105,15 @@ pub async fn reconcile(ws: Arc<WorkloadSpread>, ctx: Arc<Context>) -> Result<Act
         if versions.contains_key(version) {
             continue;
         }
-        let (st, next) = subset_statuses(&ws, prev, &group(&ws, &[]), target.replicas, now);
-        if !is_empty(&st) {
-            soonest(next);
-            versioned.insert(version.clone(), st);
+        let st = subset_statuses(&ws, prev, &group(&ws, &[]), target.replicas, now);
+        if !is_empty(&st.statuses) {
+            soonest(st.requeue);
+            versioned.insert(version.clone(), st.statuses);
         }
     }
     let status = WorkloadSpreadStatus {
         observed_generation: ws.metadata.generation.unwrap_or_default(),
-        subset_statuses: overall,
+        subset_statuses: overall.statuses,
         versioned_subset_statuses: versioned,
     };
     if status != old {
@@ -115,7 +123,167 @@ pub async fn reconcile(ws: Arc<WorkloadSpread>, ctx: Arc<Context>) -> Result<Act
         api.replace_status(&ws.name_any(), &PostParams::default(), &next)
             .await?;
     }
+    for subset in &overall.recovered {
+        let note = format!(
+            "Subset {subset} of WorkloadSpread {ns}/{} is recovered from unschedulable to schedulable",
+            ws.name_any()
+        );
+        ctx.event(
+            &ws,
+            EventType::Normal,
+            keys::WS_REASON_RECOVER_SCHEDULABLE,
+            note,
+        )
+        .await;
+    }
+    // Deleted only once the subset is recorded as closed, so the workload's replacement Pods
+    // are placed elsewhere by the webhook (upstream's order).
+    for (subset, pods) in &overall.unschedulable {
+        delete_unschedulable(&ctx, &ws, subset, pods).await?;
+    }
     Ok(Action::requeue(requeue))
+}
+
+/// Deletes the Pods of `subset` that stayed unschedulable (upstream `deletePodsForSubset`); a
+/// Pod replaced meanwhile (another UID) or gone is left alone.
+async fn delete_unschedulable(
+    ctx: &Context,
+    ws: &WorkloadSpread,
+    subset: &str,
+    pods: &[&Pod],
+) -> Result<(), Error> {
+    for pod in pods {
+        let ns = pod.metadata.namespace.as_deref().unwrap_or_default();
+        let name = pod.metadata.name.as_deref().unwrap_or_default();
+        let api: Api<Pod> = Api::namespaced(ctx.client.clone(), ns);
+        let dp = DeleteParams {
+            preconditions: Some(Preconditions {
+                uid: pod.metadata.uid.clone(),
+                resource_version: None,
+            }),
+            ..Default::default()
+        };
+        match api.delete(name, &dp).await {
+            Ok(_) => {
+                tracing::info!(
+                    pod = name,
+                    subset,
+                    "deleted a Pod unschedulable in its subset"
+                );
+            }
+            Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => {}
+            Err(e) => {
+                let note = format!(
+                    "Failed to delete unschedulable Pod {ns}/{name} in Subset {subset} of WorkloadSpread {ns}/{}: {e}",
+                    ws.name_any()
+                );
+                ctx.event(
+                    ws,
+                    EventType::Warning,
+                    keys::WS_REASON_DELETE_POD_FAILED,
+                    note,
+                )
+                .await;
+                return Err(e.into());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Adopts the workload's running Pods that no subset of this WorkloadSpread holds yet into the
+/// subset their node belongs to ([`favourite`]), patching the annotation (and the subset's
+/// labels and annotations) onto them; the Pods in `pods` are replaced by the patched ones.
+async fn adopt_existing(
+    ctx: &Context,
+    ws: &WorkloadSpread,
+    ns: &str,
+    pods: &mut [Arc<Pod>],
+    workload_replicas: i32,
+) -> Result<(), Error> {
+    let name = ws.name_any();
+    let ours = |p: &Pod| {
+        MatchedWorkloadSpread::of(p.metadata.annotations.as_ref()).is_some_and(|m| m.name == name)
+    };
+    let strays: Vec<usize> = (0..pods.len())
+        .filter(|&i| {
+            let p = &pods[i];
+            !ours(p)
+                && is_active(p)
+                && p.spec
+                    .as_ref()
+                    .and_then(|s| s.node_name.as_deref())
+                    .is_some_and(|n| !n.is_empty())
+        })
+        .collect();
+    if strays.is_empty() {
+        return Ok(());
+    }
+    // What each subset still misses, from the Pods it already holds (upstream counts every
+    // Pod; uncapped subsets miss "infinitely" many).
+    let mut missing: BTreeMap<String, i32> = ws
+        .spec
+        .subsets
+        .iter()
+        .map(|s| {
+            (
+                s.name.clone(),
+                s.max_replicas_of(workload_replicas).unwrap_or(i32::MAX),
+            )
+        })
+        .collect();
+    for pod in pods.iter() {
+        if let Some(m) = MatchedWorkloadSpread::of(pod.metadata.annotations.as_ref())
+            && m.name == name
+            && let Some(n) = missing.get_mut(&m.subset)
+        {
+            *n -= 1;
+        }
+    }
+    let nodes: Api<Node> = Api::all(ctx.client.clone());
+    let api: Api<Pod> = Api::namespaced(ctx.client.clone(), ns);
+    let mut seen: BTreeMap<String, Option<Node>> = BTreeMap::new();
+    for i in strays {
+        let node_name = pods[i]
+            .spec
+            .as_ref()
+            .and_then(|s| s.node_name.clone())
+            .unwrap_or_default();
+        let node = match seen.get(&node_name) {
+            Some(n) => n.clone(),
+            None => {
+                let n = nodes.get_opt(&node_name).await?;
+                seen.insert(node_name.clone(), n.clone());
+                n
+            }
+        };
+        let Some(node) = node else { continue };
+        let Some(index) = favourite(ws, &pods[i], &node, &missing) else {
+            continue;
+        };
+        let subset = &ws.spec.subsets[index];
+        let patch = adopt_patch(ws, subset);
+        let pod_name = pods[i].name_any();
+        match api
+            .patch(
+                &pod_name,
+                &PatchParams::default(),
+                &Patch::Strategic(&patch),
+            )
+            .await
+        {
+            Ok(p) => {
+                tracing::info!(pod = %pod_name, subset = %subset.name, "adopted a Pod created before the WorkloadSpread");
+                pods[i] = Arc::new(p);
+                if let Some(n) = missing.get_mut(&subset.name) {
+                    *n -= 1;
+                }
+            }
+            Err(kube::Error::Api(s)) if s.code == 404 => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
 }
 
 /// Writes the `pod-deletion-cost` annotations [`deletion_costs`] asked for.
@@ -155,16 +323,45 @@ async fn read_target(
         Some((g, v)) => (g, v),
         None => ("", r.api_version.as_str()),
     };
+    let custom = if is_builtin_target(&r.api_version, &r.kind) {
+        None
+    } else {
+        let list = whitelist(ctx).await?;
+        // No longer listed: the webhook refuses such a target, nothing is spread.
+        let Some(entry) = list.workload(&r.api_version, &r.kind).cloned() else {
+            return Ok(None);
+        };
+        let replicas_filter = list.replicas_filter(r, ws.spec.target_filter.as_ref());
+        Some(Custom {
+            entry,
+            replicas_filter,
+        })
+    };
     let gvk = GroupVersionKind::gvk(group, version, &r.kind);
     let ar = ApiResource::from_gvk(&gvk);
     let api: Api<DynamicObject> = Api::namespaced_with(ctx.client.clone(), ns, &ar);
-    let Some(obj) = api.get_opt(&r.name).await? else {
+    let Some(obj) = read_object(ctx, ws, &api, r, &ar).await? else {
         return Ok(None);
     };
     let raw = serde_json::to_value(&obj).unwrap_or_default();
     let filter = ws.spec.target_filter.as_ref();
-    let replicas = workload_replicas(&r.kind, &raw, filter)?;
     let uid = obj.metadata.uid.clone().unwrap_or_default();
+    if let Some(custom) = custom {
+        // A custom kind: replicas where the whitelist says, Pods owned by it or by the objects
+        // of its `subResources` it controls.
+        let replicas = workload_replicas(&r.kind, &raw, custom.replicas_filter.as_ref())?;
+        let mut pods = custom_pods(ctx, ns, &uid, &custom.entry).await?;
+        if filter.is_some_and(|f| f.selector.is_some()) {
+            pods.retain(|p| selects(filter, p.metadata.labels.as_ref()));
+        }
+        return Ok(Some(Target {
+            replicas,
+            pods,
+            honours_deletion_cost: false,
+            latest_version: Some(keys::WS_VERSION_IGNORED.to_owned()),
+        }));
+    }
+    let replicas = workload_replicas(&r.kind, &raw, filter)?;
     let mut latest_version = Some(keys::WS_VERSION_IGNORED.to_owned());
     let pods = if r.kind == "Deployment" {
         let ar = ApiResource::erase::<ReplicaSet>(&());
@@ -231,6 +428,81 @@ async fn read_target(
         honours_deletion_cost: matches!(r.kind.as_str(), "ReplicaSet" | "Deployment" | "CloneSet"),
         latest_version,
     }))
+}
+
+/// The targeted object; a refusal to read it (a custom kind without RBAC) is also an Event
+/// naming the permission to grant.
+async fn read_object(
+    ctx: &Context,
+    ws: &WorkloadSpread,
+    api: &Api<DynamicObject>,
+    r: &TargetReference,
+    ar: &ApiResource,
+) -> Result<Option<DynamicObject>, Error> {
+    let ns = ws.namespace().unwrap_or_default();
+    match api.get_opt(&r.name).await {
+        Ok(o) => Ok(o),
+        Err(kube::Error::Api(s)) if s.code == 403 => {
+            let note = format!(
+                "kruise-manager may not read {} {ns}/{}: grant its ServiceAccount `get` on {}.{} (and `list` on the whitelist's subResources); {}",
+                r.kind, r.name, ar.plural, ar.group, s.message
+            );
+            ctx.event(
+                ws,
+                EventType::Warning,
+                keys::WS_REASON_TARGET_UNREADABLE,
+                note,
+            )
+            .await;
+            Err(kube::Error::Api(s).into())
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The Pods of a custom workload: those it owns, and those of the objects of its
+/// `subResources` kinds it controls (e.g. the StatefulSets of a game server set).
+async fn custom_pods(
+    ctx: &Context,
+    ns: &str,
+    uid: &str,
+    entry: &CustomWorkload,
+) -> Result<Vec<Arc<Pod>>, Error> {
+    let mut pods = ctx.pods.owned_by(ns, uid);
+    for sub in &entry.sub_resources {
+        let ar = ApiResource::from_gvk(&GroupVersionKind::gvk(&sub.group, &sub.version, &sub.kind));
+        let api: Api<DynamicObject> = Api::namespaced_with(ctx.client.clone(), ns, &ar);
+        for o in api.list(&Default::default()).await?.items {
+            let controlled = o
+                .metadata
+                .owner_references
+                .iter()
+                .flatten()
+                .any(|o| o.controller == Some(true) && o.uid == uid);
+            if let (true, Some(sub_uid)) = (controlled, &o.metadata.uid) {
+                pods.extend(ctx.pods.owned_by(ns, sub_uid));
+            }
+        }
+    }
+    Ok(pods)
+}
+
+/// A whitelisted custom target: its entry and the replicas paths its caps scale against.
+struct Custom {
+    entry: CustomWorkload,
+    replicas_filter: Option<TargetFilter>,
+}
+
+/// The custom workload whitelist of the `kruise-configuration` ConfigMap in the manager's
+/// namespace (empty without it).
+async fn whitelist(ctx: &Context) -> Result<CustomWorkloadWhiteList, Error> {
+    let api: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &keys::own_namespace());
+    let data = api
+        .get_opt(keys::KRUISE_CONFIGURATION_CONFIGMAP)
+        .await?
+        .and_then(|c| c.data)
+        .unwrap_or_default();
+    Ok(CustomWorkloadWhiteList::from_configuration(&data)?)
 }
 
 /// A ReplicaSet's `pod-template-hash` label: the revision of the Pods it creates.

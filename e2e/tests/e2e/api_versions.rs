@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Node, Secret};
+use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kruise_api::keys;
 use kruise_e2e::resourcedistribution as rd;
@@ -62,19 +62,6 @@ async fn assert_stored_in_v1beta1(client: &Client, name: &str) {
         stored.iter().any(|v| v == keys::VERSION_V1BETA1),
         "{name}: storedVersions {stored:?}"
     );
-}
-
-async fn hostname_term(client: &Client) -> Value {
-    let node = Api::<Node>::all(client.clone())
-        .list(&Default::default())
-        .await
-        .expect("nodes")
-        .items
-        .into_iter()
-        .next()
-        .expect("a node");
-    let hostname = node.labels().get(HOSTNAME).cloned().unwrap_or_default();
-    json!({"matchExpressions": [{"key": HOSTNAME, "operator": "In", "values": [hostname]}]})
 }
 
 /// A v1beta1 ResourceDistribution selecting by `namespaceSelector` reaches the labelled
@@ -225,7 +212,7 @@ async fn workloadspread_subset_selectors_convert_and_the_status_reads_in_v1beta1
     let ns = TestNamespace::create(&client, "e2e-ws-beta")
         .await
         .expect("ns");
-    let term = hostname_term(&client).await;
+    let term = kruise_e2e::hostname_term(&client).await;
     let [alpha, beta] = both(
         &client,
         Some(&ns.name),
@@ -293,7 +280,7 @@ async fn uniteddeployment_status_reads_in_v1beta1_shape() {
     let ns = TestNamespace::create(&client, "e2e-ud-beta")
         .await
         .expect("ns");
-    let term = hostname_term(&client).await;
+    let term = kruise_e2e::hostname_term(&client).await;
     let [alpha, beta] = both(
         &client,
         Some(&ns.name),

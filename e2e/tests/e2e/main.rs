@@ -49,6 +49,7 @@ mod statefulset;
 mod tui;
 mod tui_workloads;
 mod uniteddeployment;
+mod uniteddeployment_adaptive;
 mod webhook;
 mod webhook_scope;
 mod workloadspread;

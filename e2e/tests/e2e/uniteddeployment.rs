@@ -11,35 +11,15 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::Pod;
 use kruise_api::keys;
-use kruise_e2e::uniteddeployment::{
-    self as ud, child_replicas, cloneset_children, cloneset_template, create_raw,
-};
+use kruise_e2e::uniteddeployment::{self as ud, cloneset_children, cloneset_template, create_raw};
 use kruise_e2e::{TestNamespace, client, wait_for};
 use kube::api::{DynamicObject, ListParams, Patch, PatchParams};
 use kube::{Api, ResourceExt};
 use serde_json::{Value, json};
 
 const SETTLE: Duration = Duration::from_secs(60);
-const HOSTNAME: &str = "kubernetes.io/hostname";
-
-fn expect(pairs: &[(&str, i64)]) -> BTreeMap<String, i64> {
-    pairs.iter().map(|(k, v)| ((*k).to_owned(), *v)).collect()
-}
-
-async fn hostname_term(client: &kube::Client) -> Value {
-    let node = Api::<Node>::all(client.clone())
-        .list(&Default::default())
-        .await
-        .expect("nodes")
-        .items
-        .into_iter()
-        .next()
-        .expect("a node");
-    let hostname = node.labels().get(HOSTNAME).cloned().unwrap_or_default();
-    json!({"matchExpressions": [{"key": HOSTNAME, "operator": "In", "values": [hostname]}]})
-}
 
 async fn merge(api: &Api<DynamicObject>, spec: Value) {
     api.patch(
@@ -49,20 +29,6 @@ async fn merge(api: &Api<DynamicObject>, spec: Value) {
     )
     .await
     .expect("patch UnitedDeployment");
-}
-
-/// Waits until the subsets' CloneSets have these `spec.replicas` (and no others exist).
-async fn wait_split(client: &kube::Client, ns: &str, want: BTreeMap<String, i64>) {
-    let what = format!("subset CloneSets {want:?}");
-    let got = wait_for(&what, SETTLE, || async {
-        let children = cloneset_children(client, ns).await?;
-        Ok((child_replicas(&children) == want).then_some(()))
-    })
-    .await;
-    if got.is_err() {
-        let have = child_replicas(&cloneset_children(client, ns).await.unwrap_or_default());
-        panic!("{what}: have {have:?}");
-    }
 }
 
 fn status(u: &DynamicObject) -> &Value {
@@ -116,7 +82,7 @@ async fn pods_by_subset(pods: &Api<Pod>) -> BTreeMap<String, Vec<(String, String
 async fn cloneset_subsets_split_update_in_place_and_resplit() {
     let client = client().await.expect("cluster");
     let ns = TestNamespace::create(&client, "e2e-ud").await.expect("ns");
-    let term = hostname_term(&client).await;
+    let term = kruise_e2e::hostname_term(&client).await;
     let subset = |name: &str, extra: Value| {
         let mut s = json!({"name": name, "nodeSelectorTerm": term});
         for (k, v) in extra.as_object().into_iter().flatten() {
@@ -145,7 +111,13 @@ async fn cloneset_subsets_split_update_in_place_and_resplit() {
     let uds = ud::api(&client, &ns.name);
 
     // a is given its 1; b and c share 3, the odd one to the later name.
-    wait_split(&client, &ns.name, expect(&[("a", 1), ("b", 1), ("c", 2)])).await;
+    ud::wait_split(
+        &client,
+        &ns.name,
+        ud::expect(&[("a", 1), ("b", 1), ("c", 2)]),
+        SETTLE,
+    )
+    .await;
     let children = cloneset_children(&client, &ns.name)
         .await
         .expect("children");
@@ -323,10 +295,11 @@ async fn cloneset_subsets_split_update_in_place_and_resplit() {
         ]),
     )
     .await;
-    wait_split(
+    ud::wait_split(
         &client,
         &ns.name,
-        expect(&[("a", 1), ("b", 1), ("c", 1), ("d", 1)]),
+        ud::expect(&[("a", 1), ("b", 1), ("c", 1), ("d", 1)]),
+        SETTLE,
     )
     .await;
 
@@ -343,7 +316,13 @@ async fn cloneset_subsets_split_update_in_place_and_resplit() {
         ]),
     )
     .await;
-    wait_split(&client, &ns.name, expect(&[("b", 1), ("c", 1), ("d", 2)])).await;
+    ud::wait_split(
+        &client,
+        &ns.name,
+        ud::expect(&[("b", 1), ("c", 1), ("d", 2)]),
+        SETTLE,
+    )
+    .await;
 
     // Elastic bounds: filled in order up to each maximum, the unbounded last takes the rest.
     merge(
@@ -355,7 +334,13 @@ async fn cloneset_subsets_split_update_in_place_and_resplit() {
         ]),
     )
     .await;
-    wait_split(&client, &ns.name, expect(&[("b", 1), ("c", 2), ("d", 1)])).await;
+    ud::wait_split(
+        &client,
+        &ns.name,
+        ud::expect(&[("b", 1), ("c", 2), ("d", 1)]),
+        SETTLE,
+    )
+    .await;
     let u = uds.get("web").await.expect("ud");
     // The webhook defaulted every minReplicas to 0 (upstream).
     assert_eq!(u.data["spec"]["topology"]["subsets"][2]["minReplicas"], 0);
@@ -402,8 +387,11 @@ async fn bad_united_deployments_are_refused_naming_the_field() {
             "spec.template.cloneSetTemplate.metadata.labels",
         ),
         (
-            with("/topology/scheduleStrategy", json!({"type": "Adaptive"})),
-            "spec.topology.scheduleStrategy.type",
+            with(
+                "/topology/scheduleStrategy",
+                json!({"type": "Adaptive", "adaptive": {"rescheduleCriticalSeconds": -1}}),
+            ),
+            "spec.topology.scheduleStrategy.adaptive.rescheduleCriticalSeconds",
         ),
         (
             with(
@@ -431,7 +419,7 @@ async fn deployment_subsets_are_split_and_counted() {
     let ns = TestNamespace::create(&client, "e2e-ud-deploy")
         .await
         .expect("ns");
-    let term = hostname_term(&client).await;
+    let term = kruise_e2e::hostname_term(&client).await;
     let mut template = cloneset_template("web", "v1")["cloneSetTemplate"].clone();
     if let Some(spec) = template["spec"].as_object_mut() {
         spec.remove("updateStrategy");

@@ -4,15 +4,17 @@
 //! affinity — and two in `b`; the status counts them; the deletion costs order `b` first, so
 //! a scale-down to two removes `b`'s Pods. A Deployment's rolling update spreads its new
 //! revision again (counted per `pod-template-hash`). A `targetFilter` picks which of a
-//! StatefulSet's Pods are spread; a Job's Pods are spread. Bad input is refused naming the
-//! field.
+//! StatefulSet's Pods are spread; a Job's Pods are spread. Adaptive gives the Pods a subset
+//! cannot place to the next; Pods from before the WorkloadSpread are adopted by their node's
+//! subset; a custom kind of the whitelist is spread through the StatefulSet it owns. Bad input is
+//! refused naming the field.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::Pod;
 use kruise_api::apps::v1alpha1::MatchedWorkloadSpread;
 use kruise_api::keys::{self, k8s};
 use kruise_e2e::cloneset as cs;
@@ -43,17 +45,7 @@ async fn pods_fill_subsets_in_order_and_scale_down_from_the_last() {
     let client = client().await.expect("cluster");
     let ns = TestNamespace::create(&client, "e2e-ws").await.expect("ns");
     let pods: Api<Pod> = ns.api();
-    let node = Api::<Node>::all(client.clone())
-        .list(&Default::default())
-        .await
-        .expect("nodes")
-        .items
-        .into_iter()
-        .next()
-        .expect("a node");
-    let hostname = node.labels().get(HOSTNAME).cloned().unwrap_or_default();
-    let term =
-        json!({"matchExpressions": [{"key": HOSTNAME, "operator": "In", "values": [hostname]}]});
+    let (term, _) = node_terms(&client).await;
     create_raw(
         &client,
         &ns.name,
@@ -70,13 +62,7 @@ async fn pods_fill_subsets_in_order_and_scale_down_from_the_last() {
     .await
     .expect("create WorkloadSpread");
 
-    let sets = cs::api(&client, &ns.name);
-    sets.create(
-        &PostParams::default(),
-        &cs::new("app", 4, "v1", json!({})).expect("cloneset"),
-    )
-    .await
-    .expect("create CloneSet");
+    let sets = new_cloneset(&client, &ns.name, 4).await;
 
     let all = wait_for("four Pods spread", SETTLE, || async {
         let list = cs::pods(&pods, "app").await?;
@@ -305,6 +291,478 @@ async fn a_deployment_rollout_spreads_the_new_revision_again() {
     .expect("versioned status");
 }
 
+/// Creates the CloneSet `app` of `replicas` testapp Pods; its API.
+async fn new_cloneset(
+    client: &kube::Client,
+    ns: &str,
+    replicas: i32,
+) -> Api<kube::api::DynamicObject> {
+    let sets = cs::api(client, ns);
+    sets.create(
+        &PostParams::default(),
+        &cs::new("app", replicas, "v1", json!({})).expect("cloneset"),
+    )
+    .await
+    .expect("create CloneSet");
+    sets
+}
+
+/// The hostname term of the local cluster's node, and one that matches no node.
+async fn node_terms(client: &kube::Client) -> (Value, Value) {
+    (
+        kruise_e2e::hostname_term(client).await,
+        json!({"matchExpressions": [{"key": "e2e.kruise.io/zone", "operator": "In", "values": ["nowhere"]}]}),
+    )
+}
+
+fn schedulable(st: &kruise_api::apps::v1alpha1::WorkloadSpreadSubsetStatus) -> Option<String> {
+    st.conditions
+        .iter()
+        .find(|c| c.type_ == "Schedulable")
+        .map(|c| c.status.clone())
+}
+
+/// Adaptive (upstream's e2e "reschedule subset-a"): subset `a` (at most 2) requires a zone no
+/// node is in, so its two Pods stay Pending and unschedulable; once they have waited past
+/// `rescheduleCriticalSeconds` the manager marks `a` `Schedulable=False` and deletes them, and
+/// the CloneSet's replacements are placed in `b` by the webhook. The last subset stays
+/// schedulable.
+#[tokio::test]
+async fn adaptive_moves_pods_out_of_a_subset_that_cannot_place_them() {
+    let client = client().await.expect("cluster");
+    let ns = TestNamespace::create(&client, "e2e-ws-adaptive")
+        .await
+        .expect("ns");
+    let pods: Api<Pod> = ns.api();
+    let (here, nowhere) = node_terms(&client).await;
+    create_raw(
+        &client,
+        &ns.name,
+        "ws",
+        json!({
+            "targetRef": {"apiVersion": "apps.kruise.io/v1alpha1", "kind": "CloneSet", "name": "app"},
+            "subsets": [
+                {"name": "a", "requiredNodeSelectorTerm": nowhere, "maxReplicas": 2,
+                 "patch": label_patch("a")},
+                {"name": "b", "requiredNodeSelectorTerm": here, "patch": label_patch("b")}
+            ],
+            "scheduleStrategy": {"type": "Adaptive", "adaptive": {"rescheduleCriticalSeconds": 3}}
+        }),
+    )
+    .await
+    .expect("create WorkloadSpread");
+    new_cloneset(&client, &ns.name, 4).await;
+
+    // First placement: two Pods in `a` (Pending, nowhere to go), two in `b`.
+    let first = wait_for("two Pods in each subset", SETTLE, || async {
+        let list = cs::pods(&pods, "app").await?;
+        let ok = list.len() == 4 && names(&list, "a").len() == 2 && names(&list, "b").len() == 2;
+        Ok(ok.then_some(list))
+    })
+    .await
+    .expect("first placement");
+    let stuck: BTreeSet<String> = first
+        .iter()
+        .filter(|p| subset_of(p).as_deref() == Some("a"))
+        .filter_map(|p| p.metadata.uid.clone())
+        .collect();
+
+    // Rescheduled: `a`'s Pods deleted, four Running and Ready in `b`, on the node.
+    let last = wait_for("four Ready Pods in b", Duration::from_secs(60), || async {
+        let list = cs::pods(&pods, "app").await?;
+        let ok = list.len() == 4
+            && list.iter().all(|p| {
+                subset_of(p).as_deref() == Some("b")
+                    && pod_ready(p)
+                    && !stuck.contains(p.metadata.uid.as_deref().unwrap_or_default())
+            });
+        Ok(ok.then_some(list))
+    })
+    .await
+    .expect("rescheduled to b");
+    for p in &last {
+        assert_eq!(
+            p.labels().get("subset"),
+            Some(&"b".to_owned()),
+            "{}",
+            p.name_any()
+        );
+    }
+    // None of the stuck Pods is left, not even terminating.
+    let all = pods.list(&Default::default()).await.expect("pods").items;
+    assert!(
+        all.iter()
+            .all(|p| !stuck.contains(p.metadata.uid.as_deref().unwrap_or_default())),
+        "stuck Pods left: {:?}",
+        all.iter().map(|p| p.name_any()).collect::<Vec<_>>()
+    );
+
+    // The status: `a` closed (and still missing its two), `b` open with the four.
+    let spreads = wsapi::api(&client, &ns.name);
+    wait_for("a closed, b open", SETTLE, || async {
+        let st = spreads.get("ws").await?.status.unwrap_or_default();
+        let got: Vec<(String, i32, i32, Option<String>)> = st
+            .subset_statuses
+            .iter()
+            .map(|s| {
+                (
+                    s.name.clone(),
+                    s.replicas,
+                    s.missing_replicas,
+                    schedulable(s),
+                )
+            })
+            .collect();
+        let want = vec![
+            ("a".to_owned(), 0, 2, Some("False".to_owned())),
+            ("b".to_owned(), 4, -1, Some("True".to_owned())),
+        ];
+        Ok((got == want).then_some(()))
+    })
+    .await
+    .expect("status");
+}
+
+/// Pods the CloneSet ran before its WorkloadSpread existed (one annotated for another
+/// WorkloadSpread) are adopted by the subset their node is in, as upstream's e2e "manage the
+/// pods that were created before workloadspread": annotated, given the subset's labels, counted
+/// (three in `a` over its cap of two), and the one over the cap is the first to go on a
+/// scale-down.
+#[tokio::test]
+async fn pods_from_before_the_spread_are_adopted_by_their_nodes_subset() {
+    let client = client().await.expect("cluster");
+    let ns = TestNamespace::create(&client, "e2e-ws-adopt")
+        .await
+        .expect("ns");
+    let pods: Api<Pod> = ns.api();
+    let (here, nowhere) = node_terms(&client).await;
+    let sets = new_cloneset(&client, &ns.name, 3).await;
+    cs::wait_rolled_out(&sets, "app", 3, SETTLE)
+        .await
+        .expect("three Ready");
+    let before = cs::pods(&pods, "app").await.expect("pods");
+    let uids: BTreeSet<String> = before
+        .iter()
+        .filter_map(|p| p.metadata.uid.clone())
+        .collect();
+    let foreign = json!({"metadata": {"annotations": {
+        keys::MATCHED_WORKLOADSPREAD_ANNOTATION: r#"{"name":"other","subset":"a"}"#}}});
+    pods.patch(
+        &before[0].name_any(),
+        &PatchParams::default(),
+        &Patch::Merge(&foreign),
+    )
+    .await
+    .expect("annotate a Pod for another WorkloadSpread");
+
+    create_raw(
+        &client,
+        &ns.name,
+        "ws",
+        json!({
+            "targetRef": {"apiVersion": "apps.kruise.io/v1alpha1", "kind": "CloneSet", "name": "app"},
+            "subsets": [
+                {"name": "a", "requiredNodeSelectorTerm": here, "maxReplicas": 2,
+                 "patch": label_patch("a")},
+                {"name": "b", "requiredNodeSelectorTerm": nowhere, "patch": label_patch("b")}
+            ]
+        }),
+    )
+    .await
+    .expect("create WorkloadSpread");
+
+    // Adopted in place (same Pods), with the subset's label; the costs put one over the cap.
+    let adopted = wait_for("three Pods adopted into a", SETTLE, || async {
+        let list = cs::pods(&pods, "app").await?;
+        let costs: Vec<&str> = list
+            .iter()
+            .filter_map(|p| p.annotations().get(k8s::POD_DELETION_COST_ANNOTATION))
+            .map(String::as_str)
+            .collect();
+        let ok = list.len() == 3
+            && list.iter().all(|p| {
+                p.annotations().get(keys::MATCHED_WORKLOADSPREAD_ANNOTATION)
+                    == Some(&r#"{"name":"ws","subset":"a"}"#.to_owned())
+                    && p.labels().get("subset") == Some(&"a".to_owned())
+            })
+            && costs.iter().filter(|c| **c == "-100").count() == 1
+            && costs.iter().filter(|c| **c == "200").count() == 2;
+        Ok(ok.then_some(list))
+    })
+    .await
+    .expect("adopted");
+    let now: BTreeSet<String> = adopted
+        .iter()
+        .filter_map(|p| p.metadata.uid.clone())
+        .collect();
+    assert_eq!(now, uids, "the same Pods, not new ones");
+    let spreads = wsapi::api(&client, &ns.name);
+    wait_for("a counts three", SETTLE, || async {
+        let st = spreads.get("ws").await?.status.unwrap_or_default();
+        let got: Vec<(i32, i32)> = st
+            .subset_statuses
+            .iter()
+            .map(|s| (s.replicas, s.missing_replicas))
+            .collect();
+        Ok((got == [(3, 0), (0, -1)]).then_some(()))
+    })
+    .await
+    .expect("status");
+
+    // Scale down by one: the Pod over the cap goes.
+    let over = adopted
+        .iter()
+        .find(|p| {
+            p.annotations().get(k8s::POD_DELETION_COST_ANNOTATION) == Some(&"-100".to_owned())
+        })
+        .map(|p| p.name_any())
+        .expect("the Pod over the cap");
+    cs::patch_spec(&sets, "app", json!({"replicas": 2}))
+        .await
+        .expect("scale down");
+    let left = wait_for("two Pods left", SETTLE, || async {
+        let list = cs::pods(&pods, "app").await?;
+        Ok((list.len() == 2).then_some(list))
+    })
+    .await
+    .expect("scaled");
+    assert!(
+        left.iter().all(|p| p.name_any() != over),
+        "{over} (cost -100) should have gone first"
+    );
+}
+
+/// The custom kind's whitelist entry is the test's to put and take back: the key is
+/// cluster-wide (in the manager's `kruise-configuration`), so what was there before returns.
+struct WhiteListed {
+    cms: Api<k8s_openapi::api::core::v1::ConfigMap>,
+    before: Option<Option<String>>,
+}
+
+impl WhiteListed {
+    async fn put(client: &kube::Client, value: String) -> WhiteListed {
+        use k8s_openapi::api::core::v1::ConfigMap;
+        let manager_ns = kruise_e2e::mode::manager_namespace(client)
+            .await
+            .expect("manager namespace");
+        let cms: Api<ConfigMap> = Api::namespaced(client.clone(), &manager_ns);
+        let name = keys::KRUISE_CONFIGURATION_CONFIGMAP;
+        let key = keys::WS_CUSTOM_WORKLOAD_WHITELIST_KEY;
+        let before = cms
+            .get_opt(name)
+            .await
+            .expect("read kruise-configuration")
+            .map(|c| c.data.and_then(|d| d.get(key).cloned()));
+        if before.is_none() {
+            let cm: ConfigMap = serde_json::from_value(json!({
+                "metadata": {"name": name}, "data": {key: value}}))
+            .expect("configmap");
+            cms.create(&PostParams::default(), &cm)
+                .await
+                .expect("create kruise-configuration");
+        } else {
+            cms.patch(
+                name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({"data": {key: value}})),
+            )
+            .await
+            .expect("whitelist the kind");
+        }
+        WhiteListed { cms, before }
+    }
+
+    async fn restore(self) {
+        let name = keys::KRUISE_CONFIGURATION_CONFIGMAP;
+        let key = keys::WS_CUSTOM_WORKLOAD_WHITELIST_KEY;
+        let res = match self.before {
+            None => self.cms.delete(name, &Default::default()).await.map(|_| ()),
+            Some(v) => self
+                .cms
+                .patch(
+                    name,
+                    &PatchParams::default(),
+                    &Patch::Merge(json!({"data": {key: v}})),
+                )
+                .await
+                .map(|_| ()),
+        };
+        res.expect("restore kruise-configuration");
+    }
+}
+
+/// A custom workload kind listed in the `kruise-configuration` whitelist (upstream's
+/// `WorkloadSpread_Watch_Custom_Workload_WhiteList`): a `GameServerSet` (a CRD of this run) owns
+/// a StatefulSet (its `subResources`), whose Pods are spread. The percentage cap scales against
+/// the whitelist's `replicasPath` (`spec.size`, 4: `a` takes 50 % = 2 of the three Pods), the
+/// webhook walks the Pods' owners up to the GameServerSet, and the manager counts them through
+/// the StatefulSet it controls. Before the kind is listed, a WorkloadSpread of it is refused
+/// naming the field and the whitelist. The manager reads the kind under RBAC the test grants,
+/// as a user would.
+#[tokio::test]
+async fn a_whitelisted_custom_workload_is_spread_through_the_statefulset_it_owns() {
+    use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
+    use rand::Rng;
+
+    let client = client().await.expect("cluster");
+    let ns = TestNamespace::create(&client, "e2e-ws-custom")
+        .await
+        .expect("ns");
+    let suffix: u32 = rand::rng().random_range(0..0xff_ffff);
+    let group = format!("g{suffix:06x}.ws.e2e.kruise-rs.io");
+    let crd_name = format!("gameserversets.{group}");
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let crd: CustomResourceDefinition = serde_json::from_value(json!({
+        "metadata": {"name": crd_name},
+        "spec": {
+            "group": group, "scope": "Namespaced",
+            "names": {"plural": "gameserversets", "singular": "gameserverset", "kind": "GameServerSet"},
+            "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema":
+                {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]
+        }
+    }))
+    .expect("crd");
+    crds.create(&PostParams::default(), &crd)
+        .await
+        .expect("create CRD");
+    let role_name = format!("e2e-ws-{suffix:06x}");
+    let roles: Api<ClusterRole> = Api::all(client.clone());
+    let bindings: Api<ClusterRoleBinding> = Api::all(client.clone());
+    let manager_ns = kruise_e2e::mode::manager_namespace(&client)
+        .await
+        .expect("manager namespace");
+    roles
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": role_name},
+                "rules": [{"apiGroups": [group], "resources": ["gameserversets"], "verbs": ["get", "list"]}]}))
+            .expect("role"),
+        )
+        .await
+        .expect("create ClusterRole");
+    bindings
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": role_name},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role_name},
+                "subjects": [{"kind": "ServiceAccount", "name": "kruise-manager", "namespace": manager_ns}]}))
+            .expect("binding"),
+        )
+        .await
+        .expect("create ClusterRoleBinding");
+
+    let outcome = tokio::spawn(custom_body(client.clone(), ns.name.clone(), group.clone())).await;
+    let _ = bindings.delete(&role_name, &Default::default()).await;
+    let _ = roles.delete(&role_name, &Default::default()).await;
+    let _ = crds.delete(&crd_name, &Default::default()).await;
+    if let Err(e) = outcome {
+        std::panic::resume_unwind(e.into_panic());
+    }
+
+    async fn custom_body(client: kube::Client, ns: String, group: String) {
+        let api_version = format!("{group}/v1");
+        let target = json!({"apiVersion": api_version, "kind": "GameServerSet", "name": "gs"});
+        let (here, _) = node_terms(&client).await;
+        let spec = json!({
+            "targetRef": target,
+            "subsets": [
+                {"name": "a", "requiredNodeSelectorTerm": here, "maxReplicas": "50%",
+                 "patch": label_patch("a")},
+                {"name": "b", "patch": label_patch("b")}
+            ]
+        });
+        // Not listed yet: refused, naming the field and where to list it.
+        let refused = create_raw(&client, &ns, "ws", spec.clone())
+            .await
+            .expect_err("an unlisted kind is refused");
+        let refused = refused.to_string();
+        assert!(
+            refused.contains("spec.targetRef")
+                && refused.contains(keys::WS_CUSTOM_WORKLOAD_WHITELIST_KEY),
+            "{refused}"
+        );
+        let listed = WhiteListed::put(
+            &client,
+            json!({"workloads": [{"Group": group, "Version": "v1", "Kind": "GameServerSet",
+                "replicasPath": "spec.size",
+                "subResources": [{"Group": "apps", "Version": "v1", "Kind": "StatefulSet"}]}]})
+            .to_string(),
+        )
+        .await;
+        let outcome = tokio::spawn(spread_custom(
+            client.clone(),
+            ns.clone(),
+            group.clone(),
+            spec,
+        ))
+        .await;
+        listed.restore().await;
+        if let Err(e) = outcome {
+            std::panic::resume_unwind(e.into_panic());
+        }
+    }
+
+    async fn spread_custom(client: kube::Client, ns: String, group: String, spec: Value) {
+        // The CRD is established within moments; the create is retried until it is.
+        let ar = ApiResource::from_gvk(&GroupVersionKind::gvk(&group, "v1", "GameServerSet"));
+        let sets: Api<DynamicObject> = Api::namespaced_with(client.clone(), &ns, &ar);
+        let gs: DynamicObject = serde_json::from_value(json!({
+            "apiVersion": format!("{group}/v1"), "kind": "GameServerSet",
+            "metadata": {"name": "gs"}, "spec": {"size": 4}}))
+        .expect("gameserverset");
+        let gs = wait_for("the GameServerSet created", SETTLE, || async {
+            Ok(sets.create(&PostParams::default(), &gs).await.ok())
+        })
+        .await
+        .expect("create the GameServerSet");
+        wait_for("the WorkloadSpread accepted", SETTLE, || async {
+            Ok(create_raw(&client, &ns, "ws", spec.clone()).await.ok())
+        })
+        .await
+        .expect("create the WorkloadSpread");
+        let sts: StatefulSet = serde_json::from_value(json!({
+            "metadata": {"name": "gs-sts", "ownerReferences": [{
+                "apiVersion": format!("{group}/v1"), "kind": "GameServerSet", "name": "gs",
+                "uid": gs.uid().unwrap_or_default(), "controller": true}]},
+            "spec": {"replicas": 3, "podManagementPolicy": "Parallel", "serviceName": "gs",
+                     "selector": {"matchLabels": {"app": "gs"}},
+                     "template": testapp_template("gs", "Always")}
+        }))
+        .expect("statefulset");
+        Api::<StatefulSet>::namespaced(client.clone(), &ns)
+            .create(&PostParams::default(), &sts)
+            .await
+            .expect("create the StatefulSet");
+        let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+        let all = wait_for("three Pods spread 2 + 1", SETTLE, || async {
+            let list = cs::pods(&pods, "gs").await?;
+            let ok =
+                list.len() == 3 && names(&list, "a").len() == 2 && names(&list, "b").len() == 1;
+            Ok(ok.then_some(list))
+        })
+        .await
+        .expect("spread");
+        for p in &all {
+            let subset = subset_of(p).unwrap_or_default();
+            assert_eq!(p.labels().get("subset"), Some(&subset), "{}", p.name_any());
+        }
+        let spreads = wsapi::api(&client, &ns);
+        wait_for("the manager counts them", SETTLE, || async {
+            let st = spreads.get("ws").await?.status.unwrap_or_default();
+            let got: Vec<(i32, i32)> = st
+                .subset_statuses
+                .iter()
+                .map(|s| (s.replicas, s.missing_replicas))
+                .collect();
+            Ok((got == [(2, 0), (1, -1)]).then_some(()))
+        })
+        .await
+        .expect("status");
+    }
+}
+
 /// A subset's patch: the label `subset=<name>` (a subset must carry something to inject).
 fn label_patch(subset: &str) -> Value {
     json!({"metadata": {"labels": {"subset": subset}}})
@@ -469,9 +927,25 @@ async fn bad_spreads_are_refused_naming_the_field() {
             "spec.targetRef",
         ),
         (
-            json!({"targetRef": target, "scheduleStrategy": {"type": "Adaptive"},
+            json!({"targetRef": target, "scheduleStrategy": {"type": "Sometimes"},
                    "subsets": [{"name": "a", "requiredNodeSelectorTerm": term}]}),
             "spec.scheduleStrategy.type",
+        ),
+        // Adaptive: the last subset takes what the others cannot place, so it has no cap; the
+        // critical time is bounded by the five minutes a subset stays closed.
+        (
+            json!({"targetRef": target,
+                   "scheduleStrategy": {"type": "Adaptive", "adaptive": {"rescheduleCriticalSeconds": 10}},
+                   "subsets": [{"name": "a", "requiredNodeSelectorTerm": term},
+                               {"name": "b", "requiredNodeSelectorTerm": term, "maxReplicas": 1}]}),
+            "spec.scheduleStrategy.adaptive: Invalid value",
+        ),
+        (
+            json!({"targetRef": target,
+                   "scheduleStrategy": {"type": "Adaptive", "adaptive": {"rescheduleCriticalSeconds": 400}},
+                   "subsets": [{"name": "a", "requiredNodeSelectorTerm": term, "maxReplicas": 1},
+                               {"name": "b", "requiredNodeSelectorTerm": term}]}),
+            "spec.scheduleStrategy.adaptive.rescheduleCriticalSeconds",
         ),
     ];
     for (i, (spec, field)) in cases.into_iter().enumerate() {

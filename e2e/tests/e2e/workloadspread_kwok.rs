@@ -8,6 +8,10 @@
 //!   `workloadspread.rs` runs a real Deployment's rollout on the local cluster.)
 //! - A CloneSet of 12 (caps 4, 4, none) spread 4 + 4 + 4, then scaled to 6 by our manager: `z2`'s
 //!   Pods go first, then `z1`'s, and `z0`'s four stay.
+//! - Adaptive: a CloneSet of 17 whose Pods take a host port (one a Node), caps 10, 5, none. `z0`
+//!   has seven Nodes, so three of its ten Pods cannot be scheduled: past
+//!   `rescheduleCriticalSeconds` the manager deletes them and closes `z0`, and their
+//!   replacements go past the full `z1` to `z2`: 7 + 5 + 5, all running.
 //!
 //! Starts a kruise-manager of this tree against the scale cluster and stops it, and deletes what
 //! it created (the scale cluster has no garbage collector). Run by the `kwok` stage of
@@ -55,6 +59,20 @@ fn per_subset(pods: &[Pod]) -> BTreeMap<String, usize> {
 
 fn counts(pairs: &[(&str, usize)]) -> BTreeMap<String, usize> {
     pairs.iter().map(|(k, v)| ((*k).to_owned(), *v)).collect()
+}
+
+/// Every Pod runs in its subset's zone.
+fn in_their_zones(pods: &[Pod], zone_of: &BTreeMap<String, String>) {
+    for p in pods {
+        let node = p.spec.as_ref().and_then(|s| s.node_name.clone());
+        let zone = node.as_ref().and_then(|n| zone_of.get(n)).cloned();
+        assert_eq!(
+            zone,
+            subset_of(p),
+            "{} runs in its subset's zone",
+            p.name_any()
+        );
+    }
 }
 
 /// One subset a zone, each required to its zone; `caps` per zone (`None` uncapped).
@@ -115,11 +133,13 @@ async fn caps_hold_under_a_burst_and_scale_down_starts_from_the_last_zone() {
     .await;
     let pods: Api<Pod> = Api::namespaced(client.clone(), NS);
     let mut deleted_pods = Vec::new();
-    for app in [format!("{run}-rs"), cloneset.clone()] {
+    let adaptive = format!("{run}-ad");
+    let _ = sets.delete(&adaptive, &DeleteParams::default()).await;
+    for app in [format!("{run}-rs"), cloneset.clone(), adaptive.clone()] {
         deleted_pods.push(kwok::delete_pods(&pods, &format!("app={app}")).await);
     }
     let spreads = wsapi::api(&client, NS);
-    for name in [format!("{run}-rs"), cloneset] {
+    for name in [format!("{run}-rs"), cloneset, adaptive] {
         let _ = spreads.delete(&name, &DeleteParams::default()).await;
     }
     let _ = Api::<ReplicaSet>::namespaced(client.clone(), NS)
@@ -147,6 +167,7 @@ async fn body(client: Client, run: String, fakes: Vec<FakeNode>) {
         .collect();
     burst(&client, &run, &zone_of).await;
     cloneset_scale_down(&client, &run).await;
+    adaptive_leaves_a_full_zone(&client, &run, &zone_of).await;
 }
 
 /// 30 Pods of a ReplicaSet created at once; see the module docs.
@@ -222,16 +243,7 @@ async fn burst(client: &Client, run: &str, zone_of: &BTreeMap<String, String>) {
         counts(&[("z0", 8), ("z1", 12), ("z2", 10)]),
         "the caps hold under the burst"
     );
-    for p in &all {
-        let node = p.spec.as_ref().and_then(|s| s.node_name.clone());
-        let zone = node.as_ref().and_then(|n| zone_of.get(n)).cloned();
-        assert_eq!(
-            zone,
-            subset_of(p),
-            "{} runs in its subset's zone",
-            p.name_any()
-        );
-    }
+    in_their_zones(&all, zone_of);
     let spreads = wsapi::api(client, NS);
     wait_for("the status and the deletion costs", WAIT, || async {
         let st = spreads.get(&name).await?.status.unwrap_or_default();
@@ -312,4 +324,57 @@ async fn cloneset_scale_down(client: &Client, run: &str) {
         counts(&[("z0", 4), ("z1", 2)]),
         "z2 goes first, then z1"
     );
+}
+
+/// Adaptive moves the Pods a full zone cannot place; see the module docs.
+async fn adaptive_leaves_a_full_zone(
+    client: &Client,
+    run: &str,
+    zone_of: &BTreeMap<String, String>,
+) {
+    let name = format!("{run}-ad");
+    create_raw(
+        client,
+        NS,
+        &name,
+        json!({
+            "targetRef": {"apiVersion": keys::APPS_V1BETA1, "kind": "CloneSet", "name": name},
+            "subsets": zone_subsets([Some(10), Some(5), None]),
+            "scheduleStrategy": {"type": "Adaptive", "adaptive": {"rescheduleCriticalSeconds": 5}},
+        }),
+    )
+    .await
+    .expect("create the Adaptive WorkloadSpread");
+    let mut set = cs::new(&name, 17, "v1", json!({})).expect("cloneset");
+    let mut spec = on_run_nodes(run);
+    // One Pod a Node: the scheduler finds a zone's Nodes full once each holds one.
+    spec["containers"][0]["ports"] = json!([{"containerPort": 8080, "hostPort": 18080}]);
+    set.data["spec"]["template"]["spec"] = spec;
+    let sets = cs::api(client, NS);
+    sets.create(&PostParams::default(), &set)
+        .await
+        .expect("create the CloneSet");
+    let pods: Api<Pod> = Api::namespaced(client.clone(), NS);
+    let all = wait_for("17 Pods running, 7 + 5 + 5", WAIT, || async {
+        let list = cs::pods(&pods, &name).await?;
+        let ok = list.len() == 17
+            && list.iter().all(pod_ready)
+            && per_subset(&list) == counts(&[("z0", 7), ("z1", 5), ("z2", 5)]);
+        Ok(ok.then_some(list))
+    })
+    .await
+    .unwrap_or_else(|e| panic!("rescheduled: {e}"));
+    in_their_zones(&all, zone_of);
+    let spreads = wsapi::api(client, NS);
+    wait_for("z0 closed, the last subset open", WAIT, || async {
+        let st = spreads.get(&name).await?.status.unwrap_or_default();
+        let got: Vec<(i32, bool)> = st
+            .subset_statuses
+            .iter()
+            .map(|s| (s.replicas, s.unschedulable()))
+            .collect();
+        Ok((got == [(7, true), (5, false), (5, false)]).then_some(()))
+    })
+    .await
+    .expect("status");
 }

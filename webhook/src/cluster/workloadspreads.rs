@@ -2,11 +2,22 @@
 //! loaded (listed before that, and always for the conflict check), one read live for the
 //! reservation, and its status writes.
 
-use kruise_api::apps::v1alpha1::{WorkloadSpread, workload_replicas};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use kruise_api::apps::v1alpha1::{
+    CustomWorkloadWhiteList, WorkloadSpread, is_builtin_target, workload_replicas,
+};
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind, PostParams};
 
 use super::ApiCluster;
+use crate::sidecarset::SidecarSetLookup;
 use crate::workloadspread::{WsLookup, WsWrite};
+
+/// The API resource of an `apiVersion` and kind (the plural guessed from the kind, as
+/// Kubernetes names custom resources by default).
+fn resource_of(api_version: &str, kind: &str) -> ApiResource {
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+    ApiResource::from_gvk(&GroupVersionKind::gvk(group, version, kind))
+}
 
 impl ApiCluster {
     fn ws_api(&self, namespace: &str) -> Result<kube::Api<WorkloadSpread>, String> {
@@ -79,11 +90,7 @@ impl WsLookup for ApiCluster {
             .client
             .as_ref()
             .ok_or_else(|| "the webhook has no Kubernetes client".to_owned())?;
-        let (group, version) = target
-            .api_version
-            .rsplit_once('/')
-            .unwrap_or(("", target.api_version.as_str()));
-        let ar = ApiResource::from_gvk(&GroupVersionKind::gvk(group, version, &target.kind));
+        let ar = resource_of(&target.api_version, &target.kind);
         let api: kube::Api<DynamicObject> =
             kube::Api::namespaced_with(client.clone(), namespace, &ar);
         let what = format!("cannot read {} {}", target.kind, target.name);
@@ -94,8 +101,16 @@ impl WsLookup for ApiCluster {
         else {
             return Ok(None);
         };
+        // A custom kind's replicas are where the whitelist says.
+        let filter = if is_builtin_target(&target.api_version, &target.kind) {
+            ws.spec.target_filter.clone()
+        } else {
+            self.ws_whitelist()
+                .await?
+                .replicas_filter(target, ws.spec.target_filter.as_ref())
+        };
         let raw = serde_json::to_value(&obj).map_err(|e| format!("{what}: {e}"))?;
-        workload_replicas(&target.kind, &raw, ws.spec.target_filter.as_ref())
+        workload_replicas(&target.kind, &raw, filter.as_ref())
             .map(Some)
             .map_err(|e| {
                 format!(
@@ -103,6 +118,37 @@ impl WsLookup for ApiCluster {
                     ws.metadata.name.as_deref().unwrap_or_default()
                 )
             })
+    }
+
+    async fn ws_whitelist(&self) -> Result<CustomWorkloadWhiteList, String> {
+        let data = self.kruise_configuration().await?;
+        CustomWorkloadWhiteList::from_configuration(&data).map_err(|e| e.to_string())
+    }
+
+    async fn owner_controller(
+        &self,
+        namespace: &str,
+        owner: &OwnerReference,
+    ) -> Result<Option<OwnerReference>, String> {
+        let client = self
+            .client
+            .as_ref()
+            .ok_or_else(|| "the webhook has no Kubernetes client".to_owned())?;
+        let ar = resource_of(&owner.api_version, &owner.kind);
+        let api: kube::Api<DynamicObject> =
+            kube::Api::namespaced_with(client.clone(), namespace, &ar);
+        let what = format!("cannot read {} {}", owner.kind, owner.name);
+        let obj = self
+            .ws_timed(&what, api.get_opt(&owner.name))
+            .await?
+            .map_err(|e| format!("{what}: {e}"))?;
+        Ok(obj.and_then(|o| {
+            o.metadata
+                .owner_references
+                .into_iter()
+                .flatten()
+                .find(|r| r.controller == Some(true))
+        }))
     }
 
     async fn write_workload_spread_status(&self, ws: &WorkloadSpread) -> Result<WsWrite, String> {

@@ -18,7 +18,8 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{OwnerReference, Time};
 use kruise_api::apps::v1alpha1::{
-    MatchedWorkloadSpread, WorkloadSpread, WorkloadSpreadSubset, pod_version, selects,
+    CustomWorkloadWhiteList, MatchedWorkloadSpread, WorkloadSpread, WorkloadSpreadSubset,
+    is_builtin_target, pod_version, selects,
 };
 use kruise_api::features::{FeatureGates, Gate};
 use kruise_api::keys;
@@ -81,14 +82,28 @@ fn controller_of(pod: &Pod) -> Option<&OwnerReference> {
         .find(|o| o.controller == Some(true))
 }
 
+/// How many owners up from a Pod's own controller a custom workload is looked for.
+const MAX_OWNER_DEPTH: usize = 4;
+
+fn reference(o: &OwnerReference) -> TargetReference {
+    TargetReference {
+        api_version: o.api_version.clone(),
+        kind: o.kind.clone(),
+        name: o.name.clone(),
+    }
+}
+
 /// The WorkloadSpread targeting the Pod's workload (upstream `isReferenceEqual`: a ReplicaSet
-/// is looked through to its Deployment when a WorkloadSpread targets a Deployment).
+/// is looked through to its Deployment when a WorkloadSpread targets a Deployment; for a kind
+/// of the `kruise-configuration` whitelist the owner chain is walked up, through the kinds the
+/// whitelist lists, to the targeted workload).
 async fn matching<C: WsLookup + PubLookup>(
     pod: &Pod,
     namespace: &str,
     cluster: &C,
 ) -> Option<WorkloadSpread> {
-    let owner = controller_of(pod).filter(|o| supported_owner(o))?;
+    let owner = controller_of(pod)?;
+    let builtin = supported_owner(owner);
     let spreads = match cluster.workload_spreads(namespace).await {
         Ok(s) if s.is_empty() => return None,
         Ok(s) => s,
@@ -97,11 +112,29 @@ async fn matching<C: WsLookup + PubLookup>(
             return None;
         }
     };
-    let itself = TargetReference {
-        api_version: owner.api_version.clone(),
-        kind: owner.kind.clone(),
-        name: owner.name.clone(),
+    let custom_wanted = spreads.iter().any(|w| {
+        w.spec
+            .target_reference
+            .as_ref()
+            .is_some_and(|t| !is_builtin_target(&t.api_version, &t.kind))
+    });
+    if !builtin && !custom_wanted {
+        return None;
+    }
+    // Read only when a WorkloadSpread of the namespace targets a custom kind.
+    let whitelist = if custom_wanted {
+        cluster.ws_whitelist().await.unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "cannot read the custom workload whitelist");
+            CustomWorkloadWhiteList::default()
+        })
+    } else {
+        CustomWorkloadWhiteList::default()
     };
+    let supported =
+        |o: &OwnerReference| supported_owner(o) || whitelist.owns_pods(&o.api_version, &o.kind);
+    if !supported(owner) {
+        return None;
+    }
     let labels = pod.metadata.labels.as_ref();
     let targets = |r: &TargetReference| {
         spreads.iter().find(|w| {
@@ -113,7 +146,7 @@ async fn matching<C: WsLookup + PubLookup>(
                 && selects(w.spec.target_filter.as_ref(), labels)
         })
     };
-    if let Some(w) = targets(&itself) {
+    if let Some(w) = targets(&reference(owner)) {
         return Some(w.clone());
     }
     let wants_deployment = spreads.iter().any(|w| {
@@ -122,18 +155,42 @@ async fn matching<C: WsLookup + PubLookup>(
             .as_ref()
             .is_some_and(|t| t.kind == "Deployment")
     });
-    if owner.kind != "ReplicaSet" || !wants_deployment {
+    if owner.kind == "ReplicaSet" && wants_deployment {
+        match cluster.workload_of(namespace, owner).await {
+            Ok(Some(d)) if d.kind == "Deployment" => {
+                if let Some(w) = targets(&d) {
+                    return Some(w.clone());
+                }
+            }
+            Ok(_) => {}
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot find the Deployment of a new Pod");
+                return None;
+            }
+        }
+    }
+    if !custom_wanted {
         return None;
     }
-    let deployment = match cluster.workload_of(namespace, owner).await {
-        Ok(Some(d)) if d.kind == "Deployment" => d,
-        Ok(_) => return None,
-        Err(e) => {
-            tracing::warn!(error = %e, "cannot find the Deployment of a new Pod");
+    let mut current = owner.clone();
+    for _ in 0..MAX_OWNER_DEPTH {
+        let next = match cluster.owner_controller(namespace, &current).await {
+            Ok(Some(n)) => n,
+            Ok(None) => return None,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read an owner of a new Pod");
+                return None;
+            }
+        };
+        if let Some(w) = targets(&reference(&next)) {
+            return Some(w.clone());
+        }
+        if !supported(&next) {
             return None;
         }
-    };
-    targets(&deployment).cloned()
+        current = next;
+    }
+    None
 }
 
 /// The `/mutate-pod` read-and-reserve step (upstream `HandlePodCreation`): `Ok(None)` when no

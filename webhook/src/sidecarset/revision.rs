@@ -13,10 +13,7 @@ use kruise_api::{keys, selector};
 /// The namespace the SidecarSets' ControllerRevisions live in: the manager's (upstream
 /// `webhookutil.GetNamespace`), which the webhook shares.
 pub fn revisions_namespace() -> String {
-    std::env::var(keys::ENV_POD_NAMESPACE)
-        .ok()
-        .filter(|n| !n.is_empty())
-        .unwrap_or_else(|| keys::KRUISE_NAMESPACE.to_owned())
+    keys::own_namespace()
 }
 
 /// Whether the pin names a revision at all (neither field set means "the latest").

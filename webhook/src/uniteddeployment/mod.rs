@@ -1,8 +1,8 @@
 //! UnitedDeployment admission (v1alpha1), after upstream's `pkg/webhook/uniteddeployment`:
 //! defaulting ([`defaults`], upstream `SetDefaultsUnitedDeployment`) and validation
 //! ([`validation`]: one template, the selector, the subsets' names, placement and replica
-//! rules, the partitions, and what may not change in an update). The Adaptive schedule
-//! strategy is refused naming the field: the controller does not implement it yet.
+//! rules, the Adaptive schedule strategy's rules, the partitions, and what may not change in an
+//! update).
 //! v1beta1 (the storage version) converts to and from v1alpha1 in [`conversion`].
 
 pub mod conversion;

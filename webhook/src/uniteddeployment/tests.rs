@@ -112,9 +112,9 @@ fn refusals_name_the_field() {
             with(
                 good_spec(),
                 "/topology/scheduleStrategy",
-                json!({"type": "Adaptive"}),
+                json!({"type": "Spread"}),
             ),
-            "spec.topology.scheduleStrategy.type: Invalid value: \"Adaptive\": the Adaptive schedule strategy is not supported",
+            "spec.topology.scheduleStrategy.type: Unsupported value: \"Spread\"",
         ),
         (
             with(good_spec(), "/replicas", json!(-1)),
@@ -163,6 +163,64 @@ fn refusals_name_the_field() {
         Value::Null,
     );
     assert!(got.contains("spec.replicas: Required value"), "{got}");
+}
+
+/// The Adaptive strategy: min/max bounds only, as upstream; reserving unschedulable Pods only
+/// for stateless templates; no negative durations (beyond upstream).
+#[test]
+fn adaptive_is_accepted_with_its_rules() {
+    let adaptive = |strategy: Value| {
+        let s = with(
+            good_spec(),
+            "/topology/subsets",
+            json!([{"name": "a", "maxReplicas": 2}, {"name": "b"}]),
+        );
+        let s = with(s, "/topology/scheduleStrategy", strategy);
+        with(s, "/updateStrategy", json!({}))
+    };
+    let ok = adaptive(json!({"type": "Adaptive", "adaptive": {
+        "rescheduleCriticalSeconds": 10, "unschedulableDuration": 60,
+        "reserveUnschedulablePods": true}}));
+    assert_eq!(errors_of(ok.clone()), "");
+    assert_eq!(errors_of(adaptive(json!({"type": "Adaptive"}))), "");
+    let cases: Vec<(Value, &str)> = vec![
+        (
+            with(
+                adaptive(json!({"type": "Adaptive"})),
+                "/topology/subsets/1/replicas",
+                json!(1),
+            ),
+            "spec.topology.subsets[1].replicas: Forbidden: specify replicas use minReplicas/maxReplicas to enable adaptive strategy",
+        ),
+        (
+            adaptive(json!({"type": "Adaptive", "adaptive": {"rescheduleCriticalSeconds": -1}})),
+            "spec.topology.scheduleStrategy.adaptive.rescheduleCriticalSeconds: Invalid value: -1",
+        ),
+        (
+            adaptive(json!({"type": "Adaptive", "adaptive": {"unschedulableDuration": -5}})),
+            "spec.topology.scheduleStrategy.adaptive.unschedulableDuration: Invalid value: -5",
+        ),
+        (
+            with(
+                with(ok.clone(), "/template", json!({})),
+                "/template/statefulSetTemplate",
+                json!({"metadata": {"labels": {"app": "web"}},
+                    "spec": {"template": {"spec": {"containers": [{"name": "c"}]}}}}),
+            ),
+            "spec.topology.scheduleStrategy.adaptive.reserveUnschedulablePods: Invalid value: true: only stateless workloads",
+        ),
+    ];
+    for (spec, want) in cases {
+        let got = errors_of(spec);
+        assert!(got.contains(want), "want {want:?} in {got:?}");
+    }
+    // Fixed ignores the Adaptive parameters, as upstream.
+    let fixed = with(
+        good_spec(),
+        "/topology/scheduleStrategy",
+        json!({"type": "Fixed", "adaptive": {"rescheduleCriticalSeconds": -1}}),
+    );
+    assert_eq!(errors_of(fixed), "");
 }
 
 #[test]

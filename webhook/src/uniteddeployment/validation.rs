@@ -2,7 +2,7 @@
 //! upstream's `validateUnitedDeploymentSpec`, `validateSubsetReplicas` and
 //! `ValidateUnitedDeploymentUpdate`. Every refusal names the field. Beyond upstream: the
 //! selector must match the labels of every template kind (upstream skips the CloneSet
-//! template), and `topology.scheduleStrategy.type: Adaptive` is refused (not implemented).
+//! template), and the Adaptive strategy's durations may not be negative.
 
 use std::collections::BTreeSet;
 
@@ -109,21 +109,56 @@ pub fn spec_errors(spec: &UnitedDeploymentSpec) -> Vec<FieldError> {
     errs
 }
 
+/// The schedule strategy: `Fixed`, `Adaptive` or unset. Under Adaptive, as upstream, no subset
+/// sets `replicas` (min/max bounds only) and reserving unschedulable Pods needs a stateless
+/// template; beyond upstream, its durations may not be negative.
 fn schedule_errors(spec: &UnitedDeploymentSpec, errs: &mut Vec<FieldError>) {
-    let ty = spec.topology.schedule_strategy.type_.as_str();
+    let strategy = &spec.topology.schedule_strategy;
+    let ty = strategy.type_.as_str();
     match ty {
         "" => {}
-        t if t == UD_SCHEDULE_FIXED => {}
-        t if t == UD_SCHEDULE_ADAPTIVE => errs.push(FieldError::invalid(
-            "spec.topology.scheduleStrategy.type",
-            &json!(ty),
-            "the Adaptive schedule strategy is not supported by Kruise-rs yet; use Fixed (or leave it unset)",
-        )),
+        t if t == UD_SCHEDULE_FIXED || t == UD_SCHEDULE_ADAPTIVE => {}
         _ => errs.push(FieldError::not_supported(
             "spec.topology.scheduleStrategy.type",
             &json!(ty),
             &[UD_SCHEDULE_ADAPTIVE, UD_SCHEDULE_FIXED],
         )),
+    }
+    if !strategy.is_adaptive() {
+        return;
+    }
+    for (i, s) in spec.topology.subsets.iter().enumerate() {
+        if s.replicas.is_some() {
+            errs.push(FieldError::forbidden(
+                format!("spec.topology.subsets[{i}].replicas"),
+                "specify replicas use minReplicas/maxReplicas to enable adaptive strategy",
+            ));
+        }
+    }
+    let Some(a) = &strategy.adaptive else {
+        return;
+    };
+    for (name, v) in [
+        ("rescheduleCriticalSeconds", a.reschedule_critical_seconds),
+        ("unschedulableDuration", a.unschedulable_duration),
+    ] {
+        if let Some(v) = v.filter(|v| *v < 0) {
+            errs.push(FieldError::invalid(
+                format!("spec.topology.scheduleStrategy.adaptive.{name}"),
+                &json!(v),
+                "must be greater than or equal to 0",
+            ));
+        }
+    }
+    if a.reserve_unschedulable_pods {
+        let t = &spec.template;
+        if t.stateful_set_template.is_some() || t.advanced_stateful_set_template.is_some() {
+            errs.push(FieldError::invalid(
+                "spec.topology.scheduleStrategy.adaptive.reserveUnschedulablePods",
+                &json!(true),
+                "only stateless workloads (Deployment and CloneSet) are supported by reserved rescheduling",
+            ));
+        }
     }
 }
 

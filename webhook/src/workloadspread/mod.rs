@@ -13,7 +13,8 @@ pub mod validation;
 
 use std::future::Future;
 
-use kruise_api::apps::v1alpha1::WorkloadSpread;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use kruise_api::apps::v1alpha1::{CustomWorkloadWhiteList, WorkloadSpread};
 
 /// The result of a status write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,6 +61,20 @@ pub trait WsLookup: Sync {
         &self,
         _ws: &WorkloadSpread,
     ) -> impl Future<Output = Result<Option<i32>, String>> + Send {
+        std::future::ready(Ok(None))
+    }
+    /// The custom workload kinds a WorkloadSpread may target, from the `kruise-configuration`
+    /// ConfigMap (read only when a target or a Pod's owner is not a built-in kind).
+    fn ws_whitelist(&self) -> impl Future<Output = Result<CustomWorkloadWhiteList, String>> + Send {
+        std::future::ready(Ok(CustomWorkloadWhiteList::default()))
+    }
+    /// The controller of the object `owner` names (one step up a Pod's owner chain, towards a
+    /// custom workload), `None` when it is gone or has none.
+    fn owner_controller(
+        &self,
+        _namespace: &str,
+        _owner: &OwnerReference,
+    ) -> impl Future<Output = Result<Option<OwnerReference>, String>> + Send {
         std::future::ready(Ok(None))
     }
     /// Replaces the status (optimistic: the object's resourceVersion is sent).

@@ -10,7 +10,7 @@ use kruise_api::policy::v1alpha1::TargetReference;
 use serde_json::json;
 
 use super::subset::{Created, inject, merge, needs_replicas, record_delete, reserve_create};
-use super::validation::{conflict_errors, spec_errors, update_errors};
+use super::validation::{conflict_errors, spec_errors, spec_errors_with, update_errors};
 use crate::field::aggregate;
 
 fn term() -> NodeSelectorTerm {
@@ -135,9 +135,9 @@ fn unsupported_targets_and_unimplemented_fields_are_refused() {
     );
     assert!(msg(&w).contains("TargetReference is not valid for Deployment."));
     let mut w = cloneset_ws(vec![subset("a", None)]);
-    w.spec.schedule_strategy.type_ = "Adaptive".into();
+    w.spec.schedule_strategy.type_ = "Sometimes".into();
     assert!(
-        msg(&w).contains("spec.scheduleStrategy.type: Forbidden"),
+        msg(&w).contains("spec.scheduleStrategy.type: Invalid value"),
         "{}",
         msg(&w)
     );
@@ -389,4 +389,100 @@ fn merge_removes_with_null_and_replaces_plain_lists() {
     let mut t = json!({"a": 1, "b": [1, 2], "c": {"d": 1}});
     merge(&mut t, &json!({"a": null, "b": [3], "c": {"e": 2}}));
     assert_eq!(t, json!({"b": [3], "c": {"d": 1, "e": 2}}));
+}
+
+#[test]
+fn adaptive_is_accepted_within_upstreams_bounds() {
+    let adaptive = |secs: i32| {
+        serde_json::from_value(json!({"type": "Adaptive",
+            "adaptive": {"rescheduleCriticalSeconds": secs}}))
+        .expect("strategy")
+    };
+    let mut w = cloneset_ws(vec![
+        subset("a", Some(IntOrString::Int(2))),
+        subset("b", None),
+    ]);
+    w.spec.schedule_strategy = adaptive(30);
+    assert!(spec_errors(&w).is_empty(), "{}", msg(&w));
+    w.spec.schedule_strategy = adaptive(0);
+    assert!(spec_errors(&w).is_empty(), "{}", msg(&w));
+    // Two subsets: at most (300 - 5) / 1 seconds; three: (300 - 5) / 2.
+    w.spec.schedule_strategy = adaptive(296);
+    assert!(
+        msg(&w).contains(
+            "spec.scheduleStrategy.adaptive.rescheduleCriticalSeconds: Invalid value: 296"
+        ) && msg(&w).contains("> 295 is not permitted"),
+        "{}",
+        msg(&w)
+    );
+    w.spec.schedule_strategy = adaptive(-1);
+    assert!(msg(&w).contains("rescheduleCriticalSeconds"), "{}", msg(&w));
+    let mut three = cloneset_ws(vec![
+        subset("a", Some(IntOrString::Int(1))),
+        subset("b", Some(IntOrString::Int(1))),
+        subset("c", None),
+    ]);
+    three.spec.schedule_strategy = adaptive(148);
+    assert!(
+        msg(&three).contains("> 147 is not permitted"),
+        "{}",
+        msg(&three)
+    );
+    // The last subset takes what the others cannot place: it may not be capped.
+    let mut capped = cloneset_ws(vec![
+        subset("a", Some(IntOrString::Int(1))),
+        subset("b", Some(IntOrString::Int(1))),
+    ]);
+    capped.spec.schedule_strategy = adaptive(30);
+    assert!(
+        msg(&capped).contains("spec.scheduleStrategy.adaptive: Invalid value")
+            && msg(&capped).contains("the last subset's maxReplicas must be not specified"),
+        "{}",
+        msg(&capped)
+    );
+    // Parameters of Adaptive under another type.
+    let mut fixed = cloneset_ws(vec![subset("a", None)]);
+    fixed.spec.schedule_strategy = adaptive(30);
+    fixed.spec.schedule_strategy.type_ = "Fixed".into();
+    assert!(
+        msg(&fixed).contains("spec.scheduleStrategy.type: Invalid value")
+            && msg(&fixed).contains("must be Adaptive"),
+        "{}",
+        msg(&fixed)
+    );
+}
+
+#[test]
+fn a_custom_kind_is_accepted_only_when_the_whitelist_lists_it() {
+    use kruise_api::apps::v1alpha1::CustomWorkloadWhiteList;
+    let w = ws(
+        "GameServerSet",
+        "game.example.com/v1",
+        vec![subset("a", None)],
+    );
+    let refused = aggregate(&spec_errors(&w));
+    assert!(
+        refused.contains("spec.targetRef: Invalid value")
+            && refused.contains("GroupKind is not permitted")
+            && refused.contains(keys::WS_CUSTOM_WORKLOAD_WHITELIST_KEY),
+        "{refused}"
+    );
+    let data = [(
+        keys::WS_CUSTOM_WORKLOAD_WHITELIST_KEY.to_owned(),
+        r#"{"workloads":[{"Group":"game.example.com","Version":"v1","Kind":"GameServerSet","replicasPath":"spec.size"}]}"#
+            .to_owned(),
+    )]
+    .into();
+    let list = CustomWorkloadWhiteList::from_configuration(&data).map_err(|e| e.to_string());
+    assert!(spec_errors_with(&w, Some(&list)).is_empty());
+    // Another group of the same kind is not listed.
+    let other = ws(
+        "GameServerSet",
+        "other.example.com/v1",
+        vec![subset("a", None)],
+    );
+    assert!(!spec_errors_with(&other, Some(&list)).is_empty());
+    // A whitelist that cannot be read is reported, not taken as empty.
+    let broken: Result<CustomWorkloadWhiteList, String> = Err("no answer".into());
+    assert!(aggregate(&spec_errors_with(&w, Some(&broken))).contains("Internal error: no answer"));
 }

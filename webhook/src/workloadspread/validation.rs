@@ -2,14 +2,16 @@
 //! `workloadspread_validation.go`): a supported target, subsets with unique names, caps all
 //! counts or all percentages (at most 100 % together, counts only for StatefulSets), a known
 //! schedule strategy, a `targetFilter` whose selector can be built, an unchanged `targetRef`,
-//! one WorkloadSpread per workload. Kruise-rs also refuses, naming the field, what it does not
-//! implement yet: the `Adaptive` strategy and custom workload kinds (see the README's
-//! compatibility table). Refusals
-//! are 400s, as upstream's `admission.Errored`; while the `WorkloadSpread` gate is off the
-//! path answers 403 (`crate::gate_refusal`).
+//! one WorkloadSpread per workload, and the `Adaptive` strategy's bounds. A custom workload kind
+//! is accepted when the `kruise-configuration` ConfigMap's whitelist lists it. Refusals are
+//! 400s, as upstream's `admission.Errored`; while the `WorkloadSpread` gate is off the path
+//! answers 403 (`crate::gate_refusal`).
 
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
-use kruise_api::apps::v1alpha1::{SCHEDULE_ADAPTIVE, SCHEDULE_FIXED, TargetFilter, WorkloadSpread};
+use kruise_api::apps::v1alpha1::{
+    CustomWorkloadWhiteList, SCHEDULE_ADAPTIVE, SCHEDULE_FIXED, TargetFilter, WorkloadSpread,
+    builtin_target_groups,
+};
 use kruise_api::keys;
 use kruise_api::policy::v1alpha1::TargetReference;
 use kruise_api::selector::{self, Violation};
@@ -31,7 +33,17 @@ pub async fn validate<C: WsLookup>(req: Request, cluster: &C) -> Outcome {
         Ok(w) => w,
         Err(e) => return Outcome::bad_request(format!("cannot decode WorkloadSpread: {e}")),
     };
-    let mut errs = spec_errors(&ws);
+    let custom = ws
+        .spec
+        .target_reference
+        .as_ref()
+        .is_some_and(|r| builtin_target_groups(&r.kind).is_none());
+    let whitelist = if custom {
+        Some(cluster.ws_whitelist().await)
+    } else {
+        None
+    };
+    let mut errs = spec_errors_with(&ws, whitelist.as_ref());
     if req.operation == Operation::Update
         && let Some(old) = &req.old_object
     {
@@ -66,18 +78,12 @@ fn to_json<T: serde::Serialize>(v: &T) -> Value {
     serde_json::to_value(v).unwrap_or(Value::Null)
 }
 
-/// The groups a target kind may have (upstream's built-in workloads); `None` for other kinds.
-fn allowed_groups(kind: &str) -> Option<&'static [&'static str]> {
-    Some(match kind {
-        "CloneSet" => &[keys::APPS_GROUP],
-        "Deployment" | "ReplicaSet" => &["apps"],
-        "Job" => &["batch"],
-        "StatefulSet" => &["apps", keys::APPS_GROUP],
-        _ => return None,
-    })
-}
-
-fn target_errors(r: Option<&TargetReference>) -> Vec<FieldError> {
+/// Upstream's `targetRef` rules: a built-in kind in one of its groups, or a kind of the
+/// `kruise-configuration` whitelist (`whitelist`, read only for a kind that is not built in).
+fn target_errors(
+    r: Option<&TargetReference>,
+    whitelist: Option<&Result<CustomWorkloadWhiteList, String>>,
+) -> Vec<FieldError> {
     let Some(r) = r else {
         return vec![FieldError::required(
             "spec.targetRef",
@@ -91,20 +97,29 @@ fn target_errors(r: Option<&TargetReference>) -> Vec<FieldError> {
             "empty TargetReference is not valid for WorkloadSpread.",
         )];
     }
-    match allowed_groups(&r.kind) {
+    match builtin_target_groups(&r.kind) {
         Some(groups) if r.group().is_some_and(|g| groups.contains(&g)) => Vec::new(),
         Some(_) => vec![FieldError::invalid(
             "spec.targetRef",
             &to_json(r),
             format!("TargetReference is not valid for {}.", r.kind),
         )],
-        // Upstream also accepts kinds listed in the kruise-configuration ConfigMap; Kruise-rs
-        // does not read that whitelist yet.
-        None => vec![FieldError::invalid(
-            "spec.targetRef",
-            &to_json(r),
-            "TargetReference's GroupKind is not permitted. (Kruise-rs supports CloneSet, Deployment, ReplicaSet, Job, StatefulSet and Advanced StatefulSet; custom workloads are not supported yet)",
-        )],
+        None => match whitelist {
+            Some(Ok(list)) if list.workload(&r.api_version, &r.kind).is_some() => Vec::new(),
+            Some(Err(e)) => vec![FieldError::reported(
+                "spec.targetRef",
+                format!("Internal error: {e}"),
+            )],
+            _ => vec![FieldError::invalid(
+                "spec.targetRef",
+                &to_json(r),
+                format!(
+                    "TargetReference's GroupKind is not permitted. (CloneSet, Deployment, ReplicaSet, Job, StatefulSet and Advanced StatefulSet are; list another kind under {:?} in ConfigMap {})",
+                    keys::WS_CUSTOM_WORKLOAD_WHITELIST_KEY,
+                    keys::KRUISE_CONFIGURATION_CONFIGMAP
+                ),
+            )],
+        },
     }
 }
 
@@ -138,10 +153,14 @@ fn target_filter_errors(filter: &TargetFilter) -> Vec<FieldError> {
         .collect()
 }
 
-/// Every problem of one WorkloadSpread on its own.
-pub fn spec_errors(ws: &WorkloadSpread) -> Vec<FieldError> {
+/// Every problem of one WorkloadSpread on its own, with the whitelist when its target is not a
+/// built-in kind.
+pub fn spec_errors_with(
+    ws: &WorkloadSpread,
+    whitelist: Option<&Result<CustomWorkloadWhiteList, String>>,
+) -> Vec<FieldError> {
     let spec = &ws.spec;
-    let mut errs = target_errors(spec.target_reference.as_ref());
+    let mut errs = target_errors(spec.target_reference.as_ref(), whitelist);
     if let Some(filter) = &spec.target_filter {
         errs.extend(target_filter_errors(filter));
     }
@@ -150,29 +169,59 @@ pub fn spec_errors(ws: &WorkloadSpread) -> Vec<FieldError> {
         .as_ref()
         .is_some_and(|r| r.kind == "StatefulSet");
     errs.extend(subset_errors(ws, statefulset));
-    let st = &spec.schedule_strategy;
-    match st.type_.as_str() {
-        "" | SCHEDULE_FIXED => {}
-        SCHEDULE_ADAPTIVE => errs.push(FieldError::forbidden(
+    errs.extend(strategy_errors(ws));
+    errs
+}
+
+/// Upstream's `scheduleStrategy` rules: a known type; `adaptive` only with `Adaptive`, the last
+/// subset then uncapped (it takes what the others cannot place), and a critical time short
+/// enough that a Pod cannot be bounced between closed subsets past their five minutes.
+/// [`spec_errors_with`] without a whitelist (every custom kind refused).
+pub fn spec_errors(ws: &WorkloadSpread) -> Vec<FieldError> {
+    spec_errors_with(ws, None)
+}
+
+fn strategy_errors(ws: &WorkloadSpread) -> Vec<FieldError> {
+    let st = &ws.spec.schedule_strategy;
+    let subsets = &ws.spec.subsets;
+    let mut errs = Vec::new();
+    if !matches!(st.type_.as_str(), "" | SCHEDULE_FIXED | SCHEDULE_ADAPTIVE) {
+        errs.push(FieldError::invalid(
             "spec.scheduleStrategy.type",
-            "Adaptive is not supported by Kruise-rs yet (Pods are not rescheduled between subsets): use Fixed",
-        )),
-        other => errs.push(FieldError::invalid(
-            "spec.scheduleStrategy.type",
-            &Value::String(other.to_owned()),
-            "ScheduleStrategy's type is not valid",
-        )),
+            &Value::String(st.type_.clone()),
+            "ScheduleStrategy's type is not valid: use Fixed or Adaptive",
+        ));
     }
-    if let Some(secs) = st
-        .adaptive
-        .as_ref()
-        .and_then(|a| a.reschedule_critical_seconds)
-        && secs <= 0
+    let Some(adaptive) = &st.adaptive else {
+        return errs;
+    };
+    let secs = adaptive.reschedule_critical_seconds;
+    let secs_json = secs.map_or(Value::Null, Value::from);
+    if st.type_ != SCHEDULE_ADAPTIVE {
+        errs.push(FieldError::invalid(
+            "spec.scheduleStrategy.type",
+            &secs_json,
+            "the scheduleStrategy's type must be Adaptive when scheduleStrategy.adaptive is set",
+        ));
+    }
+    if subsets.len() > 1 && subsets.last().is_some_and(|s| s.max_replicas.is_some()) {
+        errs.push(FieldError::invalid(
+            "spec.scheduleStrategy.adaptive",
+            &secs_json,
+            "the last subset's maxReplicas must be not specified when using adaptive scheduleStrategy",
+        ));
+    }
+    let allowed = match i64::try_from(subsets.len()) {
+        Ok(n) if n > 1 => (keys::WS_MAX_SCHEDULED_FAILED_SECS - 5) / (n - 1),
+        _ => i64::from(i32::MAX),
+    };
+    if let Some(secs) = secs
+        && (secs < 0 || i64::from(secs) > allowed)
     {
         errs.push(FieldError::invalid(
             "spec.scheduleStrategy.adaptive.rescheduleCriticalSeconds",
             &Value::from(secs),
-            "RescheduleCriticalSeconds <= 0 is not permitted",
+            format!("rescheduleCriticalSeconds < 0 or rescheduleCriticalSeconds > {allowed} is not permitted"),
         ));
     }
     errs

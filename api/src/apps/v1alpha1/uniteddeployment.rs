@@ -24,7 +24,10 @@ pub use crate::apps::v1beta1::{
     AdaptiveUnitedDeploymentStrategy, AdvancedStatefulSetTemplateSpec, CloneSetTemplateSpec,
     K8sTemplateSpec, ManualUpdate, Subset, SubsetTemplate, Topology, UD_CONDITION_SUBSET_FAILURE,
     UD_CONDITION_SUBSET_PROVISIONED, UD_CONDITION_SUBSET_UPDATED, UD_CONDITION_UPDATED,
-    UD_SCHEDULE_ADAPTIVE, UD_SCHEDULE_FIXED, UD_UPDATE_MANUAL, UnitedDeploymentCondition,
+    UD_DEFAULT_RESCHEDULE_CRITICAL_SECONDS, UD_DEFAULT_UNSCHEDULABLE_DURATION_SECONDS,
+    UD_RESERVED_POD_LABEL, UD_SCHEDULE_ADAPTIVE, UD_SCHEDULE_FIXED,
+    UD_SUBSET_CONDITION_SCHEDULABLE, UD_SUBSET_REASON_CREATED, UD_SUBSET_REASON_RECOVER,
+    UD_SUBSET_REASON_RESCHEDULE, UD_UPDATE_MANUAL, UnitedDeploymentCondition,
     UnitedDeploymentScheduleStrategy, UnitedDeploymentSubsetCondition,
     UnitedDeploymentSubsetStatus, UnitedDeploymentUpdateStrategy,
 };

@@ -83,10 +83,12 @@ pub use uniteddeployment::{
     AdaptiveUnitedDeploymentStrategy, AdvancedStatefulSetTemplateSpec, CloneSetTemplateSpec,
     K8sTemplateSpec, ManualUpdate, Subset, SubsetTemplate, Topology, UD_CONDITION_SUBSET_FAILURE,
     UD_CONDITION_SUBSET_PROVISIONED, UD_CONDITION_SUBSET_UPDATED, UD_CONDITION_UPDATED,
-    UD_SCHEDULE_ADAPTIVE, UD_SCHEDULE_FIXED, UD_UPDATE_MANUAL, UnitedDeployment,
-    UnitedDeploymentCondition, UnitedDeploymentScheduleStrategy, UnitedDeploymentSpec,
-    UnitedDeploymentStatus, UnitedDeploymentSubsetCondition, UnitedDeploymentSubsetStatus,
-    UnitedDeploymentUpdateStrategy,
+    UD_DEFAULT_RESCHEDULE_CRITICAL_SECONDS, UD_DEFAULT_UNSCHEDULABLE_DURATION_SECONDS,
+    UD_RESERVED_POD_LABEL, UD_SCHEDULE_ADAPTIVE, UD_SCHEDULE_FIXED,
+    UD_SUBSET_CONDITION_SCHEDULABLE, UD_SUBSET_REASON_CREATED, UD_SUBSET_REASON_RECOVER,
+    UD_SUBSET_REASON_RESCHEDULE, UD_UPDATE_MANUAL, UnitedDeployment, UnitedDeploymentCondition,
+    UnitedDeploymentScheduleStrategy, UnitedDeploymentSpec, UnitedDeploymentStatus,
+    UnitedDeploymentSubsetCondition, UnitedDeploymentSubsetStatus, UnitedDeploymentUpdateStrategy,
 };
 pub use workloadspread::{
     AdaptiveWorkloadSpreadStrategy, TargetFilter, WorkloadSpread, WorkloadSpreadScheduleStrategy,

@@ -32,6 +32,23 @@ pub const UD_CONDITION_SUBSET_UPDATED: &str = "SubsetUpdated";
 pub const UD_CONDITION_SUBSET_FAILURE: &str = "SubsetFailure";
 /// Condition: the current revision is the update revision.
 pub const UD_CONDITION_UPDATED: &str = "UnitedDeploymentUpdated";
+/// Subset condition (`subsetStatuses[].conditions`, Adaptive): `False` while Pods of the subset
+/// are expected to stay pending, so its replicas go to the other subsets.
+pub const UD_SUBSET_CONDITION_SCHEDULABLE: &str = "Schedulable";
+/// Reason of `Schedulable=False`: Pods of the subset stayed unschedulable too long.
+pub const UD_SUBSET_REASON_RESCHEDULE: &str = "reschedule";
+/// Reason of `Schedulable=True` once `unschedulableDuration` has passed.
+pub const UD_SUBSET_REASON_RECOVER: &str = "recover";
+/// Reason of `Schedulable=False` on a subset added to a UnitedDeployment that reserves
+/// unschedulable Pods (its first Pods are reserved until they run).
+pub const UD_SUBSET_REASON_CREATED: &str = "created";
+/// Pod label (`"true"`/`"false"`) of a UnitedDeployment reserving unschedulable Pods: `true`
+/// on a Pod kept in an unschedulable subset while a temporary one runs elsewhere.
+pub const UD_RESERVED_POD_LABEL: &str = "apps.kruise.io/united-deployment-reserved-pod";
+/// Default of `adaptive.rescheduleCriticalSeconds`.
+pub const UD_DEFAULT_RESCHEDULE_CRITICAL_SECONDS: i32 = 30;
+/// Default of `adaptive.unschedulableDuration` (seconds).
+pub const UD_DEFAULT_UNSCHEDULABLE_DURATION_SECONDS: i32 = 300;
 
 /// Desired state of a UnitedDeployment.
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -209,6 +226,33 @@ impl UnitedDeploymentScheduleStrategy {
     /// Whether the strategy is `Adaptive`.
     pub fn is_adaptive(&self) -> bool {
         self.type_ == UD_SCHEDULE_ADAPTIVE
+    }
+
+    /// Whether `Adaptive` keeps unschedulable Pods (`adaptive.reserveUnschedulablePods`).
+    pub fn should_reserve_unschedulable_pods(&self) -> bool {
+        self.is_adaptive()
+            && self
+                .adaptive
+                .as_ref()
+                .is_some_and(|a| a.reserve_unschedulable_pods)
+    }
+
+    /// Seconds a Pod may stay unschedulable before its subset is marked so (default 30).
+    pub fn reschedule_critical_seconds(&self) -> i64 {
+        let s = self
+            .adaptive
+            .as_ref()
+            .and_then(|a| a.reschedule_critical_seconds);
+        i64::from(s.unwrap_or(UD_DEFAULT_RESCHEDULE_CRITICAL_SECONDS))
+    }
+
+    /// Seconds a subset stays marked unschedulable (default 300).
+    pub fn unschedulable_duration_seconds(&self) -> i64 {
+        let s = self
+            .adaptive
+            .as_ref()
+            .and_then(|a| a.unschedulable_duration);
+        i64::from(s.unwrap_or(UD_DEFAULT_UNSCHEDULABLE_DURATION_SECONDS))
     }
 }
 

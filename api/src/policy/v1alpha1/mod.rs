@@ -6,7 +6,7 @@ pub mod pubcontrol;
 
 pub use podunavailablebudget::{
     PodUnavailableBudget, PodUnavailableBudgetSpec, PodUnavailableBudgetStatus, PubOperation,
-    TargetReference,
+    TargetReference, parse_group,
 };
 
 #[cfg(test)]
