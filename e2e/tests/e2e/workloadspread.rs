@@ -763,6 +763,92 @@ async fn a_whitelisted_custom_workload_is_spread_through_the_statefulset_it_owns
     }
 }
 
+/// A StatefulSet's Pods are placed by ordinal, as upstream (no reservation): with subsets `a`
+/// (1), `b` (1) and `c` (no cap), `db-0` is in `a`, `db-1` in `b`, `db-2` in `c` however the
+/// Parallel creates interleave, and again when `db-2` and `db-0` are deleted together and come
+/// back.
+#[tokio::test]
+async fn a_statefulsets_pods_are_placed_by_ordinal() {
+    let client = client().await.expect("cluster");
+    let ns = TestNamespace::create(&client, "e2e-ws-ordinal")
+        .await
+        .expect("ns");
+    let pods: Api<Pod> = ns.api();
+    create_raw(
+        &client,
+        &ns.name,
+        "ws",
+        json!({
+            "targetRef": {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "db"},
+            "subsets": [{"name": "a", "maxReplicas": 1, "patch": label_patch("a")},
+                        {"name": "b", "maxReplicas": 1, "patch": label_patch("b")},
+                        {"name": "c", "patch": label_patch("c")}]
+        }),
+    )
+    .await
+    .expect("create WorkloadSpread");
+    let sts: StatefulSet = serde_json::from_value(json!({
+        "apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "db"},
+        "spec": {"replicas": 3, "serviceName": "db", "podManagementPolicy": "Parallel",
+                 "selector": {"matchLabels": {"app": "db"}},
+                 "template": testapp_template("db", "Always")}
+    }))
+    .expect("statefulset");
+    ns.api::<StatefulSet>()
+        .create(&PostParams::default(), &sts)
+        .await
+        .expect("create StatefulSet");
+    let by_ordinal = |list: &[Pod]| -> Vec<(String, Option<String>)> {
+        list.iter().map(|p| (p.name_any(), subset_of(p))).collect()
+    };
+    let want = vec![
+        ("db-0".to_owned(), Some("a".to_owned())),
+        ("db-1".to_owned(), Some("b".to_owned())),
+        ("db-2".to_owned(), Some("c".to_owned())),
+    ];
+    let first = wait_for("three Pods", SETTLE, || async {
+        let list = cs::pods(&pods, "db").await?;
+        Ok((list.len() == 3).then_some(list))
+    })
+    .await
+    .expect("StatefulSet Pods");
+    assert_eq!(by_ordinal(&first), want);
+    let old: BTreeSet<String> = first
+        .iter()
+        .filter_map(|p| p.metadata.uid.clone())
+        .collect();
+    for name in ["db-2", "db-0"] {
+        pods.delete(name, &Default::default())
+            .await
+            .expect("delete a Pod");
+    }
+    let again = wait_for("db-0 and db-2 back", SETTLE, || async {
+        let list = cs::pods(&pods, "db").await?;
+        let fresh = list
+            .iter()
+            .filter(|p| !old.contains(p.metadata.uid.as_deref().unwrap_or_default()))
+            .count();
+        Ok((list.len() == 3 && fresh == 2).then_some(list))
+    })
+    .await
+    .expect("recreated");
+    assert_eq!(by_ordinal(&again), want);
+    // Placed, not reserved: no subset holds a creating or deleting entry for them.
+    let st = wsapi::api(&client, &ns.name)
+        .get("ws")
+        .await
+        .expect("ws")
+        .status
+        .unwrap_or_default();
+    assert!(
+        st.subset_statuses
+            .iter()
+            .all(|s| s.creating_pods.is_empty() && s.deleting_pods.is_empty()),
+        "{:?}",
+        st.subset_statuses
+    );
+}
+
 /// A subset's patch: the label `subset=<name>` (a subset must carry something to inject).
 fn label_patch(subset: &str) -> Value {
     json!({"metadata": {"labels": {"subset": subset}}})

@@ -9,7 +9,9 @@
 //!   never overfill a subset; then the subset's affinity, tolerations and patch are injected
 //!   and the choice recorded in `apps.kruise.io/matched-workloadspread`;
 //! - at deletion or eviction, a Pod carrying that annotation is recorded in its subset's
-//!   `deletingPods`, giving its place back at once.
+//!   `deletingPods`, giving its place back at once;
+//! - a StatefulSet's Pods (apps/v1 or Advanced) are placed by ordinal instead, as upstream: the
+//!   first `maxReplicas` ordinals in the first open subset, and so on; nothing is reserved.
 //!
 //! A Pod whose controller is not a supported workload pays nothing; one that is pays a lookup
 //! in the watch cache of its namespace's WorkloadSpreads.
@@ -30,7 +32,8 @@ use crate::crr::mutation::PodLookup;
 use crate::podunavailablebudget::PubLookup;
 use crate::review::{Outcome, Request};
 use crate::workloadspread::subset::{
-    Created, inject as inject_subset, needs_replicas, record_delete, reserve_create,
+    Created, by_ordinal, inject as inject_subset, needs_replicas, record_delete, reserve_create,
+    targets_statefulset,
 };
 use crate::workloadspread::{WsLookup, WsWrite};
 
@@ -212,6 +215,9 @@ pub async fn injection_for<C: WsLookup + PubLookup>(
         return Ok(None);
     };
     let pod_name = pod.metadata.name.as_deref().filter(|n| !n.is_empty());
+    if targets_statefulset(&ws) {
+        return Ok(by_ordinal(&ws, pod_name.unwrap_or_default()).and_then(|m| found(&ws, m)));
+    }
     let ws_name = ws.metadata.name.clone().unwrap_or_default();
     let version = pod_version(pod);
     let generated = random_uuid();
@@ -353,6 +359,10 @@ pub async fn validate<C: WsLookup + PodLookup>(
             Ok(None) => return Outcome::Allow,
             Err(e) => return Outcome::forbidden(e),
         };
+        // A StatefulSet's Pods are placed by ordinal: nothing is reserved, nothing given back.
+        if targets_statefulset(&ws) {
+            return Outcome::Allow;
+        }
         if replicas.is_none() && needs_replicas(&ws, &version) {
             replicas = match target_replicas(&ws, cluster).await {
                 Ok(r) => r,

@@ -96,6 +96,62 @@ fn recorded_in(statuses: &[WorkloadSpreadSubsetStatus], pod_name: &str) -> Optio
     })
 }
 
+/// Whether `ws` targets a StatefulSet (apps/v1 or Advanced), whose Pods go by ordinal.
+pub fn targets_statefulset(ws: &WorkloadSpread) -> bool {
+    ws.spec
+        .target_reference
+        .as_ref()
+        .is_some_and(|t| t.kind == "StatefulSet")
+}
+
+/// The ordinal at the end of a StatefulSet Pod's name (`web-3` → 3), `-1` when there is none
+/// (upstream `getParentNameAndOrdinal`).
+fn ordinal(pod_name: &str) -> i64 {
+    match pod_name.rsplit_once('-') {
+        Some((parent, n))
+            if !parent.is_empty() && !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) =>
+        {
+            n.parse::<i32>().map_or(-1, i64::from)
+        }
+        _ => -1,
+    }
+}
+
+/// Upstream's StatefulSet rule (`acquireSuitableSubset`): a StatefulSet's Pods are placed by
+/// ordinal, not by reservation — the first `maxReplicas` ordinals in the first subset, the next
+/// ones in the next, the rest in an uncapped one; a subset closed by `Schedulable=False` is
+/// passed over. Nothing is written to the status. `None` when the ordinal is past every cap.
+pub fn by_ordinal(ws: &WorkloadSpread, pod_name: &str) -> Option<MatchedWorkloadSpread> {
+    let closed = |name: &str| {
+        ws.status.as_ref().is_some_and(|st| {
+            st.subset_statuses
+                .iter()
+                .any(|s| s.name == name && s.unschedulable())
+        })
+    };
+    let ord = ordinal(pod_name);
+    let mut threshold: i64 = 0;
+    for subset in &ws.spec.subsets {
+        if closed(&subset.name) {
+            continue;
+        }
+        // Go's `IntOrString.IntValue`: a string that is not a number counts 0.
+        threshold += match &subset.max_replicas {
+            None => i64::from(i32::MAX),
+            Some(IntOrString::Int(n)) => i64::from(*n),
+            Some(IntOrString::String(s)) => s.parse::<i64>().unwrap_or(0),
+        };
+        if ord < threshold {
+            return Some(MatchedWorkloadSpread {
+                name: ws.metadata.name.clone().unwrap_or_default(),
+                subset: subset.name.clone(),
+                uid: String::new(),
+            });
+        }
+    }
+    None
+}
+
 /// Upstream `getSuitableSubset`: the first subset, in order, that is not closed by a
 /// `Schedulable=False` condition and still misses Pods (or has no cap).
 pub fn suitable(statuses: &[WorkloadSpreadSubsetStatus]) -> Option<usize> {

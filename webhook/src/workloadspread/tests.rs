@@ -9,7 +9,9 @@ use kruise_api::keys;
 use kruise_api::policy::v1alpha1::TargetReference;
 use serde_json::json;
 
-use super::subset::{Created, inject, merge, needs_replicas, record_delete, reserve_create};
+use super::subset::{
+    Created, by_ordinal, inject, merge, needs_replicas, record_delete, reserve_create,
+};
 use super::validation::{conflict_errors, spec_errors, spec_errors_with, update_errors};
 use crate::field::aggregate;
 
@@ -485,4 +487,43 @@ fn a_custom_kind_is_accepted_only_when_the_whitelist_lists_it() {
     // A whitelist that cannot be read is reported, not taken as empty.
     let broken: Result<CustomWorkloadWhiteList, String> = Err("no answer".into());
     assert!(aggregate(&spec_errors_with(&w, Some(&broken))).contains("Internal error: no answer"));
+}
+
+#[test]
+fn a_statefulsets_pods_go_by_ordinal_past_closed_subsets() {
+    let mut w = ws(
+        "StatefulSet",
+        "apps/v1",
+        vec![
+            subset("a", Some(IntOrString::Int(2))),
+            subset("b", Some(IntOrString::Int(1))),
+            subset("c", None),
+        ],
+    );
+    let at = |w: &WorkloadSpread, pod: &str| by_ordinal(w, pod).map(|m| m.subset);
+    assert_eq!(at(&w, "web-0").as_deref(), Some("a"));
+    assert_eq!(at(&w, "web-1").as_deref(), Some("a"));
+    assert_eq!(at(&w, "web-2").as_deref(), Some("b"));
+    assert_eq!(at(&w, "web-3").as_deref(), Some("c"));
+    assert_eq!(at(&w, "web-99").as_deref(), Some("c"));
+    // No ordinal counts as -1: the first subset.
+    assert_eq!(at(&w, "web").as_deref(), Some("a"));
+    // A closed subset is passed over and its ordinals move on.
+    w.status = Some(WorkloadSpreadStatus {
+        subset_statuses: vec![WorkloadSpreadSubsetStatus {
+            name: "a".into(),
+            conditions: vec![kruise_api::apps::v1alpha1::WorkloadSpreadSubsetCondition {
+                type_: "Schedulable".into(),
+                status: "False".into(),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+        ..Default::default()
+    });
+    assert_eq!(at(&w, "web-0").as_deref(), Some("b"));
+    assert_eq!(at(&w, "web-1").as_deref(), Some("c"));
+    // Every subset capped: an ordinal past them all has none.
+    w.spec.subsets[2].max_replicas = Some(IntOrString::Int(1));
+    assert_eq!(at(&w, "web-5"), None);
 }
