@@ -96,6 +96,14 @@ fn reference(o: &OwnerReference) -> TargetReference {
     }
 }
 
+/// The custom workload whitelist; empty (custom kinds not spread) when it cannot be read.
+async fn read_whitelist<C: WsLookup>(cluster: &C) -> CustomWorkloadWhiteList {
+    cluster.ws_whitelist().await.unwrap_or_else(|e| {
+        tracing::warn!(error = %e, "cannot read the custom workload whitelist");
+        CustomWorkloadWhiteList::default()
+    })
+}
+
 /// The WorkloadSpread targeting the Pod's workload (upstream `isReferenceEqual`: a ReplicaSet
 /// is looked through to its Deployment when a WorkloadSpread targets a Deployment; for a kind
 /// of the `kruise-configuration` whitelist the owner chain is walked up, through the kinds the
@@ -124,19 +132,15 @@ async fn matching<C: WsLookup + PubLookup>(
     if !builtin && !custom_wanted {
         return None;
     }
-    // Read only when a WorkloadSpread of the namespace targets a custom kind.
-    let whitelist = if custom_wanted {
-        cluster.ws_whitelist().await.unwrap_or_else(|e| {
-            tracing::warn!(error = %e, "cannot read the custom workload whitelist");
-            CustomWorkloadWhiteList::default()
-        })
-    } else {
-        CustomWorkloadWhiteList::default()
-    };
-    let supported =
-        |o: &OwnerReference| supported_owner(o) || whitelist.owns_pods(&o.api_version, &o.kind);
-    if !supported(owner) {
-        return None;
+    // Read only when a custom kind can be involved: an owner that is not built in, or an owner
+    // chain to walk up; a Pod its own built-in workload's WorkloadSpread takes never pays it.
+    let mut whitelist = None;
+    if !builtin {
+        let list = read_whitelist(cluster).await;
+        if !list.owns_pods(&owner.api_version, &owner.kind) {
+            return None;
+        }
+        whitelist = Some(list);
     }
     let labels = pod.metadata.labels.as_ref();
     let targets = |r: &TargetReference| {
@@ -175,6 +179,12 @@ async fn matching<C: WsLookup + PubLookup>(
     if !custom_wanted {
         return None;
     }
+    let whitelist = match whitelist {
+        Some(w) => w,
+        None => read_whitelist(cluster).await,
+    };
+    let supported =
+        |o: &OwnerReference| supported_owner(o) || whitelist.owns_pods(&o.api_version, &o.kind);
     let mut current = owner.clone();
     for _ in 0..MAX_OWNER_DEPTH {
         let next = match cluster.owner_controller(namespace, &current).await {
