@@ -42,11 +42,11 @@ pub async fn run(ctx: &Ctx, target: &Target, output: Output) -> Result<i32> {
         Err(CliError::Usage(_)) => Vec::new(),
         Err(e) => return Err(e),
     };
-    let budgets = super::status::budgets(ctx, &cache).await;
+    let reads = super::status::reads(ctx, &cache).await;
     let held = if view.update_revision.is_empty() {
         Vec::new()
     } else {
-        crate::status::held::held(&view, &pods, crate::status::HELD_LIMIT, &budgets)
+        crate::status::held::held(&view, &pods, crate::status::HELD_LIMIT, &reads)
     };
     let events = events(ctx, &view, &pods).await;
     let d = describe(&view, &revisions, &pods, held, events);

@@ -3,14 +3,14 @@
 use crate::cli::{Output, StatusArgs};
 use crate::ctx::{Ctx, Workload};
 use crate::error::{CliError, Result, kube_err};
-use crate::status::held::{Budget, Budgets};
+use crate::status::held::{Budget, Budgets, Reads};
 use crate::status::{StatusReport, decide, exit_code};
 use crate::view::verdict::{Decision, Outcome, PodSummary};
 use crate::view::{PodView, RolloutView};
 use crate::watch::{self, Cache, Update};
 use futures::StreamExt;
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Event as K8sEvent, Pod};
 use kruise_api::policy::v1alpha1::PodUnavailableBudget;
 use kube::api::{Api, ListParams};
 use std::io::{IsTerminal, Write};
@@ -121,20 +121,75 @@ pub fn print_doc<T: serde::Serialize>(fmt: Output, value: &T) {
     }
 }
 
-fn summarize(view: &RolloutView, pods: &Cache<Pod>, budgets: &Budgets) -> PodSummary {
+fn summarize(view: &RolloutView, pods: &Cache<Pod>, reads: &Reads) -> PodSummary {
     let owner = (view.kind.owns_pods() && !view.uid.is_empty()).then_some(view.uid.as_str());
     let views: Vec<PodView> = watch::owned(pods, owner)
         .map(|p| PodView::from_pod(p).for_kind(view.kind))
         .collect();
     let mut summary = PodSummary::from_pods(views.iter());
-    summary.held = crate::status::held::held(view, &views, crate::status::HELD_LIMIT, budgets);
+    summary.held = crate::status::held::held(view, &views, crate::status::HELD_LIMIT, reads);
     summary
+}
+
+/// What `held` needs beyond the Pods, read once when the command concludes without the
+/// rollout done.
+pub(crate) async fn reads(ctx: &Ctx, pods: &Cache<Pod>) -> Reads {
+    Reads {
+        budgets: budgets(ctx, pods).await,
+        pulls: pull_failures(ctx, pods).await,
+    }
+}
+
+/// For each container in `CrashLoopBackOff`, whether its Pod's Events say the image cannot be
+/// pulled now. Best effort, like the budgets: unreadable Events leave the crash loop as it is.
+async fn pull_failures(
+    ctx: &Ctx,
+    pods: &Cache<Pod>,
+) -> std::collections::BTreeMap<(String, String), String> {
+    let mut out = std::collections::BTreeMap::new();
+    for pod in pods.items.values() {
+        let looping: Vec<String> = PodView::from_pod(pod)
+            .containers
+            .into_iter()
+            .filter(|c| {
+                c.waiting
+                    .as_ref()
+                    .is_some_and(|(r, _)| r == "CrashLoopBackOff")
+            })
+            .map(|c| c.name)
+            .collect();
+        let (Some(ns), Some(name), Some(uid)) = (
+            pod.metadata.namespace.as_deref(),
+            pod.metadata.name.as_deref(),
+            pod.metadata.uid.as_deref(),
+        ) else {
+            continue;
+        };
+        if looping.is_empty() {
+            continue;
+        }
+        let api: Api<K8sEvent> = Api::namespaced(ctx.client.clone(), ns);
+        let lp = ListParams::default().fields(&format!("involvedObject.uid={uid}"));
+        let events = match api.list(&lp).await {
+            Ok(l) => l.items,
+            Err(e) => {
+                tracing::debug!(error = %e, pod = name, "cannot list the Pod's Events");
+                continue;
+            }
+        };
+        for c in looping {
+            if let Some(m) = crate::view::events::pull_failure(&events, uid, &c) {
+                out.insert((name.to_owned(), c), m);
+            }
+        }
+    }
+    out
 }
 
 /// The PodUnavailableBudgets the Pods name, read once, when the command concludes without the
 /// rollout done. One that cannot be read (no such kind, no access, deleted) is left out: the
 /// Pod's other reasons still hold.
-pub(crate) async fn budgets(ctx: &Ctx, pods: &Cache<Pod>) -> Budgets {
+async fn budgets(ctx: &Ctx, pods: &Cache<Pod>) -> Budgets {
     let named: std::collections::BTreeSet<(String, String)> = pods
         .items
         .values()
@@ -225,7 +280,7 @@ pub async fn run(ctx: &Ctx, args: &StatusArgs) -> Result<i32> {
                 .items
                 .insert(p.metadata.name.clone().unwrap_or_default(), p);
         }
-        let pods = summarize(&first, &cache, &budgets(ctx, &cache).await);
+        let pods = summarize(&first, &cache, &reads(ctx, &cache).await);
         let decision = decide(&first, &pods);
         let mut report = StatusReport::new(&first, &pods, &decision);
         let code = exit_code(decision.outcome, args.success_on_pause, false);
@@ -247,7 +302,7 @@ pub async fn run(ctx: &Ctx, args: &StatusArgs) -> Result<i32> {
     loop {
         tokio::select! {
             _ = &mut sleep => {
-                let pods_summary = summarize(&view, &pods, &budgets(ctx, &pods).await);
+                let pods_summary = summarize(&view, &pods, &reads(ctx, &pods).await);
                 let decision = decide(&view, &pods_summary);
                 let mut report = StatusReport::new(&view, &pods_summary, &Decision {
                     outcome: Outcome::TimedOut,
@@ -279,7 +334,7 @@ pub async fn run(ctx: &Ctx, args: &StatusArgs) -> Result<i32> {
                 }
                 // Decide only on a complete picture: both initial lists must have arrived.
                 if !(synced.0 && synced.1) { continue; }
-                let pods_summary = summarize(&view, &pods, &Budgets::new());
+                let pods_summary = summarize(&view, &pods, &Reads::default());
                 let decision = decide(&view, &pods_summary);
                 let report = StatusReport::new(&view, &pods_summary, &decision);
                 if last.as_ref() != Some(&report) {
@@ -291,8 +346,8 @@ pub async fn run(ctx: &Ctx, args: &StatusArgs) -> Result<i32> {
                     if terminal {
                         let mut report = report;
                         if decision.outcome != Outcome::Complete {
-                            let b = budgets(ctx, &pods).await;
-                            report.held = summarize(&view, &pods, &b).held;
+                            let r = reads(ctx, &pods).await;
+                            report.held = summarize(&view, &pods, &r).held;
                         }
                         let code = exit_code(decision.outcome, args.success_on_pause, true);
                         return conclude(&reporter, &mut report, code);

@@ -19,6 +19,15 @@ pub struct Budget {
 /// Budgets by name, in the namespace of the rollout's Pods.
 pub type Budgets = BTreeMap<String, Budget>;
 
+/// What the command reads once it concludes without the rollout done (empty while watching).
+#[derive(Debug, Clone, Default)]
+pub struct Reads {
+    /// The PodUnavailableBudgets the Pods name.
+    pub budgets: Budgets,
+    /// Image pull failures the kubelet's Events report now, by (Pod, container): the message.
+    pub pulls: BTreeMap<(String, String), String>,
+}
+
 /// Container waiting reasons that mean the image cannot be had.
 const IMAGE_ERRORS: [&str; 5] = [
     "ErrImagePull",
@@ -33,9 +42,8 @@ const HOOK_STATES: [&str; 2] = ["PreparingUpdate", "PreparingDelete"];
 
 /// The Pods the rollout waits on (not updated, or updated and not ready), each with its reason;
 /// at most `limit`, in name order.
-/// `budgets` holds the PodUnavailableBudgets the Pods name (empty while watching: they are read
-/// only once the command concludes).
-pub fn held(view: &RolloutView, pods: &[PodView], limit: usize, budgets: &Budgets) -> Vec<Held> {
+/// `reads` holds what is read only once the command concludes (empty while watching).
+pub fn held(view: &RolloutView, pods: &[PodView], limit: usize, reads: &Reads) -> Vec<Held> {
     let mut pods: Vec<&PodView> = pods.iter().filter(|p| !p.terminating).collect();
     pods.sort_by(|a, b| a.name.cmp(&b.name));
     let updated = |p: &PodView| p.is_updated(&view.update_revision);
@@ -49,7 +57,7 @@ pub fn held(view: &RolloutView, pods: &[PodView], limit: usize, budgets: &Budget
     pods.iter()
         .filter(|p| !updated(p) || !p.ready)
         .filter_map(|p| {
-            let reason = reason(view, p, updated(p), old <= kept, &unready, budgets)?;
+            let reason = reason(view, p, updated(p), old <= kept, &unready, reads)?;
             Some(Held {
                 pod: p.name.clone(),
                 reason,
@@ -65,13 +73,20 @@ fn reason(
     updated: bool,
     partition_holds: bool,
     unready: &[&str],
-    budgets: &Budgets,
+    reads: &Reads,
 ) -> Option<String> {
     for c in &p.containers {
         let Some((why, message)) = &c.waiting else {
             continue;
         };
-        if IMAGE_ERRORS.contains(&why.as_str()) {
+        // Between pull back-offs the kubelet may show CrashLoopBackOff (see
+        // `view::events::pull_failure`); its Events tell.
+        let pull = reads.pulls.get(&(p.name.clone(), c.name.clone()));
+        if IMAGE_ERRORS.contains(&why.as_str()) || (why == "CrashLoopBackOff" && pull.is_some()) {
+            let (why, message) = match pull {
+                Some(m) if !IMAGE_ERRORS.contains(&why.as_str()) => ("ErrImagePull", m),
+                _ => (why.as_str(), message),
+            };
             return Some(format!(
                 "image {} of container {} cannot be pulled ({why}{}): fix the image reference or its pull secret",
                 c.spec_image,
@@ -127,7 +142,7 @@ fn reason(
     if let Some((name, b)) = p
         .budget
         .as_ref()
-        .and_then(|n| budgets.get(n).map(|b| (n, b)))
+        .and_then(|n| reads.budgets.get(n).map(|b| (n, b)))
         .filter(|(_, b)| b.allowed <= 0)
     {
         return Some(format!(
@@ -252,7 +267,7 @@ mod tests {
             pod("web-c", "web-1", true, None),
             pod("web-d", "web-2", true, None),
         ];
-        let h = held(&v, &pods, 10, &Budgets::new());
+        let h = held(&v, &pods, 10, &Reads::default());
         assert_eq!(h.len(), 3, "{h:?}");
         assert!(
             h[0].reason
@@ -270,7 +285,7 @@ mod tests {
                 .contains("maxUnavailable is taken by unready web-a, web-b"),
             "{h:?}"
         );
-        assert_eq!(held(&v, &pods, 1, &Budgets::new()).len(), 1, "limited");
+        assert_eq!(held(&v, &pods, 1, &Reads::default()).len(), 1, "limited");
     }
 
     #[test]
@@ -285,7 +300,7 @@ mod tests {
             ),
             &old,
             10,
-            &Budgets::new(),
+            &Reads::default(),
         );
         assert!(h[0].reason.contains("by the partition"), "{h:?}");
         let h = held(
@@ -294,12 +309,12 @@ mod tests {
             ),
             &old,
             10,
-            &Budgets::new(),
+            &Reads::default(),
         );
         assert!(h[0].reason.contains("paused"), "{h:?}");
         let mut hooked = pod("web-a", "web-1", true, None);
         hooked.lifecycle = "PreparingUpdate".into();
-        let h = held(&view(json!({})), &[hooked], 10, &Budgets::new());
+        let h = held(&view(json!({})), &[hooked], 10, &Reads::default());
         assert!(
             h[0].reason
                 .contains("lifecycle hook (state PreparingUpdate)"),
@@ -309,7 +324,7 @@ mod tests {
             &view(json!({})),
             &[pod("web-a", "web-2", false, None)],
             10,
-            &Budgets::new(),
+            &Reads::default(),
         );
         assert!(
             h[0].reason.contains("readiness probe or a readiness gate"),
@@ -322,15 +337,15 @@ mod tests {
         let v = view(json!({}));
         let mut a = pod("web-a", "web-1", true, None);
         a.budget = Some("pub".into());
-        let mut budgets = Budgets::new();
-        budgets.insert(
+        let mut reads = Reads::default();
+        reads.budgets.insert(
             "pub".into(),
             Budget {
                 allowed: 0,
                 using: vec!["web-b".into()],
             },
         );
-        let h = held(&v, std::slice::from_ref(&a), 10, &budgets);
+        let h = held(&v, std::slice::from_ref(&a), 10, &reads);
         assert!(
             h[0].reason.contains(
                 "refused by PodUnavailableBudget pub (unavailableAllowed 0; used by web-b)"
@@ -338,13 +353,39 @@ mod tests {
             "{h:?}"
         );
         // Room in the budget, or no budget read: the usual reason.
-        if let Some(b) = budgets.get_mut("pub") {
+        if let Some(b) = reads.budgets.get_mut("pub") {
             b.allowed = 1;
         }
-        let h = held(&v, std::slice::from_ref(&a), 10, &budgets);
+        let h = held(&v, std::slice::from_ref(&a), 10, &reads);
         assert!(h[0].reason.starts_with("waiting for its turn"), "{h:?}");
-        let h = held(&v, std::slice::from_ref(&a), 10, &Budgets::new());
+        let h = held(&v, std::slice::from_ref(&a), 10, &Reads::default());
         assert!(h[0].reason.starts_with("waiting for its turn"), "{h:?}");
+    }
+
+    #[test]
+    fn a_crash_loop_the_events_show_as_a_pull_failure_is_named_as_one() {
+        let v = view(json!({}));
+        let p = pod(
+            "web-a",
+            "web-2",
+            false,
+            Some((
+                "CrashLoopBackOff",
+                "back-off 10s restarting failed container",
+            )),
+        );
+        let h = held(&v, std::slice::from_ref(&p), 10, &Reads::default());
+        assert!(h[0].reason.contains("is crash-looping"), "{h:?}");
+        let mut reads = Reads::default();
+        reads.pulls.insert(
+            ("web-a".into(), "app".into()),
+            "Failed to pull image \"app:2\": not found".into(),
+        );
+        let h = held(&v, std::slice::from_ref(&p), 10, &reads);
+        assert_eq!(
+            h[0].reason,
+            "image app:2 of container app cannot be pulled (ErrImagePull: Failed to pull image \"app:2\": not found): fix the image reference or its pull secret"
+        );
     }
 
     #[test]
@@ -359,7 +400,7 @@ mod tests {
             ..Default::default()
         });
         let reason = |p: &PodView| {
-            held(&v, std::slice::from_ref(p), 1, &Budgets::new())[0]
+            held(&v, std::slice::from_ref(p), 1, &Reads::default())[0]
                 .reason
                 .clone()
         };
