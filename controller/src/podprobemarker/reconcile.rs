@@ -96,10 +96,15 @@ fn prune_reported(ctx: &Context) {
 /// A node: its NodePodProbe exists (owned by the Node) and lists the probes of its Pods.
 pub async fn node(node: Arc<Node>, ctx: Arc<Context>) -> Result<Action, Error> {
     let name = node.name_any();
-    let pods = ctx.pods.store().state();
     let markers = ctx.markers.state();
     let markers: Vec<&PodProbeMarker> = markers.iter().map(Arc::as_ref).collect();
-    let desired = plan::node_pod_probes(&name, pods.iter().map(Arc::as_ref), &markers);
+    // No marker, no probes: the Pods need not be read.
+    let desired = if markers.is_empty() {
+        Vec::new()
+    } else {
+        let pods = ctx.pods.store().state();
+        plan::node_pod_probes(&name, pods.iter().map(Arc::as_ref), &markers)
+    };
     let api = Api::<NodePodProbe>::all(ctx.client.clone());
     match ctx.probes.get(&ObjectRef::new(&name)) {
         None => {
