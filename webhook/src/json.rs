@@ -4,6 +4,13 @@
 
 use serde_json::{Map, Value};
 
+/// Decodes a typed object from borrowed JSON. `serde_json::from_value(v.clone())` would first
+/// copy every string and map of the object (a Pod is hundreds of allocations) only to drop
+/// them; on the Pod webhook, which sees every Pod write, that copy was most of the decode.
+pub fn typed<T: serde::de::DeserializeOwned>(v: &Value) -> Result<T, serde_json::Error> {
+    T::deserialize(v)
+}
+
 /// An int-or-string value as used by partition, maxUnavailable and maxSurge.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum IntOrPercent {

@@ -215,21 +215,29 @@ fn decode(
 }
 
 fn decode_parts(body: &[u8]) -> Result<(Request, AdmissionResponse), (String, String)> {
-    let raw: Value = serde_json::from_slice(body)
+    let mut raw: Value = serde_json::from_slice(body)
         .map_err(|e| (String::new(), format!("request body is not JSON: {e}")))?;
     let uid = raw
         .pointer("/request/uid")
         .and_then(Value::as_str)
         .unwrap_or_default()
         .to_owned();
-    // The typed decode checks the required fields; the objects are taken from the raw JSON.
-    let typed: AdmissionReview<DynamicObject> = serde_json::from_value(raw.clone())
+    // The objects are moved out of the raw JSON, not copied: the typed decode below then reads
+    // only the request's small fields (required ones checked), and each handler decodes the
+    // objects it needs itself.
+    let mut take = |key: &str| {
+        raw.get_mut("request")
+            .and_then(Value::as_object_mut)
+            .and_then(|r| r.remove(key))
+            .filter(|v| !v.is_null())
+    };
+    let (object, old_object) = (take("object"), take("oldObject"));
+    let typed: AdmissionReview<DynamicObject> = crate::json::typed(&raw)
         .map_err(|e| (uid.clone(), format!("malformed AdmissionReview: {e}")))?;
     let typed: AdmissionRequest<DynamicObject> = typed
         .try_into()
         .map_err(|_| (uid.clone(), "AdmissionReview has no request".to_owned()))?;
     let resp = AdmissionResponse::from(&typed);
-    let object_at = |p: &str| raw.pointer(p).filter(|v| !v.is_null()).cloned();
     let req = Request {
         uid: typed.uid.clone(),
         operation: typed.operation.clone(),
@@ -240,8 +248,8 @@ fn decode_parts(body: &[u8]) -> Result<(Request, AdmissionResponse), (String, St
         sub_resource: typed.sub_resource.clone().filter(|s| !s.is_empty()),
         namespace: typed.namespace.clone(),
         name: typed.name.clone(),
-        object: object_at("/request/object"),
-        old_object: object_at("/request/oldObject"),
+        object,
+        old_object,
         dry_run: typed.dry_run,
         username: typed.user_info.username.clone().unwrap_or_default(),
     };
@@ -275,11 +283,11 @@ pub fn decoded_with_old<T: serde::de::DeserializeOwned>(
     let Some(obj) = creating_or_updating(req)? else {
         return Ok(None);
     };
-    let new: T = serde_json::from_value(obj.clone())
+    let new: T = crate::json::typed(obj)
         .map_err(|e| Outcome::bad_request(format!("cannot decode {kind}: {e}")))?;
     let old = match (&req.operation, &req.old_object) {
         (Operation::Update, Some(old)) => Some(
-            serde_json::from_value(old.clone())
+            crate::json::typed(old)
                 .map_err(|e| Outcome::bad_request(format!("cannot decode the old {kind}: {e}")))?,
         ),
         _ => None,

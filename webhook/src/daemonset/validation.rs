@@ -205,7 +205,7 @@ fn enum_field<T: Serialize + DeserializeOwned>(
     all: &[T],
     errs: &mut Vec<FieldError>,
 ) -> Option<T> {
-    match serde_json::from_value::<T>(v.clone()) {
+    match crate::json::typed::<T>(v) {
         Ok(t) => Some(t),
         Err(_) => {
             let names = variants(all);

@@ -108,7 +108,7 @@ pub async fn mutate_pod<C: SidecarSetLookup + PubLookup + PpsLookup + WsLookup>(
     let pod = req
         .object
         .as_ref()
-        .and_then(|o| serde_json::from_value::<Pod>(o.clone()).ok());
+        .and_then(|o| crate::json::typed::<Pod>(o).ok());
     // Upstream marks Pods only while one of the budget gates is on.
     let budgets_on = gates.enabled(Gate::PodUnavailableBudgetDeleteGate)
         || gates.enabled(Gate::PodUnavailableBudgetUpdateGate);
@@ -157,7 +157,7 @@ pub fn mutate_with(req: &Request, ctx: &PodContext) -> Outcome {
     let Some(raw) = &req.object else {
         return Outcome::bad_request("pod CREATE request carries no object");
     };
-    let mut pod: Pod = match serde_json::from_value(raw.clone()) {
+    let mut pod: Pod = match crate::json::typed(raw) {
         Ok(p) => p,
         Err(e) => return Outcome::bad_request(format!("cannot decode Pod: {e}")),
     };

@@ -31,7 +31,7 @@ pub(super) async fn read_context<C: SidecarSetLookup>(
         .object
         .as_ref()
         .and_then(|o| o.pointer("/metadata/labels"))
-        .and_then(|l| serde_json::from_value(l.clone()).ok())
+        .and_then(|l| crate::json::typed(l).ok())
         .unwrap_or_default();
     // `injectionStrategy.revision`: new Pods get the stored revision's sidecars, all of them
     // or (policy Partial) those the update strategy leaves out.

@@ -342,7 +342,7 @@ pub async fn validate<C: WsLookup + PodLookup>(
             match req
                 .old_object
                 .as_ref()
-                .and_then(|o| serde_json::from_value(o.clone()).ok())
+                .and_then(|o| crate::json::typed(o).ok())
             {
                 Some(p) => p,
                 None => return Outcome::Allow,

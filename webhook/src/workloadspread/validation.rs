@@ -29,7 +29,7 @@ pub async fn validate<C: WsLookup>(req: Request, cluster: &C) -> Outcome {
         Ok(None) => return Outcome::Allow,
         Err(o) => return o,
     };
-    let ws: WorkloadSpread = match serde_json::from_value(obj.clone()) {
+    let ws: WorkloadSpread = match crate::json::typed(obj) {
         Ok(w) => w,
         Err(e) => return Outcome::bad_request(format!("cannot decode WorkloadSpread: {e}")),
     };
@@ -47,7 +47,7 @@ pub async fn validate<C: WsLookup>(req: Request, cluster: &C) -> Outcome {
     if req.operation == Operation::Update
         && let Some(old) = &req.old_object
     {
-        match serde_json::from_value::<WorkloadSpread>(old.clone()) {
+        match crate::json::typed::<WorkloadSpread>(old) {
             Ok(old) => errs.extend(update_errors(&ws, &old)),
             Err(e) => {
                 return Outcome::bad_request(format!("cannot decode the old WorkloadSpread: {e}"));

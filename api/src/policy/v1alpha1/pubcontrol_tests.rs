@@ -7,6 +7,7 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use proptest::prelude::*;
+use serde_json::json;
 
 use super::pubcontrol::*;
 use super::{
@@ -397,4 +398,23 @@ fn what_costs_a_charge() {
         "true".to_owned(),
     )]));
     assert!(is_exempt(&p));
+}
+
+#[test]
+fn the_related_budget_reads_alike_from_json_and_from_the_pod() {
+    for annotations in [
+        json!({"kruise.io/related-pub": "web"}),
+        json!({"kruise.io/related-pub": ""}),
+        json!({"other": "x"}),
+        json!(null),
+    ] {
+        let raw = json!({"metadata": {"name": "p", "annotations": annotations}});
+        let pod: Pod = serde_json::from_value(raw.clone()).expect("pod");
+        assert_eq!(
+            related_budget_name_in_json(&raw),
+            related_budget_name(&pod),
+            "{annotations}"
+        );
+    }
+    assert_eq!(related_budget_name_in_json(&json!({})), None);
 }
