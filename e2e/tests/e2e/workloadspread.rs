@@ -787,17 +787,7 @@ async fn a_statefulsets_pods_are_placed_by_ordinal() {
     )
     .await
     .expect("create WorkloadSpread");
-    let sts: StatefulSet = serde_json::from_value(json!({
-        "apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "db"},
-        "spec": {"replicas": 3, "serviceName": "db", "podManagementPolicy": "Parallel",
-                 "selector": {"matchLabels": {"app": "db"}},
-                 "template": testapp_template("db", "Always")}
-    }))
-    .expect("statefulset");
-    ns.api::<StatefulSet>()
-        .create(&PostParams::default(), &sts)
-        .await
-        .expect("create StatefulSet");
+    create_db_statefulset(&ns, 3).await;
     let by_ordinal = |list: &[Pod]| -> Vec<(String, Option<String>)> {
         list.iter().map(|p| (p.name_any(), subset_of(p))).collect()
     };
@@ -877,6 +867,21 @@ async fn create_two_subsets(
     .map(|_| ())
 }
 
+/// Creates StatefulSet `db` (Parallel, `replicas` testapp Pods labelled `app: db`).
+async fn create_db_statefulset(ns: &TestNamespace, replicas: i32) {
+    let sts: StatefulSet = serde_json::from_value(json!({
+        "apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "db"},
+        "spec": {"replicas": replicas, "serviceName": "db", "podManagementPolicy": "Parallel",
+                 "selector": {"matchLabels": {"app": "db"}},
+                 "template": testapp_template("db", "Always")}
+    }))
+    .expect("statefulset");
+    ns.api::<StatefulSet>()
+        .create(&PostParams::default(), &sts)
+        .await
+        .expect("create StatefulSet");
+}
+
 fn testapp_template(app: &str, restart: &str) -> Value {
     json!({
         "metadata": {"labels": {"app": app}},
@@ -923,17 +928,7 @@ async fn a_filter_picks_the_pods_and_statefulsets_and_jobs_are_spread() {
     )
     .await
     .expect("create the Job's WorkloadSpread");
-    let sts: StatefulSet = serde_json::from_value(json!({
-        "apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "db"},
-        "spec": {"replicas": 2, "serviceName": "db", "podManagementPolicy": "Parallel",
-                 "selector": {"matchLabels": {"app": "db"}},
-                 "template": testapp_template("db", "Always")}
-    }))
-    .expect("statefulset");
-    ns.api::<StatefulSet>()
-        .create(&PostParams::default(), &sts)
-        .await
-        .expect("create StatefulSet");
+    create_db_statefulset(&ns, 2).await;
     let job: Job = serde_json::from_value(json!({
         "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "batch"},
         "spec": {"parallelism": 2, "completions": 2, "backoffLimit": 0,
