@@ -189,14 +189,15 @@ where
             );
         }
         paths::VALIDATE_POD => {
-            // The handlers read the delete/update options, which `Request` does not keep.
-            let options = serde_json::from_slice::<serde_json::Value>(body)
-                .ok()
-                .and_then(|v| v.pointer("/request/options").cloned())
-                .filter(|o| !o.is_null());
+            if let Some(uid) = pod::update_admitted_unread(body) {
+                return Some(review::allowed(uid));
+            }
             return Some(
-                review::admit_async(body, |req| pod::validate_pod(req, options, cluster, gates))
-                    .await,
+                review::admit_async(body, |mut req| {
+                    let options = req.options.take();
+                    pod::validate_pod(req, options, cluster, gates)
+                })
+                .await,
             );
         }
         paths::VALIDATE_PUB => {

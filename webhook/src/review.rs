@@ -44,6 +44,8 @@ pub struct Request {
     pub object: Option<Value>,
     /// The existing object (UPDATE and DELETE).
     pub old_object: Option<Value>,
+    /// The operation's options (`DeleteOptions`, `UpdateOptions`, `CreateOptions`), if sent.
+    pub options: Option<Value>,
     /// Whether the change will not be persisted.
     pub dry_run: bool,
     /// Who asked (`userInfo.username`), for the refusal counters.
@@ -133,9 +135,10 @@ where
         Ok(pair) => pair,
         Err(review) => return *review,
     };
+    let about = About::of(&req);
     let outcome =
-        catch_unwind(AssertUnwindSafe(|| handler(&req))).unwrap_or_else(|_| panicked(&req));
-    respond(&req, resp, outcome)
+        catch_unwind(AssertUnwindSafe(|| handler(&req))).unwrap_or_else(|_| panicked(&about));
+    respond(&about, resp, outcome)
 }
 
 /// [`admit`] for handlers that must wait on something (the API server): same guarantees, a
@@ -147,18 +150,53 @@ where
 {
     let review = match decode(body) {
         Ok((req, resp)) => {
-            let outcome = AssertUnwindSafe(handler(req.clone()))
+            // Only what the answer and its log lines name is kept aside: the handler takes the
+            // request, objects and all, without a copy.
+            let about = About::of(&req);
+            let outcome = AssertUnwindSafe(handler(req))
                 .catch_unwind()
                 .await
-                .unwrap_or_else(|_| panicked(&req));
-            respond(&req, resp, outcome)
+                .unwrap_or_else(|_| panicked(&about));
+            respond(&about, resp, outcome)
         }
         Err(review) => *review,
     };
     encode(&review)
 }
 
-fn panicked(req: &Request) -> Outcome {
+/// The serialized review admitting the request `uid` unchanged, for a caller that decided
+/// without decoding the request.
+pub fn allowed(uid: String) -> Vec<u8> {
+    // The response type is non-exhaustive: built from its one request-free constructor, then
+    // made what `AdmissionResponse::from(&request)` answers.
+    let mut resp = AdmissionResponse::invalid("");
+    resp.types = review_types();
+    resp.uid = uid;
+    resp.allowed = true;
+    resp.result = Status::default();
+    encode(&resp.into_review())
+}
+
+/// The request as the answer's log lines name it.
+struct About {
+    uid: String,
+    kind: String,
+    namespace: Option<String>,
+    name: String,
+}
+
+impl About {
+    fn of(req: &Request) -> Self {
+        Self {
+            uid: req.uid.clone(),
+            kind: req.kind.clone(),
+            namespace: req.namespace.clone(),
+            name: req.name.clone(),
+        }
+    }
+}
+
+fn panicked(req: &About) -> Outcome {
     tracing::error!(uid = %req.uid, kind = %req.kind, "admission handler panicked");
     Outcome::Deny {
         code: 500,
@@ -169,7 +207,7 @@ fn panicked(req: &Request) -> Outcome {
 
 /// The review answering `req` with `outcome`.
 fn respond(
-    req: &Request,
+    req: &About,
     mut resp: AdmissionResponse,
     outcome: Outcome,
 ) -> AdmissionReview<DynamicObject> {
@@ -231,7 +269,7 @@ fn decode_parts(body: &[u8]) -> Result<(Request, AdmissionResponse), (String, St
             .and_then(|r| r.remove(key))
             .filter(|v| !v.is_null())
     };
-    let (object, old_object) = (take("object"), take("oldObject"));
+    let (object, old_object, options) = (take("object"), take("oldObject"), take("options"));
     let typed: AdmissionReview<DynamicObject> = crate::json::typed(&raw)
         .map_err(|e| (uid.clone(), format!("malformed AdmissionReview: {e}")))?;
     let typed: AdmissionRequest<DynamicObject> = typed
@@ -250,6 +288,7 @@ fn decode_parts(body: &[u8]) -> Result<(Request, AdmissionResponse), (String, St
         name: typed.name.clone(),
         object,
         old_object,
+        options,
         dry_run: typed.dry_run,
         username: typed.user_info.username.clone().unwrap_or_default(),
     };
@@ -394,5 +433,54 @@ pub(crate) mod tests {
         assert_eq!(out["allowed"], false);
         assert_eq!(out["status"]["code"], 422);
         assert_eq!(out["status"]["message"], "spec.x: bad");
+    }
+
+    /// The review of a request admitted undecoded is the one the decoding path answers.
+    #[test]
+    fn allowed_answers_as_an_admitting_handler() {
+        let body = review_body("UPDATE", ("", "v1", "Pod"), "pods", Some(json!({})), None);
+        let decoded: Value =
+            serde_json::from_slice(&admit(&body, |_| Outcome::Allow)).expect("json");
+        let direct: Value = serde_json::from_slice(&allowed("uid-1".into())).expect("json");
+        assert_eq!(direct, decoded);
+    }
+
+    /// The async path hands the handler the request whole (objects and options moved out of
+    /// the parsed body), and still answers with the uid when the handler panics.
+    #[tokio::test]
+    async fn async_handler_gets_objects_and_options() {
+        let mut v: Value = serde_json::from_slice(&review_body(
+            "DELETE",
+            ("", "v1", "Pod"),
+            "pods",
+            None,
+            Some(json!({"metadata": {"name": "p"}})),
+        ))
+        .expect("body");
+        v["request"]["options"] = json!({"kind": "DeleteOptions", "dryRun": ["All"]});
+        let body = serde_json::to_vec(&v).expect("body");
+        let out = response(
+            &admit_async(&body, |req| async move {
+                assert_eq!(
+                    req.options.as_ref().map(|o| &o["dryRun"][0]),
+                    Some(&json!("All"))
+                );
+                assert_eq!(
+                    req.old_object.as_ref().map(|o| &o["metadata"]["name"]),
+                    Some(&json!("p"))
+                );
+                assert!(req.object.is_none());
+                Outcome::invalid("seen")
+            })
+            .await,
+        );
+        assert_eq!(out["status"]["message"], "seen");
+        assert_eq!(out["uid"], "uid-1");
+        let out = response(&admit_async(&body, |_| async { panic!("boom") }).await);
+        assert_eq!(
+            (out["allowed"].clone(), out["uid"].clone()),
+            (json!(false), json!("uid-1"))
+        );
+        assert_eq!(out["status"]["code"], 500);
     }
 }

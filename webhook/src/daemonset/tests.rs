@@ -229,6 +229,7 @@ fn defaulted(obj: Value) -> Value {
         name: "agent".into(),
         object: Some(obj.clone()),
         old_object: None,
+        options: None,
         dry_run: false,
         username: "tester".to_owned(),
     };

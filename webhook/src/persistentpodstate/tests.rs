@@ -38,6 +38,7 @@ fn request(op: Operation, object: Value, old: Option<Value>) -> Request {
         name: "pps".into(),
         object: Some(object),
         old_object: old,
+        options: None,
         dry_run: false,
         username: "tester".to_owned(),
     }

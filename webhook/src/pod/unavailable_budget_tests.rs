@@ -145,6 +145,7 @@ fn request(
         name: name.into(),
         object,
         old_object: old,
+        options: None,
         dry_run: false,
         username: "tester".to_owned(),
     }
@@ -494,4 +495,71 @@ async fn v1beta1_evictions_carry_their_dry_run_too() {
     let req = request(Operation::Create, Some("eviction"), "a", Some(body), None);
     assert_eq!(validate_pod(req, None, &c, &gates()).await, Outcome::Allow);
     assert_eq!(c.writes.load(Ordering::SeqCst), 0);
+}
+
+/// The UPDATE fast path of `/validate-pod` takes exactly the reviews the whole path admits
+/// without a budget: a Pod that names one is still judged (and refused here, the budget spent).
+#[tokio::test]
+async fn updates_without_a_budget_are_admitted_unread_and_the_others_judged() {
+    let on = gates().with(Gate::PodUnavailableBudgetUpdateGate, true);
+    let spent = cluster(0, &[]);
+    let review = |op: &str, old: Value, new: Option<Value>| {
+        let mut new = new;
+        if let Some(n) = new.as_mut() {
+            n["spec"]["containers"][0]["image"] = json!("nginx:2");
+        }
+        serde_json::to_vec(&json!({
+            "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+            "request": {
+                "uid": "u1",
+                "kind": {"group": "", "version": "v1", "kind": "Pod"},
+                "resource": {"group": "", "version": "v1", "resource": "pods"},
+                "name": "a", "namespace": "ns", "operation": op,
+                "userInfo": {"username": "tester"},
+                "object": new, "oldObject": old, "dryRun": false
+            }
+        }))
+        .expect("body")
+    };
+    let served = async |body: &[u8]| -> Value {
+        let out = crate::handle_admission_async("/validate-pod", body, &spent, &on).await;
+        serde_json::from_slice::<Value>(&out.expect("served")).expect("json")["response"].clone()
+    };
+    for annotations in [
+        json!({}),
+        json!({keys::PUB_RELATED_ANNOTATION: ""}),
+        json!(null),
+    ] {
+        let pod = pod_json("a", true, annotations.clone());
+        let body = review("UPDATE", pod.clone(), Some(pod.clone()));
+        assert_eq!(
+            super::update_admitted_unread(&body).as_deref(),
+            Some("u1"),
+            "{annotations}"
+        );
+        let r = served(&body).await;
+        assert_eq!(
+            (r["allowed"].clone(), r["uid"].clone()),
+            (json!(true), json!("u1"))
+        );
+        // The whole path agrees.
+        let req = request(Operation::Update, None, "a", Some(pod.clone()), Some(pod));
+        assert_eq!(validate_pod(req, None, &spent, &on).await, Outcome::Allow);
+    }
+    let body = review("UPDATE", marked("a", true), Some(marked("a", true)));
+    assert_eq!(super::update_admitted_unread(&body), None);
+    let r = served(&body).await;
+    assert_eq!(
+        (r["allowed"].clone(), r["status"]["code"].clone()),
+        (json!(false), json!(403))
+    );
+    let plain = pod_json("a", true, json!({}));
+    for body in [
+        review("DELETE", plain.clone(), None),
+        review("UPDATE", plain.clone(), None),
+        b"not json".to_vec(),
+    ] {
+        assert_eq!(super::update_admitted_unread(&body), None);
+    }
+    assert_eq!(spent.writes.load(Ordering::SeqCst), 0);
 }

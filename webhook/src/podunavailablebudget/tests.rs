@@ -32,6 +32,7 @@ fn request(op: Operation, object: Value, old: Option<Value>) -> Request {
         name: "pub".into(),
         object: Some(object),
         old_object: old,
+        options: None,
         dry_run: false,
         username: "tester".to_owned(),
     }

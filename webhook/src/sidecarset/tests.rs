@@ -63,6 +63,7 @@ fn request(resource: &str, namespace: Option<&str>, object: Value) -> Request {
         name: String::new(),
         object: Some(object),
         old_object: None,
+        options: None,
         dry_run: false,
         username: "tester".to_owned(),
     }

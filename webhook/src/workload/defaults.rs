@@ -179,6 +179,7 @@ mod tests {
             name: String::new(),
             object: Some(obj("a:2")),
             old_object: old,
+            options: None,
             dry_run: false,
             username: String::new(),
         };

@@ -347,9 +347,13 @@ pub fn is_exempt(pod: &Pod) -> bool {
 
 /// The budget a Pod names in `kruise.io/related-pub`.
 pub fn related_budget_name(pod: &Pod) -> Option<&str> {
-    pod.metadata
-        .annotations
-        .as_ref()?
+    related_budget_name_in(pod.metadata.annotations.as_ref()?)
+}
+
+/// [`related_budget_name`] from a Pod's annotations alone, for callers that read them without
+/// decoding the rest of the Pod.
+pub fn related_budget_name_in(annotations: &BTreeMap<String, String>) -> Option<&str> {
+    annotations
         .get(keys::PUB_RELATED_ANNOTATION)
         .map(String::as_str)
         .filter(|s| !s.is_empty())
