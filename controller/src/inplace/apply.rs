@@ -403,25 +403,11 @@ impl InPlaceControl {
         // The pod as read again after a conflict; `pod` until then.
         let mut reread: Option<Pod> = None;
         for attempt in 0..CONFLICT_ATTEMPTS {
-            let mut outcome = RefreshOutcome::default();
+            if let Some(outcome) = unwritten(&step) {
+                return Ok(outcome);
+            }
             let before = |reread: &mut Option<Pod>| reread.take().unwrap_or_else(|| pod.clone());
             let written = match step {
-                RefreshStep::Grace(GraceStep::Wait(d)) => {
-                    outcome.requeue_after = Some(d);
-                    outcome.pending = Some(NotCompleted::GracePending.to_string());
-                    return Ok(outcome);
-                }
-                RefreshStep::Grace(GraceStep::NotInGrace) | RefreshStep::Idle => {
-                    return Ok(outcome);
-                }
-                RefreshStep::InProgress(why) => {
-                    outcome.pending = Some(why.to_string());
-                    return Ok(outcome);
-                }
-                RefreshStep::WaitingForBatch(why) => {
-                    outcome.pending = Some(why.to_string());
-                    return Ok(outcome);
-                }
                 RefreshStep::Grace(GraceStep::Drop(w) | GraceStep::Apply(w))
                 | RefreshStep::NextBatch(w) => self.write(before(&mut reread), w).await,
                 RefreshStep::MarkReady(mut after) => {
@@ -430,11 +416,18 @@ impl InPlaceControl {
                         .await
                         .map(|w| w.and_then(|w| w.metadata.resource_version))
                 }
+                // Answered by `unwritten` above.
+                RefreshStep::Grace(GraceStep::Wait(_) | GraceStep::NotInGrace)
+                | RefreshStep::Idle
+                | RefreshStep::InProgress(_)
+                | RefreshStep::WaitingForBatch(_) => Ok(None),
             };
             match written {
                 Ok(rv) => {
-                    outcome.new_resource_version = rv;
-                    return Ok(outcome);
+                    return Ok(RefreshOutcome {
+                        new_resource_version: rv,
+                        ..Default::default()
+                    });
                 }
                 Err(ApplyError::Kube(e)) if is_conflict(&e) => {
                     tracing::debug!(
@@ -451,6 +444,37 @@ impl InPlaceControl {
         }
         Err(ApplyError::TooManyConflicts)
     }
+
+    /// What [`Self::refresh`] answers for `pod` when it has nothing to write, decided without a
+    /// future or a client; `None` when it would write (or fail, which it then reports). Every
+    /// Pod of a workload is refreshed at every reconcile and most need nothing: the caller
+    /// makes the refresh's future only for the others.
+    pub fn refresh_unwritten(
+        hooks: &dyn InPlaceHooks,
+        pod: &Pod,
+        opts: &UpdateOptions,
+        now: Timestamp,
+    ) -> Option<RefreshOutcome> {
+        unwritten(&plan::plan_refresh(pod, hooks, opts, now).ok()?)
+    }
+}
+
+/// The outcome of a refresh step that writes nothing; `None` for a step that writes.
+fn unwritten(step: &RefreshStep) -> Option<RefreshOutcome> {
+    let mut outcome = RefreshOutcome::default();
+    match step {
+        RefreshStep::Grace(GraceStep::Wait(d)) => {
+            outcome.requeue_after = Some(*d);
+            outcome.pending = Some(NotCompleted::GracePending.to_string());
+        }
+        RefreshStep::Grace(GraceStep::NotInGrace) | RefreshStep::Idle => {}
+        RefreshStep::InProgress(why) => outcome.pending = Some(why.to_string()),
+        RefreshStep::WaitingForBatch(why) => outcome.pending = Some(why.to_string()),
+        RefreshStep::Grace(GraceStep::Drop(_) | GraceStep::Apply(_))
+        | RefreshStep::NextBatch(_)
+        | RefreshStep::MarkReady(_) => return None,
+    }
+    Some(outcome)
 }
 
 #[cfg(test)]

@@ -668,3 +668,57 @@ fn can_update_in_place_table() {
         );
     }
 }
+
+/// `refresh_unwritten` answers for every step that writes nothing exactly what `refresh`
+/// answers (its callers skip `refresh` then), and declines every step that writes.
+#[tokio::test]
+async fn refresh_unwritten_answers_as_refresh_without_a_write() {
+    use crate::inplace::InPlaceControl;
+    let opts = UpdateOptions::default();
+    let p = pod(vec![container("main", "a:1")]);
+    let updated = plan::plan_update(&p, &spec_images(&[("main", "a:2")]), &H, &opts, ts(0))
+        .expect("plan")
+        .pod;
+    let mut parked_spec = spec_images(&[("main", "a:2")]);
+    parked_spec.grace_seconds = 30;
+    let parked = plan::plan_update(&p, &parked_spec, &H, &opts, ts(0))
+        .expect("plan")
+        .pod;
+    let mut restarted = updated.clone();
+    kubelet_catches_up(&mut restarted);
+    let RefreshStep::MarkReady(done) =
+        plan::plan_refresh(&restarted, &H, &opts, ts(1)).expect("plan")
+    else {
+        panic!("should mark ready");
+    };
+    // No API server behind it: a refresh that tried to write would fail.
+    let cfg = kube::Config::new("http://127.0.0.1:9".parse().expect("url"));
+    let control = InPlaceControl::new(kube::Client::try_from(cfg).expect("client"));
+    for (what, pod, writes) in [
+        ("container not restarted yet", &updated, false),
+        ("grace period running", &parked, false),
+        ("finished, condition True", &done, false),
+        ("finished, condition not True yet", &restarted, true),
+        ("grace period over", &parked, true),
+    ] {
+        let now = if what == "grace period over" {
+            ts(40)
+        } else {
+            ts(5)
+        };
+        let unwritten = InPlaceControl::refresh_unwritten(&H, pod, &opts, now);
+        assert_eq!(unwritten.is_none(), writes, "{what}");
+        if let Some(u) = unwritten {
+            let r = control.refresh(&H, pod, &opts, now).await.expect(what);
+            assert_eq!(
+                (u.requeue_after, u.pending, u.new_resource_version),
+                (r.requeue_after, r.pending, r.new_resource_version),
+                "{what}"
+            );
+        }
+    }
+    assert_eq!(
+        InPlaceControl::refresh_unwritten(&H, &parked, &opts, ts(5)).and_then(|u| u.requeue_after),
+        Some(Duration::from_secs(25))
+    );
+}
