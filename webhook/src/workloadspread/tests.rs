@@ -77,6 +77,13 @@ fn a_good_spread_is_accepted() {
         let w = ws(kind, av, vec![subset("a", None)]);
         assert!(spec_errors(&w).is_empty(), "{kind}: {}", msg(&w));
     }
+    // A subset without node constraint, toleration or patch, as upstream accepts it.
+    let anywhere = WorkloadSpreadSubset {
+        name: "rest".into(),
+        ..Default::default()
+    };
+    let w = cloneset_ws(vec![subset("a", Some(IntOrString::Int(2))), anywhere]);
+    assert!(spec_errors(&w).is_empty(), "{}", msg(&w));
 }
 
 #[test]

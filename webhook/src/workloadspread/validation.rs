@@ -251,17 +251,9 @@ fn subset_errors(ws: &WorkloadSpread, statefulset: bool) -> Vec<FieldError> {
                 format!("duplicated subset name {}", s.name),
             ));
         }
-        if s.required_node_selector_term.is_none()
-            && s.preferred_node_selector_terms.is_empty()
-            && s.tolerations.is_empty()
-            && s.patch.is_none()
-        {
-            errs.push(FieldError::invalid(
-                at("requiredNodeSelectorTerm"),
-                &Value::Null,
-                "The requiredNodeSelectorTerm, preferredNodeSelectorTerms, tolerations and patch of a subset cannot all be empty",
-            ));
-        }
+        // A subset with no node constraint, toleration or patch is accepted, as upstream (whose
+        // check for it is commented out): it caps the Pods that land anywhere, typically as the
+        // last, elastic subset.
         if let Some(p) = &s.patch
             && !p.is_object()
         {
