@@ -442,26 +442,28 @@ impl crate::cloneset::template::PodDryRun for Cluster {
     }
 }
 
+/// The body of a `/validate-pod` review of Pod `a` in `ns` (uid `u1`).
+fn pod_review(op: &str, object: Option<Value>, old: Value, options: Value) -> Vec<u8> {
+    serde_json::to_vec(&json!({
+        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+        "request": {
+            "uid": "u1",
+            "kind": {"group": "", "version": "v1", "kind": "Pod"},
+            "resource": {"group": "", "version": "v1", "resource": "pods"},
+            "name": "a", "namespace": "ns", "operation": op,
+            "userInfo": {"username": "tester"},
+            "object": object, "oldObject": old, "options": options,
+            "dryRun": false
+        }
+    }))
+    .expect("body")
+}
+
 /// Through the server's entry point: the delete options' `dryRun` is read from the review.
 #[tokio::test]
 async fn served_path_reads_the_delete_options() {
     let c = cluster(1, &[]);
-    let review = |options: Value| {
-        serde_json::to_vec(&json!({
-            "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-            "request": {
-                "uid": "u1",
-                "kind": {"group": "", "version": "v1", "kind": "Pod"},
-                "resource": {"group": "", "version": "v1", "resource": "pods"},
-                "name": "a", "namespace": "ns", "operation": "DELETE",
-                "userInfo": {"username": "tester"},
-                "oldObject": marked("a", true),
-                "options": options,
-                "dryRun": false
-            }
-        }))
-        .expect("body")
-    };
+    let review = |options: Value| pod_review("DELETE", None, marked("a", true), options);
     let answer = |out: Option<Vec<u8>>| -> Value {
         serde_json::from_slice::<Value>(&out.expect("served")).expect("json")["response"].clone()
     };
@@ -508,18 +510,7 @@ async fn updates_without_a_budget_are_admitted_unread_and_the_others_judged() {
         if let Some(n) = new.as_mut() {
             n["spec"]["containers"][0]["image"] = json!("nginx:2");
         }
-        serde_json::to_vec(&json!({
-            "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-            "request": {
-                "uid": "u1",
-                "kind": {"group": "", "version": "v1", "kind": "Pod"},
-                "resource": {"group": "", "version": "v1", "resource": "pods"},
-                "name": "a", "namespace": "ns", "operation": op,
-                "userInfo": {"username": "tester"},
-                "object": new, "oldObject": old, "dryRun": false
-            }
-        }))
-        .expect("body")
+        pod_review(op, new, old, Value::Null)
     };
     let served = async |body: &[u8]| -> Value {
         let out = crate::handle_admission_async("/validate-pod", body, &spent, &on).await;
