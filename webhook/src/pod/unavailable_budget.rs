@@ -18,7 +18,7 @@ use kruise_api::keys;
 use kruise_api::policy::v1alpha1::PubOperation;
 use kruise_api::policy::v1alpha1::pubcontrol::{
     can_resize_in_place, charge, is_exempt, is_unavailable_changed, needs_charge,
-    related_budget_name, related_budget_name_in_json,
+    related_budget_name,
 };
 use kruise_api::selector;
 use kube::core::admission::Operation;
@@ -116,15 +116,6 @@ pub async fn validate<C: PubLookup + PodLookup>(
 ) -> Outcome {
     let (pod, op, dry_run) = match req.operation {
         Operation::Update if adm.gates.enabled(Gate::PodUnavailableBudgetUpdateGate) => {
-            // Every Pod write comes here and most Pods have no budget: the annotation is read
-            // before the two Pods are decoded.
-            if req
-                .object
-                .as_ref()
-                .is_some_and(|o| related_budget_name_in_json(o).is_none())
-            {
-                return Outcome::Allow;
-            }
             let new = match decode(req.object.as_ref(), "Pod") {
                 Ok(p) => p,
                 Err(o) => return o,

@@ -359,16 +359,6 @@ pub fn related_budget_name_in(annotations: &BTreeMap<String, String>) -> Option<
         .filter(|s| !s.is_empty())
 }
 
-/// [`related_budget_name`] of a Pod still in JSON, for callers that decode the Pod only when it
-/// has a budget.
-pub fn related_budget_name_in_json(pod: &serde_json::Value) -> Option<&str> {
-    pod.get("metadata")?
-        .get("annotations")?
-        .get(keys::PUB_RELATED_ANNOTATION)?
-        .as_str()
-        .filter(|s| !s.is_empty())
-}
-
 /// Why the webhook refuses a disruption (upstream `checkAndDecrement`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ChargeRefused {
