@@ -45,6 +45,18 @@ struct Target {
     latest_version: Option<String>,
 }
 
+impl Target {
+    /// A workload that does not exist (yet).
+    fn absent() -> Self {
+        Self {
+            replicas: 0,
+            pods: Vec::new(),
+            honours_deletion_cost: false,
+            latest_version: None,
+        }
+    }
+}
+
 /// One reconcile of `ws` (the runner adds its span, timing and metrics).
 pub async fn reconcile(ws: Arc<WorkloadSpread>, ctx: Arc<Context>) -> Result<Action, Error> {
     if ws.metadata.deletion_timestamp.is_some() {
@@ -309,8 +321,8 @@ async fn write_deletion_costs(
     Ok(())
 }
 
-/// The workload `targetRef` names, or `None` when it is missing or of a kind the webhook
-/// refuses.
+/// The workload `targetRef` names ([`Target::absent`] when it is missing or being deleted), or
+/// `None` when there is no `targetRef` or it is of a kind the webhook refuses.
 async fn read_target(
     ctx: &Context,
     ns: &str,
@@ -340,8 +352,10 @@ async fn read_target(
     let gvk = GroupVersionKind::gvk(group, version, &r.kind);
     let ar = ApiResource::from_gvk(&gvk);
     let api: Api<DynamicObject> = Api::namespaced_with(ctx.client.clone(), ns, &ar);
-    let Some(obj) = read_object(ctx, ws, &api, r, &ar).await? else {
-        return Ok(None);
+    // Missing or being deleted: 0 replicas, no Pods, status written (upstream `GetPodsForRef`).
+    let obj = match read_object(ctx, ws, &api, r, &ar).await? {
+        Some(o) if o.metadata.deletion_timestamp.is_none() => o,
+        _ => return Ok(Some(Target::absent())),
     };
     let raw = serde_json::to_value(&obj).unwrap_or_default();
     let filter = ws.spec.target_filter.as_ref();

@@ -26,7 +26,7 @@ use kruise_api::apps::v1alpha1::MatchedWorkloadSpread;
 use kruise_api::keys::{self, k8s};
 use kruise_e2e::cloneset as cs;
 use kruise_e2e::kwok::{self, FakeNode, Manager};
-use kruise_e2e::workloadspread::{self as wsapi, create_raw};
+use kruise_e2e::workloadspread::{self as wsapi, create_seen};
 use kruise_e2e::{pod_ready, wait_for};
 use kube::api::{DeleteParams, PostParams};
 use kube::{Api, Client, ResourceExt};
@@ -173,7 +173,7 @@ async fn body(client: Client, run: String, fakes: Vec<FakeNode>) {
 /// 30 Pods of a ReplicaSet created at once; see the module docs.
 async fn burst(client: &Client, run: &str, zone_of: &BTreeMap<String, String>) {
     let name = format!("{run}-rs");
-    create_raw(
+    create_seen(
         client,
         NS,
         &name,
@@ -274,7 +274,7 @@ async fn burst(client: &Client, run: &str, zone_of: &BTreeMap<String, String>) {
 /// A CloneSet of 12 spread 4 + 4 + 4, scaled down to 6; see the module docs.
 async fn cloneset_scale_down(client: &Client, run: &str) {
     let name = format!("{run}-cs");
-    create_raw(
+    create_seen(
         client,
         NS,
         &name,
@@ -333,7 +333,7 @@ async fn adaptive_leaves_a_full_zone(
     zone_of: &BTreeMap<String, String>,
 ) {
     let name = format!("{run}-ad");
-    create_raw(
+    create_seen(
         client,
         NS,
         &name,
