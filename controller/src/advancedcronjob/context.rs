@@ -4,10 +4,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::events::Recorder;
 use jiff::Timestamp;
 use k8s_openapi::api::batch::v1::Job;
 use kruise_api::apps::v1beta1::{AdvancedCronJob, BroadcastJob, ImageListPullJob};
-use kube::runtime::events::{EventType, Recorder, Reporter};
+use kube::runtime::events::{EventType, Reporter};
 use kube::runtime::reflector::Store;
 use kube::{Client, Resource};
 

@@ -4,9 +4,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::events::Recorder;
 use k8s_openapi::api::core::v1::{Node, ObjectReference};
 use kruise_api::apps::v1beta1::BroadcastJob;
-use kube::runtime::events::{EventType, Recorder, Reporter};
+use kube::runtime::events::{EventType, Reporter};
 use kube::runtime::reflector::Store;
 use kube::{Client, Resource};
 

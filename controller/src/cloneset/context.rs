@@ -4,10 +4,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::events::Recorder;
 use k8s_openapi::api::core::v1::{ObjectReference, PersistentVolumeClaim, Pod};
 use kruise_api::apps::v1beta1::CloneSet;
 use kruise_api::features::FeatureGates;
-use kube::runtime::events::{EventType, Recorder, Reporter};
+use kube::runtime::events::{EventType, Reporter};
 use kube::runtime::reflector::ObjectRef;
 use kube::{Client, Resource};
 use tokio::sync::Semaphore;

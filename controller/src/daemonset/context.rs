@@ -4,10 +4,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::events::Recorder;
 use k8s_openapi::api::core::v1::Node;
 use kruise_api::apps::v1beta1::DaemonSet;
 use kruise_api::features::FeatureGates;
-use kube::runtime::events::{EventType, Recorder, Reporter};
+use kube::runtime::events::{EventType, Reporter};
 use kube::runtime::reflector::Store;
 use kube::{Client, Resource};
 

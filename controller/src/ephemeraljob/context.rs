@@ -3,9 +3,10 @@
 
 use std::sync::Arc;
 
+use crate::events::Recorder;
 use k8s_openapi::api::core::v1::ObjectReference;
 use kruise_api::apps::v1alpha1::EphemeralJob;
-use kube::runtime::events::{EventType, Recorder, Reporter};
+use kube::runtime::events::{EventType, Reporter};
 use kube::{Client, Resource};
 
 use crate::backoff::{Backoff, Policy};

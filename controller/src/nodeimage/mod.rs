@@ -21,6 +21,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::events::Recorder;
 use futures::StreamExt;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Node, ObjectReference, Secret};
@@ -28,7 +29,7 @@ use kruise_api::apps::v1beta1::{ImagePullJob, NodeImage, NodeImageSpec};
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::WatchStreamExt;
 use kube::runtime::controller::{Action, ReconcileRequest};
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::events::{Event, EventType, Reporter};
 use kube::runtime::reflector::{self, ObjectRef};
 use kube::runtime::watcher;
 use kube::{Api, Client, Resource, ResourceExt};

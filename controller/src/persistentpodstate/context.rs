@@ -2,9 +2,10 @@
 
 use std::sync::Arc;
 
+use crate::events::Recorder;
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::Client;
-use kube::runtime::events::{EventType, Recorder, Reporter};
+use kube::runtime::events::{EventType, Reporter};
 
 use crate::metrics::Metrics;
 use crate::podcache::PodCache;

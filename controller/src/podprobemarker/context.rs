@@ -3,9 +3,10 @@
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
+use crate::events::Recorder;
 use k8s_openapi::api::core::v1::Pod;
 use kruise_api::apps::v1alpha1::{NodePodProbe, PodProbeMarker};
-use kube::runtime::events::{EventType, Recorder, Reporter};
+use kube::runtime::events::{EventType, Reporter};
 use kube::runtime::reflector::Store;
 use kube::{Client, Resource};
 

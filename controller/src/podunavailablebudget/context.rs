@@ -4,10 +4,11 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use crate::events::Recorder;
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::Client;
 use kube::discovery::ApiResource;
-use kube::runtime::events::{EventType, Recorder, Reporter};
+use kube::runtime::events::{EventType, Reporter};
 
 use crate::metrics::Metrics;
 use crate::podcache::PodCache;

@@ -1,8 +1,9 @@
 //! What a reconcile of a distribution needs: the client, the Namespace cache, Events.
 
+use crate::events::Recorder;
 use k8s_openapi::api::core::v1::{Namespace, ObjectReference};
 use kube::Client;
-use kube::runtime::events::{EventType, Recorder, Reporter};
+use kube::runtime::events::{EventType, Reporter};
 use kube::runtime::reflector::Store;
 
 /// Name in Events and logs (upstream's controller name).

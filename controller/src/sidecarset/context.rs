@@ -5,9 +5,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::events::Recorder;
 use k8s_openapi::api::core::v1::{Namespace, ObjectReference, Pod};
 use kruise_api::apps::v1beta1::SidecarSet;
-use kube::runtime::events::{EventType, Recorder};
+use kube::runtime::events::EventType;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Client, Resource};
 

@@ -3,11 +3,12 @@
 
 use std::sync::Arc;
 
+use crate::events::Recorder;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Namespace;
 use kruise_api::apps::v1beta1::SidecarSet;
 use kruise_api::{keys, sidecarset as wire};
-use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::events::Reporter;
 use kube::runtime::reflector::{self, ObjectRef};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, ResourceExt};

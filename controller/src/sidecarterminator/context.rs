@@ -1,7 +1,8 @@
 //! What a reconcile needs: the client and the Event recorder.
 
+use crate::events::Recorder;
 use k8s_openapi::api::core::v1::Pod;
-use kube::runtime::events::{EventType, Recorder, Reporter};
+use kube::runtime::events::{EventType, Reporter};
 use kube::{Client, Resource};
 
 /// Name in Events and logs (upstream's controller name).

@@ -3,10 +3,11 @@
 
 use std::sync::Arc;
 
+use crate::events::Recorder;
 use k8s_openapi::api::core::v1::{ObjectReference, Pod};
 use kruise_api::apps::v1beta1::StatefulSet;
 use kruise_api::features::FeatureGates;
-use kube::runtime::events::{EventType, Recorder, Reporter};
+use kube::runtime::events::{EventType, Reporter};
 use kube::runtime::reflector::ObjectRef;
 use kube::{Client, Resource};
 

@@ -2,10 +2,11 @@
 
 use std::sync::Arc;
 
+use crate::events::Recorder;
 use k8s_openapi::api::core::v1::ObjectReference;
 use kruise_api::apps::v1alpha1::SubsetKind;
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
-use kube::runtime::events::{EventType, Recorder, Reporter};
+use kube::runtime::events::{EventType, Reporter};
 use kube::{Api, Client};
 
 use crate::expectations::ResourceVersionExpectations;

@@ -4,6 +4,7 @@
 //! recorded in the budget's `unavailablePods`, so the Pod webhook then lets the update through
 //! without a second charge; a refused one leaves the Pod waiting, with upstream's Event.
 
+use crate::events::Recorder;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
 use kruise_api::keys;
@@ -14,7 +15,7 @@ use kruise_api::policy::v1alpha1::{PodUnavailableBudget, PubOperation};
 use kruise_api::policy::v1beta1;
 use kruise_webhook::metrics::ProtectionMetrics;
 use kube::api::{Api, PostParams};
-use kube::runtime::events::{EventType, Recorder};
+use kube::runtime::events::EventType;
 use kube::{Client, Resource};
 
 /// The requester the refusal counter names for the manager's own charges, as upstream.

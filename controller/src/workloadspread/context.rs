@@ -2,10 +2,11 @@
 
 use std::sync::Arc;
 
+use crate::events::Recorder;
 use kruise_api::apps::v1alpha1::WorkloadSpread;
 use kube::Client;
 use kube::Resource;
-use kube::runtime::events::{EventType, Recorder, Reporter};
+use kube::runtime::events::{EventType, Reporter};
 
 use crate::metrics::Metrics;
 use crate::podcache::PodCache;

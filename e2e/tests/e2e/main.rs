@@ -8,7 +8,7 @@
 //! - `serial::` tests (in any module) disturb what every other test relies on (they kill the
 //!   manager or daemon, rotate the webhook's certificates, reconfigure the installed manager):
 //!   they run one at a time after the parallel phase.
-//! - `daemonset_kwok::`, `broadcastjob_kwok::`, `persistentpodstate_kwok::` and `workloadspread_kwok::` run on the kwok scale cluster; `plugin_install::` and `plugin_dev::` on
+//! - `cloneset_kwok::`, `daemonset_kwok::`, `broadcastjob_kwok::`, `persistentpodstate_kwok::` and `workloadspread_kwok::` run on the kwok scale cluster; `plugin_install::` and `plugin_dev::` on
 //!   the cluster once Kruise-rs is uninstalled.
 //! - everything else runs in parallel against Kruise-rs installed from `deploy/`.
 
@@ -22,6 +22,7 @@ mod cli_migrate;
 mod cli_stuck;
 mod cli_workloads;
 mod cloneset;
+mod cloneset_kwok;
 mod cluster;
 mod crd_versions;
 mod crr;
