@@ -21,6 +21,7 @@ use crate::inplace::InPlaceControl;
 use crate::metrics::Metrics;
 use crate::podcache::PodCache;
 use crate::revcache::RevisionCache;
+use crate::workload::quiet::QuietPods;
 
 /// Name in Events, logs and the field manager.
 pub const CONTROLLER_NAME: &str = "cloneset-controller";
@@ -58,6 +59,8 @@ pub struct Context {
     pub backoff: Arc<Backoff>,
     /// Failed Pod creations per CloneSet (see [`CREATE_BACKOFF`]).
     pub create_backoff: Backoff,
+    /// Pods whose refresh had nothing to do, per CloneSet (see [`QuietPods`]).
+    pub quiet: QuietPods,
     /// Events being written in the background (see [`Context::event`]).
     event_slots: Arc<Semaphore>,
 }
@@ -88,6 +91,7 @@ impl Context {
             gates: FeatureGates::default(),
             backoff: Arc::new(Backoff::new(Policy::DEFAULT)),
             create_backoff: Backoff::new(CREATE_BACKOFF),
+            quiet: QuietPods::new(),
             event_slots: Arc::new(Semaphore::new(EVENTS_IN_FLIGHT)),
         }
     }

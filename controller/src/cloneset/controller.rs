@@ -71,15 +71,18 @@ fn forget_deleted(
             let key = format!("{}/{}", cs.namespace().unwrap_or_default(), cs.name_any());
             ctx.scale_exp.delete(&key);
             ctx.create_backoff.reset(&key);
+            ctx.quiet.forget(&key);
         }
         Ok(watcher::Event::InitDone) => {
-            ctx.scale_exp.retain_keys(|key| {
+            let exists = |key: &str| {
                 key.split_once('/').is_some_and(|(ns, name)| {
                     store
                         .get(&ObjectRef::<CloneSet>::new(name).within(ns))
                         .is_some()
                 })
-            });
+            };
+            ctx.scale_exp.retain_keys(exists);
+            ctx.quiet.retain(exists);
         }
         _ => {}
     }

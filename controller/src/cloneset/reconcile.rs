@@ -327,14 +327,24 @@ async fn truncate_history(
     current_revision: &str,
     update_revision: &str,
 ) {
-    let live: BTreeSet<String> = pods
-        .iter()
-        .filter_map(|p| podutil::revision_hash(p).map(str::to_string))
-        .collect();
     let limit = cs
         .spec
         .revision_history_limit
         .unwrap_or(keys::DEFAULT_REVISION_HISTORY_LIMIT);
+    // Only revisions other than the current and the update one are ever truncated: while those
+    // fit the limit (nearly always), no Pod needs reading to know that nothing goes.
+    let others = revisions
+        .iter()
+        .filter_map(|r| r.metadata.name.as_deref())
+        .filter(|n| *n != current_revision && *n != update_revision)
+        .count();
+    if others <= usize::try_from(limit.max(0)).unwrap_or(0) {
+        return;
+    }
+    let live: BTreeSet<String> = pods
+        .iter()
+        .filter_map(|p| podutil::revision_hash(p).map(str::to_string))
+        .collect();
     for old in
         revision::revisions_to_truncate(revisions, &live, current_revision, update_revision, limit)
     {

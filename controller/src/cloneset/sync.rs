@@ -80,7 +80,14 @@ impl Syncer<'_> {
                 .await;
         }
         let mut deferred = false;
-        let (scaled, scale_err) = match self.scale(pods, requeue, &mut deferred).await {
+        // The scale half's diffs, when they split the Pods as the update half does (by their
+        // revision alone): the same Pods at the same instant, so the update half reuses them
+        // rather than walking every Pod again.
+        let mut by_revision = None;
+        let (scaled, scale_err) = match self
+            .scale(pods, requeue, &mut deferred, &mut by_revision)
+            .await
+        {
             Ok(s) => (s, None),
             Err(e) => (false, Some(e)),
         };
@@ -96,7 +103,7 @@ impl Syncer<'_> {
         if scaled {
             return scale_err.map_or(Ok(()), Err);
         }
-        let updated = self.update_pods(pods, requeue).await;
+        let updated = self.update_pods(pods, requeue, by_revision).await;
         report_failure(
             st,
             keys::CLONESET_CONDITION_FAILED_UPDATE,

@@ -29,12 +29,15 @@ const INITIAL_CREATE_BATCH: usize = 1;
 impl Syncer<'_> {
     /// One scale step; returns whether it wrote anything. `deferred` is set when pods are
     /// missing but their creation waits for the CloneSet's creation backoff (`requeue` gets the
-    /// moment it ends).
+    /// moment it ends). `by_revision` gets the diffs when they split the Pods by their
+    /// revision label alone (without the `PreparingUpdateAsUpdate` gate), as the update half
+    /// does.
     pub(super) async fn scale(
         &self,
         pods: &[&Pod],
         requeue: &mut Requeue,
         deferred: &mut bool,
+        by_revision: &mut Option<diff::Diffs>,
     ) -> Result<bool, Error> {
         let planned = scale::planned_deletes(&self.settings, pods);
         let cancel = scale::pre_deletes_to_cancel(
@@ -67,6 +70,7 @@ impl Syncer<'_> {
             &|p| scale::counts_as_updated(p, &update_name, preparing_as_update),
             self.now,
         );
+        *by_revision = (!preparing_as_update).then_some(diffs);
         if diffs.scale_up_num > 0
             && let Some(wait) = self.ctx.create_backoff.remaining(self.key, Instant::now())
         {

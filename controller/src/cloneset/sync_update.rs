@@ -22,14 +22,18 @@ use crate::workload::budget;
 use crate::workload::lifecycle::next_lifecycle_state;
 use crate::workload::podpatch::{PodPart, patch_pod};
 use crate::workload::podutil;
+use crate::workload::quiet::Basis;
 use crate::workload::specifieddelete;
 use crate::workload::update_step::{Fallback, Refusal, UpdateStep, fallback, update_step};
 
 impl Syncer<'_> {
+    /// `by_revision`: the diffs of these Pods split by their revision label, when the scale
+    /// half already has them.
     pub(super) async fn update_pods(
         &self,
         pods: &[&Pod],
         requeue: &mut Requeue,
+        by_revision: Option<diff::Diffs>,
     ) -> Result<(), Error> {
         let hooks = CloneSetHooks;
         let opts = update_options(self.cs, &self.ctx.gates);
@@ -39,13 +43,27 @@ impl Syncer<'_> {
         // Most Pods have nothing to refresh at most reconciles, and that is decided here
         // without a future: making one per Pod copied 10 to 20 KiB per Pod per reconcile, the
         // largest cost of a reconcile of a large CloneSet. Only the others get one.
+        // A Pod that did not change since a refresh had nothing to do for it is not asked
+        // again (see `workload::quiet`): the work then follows the Pods that changed.
+        let mut quiet = self.ctx.quiet.begin(
+            self.key,
+            Basis {
+                generation: self.cs.metadata.generation,
+                update_revision: update_name.clone(),
+            },
+        );
         let mut to_write = Vec::new();
         for (i, pod) in pods.iter().enumerate() {
+            if quiet.was_quiet(pod) {
+                continue;
+            }
             match self.refresh_unwritten(pod, &hooks, &opts, &update_name, lifecycle) {
+                Some(None) => quiet.quiet(pod),
                 Some(after) => requeue.push(after),
                 None => to_write.push(i),
             }
         }
+        quiet.finish();
         // Pods are independent: their refreshes (completion checks, InPlaceUpdateReady back to
         // True) run side by side, so the last pod of a large batch does not wait for every
         // round trip of the ones before it.
@@ -84,12 +102,15 @@ impl Syncer<'_> {
         if rolling.is_some_and(|r| r.paused) {
             return Ok(());
         }
-        let (diffs, _) = diff::calculate_diffs(
-            &self.settings,
-            pods,
-            &|p| podutil::is_at_revision(p, &update_name),
-            self.now,
-        );
+        let diffs = by_revision.unwrap_or_else(|| {
+            diff::calculate_diffs(
+                &self.settings,
+                pods,
+                &|p| podutil::is_at_revision(p, &update_name),
+                self.now,
+            )
+            .0
+        });
         if diffs.update_num <= 0 {
             return Ok(());
         }

@@ -22,6 +22,7 @@ use crate::revcache::RevisionCache;
 use crate::revision::RevisionError;
 use crate::runner::ReconcileError;
 use crate::workload::lifecycle::WriteError;
+use crate::workload::quiet::QuietPods;
 
 /// Name in Events, logs and the field manager.
 pub const CONTROLLER_NAME: &str = "daemonset-controller";
@@ -38,6 +39,8 @@ pub struct Context {
     pub nodes: Store<Node>,
     pub recorder: Recorder,
     pub scale_exp: ScaleExpectations,
+    /// Pods whose refresh had nothing to do, per workload (see [`QuietPods`]).
+    pub quiet: QuietPods,
     pub rv_exp: ResourceVersionExpectations,
     pub inplace: InPlaceControl,
     pub metrics: Arc<Metrics>,
@@ -69,6 +72,7 @@ impl Context {
             revisions,
             nodes,
             scale_exp: ScaleExpectations::new(),
+            quiet: QuietPods::new(),
             rv_exp: ResourceVersionExpectations::new(),
             metrics,
             namespace,

@@ -84,11 +84,9 @@ pub async fn run(
     let (exp_ctx, _) = (ctx.clone(), ());
     let ctl = ctl.inspect(move |ev| {
         if let Ok(watcher::Event::Delete(ds)) = ev {
-            exp_ctx.scale_exp.delete(&format!(
-                "{}/{}",
-                ds.namespace().unwrap_or_default(),
-                ds.name_any()
-            ));
+            let key = format!("{}/{}", ds.namespace().unwrap_or_default(), ds.name_any());
+            exp_ctx.scale_exp.delete(&key);
+            exp_ctx.quiet.forget(&key);
         }
     });
     let ds_store = ctl.store();

@@ -21,6 +21,7 @@ use crate::expectations::ScaleAction;
 use crate::inplace::{InPlaceHooks, UpdateOptions, UpdateOutcome};
 use crate::workload::lifecycle::{WriteError, next_lifecycle_state, write_lifecycle};
 use crate::workload::podutil;
+use crate::workload::quiet::{Basis, is_quiet};
 use crate::workload::update_step::{UpdateStep, update_step};
 
 /// The first failed create or delete: its Event reason and the API error.
@@ -80,7 +81,32 @@ impl Syncer<'_> {
     /// then the lifecycle state a finished update leaves (Updating → Updated → Normal, as
     /// CloneSet's `refreshPodState`).
     pub async fn refresh(&self) -> Result<(), Error> {
+        // Pods unchanged since a refresh had nothing to do for them are not asked again (see
+        // `workload::quiet`).
+        let mut quiet = self.ctx.quiet.begin(
+            self.key,
+            Basis {
+                generation: self.ds.metadata.generation,
+                update_revision: self.hash.to_string(),
+            },
+        );
         for p in self.pods {
+            if quiet.was_quiet(p) {
+                continue;
+            }
+            if p.metadata.deletion_timestamp.is_none()
+                && is_quiet(
+                    &AdsHooks,
+                    p,
+                    &self.opts,
+                    self.lifecycle(),
+                    self.hash,
+                    self.now,
+                )
+            {
+                quiet.quiet(p);
+                continue;
+            }
             let out = self
                 .ctx
                 .inplace
@@ -102,6 +128,7 @@ impl Syncer<'_> {
                 self.write_lifecycle(p, next, None).await?;
             }
         }
+        quiet.finish();
         Ok(())
     }
 

@@ -17,6 +17,7 @@ use crate::inplace::InPlaceControl;
 use crate::metrics::Metrics;
 use crate::podcache::PodCache;
 use crate::revcache::RevisionCache;
+use crate::workload::quiet::QuietPods;
 
 /// Name in Events, logs and the field manager.
 pub const CONTROLLER_NAME: &str = "statefulset-controller";
@@ -30,6 +31,8 @@ pub struct Context {
     pub revisions: RevisionCache,
     pub recorder: Recorder,
     pub scale_exp: ScaleExpectations,
+    /// Pods whose refresh had nothing to do, per workload (see [`QuietPods`]).
+    pub quiet: QuietPods,
     pub rv_exp: ResourceVersionExpectations,
     pub inplace: InPlaceControl,
     pub metrics: Arc<Metrics>,
@@ -60,6 +63,7 @@ impl Context {
             pods,
             revisions,
             scale_exp: ScaleExpectations::new(),
+            quiet: QuietPods::new(),
             rv_exp: ResourceVersionExpectations::new(),
             metrics,
             namespace,

@@ -50,6 +50,7 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
         if let Ok(watcher::Event::Delete(sts)) = ev {
             let key = format!("{}/{}", sts.namespace().unwrap_or_default(), sts.name_any());
             exp_ctx.scale_exp.delete(&key);
+            exp_ctx.quiet.forget(&key);
         }
     });
     let (pod_ctx, store) = (ctx.clone(), ctl.store());

@@ -32,6 +32,7 @@ use crate::expectations::ScaleAction;
 use crate::inplace::{InPlaceHooks, UpdateOutcome};
 use crate::workload::lifecycle::next_lifecycle_state;
 use crate::workload::podutil;
+use crate::workload::quiet::{Basis, is_quiet};
 use crate::workload::update_step::{Refusal, UpdateStep, update_step};
 
 /// Longest wait before looking at the world again while something is pending.
@@ -98,7 +99,30 @@ impl Sync<'_> {
         let update_name = self.update_name();
         let lc = self.sts.spec.lifecycle.as_ref();
         let mut refreshed = false;
+        // Pods unchanged since a refresh had nothing to do for them are not asked again (see
+        // `workload::quiet`).
+        let mut quiet = self.ctx.quiet.begin(
+            self.key,
+            Basis {
+                generation: self.sts.metadata.generation,
+                update_revision: update_name.clone(),
+            },
+        );
         for pod in pods.iter().filter(|p| !plan::is_terminating(p)) {
+            if quiet.was_quiet(pod) {
+                continue;
+            }
+            if is_quiet(
+                &AstsHooks,
+                pod,
+                &self.settings.opts,
+                lc,
+                &update_name,
+                self.now,
+            ) {
+                quiet.quiet(pod);
+                continue;
+            }
             let out = self
                 .ctx
                 .inplace
@@ -128,6 +152,7 @@ impl Sync<'_> {
                 refreshed = true;
             }
         }
+        quiet.finish();
         Ok(refreshed)
     }
 

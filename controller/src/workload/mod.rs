@@ -10,7 +10,8 @@
 //! and binding it there). The writes: `podpatch` (one Pod patch),
 //! `lifecycle`'s writer, `predownload` (image pre-download jobs before in-place updates), and
 //! `budget` (a PodUnavailableBudget's charge before a workload updates a Pod), `status` (the
-//! status merge patch).
+//! status merge patch). `quiet` remembers the Pods a refresh had nothing to do for, by
+//! resource version, so a reconcile's refresh costs what changed, not every Pod.
 //! The expectations gate stays at the crate top, [`crate::expectations`]: non-Pod controllers
 //! (ImageListPullJob) use it too.
 
@@ -22,6 +23,7 @@ pub mod nodes;
 pub mod podpatch;
 pub mod podutil;
 pub mod predownload;
+pub mod quiet;
 pub mod specifieddelete;
 pub mod status;
 pub mod update_step;
