@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Api, Client, Config, ResourceExt};
 use serde_json::{Value, json};
@@ -221,6 +221,41 @@ pub async fn create_nodes(client: &Client, nodes: &[FakeNode]) -> Result<()> {
         .await?;
     }
     Ok(())
+}
+
+/// A test run on fake Nodes of its own: a unique id (`{prefix}-{6 hex digits}`) and `count`
+/// Nodes named `{id}-00`, `{id}-01`, ..., each labelled `label: id`, so a workload whose
+/// nodeSelector names that label runs on this run's Nodes only.
+pub fn run_nodes(prefix: &str, label: &str, count: usize) -> (String, Vec<FakeNode>) {
+    let suffix: u32 = rand::Rng::random_range(&mut rand::rng(), 0..0xff_ffff);
+    let run = format!("{prefix}-{suffix:06x}");
+    let nodes = (0..count)
+        .map(|i| FakeNode::new(format!("{run}-{i:02}")).label(label, &run))
+        .collect();
+    (run, nodes)
+}
+
+/// Deletes the workload `name` and waits until it is gone (else it recreates its Pods), then
+/// deletes its Pods (`app=name`). The Pods are deleted whether or not the workload went; each
+/// step's result is returned for the caller to check after the rest of its clean-up.
+pub async fn delete_workload_and_pods(
+    client: &Client,
+    workloads: &Api<DynamicObject>,
+    namespace: &str,
+    name: &str,
+    wait: Duration,
+) -> (Result<()>, Result<()>) {
+    let _ = workloads.delete(name, &DeleteParams::default()).await;
+    let gone = wait_for(&format!("{name} deleted"), wait, || async {
+        Ok(workloads.get_opt(name).await?.is_none().then_some(()))
+    })
+    .await;
+    let pods = delete_pods(
+        &Api::<Pod>::namespaced(client.clone(), namespace),
+        &format!("app={name}"),
+    )
+    .await;
+    (gone, pods)
 }
 
 /// Deletes the Nodes and waits until they are gone.

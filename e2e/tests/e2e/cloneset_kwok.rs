@@ -16,9 +16,8 @@ use k8s_openapi::api::events::v1::Event;
 use kruise_e2e::cloneset as cs;
 use kruise_e2e::kwok::{self, FakeNode, Manager};
 use kruise_e2e::wait_for;
-use kube::api::{DeleteParams, PostParams};
+use kube::api::PostParams;
 use kube::{Api, Client};
-use rand::Rng;
 use serde_json::json;
 
 /// The namespace of this file's test (see `kruise_e2e::kwok`: never deleted).
@@ -34,26 +33,12 @@ async fn forty_creates_write_twenty_five_events_about_the_cloneset() {
     let client = kwok::client().await.expect("the kwok scale cluster");
     kwok::namespace(&client, NS).await.expect("namespace");
     let manager = Manager::start("cs-events").await.expect("kruise-manager");
-    let suffix: u32 = rand::rng().random_range(0..0xff_ffff);
-    let run = format!("cs-{suffix:06x}");
-    let nodes: Vec<String> = (0..NODES).map(|i| format!("{run}-{i:02}")).collect();
-    let fakes: Vec<FakeNode> = nodes
-        .iter()
-        .map(|n| FakeNode::new(n.clone()).label(RUN_LABEL, &run))
-        .collect();
+    let (run, fakes) = kwok::run_nodes("cs", RUN_LABEL, NODES);
+    let nodes: Vec<String> = fakes.iter().map(|f| f.name.clone()).collect();
     let outcome = tokio::spawn(body(client.clone(), run.clone(), fakes)).await;
     // The CloneSet first (else it recreates its Pods), then Pods, then the Nodes.
-    let sets = cs::api(&client, NS);
-    let _ = sets.delete(&run, &DeleteParams::default()).await;
-    let gone = wait_for("the CloneSet deleted", WAIT, || async {
-        Ok(sets.get_opt(&run).await?.is_none().then_some(()))
-    })
-    .await;
-    let pods = kwok::delete_pods(
-        &Api::<Pod>::namespaced(client.clone(), NS),
-        &format!("app={run}"),
-    )
-    .await;
+    let (gone, pods) =
+        kwok::delete_workload_and_pods(&client, &cs::api(&client, NS), NS, &run, WAIT).await;
     let deleted_nodes = kwok::delete_nodes(&client, &nodes).await;
     manager.stop().await;
     if let Err(e) = outcome {

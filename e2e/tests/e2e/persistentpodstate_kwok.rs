@@ -18,7 +18,6 @@ use kruise_e2e::statefulset as asts;
 use kruise_e2e::{pod_ready, wait_for, wait_pod};
 use kube::api::{DeleteParams, PostParams};
 use kube::{Api, Client, ResourceExt};
-use rand::Rng;
 use serde_json::json;
 
 /// The namespace of this file's test (see `kruise_e2e::kwok`: never deleted).
@@ -37,26 +36,12 @@ async fn a_recreated_pod_lands_on_its_recorded_node_among_several() {
         .await
         .expect("the PersistentPodState CRD");
     let manager = Manager::start("pps").await.expect("kruise-manager");
-    let suffix: u32 = rand::rng().random_range(0..0xff_ffff);
-    let run = format!("pps-{suffix:06x}");
-    let nodes: Vec<String> = (0..NODES).map(|i| format!("{run}-{i:02}")).collect();
-    let fakes: Vec<FakeNode> = nodes
-        .iter()
-        .map(|n| FakeNode::new(n.clone()).label(RUN_LABEL, &run))
-        .collect();
+    let (run, fakes) = kwok::run_nodes("pps", RUN_LABEL, NODES);
+    let nodes: Vec<String> = fakes.iter().map(|f| f.name.clone()).collect();
     let outcome = tokio::spawn(body(client.clone(), run.clone(), fakes)).await;
     // The StatefulSet first (else it recreates its Pods), then Pods, the object, the Nodes.
-    let sets = asts::api(&client, NS);
-    let _ = sets.delete(&run, &DeleteParams::default()).await;
-    let gone = wait_for("the StatefulSet deleted", WAIT, || async {
-        Ok(sets.get_opt(&run).await?.is_none().then_some(()))
-    })
-    .await;
-    let pods = kwok::delete_pods(
-        &Api::<Pod>::namespaced(client.clone(), NS),
-        &format!("app={run}"),
-    )
-    .await;
+    let (gone, pods) =
+        kwok::delete_workload_and_pods(&client, &asts::api(&client, NS), NS, &run, WAIT).await;
     let _ = pps::api(&client, NS)
         .delete(&run, &DeleteParams::default())
         .await;
