@@ -255,7 +255,8 @@ impl ResourceVersionExpectations {
         }
     }
 
-    /// Whether the cached version of `uid` has reached what we wrote.
+    /// Whether the cached version of `uid` has reached what we wrote; when it has, the
+    /// expectation is forgotten, as [`Self::observe`] would (no need to call both).
     pub fn satisfied(&self, uid: &str, cached_version: &str, now: Instant) -> VersionSatisfaction {
         let mut map = self.lock();
         let Some(e) = map.get_mut(uid) else {

@@ -2,13 +2,12 @@
 //! between what exists and what the spec asks for (upstream's `calculateDiffsWithExpectation`).
 
 use jiff::Timestamp;
-use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kruise_api::appspub::LifecycleStateType;
 use kruise_api::keys;
 
 use crate::workload::intstr::{NumberError, partition_replicas, scaled_value};
-use crate::workload::{podutil, specifieddelete};
+use crate::workload::podfacts::PodFacts;
 
 /// The rolling-update part of a CloneSet strategy, when present.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -79,9 +78,8 @@ impl Settings {
     }
 
     /// In spec.scaleStrategy.podsToDelete, or labelled for deletion.
-    pub fn is_specified_delete(&self, pod: &Pod) -> bool {
-        specifieddelete::is_specified_delete(pod)
-            || self.pods_to_delete.iter().any(|n| n == podutil::name(pod))
+    pub fn is_specified_delete(&self, pod: &PodFacts) -> bool {
+        pod.marked_for_delete || self.pods_to_delete.iter().any(|n| n == pod.name)
     }
 }
 
@@ -130,18 +128,16 @@ pub struct Counts {
 /// unavailable.
 fn count_pods(
     settings: &Settings,
-    pods: &[&Pod],
-    is_updated: &dyn Fn(&Pod) -> bool,
+    pods: &[PodFacts],
+    is_updated: &dyn Fn(&PodFacts) -> bool,
     now: Timestamp,
 ) -> Counts {
     let mut c = Counts::default();
     for pod in pods {
-        let pre_deleting =
-            podutil::lifecycle_state(pod) == Some(LifecycleStateType::PreparingDelete);
+        let pre_deleting = pod.lifecycle == Some(LifecycleStateType::PreparingDelete);
         let to_delete = !pre_deleting && settings.is_specified_delete(pod);
-        let unavailable = !pre_deleting
-            && !to_delete
-            && !podutil::is_available(pod, settings.min_ready_seconds, now);
+        let unavailable =
+            !pre_deleting && !to_delete && !pod.is_available(settings.min_ready_seconds, now);
         let (total, active, pre, del, unav) = if is_updated(pod) {
             (
                 &mut c.new_total,
@@ -225,8 +221,8 @@ fn surge(
 /// Compute the diffs. `is_updated` says whether a pod counts as the update revision.
 pub fn calculate_diffs(
     settings: &Settings,
-    pods: &[&Pod],
-    is_updated: &dyn Fn(&Pod) -> bool,
+    pods: &[PodFacts],
+    is_updated: &dyn Fn(&PodFacts) -> bool,
     now: Timestamp,
 ) -> (Diffs, Counts) {
     let replicas = settings.replicas;
@@ -291,6 +287,7 @@ pub fn calculate_diffs(
 mod tests {
     use super::*;
     use crate::workload::podutil::testpod::*;
+    use k8s_openapi::api::core::v1::Pod;
 
     fn s(v: &str) -> IntOrString {
         IntOrString::String(v.to_string())
@@ -371,7 +368,8 @@ mod tests {
 
     fn diffs_and_counts(st: &Settings, pods: &[Pod], update: &str) -> (Diffs, Counts) {
         let refs: Vec<&Pod> = pods.iter().collect();
-        calculate_diffs(st, &refs, &|p| podutil::is_at_revision(p, update), ts(1000))
+        let facts = PodFacts::all(&refs);
+        calculate_diffs(st, &facts, &|p| p.is_at_revision(update), ts(1000))
     }
 
     fn diffs(st: &Settings, pods: &[Pod], update: &str) -> Diffs {

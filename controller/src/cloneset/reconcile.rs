@@ -27,8 +27,9 @@ use super::sync_scale::truncate_pods_to_delete;
 use crate::expectations::{EXPECTATION_TIMEOUT, ScaleSatisfaction, VersionSatisfaction};
 use crate::inplace::{self, CloneSetHooks};
 use crate::revision;
+use crate::workload::podfacts::PodFacts;
 use crate::workload::predownload;
-use crate::workload::{claim, podutil};
+use crate::workload::{claim, pace, podutil};
 
 /// Longest wait for unsatisfied scale expectations before looking at the cache again; events
 /// and resyncs normally end the wait much sooner.
@@ -41,15 +42,19 @@ fn namespace_terminating(err: &Error) -> bool {
 }
 
 /// One reconcile of `cs` (the runner adds its span, timing and metrics). A namespace being
-/// deleted ends the reconcile without a retry: nothing can be created there any more.
+/// deleted ends the reconcile without a retry: nothing can be created there any more. It ends
+/// with a pause in proportion to the Pods it walked (see [`pace`]).
 pub async fn reconcile(cs: Arc<CloneSet>, ctx: Arc<Context>) -> Result<Action, Error> {
-    match reconcile_inner(&cs, &ctx).await {
+    let mut walked = 0;
+    let out = match reconcile_inner(&cs, &ctx, &mut walked).await {
         Err(e) if namespace_terminating(&e) => {
             tracing::debug!("namespace is terminating; not retrying");
             Ok(Action::await_change())
         }
         other => other,
-    }
+    };
+    pace::pause(walked).await;
+    out
 }
 
 /// Asks the nodes of the CloneSet's Pods to pull the new images before the in-place update
@@ -85,7 +90,11 @@ async fn predownload_images(
 
 /// Upstream `ReconcileCloneSet` after the fetch: the gates (valid spec, scale and version
 /// expectations), claiming Pods and PVCs, revisions, one sync step, status, then clean-up.
-async fn reconcile_inner(cs: &CloneSet, ctx: &Context) -> Result<Action, Error> {
+async fn reconcile_inner(
+    cs: &CloneSet,
+    ctx: &Context,
+    walked: &mut usize,
+) -> Result<Action, Error> {
     let ns = cs.namespace().ok_or(Error::Unnamed)?;
     let name = cs.name_any();
     let uid = cs.uid().ok_or(Error::Unnamed)?;
@@ -106,7 +115,9 @@ async fn reconcile_inner(cs: &CloneSet, ctx: &Context) -> Result<Action, Error> 
     let owned = claim::claim_pods(&ctx.client, cs, &cs.spec.selector, &all, &|_| true).await?;
     let (mut active, inactive): (Vec<Arc<Pod>>, Vec<Arc<Pod>>) =
         owned.into_iter().partition(|p| podutil::is_active(p));
-    active.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+    // Names are unique within a namespace: an unstable sort gives the same order, cheaper.
+    active.sort_unstable_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+    *walked = active.len();
     let mut pvcs = owned_pvcs(ctx, cs, &ns, &uid).await?;
     if !cs.spec.scale_strategy.enable_pvc_reuse && !pvcs.is_empty() {
         pvcs = cleanup_pvcs(ctx, cs, &ns, &active, &inactive, pvcs).await?;
@@ -141,6 +152,7 @@ async fn reconcile_inner(cs: &CloneSet, ctx: &Context) -> Result<Action, Error> 
     };
 
     let pods: Vec<&Pod> = active.iter().map(|p| p.as_ref()).collect();
+    let facts = PodFacts::all(&pods);
     let sync_result = if cs.metadata.deletion_timestamp.is_some() {
         Ok(())
     } else {
@@ -155,10 +167,10 @@ async fn reconcile_inner(cs: &CloneSet, ctx: &Context) -> Result<Action, Error> 
             pvcs: &pvcs,
             now,
         };
-        sync.run(&pods, &mut new_status, &mut requeue).await
+        sync.run(&pods, &facts, &mut new_status, &mut requeue).await
     };
 
-    status::calculate_counts(cs, &mut new_status, &pods, now);
+    status::calculate_counts(cs, &mut new_status, &facts, now);
     requeue.push(status::progressing(cs, &mut new_status, now));
     if status::status_changed(&old_status, &new_status) {
         tracing::info!(
@@ -191,8 +203,8 @@ async fn reconcile_inner(cs: &CloneSet, ctx: &Context) -> Result<Action, Error> 
         // Look again the moment the next pod becomes available (minReadySeconds after it became
         // Ready), not minReadySeconds after this reconcile: scale-up under
         // scaleStrategy.maxUnavailable and updates under maxUnavailable wait for exactly that.
-        for pod in &pods {
-            requeue.push(podutil::available_in(pod, cs.spec.min_ready_seconds, now));
+        for pod in &facts {
+            requeue.push(pod.available_in(cs.spec.min_ready_seconds, now));
         }
     }
     sync_result?;
@@ -295,7 +307,6 @@ fn wait_for_versions(
         ) else {
             continue;
         };
-        ctx.rv_exp.observe(puid, rv);
         if let VersionSatisfaction::Unsatisfied { since } = ctx.rv_exp.satisfied(puid, rv, clock) {
             if since >= EXPECTATION_TIMEOUT {
                 tracing::warn!(

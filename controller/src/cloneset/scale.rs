@@ -9,6 +9,7 @@ use kruise_api::appspub::{Lifecycle, LifecycleStateType};
 use rand::Rng;
 
 use super::diff::Settings;
+use crate::workload::podfacts::PodFacts;
 use crate::workload::podutil;
 
 /// Whether `pod` counts as the update revision when the CloneSet scales (upstream
@@ -19,13 +20,12 @@ use crate::workload::podutil;
 /// partition allows may run it; upstream accepts that by default. Updates and scale-in choices
 /// always split pods by their revision label.
 pub fn counts_as_updated(
-    pod: &Pod,
+    pod: &PodFacts,
     update_revision: &str,
     preparing_update_as_update: bool,
 ) -> bool {
-    (preparing_update_as_update
-        && podutil::lifecycle_state(pod) == Some(LifecycleStateType::PreparingUpdate))
-        || podutil::is_at_revision(pod, update_revision)
+    (preparing_update_as_update && pod.lifecycle == Some(LifecycleStateType::PreparingUpdate))
+        || pod.is_at_revision(update_revision)
 }
 
 /// Length of the random instance id in pod names (`{cs}-{id}`).
@@ -40,11 +40,11 @@ pub struct PlannedDeletes {
     pub count: i32,
 }
 
-pub fn planned_deletes(settings: &Settings, pods: &[&Pod]) -> PlannedDeletes {
+pub fn planned_deletes(settings: &Settings, pods: &[PodFacts]) -> PlannedDeletes {
     let mut out = PlannedDeletes::default();
     for (i, pod) in pods.iter().enumerate() {
         let specified = settings.is_specified_delete(pod);
-        let pre = podutil::lifecycle_state(pod) == Some(LifecycleStateType::PreparingDelete);
+        let pre = pod.lifecycle == Some(LifecycleStateType::PreparingDelete);
         if specified {
             out.specified.push(i);
         }
@@ -63,7 +63,7 @@ pub fn planned_deletes(settings: &Settings, pods: &[&Pod]) -> PlannedDeletes {
 pub fn pre_deletes_to_cancel(
     settings: &Settings,
     lifecycle: Option<&Lifecycle>,
-    pods: &[&Pod],
+    pods: &[PodFacts],
     planned: &PlannedDeletes,
 ) -> Vec<usize> {
     let marks_not_ready = lifecycle.is_some_and(|l| {
@@ -82,7 +82,7 @@ pub fn pre_deletes_to_cancel(
         if room <= 0 {
             break;
         }
-        if settings.is_specified_delete(pods[i]) {
+        if settings.is_specified_delete(&pods[i]) {
             continue;
         }
         out.push(i);
@@ -93,14 +93,14 @@ pub fn pre_deletes_to_cancel(
 
 /// Keep not-ready pods, and ready ones while `ready_limit` lasts (it is decremented).
 pub fn limit_ready_deletes(
-    pods: &[&Pod],
+    pods: &[PodFacts],
     chosen: &[usize],
     ready_limit: &mut i32,
     now: Timestamp,
 ) -> Vec<usize> {
     let mut out = Vec::new();
     for &i in chosen {
-        if !podutil::is_available(pods[i], 0, now) {
+        if !pods[i].is_available(0, now) {
             out.push(i);
         } else if *ready_limit > 0 {
             out.push(i);
@@ -285,9 +285,10 @@ mod tests {
         // cs-d was deleted: three pods left.
         let pods = [held("cs-a"), held("cs-b"), normal("cs-c")];
         let refs: Vec<&Pod> = pods.iter().collect();
+        let facts = PodFacts::all(&refs);
         let (d, _) = calculate_diffs(
             &settings,
-            &refs,
+            &facts,
             &|p| counts_as_updated(p, "cs-new", true),
             ts(1000),
         );
@@ -298,7 +299,7 @@ mod tests {
         );
         let (d, _) = calculate_diffs(
             &settings,
-            &refs,
+            &facts,
             &|p| counts_as_updated(p, "cs-new", false),
             ts(1000),
         );
@@ -324,12 +325,12 @@ mod tests {
         for (rev, state, off, on) in cases {
             let p = at(rev, state);
             assert_eq!(
-                counts_as_updated(&p, "cs-new", false),
+                counts_as_updated(&PodFacts::of(&p), "cs-new", false),
                 off,
                 "{rev} {state:?} gate off"
             );
             assert_eq!(
-                counts_as_updated(&p, "cs-new", true),
+                counts_as_updated(&PodFacts::of(&p), "cs-new", true),
                 on,
                 "{rev} {state:?} gate on"
             );
@@ -357,7 +358,8 @@ mod tests {
             pod("c").build(),
         ];
         let refs: Vec<&Pod> = pods.iter().collect();
-        let p = planned_deletes(&s, &refs);
+        let facts = PodFacts::all(&refs);
+        let p = planned_deletes(&s, &facts);
         assert_eq!(p.specified, vec![0, 1]);
         assert_eq!(p.pre_delete, vec![0]);
         assert_eq!(p.count, 2);
@@ -371,9 +373,10 @@ mod tests {
             pod("b").build(),
         ];
         let refs: Vec<&Pod> = pods.iter().collect();
-        let p = planned_deletes(&s, &refs);
-        assert_eq!(pre_deletes_to_cancel(&s, None, &refs, &p), vec![0]);
-        assert!(pre_deletes_to_cancel(&st(1), None, &refs, &p).is_empty());
+        let facts = PodFacts::all(&refs);
+        let p = planned_deletes(&s, &facts);
+        assert_eq!(pre_deletes_to_cancel(&s, None, &facts, &p), vec![0]);
+        assert!(pre_deletes_to_cancel(&st(1), None, &facts, &p).is_empty());
         let lc = Lifecycle {
             pre_delete: Some(LifecycleHook {
                 mark_pod_not_ready: true,
@@ -381,7 +384,7 @@ mod tests {
             }),
             ..Default::default()
         };
-        assert!(pre_deletes_to_cancel(&s, Some(&lc), &refs, &p).is_empty());
+        assert!(pre_deletes_to_cancel(&s, Some(&lc), &facts, &p).is_empty());
     }
 
     #[test]
@@ -394,7 +397,7 @@ mod tests {
         let refs: Vec<&Pod> = pods.iter().collect();
         let mut limit = 1;
         assert_eq!(
-            limit_ready_deletes(&refs, &[0, 1, 2], &mut limit, ts(10)),
+            limit_ready_deletes(&PodFacts::all(&refs), &[0, 1, 2], &mut limit, ts(10)),
             vec![0, 1]
         );
         assert_eq!(limit, 0);

@@ -2,7 +2,6 @@
 //! string used by the scale subresource.
 
 use jiff::{SignedDuration, Timestamp};
-use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, Time};
 use kruise_api::apps::v1beta1::{CloneSet, CloneSetCondition, CloneSetStatus};
 use kruise_api::keys::{self, k8s};
@@ -11,11 +10,16 @@ use serde_json::Value;
 
 use super::error::Error;
 use crate::workload::intstr::partition_replicas;
-use crate::workload::podutil;
+use crate::workload::podfacts::PodFacts;
 
 /// Fill the pod counts, currentRevision and expectedUpdatedReplicas of `status`, whose revisions
 /// are already set.
-pub fn calculate_counts(cs: &CloneSet, status: &mut CloneSetStatus, pods: &[&Pod], now: Timestamp) {
+pub fn calculate_counts(
+    cs: &CloneSet,
+    status: &mut CloneSetStatus,
+    pods: &[PodFacts],
+    now: Timestamp,
+) {
     let min_ready = cs.spec.min_ready_seconds;
     let replicas = cs.spec.replicas.unwrap_or(1);
     status.replicas = 0;
@@ -25,9 +29,9 @@ pub fn calculate_counts(cs: &CloneSet, status: &mut CloneSetStatus, pods: &[&Pod
     status.updated_ready_replicas = 0;
     status.updated_available_replicas = 0;
     for pod in pods {
-        let ready = podutil::is_update_ready(pod, 0, now);
-        let available = podutil::is_available(pod, min_ready, now);
-        let updated = podutil::is_at_revision(pod, &status.update_revision);
+        let ready = pod.readiness.is_update_ready(0, now);
+        let available = pod.is_available(min_ready, now);
+        let updated = pod.is_at_revision(&status.update_revision);
         status.replicas += 1;
         status.ready_replicas += i32::from(ready);
         status.available_replicas += i32::from(available);
@@ -253,6 +257,7 @@ pub fn status_patch(old: Option<&CloneSetStatus>, new: &CloneSetStatus) -> Resul
 mod tests {
     use super::*;
     use crate::workload::podutil::testpod::*;
+    use k8s_openapi::api::core::v1::Pod;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement;
     use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
     use kruise_api::apps::v1beta1::{CloneSetSpec, RollingUpdateCloneSetStrategy};
@@ -291,7 +296,7 @@ mod tests {
         ];
         let refs: Vec<&Pod> = pods.iter().collect();
         let mut st = status("demo-new", "demo-old");
-        calculate_counts(&c, &mut st, &refs, ts(100));
+        calculate_counts(&c, &mut st, &PodFacts::all(&refs), ts(100));
         assert_eq!(st.replicas, 3);
         assert_eq!(st.ready_replicas, 2);
         assert_eq!(st.available_replicas, 2);
@@ -311,7 +316,7 @@ mod tests {
         ];
         let refs: Vec<&Pod> = pods.iter().collect();
         let mut st = status("demo-new", "demo-old");
-        calculate_counts(&c, &mut st, &refs, ts(100));
+        calculate_counts(&c, &mut st, &PodFacts::all(&refs), ts(100));
         assert_eq!(st.current_revision, "demo-new");
         assert_eq!(st.ready_replicas, 0);
     }

@@ -19,6 +19,7 @@ use super::context::Context;
 use super::diff::Settings;
 use super::error::Error;
 use super::status;
+use crate::workload::podfacts::PodFacts;
 
 /// One sync pass: scale, or (when nothing scaled) update.
 pub(super) struct Syncer<'a> {
@@ -65,6 +66,7 @@ impl Syncer<'_> {
     pub(super) async fn run(
         &self,
         pods: &[&Pod],
+        facts: &[PodFacts<'_>],
         st: &mut CloneSetStatus,
         requeue: &mut Requeue,
     ) -> Result<(), Error> {
@@ -85,7 +87,7 @@ impl Syncer<'_> {
         // rather than walking every Pod again.
         let mut by_revision = None;
         let (scaled, scale_err) = match self
-            .scale(pods, requeue, &mut deferred, &mut by_revision)
+            .scale(pods, facts, requeue, &mut deferred, &mut by_revision)
             .await
         {
             Ok(s) => (s, None),
@@ -103,7 +105,7 @@ impl Syncer<'_> {
         if scaled {
             return scale_err.map_or(Ok(()), Err);
         }
-        let updated = self.update_pods(pods, requeue, by_revision).await;
+        let updated = self.update_pods(pods, facts, requeue, by_revision).await;
         report_failure(
             st,
             keys::CLONESET_CONDITION_FAILED_UPDATE,

@@ -21,6 +21,7 @@ use super::revisions::template_of;
 use super::sync::{Requeue, Syncer};
 use super::{diff, scale};
 use crate::expectations::ScaleAction;
+use crate::workload::podfacts::PodFacts;
 use crate::workload::podutil;
 
 /// Pod creations start with this many at once and double while they succeed.
@@ -31,42 +32,25 @@ impl Syncer<'_> {
     /// missing but their creation waits for the CloneSet's creation backoff (`requeue` gets the
     /// moment it ends). `by_revision` gets the diffs when they split the Pods by their
     /// revision label alone (without the `PreparingUpdateAsUpdate` gate), as the update half
-    /// does.
+    /// does. `facts` are those of `pods`, in the same order.
     pub(super) async fn scale(
         &self,
         pods: &[&Pod],
+        facts: &[PodFacts<'_>],
         requeue: &mut Requeue,
         deferred: &mut bool,
         by_revision: &mut Option<diff::Diffs>,
     ) -> Result<bool, Error> {
-        let planned = scale::planned_deletes(&self.settings, pods);
-        let cancel = scale::pre_deletes_to_cancel(
-            &self.settings,
-            self.cs.spec.lifecycle.as_ref(),
-            pods,
-            &planned,
-        );
-        if !cancel.is_empty() {
-            let mut modified = false;
-            for i in cancel {
-                tracing::info!(
-                    pod = podutil::name(pods[i]),
-                    "cancelling deletion: PreparingDelete -> PreparingNormal"
-                );
-                modified |= self
-                    .set_lifecycle(pods[i], LifecycleStateType::PreparingNormal, None)
-                    .await?;
-            }
-            if modified {
-                return Ok(true);
-            }
+        let planned = scale::planned_deletes(&self.settings, facts);
+        if self.cancel_pre_deletes(pods, facts, &planned).await? {
+            return Ok(true);
         }
 
         let update_name = self.update_name();
         let preparing_as_update = self.ctx.gates.enabled(Gate::PreparingUpdateAsUpdate);
         let (mut diffs, _) = diff::calculate_diffs(
             &self.settings,
-            pods,
+            facts,
             &|p| scale::counts_as_updated(p, &update_name, preparing_as_update),
             self.now,
         );
@@ -118,7 +102,7 @@ impl Syncer<'_> {
             .collect();
         if !specified.is_empty() {
             let can = scale::limit_ready_deletes(
-                pods,
+                facts,
                 &specified,
                 &mut diffs.delete_ready_limit,
                 self.now,
@@ -135,7 +119,7 @@ impl Syncer<'_> {
                 return Ok(false);
             }
             let (updated, not_updated): (Vec<usize>, Vec<usize>) =
-                (0..pods.len()).partition(|&i| podutil::is_at_revision(pods[i], &update_name));
+                (0..pods.len()).partition(|&i| facts[i].is_at_revision(&update_name));
             let chosen = scale::choose_pods_to_delete(
                 pods,
                 diffs.scale_down_num,
@@ -146,11 +130,33 @@ impl Syncer<'_> {
                 self.now,
             );
             let can =
-                scale::limit_ready_deletes(pods, &chosen, &mut diffs.delete_ready_limit, self.now);
+                scale::limit_ready_deletes(facts, &chosen, &mut diffs.delete_ready_limit, self.now);
             let chosen: Vec<&Pod> = can.iter().map(|&i| pods[i]).collect();
             return self.delete_pods(&chosen).await;
         }
         Ok(false)
+    }
+
+    /// Pods in PreparingDelete go back to PreparingNormal when replicas grew again; returns
+    /// whether any did.
+    async fn cancel_pre_deletes(
+        &self,
+        pods: &[&Pod],
+        facts: &[PodFacts<'_>],
+        planned: &scale::PlannedDeletes,
+    ) -> Result<bool, Error> {
+        let lifecycle = self.cs.spec.lifecycle.as_ref();
+        let mut modified = false;
+        for i in scale::pre_deletes_to_cancel(&self.settings, lifecycle, facts, planned) {
+            tracing::info!(
+                pod = podutil::name(pods[i]),
+                "cancelling deletion: PreparingDelete -> PreparingNormal"
+            );
+            modified |= self
+                .set_lifecycle(pods[i], LifecycleStateType::PreparingNormal, None)
+                .await?;
+        }
+        Ok(modified)
     }
 
     async fn create_pods(

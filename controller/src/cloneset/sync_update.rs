@@ -20,6 +20,7 @@ use crate::inplace::{
 };
 use crate::workload::budget;
 use crate::workload::lifecycle::next_lifecycle_state;
+use crate::workload::podfacts::PodFacts;
 use crate::workload::podpatch::{PodPart, patch_pod};
 use crate::workload::podutil;
 use crate::workload::quiet::Basis;
@@ -28,10 +29,11 @@ use crate::workload::update_step::{Fallback, Refusal, UpdateStep, fallback, upda
 
 impl Syncer<'_> {
     /// `by_revision`: the diffs of these Pods split by their revision label, when the scale
-    /// half already has them.
+    /// half already has them; `facts` are those of `pods`, in the same order.
     pub(super) async fn update_pods(
         &self,
         pods: &[&Pod],
+        facts: &[PodFacts<'_>],
         requeue: &mut Requeue,
         by_revision: Option<diff::Diffs>,
     ) -> Result<(), Error> {
@@ -105,8 +107,8 @@ impl Syncer<'_> {
         let diffs = by_revision.unwrap_or_else(|| {
             diff::calculate_diffs(
                 &self.settings,
-                pods,
-                &|p| podutil::is_at_revision(p, &update_name),
+                facts,
+                &|p| p.is_at_revision(&update_name),
                 self.now,
             )
             .0
@@ -114,7 +116,7 @@ impl Syncer<'_> {
         if diffs.update_num <= 0 {
             return Ok(());
         }
-        let (wait, skipped) = update::candidates(pods, &update_name);
+        let (wait, skipped) = update::candidates(pods, facts, &update_name);
         for (i, why) in skipped {
             tracing::debug!(pod = podutil::name(pods[i]), ?why, "not updating pod now");
         }
@@ -125,7 +127,7 @@ impl Syncer<'_> {
             rolling.map(|r| r.scatter_strategy.as_slice()),
         );
         let chosen = update::limit_candidates(
-            pods,
+            facts,
             sorted,
             &diffs,
             &update_name,

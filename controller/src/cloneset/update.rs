@@ -7,6 +7,7 @@ use kruise_api::appspub::{
 };
 
 use super::diff::Diffs;
+use crate::workload::podfacts::PodFacts;
 use crate::workload::podutil;
 use crate::workload::updatesort::{scatter, sort_by_priority};
 
@@ -18,14 +19,19 @@ pub enum Skip {
 }
 
 /// Indexes (into `pods`) of pods waiting for the update revision, plus skipped ones for logs.
-pub fn candidates(pods: &[&Pod], update_revision: &str) -> (Vec<usize>, Vec<(usize, Skip)>) {
+/// `facts` are those of `pods`, in the same order.
+pub fn candidates(
+    pods: &[&Pod],
+    facts: &[PodFacts],
+    update_revision: &str,
+) -> (Vec<usize>, Vec<(usize, Skip)>) {
     let mut wait = Vec::new();
     let mut skipped = Vec::new();
-    for (i, pod) in pods.iter().enumerate() {
-        if podutil::is_at_revision(pod, update_revision) {
+    for (i, (pod, f)) in pods.iter().zip(facts).enumerate() {
+        if f.is_at_revision(update_revision) {
             continue;
         }
-        match podutil::lifecycle_state(pod) {
+        match f.lifecycle {
             Some(LifecycleStateType::PreparingDelete) => skipped.push((i, Skip::PreparingDelete)),
             Some(LifecycleStateType::Updated) => wait.push(i),
             _ if UpdateSpec::in_grace(pod.metadata.annotations.as_ref()) => {
@@ -62,7 +68,7 @@ pub fn sort_candidates(
 /// unavailable pods (or unavailable pods at the target revision plus updating ones) would exceed
 /// the limit. Updating a pod that is already unavailable costs nothing.
 pub fn limit_candidates(
-    pods: &[&Pod],
+    pods: &[PodFacts],
     idx: Vec<usize>,
     diffs: &Diffs,
     target_revision: &str,
@@ -72,13 +78,13 @@ pub fn limit_candidates(
     let want = usize::try_from(diffs.update_num.unsigned_abs()).unwrap_or(usize::MAX);
     let mut idx = idx;
     idx.truncate(want);
-    let avail = |p: &Pod| podutil::is_available(p, min_ready_seconds, now);
+    let avail = |p: &PodFacts| p.is_available(min_ready_seconds, now);
     let mut unavailable = 0;
     let mut target_unavailable = 0;
     for p in pods {
         if !avail(p) {
             unavailable += 1;
-            if podutil::is_at_revision(p, target_revision) {
+            if p.is_at_revision(target_revision) {
                 target_unavailable += 1;
             }
         }
@@ -89,7 +95,7 @@ pub fn limit_candidates(
         if target_unavailable + updating >= diffs.update_max_unavailable {
             break;
         }
-        if avail(pods[i]) {
+        if avail(&pods[i]) {
             if unavailable >= diffs.update_max_unavailable {
                 break;
             }

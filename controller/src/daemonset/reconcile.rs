@@ -26,6 +26,7 @@ use super::status;
 use super::sync::{ScaleFailure, Syncer};
 use crate::expectations::{EXPECTATION_TIMEOUT, ScaleSatisfaction, VersionSatisfaction};
 use crate::inplace::{Features, UpdateOptions};
+use crate::workload::pace;
 
 /// Longest wait before looking again while a rollout or placement is under way; Pod and Node
 /// events normally come much sooner.
@@ -44,8 +45,20 @@ struct Synced {
     deleted: usize,
 }
 
-/// One reconcile of `ds`.
+/// One reconcile of `ds`, ending with a pause in proportion to the Pods it walked (see
+/// [`pace`]).
 pub async fn reconcile(ds: Arc<DaemonSet>, ctx: Arc<Context>) -> Result<Action, Error> {
+    let mut walked = 0;
+    let out = reconcile_inner(ds.clone(), ctx.clone(), &mut walked).await;
+    pace::pause(walked).await;
+    out
+}
+
+async fn reconcile_inner(
+    ds: Arc<DaemonSet>,
+    ctx: Arc<Context>,
+    walked: &mut usize,
+) -> Result<Action, Error> {
     if ds.metadata.deletion_timestamp.is_some() {
         return Ok(Action::await_change());
     }
@@ -63,6 +76,7 @@ pub async fn reconcile(ds: Arc<DaemonSet>, ctx: Arc<Context>) -> Result<Action, 
     let hash = pod::revision_hash(&update_rev);
 
     let pods = ctx.pods.owned_by(&ns, &uid);
+    *walked = pods.len();
     let node_list = ctx.nodes.state();
     let template_spec = ds.spec.template.spec.clone().unwrap_or_default();
     let (views, orphaned) = node_views(&pods, &node_list, &template_spec);
@@ -287,7 +301,6 @@ fn wait_for_expectations(
         ) else {
             continue;
         };
-        ctx.rv_exp.observe(puid, rv);
         if let VersionSatisfaction::Unsatisfied { since } = ctx.rv_exp.satisfied(puid, rv, clock) {
             if since < EXPECTATION_TIMEOUT {
                 return Some(Action::requeue(

@@ -23,21 +23,29 @@ use super::settings::settings;
 use super::sync::{RECHECK, Requeue, Sync};
 use super::{revisions, status};
 use crate::expectations::{EXPECTATION_TIMEOUT, ScaleSatisfaction, VersionSatisfaction};
-use crate::workload::{claim, podutil};
+use crate::workload::{claim, pace, podutil};
 
 fn namespace_terminating(err: &Error) -> bool {
     matches!(err, Error::Kube(kube::Error::Api(s)) if s.is_forbidden() && s.message.contains("being terminated"))
 }
 
-/// One reconcile of `sts` (the runner adds its span, timing and metrics).
+/// One reconcile of `sts` (the runner adds its span, timing and metrics), ending with a pause in
+/// proportion to the Pods it walked (see [`pace`]).
 pub async fn reconcile(sts: Arc<StatefulSet>, ctx: Arc<Context>) -> Result<Action, Error> {
-    match reconcile_inner(&sts, &ctx).await {
+    let mut walked = 0;
+    let out = match reconcile_inner(&sts, &ctx, &mut walked).await {
         Err(e) if namespace_terminating(&e) => Ok(Action::await_change()),
         other => other,
-    }
+    };
+    pace::pause(walked).await;
+    out
 }
 
-async fn reconcile_inner(sts: &StatefulSet, ctx: &Context) -> Result<Action, Error> {
+async fn reconcile_inner(
+    sts: &StatefulSet,
+    ctx: &Context,
+    walked: &mut usize,
+) -> Result<Action, Error> {
     let ns = sts.namespace().ok_or(Error::Unnamed)?;
     let name = sts.name_any();
     let uid = sts.uid().ok_or(Error::Unnamed)?;
@@ -67,6 +75,7 @@ async fn reconcile_inner(sts: &StatefulSet, ctx: &Context) -> Result<Action, Err
     let member = |p: &Pod| ordinal_of(&name, podutil::name(p)).is_some();
     let owned = claim::claim_pods(&ctx.client, sts, &sts.spec.selector, &all, &member).await?;
     let pods: Vec<&Pod> = owned.iter().map(|p| p.as_ref()).collect();
+    *walked = pods.len();
 
     let rev_api: Api<ControllerRevision> = Api::namespaced(ctx.client.clone(), &ns);
     let mut revs = revisions::list(ctx, sts, &ns, &uid);
@@ -173,7 +182,6 @@ fn wait_for_versions(ctx: &Context, pods: &[&Pod], clock: Instant) -> Option<Act
         ) else {
             continue;
         };
-        ctx.rv_exp.observe(uid, rv);
         if let VersionSatisfaction::Unsatisfied { since } = ctx.rv_exp.satisfied(uid, rv, clock) {
             if since >= EXPECTATION_TIMEOUT {
                 ctx.rv_exp.delete(uid);

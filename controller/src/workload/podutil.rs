@@ -9,7 +9,9 @@ use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::Pod;
 use kruise_api::appspub::{LifecycleHook, LifecycleStateType};
 use kruise_api::keys::{self, k8s};
-use kruise_api::pod::{condition, is_condition_true, is_ready};
+use kruise_api::pod::{is_condition_true, is_ready};
+
+use super::podfacts::{PodFacts, Readiness, held_by_lifecycle};
 
 pub fn labels(pod: &Pod) -> Option<&BTreeMap<String, String>> {
     pod.metadata.labels.as_ref()
@@ -52,77 +54,35 @@ pub fn is_scheduled(pod: &Pod) -> bool {
     is_condition_true(pod, k8s::POD_SCHEDULED)
 }
 
-fn ready_since(pod: &Pod) -> Option<Timestamp> {
-    condition(pod, k8s::POD_READY)
-        .filter(|c| c.status == k8s::CONDITION_TRUE)
-        .and_then(|c| c.last_transition_time.as_ref())
-        .map(|t| t.0)
-}
-
 /// Ready for at least `min_ready_seconds` (Kubernetes' `IsPodAvailable`).
 pub fn is_available_k8s(pod: &Pod, min_ready_seconds: i32, now: Timestamp) -> bool {
-    if !is_ready(pod) {
-        return false;
-    }
-    if min_ready_seconds <= 0 {
-        return true;
-    }
-    // Kubernetes: `lastTransitionTime + minReadySeconds` is before `now`. Comparing whole
-    // seconds instead would add up to a second, and a requeue made for the exact moment would
-    // then find the pod still unavailable and wait another `minReadySeconds`.
-    match ready_since(pod) {
-        Some(t) => now.duration_since(t) > SignedDuration::from_secs(i64::from(min_ready_seconds)),
-        None => false,
-    }
+    Readiness::of(pod).is_available_k8s(min_ready_seconds, now)
 }
-
-/// Margin past the exact moment of availability, so the check at the requeue is strictly after
-/// it (Kubernetes' comparison is strict) despite timer rounding.
-const AVAILABILITY_MARGIN: Duration = Duration::from_millis(20);
 
 /// How long until `pod` becomes available by the passing of time alone: it is Running, Ready,
 /// InPlaceUpdateReady (or without the condition) and in lifecycle Normal, but has not been
 /// Ready for `min_ready_seconds` yet. `None` when it is available already or needs more than
 /// time (the requeue for those comes from their own events).
 pub fn available_in(pod: &Pod, min_ready_seconds: i32, now: Timestamp) -> Option<Duration> {
-    if min_ready_seconds <= 0 || is_available(pod, min_ready_seconds, now) {
-        return None;
-    }
-    // Available as soon as it has been Ready long enough: everything else already holds.
-    if !is_available(pod, 0, now) {
-        return None;
-    }
-    let since = ready_since(pod)?;
-    let at = since
-        .checked_add(SignedDuration::from_secs(i64::from(min_ready_seconds)))
-        .ok()?;
-    let left = Duration::try_from(at.duration_since(now)).unwrap_or(Duration::ZERO);
-    Some(left + AVAILABILITY_MARGIN)
+    PodFacts::of(pod).available_in(min_ready_seconds, now)
 }
 
 /// Whether no in-place update holds the pod out of service: the InPlaceUpdateReady condition is
 /// absent or True. The kubelet's status writer can put Ready back to True from a stale view just
 /// after the engine set this condition False, so Ready alone may count a pod mid-update.
 pub fn is_inplace_update_ready(pod: &Pod) -> bool {
-    condition(pod, keys::INPLACE_UPDATE_READY).is_none_or(|c| c.status == k8s::CONDITION_TRUE)
+    Readiness::of(pod).is_inplace_update_ready()
 }
 
 /// Running, available, and the InPlaceUpdateReady condition (when present) is True.
 pub fn is_update_ready(pod: &Pod, min_ready_seconds: i32, now: Timestamp) -> bool {
-    if phase(pod) != k8s::POD_RUNNING || !is_available_k8s(pod, min_ready_seconds, now) {
-        return false;
-    }
-    is_inplace_update_ready(pod)
+    Readiness::of(pod).is_update_ready(min_ready_seconds, now)
 }
 
 /// What CloneSet counts as available: lifecycle Normal (or none) and update-ready.
 pub fn is_available(pod: &Pod, min_ready_seconds: i32, now: Timestamp) -> bool {
-    if label(pod, keys::LIFECYCLE_STATE_LABEL)
-        .is_some_and(|s| s != LifecycleStateType::Normal.as_str())
-    {
-        return false;
-    }
-    is_update_ready(pod, min_ready_seconds, now)
+    !held_by_lifecycle(label(pod, keys::LIFECYCLE_STATE_LABEL))
+        && is_update_ready(pod, min_ready_seconds, now)
 }
 
 pub fn revision_hash(pod: &Pod) -> Option<&str> {
@@ -284,7 +244,10 @@ fn order_pods(
     }
     if ra
         && rb
-        && let Some(o) = later_or_missing_first(ready_since(a), ready_since(b))
+        && let Some(o) = later_or_missing_first(
+            Readiness::of(a).ready_since(),
+            Readiness::of(b).ready_since(),
+        )
     {
         return o;
     }

@@ -27,7 +27,7 @@ fn candidates_skip_updated_predelete_and_grace() {
             .build(),
     ];
     let refs: Vec<&Pod> = pods.iter().collect();
-    let (wait, skipped) = candidates(&refs, "cs-new");
+    let (wait, skipped) = candidates(&refs, &PodFacts::all(&refs), "cs-new");
     assert_eq!(names(&refs, &wait), vec!["b", "e"]);
     assert_eq!(
         skipped,
@@ -50,7 +50,7 @@ fn any_grace_annotation_skips_the_pod() {
             .build(),
     ];
     let refs: Vec<&Pod> = pods.iter().collect();
-    let (wait, skipped) = candidates(&refs, "cs-new");
+    let (wait, skipped) = candidates(&refs, &PodFacts::all(&refs), "cs-new");
     assert!(wait.is_empty());
     assert_eq!(
         skipped,
@@ -85,7 +85,14 @@ fn limit_by_max_unavailable() {
         update_max_unavailable: 1,
         ..Default::default()
     };
-    let idx = limit_candidates(&refs, (0..5).collect(), &d, "new", 0, ts(100));
+    let idx = limit_candidates(
+        &PodFacts::all(&refs),
+        (0..5).collect(),
+        &d,
+        "new",
+        0,
+        ts(100),
+    );
     assert_eq!(idx.len(), 1);
 }
 
@@ -102,7 +109,14 @@ fn unavailable_old_pods_do_not_consume_budget() {
         ..Default::default()
     };
     // Broken pod first (sorted not-ready first), then one ready pod fits in the budget.
-    let idx = limit_candidates(&refs, vec![3, 0, 1, 2], &d, "new", 0, ts(100));
+    let idx = limit_candidates(
+        &PodFacts::all(&refs),
+        vec![3, 0, 1, 2],
+        &d,
+        "new",
+        0,
+        ts(100),
+    );
     assert_eq!(idx, vec![3, 0]);
 }
 
@@ -120,5 +134,5 @@ fn stop_when_target_revision_pods_are_unavailable() {
         ..Default::default()
     };
     // One updated pod is still not available: nothing more may start.
-    assert!(limit_candidates(&refs, vec![1, 2], &d, "new", 0, ts(100)).is_empty());
+    assert!(limit_candidates(&PodFacts::all(&refs), vec![1, 2], &d, "new", 0, ts(100)).is_empty());
 }

@@ -1,5 +1,6 @@
 use super::testpod::*;
 use super::*;
+use crate::workload::podfacts::AVAILABILITY_MARGIN;
 
 #[test]
 fn availability_needs_running_ready_and_min_ready() {
