@@ -49,7 +49,7 @@ struct Synced {
 /// [`pace`]).
 pub async fn reconcile(ds: Arc<DaemonSet>, ctx: Arc<Context>) -> Result<Action, Error> {
     let mut walked = 0;
-    let out = reconcile_inner(ds.clone(), ctx.clone(), &mut walked).await;
+    let out = reconcile_inner(ds, ctx, &mut walked).await;
     pace::pause(walked).await;
     out
 }

@@ -19,7 +19,7 @@ use std::time::Duration;
 const PER_POD: Duration = Duration::from_micros(25);
 
 /// Upper bound of the pause, whatever the size.
-pub const MAX: Duration = Duration::from_millis(250);
+const MAX: Duration = Duration::from_millis(250);
 
 /// The pause after a reconcile that walked `pods` Pods.
 pub fn after_walking(pods: usize) -> Duration {
