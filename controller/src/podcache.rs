@@ -1,12 +1,14 @@
 //! One Pod watch for the whole manager. A reflector keeps the store every controller reads from,
-//! and each change is broadcast so that controllers can map it to the workloads they reconcile.
-//! The store is updated before the event is broadcast, so a reconcile triggered by an event
-//! always sees that event in the store.
+//! and each change is handed to every subscriber's mapping ([`PodCache::targets`]), which turns
+//! it into the workloads that subscriber reconciles. The store is updated before the event is
+//! handed on, so a reconcile triggered by an event always sees that event in the store.
 //!
 //! Memory: the store is the only long-lived copy of each Pod. Before a Pod is stored,
 //! [`slim`] drops the fields no controller reads ([`DROPPED_FIELDS`]), and an event carries the
-//! store's own `Arc` rather than a second copy, so the broadcast ring (bounded by
-//! [`BROADCAST_CAPACITY`]) holds pointers, not Pods.
+//! store's own `Arc` rather than a second copy. Subscribers queue what their mapping returns
+//! (object references, bounded by [`fanout::CAPACITY`]), not Pods.
+
+mod fanout;
 
 use std::sync::Arc;
 
@@ -17,11 +19,10 @@ use kube::runtime::WatchStreamExt;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::watcher::{self, watcher};
 use kube::{Api, Client};
-use tokio::sync::{broadcast, watch};
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-/// Capacity of the event fan-out; a controller that falls this far behind resyncs everything.
-pub const BROADCAST_CAPACITY: usize = 4096;
+use fanout::Fanout;
 
 /// What [`slim`] drops from every Pod before the cache stores it, as JSON paths (`[]`: every
 /// element of a list). No reader in the manager uses any of them: each one was checked against
@@ -109,7 +110,7 @@ pub enum PodEvent {
 #[derive(Clone)]
 pub struct PodCache {
     store: Store<Pod>,
-    tx: broadcast::Sender<PodEvent>,
+    fanout: Fanout<PodEvent>,
     synced: watch::Receiver<bool>,
     /// See [`ENV_DEBUG_POD_EVENT_LAG`].
     always_lag: bool,
@@ -120,13 +121,13 @@ impl PodCache {
     /// cancelled.
     pub fn start(client: Client, namespace: Option<&str>, shutdown: CancellationToken) -> Self {
         let (store, writer) = reflector::store::<Pod>();
-        let (tx, _) = broadcast::channel(BROADCAST_CAPACITY);
+        let fanout = Fanout::default();
         let (synced_tx, synced) = watch::channel(false);
         let api: Api<Pod> = match namespace {
             Some(ns) => Api::namespaced(client, ns),
             None => Api::all(client),
         };
-        let sender = tx.clone();
+        let sender = fanout.clone();
         let store_for_events = store.clone();
         tokio::spawn(async move {
             // managedFields are often the largest part of a Pod and no controller reads them;
@@ -137,7 +138,7 @@ impl PodCache {
                 .reflect(writer);
             let stored = store_for_events.clone();
             // The event shares the store's allocation: the watch's own copy is dropped here
-            // instead of living on in the broadcast ring.
+            // instead of living on in a subscriber's mapping.
             let shared = move |p: Pod| {
                 stored
                     .get(&ObjectRef::from_obj(&p))
@@ -152,19 +153,18 @@ impl PodCache {
                 let Some(item) = item else { break };
                 match item {
                     Ok(watcher::Event::Apply(p)) => {
-                        let _ = sender.send(PodEvent::Applied(shared(p)));
+                        sender.send(&PodEvent::Applied(shared(p)));
                     }
                     // A (re)list: the store swaps the listed Pods in at InitDone, which sends
-                    // Resync. Sending each listed Pod as well would put a second copy of up to
-                    // BROADCAST_CAPACITY Pods into the ring (the store does not share them yet)
-                    // for events the Resync covers anyway.
+                    // Resync. Sending each listed Pod as well would map a second copy of every
+                    // Pod (the store does not share them yet) for events the Resync covers.
                     Ok(watcher::Event::InitApply(_)) => {}
                     Ok(watcher::Event::Delete(p)) => {
-                        let _ = sender.send(PodEvent::Deleted(Arc::new(p)));
+                        sender.send(&PodEvent::Deleted(Arc::new(p)));
                     }
                     Ok(watcher::Event::InitDone) => {
                         let _ = synced_tx.send(true);
-                        let _ = sender.send(PodEvent::Resync);
+                        sender.send(&PodEvent::Resync);
                     }
                     Ok(watcher::Event::Init) => {}
                     Err(e) => tracing::warn!(error = %e, "pod watch failed, retrying"),
@@ -181,7 +181,7 @@ impl PodCache {
         }
         Self {
             store,
-            tx,
+            fanout,
             synced,
             always_lag,
         }
@@ -207,43 +207,44 @@ impl PodCache {
         *self.synced.borrow()
     }
 
-    /// Every change from now on, as a stream. Lagging turns into a `Resync`.
-    pub fn events(&self) -> impl Stream<Item = PodEvent> + Send + 'static {
-        let rx = self.tx.subscribe();
+    /// What each change from now on maps to, as a stream: `map` runs in the cache's task on
+    /// every event, and the subscriber is woken only for what it returns. A subscriber that
+    /// falls behind receives `map(&PodEvent::Resync)` in place of what it missed. `map` must be
+    /// cheap and must not block: every Pod event waits for every subscriber's mapping.
+    pub fn targets<T, F>(&self, map: F) -> impl Stream<Item = T> + Send + 'static
+    where
+        T: Send + 'static,
+        F: Fn(&PodEvent) -> Vec<T> + Send + Sync + 'static,
+    {
         let always_lag = self.always_lag;
-        futures::stream::unfold(rx, move |mut rx| async move {
-            match rx.recv().await {
-                Ok(_) if always_lag => Some((PodEvent::Resync, rx)),
-                Ok(ev) => Some((ev, rx)),
-                Err(broadcast::error::RecvError::Lagged(n)) => {
-                    tracing::warn!(missed = n, "pod event subscriber lagged, resyncing");
-                    Some((PodEvent::Resync, rx))
+        self.fanout
+            .subscribe(PodEvent::Resync, move |ev: &PodEvent| {
+                if always_lag {
+                    map(&PodEvent::Resync)
+                } else {
+                    map(ev)
                 }
-                Err(broadcast::error::RecvError::Closed) => None,
-            }
-        })
+            })
     }
 
-    /// Every cached pod once, then each pod that changes (all of them again after a lag), for
-    /// controllers that look at pods one at a time. Deleted pods are not sent.
-    pub fn live_pods(&self) -> impl Stream<Item = Arc<Pod>> + Send + 'static {
-        let initial: Vec<PodEvent> = self
-            .store
-            .state()
-            .into_iter()
-            .map(PodEvent::Applied)
-            .collect();
-        let store = self.store.clone();
-        futures::stream::iter(initial)
-            .chain(self.events())
-            .flat_map(move |ev| {
-                let pods: Vec<Arc<Pod>> = match ev {
-                    PodEvent::Applied(p) => vec![p],
-                    PodEvent::Deleted(_) => Vec::new(),
-                    PodEvent::Resync => store.state(),
-                };
-                futures::stream::iter(pods)
-            })
+    /// `pick` of every cached Pod once, then of each Pod that changes (of every Pod again after
+    /// a lag), for controllers that look at Pods one at a time. Deleted Pods are not sent.
+    pub fn live_targets<T, I, F>(&self, pick: F) -> impl Stream<Item = T> + Send + 'static
+    where
+        T: Send + 'static,
+        I: IntoIterator<Item = T>,
+        F: Fn(&Arc<Pod>) -> I + Send + Sync + 'static,
+    {
+        let pick = Arc::new(pick);
+        let (store, each) = (self.store.clone(), pick.clone());
+        // Subscribed before the store is read, so no change falls between the two.
+        let changes = self.targets(move |ev| match ev {
+            PodEvent::Applied(p) => each(p).into_iter().collect(),
+            PodEvent::Deleted(_) => Vec::new(),
+            PodEvent::Resync => store.state().iter().flat_map(|p| each(p)).collect(),
+        });
+        let initial: Vec<T> = self.store.state().iter().flat_map(|p| pick(p)).collect();
+        futures::stream::iter(initial).chain(changes)
     }
 
     /// Every pod in `namespace`.

@@ -9,7 +9,6 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use futures::StreamExt;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -102,10 +101,7 @@ pub async fn run(
     metrics: Arc<Metrics>,
     shutdown: CancellationToken,
 ) {
-    let wanted = pods
-        .live_pods()
-        .filter(|p| futures::future::ready(needs_condition(p)))
-        .map(|p| ObjectRef::from_obj(p.as_ref()));
+    let wanted = pods.live_targets(|p| needs_condition(p).then(|| ObjectRef::from_obj(p.as_ref())));
     let ctx = Arc::new(Ctx {
         client,
         recent: Recent::default(),

@@ -28,9 +28,7 @@
 //! let (exp_ctx, store) = (ctx.clone(), ctl.store());
 //! let ctl = ctl.inspect(move |ev| forget_deleted(&exp_ctx, &store, ev));
 //! let (pod_ctx, store) = (ctx.clone(), ctl.store());
-//! ctl.trigger_refs(ctx.pods.events().flat_map(move |ev| {
-//!     futures::stream::iter(pod_event_targets(&pod_ctx, &store, ev))
-//! }))
+//! ctl.trigger_refs(ctx.pods.targets(move |ev| pod_event_targets(&pod_ctx, &store, ev.clone())))
 //! .run(reconcile, ctx)
 //! .await;
 //! // with `impl ReconcileError for Error { fn retry_floor(&self) -> Duration { … } }`

@@ -7,7 +7,6 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use futures::StreamExt;
 use kruise_api::apps::v1beta1::CloneSet;
 use kruise_api::{keys, selector};
 use kube::runtime::reflector::{self, ObjectRef};
@@ -52,8 +51,7 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
     let (pod_ctx, store) = (ctx.clone(), ctl.store());
     ctl.trigger_refs(
         ctx.pods
-            .events()
-            .flat_map(move |ev| futures::stream::iter(pod_event_targets(&pod_ctx, &store, ev))),
+            .targets(move |ev| pod_event_targets(&pod_ctx, &store, ev.clone())),
     )
     .run(reconcile, ctx)
     .await;

@@ -24,7 +24,6 @@ pub mod logic;
 
 use std::sync::Arc;
 
-use futures::StreamExt;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
@@ -90,23 +89,22 @@ pub async fn run(
         Controller::watching(NAME, runner::watch(api), metrics, shutdown).concurrency(CONCURRENCY);
     // A pod change concerns the requests for that pod (snapshot, gone pod, readiness).
     let by_pod = ctl.store();
-    let pod_events = pods.events().flat_map(move |ev| {
-        let pod = match &ev {
-            PodEvent::Applied(p) | PodEvent::Deleted(p) => Some(p.clone()),
+    let pod_events = pods.targets(move |ev| -> Vec<ObjectRef<ContainerRecreateRequest>> {
+        let pod = match ev {
+            PodEvent::Applied(p) | PodEvent::Deleted(p) => Some(p),
             PodEvent::Resync => None,
         };
-        let refs: Vec<ObjectRef<ContainerRecreateRequest>> = by_pod
+        by_pod
             .state()
             .into_iter()
             .filter(|c| {
-                pod.as_ref().is_none_or(|p| {
+                pod.is_none_or(|p| {
                     p.metadata.namespace == c.metadata.namespace
                         && p.metadata.name.as_deref() == Some(c.spec.pod_name.as_str())
                 })
             })
             .map(|c| ObjectRef::from_obj(c.as_ref()))
-            .collect();
-        futures::stream::iter(refs)
+            .collect()
     });
     let ctx = Arc::new(Ctx { client, pods });
     ctl.trigger_refs(pod_events).run(reconcile, ctx).await;

@@ -107,8 +107,7 @@ pub async fn run(
     let (pod_ctx, store) = (ctx.clone(), ctl.store());
     let pod_targets = ctx
         .pods
-        .events()
-        .flat_map(move |ev| futures::stream::iter(pod_event_targets(&pod_ctx, &store, ev)));
+        .targets(move |ev| pod_event_targets(&pod_ctx, &store, ev.clone()));
     ctl.trigger_refs(node_targets)
         .trigger_refs(pod_targets)
         .run(reconcile, ctx)

@@ -5,7 +5,6 @@
 
 use std::sync::Arc;
 
-use futures::StreamExt;
 use kruise_api::apps::v1alpha1::EphemeralJob;
 use kube::runtime::reflector::{self, ObjectRef};
 use kube::runtime::watcher;
@@ -79,8 +78,7 @@ pub async fn run(
     let store = ctl.store();
     let pod_targets = ctx
         .pods
-        .events()
-        .flat_map(move |ev| futures::stream::iter(pod_event_targets(&store, ev)));
+        .targets(move |ev| pod_event_targets(&store, ev.clone()));
     ctl.trigger_refs(pod_targets).run(reconcile, ctx).await;
 }
 

@@ -177,7 +177,7 @@ async fn run_jobs(
 
     // A pod change concerns running podSelector jobs of its namespace that select it.
     let store = jobs.clone();
-    let pod_events = pods.events().flat_map(move |ev| {
+    let pod_events = pods.targets(move |ev| {
         let selected = |pod: Option<&Pod>| -> Vec<ObjectRef<ImagePullJob>> {
             store
                 .state()
@@ -195,11 +195,10 @@ async fn run_jobs(
                 .map(|j| ObjectRef::from_obj(j.as_ref()))
                 .collect()
         };
-        let refs = match &ev {
+        match ev {
             PodEvent::Applied(p) | PodEvent::Deleted(p) => selected(Some(p)),
             PodEvent::Resync => selected(None),
-        };
-        futures::stream::iter(refs)
+        }
     });
 
     // A pull secret's source changed: the jobs using it rewrite their copies.

@@ -10,7 +10,6 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kruise_api::keys;
@@ -62,10 +61,7 @@ pub async fn run(
     metrics: Arc<Metrics>,
     shutdown: CancellationToken,
 ) {
-    let wanted = pods
-        .live_pods()
-        .filter(|p| futures::future::ready(plan::wants_reconcile(p)))
-        .map(|p| ObjectRef::from_obj(&*p));
+    let wanted = pods.live_targets(|p| plan::wants_reconcile(p).then(|| ObjectRef::from_obj(&**p)));
     // The runner dedupes requests per pod, so one pod is never handled twice at once.
     Controller::on_store(NAME, pods.store().clone(), metrics, shutdown)
         .concurrency(CONCURRENCY)

@@ -56,8 +56,7 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
     let states = ctl
         .trigger_refs(
             ctx.pods
-                .events()
-                .flat_map(move |ev| futures::stream::iter(pod_event_targets(&pod_store, ev))),
+                .targets(move |ev| pod_event_targets(&pod_store, ev.clone())),
         )
         .trigger_refs(
             rx.flat_map(move |(ns, target)| futures::stream::iter(targeting(&store, &ns, &target))),

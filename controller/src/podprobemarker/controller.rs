@@ -62,17 +62,15 @@ pub async fn run(
     ));
 
     let marker_store = markers.store();
-    let markers = markers.trigger_refs(
-        pods.events()
-            .flat_map(move |ev| futures::stream::iter(markers_of(&marker_store, ev))),
-    );
+    let markers =
+        markers.trigger_refs(pods.targets(move |ev| markers_of(&marker_store, ev.clone())));
     let node_store = nodes.store();
     let all_nodes = node_store.clone();
     let (node_markers, node_probes) = (ctx.markers.clone(), ctx.probes.clone());
     let nodes = nodes
-        .trigger_refs(pods.events().flat_map(move |ev| {
-            futures::stream::iter(node_of(&node_store, &node_markers, &node_probes, ev))
-        }))
+        .trigger_refs(
+            pods.targets(move |ev| node_of(&node_store, &node_markers, &node_probes, ev.clone())),
+        )
         .trigger_refs(marker_changes.flat_map(move |()| futures::stream::iter(all(&all_nodes))));
     tokio::join!(
         markers.run(reconcile::marker, ctx.clone()),

@@ -4,7 +4,6 @@
 
 use std::sync::Arc;
 
-use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
 use kruise_api::keys;
 use kruise_api::policy::v1alpha1::PodUnavailableBudget;
@@ -37,8 +36,7 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
     let store = ctl.store();
     ctl.trigger_refs(
         ctx.pods
-            .events()
-            .flat_map(move |ev| futures::stream::iter(pod_event_targets(&store, ev))),
+            .targets(move |ev| pod_event_targets(&store, ev.clone())),
     )
     .run(reconcile, ctx)
     .await;

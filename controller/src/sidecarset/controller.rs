@@ -42,14 +42,12 @@ pub async fn run(
     .default_backoff()
     .touched_objects();
     // A Pod event wakes every SidecarSet the Pod carries.
-    let wake = pods.live_pods().flat_map(|p| {
-        let names: Vec<ObjectRef<SidecarSet>> = p
-            .annotations()
+    let wake = pods.live_targets(|p| -> Vec<ObjectRef<SidecarSet>> {
+        p.annotations()
             .get(keys::SIDECARSET_HASH_ANNOTATION)
             .and_then(|v| wire::parse_hash_annotation(keys::SIDECARSET_HASH_ANNOTATION, v).ok())
             .map(|m| m.into_keys().map(|n| ObjectRef::new(&n)).collect())
-            .unwrap_or_default();
-        futures::stream::iter(names)
+            .unwrap_or_default()
     });
     let reporter = Reporter {
         controller: CONTROLLER_NAME.to_owned(),

@@ -4,7 +4,6 @@
 
 use std::sync::Arc;
 
-use futures::StreamExt;
 use kube::Client;
 use kube::runtime::reflector::ObjectRef;
 use tokio_util::sync::CancellationToken;
@@ -26,10 +25,8 @@ pub async fn run(
     metrics: Arc<Metrics>,
     shutdown: CancellationToken,
 ) {
-    let wanted = pods
-        .live_pods()
-        .filter(|p| futures::future::ready(plan::is_interesting(p)))
-        .map(|p| ObjectRef::from_obj(p.as_ref()));
+    let wanted =
+        pods.live_targets(|p| plan::is_interesting(p).then(|| ObjectRef::from_obj(p.as_ref())));
     // The Events' reporting instance, as the SidecarSet and NodeImage controllers name it.
     let ctx = Arc::new(Context::new(client, std::env::var("POD_NAME").ok()));
     Controller::on_store(METRIC_NAME, pods.store().clone(), metrics, shutdown)

@@ -4,7 +4,6 @@
 
 use std::sync::Arc;
 
-use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
 use kruise_api::apps::v1beta1::StatefulSet;
 use kruise_api::{keys, selector};
@@ -54,18 +53,17 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
         }
     });
     let (pod_ctx, store) = (ctx.clone(), ctl.store());
-    ctl.trigger_refs(ctx.pods.events().flat_map(move |ev| {
-        let targets: Vec<ObjectRef<StatefulSet>> = match ev {
+    ctl.trigger_refs(ctx.pods.targets(move |ev| -> Vec<ObjectRef<StatefulSet>> {
+        match ev {
             PodEvent::Resync => store
                 .state()
                 .iter()
                 .map(|s| ObjectRef::from_obj(s.as_ref()))
                 .collect(),
-            PodEvent::Applied(p) if controller_uid(&p).is_none() => adopters(&store.state(), &p),
-            PodEvent::Applied(p) => owner_of(&pod_ctx, &p, false).into_iter().collect(),
-            PodEvent::Deleted(p) => owner_of(&pod_ctx, &p, true).into_iter().collect(),
-        };
-        futures::stream::iter(targets)
+            PodEvent::Applied(p) if controller_uid(p).is_none() => adopters(&store.state(), p),
+            PodEvent::Applied(p) => owner_of(&pod_ctx, p, false).into_iter().collect(),
+            PodEvent::Deleted(p) => owner_of(&pod_ctx, p, true).into_iter().collect(),
+        }
     }))
     .run(reconcile, ctx)
     .await;

@@ -66,8 +66,7 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
     let store = ctl.store();
     ctl.trigger_refs(
         ctx.pods
-            .events()
-            .flat_map(move |ev| futures::stream::iter(pod_event_targets(&store, ev))),
+            .targets(move |ev| pod_event_targets(&store, ev.clone())),
     )
     .run(reconcile, ctx)
     .await;
