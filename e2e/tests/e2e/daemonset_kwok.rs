@@ -730,13 +730,18 @@ async fn a_refused_pod_create_is_an_event_and_a_condition_and_others_keep_going(
             .await
             .expect("create DaemonSet");
 
-        // The refused one says so in its status, with the API server's message ...
+        // The refused one says so in its status, with the API server's message, once the
+        // manager's Node cache has all three Nodes: the first refused create can come from a
+        // reconcile that ran before its Node watch delivered the third one.
         let ds = wait_status(
             &run.ds(),
             &run.name,
-            "the FailedScale condition",
+            "the FailedScale condition over 3 Nodes",
             WAIT,
-            |d| condition(d, "FailedScale").is_some_and(|c| c["status"] == "True"),
+            |d| {
+                condition(d, "FailedScale").is_some_and(|c| c["status"] == "True")
+                    && status_i64(d, "desiredNumberScheduled") == 3
+            },
         )
         .await
         .expect("condition");
