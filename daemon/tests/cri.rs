@@ -1,16 +1,18 @@
 //! Against a real CRI runtime, so all but the socket-path test (which needs none) are ignored by
 //! a plain `cargo test`: `hack/test.sh cri` runs them with `--include-ignored` and
-//! KRUISE_CRI_ENDPOINT set to the local cluster's containerd. Without the variable they fail,
-//! saying what is missing, rather than pass without testing anything.
+//! KRUISE_CRI_ENDPOINT set to the local cluster's containerd and KUBECONFIG to that cluster (the
+//! live-container test runs a Pod there). Without the variable they fail, saying what is missing,
+//! rather than pass without testing anything.
 //! KRUISE_TEST_IMAGE (default 127.0.0.1:5000/kruise-rs/sidecar:v1) must be pullable and
 //! idle until SIGTERM; KRUISE_TEST_MISSING_IMAGE must not exist in its registry.
 
 use std::collections::HashMap;
 use std::time::Duration;
 
-use k8s_cri::v1 as cri;
-use kruise_daemon::criruntime::labels::{CONTAINER_NAME_LABEL, POD_UID_LABEL};
+use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
+use kruise_daemon::criruntime::labels::CONTAINER_NAME_LABEL;
 use kruise_daemon::criruntime::{CriClient, SocketSource, State};
+use kube::api::{Api, DeleteParams, PostParams};
 
 fn endpoint() -> Option<String> {
     match std::env::var("KRUISE_CRI_ENDPOINT") {
@@ -110,121 +112,136 @@ async fn failed_pull_carries_the_registry_error() {
     assert!(err.message().contains("not found"), "{}", err.message());
 }
 
+// The container comes from a Pod the kubelet runs, as every container the daemon acts on does. A
+// sandbox made here directly would be an unknown running Pod to the node's kubelet, which kills
+// those in its housekeeping (every 2 s): the test once lost its sandbox between RunPodSandbox and
+// StartContainer that way.
 #[tokio::test]
 #[ignore = "needs a CRI runtime: run by hack/test.sh cri"]
 async fn exec_and_stop_a_real_container() {
     let Some(ep) = endpoint() else { return };
     let c = connect(&ep).await;
-    let image = test_image();
-    c.pull_image(
-        &image,
-        None,
-        HashMap::new(),
-        HashMap::new(),
-        Duration::from_secs(120),
-    )
-    .await
-    .expect("PullImage");
-    let uid = format!("kruise-daemon-it-{}", std::process::id());
-    let mut rs = c.runtime_service();
-    // Host network: the test must not depend on CNI.
-    let sandbox_cfg = cri::PodSandboxConfig {
-        metadata: Some(cri::PodSandboxMetadata {
-            name: uid.clone(),
-            uid: uid.clone(),
-            namespace: "kruise-daemon-it".into(),
-            attempt: 0,
-        }),
-        linux: Some(cri::LinuxPodSandboxConfig {
-            security_context: Some(cri::LinuxSandboxSecurityContext {
-                namespace_options: Some(cri::NamespaceOption {
-                    network: cri::NamespaceMode::Node as i32,
-                    ..Default::default()
-                }),
-                ..Default::default()
-            }),
-            ..Default::default()
-        }),
-        ..Default::default()
-    };
-    let sb = rs
-        .run_pod_sandbox(cri::RunPodSandboxRequest {
-            config: Some(sandbox_cfg.clone()),
-            runtime_handler: String::new(),
-        })
+    let client = kube::Client::try_default()
         .await
-        .expect("RunPodSandbox")
-        .into_inner()
-        .pod_sandbox_id;
-    let ctr = rs
-        .create_container(cri::CreateContainerRequest {
-            pod_sandbox_id: sb.clone(),
-            config: Some(cri::ContainerConfig {
-                metadata: Some(cri::ContainerMetadata {
-                    name: "idle".into(),
-                    attempt: 0,
-                }),
-                image: Some(cri::ImageSpec {
-                    image: image.clone(),
-                    ..Default::default()
-                }),
-                envs: vec![cri::KeyValue {
-                    key: "FROM_META".into(),
-                    value: "v1".into(),
-                }],
-                labels: HashMap::from([
-                    (POD_UID_LABEL.to_string(), uid.clone()),
-                    (CONTAINER_NAME_LABEL.to_string(), "idle".to_string()),
-                ]),
-                annotations: HashMap::from([(
-                    "io.kubernetes.container.hash".to_string(),
-                    "abc123".to_string(),
-                )]),
-                ..Default::default()
-            }),
-            sandbox_config: Some(sandbox_cfg),
-        })
+        .expect("a kube client from KUBECONFIG (hack/test.sh cri sets it to the local cluster)");
+    let pods: Api<Pod> = Api::namespaced(client, "default");
+    let name = format!("kruise-daemon-it-{}", std::process::id());
+    let pod: Pod = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": name},
+        "spec": {
+            "restartPolicy": "Never",
+            "terminationGracePeriodSeconds": 7,
+            "containers": [{
+                "name": "idle",
+                "image": test_image(),
+                "env": [{"name": "FROM_META", "value": "v1"}],
+            }],
+        },
+    }))
+    .unwrap();
+    let _ = pods
+        .delete(&name, &DeleteParams::default().grace_period(0))
+        .await;
+    pods.create(&PostParams::default(), &pod)
         .await
-        .expect("CreateContainer")
-        .into_inner()
-        .container_id;
-    rs.start_container(cri::StartContainerRequest {
-        container_id: ctr.clone(),
-    })
-    .await
-    .expect("StartContainer");
-
-    let result = async {
-        let out = c
-            .exec_sync(&ctr, vec!["env".into()], Duration::from_secs(5))
-            .await
-            .expect("ExecSync");
-        assert_eq!(out.exit_code, 0);
-        assert!(String::from_utf8_lossy(&out.stdout).contains("FROM_META=v1"));
-
-        let pcs = c.pod_containers(&uid).await.expect("pod containers");
-        assert_eq!(pcs.len(), 1);
-        assert_eq!(pcs[0].name, "idle");
-        assert_eq!(pcs[0].hash, 0xabc123);
-        assert_eq!(pcs[0].state, State::Running);
-        assert_eq!(pcs[0].pod_sandbox_id, sb);
-
-        c.stop_container(&ctr, 2).await.expect("StopContainer");
-        let st = c.container_status(&ctr).await.expect("ContainerStatus");
-        assert_eq!(State::from(st.state), State::Exited);
+        .expect("create the Pod");
+    // The body runs in its own task so that the Pod is deleted even when an assertion fails.
+    let body = tokio::spawn(live_container_checks(c, pods.clone(), name.clone()));
+    let result = body.await;
+    let _ = pods
+        .delete(&name, &DeleteParams::default().grace_period(0))
+        .await;
+    if let Err(e) = result {
+        std::panic::resume_unwind(e.into_panic());
     }
-    .await;
+}
 
-    let _ = rs
-        .remove_container(cri::RemoveContainerRequest { container_id: ctr })
-        .await;
-    let _ = rs
-        .stop_pod_sandbox(cri::StopPodSandboxRequest {
-            pod_sandbox_id: sb.clone(),
-        })
-        .await;
-    let _ = rs
-        .remove_pod_sandbox(cri::RemovePodSandboxRequest { pod_sandbox_id: sb })
-        .await;
-    result
+/// The Pod's container as the kubelet reports it, once it is in the given state.
+async fn wait_container_status(
+    pods: &Api<Pod>,
+    name: &str,
+    what: &str,
+    done: impl Fn(&ContainerStatus) -> bool,
+) -> (Pod, ContainerStatus) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+    loop {
+        let pod = pods.get(name).await.expect("get the Pod");
+        let cs = pod
+            .status
+            .as_ref()
+            .and_then(|s| s.container_statuses.as_ref())
+            .and_then(|v| v.iter().find(|c| c.name == "idle"))
+            .cloned();
+        if let Some(cs) = cs.filter(|cs| done(cs)) {
+            return (pod, cs);
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "container idle of Pod {name} not {what} within 120 s: {:?}",
+            pod.status
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+async fn live_container_checks(c: CriClient, pods: Api<Pod>, name: String) {
+    let (pod, cs) = wait_container_status(&pods, &name, "running", |cs| {
+        cs.state.as_ref().is_some_and(|s| s.running.is_some())
+    })
+    .await;
+    let uid = pod.metadata.uid.clone().expect("Pod uid");
+    let id = cs
+        .container_id
+        .as_deref()
+        .and_then(|id| id.split_once("://"))
+        .map(|(_, id)| id.to_string())
+        .expect("containerID of a running container");
+
+    // What the daemon reads of the kubelet's container matches what the kubelet reports.
+    let pcs = c.pod_containers(&uid).await.expect("pod containers");
+    assert_eq!(pcs.len(), 1, "{pcs:?}");
+    let info = &pcs[0];
+    assert_eq!(info.id, id);
+    assert_eq!(info.name, "idle");
+    assert_eq!(info.pod_uid, uid);
+    assert_eq!(info.pod_name, name);
+    assert_eq!(info.pod_namespace, "default");
+    assert_ne!(
+        info.hash, 0,
+        "the kubelet's container hash annotation was not read"
+    );
+    assert_eq!(info.restart_count, 0);
+    assert_eq!(info.grace_seconds, Some(7));
+    assert_eq!(info.state, State::Running);
+    assert!(!info.pod_sandbox_id.is_empty());
+    assert_eq!(
+        c.container_status(&id)
+            .await
+            .expect("ContainerStatus")
+            .labels[CONTAINER_NAME_LABEL],
+        "idle"
+    );
+
+    let out = c
+        .exec_sync(&id, vec!["env".into()], Duration::from_secs(5))
+        .await
+        .expect("ExecSync");
+    assert_eq!(out.exit_code, 0);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("FROM_META=v1"));
+
+    // Stopped through the CRI, the container is exited there and terminated in the Pod's status;
+    // restartPolicy Never keeps the kubelet from starting it again.
+    c.stop_container(&id, 2).await.expect("StopContainer");
+    let st = c.container_status(&id).await.expect("ContainerStatus");
+    assert_eq!(State::from(st.state), State::Exited);
+    let (_, cs) = wait_container_status(&pods, &name, "terminated", |cs| {
+        cs.state.as_ref().is_some_and(|s| s.terminated.is_some())
+    })
+    .await;
+    let terminated = cs.state.and_then(|s| s.terminated).expect("terminated");
+    assert_eq!(
+        terminated.container_id.as_deref(),
+        Some(format!("containerd://{id}").as_str())
+    );
+    assert_eq!(cs.restart_count, 0);
 }
