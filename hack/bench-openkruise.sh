@@ -24,8 +24,8 @@
 #   hack/bench-openkruise.sh                       6 turns, bare and typical Pods, then 1,000 Pods
 #                                                  at scale, one run; prints the tables
 #   hack/bench-openkruise.sh --append BENCHMARKS.md
-#   hack/bench-openkruise.sh --turns 2 --pods 5 --pod-kinds bare --scale-sizes none
-#                                                  a quick look at the rollout part only
+#   hack/bench-openkruise.sh --turns 2 --pods 5 --pod-kinds bare --variants in-place \
+#     --scale-sizes none                           a quick look at the rollout part only
 #   hack/bench-openkruise.sh --scale-sizes 1000,5000 --scale-runs 2   more of the scale part
 #
 # It holds /tmp/kruise-cluster.lock while it uses the cluster (the cluster is shared), brings the
@@ -50,6 +50,7 @@ pods=10
 append=
 samples=200
 kinds=bare,typical
+variants=in-place,recreate
 scale_sizes=1000
 scale_runs=1
 while [ $# -gt 0 ]; do
@@ -61,6 +62,7 @@ while [ $# -gt 0 ]; do
     --append) append=$2; shift 2 ;;
     --admission-samples) samples=$2; shift 2 ;;
     --pod-kinds) kinds=$2; shift 2 ;;
+    --variants) variants=$2; shift 2 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -319,17 +321,19 @@ for ((t = 0; t < turns; t++)); do
   if [ "$sys" = K ]; then start_kruise_rs; else start_openkruise; fi
   # The machine is shared: the load beside each turn says how far to trust its times.
   echo "$t $sys $(cut -d' ' -f1 /proc/loadavg)" >>"$out/load.txt"
-  "$target/release/kruise-bench" --variants in-place,recreate --pod-kinds "$kinds" --runs 1 \
+  "$target/release/kruise-bench" --variants "$variants" --pod-kinds "$kinds" --runs 1 \
     --pods "$pods" --manager-pid "$manager_pid" --daemon-pid "$daemon_pid" \
     --admission-samples "$samples" --json "$out/turn-$t-$sys.json"
   if [ "$sys" = K ]; then stop_kruise_rs; else stop_openkruise; fi
   [ $((t % 2)) = 1 ] && baseline "$((t + 1))"
 done
 
-python3 - "$out" "$turns" "$pods" "$(uname -r)" "$(nproc)" "${order[*]}" "$kinds" "$OK_VERSION" >"$out/table.md" <<'PY'
+python3 - "$out" "$turns" "$pods" "$(uname -r)" "$(nproc)" "${order[*]}" "$kinds" "$OK_VERSION" "$variants" >"$out/table.md" <<'PY'
 import glob, json, math, statistics, sys
-out, turns, pods, kernel, cores, order, kinds, version = sys.argv[1:9]
+out, turns, pods, kernel, cores, order, kinds, version, variants = sys.argv[1:10]
 kinds = [{"bare": "Bare", "typical": "Typical"}[k] for k in kinds.split(",")]
+run_variants = [(v, n) for v, n in (("InPlace", "in place"), ("Recreate", "recreate"))
+                if {"InPlace": "in-place", "Recreate": "recreate"}[v] in variants.split(",")]
 def q(v, p):
     """The nearest-rank quantile, as kruise-bench's stats::quantile."""
     v = sorted(v)
@@ -371,9 +375,9 @@ mib = lambda kib: kib / 1024
 for kind in kinds:
     label = kind.lower() + " Pod"
     t = lambda s, v: med(res[s]["times"].get((kind, v), []))
-    row(label, "rollout in place, median", t("O", "InPlace"), t("K", "InPlace"), " s", "≤ 0.8")
-    row(label, "rollout recreate, median", t("O", "Recreate"), t("K", "Recreate"), " s")
-    for v, vl in (("InPlace", "in place"), ("Recreate", "recreate")):
+    for v, vl in run_variants:
+        row(label, f"rollout {vl}, median", t("O", v), t("K", v), " s", "≤ 0.8" if v == "InPlace" else "")
+    for v, vl in run_variants:
         p = lambda s, key: procs(s, kind, v, key)
         row(label, f"manager RSS steady, {vl} (median)", mib(med(p("O", "manager_rss_steady_kib"))), mib(med(p("K", "manager_rss_steady_kib"))), " MiB", "≤ 0.33", "{:.1f}")
         row(label, f"manager RSS peak, {vl} (max)", mib(max(p("O", "manager_rss_peak_kib"), default=0)), mib(max(p("K", "manager_rss_peak_kib"), default=0)), " MiB", "", "{:.1f}")
@@ -393,18 +397,20 @@ phase_names = (("dispatch", "image change → last Pod patched (manager)"),
                ("restart", "patch → new container running (kubelet)"),
                ("notice", "running → InPlaceUpdateReady True (manager)"),
                ("gate", "InPlaceUpdateReady True → Ready (kubelet)"),
+               ("probe", "running → new container ready (kubelet's readiness probe)"),
+               ("fold", "gate True and container ready → Ready (kubelet)"),
                ("patch_to_ready", "per Pod, patch → Ready on the new image"))
 for kind in kinds:
     for key, name in phase_names:
-        v = {s: med([ph[key] for ph in res[s]["phases"].get(kind, [])]) for s in "KO"}
+        v = {s: med([ph[key] for ph in res[s]["phases"].get(kind, []) if key in ph]) for s in "KO"}
         print(f"| {kind.lower()} Pod | {name} | {v['O']:.2f} | {v['K']:.2f} |")
 print()
 fmt = lambda v: ", ".join(f"{x:.2f}" for x in v)
 print("Runs (s), in turn order:")
 for kind in kinds:
-    for v in ("InPlace", "Recreate"):
+    for v, _ in run_variants:
         print(f"- {kind.lower()} Pod, {v}: OpenKruise {fmt(res['O']['times'].get((kind, v), []))}; Kruise-rs {fmt(res['K']['times'].get((kind, v), []))}")
-print(f"\nRun with `hack/bench-openkruise.sh --turns {turns} --pods {pods} --pod-kinds {sys.argv[7]}` (`make bench-openkruise`); its scale part's table follows when it ran.")
+print(f"\nRun with `hack/bench-openkruise.sh --turns {turns} --pods {pods} --pod-kinds {sys.argv[7]} --variants {variants}` (`make bench-openkruise`); its scale part's table follows when it ran.")
 PY
 cat "$out/table.md"
 [ -n "$append" ] && cat "$out/table.md" >>"$append"

@@ -10,6 +10,8 @@
 #   hack/cluster.sh status  prints what runs
 #
 # State lives in .cluster/ (git-ignored): kubeconfig, bin/kubectl, logs/, pids/, pki/, data dirs.
+# KRS_KUBELET_V (default 1): the kubelet's log verbosity, e.g. 4 to see its pod syncs in
+# .cluster/logs/kubelet.log when timing what the kubelet does with a Pod.
 set -euo pipefail
 # shellcheck source=hack/lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -404,7 +406,7 @@ cmd_up() {
   start kubelet "$bin/kubelet" --config "$KRS_DIR/kubelet.yaml" \
     --kubeconfig "$KRS_DIR/kubelet-client.kubeconfig" \
     --root-dir "$KRS_DIR/kubelet" --cert-dir "$KRS_DIR/kubelet/pki" \
-    --hostname-override "$KRS_NODE" --node-ip "$ip" --v 1
+    --hostname-override "$KRS_NODE" --node-ip "$ip" --v "${KRS_KUBELET_V:-1}"
   wait_for kubelet 60 curl -sf http://127.0.0.1:10248/healthz
 
   log "starting kube-proxy"

@@ -3,7 +3,7 @@
 # kruise-manager (with its webhook) and kruise-daemon as host processes built from this tree.
 #   hack/dev-up.sh         build, install CRDs, start both, wait until they answer; a component
 #                          that runs already is left running (a running manager keeps the CRDs)
-#   hack/dev-up.sh down    stop both
+#   hack/dev-up.sh down    stop both, and remove the webhook configurations that point at them
 #   KRUISE_PROFILE=release hack/dev-up.sh   optimized binaries (what the benchmarks measure)
 # Logs: .cluster/logs/kruise-{manager,daemon}.log. The webhook is reached by the API server at
 # https://127.0.0.1:9876, so dev mode needs an API server on this host (the local cluster).
@@ -13,8 +13,25 @@ source "$(dirname "$0")/lib.sh"
 cd "$KRS_ROOT"
 
 if [ "${1:-}" = down ]; then
+  started=false
+  [ -f "$KRS_PIDS/kruise-manager.pid" ] && started=true
   stop kruise-manager 15
   stop kruise-daemon 15
+  # The webhook configurations the dev manager wrote point at its host URL, and the Pod hooks
+  # fail closed: left behind, they would refuse every Pod create ("connection refused") until
+  # the manager runs again. Removed only when this script started the manager and they still
+  # point at it (an installed Kruise-rs points them at its Service).
+  if $started; then
+    for kind in mutating validating; do
+      cfg=${kind}webhookconfiguration/kruise-${kind}-webhook-configuration
+      url=$(_kruise_kubectl --request-timeout=10s get "$cfg" \
+        -o jsonpath='{.webhooks[0].clientConfig.url}' 2>/dev/null) || continue
+      case $url in
+        https://127.0.0.1:9876/*)
+          _kruise_kubectl --request-timeout=10s delete "$cfg" --ignore-not-found >/dev/null || true ;;
+      esac
+    done
+  fi
   exit 0
 fi
 

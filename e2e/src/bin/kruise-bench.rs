@@ -359,7 +359,10 @@ async fn update(client: &Client, ns: &str, v: Variant, name: &str) -> kruise_e2e
 /// manager had patched every Pod, and per Pod the kubelet restarting the container (patch →
 /// new container running), the manager noticing (running → InPlaceUpdateReady True), and the
 /// kubelet folding the readiness gate into Ready (InPlaceUpdateReady True → Ready); and the
-/// whole per-Pod latency, patch → Ready on the new image.
+/// whole per-Pod latency, patch → Ready on the new image. The last kubelet phase is split in
+/// two: the new container passing its readiness probe (running → container ready), and Ready
+/// after both the gate and the container are ready (`fold`), which says whether Ready waits for
+/// the gate or for the probe.
 #[derive(Default)]
 struct Phases {
     dispatch: Vec<Duration>,
@@ -367,6 +370,8 @@ struct Phases {
     restart: Vec<Duration>,
     notice: Vec<Duration>,
     gate: Vec<Duration>,
+    probe: Vec<Duration>,
+    fold: Vec<Duration>,
 }
 
 impl Phases {
@@ -377,6 +382,8 @@ impl Phases {
             patched: Option<Instant>,
             running: Option<Instant>,
             gate_true: Option<Instant>,
+            /// The app container ready on the new image (its readiness probe passed).
+            container_ready: Option<Instant>,
             ready: Option<Instant>,
             /// Ready with the app container ready on the new image, gate or not.
             done: Option<Instant>,
@@ -406,6 +413,9 @@ impl Phases {
                 s.ready = Some(*at);
             }
             let ready_new = container_status(p, "app").is_some_and(|c| c.image == want && c.ready);
+            if s.running.is_some() && ready_new && s.container_ready.is_none() {
+                s.container_ready = Some(*at);
+            }
             if s.patched.is_some() && ready_new && pod_ready(p) && s.done.is_none() {
                 s.done = Some(*at);
             }
@@ -424,6 +434,12 @@ impl Phases {
             if let (Some(a), Some(b)) = (s.gate_true, s.ready) {
                 self.gate.push(b.duration_since(a));
             }
+            if let (Some(a), Some(b)) = (s.running, s.container_ready) {
+                self.probe.push(b.duration_since(a));
+            }
+            if let (Some(g), Some(c), Some(b)) = (s.gate_true, s.container_ready, s.ready) {
+                self.fold.push(b.saturating_duration_since(g.max(c)));
+            }
             if let (Some(a), Some(b)) = (s.patched, s.done) {
                 self.patch_to_ready.push(b.duration_since(a));
             }
@@ -438,6 +454,8 @@ impl Phases {
             "restart": m(&self.restart),
             "notice": m(&self.notice),
             "gate": m(&self.gate),
+            "probe": m(&self.probe),
+            "fold": m(&self.fold),
             "patch_to_ready": m(&self.patch_to_ready),
         })
     }
@@ -469,6 +487,14 @@ impl Phases {
         out.push_str(&row(
             "InPlaceUpdateReady True → Ready (kubelet)",
             &self.gate,
+        ));
+        out.push_str(&row(
+            "running → new container ready (kubelet's readiness probe)",
+            &self.probe,
+        ));
+        out.push_str(&row(
+            "gate True and container ready → Ready (kubelet)",
+            &self.fold,
         ));
         out
     }
