@@ -103,7 +103,8 @@ if [ -z "${KRS_BENCH_LOCKED:-}" ]; then
   cargo build --release -p kruise-manager -p kruise-daemon -p kruise-e2e "${bins[@]}"
   log "waiting for $LOCK"
   KRS_BENCH_LOCKED=1 flock "$LOCK" "$0" --turns "$turns" --pods "$pods" \
-    --admission-samples "$samples" --pod-kinds "$kinds" ${append:+--append "$append"}
+    --admission-samples "$samples" --pod-kinds "$kinds" --variants "$variants" \
+    ${append:+--append "$append"}
   [ "$scale_sizes" = none ] && exit 0
   log "the scale part: waiting for $SCALE_LOCK"
   KRS_SCALE_LOCKED=1 exec flock "$SCALE_LOCK" "$0" --scale-sizes "$scale_sizes" \
