@@ -377,8 +377,9 @@ pub async fn run_controllers(
         &run, &client, &pods, &metrics, &instance, &namespace, &token,
     );
     let uds = uniteddeployment::start(&client, &pods, &metrics, &instance, &namespace, &token);
+    let pvcs = crate::pvccache::start(client.clone(), namespace.as_deref(), token.clone());
     let ctx = Arc::new(
-        cloneset::Context::new(client, pods, revisions, metrics, instance, namespace)
+        cloneset::Context::new(client, pods, revisions, pvcs, metrics, instance, namespace)
             .with_gates(gates),
     );
     tokio::join!(

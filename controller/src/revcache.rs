@@ -11,70 +11,35 @@
 
 use std::sync::Arc;
 
-use futures::StreamExt;
 use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kruise_api::selector;
-use kube::runtime::WatchStreamExt;
-use kube::runtime::reflector::{self, Store};
-use kube::runtime::watcher::{self, watcher};
-use kube::{Api, Client};
-use tokio::sync::watch;
+use kube::Client;
 use tokio_util::sync::CancellationToken;
 
 use crate::revision;
+use crate::watchcache::{self, Watched};
 
 /// The watched ControllerRevisions of every workload kind; [`RevisionCache::owned`] picks one
 /// workload's.
 #[derive(Clone)]
 pub struct RevisionCache {
-    store: Store<ControllerRevision>,
-    synced: watch::Receiver<bool>,
+    watched: Watched<ControllerRevision>,
 }
 
 impl RevisionCache {
     /// Starts the watch on `namespace` (all namespaces when `None`); it stops when `shutdown` is
     /// cancelled.
     pub fn start(client: Client, namespace: Option<&str>, shutdown: CancellationToken) -> Self {
-        let (store, writer) = reflector::store::<ControllerRevision>();
-        let (synced_tx, synced) = watch::channel(false);
-        let api: Api<ControllerRevision> = match namespace {
-            Some(ns) => Api::namespaced(client, ns),
-            None => Api::all(client),
-        };
-        tokio::spawn(async move {
-            // managedFields are never read; the template data is what the controller needs.
-            let stream = watcher(api, watcher::Config::default())
-                .default_backoff()
-                .modify(|r| r.metadata.managed_fields = None)
-                .reflect(writer);
-            let mut stream = std::pin::pin!(stream);
-            loop {
-                let item = tokio::select! {
-                    _ = shutdown.cancelled() => break,
-                    item = stream.next() => item,
-                };
-                match item {
-                    None => break,
-                    Some(Ok(watcher::Event::InitDone)) => {
-                        let _ = synced_tx.send(true);
-                    }
-                    Some(Ok(_)) => {}
-                    Some(Err(e)) => {
-                        tracing::warn!(error = %e, "controllerrevision watch failed, retrying")
-                    }
-                }
-            }
-            tracing::debug!("controllerrevision cache stopped");
-        });
-        Self { store, synced }
+        Self {
+            watched: watchcache::start(client, namespace, "controllerrevision", shutdown),
+        }
     }
 
     /// Waits until the first list has been loaded: before that, a workload would look as if it
     /// had no revisions at all.
     pub async fn wait_synced(&self) {
-        let mut rx = self.synced.clone();
-        let _ = rx.wait_for(|s| *s).await;
+        self.watched.wait_synced().await;
     }
 
     /// The revisions in `namespace` that `selector` selects and the controller `uid` owns,
@@ -85,13 +50,13 @@ impl RevisionCache {
         selector: &LabelSelector,
         uid: &str,
     ) -> Vec<ControllerRevision> {
-        owned_revisions(&self.store.state(), namespace, selector, uid)
+        owned_revisions(&self.watched.state(), namespace, selector, uid)
     }
 
     /// The revisions in `namespace` that `selector` selects and no controller owns: what a
     /// workload adopts (a StatefulSet deleted with `--cascade=orphan` leaves its revisions so).
     pub fn orphans(&self, namespace: &str, selector: &LabelSelector) -> Vec<ControllerRevision> {
-        orphan_revisions(&self.store.state(), namespace, selector)
+        orphan_revisions(&self.watched.state(), namespace, selector)
     }
 }
 
@@ -123,12 +88,7 @@ fn owned_revisions(
     sel: &LabelSelector,
     uid: &str,
 ) -> Vec<ControllerRevision> {
-    let empty = Default::default();
-    let mut revs: Vec<ControllerRevision> = all
-        .iter()
-        .filter(|r| r.metadata.namespace.as_deref() == Some(namespace))
-        .filter(|r| crate::history::controlled_by(r, uid))
-        .filter(|r| selector::matches(sel, r.metadata.labels.as_ref().unwrap_or(&empty)))
+    let mut revs: Vec<ControllerRevision> = watchcache::owned(all, namespace, sel, uid)
         .map(|r| r.as_ref().clone())
         .collect();
     revision::sort_revisions(&mut revs);
@@ -138,7 +98,6 @@ fn owned_revisions(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
     use std::collections::BTreeMap;
 
     fn rev(
@@ -150,17 +109,7 @@ mod tests {
         app: &str,
     ) -> Arc<ControllerRevision> {
         Arc::new(ControllerRevision {
-            metadata: ObjectMeta {
-                namespace: Some(ns.into()),
-                name: Some(name.into()),
-                labels: Some(BTreeMap::from([("app".to_string(), app.to_string())])),
-                owner_references: Some(vec![OwnerReference {
-                    uid: owner.into(),
-                    controller: Some(controller),
-                    ..Default::default()
-                }]),
-                ..Default::default()
-            },
+            metadata: crate::watchcache::test_meta(ns, name, owner, controller, app),
             revision: number,
             ..Default::default()
         })

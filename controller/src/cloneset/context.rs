@@ -20,6 +20,7 @@ use crate::expectations::{Cached, ResourceVersionExpectations, ScaleExpectations
 use crate::inplace::InPlaceControl;
 use crate::metrics::Metrics;
 use crate::podcache::PodCache;
+use crate::pvccache::PvcCache;
 use crate::revcache::RevisionCache;
 use crate::workload::quiet::QuietPods;
 
@@ -46,6 +47,8 @@ pub struct Context {
     pub pods: PodCache,
     /// The CloneSets' ControllerRevisions (see [`RevisionCache`]).
     pub revisions: RevisionCache,
+    /// The claims made from volumeClaimTemplates (see [`PvcCache`]).
+    pub pvcs: PvcCache,
     pub recorder: Recorder,
     pub scale_exp: ScaleExpectations,
     pub rv_exp: ResourceVersionExpectations,
@@ -70,6 +73,7 @@ impl Context {
         client: Client,
         pods: PodCache,
         revisions: RevisionCache,
+        pvcs: PvcCache,
         metrics: Arc<Metrics>,
         instance: Option<String>,
         namespace: Option<String>,
@@ -84,6 +88,7 @@ impl Context {
             client,
             pods,
             revisions,
+            pvcs,
             scale_exp: ScaleExpectations::new(),
             rv_exp: ResourceVersionExpectations::new(),
             metrics,

@@ -28,10 +28,10 @@ const CONCURRENCY: u16 = 3;
 
 /// Run the CloneSet controller until `shutdown` is cancelled.
 pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
-    // Reconciles read revisions from the cache: before its first list every CloneSet would look
-    // as if it had none.
+    // Reconciles read revisions and claims from the caches: before their first lists every
+    // CloneSet would look as if it had none.
     tokio::select! {
-        _ = ctx.revisions.wait_synced() => {}
+        _ = async { tokio::join!(ctx.revisions.wait_synced(), ctx.pvcs.wait_synced()) } => {}
         _ = shutdown.cancelled() => return,
     }
     let api: Api<CloneSet> = match &ctx.namespace {

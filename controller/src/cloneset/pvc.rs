@@ -6,14 +6,14 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use kruise_api::apps::v1beta1::CloneSet;
-use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
+use kube::api::{DeleteParams, Patch, PatchParams};
 use kube::{Api, ResourceExt};
 use serde_json::json;
 
 use super::context::Context;
 use super::error::Error;
 use super::pod::instance_id;
-use super::{scale, status};
+use super::scale;
 use crate::workload::podutil;
 
 /// Without PVC reuse, PVCs whose pod is gone are deleted and those of finished pods are handed to
@@ -87,28 +87,15 @@ pub(super) async fn cleanup_pvcs(
     Ok(plan.keep.into_iter().map(|i| pvcs[i].clone()).collect())
 }
 
-pub(super) async fn owned_pvcs(
+/// The claims `cs` made and still owns, from the watch (see [`crate::pvccache`]).
+pub(super) fn owned_pvcs(
     ctx: &Context,
     cs: &CloneSet,
     ns: &str,
     uid: &str,
-) -> Result<Vec<PersistentVolumeClaim>, Error> {
+) -> Vec<PersistentVolumeClaim> {
     if cs.spec.volume_claim_templates.is_empty() {
-        return Ok(Vec::new());
+        return Vec::new();
     }
-    let api: Api<PersistentVolumeClaim> = Api::namespaced(ctx.client.clone(), ns);
-    let lp = ListParams::default().labels(&status::selector_string(&cs.spec.selector));
-    let list = api.list(&lp).await?;
-    Ok(list
-        .items
-        .into_iter()
-        .filter(|p| p.metadata.deletion_timestamp.is_none())
-        .filter(|p| {
-            p.metadata
-                .owner_references
-                .iter()
-                .flatten()
-                .any(|o| o.controller == Some(true) && o.uid == uid)
-        })
-        .collect())
+    crate::pvccache::owned(&ctx.pvcs, ns, &cs.spec.selector, uid)
 }

@@ -118,7 +118,7 @@ async fn reconcile_inner(
     // Names are unique within a namespace: an unstable sort gives the same order, cheaper.
     active.sort_unstable_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
     *walked = active.len();
-    let mut pvcs = owned_pvcs(ctx, cs, &ns, &uid).await?;
+    let mut pvcs = owned_pvcs(ctx, cs, &ns, &uid);
     if !cs.spec.scale_strategy.enable_pvc_reuse && !pvcs.is_empty() {
         pvcs = cleanup_pvcs(ctx, cs, &ns, &active, &inactive, pvcs).await?;
     }

@@ -434,10 +434,12 @@ mod tests {
         let pods = PodCache::start(client.clone(), Some("none"), token.clone());
         let revisions =
             crate::revcache::RevisionCache::start(client.clone(), Some("none"), token.clone());
+        let pvcs = crate::pvccache::start(client.clone(), Some("none"), token.clone());
         let ctx = Context::new(
             client,
             pods,
             revisions,
+            pvcs,
             Arc::new(crate::metrics::Metrics::new()),
             None,
             None,
