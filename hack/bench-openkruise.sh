@@ -391,20 +391,22 @@ row("any", "Pod create (dry run) p50 with the webhook", ms(res["O"]["adm"], .5),
 row("any", "Pod create (dry run) p99 with the webhook", ms(res["O"]["adm"], .99), ms(res["K"]["adm"], .99), " ms", "", "{:.1f}")
 print(f"\nPod create (dry run) without any webhook configured, between the turns: p50 {ms(base, .5):.1f} ms, p99 {ms(base, .99):.1f} ms "
       f"over {len(base)} creates (with the webhook: {len(res['O']['adm'])} creates for OpenKruise, {len(res['K']['adm'])} for Kruise-rs).\n")
-print("Where an in-place rollout's time goes (kruise-bench's watch of the Pods; per turn the median over the Pods, then the median over the turns):\n")
-print("| Pod | phase | OpenKruise s | Kruise-rs s |")
-print("|---|---|---|---|")
-phase_names = (("dispatch", "image change → last Pod patched (manager)"),
-               ("restart", "patch → new container running (kubelet)"),
-               ("notice", "running → InPlaceUpdateReady True (manager)"),
-               ("gate", "InPlaceUpdateReady True → Ready (kubelet)"),
-               ("probe", "running → new container ready (kubelet's readiness probe)"),
-               ("fold", "gate True and container ready → Ready (kubelet)"),
-               ("patch_to_ready", "per Pod, patch → Ready on the new image"))
-for kind in kinds:
-    for key, name in phase_names:
-        v = {s: med([ph[key] for ph in res[s]["phases"].get(kind, []) if key in ph]) for s in "KO"}
-        print(f"| {kind.lower()} Pod | {name} | {v['O']:.2f} | {v['K']:.2f} |")
+# Only an in-place rollout has these phases.
+if any(v == "InPlace" for v, _ in run_variants):
+    print("Where an in-place rollout's time goes (kruise-bench's watch of the Pods; per turn the median over the Pods, then the median over the turns):\n")
+    print("| Pod | phase | OpenKruise s | Kruise-rs s |")
+    print("|---|---|---|---|")
+    phase_names = (("dispatch", "image change → last Pod patched (manager)"),
+                   ("restart", "patch → new container running (kubelet)"),
+                   ("notice", "running → InPlaceUpdateReady True (manager)"),
+                   ("gate", "InPlaceUpdateReady True → Ready (kubelet)"),
+                   ("probe", "running → new container ready (kubelet's readiness probe)"),
+                   ("fold", "gate True and container ready → Ready (kubelet)"),
+                   ("patch_to_ready", "per Pod, patch → Ready on the new image"))
+    for kind in kinds:
+        for key, name in phase_names:
+            v = {s: med([ph[key] for ph in res[s]["phases"].get(kind, []) if key in ph]) for s in "KO"}
+            print(f"| {kind.lower()} Pod | {name} | {v['O']:.2f} | {v['K']:.2f} |")
 print()
 fmt = lambda v: ", ".join(f"{x:.2f}" for x in v)
 print("Runs (s), in turn order:")
