@@ -86,6 +86,45 @@ async fn reserved_by_subset(api: &Api<Pod>) -> BTreeMap<String, (i64, i64)> {
     out
 }
 
+/// Each live Pod as the reservation sees it (subset, phase, reserved label, revision, Ready
+/// and since when), and the UnitedDeployment's subset statuses: what a failure needs to tell
+/// a Pod the controller judged wrongly from one it never looked at again.
+async fn explain(api: &Api<Pod>) -> String {
+    let mut out = String::new();
+    let list = api
+        .list(&ListParams::default().labels("app=web"))
+        .await
+        .map(|l| l.items)
+        .unwrap_or_default();
+    for p in list {
+        let labels = p.labels();
+        let label = |k: &str| labels.get(k).cloned().unwrap_or_default();
+        let status = p.status.clone().unwrap_or_default();
+        let ready = status
+            .conditions
+            .iter()
+            .flatten()
+            .find(|c| c.type_ == "Ready")
+            .map(|c| format!("{} since {:?}", c.status, c.last_transition_time))
+            .unwrap_or_default();
+        out.push_str(&format!(
+            "\n  {} subset={} phase={:?} reserved={} revision={} ready={} deleting={}",
+            p.name_any(),
+            label(keys::SUBSET_NAME_LABEL),
+            status.phase,
+            label(UD_RESERVED_POD_LABEL),
+            label(keys::KRUISE_CONTROLLER_REVISION_HASH_LABEL),
+            ready,
+            p.metadata.deletion_timestamp.is_some(),
+        ));
+    }
+    let ns = api.namespace().unwrap_or_default().to_owned();
+    if let Ok(u) = ud::api(&api.clone().into_client(), &ns).get("web").await {
+        out.push_str(&format!("\n  status: {}", u.data["status"]));
+    }
+    out
+}
+
 /// Waits until each subset has `(Pods, reserved Pods)` as given.
 async fn wait_reserved(api: &Api<Pod>, want: &[(&str, i64, i64)]) {
     let want: BTreeMap<String, (i64, i64)> = want
@@ -99,7 +138,11 @@ async fn wait_reserved(api: &Api<Pod>, want: &[(&str, i64, i64)]) {
     })
     .await;
     if got.is_err() {
-        panic!("{what}: have {:?}", reserved_by_subset(api).await);
+        panic!(
+            "{what}: have {:?}{}",
+            reserved_by_subset(api).await,
+            explain(api).await
+        );
     }
 }
 
