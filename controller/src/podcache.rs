@@ -9,10 +9,13 @@
 //! (object references, bounded by [`fanout::CAPACITY`]), not Pods.
 
 mod fanout;
+mod read;
+
+pub use read::{PodRead, PodWritten};
 
 use std::sync::Arc;
 
-use futures::{Stream, StreamExt};
+use futures::{Stream, StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::Pod;
 use kruise_api::keys;
 use kube::runtime::WatchStreamExt;
@@ -116,6 +119,18 @@ pub struct PodCache {
     always_lag: bool,
 }
 
+/// The watch's event with each Pod as the store keeps it.
+fn read_event(e: watcher::Event<PodRead>) -> watcher::Event<Pod> {
+    use watcher::Event;
+    match e {
+        Event::Apply(PodRead(p)) => Event::Apply(p),
+        Event::Delete(PodRead(p)) => Event::Delete(p),
+        Event::Init => Event::Init,
+        Event::InitApply(PodRead(p)) => Event::InitApply(p),
+        Event::InitDone => Event::InitDone,
+    }
+}
+
 impl PodCache {
     /// Starts the watch on `namespace` (all namespaces when `None`); it stops when `shutdown` is
     /// cancelled.
@@ -123,17 +138,19 @@ impl PodCache {
         let (store, writer) = reflector::store::<Pod>();
         let fanout = Fanout::default();
         let (synced_tx, synced) = watch::channel(false);
-        let api: Api<Pod> = match namespace {
+        let api: Api<PodRead> = match namespace {
             Some(ns) => Api::namespaced(client, ns),
             None => Api::all(client),
         };
         let sender = fanout.clone();
         let store_for_events = store.clone();
         tokio::spawn(async move {
-            // managedFields are often the largest part of a Pod and no controller reads them;
-            // dropping them (and the rest of DROPPED_FIELDS) before the store keeps it small.
+            // managedFields are often the largest part of a Pod and no controller reads them:
+            // the decode skips them ([`PodRead`]), and the rest of DROPPED_FIELDS is dropped
+            // before the store, which keeps it small.
             let stream = watcher(api, watcher::Config::default())
                 .default_backoff()
+                .map_ok(read_event)
                 .modify(slim)
                 .reflect(writer);
             let stored = store_for_events.clone();

@@ -8,6 +8,7 @@ use super::hooks::InPlaceHooks;
 use super::patch::EngineError;
 use super::plan::{self, GraceStep, PodWrite, RefreshStep};
 use super::spec::{NotInPlace, UpdateOptions};
+use crate::podcache::{PodRead, PodWritten};
 use jiff::Timestamp;
 use json_patch::jsonptr::PointerBuf;
 use json_patch::{
@@ -236,7 +237,12 @@ fn pods_name(pod: &Pod) -> Result<(String, String), ApplyError> {
     }
 }
 
-fn pods(client: &kube::Client, pod: &Pod) -> Result<(Api<Pod>, String), ApplyError> {
+/// The pods endpoint of `pod`'s namespace, its answers read as `K` (a [`PodRead`] or only the
+/// [`PodWritten`] resourceVersion: the engine never reads managedFields).
+fn pods<K>(client: &kube::Client, pod: &Pod) -> Result<(Api<K>, String), ApplyError>
+where
+    K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>,
+{
     let (ns, name) = pods_name(pod)?;
     Ok((Api::namespaced(client.clone(), &ns), name))
 }
@@ -249,7 +255,7 @@ impl InPlaceControl {
     /// Writes `write` (resize first, then the pod). `Ok(None)` when nothing changed. Takes the
     /// pod as read by value: the diff borrows it mutably, and the caller has no use for it after.
     async fn write(&self, mut before: Pod, write: PodWrite) -> Result<Option<String>, ApplyError> {
-        let (api, name) = pods(&self.client, &before)?;
+        let (api, name) = pods::<PodRead>(&self.client, &before)?;
         let PodWrite {
             pod: mut after,
             resize,
@@ -257,7 +263,7 @@ impl InPlaceControl {
         if let Some(resize) = resize.as_ref() {
             // The resize subresource is the only way to change resources of a running pod; its
             // answer carries the new resourceVersion and resources, which the main write keeps.
-            let resized = api
+            let PodRead(resized) = api
                 .patch_subresource(
                     "resize",
                     &name,
@@ -283,10 +289,11 @@ impl InPlaceControl {
         match guarded_patch(&mut before, &mut after)? {
             None => Ok(before.metadata.resource_version),
             Some(patch) => {
+                let (api, _) = pods::<PodWritten>(&self.client, &before)?;
                 let written = api
                     .patch(&name, &PatchParams::default(), &Patch::Json::<()>(patch))
                     .await?;
-                Ok(written.metadata.resource_version)
+                Ok(written.into_resource_version())
             }
         }
     }
@@ -297,19 +304,20 @@ impl InPlaceControl {
         before: &mut Pod,
         after: &mut Pod,
     ) -> Result<Option<Pod>, ApplyError> {
-        let (api, name) = pods(&self.client, before)?;
+        let (api, name) = pods::<PodRead>(&self.client, before)?;
         match guarded_patch(before, after)? {
             None => Ok(None),
             Some(patch) => Ok(Some(
                 api.patch_status(&name, &PatchParams::default(), &Patch::Json::<()>(patch))
-                    .await?,
+                    .await?
+                    .0,
             )),
         }
     }
 
     async fn reread(&self, pod: &Pod) -> Result<Pod, ApplyError> {
-        let (api, name) = pods(&self.client, pod)?;
-        Ok(api.get(&name).await?)
+        let (api, name) = pods::<PodRead>(&self.client, pod)?;
+        Ok(api.get(&name).await?.0)
     }
 
     /// Runs `step` on a copy of the pod as given, then on freshly read copies after each
