@@ -57,6 +57,7 @@ use kube::runtime::watcher::{self, watcher};
 use kube::runtime::{WatchStreamExt, applier};
 use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::AbortOnDropHandle;
 use tracing::Instrument;
 
 use crate::backoff::{self, Backoff, Policy};
@@ -228,7 +229,7 @@ where
     where
         C: Send + Sync + 'static,
         E: ReconcileError,
-        F: FnMut(Arc<K>, Arc<C>) -> Fut,
+        F: FnMut(Arc<K>, Arc<C>) -> Fut + Send + 'static,
         Fut: Future<Output = Result<Action, E>> + Send + 'static,
     {
         let Self {
@@ -284,7 +285,7 @@ where
             },
         );
         let cfg = kube::runtime::Config::default().concurrency(concurrency);
-        applier(
+        let applied = applier(
             backoff::reset_on_success(backoff, timed),
             policy,
             ctx,
@@ -292,15 +293,22 @@ where
             queue,
             cfg,
         )
-        .for_each(|res| {
+        .for_each(move |res| {
             // Reconcile errors were logged by the error policy, inside their span.
             if let Err(e) = res {
                 tracing::debug!(controller = name, error = %e, "reconcile failed");
             }
             future::ready(())
-        })
-        .await;
-        tracing::info!(controller = name, "controller stopped");
+        });
+        // Its own task: a wake of this controller (a reply, a timer, a trigger) then polls this
+        // controller alone, not every future the caller joined it with (`tokio::join!` polls
+        // all of its futures on any wake). Dropping `run` still stops it.
+        let task = AbortOnDropHandle::new(tokio::spawn(applied.in_current_span()));
+        match task.await {
+            Ok(()) => tracing::info!(controller = name, "controller stopped"),
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            Err(e) => tracing::info!(controller = name, error = %e, "controller task cancelled"),
+        }
     }
 }
 

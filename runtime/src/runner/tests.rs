@@ -204,6 +204,46 @@ fn on_store_reconciles_triggered_objects_until_shutdown() {
     });
 }
 
+/// The controller runs on a task of its own, but dropping `run` (a lost lease drops the
+/// controllers' future) still stops it: its trigger stream and its context are released.
+#[test]
+fn a_dropped_run_stops_its_controller() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let (store, mut writer) = reflector::store::<ConfigMap>();
+        let b = cm(None, "b", "ub");
+        writer.apply_watcher_event(&Event::Init);
+        writer.apply_watcher_event(&Event::InitApply(b.clone()));
+        writer.apply_watcher_event(&Event::InitDone);
+        let (metrics, _) = metrics();
+        let (tx, rx) = futures::channel::mpsc::unbounded::<ObjectRef<ConfigMap>>();
+        let (done_tx, mut done_rx) = futures::channel::mpsc::unbounded::<usize>();
+        let ctx = Arc::new(Ctx {
+            backoff: Arc::new(Backoff::default()),
+            calls: Mutex::default(),
+            done: done_tx,
+        });
+        let ctl = Controller::on_store("dropped", store, metrics, CancellationToken::new())
+            .trigger_refs(rx);
+        tx.unbounded_send(ObjectRef::from_obj(&b)).expect("send");
+        tokio::select! {
+            _ = ctl.run(reconcile, ctx) => panic!("the run ended without a shutdown"),
+            first = done_rx.next() => assert_eq!(first, Some(1)),
+        }
+        // The run is dropped: its task ends, and with it the only holder of the context.
+        let rest = tokio::time::timeout(Duration::from_secs(5), done_rx.next()).await;
+        assert_eq!(
+            rest,
+            Ok(None),
+            "no reconcile after the drop, the context released"
+        );
+        assert!(tx.is_closed(), "the trigger stream is released");
+    });
+}
+
 #[test]
 fn object_keys() {
     assert_eq!(object_key(&cm(Some("ns"), "a", "u")), "ns/a");
