@@ -85,6 +85,27 @@ async fn reconcile(obj: Arc<ConfigMap>, ctx: Arc<Ctx>) -> Result<Action, TestErr
     }
 }
 
+/// A store that someone else filled with `obj`, and a context that reports each call.
+fn store_and_ctx(
+    obj: &ConfigMap,
+) -> (
+    Store<ConfigMap>,
+    Arc<Ctx>,
+    futures::channel::mpsc::UnboundedReceiver<usize>,
+) {
+    let (store, mut writer) = reflector::store::<ConfigMap>();
+    writer.apply_watcher_event(&Event::Init);
+    writer.apply_watcher_event(&Event::InitApply(obj.clone()));
+    writer.apply_watcher_event(&Event::InitDone);
+    let (done_tx, done_rx) = futures::channel::mpsc::unbounded::<usize>();
+    let ctx = Arc::new(Ctx {
+        backoff: Arc::new(Backoff::default()),
+        calls: Mutex::default(),
+        done: done_tx,
+    });
+    (store, ctx, done_rx)
+}
+
 /// The CloneSet wiring: own watch with an inspect hook, a foreign trigger stream, concurrency
 /// 3, a retry floor for spec errors and the backoff shared with the context.
 #[test]
@@ -173,20 +194,11 @@ fn on_store_reconciles_triggered_objects_until_shutdown() {
         .build()
         .expect("runtime");
     rt.block_on(async {
-        let (store, mut writer) = reflector::store::<ConfigMap>();
         let b = cm(None, "b", "ub");
-        writer.apply_watcher_event(&Event::Init);
-        writer.apply_watcher_event(&Event::InitApply(b.clone()));
-        writer.apply_watcher_event(&Event::InitDone);
+        let (store, ctx, mut done_rx) = store_and_ctx(&b);
         let (metrics, encode) = metrics();
         let shutdown = CancellationToken::new();
         let (tx, rx) = futures::channel::mpsc::unbounded::<ObjectRef<ConfigMap>>();
-        let (done_tx, mut done_rx) = futures::channel::mpsc::unbounded::<usize>();
-        let ctx = Arc::new(Ctx {
-            backoff: Arc::new(Backoff::default()),
-            calls: Mutex::default(),
-            done: done_tx,
-        });
         let ctl = Controller::on_store("store", store, metrics.clone(), shutdown.clone())
             .trigger_refs(rx);
         let driver = async {
@@ -213,19 +225,10 @@ fn a_dropped_run_stops_its_controller() {
         .build()
         .expect("runtime");
     rt.block_on(async {
-        let (store, mut writer) = reflector::store::<ConfigMap>();
         let b = cm(None, "b", "ub");
-        writer.apply_watcher_event(&Event::Init);
-        writer.apply_watcher_event(&Event::InitApply(b.clone()));
-        writer.apply_watcher_event(&Event::InitDone);
+        let (store, ctx, mut done_rx) = store_and_ctx(&b);
         let (metrics, _) = metrics();
         let (tx, rx) = futures::channel::mpsc::unbounded::<ObjectRef<ConfigMap>>();
-        let (done_tx, mut done_rx) = futures::channel::mpsc::unbounded::<usize>();
-        let ctx = Arc::new(Ctx {
-            backoff: Arc::new(Backoff::default()),
-            calls: Mutex::default(),
-            done: done_tx,
-        });
         let ctl = Controller::on_store("dropped", store, metrics, CancellationToken::new())
             .trigger_refs(rx);
         tx.unbounded_send(ObjectRef::from_obj(&b)).expect("send");
