@@ -85,6 +85,14 @@ async fn reconcile(obj: Arc<ConfigMap>, ctx: Arc<Ctx>) -> Result<Action, TestErr
     }
 }
 
+/// The runtime of a test: one thread, so its tasks interleave the same way on every run.
+fn current_thread() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
 /// A store that someone else filled with `obj`, and a context that reports each call.
 fn store_and_ctx(
     obj: &ConfigMap,
@@ -110,10 +118,7 @@ fn store_and_ctx(
 /// 3, a retry floor for spec errors and the backoff shared with the context.
 #[test]
 fn cloneset_shape() {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let rt = current_thread();
     rt.block_on(async {
         let (metrics, encode) = metrics();
         let shutdown = CancellationToken::new();
@@ -189,10 +194,7 @@ fn cloneset_shape() {
 /// trigger, and the run ends at shutdown even while the trigger stream stays open.
 #[test]
 fn on_store_reconciles_triggered_objects_until_shutdown() {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let rt = current_thread();
     rt.block_on(async {
         let b = cm(None, "b", "ub");
         let (store, ctx, mut done_rx) = store_and_ctx(&b);
@@ -220,10 +222,7 @@ fn on_store_reconciles_triggered_objects_until_shutdown() {
 /// controllers' future) still stops it: its trigger stream and its context are released.
 #[test]
 fn a_dropped_run_stops_its_controller() {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let rt = current_thread();
     rt.block_on(async {
         let b = cm(None, "b", "ub");
         let (store, ctx, mut done_rx) = store_and_ctx(&b);
