@@ -117,8 +117,11 @@ k() { "$KRS_BIN_DIR/kubectl" "$@"; }
 
 # --- leave the cluster as found -------------------------------------------------------------
 # `status` names each component and exits 0 either way.
+# The status is read whole before it is searched: with pipefail, `grep -q` quitting at its first
+# match can fail the pipeline on the writer's SIGPIPE, and a stopped cluster read as up.
 cluster_was_up=1
-hack/cluster.sh status | grep -q stopped && cluster_was_up=0
+cluster_status=$(hack/cluster.sh status)
+grep -q stopped <<<"$cluster_status" && cluster_was_up=0
 dev_was_up=0
 pid_alive kruise-manager && dev_was_up=1
 made_hostvarrun=0
