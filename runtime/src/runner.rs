@@ -14,7 +14,9 @@
 //! - result logging: debug on success, debug for a conflict (a stale cache, retried within
 //!   milliseconds), warn for anything else;
 //! - shutdown: the queue ends when the token is cancelled, and the applier finishes the
-//!   reconciles in flight.
+//!   reconciles in flight;
+//! - a tokio task of its own, so controllers joined together do not poll one another (a
+//!   dropped `run` stops its task, a panic in it reaches the caller).
 //!
 //! The shape of the CloneSet controller (own watch with a hook that forgets deleted objects, Pod
 //! events from the manager's shared Pod cache mapped to owners, three workers, a retry floor for
