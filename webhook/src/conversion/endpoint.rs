@@ -37,34 +37,24 @@ pub fn handle_review(body: &[u8], converters: Converters) -> ConversionReview {
         api_version: REVIEW_API_VERSION.to_owned(),
         kind: REVIEW_KIND.to_owned(),
     };
-    let raw: Result<Value, _> = serde_json::from_slice(body);
-    let uid = raw
-        .as_ref()
-        .ok()
-        .and_then(|v| v.pointer("/request/uid"))
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned();
-    let request = raw
-        .map_err(|e| format!("request body is not JSON: {e}"))
-        .and_then(|v| {
-            serde_json::from_value::<ConversionReview>(v)
-                .map_err(|e| format!("malformed ConversionReview: {e}"))
-        })
+    // Decoded straight into the review: going through a `Value` first built every object twice
+    // (the API server sends one on each write of a CloneSet in the version it does not store).
+    let request = serde_json::from_slice::<ConversionReview>(body)
+        .map_err(|e| undecodable(body, &e))
         .and_then(|r| {
             ConversionRequest::from_review(r)
-                .map_err(|_| "ConversionReview has no request".to_owned())
+                .map_err(|_| (String::new(), "ConversionReview has no request".to_owned()))
         });
     let mut response = match request {
-        Err(message) => {
+        Err((uid, message)) => {
             tracing::warn!(%uid, %message, "rejecting undecodable ConversionReview");
             let mut r = ConversionResponse::invalid(Status::failure(&message, "BadRequest"));
             r.uid = uid;
             r
         }
-        Ok(req) => {
-            let desired = req.desired_api_version.clone();
-            let objects = req.objects.clone();
+        Ok(mut req) => {
+            let desired = std::mem::take(&mut req.desired_api_version);
+            let objects = std::mem::take(&mut req.objects);
             let uid = req.uid.clone();
             let converted = catch_unwind(AssertUnwindSafe(|| {
                 objects
@@ -87,6 +77,20 @@ pub fn handle_review(body: &[u8], converters: Converters) -> ConversionReview {
     let mut review = response.into_review();
     review.types = types;
     review
+}
+
+/// The uid (when one can be read) and the message for a body that is not a ConversionReview.
+fn undecodable(body: &[u8], err: &serde_json::Error) -> (String, String) {
+    match serde_json::from_slice::<Value>(body) {
+        Err(e) => (String::new(), format!("request body is not JSON: {e}")),
+        Ok(raw) => (
+            raw.pointer("/request/uid")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
+            format!("malformed ConversionReview: {err}"),
+        ),
+    }
 }
 
 /// Converts one object of any kind `converters` knows to `desired` (`group/version`).
@@ -155,6 +159,22 @@ mod tests {
         let r = resp(&body(objs, "apps.kruise.io/v1beta1"));
         assert_eq!(r["result"]["status"], "Failure");
         assert_eq!(r["convertedObjects"], json!([]));
+    }
+
+    #[test]
+    fn a_malformed_review_fails_with_its_uid() {
+        let b = serde_json::to_vec(&json!({"apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "ConversionReview",
+            "request": {"uid": "u2", "desiredAPIVersion": 7, "objects": []}}))
+        .expect("body");
+        let r = resp(&b);
+        assert_eq!(r["result"]["status"], "Failure");
+        assert_eq!(r["uid"], "u2");
+        let message = r["result"]["message"].as_str().expect("message");
+        assert!(
+            message.starts_with("malformed ConversionReview"),
+            "{message}"
+        );
     }
 
     #[test]
