@@ -416,6 +416,8 @@ print("Runs (s), in turn order:")
 for kind in kinds:
     for v, _ in run_variants:
         print(f"- {kind.lower()} Pod, {v}: OpenKruise {fmt(res['O']['times'].get((kind, v), []))}; Kruise-rs {fmt(res['K']['times'].get((kind, v), []))}")
+        cpu = lambda s: fmt(procs(s, kind, v, "manager_cpu_s"))
+        print(f"- {kind.lower()} Pod, {v}, manager CPU: OpenKruise {cpu('O')}; Kruise-rs {cpu('K')}")
 print(f"\nRun with `hack/bench-openkruise.sh --turns {turns} --pods {pods} --pod-kinds {sys.argv[7]} --variants {variants}` (`make bench-openkruise`); its scale part's table follows when it ran.")
 PY
 cat "$out/table.md"
