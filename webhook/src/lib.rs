@@ -189,7 +189,7 @@ where
             );
         }
         paths::VALIDATE_POD => {
-            if let Some(uid) = pod::update_admitted_unread(body) {
+            if let Some(uid) = pod::admitted_unread(body) {
                 return Some(review::allowed(uid));
             }
             return Some(

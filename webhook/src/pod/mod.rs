@@ -20,6 +20,7 @@ pub mod workload_spread;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kruise_api::features::{FeatureGates, Gate};
+use kruise_api::keys::MATCHED_WORKLOADSPREAD_ANNOTATION;
 use kruise_api::policy::v1alpha1::pubcontrol::related_budget_name_in;
 use kube::core::admission::Operation;
 use serde_json::Value;
@@ -212,22 +213,31 @@ fn run(
 }
 
 /// The uid of a `/validate-pod` review every handler of [`VALIDATING_ORDER`] admits without
-/// reading the Pods: an UPDATE (the WorkloadSpread handler judges only deletes and evictions)
-/// of a Pod that names no budget in `kruise.io/related-pub` (the PodUnavailableBudget handler
-/// admits those, its gate on or off). Every Pod write of every controller comes here, so this
-/// is read by one scan of the body that builds no JSON tree and skips the Pods' other fields.
-/// `None` for any other review, or one that does not read as expected: [`validate_pod`] then
-/// decides on the whole request.
-pub fn update_admitted_unread(body: &[u8]) -> Option<String> {
+/// reading the Pods:
+/// - an UPDATE (the WorkloadSpread handler judges only deletes and evictions) of a Pod that
+///   names no budget in `kruise.io/related-pub` (the PodUnavailableBudget handler admits those,
+///   its gate on or off);
+/// - a DELETE of a Pod (not of a subresource) that names no budget and no WorkloadSpread in
+///   `apps.kruise.io/matched-workloadspread` (the WorkloadSpread handler has nothing to record).
+///
+/// Every Pod write of every controller, and every Pod delete (the controllers' and then the
+/// kubelet's), comes here, so this is read by one scan of the body that builds no JSON tree
+/// and skips the Pods' other fields. `None` for any other review, or one that does not read as
+/// expected: [`validate_pod`] then decides on the whole request.
+pub fn admitted_unread(body: &[u8]) -> Option<String> {
     #[derive(serde::Deserialize)]
+    #[serde(rename_all = "camelCase")]
     struct Review {
         request: Option<Req>,
     }
     #[derive(serde::Deserialize)]
+    #[serde(rename_all = "camelCase")]
     struct Req {
         uid: String,
         operation: String,
+        sub_resource: Option<String>,
         object: Option<Object>,
+        old_object: Option<Object>,
     }
     #[derive(serde::Deserialize)]
     struct Object {
@@ -238,12 +248,17 @@ pub fn update_admitted_unread(body: &[u8]) -> Option<String> {
         annotations: Option<std::collections::BTreeMap<String, String>>,
     }
     let req = serde_json::from_slice::<Review>(body).ok()?.request?;
-    let named = req
-        .object?
-        .metadata
-        .and_then(|m| m.annotations)
-        .is_some_and(|a| related_budget_name_in(&a).is_some());
-    (req.operation == "UPDATE" && !named).then_some(req.uid)
+    let (pod, spread_matters) = match req.operation.as_str() {
+        "UPDATE" => (req.object?, false),
+        "DELETE" if req.sub_resource.as_deref().unwrap_or_default().is_empty() => {
+            (req.old_object?, true)
+        }
+        _ => return None,
+    };
+    let annotations = pod.metadata.and_then(|m| m.annotations).unwrap_or_default();
+    let named = related_budget_name_in(&annotations).is_some()
+        || (spread_matters && annotations.contains_key(MATCHED_WORKLOADSPREAD_ANNOTATION));
+    (!named).then_some(req.uid)
 }
 
 /// `/validate-pod` as served: every handler of [`VALIDATING_ORDER`] in turn; the first

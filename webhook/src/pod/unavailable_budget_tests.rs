@@ -499,10 +499,11 @@ async fn v1beta1_evictions_carry_their_dry_run_too() {
     assert_eq!(c.writes.load(Ordering::SeqCst), 0);
 }
 
-/// The UPDATE fast path of `/validate-pod` takes exactly the reviews the whole path admits
-/// without a budget: a Pod that names one is still judged (and refused here, the budget spent).
+/// The fast path of `/validate-pod` takes exactly the reviews the whole path admits without a
+/// budget or a WorkloadSpread: an UPDATE or a DELETE of a Pod that names one is still judged
+/// (and refused here, the budget spent).
 #[tokio::test]
-async fn updates_without_a_budget_are_admitted_unread_and_the_others_judged() {
+async fn updates_and_deletes_without_a_budget_are_admitted_unread_and_the_others_judged() {
     let on = gates().with(Gate::PodUnavailableBudgetUpdateGate, true);
     let spent = cluster(0, &[]);
     let review = |op: &str, old: Value, new: Option<Value>| {
@@ -524,7 +525,7 @@ async fn updates_without_a_budget_are_admitted_unread_and_the_others_judged() {
         let pod = pod_json("a", true, annotations.clone());
         let body = review("UPDATE", pod.clone(), Some(pod.clone()));
         assert_eq!(
-            super::update_admitted_unread(&body).as_deref(),
+            super::admitted_unread(&body).as_deref(),
             Some("u1"),
             "{annotations}"
         );
@@ -538,19 +539,49 @@ async fn updates_without_a_budget_are_admitted_unread_and_the_others_judged() {
         assert_eq!(validate_pod(req, None, &spent, &on).await, Outcome::Allow);
     }
     let body = review("UPDATE", marked("a", true), Some(marked("a", true)));
-    assert_eq!(super::update_admitted_unread(&body), None);
+    assert_eq!(super::admitted_unread(&body), None);
     let r = served(&body).await;
     assert_eq!(
         (r["allowed"].clone(), r["status"]["code"].clone()),
         (json!(false), json!(403))
     );
     let plain = pod_json("a", true, json!({}));
+    // A delete, the controller's or the kubelet's, of a Pod that names neither.
+    let body = pod_review("DELETE", None, plain.clone(), Value::Null);
+    assert_eq!(super::admitted_unread(&body).as_deref(), Some("u1"));
+    let r = served(&body).await;
+    assert_eq!(
+        (r["allowed"].clone(), r["uid"].clone()),
+        (json!(true), json!("u1"))
+    );
+    let req = request(Operation::Delete, None, "a", None, Some(plain.clone()));
+    assert_eq!(validate_pod(req, None, &spent, &on).await, Outcome::Allow);
+    // A delete of a Pod that names a budget is judged: refused, the budget being spent.
+    let body = pod_review("DELETE", None, marked("a", true), Value::Null);
+    assert_eq!(super::admitted_unread(&body), None);
+    let r = served(&body).await;
+    assert_eq!(
+        (r["allowed"].clone(), r["status"]["code"].clone()),
+        (json!(false), json!(403))
+    );
+    // One that names a WorkloadSpread goes the whole way too (its subset records the delete).
+    let spread = pod_json(
+        "a",
+        true,
+        json!({keys::MATCHED_WORKLOADSPREAD_ANNOTATION: r#"{"Name":"ws","Subset":"a"}"#}),
+    );
+    let mut sub =
+        serde_json::from_slice::<Value>(&pod_review("DELETE", None, plain.clone(), Value::Null))
+            .expect("json");
+    sub["request"]["subResource"] = json!("status");
     for body in [
-        review("DELETE", plain.clone(), None),
+        pod_review("DELETE", None, spread, Value::Null),
+        serde_json::to_vec(&sub).expect("body"),
+        pod_review("CREATE", Some(plain.clone()), Value::Null, Value::Null),
         review("UPDATE", plain.clone(), None),
         b"not json".to_vec(),
     ] {
-        assert_eq!(super::update_admitted_unread(&body), None);
+        assert_eq!(super::admitted_unread(&body), None);
     }
     assert_eq!(spent.writes.load(Ordering::SeqCst), 0);
 }
