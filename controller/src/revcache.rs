@@ -53,6 +53,27 @@ impl RevisionCache {
         owned_revisions(&self.watched.state(), namespace, selector, uid)
     }
 
+    /// The name and resourceVersion of each revision [`RevisionCache::owned`] returns, sorted
+    /// by name: while this list is the same, so are those revisions, and it copies none of them.
+    pub fn owned_versions(
+        &self,
+        namespace: &str,
+        selector: &LabelSelector,
+        uid: &str,
+    ) -> Vec<(String, String)> {
+        let all = self.watched.state();
+        let mut versions: Vec<(String, String)> = watchcache::owned(&all, namespace, selector, uid)
+            .map(|r| {
+                (
+                    r.metadata.name.clone().unwrap_or_default(),
+                    r.metadata.resource_version.clone().unwrap_or_default(),
+                )
+            })
+            .collect();
+        versions.sort_unstable();
+        versions
+    }
+
     /// The revisions in `namespace` that `selector` selects and no controller owns: what a
     /// workload adopts (a StatefulSet deleted with `--cascade=orphan` leaves its revisions so).
     pub fn orphans(&self, namespace: &str, selector: &LabelSelector) -> Vec<ControllerRevision> {

@@ -15,6 +15,7 @@ use tokio::sync::Semaphore;
 use tracing::Instrument;
 
 use super::error::Error;
+use super::revisions::ActiveMemo;
 use crate::backoff::{Backoff, Policy};
 use crate::expectations::{Cached, ResourceVersionExpectations, ScaleExpectations};
 use crate::inplace::InPlaceControl;
@@ -64,6 +65,9 @@ pub struct Context {
     pub create_backoff: Backoff,
     /// Pods whose refresh had nothing to do, per CloneSet (see [`QuietPods`]).
     pub quiet: QuietPods,
+    /// Each CloneSet's current and update revisions while nothing they depend on changes (see
+    /// [`ActiveMemo`]).
+    pub active: ActiveMemo,
     /// Events being written in the background (see [`Context::event`]).
     event_slots: Arc<Semaphore>,
 }
@@ -97,6 +101,7 @@ impl Context {
             backoff: Arc::new(Backoff::new(Policy::DEFAULT)),
             create_backoff: Backoff::new(CREATE_BACKOFF),
             quiet: QuietPods::new(),
+            active: ActiveMemo::default(),
             event_slots: Arc::new(Semaphore::new(EVENTS_IN_FLIGHT)),
         }
     }

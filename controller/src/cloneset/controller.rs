@@ -70,6 +70,7 @@ fn forget_deleted(
             ctx.scale_exp.delete(&key);
             ctx.create_backoff.reset(&key);
             ctx.quiet.forget(&key);
+            ctx.active.forget(&cs.uid().unwrap_or_default());
         }
         Ok(watcher::Event::InitDone) => {
             let exists = |key: &str| {
@@ -81,6 +82,9 @@ fn forget_deleted(
             };
             ctx.scale_exp.retain_keys(exists);
             ctx.quiet.retain(exists);
+            let uids: std::collections::HashSet<String> =
+                store.state().iter().filter_map(|cs| cs.uid()).collect();
+            ctx.active.retain(|uid| uids.contains(uid));
         }
         _ => {}
     }

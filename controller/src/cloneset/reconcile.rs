@@ -19,7 +19,7 @@ use kube::{Api, ResourceExt};
 use super::context::{Context, METRIC_NAME};
 use super::error::Error;
 use super::pvc::{cleanup_pvcs, owned_pvcs};
-use super::revisions::{active_revisions, list_revisions};
+use super::revisions::active_revisions;
 use super::spec::{invalid_reason, settings_of, update_options};
 use super::status;
 use super::sync::{Requeue, Syncer};
@@ -124,20 +124,19 @@ async fn reconcile_inner(
     }
 
     let rev_api: Api<ControllerRevision> = Api::namespaced(ctx.client.clone(), &ns);
-    let mut revisions = list_revisions(ctx, cs, &ns, &uid);
-    let (current, update_rev, collision) =
-        active_revisions(ctx, cs, &rev_api, &mut revisions).await?;
+    let revs = active_revisions(ctx, cs, &rev_api, &ns, &uid).await?;
+    let (current, update_rev, collision) = (&revs.current, &revs.update, revs.collision);
     let update_name = update_rev.metadata.name.clone().unwrap_or_default();
     let current_name = current.metadata.name.clone().unwrap_or_default();
 
-    if let Some(wait) = wait_for_versions(ctx, &update_rev, &active, clock) {
+    if let Some(wait) = wait_for_versions(ctx, update_rev, &active, clock) {
         return Ok(wait);
     }
 
     // Before the Pod writes, as upstream: the jobs must reach the nodes ahead of the update, or
     // the Pods of the first batches pull the new image themselves.
     if cs.metadata.deletion_timestamp.is_none() && predownload::enabled(&ctx.gates) {
-        predownload_images(ctx, cs, &current, &update_rev).await;
+        predownload_images(ctx, cs, current, update_rev).await;
     }
 
     let old_status = cs.status.clone().unwrap_or_default();
@@ -161,9 +160,9 @@ async fn reconcile_inner(
             cs,
             key: &key,
             settings: settings_of(cs),
-            current: &current,
-            update: &update_rev,
-            revisions: &revisions,
+            current,
+            update: update_rev,
+            revisions: &revs.revisions,
             pvcs: &pvcs,
             now,
         };
@@ -192,7 +191,7 @@ async fn reconcile_inner(
     truncate_history(
         &rev_api,
         cs,
-        &revisions,
+        &revs.revisions,
         &pods,
         &new_status.current_revision,
         &update_name,
