@@ -14,8 +14,8 @@ use kube::{Client, Resource};
 use tokio::sync::Semaphore;
 use tracing::Instrument;
 
+use super::active::ActiveMemo;
 use super::error::Error;
-use super::revisions::ActiveMemo;
 use crate::backoff::{Backoff, Policy};
 use crate::expectations::{Cached, ResourceVersionExpectations, ScaleExpectations};
 use crate::inplace::InPlaceControl;
@@ -66,7 +66,7 @@ pub struct Context {
     /// Pods whose refresh had nothing to do, per CloneSet (see [`QuietPods`]).
     pub quiet: QuietPods,
     /// Each CloneSet's current and update revisions while nothing they depend on changes (see
-    /// [`ActiveMemo`]).
+    /// `cloneset::active::ActiveMemo`).
     pub active: ActiveMemo,
     /// Events being written in the background (see [`Context::event`]).
     event_slots: Arc<Semaphore>,

@@ -15,6 +15,7 @@
 //! timestamp, the in-place grace annotation) are read and written with `kruise_api`'s helpers,
 //! never parsed here.
 
+mod active;
 mod context;
 pub mod controller;
 pub mod diff;
