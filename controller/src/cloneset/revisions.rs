@@ -21,8 +21,9 @@ use crate::history::{self, Origin};
 use crate::revision;
 
 /// The current and update revisions among the CloneSet's, creating or bumping the update
-/// revision as needed. A result that needed no write is kept (see [`ActiveMemo`](super::active::ActiveMemo)); one that
-/// created or bumped a revision is worked out again until the cache shows that write.
+/// revision as needed. A result that needed no write is kept (see
+/// [`ActiveMemo`](super::active::ActiveMemo)); one that created or bumped a revision is worked
+/// out again until the cache shows that write.
 pub(super) async fn active_revisions(
     ctx: &Context,
     cs: &CloneSet,
