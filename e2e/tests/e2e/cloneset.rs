@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use futures::FutureExt;
+use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::api::core::v1::{Event, PersistentVolumeClaim, Pod};
 use kruise_api::features::Gate;
 use kruise_api::keys;
@@ -146,6 +147,89 @@ async fn image_update_is_in_place() {
         status_str(&done, "updateRevision")
     );
     ns.delete().await.expect("delete ns");
+}
+
+/// A rollback: the template goes back to v1 after v2. The v1 revision is used again with its
+/// number bumped past v2's (no third revision), and the Pods go back to it in place.
+#[tokio::test]
+async fn rollback_reuses_the_earlier_revision_in_place() {
+    let client = client().await.expect("cluster");
+    let ns = TestNamespace::create(&client, "e2e-cs-rollback")
+        .await
+        .expect("ns");
+    let api = cloneset::api(&client, &ns.name);
+    let pods: Api<Pod> = ns.api();
+    let revisions: Api<ControllerRevision> = ns.api();
+    let cs =
+        cloneset::new("web", 2, "v1", in_place(json!({"maxUnavailable": "100%"}))).expect("cs");
+    api.create(&PostParams::default(), &cs)
+        .await
+        .expect("create CloneSet");
+    let first = wait_rolled_out(&api, "web", 2, ROLLOUT)
+        .await
+        .expect("initial rollout");
+    let r1 = status_str(&first, "updateRevision").to_owned();
+    let before = snapshot(&cloneset::pods(&pods, "web").await.expect("pods"));
+    assert_eq!(before.len(), 2, "{before:?}");
+
+    set_image(&api, "web", "v2").await.expect("set v2");
+    wait_status(&api, "web", "the v2 revision", ROLLOUT, |cs| {
+        status_str(cs, "updateRevision") != r1
+    })
+    .await
+    .expect("v2 revision");
+    let second = wait_rolled_out(&api, "web", 2, ROLLOUT)
+        .await
+        .expect("v2 rollout");
+    let r2 = status_str(&second, "updateRevision").to_owned();
+
+    set_image(&api, "web", "v1").await.expect("set v1 again");
+    wait_status(&api, "web", "the v1 revision again", ROLLOUT, |cs| {
+        status_str(cs, "updateRevision") == r1
+    })
+    .await
+    .expect("v1 revision again");
+    let done = wait_rolled_out(&api, "web", 2, ROLLOUT)
+        .await
+        .expect("rollback");
+    assert_eq!(status_str(&done, "currentRevision"), r1);
+
+    let listed = revisions
+        .list(&ListParams::default())
+        .await
+        .expect("revisions")
+        .items;
+    let names: Vec<String> = listed.iter().map(|r| r.name_any()).collect();
+    assert_eq!(names.len(), 2, "no third revision: {names:?}");
+    let number = |name: &str| {
+        listed
+            .iter()
+            .find(|r| r.name_any() == name)
+            .map(|r| r.revision)
+    };
+    assert!(
+        number(&r1) > number(&r2),
+        "{r1} ({:?}) is numbered after {r2} ({:?})",
+        number(&r1),
+        number(&r2)
+    );
+
+    let after_pods = cloneset::pods(&pods, "web").await.expect("pods");
+    let after = snapshot(&after_pods);
+    for (name, b) in &before {
+        let a = after
+            .get(name)
+            .unwrap_or_else(|| panic!("Pod {name} was replaced: {after:?}"));
+        assert_eq!(a.uid, b.uid, "{name} kept its UID");
+        assert_eq!(a.restarts, 2, "{name} restarted once per update");
+    }
+    for p in &after_pods {
+        assert_eq!(pod_revision(p), r1, "{}", p.name_any());
+        assert_eq!(
+            container_status(p, "app").map(|c| c.image.as_str()),
+            Some(image("testapp", "v1").as_str())
+        );
+    }
 }
 
 /// Scenario 2: partition "50%" of 4 keeps exactly 2 Pods on the old revision; partition 0
