@@ -32,6 +32,11 @@
 # With KUBECONFIG set, the e2e stages (smoke, suite, serial) run against that cluster, which must
 # already run Kruise-rs (make install; kind/up.sh); the stages that need the local cluster are
 # skipped and the table says so. KEEP_CLUSTER=1 leaves the local cluster up at the end.
+#
+# In CI (CI set, as .ci/run and CI services set it) nothing may be skipped: a skipped stage is a
+# failed one, named in the table and the warning. Every nextest phase runs exactly the tests
+# `nextest list` gives for its profile and filter, and fails when that is none or the run's
+# count differs (see nextest() below).
 set -uo pipefail
 # shellcheck source=hack/lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -61,6 +66,9 @@ wanted() { [[ " ${want[*]} " == *" $1 "* ]]; }
 
 external=false
 [ -n "${KUBECONFIG:-}" ] && external=true
+# CI: any value but empty, 0 or false (CI services set CI=true; .ci/run does too).
+ci=false
+case ${CI:-} in '' | 0 | false) ;; *) ci=true ;; esac
 export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never}
 mkdir -p "$LOGS"
 
@@ -155,8 +163,17 @@ join_stage_bg() {
   bg_stage=""
 }
 
+# A stage not run. By hand that is the developer's choice; in CI a skipped stage is a failure
+# (a run that skips the local cluster's stages proves nothing about them).
+skipped_in_ci=()
 skip_stage() { # name why
-  rows+=("$1|-|-|-|0|skipped: $2")
+  if $ci; then
+    rows+=("$1|-|-|-|0|FAILED: skipped in CI ($2)")
+    failed_stages+=("$1")
+    skipped_in_ci+=("$1")
+  else
+    rows+=("$1|-|-|-|0|skipped: $2")
+  fi
 }
 
 print_table() {
@@ -177,17 +194,51 @@ print_table() {
 }
 
 NEXTEST=""
+# One nextest phase: runs the behaviour suite's tests of `profile` (its default-filter, narrowed
+# by any -E in args) and checks that it ran exactly the tests `nextest list` gives for the same
+# profile and arguments: a filter that matches nothing, or a run that stops short (cancelled,
+# a crashed binary), fails the phase. Listing an already built binary costs about a second.
+# The counts go to the stage's log (`phase-tests:`); `ignored-tests:` is read by the table.
 nextest() { # profile [args…]
   local profile=$1; shift
   [ -n "$NEXTEST" ] || NEXTEST=$(hack/build-nextest.sh)
-  local rc=0
-  "$NEXTEST" nextest run -p kruise-e2e --test e2e --profile "$profile" --no-tests pass "$@" || rc=$?
+  local sel=(-p kruise-e2e --test e2e --profile "$profile" "$@") listing counts want ignored
+  local out rc=0 ran
+  # One listing gives both numbers: the tests that match (what must run) and the #[ignore]d
+  # ones the filter would take but --run-ignored leaves out (the table's "ignored" column).
+  listing=$("$NEXTEST" nextest list "${sel[@]}" --message-format json) || {
+    warn "phase $profile: nextest list failed"
+    return 1
+  }
+  counts=$(python3 -c '
+import json, sys
+suites = json.load(sys.stdin)["rust-suites"].values()
+cases = [c for s in suites for c in s["testcases"].values()]
+match = sum(c["filter-match"]["status"] == "matches" for c in cases)
+ignored = sum(c["filter-match"].get("reason") == "ignored" for c in cases)
+print(match, ignored)' <<<"$listing") || { warn "phase $profile: cannot read nextest's listing"; return 1; }
+  read -r want ignored <<<"$counts"
+  echo "phase-tests: $profile: $want listed (the profile's filter${*:+, then $*})"
+  if [ "$want" -eq 0 ]; then
+    warn "phase $profile: no test matches its filter ($*)"
+    return 1
+  fi
+  out=$(mktemp)
+  # (pipefail: the pipeline's status is nextest's; `||` keeps the stage's errexit from ending
+  # the phase before its count is checked.)
+  "$NEXTEST" nextest run "${sel[@]}" --no-tests fail 2>&1 | tee "$out" || rc=$?
+  # nextest's closing line: "Summary [ 12.3s] 187 tests run: …" (or "3/187 tests run" when it
+  # stopped early).
+  ran=$(sed -n 's/^ *Summary \[[^]]*\] *\([0-9]*\)[0-9/]* tests\{0,1\} run:.*/\1/p' "$out" | tail -1)
+  rm -f "$out"
+  echo "phase-tests: $profile: ${ran:-no} run of $want listed"
+  if [ "${ran:-}" != "$want" ]; then
+    warn "phase $profile ran ${ran:-no} tests, not the $want nextest lists for it"
+    [ "$rc" != 0 ] || rc=1
+  fi
   # nextest counts tests its filter leaves out as skipped: say how many of this phase's tests are
   # #[ignore]d instead, for the table.
-  if [[ " $* " != *" --run-ignored all "* ]]; then
-    echo "ignored-tests: $("$NEXTEST" nextest list -p kruise-e2e --test e2e --profile "$profile" \
-      --run-ignored only "$@" 2>/dev/null | grep -c 'kruise-e2e::e2e ')"
-  fi
+  echo "ignored-tests: $ignored"
   return "$rc"
 }
 
@@ -387,6 +438,7 @@ trap cleanup EXIT
 
 if $external; then
   log "KUBECONFIG is set ($KUBECONFIG): the e2e stages run against that cluster, which must run Kruise-rs"
+  ! $ci || warn "CI is set: the stages this skips fail the run"
 else
   export KUBECONFIG="$KRS_DIR/kubeconfig"
 fi
@@ -424,6 +476,8 @@ for s in "${ALL_STAGES[@]}"; do
 done
 
 [ ${#failed_stages[@]} -eq 0 ] || warn "failed stages: ${failed_stages[*]}"
+[ ${#skipped_in_ci[@]} -eq 0 ] ||
+  warn "CI must run every stage; skipped: ${skipped_in_ci[*]} (KUBECONFIG is set: unset it)"
 [ -z "$stopped" ] || warn "$stopped"
 # The table last: its closing line is the count CI reads.
 print_table | tee "$LOGS/table.txt"
