@@ -231,6 +231,10 @@ async fn one_pod_per_eligible_node_under_selectors_taints_and_cordons() {
     .await;
 }
 
+/// Parallelism 3 over 10 Nodes: never more than 3 Pods in flight, and 3 in flight whenever 3
+/// remain. The test plays the kubelet and finishes no Pod until the controller has put as many in
+/// flight as parallelism allows (3, then the 1 left), so a controller that starts fewer stalls the
+/// rounds and fails the test, and one that starts more fails at once.
 #[tokio::test]
 async fn parallelism_caps_pods_in_flight() {
     with_run("bcj-par", |run| async move {
@@ -238,25 +242,33 @@ async fn parallelism_caps_pods_in_flight() {
         run.create_nodes(&fakes).await;
         run.create_job(json!({"parallelism": 3}), json!({}), json!([]))
             .await;
-        let mut seen_max = 0;
+        // How many Pods were in flight each time the test let them finish.
+        let mut rounds: Vec<usize> = Vec::new();
         let deadline = std::time::Instant::now() + WAIT;
-        // Play the kubelet until the job completes, recording the most Pods in flight.
         let job = loop {
             let pods = broadcastjob::pods(&run.pods(), &run.prefix)
                 .await
                 .expect("pods");
+            let done = pods
+                .iter()
+                .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Succeeded"))
+                .count();
             let live: Vec<&Pod> = pods
                 .iter()
                 .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) != Some("Succeeded"))
                 .collect();
-            seen_max = seen_max.max(live.len());
             assert!(
                 live.len() <= 3,
-                "{} Pods in flight with parallelism 3",
+                "{} Pods in flight with parallelism 3 (rounds so far {rounds:?})",
                 live.len()
             );
-            for p in &live {
-                if p.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_some() {
+            let full = 3.min(10usize.saturating_sub(done));
+            let placed = live
+                .iter()
+                .all(|p| p.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_some());
+            if full > 0 && live.len() == full && placed {
+                rounds.push(live.len());
+                for p in &live {
                     run.succeed(p).await;
                 }
             }
@@ -266,12 +278,18 @@ async fn parallelism_caps_pods_in_flight() {
             }
             assert!(
                 std::time::Instant::now() < deadline,
-                "not completed within {WAIT:?}: {:?}",
+                "not completed within {WAIT:?}: {} in flight, {done} done, waiting for {full} in \
+                 flight (parallelism 3 not reached?); rounds {rounds:?}; status {:?}",
+                live.len(),
                 job.data["status"]
             );
             tokio::time::sleep(Duration::from_millis(300)).await;
         };
-        assert!(seen_max <= 3, "{seen_max} Pods in flight");
+        assert_eq!(
+            rounds,
+            [3, 3, 3, 1],
+            "Pods in flight at each round: parallelism 3 reached while 3 remained"
+        );
         assert_eq!(
             status_i64(&job, "succeeded"),
             10,

@@ -4,9 +4,11 @@
 //! webhook configuration and Pods can be created afterwards.
 //!
 //! When a manager already serves the webhooks (the dev-mode one of `hack/dev-up.sh`, or the
-//! in-cluster one of `make test`), `dev` must refuse and name it: that is what this
-//! test checks then. The full run needs the shared cluster with nothing Kruise running (under
-//! the cluster lock, without `hack/dev-up.sh`).
+//! in-cluster one of `make test`), `dev` must refuse and name it. Each case is a test of its own
+//! that fails when its precondition does not hold, so neither passes without checking what its
+//! name says: the embedded manager runs in hack/test.sh's plugin stage (Kruise uninstalled, no
+//! dev-mode manager; the e2e-plugin profile), the refusal in the suite beside the installed
+//! manager (the e2e-suite profile).
 
 use std::time::{Duration, Instant};
 
@@ -18,7 +20,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kruise_api::keys;
 use kruise_e2e::cli::{Kruise, Tmux};
 use kruise_e2e::cloneset::{self, set_image, wait_rolled_out};
-use kruise_e2e::mode::{self, Mode};
+use kruise_e2e::mode;
 use kruise_e2e::{TestNamespace, client, image, pod_ready, wait_pod};
 use kube::api::PostParams;
 use kube::{Api, ResourceExt};
@@ -83,29 +85,54 @@ async fn refuses(kk: &Kruise, who: &str) {
     );
 }
 
-#[tokio::test]
-async fn dev_embeds_the_manager_and_cleans_up_on_ctrl_c() {
-    kruise_e2e::cli::binary().expect("kubectl-kruise binary");
-    let client = client().await.expect("cluster");
-    let probe = TestNamespace::create(&client, "e2e-dev-probe")
-        .await
-        .expect("namespace");
-    let kk = Kruise::new(&probe.name).expect("kubectl-kruise and kubeconfig");
+/// What serves Kruise's webhooks now, as `dev` names it in its refusal: the installed
+/// Deployment or a dev-mode manager (`hack/dev-up.sh`); `None` when nothing does.
+async fn running_manager(client: &kube::Client) -> Option<&'static str> {
     let installed = Api::<Deployment>::namespaced(client.clone(), keys::KRUISE_NAMESPACE)
         .get_opt("kruise-controller-manager")
         .await
         .expect("read Deployments");
-    if mode::mode() == Mode::InCluster || installed.is_some() {
-        refuses(&kk, "Deployment kruise-system/kruise-controller-manager").await;
-        probe.delete().await.expect("delete namespace");
-        return;
+    if installed.is_some() {
+        Some("Deployment kruise-system/kruise-controller-manager")
+    } else if mode::dev_pid("kruise-manager").is_some() {
+        Some("another dev-mode manager")
+    } else {
+        None
     }
-    if mode::dev_pid("kruise-manager").is_some() {
-        refuses(&kk, "another dev-mode manager").await;
-        probe.delete().await.expect("delete namespace");
-        return;
-    }
+}
+
+/// Beside a running manager (the suite's install), `dev` refuses, names it and changes nothing.
+#[tokio::test]
+async fn dev_refuses_beside_a_running_manager() {
+    kruise_e2e::cli::binary().expect("kubectl-kruise binary");
+    let client = client().await.expect("cluster");
+    let who = running_manager(&client).await.expect(
+        "no Kruise manager serves this cluster: this test needs one installed (make install) or \
+         in dev mode (hack/dev-up.sh)",
+    );
+    let probe = TestNamespace::create(&client, "e2e-dev-refused")
+        .await
+        .expect("namespace");
+    let kk = Kruise::new(&probe.name).expect("kubectl-kruise and kubeconfig");
+    refuses(&kk, who).await;
     probe.delete().await.expect("delete namespace");
+}
+
+#[tokio::test]
+async fn dev_embeds_the_manager_and_cleans_up_on_ctrl_c() {
+    kruise_e2e::cli::binary().expect("kubectl-kruise binary");
+    let client = client().await.expect("cluster");
+    // The embedded manager only runs where nothing else serves the webhooks; finding one is a
+    // failure, not a pass: hack/test.sh's plugin stage uninstalls Kruise and stops dev mode
+    // before this test.
+    if let Some(who) = running_manager(&client).await {
+        panic!(
+            "{who} serves this cluster: `kubectl kruise dev` would refuse, and its embedded \
+             manager would go untested; run this test on a cluster without Kruise \
+             (hack/test.sh plugin)"
+        );
+    }
+    let kk = Kruise::new("default").expect("kubectl-kruise and kubeconfig");
 
     let tmux = Tmux::start(
         160,

@@ -59,27 +59,79 @@ fn api_error(e: kube::Error) -> kube::core::Status {
     }
 }
 
-/// Every status the budget went through, from a watch started before the disruptions.
-type Seen = Arc<Mutex<Vec<PodUnavailableBudgetStatus>>>;
+/// Every status the budget went through, from a watch started before the disruptions: each with
+/// the budget's resourceVersion, and why the watch stopped if it did. A watch that stops (an
+/// error, the server closing it) fails the test at its next check instead of leaving a record
+/// that silently ends.
+#[derive(Default)]
+struct Watched {
+    statuses: Vec<(String, PodUnavailableBudgetStatus)>,
+    ended: Option<String>,
+}
+
+type Seen = Arc<Mutex<Watched>>;
 
 fn watch_budget(api: Api<PodUnavailableBudget>) -> (Seen, tokio::task::JoinHandle<()>) {
     let seen: Seen = Arc::default();
     let sink = seen.clone();
     let task = tokio::spawn(async move {
-        let params = WatchParams::default().fields("metadata.name=pub");
-        let Ok(stream) = api.watch(&params, "0").await else {
-            return;
-        };
-        let mut stream = stream.boxed();
-        while let Some(Ok(ev)) = stream.next().await {
-            if let WatchEvent::Added(b) | WatchEvent::Modified(b) = ev
-                && let (Some(s), Ok(mut v)) = (b.status, sink.lock())
-            {
-                v.push(s);
-            }
+        let why = follow_budget(&api, &sink).await;
+        if let Ok(mut w) = sink.lock() {
+            w.ended = Some(why);
         }
     });
     (seen, task)
+}
+
+/// Records the budget's statuses until the watch stops; returns why it stopped.
+async fn follow_budget(api: &Api<PodUnavailableBudget>, sink: &Seen) -> String {
+    let params = WatchParams::default().fields("metadata.name=pub");
+    let mut stream = match api.watch(&params, "0").await {
+        Ok(stream) => stream.boxed(),
+        Err(e) => return format!("the watch did not start: {e}"),
+    };
+    loop {
+        match stream.next().await {
+            Some(Ok(WatchEvent::Added(b) | WatchEvent::Modified(b))) => {
+                let rv = b.resource_version().unwrap_or_default();
+                if let (Some(s), Ok(mut w)) = (b.status, sink.lock()) {
+                    w.statuses.push((rv, s));
+                }
+            }
+            Some(Ok(WatchEvent::Bookmark(_))) => {}
+            Some(Ok(WatchEvent::Deleted(_))) => return "the budget was deleted".to_owned(),
+            Some(Ok(WatchEvent::Error(e))) => return format!("the watch sent an error: {e:?}"),
+            Some(Err(e)) => return format!("the watch failed: {e}"),
+            None => return "the server closed the watch".to_owned(),
+        }
+    }
+}
+
+/// Waits until the watch has delivered the budget's state at `rv` or later (so every status
+/// written up to it is in the record) and returns the record's statuses; fails if the watch
+/// stopped. resourceVersions are compared as numbers (etcd's revisions): a watch that starts
+/// after `rv` begins at a later one.
+async fn watched_up_to(seen: &Seen, rv: &str) -> Vec<PodUnavailableBudgetStatus> {
+    wait_for(
+        &format!("the budget watch to deliver resourceVersion {rv}"),
+        Duration::from_secs(10),
+        || async {
+            let w = seen.lock().expect("the watch's record");
+            if let Some(why) = &w.ended {
+                panic!("the budget watch stopped ({why}): the record proves nothing after it");
+            }
+            let reached = |v: &str| match (v.parse::<u64>(), rv.parse::<u64>()) {
+                (Ok(v), Ok(rv)) => v >= rv,
+                _ => v == rv,
+            };
+            Ok(w.statuses
+                .iter()
+                .any(|(v, _)| reached(v))
+                .then(|| w.statuses.iter().map(|(_, s)| s.clone()).collect()))
+        },
+    )
+    .await
+    .expect("the budget watch caught up")
 }
 
 /// A Pod the budget covers that never gets Ready (its readiness probe asks a closed port); not
@@ -147,6 +199,9 @@ async fn budget_guards_evictions_and_deletes() {
     .expect("annotations");
     let (a, b) = (marked[0].name_any(), marked[1].name_any());
     let (seen, watch) = watch_budget(budgets.clone());
+    // The watch is established (it has delivered the budget as it is now) before any disruption.
+    let current = budgets.get("pub").await.expect("budget");
+    watched_up_to(&seen, &current.resource_version().unwrap_or_default()).await;
 
     // A dry-run delete is judged but not charged.
     pods.delete(
@@ -238,11 +293,15 @@ async fn budget_guards_evictions_and_deletes() {
         "A recorded in disruptedPods",
         Duration::from_secs(10),
         || async {
-            let v = seen.lock().map(|v| {
-                v.iter()
-                    .any(|s| s.disrupted_pods.contains_key(&a) && s.unavailable_allowed == 0)
-            });
-            Ok(v.unwrap_or(false).then_some(()))
+            let w = seen.lock().expect("the watch's record");
+            if let Some(why) = &w.ended {
+                panic!("the budget watch stopped ({why})");
+            }
+            let recorded = w
+                .statuses
+                .iter()
+                .any(|(_, s)| s.disrupted_pods.contains_key(&a) && s.unavailable_allowed == 0);
+            Ok(recorded.then_some(()))
         },
     )
     .await
@@ -270,19 +329,19 @@ async fn budget_guards_evictions_and_deletes() {
     pods.delete("unready", &DeleteParams::default())
         .await
         .expect("a not-ready Pod's delete passes");
-    let after = budgets
-        .get("pub")
-        .await
-        .expect("budget")
-        .status
-        .unwrap_or_default();
-    // The budget may have come back meanwhile (A's replacement), so the proof is the record.
-    let charged = seen.lock().map(|v| {
-        v.iter()
-            .chain(std::iter::once(&after))
-            .any(|s| s.disrupted_pods.contains_key("unready"))
-    });
-    assert_eq!(charged.ok(), Some(false), "a not-ready Pod is not charged");
+    let after = budgets.get("pub").await.expect("budget");
+    // The budget may have come back meanwhile (A's replacement), so the proof is the record:
+    // every status up to the one read after the delete, from a watch that never stopped.
+    let history = watched_up_to(&seen, &after.resource_version().unwrap_or_default()).await;
+    let charged: Vec<_> = history
+        .iter()
+        .chain(after.status.as_ref())
+        .filter(|s| s.disrupted_pods.contains_key("unready"))
+        .collect();
+    assert!(
+        charged.is_empty(),
+        "a not-ready Pod is not charged: {charged:?}"
+    );
 
     // A's replacement becomes Ready: the budget is back.
     wait_counts(&budgets, (1, 3, 2, 3)).await;

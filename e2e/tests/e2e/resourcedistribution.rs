@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
-use kruise_api::apps::v1alpha1::{ResourceDistribution, resource_hash};
+use kruise_api::apps::v1alpha1::ResourceDistribution;
 use kruise_api::keys;
 use kruise_e2e::resourcedistribution::{
     self as rd, create_namespace, delete_namespace, event_notes, secret, secret_in,
@@ -37,6 +37,119 @@ fn data_of(s: &Secret, key: &str) -> Option<String> {
         .map(|ByteString(b)| String::from_utf8_lossy(b).into_owned())
 }
 
+/// The hash upstream writes on each copy, worked out here without the product's code: upstream
+/// hashes `spec.resource` as the raw bytes its client received (a `runtime.RawExtension` keeps
+/// them verbatim), hex SHA-256. Those bytes are the API server's own JSON of the field, so this
+/// reads the distribution as raw text, cuts the field out of it and hashes it with `sha256sum`.
+/// `None` while the distribution does not exist.
+async fn upstream_hash(client: &Client, name: &str) -> kube::Result<Option<String>> {
+    let url = format!("/apis/{}/resourcedistributions/{name}", keys::APPS_V1ALPHA1);
+    let req = http::Request::get(url)
+        .body(Vec::new())
+        .map_err(kube::Error::HttpError)?;
+    let text = match client.request_text(req).await {
+        Ok(text) => text,
+        Err(kube::Error::Api(s)) if s.code == 404 => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let spec = member(&text, "spec").expect("spec in the API server's JSON");
+    let raw = member(spec, "resource").expect("spec.resource in the API server's JSON");
+    // The cut is the field, whole: it parses to what a parser reads there.
+    let parsed: Value = serde_json::from_str(raw).expect("the cut is JSON");
+    let whole: Value = serde_json::from_str(&text).expect("JSON");
+    assert_eq!(parsed, whole["spec"]["resource"], "cut {raw:?}");
+    Ok(Some(sha256_hex(raw.as_bytes())))
+}
+
+/// The exact text of member `key` of the JSON object `obj` (scanning strings and nesting; the
+/// API server writes compact JSON).
+fn member<'a>(obj: &'a str, key: &str) -> Option<&'a str> {
+    let want = format!("\"{key}\":");
+    let b = obj.as_bytes();
+    let (mut depth, mut in_str, mut esc) = (0usize, false, false);
+    for i in 0..b.len() {
+        let c = b[i];
+        if in_str {
+            match (esc, c) {
+                (true, _) => esc = false,
+                (false, b'\\') => esc = true,
+                (false, b'"') => in_str = false,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' => depth = depth.checked_sub(1)?,
+            b'"' if depth == 1
+                && matches!(b[i - 1], b'{' | b',')
+                && obj[i..].starts_with(&want) =>
+            {
+                let start = i + want.len();
+                return Some(&obj[start..start + value_len(&obj[start..])?]);
+            }
+            b'"' => in_str = true,
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The length of the JSON value `v` starts with.
+fn value_len(v: &str) -> Option<usize> {
+    let (mut depth, mut in_str, mut esc) = (0usize, false, false);
+    for (i, c) in v.bytes().enumerate() {
+        if in_str {
+            match (esc, c) {
+                (true, _) => esc = false,
+                (false, b'\\') => esc = true,
+                (false, b'"') if depth == 0 => return Some(i + 1),
+                (false, b'"') => in_str = false,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' if depth == 0 => return Some(i),
+            b'}' | b']' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(i + 1);
+                }
+            }
+            b',' if depth == 0 => return Some(i),
+            b'"' => in_str = true,
+            _ => {}
+        }
+    }
+    Some(v.len())
+}
+
+/// Hex SHA-256 of `bytes`, by coreutils' `sha256sum`.
+fn sha256_hex(bytes: &[u8]) -> String {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new("sha256sum")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("sha256sum");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(bytes)
+        .expect("write to sha256sum");
+    let out = child.wait_with_output().expect("sha256sum");
+    assert!(out.status.success(), "sha256sum: {out:?}");
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .next()
+        .expect("a digest")
+        .to_owned()
+}
+
 /// Waits until the copy in `ns` is ours, carries `value` under `key` and the hash of the
 /// distribution's current resource; returns it.
 async fn wait_copy(client: &Client, name: &str, ns: &str, key: &str, value: &str) -> Secret {
@@ -44,10 +157,9 @@ async fn wait_copy(client: &Client, name: &str, ns: &str, key: &str, value: &str
         &format!("the copy in {ns} with {key}={value}"),
         SETTLE,
         || async {
-            let Some(d) = rd::api(client).get_opt(name).await? else {
+            let Some(hash) = upstream_hash(client, name).await? else {
                 return Ok(None);
             };
-            let hash = resource_hash(&d.spec.resource);
             Ok(secret_in(client, ns, SECRET).await?.filter(|s| {
                 data_of(s, key).as_deref() == Some(value)
                     && s.annotations().get(keys::RD_RESOURCE_HASH_ANNOTATION) == Some(&hash)
