@@ -199,24 +199,32 @@ NEXTEST=""
 # profile and arguments: a filter that matches nothing, or a run that stops short (cancelled,
 # a crashed binary), fails the phase. Listing an already built binary costs about a second.
 # The counts go to the stage's log (`phase-tests:`); `ignored-tests:` is read by the table.
+# args select tests (-E, --run-ignored): both `list` and `run` take them; run-only options go
+# in the profile or the environment (NEXTEST_TEST_THREADS).
 nextest() { # profile [args…]
   local profile=$1; shift
   [ -n "$NEXTEST" ] || NEXTEST=$(hack/build-nextest.sh)
   local sel=(-p kruise-e2e --test e2e --profile "$profile" "$@") listing counts want ignored
-  local out rc=0 ran
+  local out rc=0 ran all=()
   # One listing gives both numbers: the tests that match (what must run) and the #[ignore]d
-  # ones the filter would take but --run-ignored leaves out (the table's "ignored" column).
-  listing=$("$NEXTEST" nextest list "${sel[@]}" --message-format json) || {
+  # ones that match too but are left out (the table's "ignored" column). Listed with
+  # --run-ignored all, so the ignored ones are matched against the filter as well, unless the
+  # phase chose its own --run-ignored.
+  [[ " $* " == *" --run-ignored "* ]] || all=(--run-ignored all)
+  listing=$("$NEXTEST" nextest list "${sel[@]}" "${all[@]}" --message-format json) || {
     warn "phase $profile: nextest list failed"
     return 1
   }
-  counts=$(python3 -c '
-import json, sys
+  counts=$(RUN_IGNORED=${#all[@]} python3 -c '
+import json, os, sys
 suites = json.load(sys.stdin)["rust-suites"].values()
-cases = [c for s in suites for c in s["testcases"].values()]
-match = sum(c["filter-match"]["status"] == "matches" for c in cases)
-ignored = sum(c["filter-match"].get("reason") == "ignored" for c in cases)
-print(match, ignored)' <<<"$listing") || { warn "phase $profile: cannot read nextest's listing"; return 1; }
+match = [c for s in suites for c in s["testcases"].values()
+         if c["filter-match"]["status"] == "matches"]
+ignored = sum(c["ignored"] for c in match) if os.environ["RUN_IGNORED"] != "0" else 0
+print(len(match) - ignored, ignored)' <<<"$listing") || {
+    warn "phase $profile: cannot read nextest's listing"
+    return 1
+  }
   read -r want ignored <<<"$counts"
   echo "phase-tests: $profile: $want listed (the profile's filter${*:+, then $*})"
   if [ "$want" -eq 0 ]; then
