@@ -397,14 +397,57 @@ async fn webhook_defaults_and_refuses_bad_input_naming_the_field() {
     ns.delete().await.expect("cleanup");
 }
 
-/// The schedule of the manager-kill test. The standby takes over no sooner than the lease's
-/// renewal grace (5 s) after the kill, so at least two points of a 2 s schedule fall in the
-/// outage: making only the latest of them is then visible in the history.
+/// The schedule of the manager-kill test. After a crash the standby takes over no sooner than
+/// the lease's renewal grace (5 s), so at least two points of a 2 s schedule fall in the outage:
+/// making only the latest of them is then visible in the history.
 const TICK: i64 = 2;
-/// Seconds after the kill by which a run is still the killed leader's: its process may make one
-/// for a moment after the forced delete returns, and the standby leads only once the lease
-/// (renewed 5 s before it expires) has run out.
+/// Seconds after the kill by which a run is still the killed leader's (a create it had in
+/// flight); the next leader leads only once the lease (renewed 5 s before it expires) has run
+/// out.
 const LINGER: i64 = 4;
+
+/// Crashes the leading manager: SIGKILL, so it cannot hand its Lease over and the standby waits
+/// for it to expire. (Deleting the leader Pod, even with grace 0, has the kubelet stop it with
+/// SIGTERM first; the manager then releases the Lease and the standby leads within a second, so
+/// no schedule point is missed: a run of this test showed runs every 2 s straight through.)
+/// In cluster the leader's process is found on this host by the `POD_NAME` its container has;
+/// dev mode's kill is already a SIGKILL.
+async fn crash_leading_manager(client: &kube::Client) {
+    if kruise_e2e::mode::mode() == kruise_e2e::mode::Mode::Dev {
+        kruise_e2e::mode::kill_manager(client, async || {})
+            .await
+            .expect("kill the dev-mode manager");
+        return;
+    }
+    kruise_e2e::mode::check_isolation().expect("no dev-mode manager beside the install");
+    let leader = kruise_e2e::mode::manager_leader_pod(client)
+        .await
+        .expect("the Lease's holder");
+    let want = format!("POD_NAME={leader}");
+    let pids: Vec<u32> = std::fs::read_dir("/proc")
+        .expect("/proc")
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                .is_ok_and(|c| c.trim() == "kruise-manager")
+                && std::fs::read(format!("/proc/{pid}/environ"))
+                    .is_ok_and(|env| env.split(|b| *b == 0).any(|kv| kv == want.as_bytes()))
+        })
+        .collect();
+    let [pid] = pids[..] else {
+        panic!("expected one kruise-manager process of Pod {leader} on this host, found {pids:?}");
+    };
+    let status = std::process::Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status()
+        .expect("kill");
+    assert!(status.success(), "kill -KILL {pid}");
+    wait_for("the killed manager to exit", WAIT, || async {
+        Ok((!std::path::Path::new(&format!("/proc/{pid}")).exists()).then_some(()))
+    })
+    .await
+    .expect("the manager gone");
+}
 
 /// What is wrong with a history of runs `(point, created)` (seconds, sorted by point) on an
 /// `@every period` schedule across a leading manager killed at `killed`: while a manager leads,
@@ -491,9 +534,9 @@ fn takeover_faults_name_a_lost_a_doubled_and_a_made_up_run() {
     assert!(takeover_faults(&[(100, 100), (102, 102)], 2, 105)[0].contains("0 gaps"));
 }
 
-/// The leading manager killed while runs come every 2 s: the next leader makes one run for the
-/// latest point it finds missed, not one per missed point, and goes on from there; no point has
-/// two runs and none is lost while a manager leads (`takeover_faults`).
+/// The leading manager crashed (SIGKILL) while runs come every 2 s: the next leader makes one run
+/// for the latest point it finds missed, not one per missed point, and goes on from there; no
+/// point has two runs and none is lost while a manager leads (`takeover_faults`).
 #[tokio::test]
 async fn serial_a_manager_killed_across_points_makes_one_run_not_a_burst() {
     let client = client().await.expect("cluster");
@@ -515,9 +558,7 @@ async fn serial_a_manager_killed_across_points_makes_one_run_not_a_burst() {
     .await
     .expect("runs");
     let killed = jiff::Timestamp::now();
-    kruise_e2e::mode::kill_manager(&client, async || {})
-        .await
-        .expect("kill the leading manager");
+    crash_leading_manager(&client).await;
     let all = wait_for(
         "two runs of the next leader",
         Duration::from_secs(120),
