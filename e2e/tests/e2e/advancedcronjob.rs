@@ -468,6 +468,8 @@ async fn crash_leading_manager(client: &kube::Client) {
 fn takeover_faults(made: &[(i64, i64)], period: i64, killed: i64) -> Vec<String> {
     let mut faults = Vec::new();
     let mut takeovers = 0;
+    // (Creation times are whole seconds: a late takeover run and the next point's run can share
+    // one, so a burst is told by the gap it fills, not by creation times.)
     for w in made.windows(2) {
         let ((p0, c0), (p1, c1)) = (w[0], w[1]);
         let gap = p1 - p0;
@@ -479,17 +481,13 @@ fn takeover_faults(made: &[(i64, i64)], period: i64, killed: i64) -> Vec<String>
             faults.push(format!("points {p0} and {p1}: not on the schedule"));
         } else if takeover && gap < 2 * period {
             faults.push(format!(
-                "the takeover ({p0} → {p1}) skipped no point: nothing was missed to make up"
+                "the takeover ({p0} → {p1}) skipped no point: nothing was missed, or every \
+                 missed point was made (a burst)"
             ));
         } else if !takeover && gap > period {
             faults.push(format!(
                 "{} run(s) lost between points {p0} and {p1}, with a manager leading",
                 gap / period - 1
-            ));
-        }
-        if c1 <= c0 {
-            faults.push(format!(
-                "runs for points {p0} and {p1} created in one second: a burst"
             ));
         }
     }
@@ -526,7 +524,7 @@ fn takeover_faults_name_a_lost_a_doubled_and_a_made_up_run() {
     // Every missed point made at takeover (a burst), or only the earliest.
     let burst = [(104, 104), (106, 113), (108, 113), (110, 113), (112, 113)];
     let faults = takeover_faults(&burst, 2, 105);
-    assert!(faults.iter().any(|f| f.contains("a burst")), "{faults:?}");
+    assert!(faults[0].contains("skipped no point"), "{faults:?}");
     assert!(
         faults
             .iter()
@@ -542,6 +540,27 @@ fn takeover_faults_name_a_lost_a_doubled_and_a_made_up_run() {
     // A takeover that crossed no point proves nothing (a 4 s schedule, killed at 101).
     let quick = [(96, 96), (100, 100), (104, 106), (108, 108)];
     assert!(takeover_faults(&quick, 4, 101)[0].contains("skipped no point"));
+    // Histories seen on the cluster: a standby's takeover 14 s after the kill (its first run
+    // landed 2 s after its point); a leader back within a second (its Pod deleted), which
+    // proves nothing; a run made up for a missed point by hand (the broken-behaviour run).
+    let seen = [(591, 591), (593, 593), (607, 609), (609, 610)];
+    assert_eq!(takeover_faults(&seen, 2, 593), Vec::<String>::new());
+    let back_at_once = [(577, 577), (579, 579), (581, 581), (583, 584), (585, 586)];
+    assert!(takeover_faults(&back_at_once, 2, 579)[0].contains("skipped no point"));
+    let made_up = [(924, 924), (926, 926), (928, 937), (934, 936), (936, 936)];
+    let faults = takeover_faults(&made_up, 2, 926);
+    assert!(
+        faults
+            .iter()
+            .any(|f| f.contains("point 928 was created at 937")),
+        "{faults:?}"
+    );
+    assert!(
+        faults
+            .iter()
+            .any(|f| f.contains("lost between points 928 and 934")),
+        "{faults:?}"
+    );
     // No run after the kill.
     assert!(takeover_faults(&[(100, 100), (102, 102)], 2, 105)[0].contains("0 gaps"));
 }
