@@ -190,6 +190,13 @@ async fn run(args: Args) -> anyhow::Result<()> {
     features::install(args.feature_gates);
     // Only what differs from upstream's defaults; empty means exactly OpenKruise's.
     tracing::info!(differences = %args.feature_gates, "feature gates");
+    for (gate, missing) in args.feature_gates.without_effect() {
+        tracing::warn!(
+            gate = gate.name(),
+            missing,
+            "feature gate {gate} is on but has no effect in Kruise-rs: {missing}"
+        );
+    }
     let kube = kube_config(&args).await?;
     let shutdown = CancellationToken::new();
     app::shutdown_on_signals(shutdown.clone());
