@@ -194,7 +194,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         tracing::warn!(
             gate = gate.name(),
             missing,
-            "feature gate {gate} is on but has no effect in Kruise-rs: {missing}"
+            "feature gate {gate} is on, but Kruise-rs lacks part or all of what it does: {missing}"
         );
     }
     let kube = kube_config(&args).await?;

@@ -203,7 +203,7 @@ async fn main() -> std::process::ExitCode {
         tracing::warn!(
             gate = gate.name(),
             missing,
-            "feature gate {gate} is on but has no effect in Kruise-rs: {missing}"
+            "feature gate {gate} is on, but Kruise-rs lacks part or all of what it does: {missing}"
         );
     }
     match run(flags).await {
