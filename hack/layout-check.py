@@ -316,8 +316,9 @@ def expand_braces(path):
 def named_paths(text, top):
     """(line, path) for each repository path in a code span: it starts with a top-level entry
     of the checkout and holds no placeholder (`<kind>`, `NAME`, `…`, a glob)."""
-    for m in re.finditer(r"`([^`\n]+)`", prose(text)):
-        line = text.count("\n", 0, m.start()) + 1
+    body = prose(text)
+    for m in re.finditer(r"`([^`\n]+)`", body):
+        line = body.count("\n", 0, m.start()) + 1
         if m.group(1).startswith("kubectl "):
             continue  # `deploy/NAME` there is a resource, not a folder
         for word in m.group(1).split():
