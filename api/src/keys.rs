@@ -228,6 +228,9 @@ pub const CRR_CONDITION_PRE_RECREATE_GRACE: &str = "PreRecreateGrace";
 pub const EPHEMERALJOB_ID_ENV: &str = "KRUISE_EJOB_ID";
 /// Finalizer an EphemeralJob holds until the controller has seen its deletion (upstream's).
 pub const EPHEMERALJOB_FINALIZER: &str = "apps.kruise.io/ephemeralcontainers-cleanup";
+/// Finalizer a PodProbeMarker holds until its probes are off every NodePodProbe (upstream
+/// `PodProbeMarkerFinalizer`).
+pub const PODPROBEMARKER_FINALIZER: &str = "kruise.io/node-pod-probe-cleanup";
 
 // ---------------------------------------------------------------------------------------------
 // CloneSet status conditions
