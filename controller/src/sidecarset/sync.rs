@@ -44,8 +44,23 @@ pub(super) async fn sync(
         }
     }
     not_upgradable(ctx, set, pods, plan, now, &mut blocked).await;
+    // Budgets that refused an upgrade this round: their other Pods wait for the next round
+    // (the budget frees a slot once the upgraded Pod is available again), as upstream's
+    // processor stops at a refusal; a refusal is waiting, not a failure.
+    let mut spent: Vec<String> = Vec::new();
     for &i in &plan.upgrade {
+        let budget = kruise_api::policy::v1alpha1::pubcontrol::related_budget_name(&pods[i]);
+        if budget.is_some_and(|b| spent.iter().any(|s| s == b)) {
+            continue;
+        }
         let upgraded = upgrade(ctx, set, latest, &pods[i], now).await;
+        if let (Err(Error::Kube(kube::Error::Api(s))), Some(b)) = (&upgraded, budget)
+            && kruise_api::policy::v1alpha1::pubcontrol::is_charge_refusal(&s.message)
+        {
+            tracing::debug!(pod = %pod_key(&pods[i]), budget = b, "upgrade waits for its PodUnavailableBudget");
+            spent.push(b.to_owned());
+            continue;
+        }
         if upgraded.is_ok()
             && let Err(e) = set_upgradable(ctx, set, &pods[i], true, now).await
         {

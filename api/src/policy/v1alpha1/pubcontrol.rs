@@ -433,6 +433,15 @@ pub enum ChargeRefused {
     TooManyEntries(String),
 }
 
+/// Whether an API error message is the budget webhook's refusal of a disruption (either
+/// [`ChargeRefused`], as the API server relays it): a writer that is refused waits for the
+/// budget rather than failing.
+pub fn is_charge_refusal(message: &str) -> bool {
+    message.contains("podunavailablebudget.policy.kruise.io ")
+        && (message.contains(" is forbidden: pub unavailable allowed is negative")
+            || message.contains(" is forbidden: DisruptedPods and UnavailablePods map too big"))
+}
+
 /// Charges one disruption of `pod_name` to the budget: one less allowed and an entry with
 /// `now` (`unavailablePods` for an update, `disruptedPods` otherwise); refused when nothing
 /// is allowed or the maps are full.

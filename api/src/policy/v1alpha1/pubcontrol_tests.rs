@@ -480,3 +480,16 @@ fn a_sidecar_upgrade_not_yet_restarted_is_inconsistent() {
     }
     assert!(is_pod_state_consistent(&other));
 }
+
+#[test]
+fn a_refusal_is_recognised_as_the_api_server_relays_it() {
+    let refused = ChargeRefused::NoBudget("web".into()).to_string();
+    let relayed = format!("admission webhook \"vpod.kb.io\" denied the request: {refused}");
+    assert!(is_charge_refusal(&relayed));
+    assert!(is_charge_refusal(
+        &ChargeRefused::TooManyEntries("web".into()).to_string()
+    ));
+    assert!(!is_charge_refusal(
+        "pods \"a\" is forbidden: exceeded quota"
+    ));
+}
