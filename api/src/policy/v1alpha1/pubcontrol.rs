@@ -130,20 +130,24 @@ pub fn is_pod_state_consistent(pod: &Pod) -> bool {
 /// is being upgraded would count as available until the kubelet stopped the old container.
 fn sidecars_upgraded(pod: &Pod) -> bool {
     let annotations = pod.metadata.annotations.as_ref();
-    let Some(value) =
-        annotations.and_then(|a| a.get(keys::SIDECARSET_INPLACE_UPDATE_STATE_ANNOTATION))
+    let Some(value) = annotations
+        .and_then(|a| a.get(keys::SIDECARSET_INPLACE_UPDATE_STATE_ANNOTATION))
+        .filter(|v| !v.is_empty())
     else {
         return true;
     };
-    let Ok(states) = crate::sidecarset::parse_inplace_states(value) else {
+    // Read here rather than through `crate::sidecarset`, which depends on this module's
+    // parent: the same JSON map and comma-separated list.
+    let Ok(states) = serde_json::from_str::<BTreeMap<String, InPlaceUpdateState>>(value) else {
         return false;
     };
-    let sets = crate::sidecarset::parse_injected_list(
-        annotations
-            .and_then(|a| a.get(keys::SIDECARSET_INJECTED_LIST_ANNOTATION))
-            .map(String::as_str)
-            .unwrap_or_default(),
-    );
+    let sets: Vec<&str> = annotations
+        .and_then(|a| a.get(keys::SIDECARSET_INJECTED_LIST_ANNOTATION))
+        .map(String::as_str)
+        .unwrap_or_default()
+        .split(',')
+        .filter(|s| !s.is_empty())
+        .collect();
     let containers = pod
         .spec
         .as_ref()
@@ -159,7 +163,7 @@ fn sidecars_upgraded(pod: &Pod) -> bool {
     };
     let last: BTreeMap<&str, &str> = sets
         .iter()
-        .filter_map(|s| states.get(s))
+        .filter_map(|s| states.get(*s))
         .flat_map(|st| st.last_container_statuses.iter())
         .map(|(name, st)| (name.as_str(), st.image_id.as_str()))
         .collect();
