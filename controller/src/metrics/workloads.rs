@@ -69,7 +69,7 @@ where
             .and_then(|s| s.as_ref().map(Store::state))
             .unwrap_or_default();
         // Stable output: scrapes diff cleanly and tests read it.
-        objs.sort_by(|a, b| (a.namespace(), a.name_any()).cmp(&(b.namespace(), b.name_any())));
+        objs.sort_by_key(|o| (o.namespace(), o.name_any()));
         objs
     }
 }
