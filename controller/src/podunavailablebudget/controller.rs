@@ -45,6 +45,7 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
     )
     .concurrency(CONCURRENCY);
     let store = ctl.store();
+    ctx.metrics.workloads.budgets.set(store.clone());
     let workloads = [
         ApiResource::erase::<Deployment>(&()),
         ApiResource::erase::<StatefulSet>(&()),

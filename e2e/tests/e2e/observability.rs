@@ -4,9 +4,12 @@
 
 use std::time::Duration;
 
+use kruise_api::keys;
+use kruise_api::policy::v1alpha1::PodUnavailableBudget;
 use kruise_e2e::cloneset::{self, set_image, wait_rolled_out};
 use kruise_e2e::manager::{metric_samples, metric_sum};
 use kruise_e2e::{TestNamespace, client, wait_for};
+use kube::Api;
 use kube::Client;
 use kube::api::{DeleteParams, PostParams};
 use serde_json::json;
@@ -23,8 +26,9 @@ async fn gauge(client: &Client, metric: &str, ns: &str, name: &str) -> Option<f6
 }
 
 /// After an in-place rollout of 2 Pods, the CloneSet's gauges show its replicas, updated and
-/// ready counts, and the in-place duration histogram has at least one observation per Pod;
-/// after the CloneSet is deleted its series are gone.
+/// ready counts, and the in-place duration histogram has at least one observation per Pod; a
+/// budget over the CloneSet shows its totals; after the budget and the CloneSet are deleted
+/// their series are gone.
 #[tokio::test]
 async fn cloneset_rollout_shows_in_metrics_and_leaves_with_it() {
     let client = client().await.expect("cluster");
@@ -41,6 +45,21 @@ async fn cloneset_rollout_shows_in_metrics_and_leaves_with_it() {
     wait_rolled_out(&api, "web", 2, ROLLOUT)
         .await
         .expect("initial rollout");
+
+    // A budget that allows every Pod at once: it is counted, it never holds the rollout back.
+    let budgets: Api<PodUnavailableBudget> = Api::namespaced(client.clone(), &ns.name);
+    let budget: PodUnavailableBudget = serde_json::from_value(json!({
+        "apiVersion": keys::POLICY_V1ALPHA1,
+        "kind": keys::PUB_KIND,
+        "metadata": {"name": "web-budget"},
+        "spec": {"targetRef": {"apiVersion": keys::APPS_V1ALPHA1, "kind": "CloneSet", "name": "web"},
+                 "maxUnavailable": "100%"},
+    }))
+    .expect("a PodUnavailableBudget");
+    budgets
+        .create(&PostParams::default(), &budget)
+        .await
+        .expect("create budget");
 
     let durations = "kruise_manager_inplace_update_duration_seconds_count";
     let in_place = "kruise_manager_pod_updates_total";
@@ -100,6 +119,41 @@ async fn cloneset_rollout_shows_in_metrics_and_leaves_with_it() {
     .await
     .expect("scrape");
     assert_eq!(revision, vec![1.0], "one update revision series");
+    wait_for("the budget's gauges", SCRAPE, || async {
+        let total = gauge(
+            &client,
+            "kruise_podunavailablebudget_status_total_replicas",
+            name,
+            "web-budget",
+        )
+        .await;
+        let allowed = gauge(
+            &client,
+            "kruise_podunavailablebudget_status_unavailable_allowed",
+            name,
+            "web-budget",
+        )
+        .await;
+        Ok((total == Some(2.0) && allowed == Some(2.0)).then_some(()))
+    })
+    .await
+    .expect("budget gauges");
+    budgets
+        .delete("web-budget", &DeleteParams::default())
+        .await
+        .expect("delete budget");
+    wait_for("the budget's series to go", SCRAPE, || async {
+        let labels = format!("namespace=\"{name}\",name=\"web-budget\"");
+        let left = metric_samples(
+            &client,
+            "kruise_podunavailablebudget_status_total_replicas",
+            &labels,
+        )
+        .await?;
+        Ok(left.is_empty().then_some(()))
+    })
+    .await
+    .expect("budget series removed");
 
     api.delete("web", &DeleteParams::foreground())
         .await
