@@ -36,11 +36,28 @@ unit: ## unit, property and snapshot tests of every crate, the e2e crate's own, 
 	hack/test.sh unit
 
 .PHONY: lint
-lint: ## rustfmt, clippy (warnings are errors), shellcheck, and the module layout (hack/layout-check.py)
+lint: ## rustfmt, clippy (warnings are errors), shellcheck, the module layout and the documents' paths and links (hack/layout-check.py), markdown (hack/md-lint.py)
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	shellcheck hack/*.sh kind/*.sh kind/bin/docker kind/node/entrypoint .ci/run
 	python3 hack/layout-check.py
+	python3 hack/md-lint.py
+
+.PHONY: fmt
+fmt: ## format every crate (rustfmt)
+	$(CARGO) fmt --all
+
+.PHONY: crds
+crds: ## regenerate deploy/crds/ from the API types (api's crdgen binary)
+	$(CARGO) run -p kruise-api --bin crdgen -- --write deploy/crds
+
+.PHONY: helm-chart
+helm-chart: ## regenerate the Helm chart deploy/helm/kruise-rs from deploy/
+	python3 hack/helm-chart.py
+
+.PHONY: docs
+docs: ## regenerate docs/feature-gates.md and cli/README.md's gate list from api/src/features.rs
+	KRUISE_UPDATE_DOCS=1 $(CARGO) test -p kruise-api --test feature_gates_doc
 
 .PHONY: e2e
 e2e: ## every e2e stage (smoke gate, behaviour suite, serial phase, plugin, dev mode, kwok, CRI, cycle); with KUBECONFIG set, the suite against that cluster

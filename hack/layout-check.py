@@ -5,7 +5,10 @@
   directly or around a longer circle; a child using its parent (`super::`, `crate::` items of an
   ancestor) is fine;
 - no workload folder of the manager imports another (`crate::cloneset::` outside `cloneset/`);
-- no non-test file over MAX_FILE lines, no non-test function in the manager over MAX_FN lines.
+- no non-test file over MAX_FILE lines, no non-test function in the manager over MAX_FN lines;
+- the documents stay true to the tree: every repository path that CONTRIBUTING.md or README.md
+  names in backticks exists, and every relative link in README.md, CONTRIBUTING.md and docs/
+  resolves (the file, and the heading a `#fragment` names).
 
 Test code is left out: files named `tests.rs` or `*_tests.rs`, files under a `tests/` folder, and
 `#[cfg(test)] mod` blocks. It reads the text, not the compiler's view, so a `use`
@@ -277,11 +280,114 @@ def check_crate(root, crate):
     return problems
 
 
+# Documents whose named paths must exist, and documents whose relative links must resolve.
+PATH_DOCS = ["CONTRIBUTING.md", "README.md"]
+LINK_DOCS = ["README.md", "CONTRIBUTING.md", "docs"]
+# Top-level entries that are not part of the repository (made by builds and the local cluster).
+NOT_TRACKED = {"target", ".cluster", ".git"}
+
+
+def prose(text):
+    """Markdown without its fenced code blocks (same line count)."""
+    out, fence = [], None
+    for line in text.split("\n"):
+        m = re.match(r"^ {0,3}(`{3,}|~{3,})", line)
+        if fence:
+            if m and m.group(1)[0] == fence[0]:
+                fence = None
+            out.append("")
+        elif m:
+            fence = m.group(1)
+            out.append("")
+        else:
+            out.append(line)
+    return "\n".join(out)
+
+
+def expand_braces(path):
+    """`a/{b,c}.rs` -> [`a/b.rs`, `a/c.rs`] (one level, as the documents write it)."""
+    m = re.search(r"\{([^{}]*)\}", path)
+    if not m:
+        return [path]
+    return [p for alt in m.group(1).split(",")
+            for p in expand_braces(path[:m.start()] + alt.strip() + path[m.end():])]
+
+
+def named_paths(text, top):
+    """(line, path) for each repository path in a code span: it starts with a top-level entry
+    of the checkout and holds no placeholder (`<kind>`, `NAME`, `…`, a glob)."""
+    body = prose(text)
+    for m in re.finditer(r"`([^`\n]+)`", body):
+        line = body.count("\n", 0, m.start()) + 1
+        if m.group(1).startswith("kubectl "):
+            continue  # `deploy/NAME` there is a resource, not a folder
+        for word in m.group(1).split():
+            word = re.sub(r"(:\d+)+$", "", word.rstrip(".,;:)"))
+            head = word.split("/")[0]
+            if head not in top or ("/" not in word and not os.path.splitext(word)[1]):
+                continue
+            if re.search(r"[<>*…$]|\.\.\.", word) \
+                    or any(re.fullmatch(r"[A-Z][A-Z0-9_-]+", seg) for seg in word.split("/")):
+                continue  # a placeholder: `<kind>`, `NAME`, a glob
+            for path in expand_braces(word):
+                yield line, path
+
+
+def slug(heading):
+    """GitHub's anchor for a heading."""
+    h = re.sub(r"[^\w\- ]", "", heading.strip().lower())
+    return h.replace(" ", "-")
+
+
+def anchors(path):
+    with open(path, encoding="utf-8") as fh:
+        text = prose(fh.read())
+    return {slug(m.group(1)) for m in re.finditer(r"^#{1,6} +(.+?) *#*$", text, re.M)}
+
+
+def check_docs(root):
+    problems = []
+    top = {e for e in os.listdir(root) if e not in NOT_TRACKED}
+    for doc in PATH_DOCS:
+        with open(os.path.join(root, doc), encoding="utf-8") as fh:
+            text = fh.read()
+        for line, path in named_paths(text, top):
+            if not os.path.exists(os.path.join(root, path)):
+                problems.append(f"{doc}:{line}: names {path}, which does not exist")
+    files = []
+    for entry in LINK_DOCS:
+        full = os.path.join(root, entry)
+        if os.path.isdir(full):
+            for dirpath, _, names in os.walk(full):
+                files += [os.path.join(dirpath, n) for n in sorted(names) if n.endswith(".md")]
+        elif os.path.exists(full):
+            files.append(full)
+    for full in files:
+        rel = os.path.relpath(full, root)
+        with open(full, encoding="utf-8") as fh:
+            text = fh.read()
+        # Inline code is not a link; drop it before looking.
+        body = re.sub(r"`[^`\n]*`", "", prose(text))
+        for m in re.finditer(r"\[[^\]]*\]\(([^)\s]+)[^)]*\)", body):
+            target = m.group(1)
+            line = body.count("\n", 0, m.start()) + 1
+            if re.match(r"^[a-z][a-z0-9+.-]*:", target):
+                continue  # a URL
+            file_part, _, fragment = target.partition("#")
+            dest = os.path.normpath(os.path.join(os.path.dirname(full), file_part)) if file_part else full
+            if not os.path.exists(dest):
+                problems.append(f"{rel}:{line}: link {target}: {file_part} does not exist")
+            elif fragment and dest.endswith(".md") and fragment not in anchors(dest):
+                problems.append(f"{rel}:{line}: link {target}: no heading #{fragment} there")
+    return problems
+
+
 def main():
     root = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     problems = []
     for crate in CRATES:
         problems += check_crate(root, crate)
+    problems += check_docs(root)
     for p in problems:
         print(p)
     print(f"layout-check: {len(problems)} problem(s)", file=sys.stderr)

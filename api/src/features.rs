@@ -43,8 +43,33 @@ pub const ALL_ALPHA: &str = "AllAlpha";
 /// The special name that sets every beta gate not named explicitly (component-base).
 pub const ALL_BETA: &str = "AllBeta";
 
+/// What a gate does in Kruise-rs. The one list of which gates act here and which are accepted
+/// and ignored: the start-up warnings, `kubectl kruise check` and docs/feature-gates.md (written
+/// and checked by `api/tests/feature_gates_doc.rs`) all read it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Effect {
+    /// Acts here as upstream's gate does; the text says what it changes.
+    Implemented(&'static str),
+    /// Acts here in part: what it does, then what is missing.
+    Partial(&'static str, &'static str),
+    /// Accepted and ignored: the text says what is missing.
+    Missing(&'static str),
+    /// Declared upstream and read nowhere in v1.9, so ignoring it is upstream's behaviour.
+    UnusedUpstream,
+}
+
+impl Effect {
+    /// What is missing, for a gate that does not (or only partly) take effect here.
+    pub const fn missing(self) -> Option<&'static str> {
+        match self {
+            Self::Partial(_, missing) | Self::Missing(missing) => Some(missing),
+            Self::Implemented(_) | Self::UnusedUpstream => None,
+        }
+    }
+}
+
 macro_rules! gates {
-    ($( $(#[$doc:meta])* $variant:ident = $wire:literal, $default:literal, $maturity:ident; )*) => {
+    ($( $(#[$doc:meta])* $variant:ident = $wire:literal, $default:literal, $maturity:ident, $effect:expr; )*) => {
         /// One OpenKruise v1.9 feature gate. The variant is upstream's Go identifier where it
         /// matches the registered name; [`Gate::name`] is what goes on the wire.
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -69,85 +94,124 @@ macro_rules! gates {
             pub const fn maturity(self) -> Maturity {
                 match self { $(Gate::$variant => Maturity::$maturity,)* }
             }
+
+            /// What the gate does here ([`Effect`]).
+            pub const fn effect(self) -> Effect {
+                match self { $(Gate::$variant => $effect,)* }
+            }
         }
     };
 }
 
 gates! {
     /// Features that need kruise-daemon (image pulls, container restarts, probes).
-    KruiseDaemon = "KruiseDaemon", true, Beta;
+    KruiseDaemon = "KruiseDaemon", true, Beta,
+        Effect::Implemented("without it the controllers and webhook paths that hand work to kruise-daemon (pull jobs, container recreation, probes, SidecarTerminator) do not run, and the gates needing the daemon are off");
     /// The Pod webhook (SidecarSet injection, readiness gate, PUB, WorkloadSpread...).
-    PodWebhook = "PodWebhook", true, Beta;
+    PodWebhook = "PodWebhook", true, Beta,
+        Effect::Implemented("without it no Pod webhook is registered, and the gates acting through it are off");
     /// CloneSet puts only the short revision hash in the Pod's revision label.
-    CloneSetShortHash = "CloneSetShortHash", false, Alpha;
+    CloneSetShortHash = "CloneSetShortHash", false, Alpha,
+        Effect::Missing("CloneSet always writes the revision's full name in `controller-revision-hash`, never the short hash alone");
     /// The Pod webhook adds the `KruisePodReady` readiness gate to every Pod, not only to
     /// Pods of Kruise workloads.
-    KruisePodReadinessGate = "KruisePodReadinessGate", false, Alpha;
+    KruisePodReadinessGate = "KruisePodReadinessGate", false, Alpha,
+        Effect::Implemented("the Pod webhook gives every Pod it admits the `KruisePodReady` readiness gate, not only Kruise workloads' Pods");
     /// CloneSet / Advanced StatefulSet create ImagePullJobs to pull a new image before an
     /// in-place update.
-    PreDownloadImageForInPlaceUpdate = "PreDownloadImageForInPlaceUpdate", false, Alpha;
+    PreDownloadImageForInPlaceUpdate = "PreDownloadImageForInPlaceUpdate", false, Alpha,
+        Effect::Partial("CloneSet creates ImagePullJobs before an in-place update", "Advanced StatefulSet does not pre-download");
     /// CloneSet moves Pods back to the current revision when more than replicas - partition
     /// run the update revision.
-    CloneSetPartitionRollback = "CloneSetPartitionRollback", false, Alpha;
+    CloneSetPartitionRollback = "CloneSetPartitionRollback", false, Alpha,
+        Effect::Missing("a raised partition does not move updated Pods back to the current revision; Pods only move forward");
     /// Deletion protection for namespaces, services, CRDs and workloads.
-    ResourcesDeletionProtection = "ResourcesDeletionProtection", false, Beta;
+    ResourcesDeletionProtection = "ResourcesDeletionProtection", false, Beta,
+        Effect::Implemented("the `policy.kruise.io/delete-protection` label protects Namespaces, CRDs, Services, Ingresses and workloads from deletion");
     /// PodUnavailableBudget guards Pod deletion and eviction.
-    PodUnavailableBudgetDeleteGate = "PodUnavailableBudgetDeleteGate", true, Beta;
+    PodUnavailableBudgetDeleteGate = "PodUnavailableBudgetDeleteGate", true, Beta,
+        Effect::Implemented("Pod deletes and evictions are charged to PodUnavailableBudgets");
     /// PodUnavailableBudget guards in-place updates.
-    PodUnavailableBudgetUpdateGate = "PodUnavailableBudgetUpdateGate", false, Alpha;
+    PodUnavailableBudgetUpdateGate = "PodUnavailableBudgetUpdateGate", false, Alpha,
+        Effect::Implemented("in-place updates are charged to PodUnavailableBudgets, by the webhook and by CloneSet; with both budget gates off, budgets are refused and their controller does not run");
     /// WorkloadSpread.
-    WorkloadSpread = "WorkloadSpread", true, Beta;
+    WorkloadSpread = "WorkloadSpread", true, Beta,
+        Effect::Implemented("WorkloadSpreads are admitted, new Pods spread over their subsets, and the controller runs");
     /// kruise-daemon watches the Pods of its node.
-    DaemonWatchingPod = "DaemonWatchingPod", true, Beta;
+    DaemonWatchingPod = "DaemonWatchingPod", true, Beta,
+        Effect::Implemented("kruise-daemon runs its containermeta duty (`apps.kruise.io/runtime-containers-meta`)");
     /// The webhook does not default the fields of workload Pod templates.
-    TemplateNoDefaults = "TemplateNoDefaults", false, Alpha;
+    TemplateNoDefaults = "TemplateNoDefaults", false, Alpha,
+        Effect::Missing("the webhook always defaults the fields of workload Pod templates");
     /// A changed label or annotation read by an env var (downward API) is applied in place by
     /// restarting the containers reading it.
-    InPlaceUpdateEnvFromMetadata = "InPlaceUpdateEnvFromMetadata", true, Beta;
+    InPlaceUpdateEnvFromMetadata = "InPlaceUpdateEnvFromMetadata", true, Beta,
+        Effect::Implemented("a changed label or annotation read by an env var is applied in place, restarting the containers reading it");
     /// Advanced StatefulSet `persistentVolumeClaimRetentionPolicy`.
-    StatefulSetAutoDeletePVC = "StatefulSetAutoDeletePVC", true, Beta;
+    StatefulSetAutoDeletePVC = "StatefulSetAutoDeletePVC", true, Beta,
+        Effect::Implemented("Advanced StatefulSet honours `persistentVolumeClaimRetentionPolicy`");
     /// SidecarSet `patchPodMetadata` may patch any key, not only whitelisted ones.
-    SidecarSetPatchPodMetadataDefaultsAllowed = "SidecarSetPatchPodMetadataDefaultsAllowed", false, Alpha;
+    SidecarSetPatchPodMetadataDefaultsAllowed = "SidecarSetPatchPodMetadataDefaultsAllowed", false, Alpha,
+        Effect::Implemented("a SidecarSet's `patchPodMetadata` is admitted without the `kruise-configuration` whitelist");
     /// SidecarTerminator stops sidecars once the main containers of a Job-like Pod exited.
-    SidecarTerminator = "SidecarTerminator", false, Alpha;
+    SidecarTerminator = "SidecarTerminator", false, Alpha,
+        Effect::Implemented("a job Pod's sidecars carrying `KRUISE_TERMINATE_SIDECAR_WHEN_JOB_EXIT=true` are stopped once its main containers exit");
     /// PodProbeMarker custom probes.
-    PodProbeMarkerGate = "PodProbeMarkerGate", true, Beta;
+    PodProbeMarkerGate = "PodProbeMarkerGate", true, Beta,
+        Effect::Implemented("PodProbeMarkers are admitted; their controllers and kruise-daemon's `podprobe` duty run");
     /// Advanced DaemonSet creates ImagePullJobs to pull a new image before an update.
-    PreDownloadImageForDaemonSetUpdate = "PreDownloadImageForDaemonSetUpdate", false, Alpha;
+    PreDownloadImageForDaemonSetUpdate = "PreDownloadImageForDaemonSetUpdate", false, Alpha,
+        Effect::Missing("Advanced DaemonSet creates no ImagePullJob before an update (only upstream's rule turning `ImagePullJobGate` on applies)");
     /// CloneSet ignores Pod updates that cannot change its decisions.
-    CloneSetEventHandlerOptimization = "CloneSetEventHandlerOptimization", false, Alpha;
+    CloneSetEventHandlerOptimization = "CloneSetEventHandlerOptimization", false, Alpha,
+        Effect::UnusedUpstream;
     /// A Pod held in PreparingUpdate counts as updated when a workload scales.
-    PreparingUpdateAsUpdate = "PreparingUpdateAsUpdate", false, Alpha;
+    PreparingUpdateAsUpdate = "PreparingUpdateAsUpdate", false, Alpha,
+        Effect::Implemented("a Pod held in PreparingUpdate counts as updated when a CloneSet scales");
     /// ImagePullJob and ImageListPullJob are served and run.
-    ImagePullJobGate = "ImagePullJobGate", false, Alpha;
+    ImagePullJobGate = "ImagePullJobGate", false, Alpha,
+        Effect::Implemented("ImagePullJobs and ImageListPullJobs are admitted and their controllers run");
     /// ResourceDistribution.
-    ResourceDistributionGate = "ResourceDistributionGate", false, Alpha;
+    ResourceDistributionGate = "ResourceDistributionGate", false, Alpha,
+        Effect::Implemented("ResourceDistributions are admitted and their controller runs");
     /// Deletion protection of CRDs also counts their custom resources.
-    DeletionProtectionForCRDCascadingGate = "DeletionProtectionForCRDCascadingGate", false, Alpha;
+    DeletionProtectionForCRDCascadingGate = "DeletionProtectionForCRDCascadingGate", false, Alpha,
+        Effect::Implemented("a CRD labelled `Cascading` is refused while it has objects (without it, until the label goes)");
     /// The enhanced liveness probe. Upstream's Go name is `EnhancedLivenessProbeGate`; the
     /// registered name has no `Gate` suffix.
-    EnhancedLivenessProbe = "EnhancedLivenessProbe", false, Alpha;
+    EnhancedLivenessProbe = "EnhancedLivenessProbe", false, Alpha,
+        Effect::Missing("the enhanced liveness probe is not built: neither its webhook, its controllers nor kruise-daemon's part exist");
     /// A CloneSet recreates its Pods when its volumeClaimTemplates change.
-    RecreatePodWhenChangeVCTInCloneSetGate = "RecreatePodWhenChangeVCTInCloneSetGate", false, Alpha;
+    RecreatePodWhenChangeVCTInCloneSetGate = "RecreatePodWhenChangeVCTInCloneSetGate", false, Alpha,
+        Effect::Implemented("a CloneSet whose image change comes with changed `volumeClaimTemplates` recreates its Pods and their claims");
     /// Advanced StatefulSet `ordinals.start`.
-    StatefulSetStartOrdinal = "StatefulSetStartOrdinal", false, Alpha;
+    StatefulSetStartOrdinal = "StatefulSetStartOrdinal", false, Alpha,
+        Effect::Implemented("Advanced StatefulSet honours `ordinals.start`");
     /// Advanced StatefulSet labels each Pod with its ordinal.
-    PodIndexLabel = "PodIndexLabel", true, Beta;
+    PodIndexLabel = "PodIndexLabel", true, Beta,
+        Effect::Implemented("Advanced StatefulSet labels each Pod with its ordinal");
     /// The webhook serves certificates provisioned by someone else.
-    EnableExternalCerts = "EnableExternalCerts", false, Alpha;
+    EnableExternalCerts = "EnableExternalCerts", false, Alpha,
+        Effect::Missing("the manager always makes, stores and rotates its own webhook certificates");
     /// Advanced StatefulSet resizes its PVCs when volumeClaimTemplates grow.
-    StatefulSetAutoResizePVCGate = "StatefulSetAutoResizePVCGate", false, Alpha;
+    StatefulSetAutoResizePVCGate = "StatefulSetAutoResizePVCGate", false, Alpha,
+        Effect::Missing("Advanced StatefulSet does not resize its claims when `volumeClaimTemplates` grow");
     /// CloneSet stops waiting for a deletion it expects after a timeout. Upstream's Go name is
     /// `ForceDeleteTimeoutExpectationFeatureGate`; the registered name is shorter.
-    ForceDeleteTimeoutExpectationGate = "ForceDeleteTimeoutExpectationGate", false, Alpha;
+    ForceDeleteTimeoutExpectationGate = "ForceDeleteTimeoutExpectationGate", false, Alpha,
+        Effect::UnusedUpstream;
     /// CloneSet / Advanced StatefulSet resize cpu and memory in place instead of recreating.
-    InPlaceWorkloadVerticalScaling = "InPlaceWorkloadVerticalScaling", false, Alpha;
+    InPlaceWorkloadVerticalScaling = "InPlaceWorkloadVerticalScaling", false, Alpha,
+        Effect::Implemented("CloneSet and Advanced StatefulSet resize cpu and memory in place instead of recreating the Pod");
     /// PodProbeMarker on serverless (virtual-kubelet) Pods.
-    EnablePodProbeMarkerOnServerless = "EnablePodProbeMarkerOnServerless", false, Alpha;
+    EnablePodProbeMarkerOnServerless = "EnablePodProbeMarkerOnServerless", false, Alpha,
+        Effect::Missing("serverless Pods (the `kruise.io/podprobe` annotation) are not probed");
     /// SidecarSet injects its containers sorted by name.
-    EnableSortSidecarContainerByName = "EnableSortSidecarContainerByName", false, Alpha;
+    EnableSortSidecarContainerByName = "EnableSortSidecarContainerByName", false, Alpha,
+        Effect::Missing("SidecarSet injection does not sort the injected containers by name");
     /// The cluster resizes Pods in place; PodUnavailableBudget then guards resizes.
-    InPlacePodVerticalScaling = "InPlacePodVerticalScaling", false, Alpha;
+    InPlacePodVerticalScaling = "InPlacePodVerticalScaling", false, Alpha,
+        Effect::Implemented("PodUnavailableBudgets also charge in-place resizes, by the webhook and by CloneSet");
 }
 
 impl Gate {
@@ -359,6 +423,17 @@ impl FeatureGates {
             .iter()
             .filter(|g| self.enabled(**g) != g.upstream_default())
             .map(|g| (*g, self.enabled(*g)))
+            .collect()
+    }
+
+    /// The gates turned on that Kruise-rs accepts but does not (or only partly) implement, with
+    /// what is missing, in upstream's order. The binaries warn about each at start and
+    /// `kubectl kruise check` lists them.
+    pub fn without_effect(&self) -> Vec<(Gate, &'static str)> {
+        Gate::ALL
+            .iter()
+            .filter(|g| self.enabled(**g))
+            .filter_map(|g| g.effect().missing().map(|m| (*g, m)))
             .collect()
     }
 
@@ -669,6 +744,30 @@ mod tests {
             }
         );
         assert!(err.to_string().contains("must be true or false"));
+    }
+
+    #[test]
+    fn gates_without_effect_are_listed_only_when_on() {
+        assert!(FeatureGates::default().without_effect().is_empty());
+        assert!(
+            shipped().without_effect().is_empty(),
+            "we ship no ignored gate"
+        );
+        let g = FeatureGates::parse(
+            "CloneSetShortHash=true,CloneSetEventHandlerOptimization=true,PodIndexLabel=true",
+        )
+        .expect("valid");
+        let listed: Vec<Gate> = g.without_effect().iter().map(|(g, _)| *g).collect();
+        // Upstream's unused gate is a no-op there too; PodIndexLabel acts here.
+        assert_eq!(listed, vec![CloneSetShortHash]);
+        let g = FeatureGates::parse("PreDownloadImageForInPlaceUpdate=true").expect("valid");
+        assert_eq!(
+            g.without_effect(),
+            vec![(
+                PreDownloadImageForInPlaceUpdate,
+                "Advanced StatefulSet does not pre-download"
+            )]
+        );
     }
 
     #[test]

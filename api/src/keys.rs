@@ -228,6 +228,9 @@ pub const CRR_CONDITION_PRE_RECREATE_GRACE: &str = "PreRecreateGrace";
 pub const EPHEMERALJOB_ID_ENV: &str = "KRUISE_EJOB_ID";
 /// Finalizer an EphemeralJob holds until the controller has seen its deletion (upstream's).
 pub const EPHEMERALJOB_FINALIZER: &str = "apps.kruise.io/ephemeralcontainers-cleanup";
+/// Finalizer a PodProbeMarker holds until its probes are off every NodePodProbe (upstream
+/// `PodProbeMarkerFinalizer`).
+pub const PODPROBEMARKER_FINALIZER: &str = "kruise.io/node-pod-probe-cleanup";
 
 // ---------------------------------------------------------------------------------------------
 // CloneSet status conditions
@@ -341,10 +344,12 @@ pub const SIDECARSET_REASON_UPGRADE_FAILED: &str = "SidecarUpgradeFailed";
 /// SidecarSet condition: True while the controller cannot upgrade some matched Pods (the
 /// message names them and why).
 pub const SIDECARSET_CONDITION_POD_UPGRADE_BLOCKED: &str = "PodUpgradeBlocked";
-/// KruisePodReady user agent of the SidecarSet controller (it holds the Pod not-ready while a
-/// sidecar restarts).
+/// KruisePodReady user agent of the SidecarSet controller (earlier builds held the Pod
+/// not-ready while a sidecar restarted; the controller now only removes that key, as upstream
+/// never holds it).
 pub const READINESS_USER_AGENT_SIDECARSET: &str = "SidecarSet";
-/// KruisePodReady key the SidecarSet controller adds during an in-place sidecar upgrade.
+/// KruisePodReady key earlier builds of the SidecarSet controller added during an in-place
+/// sidecar upgrade.
 pub const READINESS_KEY_SIDECAR_UPGRADE: &str = "sidecarUpgrade";
 /// Env injected into sidecar containers so they know they were injected.
 pub const ENV_SIDECAR_IS_INJECTED: &str = "IS_INJECTED";

@@ -101,6 +101,10 @@ struct Args {
     /// higher limit, raise it. 0: one per CPU the process may use.
     #[arg(long, env = "KRUISE_WORKER_THREADS", default_value_t = 1)]
     worker_threads: usize,
+    /// Export the workload gauges (`kruise_cloneset_*`, `kruise_advancedstatefulset_*`, ...)
+    /// on /metrics, computed at each scrape from the controllers' caches.
+    #[arg(long, default_value_t = true, action = ArgAction::Set)]
+    workload_metrics: bool,
 }
 
 /// The live-heap drop below its recent peak that makes a trim worth its page faults.
@@ -140,6 +144,7 @@ fn config(args: Args, kube: kube::Config) -> AppConfig {
     cfg.kube_api_burst = args.kube_api_burst;
     cfg.kube_api_max_in_flight = args.kube_api_max_in_flight;
     cfg.metrics_addr = Some(args.metrics_addr);
+    cfg.metrics.workloads.set_enabled(args.workload_metrics);
     cfg.health_addr = Some(args.health_addr);
     cfg.leader_elect = args.leader_elect;
     if let Some(ns) = args.leader_election_namespace {
@@ -190,6 +195,13 @@ async fn run(args: Args) -> anyhow::Result<()> {
     features::install(args.feature_gates);
     // Only what differs from upstream's defaults; empty means exactly OpenKruise's.
     tracing::info!(differences = %args.feature_gates, "feature gates");
+    for (gate, missing) in args.feature_gates.without_effect() {
+        tracing::warn!(
+            gate = gate.name(),
+            missing,
+            "feature gate {gate} is on, but Kruise-rs lacks part or all of what it does: {missing}"
+        );
+    }
     let kube = kube_config(&args).await?;
     let shutdown = CancellationToken::new();
     app::shutdown_on_signals(shutdown.clone());

@@ -199,6 +199,13 @@ async fn main() -> std::process::ExitCode {
     features::install(flags.feature_gates);
     // Only what differs from upstream's defaults; empty means exactly OpenKruise's.
     tracing::info!(differences = %flags.feature_gates, "feature gates");
+    for (gate, missing) in flags.feature_gates.without_effect() {
+        tracing::warn!(
+            gate = gate.name(),
+            missing,
+            "feature gate {gate} is on, but Kruise-rs lacks part or all of what it does: {missing}"
+        );
+    }
     match run(flags).await {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {

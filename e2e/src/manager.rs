@@ -302,13 +302,19 @@ fn strip_ansi(line: &str) -> String {
 /// `kind_namespace_name="CloneSet_ns_web"`), read through the API server's Pod proxy. In cluster
 /// only: a dev-mode manager serves its metrics on the host.
 pub async fn metric_sum(client: &Client, metric: &str, labels: &str) -> Result<f64> {
+    Ok(metric_samples(client, metric, labels).await?.iter().sum())
+}
+
+/// Every `/metrics` sample of `metric` whose labels contain `labels`, over the installed
+/// manager's replicas (see [`metric_sum`]); empty when no replica exports such a series.
+pub async fn metric_samples(client: &Client, metric: &str, labels: &str) -> Result<Vec<f64>> {
     if mode::mode() == Mode::Dev {
         return Err(Error::Mode(
-            "metric_sum reads the installed manager's Pods".into(),
+            "metric_samples reads the installed manager's Pods".into(),
         ));
     }
     let pods: Api<Pod> = Api::namespaced(client.clone(), KRUISE_NS);
-    let mut sum = 0.0;
+    let mut out = Vec::new();
     for pod in pods
         .list(&ListParams::default().labels(MANAGER_POD_SELECTOR))
         .await?
@@ -321,13 +327,13 @@ pub async fn metric_sum(client: &Client, metric: &str, labels: &str) -> Result<f
             .body(Vec::new())
             .map_err(|e| Error::Mode(e.to_string()))?;
         let text = client.request_text(req).await?;
-        sum += text
-            .lines()
-            .filter(|l| l.starts_with(&format!("{metric}{{")) && l.contains(labels))
-            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-            .sum::<f64>();
+        out.extend(
+            text.lines()
+                .filter(|l| l.starts_with(&format!("{metric}{{")) && l.contains(labels))
+                .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok()),
+        );
     }
-    Ok(sum)
+    Ok(out)
 }
 
 /// The installed manager's metrics port (deploy/manager/manager.yaml, `--metrics-addr`).

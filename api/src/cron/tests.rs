@@ -177,7 +177,7 @@ fn zones_load_as_go_loads_them() {
 #[test]
 fn daylight_saving_gaps_and_folds_follow_croner() {
     // Europe/Berlin skips 02:00-03:00 on 2025-03-30: a 02:30 point runs at the end of the gap
-    // (croner's rule for a fixed time; robfig skips that day). Documented in the README.
+    // (croner's rule for a fixed time; robfig skips that day). Documented in docs/kinds/advancedcronjob.md.
     let s = for_cron_job("30 2 * * *", Some("Europe/Berlin")).expect("parses");
     let n = s.next(ts("2025-03-29T12:00:00Z")).expect("next");
     assert_eq!(format_rfc3339(&n), "2025-03-30T03:00:00+02:00");

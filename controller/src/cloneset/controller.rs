@@ -46,6 +46,7 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
     )
     .concurrency(CONCURRENCY)
     .backoff(ctx.backoff.clone());
+    ctx.metrics.workloads.clonesets.set(ctl.store());
     let (exp_ctx, store) = (ctx.clone(), ctl.store());
     let ctl = ctl.inspect(move |ev| forget_deleted(&exp_ctx, &store, ev));
     let (pod_ctx, store) = (ctx.clone(), ctl.store());

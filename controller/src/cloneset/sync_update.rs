@@ -321,7 +321,6 @@ impl Syncer<'_> {
                 self.ctx
                     .expect_version(pod.metadata.uid.as_deref(), new_resource_version.as_deref());
                 requeue.push(requeue_after);
-                self.ctx.metrics.inplace_started(METRIC_NAME);
                 self.event_about(
                     pod,
                     EventType::Normal,
@@ -385,6 +384,7 @@ impl Syncer<'_> {
         match patch_pod(&self.api()?, pod, PodPart::Object, patch).await {
             Ok(written) => {
                 self.ctx.expect_written(&written);
+                self.ctx.metrics.recreate_started(METRIC_NAME);
                 self.event_about(
                     pod,
                     EventType::Normal,

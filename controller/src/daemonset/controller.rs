@@ -90,6 +90,7 @@ pub async fn run(
         }
     });
     let ds_store = ctl.store();
+    ctx.metrics.workloads.daemonsets.set(ds_store.clone());
     let node_targets = node_events.flat_map(move |ev: Result<Node, watcher::Error>| {
         let refs: Vec<ObjectRef<DaemonSet>> = match ev {
             Ok(_) => ds_store

@@ -17,11 +17,13 @@ use json_patch::{
 };
 use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::api::core::v1::Pod;
+use kruise_api::appspub::InPlaceUpdateState;
 use kruise_api::keys;
 use kube::api::{Api, Patch, PatchParams};
 use serde::Serialize;
 use serde_json::Value;
 use std::mem;
+use std::sync::Arc;
 use std::time::Duration;
 use thiserror::Error;
 
@@ -66,10 +68,28 @@ pub struct RefreshOutcome {
     pub pending: Option<String>,
 }
 
+/// What the engine reports as it writes (the manager's metrics implement it): a trait, so the
+/// engine depends on no metrics type.
+pub trait InPlaceObserver: Send + Sync {
+    /// A Pod's in-place update was written.
+    fn update_started(&self, controller: &str);
+    /// A Pod was marked InPlaceUpdateReady=True, `took` after its update was written.
+    fn update_ready(&self, controller: &str, took: Duration);
+}
+
 /// The in-place engine bound to a client (upstream `inplaceupdate.Interface`).
 #[derive(Clone)]
 pub struct InPlaceControl {
     client: kube::Client,
+    /// Who hears of updates started and finished, and the controller name it is told.
+    observer: Option<(Arc<dyn InPlaceObserver>, &'static str)>,
+}
+
+/// How long ago the in-place update recorded on `pod` was written; `None` for a Pod with no
+/// (readable) in-place state, such as a new Pod getting its first InPlaceUpdateReady.
+fn update_age(pod: &Pod, now: Timestamp) -> Option<Duration> {
+    let state = InPlaceUpdateState::from_annotations(pod.metadata.annotations.as_ref()).ok()??;
+    Duration::try_from(now.duration_since(state.update_timestamp.0)).ok()
 }
 
 fn is_conflict(err: &kube::Error) -> bool {
@@ -249,7 +269,20 @@ where
 
 impl InPlaceControl {
     pub fn new(client: kube::Client) -> Self {
-        Self { client }
+        Self {
+            client,
+            observer: None,
+        }
+    }
+
+    /// Reports every update written and every Pod marked ready to `observer`, as `controller`.
+    pub fn observed_by(
+        mut self,
+        observer: Arc<dyn InPlaceObserver>,
+        controller: &'static str,
+    ) -> Self {
+        self.observer = Some((observer, controller));
+        self
     }
 
     /// Writes `write` (resize first, then the pod). `Ok(None)` when nothing changed. Takes the
@@ -388,6 +421,9 @@ impl InPlaceControl {
             grace_seconds = spec.grace_seconds,
             "updated pod in place"
         );
+        if let Some((o, controller)) = &self.observer {
+            o.update_started(controller);
+        }
         Ok(UpdateOutcome::Updated {
             new_resource_version: new_rv,
             requeue_after: (spec.grace_seconds > 0)
@@ -420,9 +456,14 @@ impl InPlaceControl {
                 | RefreshStep::NextBatch(w) => self.write(before(&mut reread), w).await,
                 RefreshStep::MarkReady(mut after) => {
                     let mut read = before(&mut reread);
-                    self.write_status(&mut read, &mut after)
-                        .await
-                        .map(|w| w.and_then(|w| w.metadata.resource_version))
+                    let age = update_age(&read, now);
+                    let written = self.write_status(&mut read, &mut after).await;
+                    if let (Ok(Some(_)), Some(took), Some((o, controller))) =
+                        (&written, age, &self.observer)
+                    {
+                        o.update_ready(controller, took);
+                    }
+                    written.map(|w| w.and_then(|w| w.metadata.resource_version))
                 }
                 // Answered by `unwritten` above.
                 RefreshStep::Grace(GraceStep::Wait(_) | GraceStep::NotInGrace)

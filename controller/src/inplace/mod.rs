@@ -49,7 +49,7 @@ pub mod qos;
 mod quantity;
 pub mod spec;
 
-pub use apply::{ApplyError, InPlaceControl, RefreshOutcome, UpdateOutcome};
+pub use apply::{ApplyError, InPlaceControl, InPlaceObserver, RefreshOutcome, UpdateOutcome};
 pub use completion::NotCompleted;
 pub use hooks::{CloneSetHooks, InPlaceHooks};
 pub use patch::EngineError;

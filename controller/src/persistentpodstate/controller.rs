@@ -47,10 +47,7 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
     let store = ctl.store();
     let pod_store = store.clone();
     let (tx, rx) = mpsc::unbounded::<Changed>();
-    let gen_ = Arc::new(Generator {
-        ctx: ctx.clone(),
-        states: store.clone(),
-    });
+    let gen_ = Arc::new(Generator::new(ctx.clone(), store.clone()));
     let advanced = generator::<AdvancedStatefulSet>(gen_.clone(), tx.clone(), shutdown.clone());
     let apps = generator::<AppsStatefulSet>(gen_, tx, shutdown);
     let states = ctl
@@ -91,12 +88,18 @@ async fn generator<K>(
         gen_.ctx.metrics.clone(),
         shutdown,
     )
-    .inspect(move |ev| {
-        if let Ok(watcher::Event::Apply(o) | watcher::Event::Delete(o)) = ev {
-            let _ = tx.unbounded_send((
-                o.namespace().unwrap_or_default(),
-                target_of::<K>(&o.name_any()),
-            ));
+    .inspect({
+        let gen_ = gen_.clone();
+        move |ev| {
+            if let Ok(watcher::Event::Delete(o)) = ev {
+                gen_.forget(o.metadata.uid.as_deref().unwrap_or_default());
+            }
+            if let Ok(watcher::Event::Apply(o) | watcher::Event::Delete(o)) = ev {
+                let _ = tx.unbounded_send((
+                    o.namespace().unwrap_or_default(),
+                    target_of::<K>(&o.name_any()),
+                ));
+            }
         }
     })
     .run(generate::<K>, gen_)

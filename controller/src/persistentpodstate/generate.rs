@@ -2,12 +2,15 @@
 //! `autoGeneratePersistentPodState`): `kruise.io/auto-generate-persistent-pod-state: "true"`
 //! with a required or preferred topology annotation → a PersistentPodState of the
 //! StatefulSet's name, controlled by it (so deleting the StatefulSet deletes it); a changed
-//! annotation updates it; removed annotations delete it.
+//! annotation updates it; removed annotations delete it. Any other change of the StatefulSet
+//! leaves an existing object's spec alone: after generation it is the user's to edit (upstream
+//! regenerates only on the StatefulSet's creation and on a change of those annotations).
 //!
 //! Unlike upstream, an existing PersistentPodState of that name that the StatefulSet does not
 //! control is left alone (upstream would overwrite or delete a user's object).
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kruise_api::apps::v1alpha1::{PersistentPodState, generated_spec};
@@ -19,12 +22,42 @@ use kube::{Resource, ResourceExt};
 
 use super::context::Context;
 use super::error::Error;
+use super::plan::{GenerationKeys, generation_keys, regenerate};
 
 /// What the generation reads: the controller's context and its PersistentPodState store, so
 /// that a StatefulSet without the annotations costs no API call.
 pub struct Generator {
     pub ctx: Arc<Context>,
     pub states: Store<PersistentPodState>,
+    /// StatefulSet UID → the annotations the generation last acted on (see [`regenerate`]).
+    acted: Mutex<HashMap<String, GenerationKeys>>,
+}
+
+impl Generator {
+    pub fn new(ctx: Arc<Context>, states: Store<PersistentPodState>) -> Self {
+        Self {
+            ctx,
+            states,
+            acted: Mutex::default(),
+        }
+    }
+
+    fn last_acted(&self, uid: &str) -> Option<GenerationKeys> {
+        self.acted.lock().ok()?.get(uid).cloned()
+    }
+
+    fn record(&self, uid: String, keys: GenerationKeys) {
+        if let Ok(mut m) = self.acted.lock() {
+            m.insert(uid, keys);
+        }
+    }
+
+    /// Forgets a deleted StatefulSet.
+    pub fn forget(&self, uid: &str) {
+        if let Ok(mut m) = self.acted.lock() {
+            m.remove(uid);
+        }
+    }
 }
 
 /// The target a StatefulSet of kind `K` is, named `name`.
@@ -48,10 +81,10 @@ pub async fn generate<K: Resource<DynamicType = ()>>(
     let (ns, name) = (sts.namespace().unwrap_or_default(), sts.name_any());
     let uid = sts.metadata.uid.clone().unwrap_or_default();
     let empty = Default::default();
-    let desired = generated_spec(
-        target_of::<K>(&name),
-        sts.metadata.annotations.as_ref().unwrap_or(&empty),
-    );
+    let annotations = sts.metadata.annotations.as_ref().unwrap_or(&empty);
+    let desired = generated_spec(target_of::<K>(&name), annotations);
+    let keys_now = generation_keys(annotations);
+    let last = gen_.last_acted(&uid);
     // Read from the store once it has listed: a generated object whose annotations were removed
     // while the manager was down is then still found and deleted.
     if gen_.states.wait_until_ready().await.is_err() {
@@ -62,6 +95,7 @@ pub async fn generate<K: Resource<DynamicType = ()>>(
         .get(&ObjectRef::new(&name).within(&ns))
         .map(|p| p.as_ref().clone());
     if desired.is_none() && existing.is_none() {
+        gen_.record(uid, keys_now);
         return Ok(Action::await_change());
     }
     let api: Api<PersistentPodState> = Api::namespaced(gen_.ctx.client.clone(), &ns);
@@ -80,7 +114,7 @@ pub async fn generate<K: Resource<DynamicType = ()>>(
                         api_version: K::api_version(&()).into_owned(),
                         kind: K::kind(&()).into_owned(),
                         name: name.clone(),
-                        uid,
+                        uid: uid.clone(),
                         controller: Some(true),
                         block_owner_deletion: None,
                     }]),
@@ -95,7 +129,9 @@ pub async fn generate<K: Resource<DynamicType = ()>>(
                 Err(e) => return Err(e.into()),
             }
         }
-        (Some(spec), Some(mut pps)) if ours && pps.spec != spec => {
+        (Some(spec), Some(mut pps))
+            if ours && pps.spec != spec && regenerate(last.as_ref(), &keys_now) =>
+        {
             pps.spec = spec;
             api.replace(&name, &PostParams::default(), &pps).await?;
         }
@@ -113,5 +149,6 @@ pub async fn generate<K: Resource<DynamicType = ()>>(
         },
         _ => {}
     }
+    gen_.record(uid, keys_now);
     Ok(Action::await_change())
 }

@@ -122,3 +122,28 @@ pub fn next_status(
         pod_states: states,
     }
 }
+
+/// The StatefulSet annotations a generated PersistentPodState is made from, as last acted on.
+pub type GenerationKeys = [Option<String>; 4];
+
+/// The values of the annotations that shape a generated PersistentPodState: upstream's three
+/// (auto-generate, required and preferred topology) and the Pod annotation keys, which also
+/// become part of the spec.
+pub fn generation_keys(annotations: &BTreeMap<String, String>) -> GenerationKeys {
+    [
+        kruise_api::keys::PPS_AUTO_GENERATE_ANNOTATION,
+        kruise_api::keys::PPS_REQUIRED_TOPOLOGY_ANNOTATION,
+        kruise_api::keys::PPS_PREFERRED_TOPOLOGY_ANNOTATION,
+        kruise_api::keys::PPS_PERSISTENT_POD_ANNOTATIONS_ANNOTATION,
+    ]
+    .map(|k| annotations.get(k).cloned())
+}
+
+/// Whether an existing generated PersistentPodState's spec is rewritten from the annotations:
+/// only when they changed since the generation last acted on this StatefulSet, or when it has
+/// not acted on it since the manager started (upstream regenerates on the StatefulSet's
+/// create event, which its informer also sends at start, and on a change of the annotations).
+/// Otherwise the spec is the user's: an edited `persistentPodStateRetentionPolicy` stays.
+pub fn regenerate(last: Option<&GenerationKeys>, now: &GenerationKeys) -> bool {
+    last != Some(now)
+}

@@ -131,3 +131,41 @@ fn scaled_away_states_are_dropped_when_scaled_and_kept_when_deleted() {
     );
     assert!(s.pod_states.is_empty());
 }
+
+#[test]
+fn a_generated_spec_is_rewritten_only_when_its_annotations_change() {
+    use super::plan::{generation_keys, regenerate};
+    use kruise_api::keys;
+    let mut ann = BTreeMap::from([
+        (
+            keys::PPS_AUTO_GENERATE_ANNOTATION.to_owned(),
+            "true".to_owned(),
+        ),
+        (
+            keys::PPS_REQUIRED_TOPOLOGY_ANNOTATION.to_owned(),
+            "kubernetes.io/os".to_owned(),
+        ),
+        ("unrelated".to_owned(), "1".to_owned()),
+    ]);
+    let first = generation_keys(&ann);
+    assert!(regenerate(None, &first), "first seen since start");
+    assert!(!regenerate(Some(&first), &first));
+    // Another annotation (or any other change of the StatefulSet) is no reason.
+    ann.insert("unrelated".to_owned(), "2".to_owned());
+    assert!(!regenerate(Some(&first), &generation_keys(&ann)));
+    for key in [
+        keys::PPS_AUTO_GENERATE_ANNOTATION,
+        keys::PPS_REQUIRED_TOPOLOGY_ANNOTATION,
+        keys::PPS_PREFERRED_TOPOLOGY_ANNOTATION,
+        keys::PPS_PERSISTENT_POD_ANNOTATIONS_ANNOTATION,
+    ] {
+        let mut changed = ann.clone();
+        changed.insert(key.to_owned(), "x".to_owned());
+        assert!(
+            regenerate(Some(&first), &generation_keys(&changed)),
+            "{key}"
+        );
+    }
+    ann.remove(keys::PPS_REQUIRED_TOPOLOGY_ANNOTATION);
+    assert!(regenerate(Some(&first), &generation_keys(&ann)), "removed");
+}

@@ -7,7 +7,9 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::{Container, Pod, Probe};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kruise_api::apps::v1alpha1::podprobemarker::node_probe_name;
-use kruise_api::apps::v1alpha1::{ContainerProbe, PodProbe, PodProbeMarker, PodProbeMarkerStatus};
+use kruise_api::apps::v1alpha1::{
+    ContainerProbe, NodePodProbe, PodProbe, PodProbeMarker, PodProbeMarkerStatus,
+};
 use kruise_api::selector;
 use kube::ResourceExt;
 
@@ -83,7 +85,12 @@ pub fn node_pod_probes<'a>(
     pods: impl IntoIterator<Item = &'a Pod>,
     markers: &[&PodProbeMarker],
 ) -> Vec<PodProbe> {
-    let mut markers = markers.to_vec();
+    // A marker being deleted takes its probes off first; its finalizer goes once they are.
+    let mut markers: Vec<&PodProbeMarker> = markers
+        .iter()
+        .copied()
+        .filter(|m| m.metadata.deletion_timestamp.is_none())
+        .collect();
     markers.sort_by_key(|m| m.name_any());
     let mut out = BTreeMap::new();
     for pod in pods {
@@ -126,6 +133,16 @@ pub fn node_pod_probes<'a>(
         );
     }
     out.into_values().collect()
+}
+
+/// Whether a NodePodProbe still lists a probe of marker `ppm` (for a Pod of its namespace):
+/// its finalizer stays until none does.
+pub fn still_listed(ppm: &PodProbeMarker, npp: &NodePodProbe) -> bool {
+    let (ns, name) = (ppm.namespace().unwrap_or_default(), ppm.name_any());
+    npp.spec
+        .pod_probes
+        .iter()
+        .any(|p| p.namespace == ns && p.probes.iter().any(|c| c.pod_probe_marker_name == name))
 }
 
 /// The marker's status: the generation seen and the active Pods it matches.

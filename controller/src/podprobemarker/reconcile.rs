@@ -11,6 +11,7 @@ use kruise_api::apps::v1alpha1::podprobemarker::{
     REASON_CONTAINER_NOT_FOUND, split_node_probe_name,
 };
 use kruise_api::apps::v1alpha1::{NodePodProbe, NodePodProbeSpec, PodProbeMarker};
+use kruise_api::keys;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef;
@@ -19,11 +20,17 @@ use serde_json::json;
 
 use super::context::{CONTROLLER_NAME, Context, Error};
 use super::{plan, results};
+use crate::runner::finalizer;
 
 /// A marker: its status (matched Pods), and one Warning Event per Pod lacking a probed
 /// container (upstream's controller skips such a probe; the Event says why nothing happens).
 pub async fn marker(ppm: Arc<PodProbeMarker>, ctx: Arc<Context>) -> Result<Action, Error> {
     let ns = ppm.namespace().unwrap_or_default();
+    let api = Api::<PodProbeMarker>::namespaced(ctx.client.clone(), &ns);
+    if ppm.metadata.deletion_timestamp.is_some() {
+        return release(&api, &ppm, &ctx).await;
+    }
+    finalizer::add(&api, ppm.as_ref(), keys::PODPROBEMARKER_FINALIZER).await?;
     prune_reported(&ctx);
     let pods = ctx.pods.in_namespace(&ns);
     for pod in pods
@@ -63,13 +70,39 @@ pub async fn marker(ppm: Arc<PodProbeMarker>, ctx: Arc<Context>) -> Result<Actio
     }
     let status = plan::status(&ppm, pods.iter().map(Arc::as_ref));
     if ppm.status.as_ref() != Some(&status) {
-        Api::<PodProbeMarker>::namespaced(ctx.client.clone(), &ns)
-            .patch_status(
-                &ppm.name_any(),
-                &PatchParams::default(),
-                &Patch::Merge(json!({ "status": status })),
-            )
-            .await?;
+        api.patch_status(
+            &ppm.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "status": status })),
+        )
+        .await?;
+    }
+    Ok(Action::await_change())
+}
+
+/// A marker being deleted: its finalizer goes once no NodePodProbe lists its probes (the
+/// nodes' loop, woken by the deletion, rewrites them without it; upstream
+/// `handlerPodProbeMarkerFinalizer`).
+async fn release(
+    api: &Api<PodProbeMarker>,
+    ppm: &PodProbeMarker,
+    ctx: &Context,
+) -> Result<Action, Error> {
+    if !finalizer::has(ppm, keys::PODPROBEMARKER_FINALIZER) {
+        return Ok(Action::await_change());
+    }
+    if ctx
+        .probes
+        .state()
+        .iter()
+        .any(|npp| plan::still_listed(ppm, npp))
+    {
+        return Ok(Action::requeue(Duration::from_secs(1)));
+    }
+    match finalizer::remove(api, ppm, keys::PODPROBEMARKER_FINALIZER).await {
+        Ok(_) => {}
+        Err(kube::Error::Api(s)) if s.code == 404 => {}
+        Err(e) => return Err(e.into()),
     }
     Ok(Action::await_change())
 }

@@ -1,6 +1,7 @@
 //! What one reconcile of a budget decides, from the budget, its Pods and the expected count
 //! (upstream `syncPodUnavailableBudget` without its API calls). Pure: time is a parameter.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use jiff::Timestamp;
@@ -10,7 +11,9 @@ use kruise_api::keys;
 use kruise_api::policy::v1alpha1::pubcontrol::{
     self, BudgetError, compute_status, desired_available, is_active, prune_entries,
 };
-use kruise_api::policy::v1alpha1::{PodUnavailableBudget, PodUnavailableBudgetStatus};
+use kruise_api::policy::v1alpha1::{
+    PodUnavailableBudget, PodUnavailableBudgetStatus, TargetReference,
+};
 use kruise_api::selector;
 
 /// The status to write and what else the reconcile does.
@@ -135,4 +138,44 @@ pub fn parse_selector(s: &str) -> Option<LabelSelector> {
         sel.match_expressions.get_or_insert_with(Vec::new).push(r);
     }
     Some(sel)
+}
+
+/// A workload whose change may move a budget's expected count: its namespace, what a
+/// `targetRef` naming it says, and its Pod template's labels.
+#[derive(Debug, Clone)]
+pub struct WorkloadChange {
+    pub namespace: String,
+    pub target: TargetReference,
+    pub template_labels: BTreeMap<String, String>,
+}
+
+/// Whether a workload's watch event should wake its budgets (upstream's predicates: created,
+/// replicas changed, deleted); `before` is the replicas last seen, `None` when first seen.
+/// `spec.replicas` is `None` only when unset, which the API server defaults, so it counts as
+/// a value of its own.
+pub fn replicas_changed(before: Option<Option<i64>>, now: Option<i64>) -> bool {
+    before != Some(now)
+}
+
+/// The budgets a workload's change concerns (upstream `SetEnqueueRequestForPUB`): in its
+/// namespace, those targeting it, and those without a target whose non-empty selector matches
+/// its Pod template's labels. Upstream wakes only the first match; waking all costs a
+/// reconcile each and leaves none stale.
+pub fn workload_budgets<'a>(
+    budgets: impl IntoIterator<Item = &'a PodUnavailableBudget>,
+    change: &WorkloadChange,
+) -> Vec<&'a PodUnavailableBudget> {
+    budgets
+        .into_iter()
+        .filter(|b| b.metadata.namespace.as_deref() == Some(change.namespace.as_str()))
+        .filter(|b| match (&b.spec.target_reference, &b.spec.selector) {
+            (Some(t), _) => t.same_workload(&change.target),
+            (None, Some(sel)) => {
+                let empty = sel.match_labels.as_ref().is_none_or(BTreeMap::is_empty)
+                    && sel.match_expressions.as_ref().is_none_or(Vec::is_empty);
+                !empty && selector::matches(sel, &change.template_labels)
+            }
+            (None, None) => false,
+        })
+        .collect()
 }

@@ -7,7 +7,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, 
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kruise_api::keys;
 use kruise_api::policy::v1alpha1::{
-    PodUnavailableBudget, PodUnavailableBudgetSpec, PodUnavailableBudgetStatus,
+    PodUnavailableBudget, PodUnavailableBudgetSpec, PodUnavailableBudgetStatus, TargetReference,
 };
 
 use super::plan::*;
@@ -162,4 +162,64 @@ fn scale_selectors_parse() {
         ]
     );
     assert!(parse_selector("a in (b").is_none());
+}
+
+fn in_ns(mut b: PodUnavailableBudget, name: &str, ns: &str) -> PodUnavailableBudget {
+    b.metadata.name = Some(name.into());
+    b.metadata.namespace = Some(ns.into());
+    b
+}
+
+fn deployment_change(ns: &str, name: &str, app: &str) -> WorkloadChange {
+    WorkloadChange {
+        namespace: ns.into(),
+        target: TargetReference {
+            api_version: "apps/v1".into(),
+            kind: "Deployment".into(),
+            name: name.into(),
+        },
+        template_labels: BTreeMap::from([("app".into(), app.into())]),
+    }
+}
+
+#[test]
+fn a_workload_change_wakes_the_budgets_selecting_or_targeting_it() {
+    let selecting = in_ns(budget(1, None), "selecting", "ns");
+    let elsewhere = in_ns(budget(1, None), "elsewhere", "other");
+    let mut targeting = in_ns(budget(1, None), "targeting", "ns");
+    targeting.spec.selector = None;
+    // Another version of the same group names the same workload.
+    targeting.spec.target_reference = Some(TargetReference {
+        api_version: "apps/v1beta2".into(),
+        kind: "Deployment".into(),
+        name: "web".into(),
+    });
+    let mut empty = in_ns(budget(1, None), "empty", "ns");
+    empty.spec.selector = Some(LabelSelector::default());
+    let all = [selecting, elsewhere, targeting, empty];
+    let names = |c: &WorkloadChange| -> Vec<String> {
+        workload_budgets(all.iter(), c)
+            .iter()
+            .map(|b| b.metadata.name.clone().unwrap_or_default())
+            .collect()
+    };
+    assert_eq!(
+        names(&deployment_change("ns", "web", "web")),
+        ["selecting", "targeting"]
+    );
+    // A budget with a target is matched by it only, never by its labels; an empty selector
+    // matches nothing.
+    assert_eq!(names(&deployment_change("ns", "api", "web")), ["selecting"]);
+    assert!(names(&deployment_change("ns", "api", "api")).is_empty());
+    let mut sts = deployment_change("ns", "web", "api");
+    sts.target.kind = "StatefulSet".into();
+    assert!(names(&sts).is_empty());
+}
+
+#[test]
+fn only_creation_and_replica_changes_count() {
+    assert!(replicas_changed(None, Some(3)), "first seen");
+    assert!(replicas_changed(Some(Some(3)), Some(1)), "scaled");
+    assert!(!replicas_changed(Some(Some(3)), Some(3)), "other change");
+    assert!(!replicas_changed(Some(None), None));
 }

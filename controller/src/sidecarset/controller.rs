@@ -61,7 +61,8 @@ pub async fn run(
         namespace: revision_namespace,
         written: ResourceVersionExpectations::new(),
     });
-    let ctl = Controller::watching(NAME, watch(api), metrics, shutdown);
+    let ctl = Controller::watching(NAME, watch(api), metrics.clone(), shutdown);
+    metrics.workloads.sidecarsets.set(ctl.store());
     // A namespace's labels changing can change which Pods a namespaceSelector matches.
     let store = ctl.store();
     let ns_wake = ns_events.flat_map(move |ev: Result<Namespace, watcher::Error>| {

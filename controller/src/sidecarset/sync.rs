@@ -1,5 +1,5 @@
-//! The Pod writes of one SidecarSet sync: the readiness key released after an upgrade, the
-//! in-place upgrade itself (upstream `updateSidecarImageAndHash`), and the hot-upgrade flip
+//! The Pod writes of one SidecarSet sync: the readiness key an earlier build held during an
+//! upgrade released once it is done, the in-place upgrade itself (upstream `updateSidecarImageAndHash`), and the hot-upgrade flip
 //! (upstream `flipPodSidecarContainerDo`). One Pod that cannot be written does not stop the
 //! others; each is reported.
 
@@ -39,13 +39,28 @@ pub(super) async fn sync(
 ) -> Vec<String> {
     let mut blocked: Vec<String> = Vec::new();
     for &i in &plan.release {
-        if let Err(e) = set_held(ctx, &pods[i], false, now).await {
+        if let Err(e) = release(ctx, &pods[i], now).await {
             blocked.push(format!("{}: {e}", pod_key(&pods[i])));
         }
     }
     not_upgradable(ctx, set, pods, plan, now, &mut blocked).await;
+    // Budgets that refused an upgrade this round: their other Pods wait for the next round
+    // (the budget frees a slot once the upgraded Pod is available again), as upstream's
+    // processor stops at a refusal; a refusal is waiting, not a failure.
+    let mut spent: Vec<String> = Vec::new();
     for &i in &plan.upgrade {
+        let budget = kruise_api::policy::v1alpha1::pubcontrol::related_budget_name(&pods[i]);
+        if budget.is_some_and(|b| spent.iter().any(|s| s == b)) {
+            continue;
+        }
         let upgraded = upgrade(ctx, set, latest, &pods[i], now).await;
+        if let (Err(Error::Kube(kube::Error::Api(s))), Some(b)) = (&upgraded, budget)
+            && kruise_api::policy::v1alpha1::pubcontrol::is_charge_refusal(&s.message)
+        {
+            tracing::debug!(pod = %pod_key(&pods[i]), budget = b, "upgrade waits for its PodUnavailableBudget");
+            spent.push(b.to_owned());
+            continue;
+        }
         if upgraded.is_ok()
             && let Err(e) = set_upgradable(ctx, set, &pods[i], true, now).await
         {
@@ -165,13 +180,14 @@ async fn flip_all(ctx: &Context, set: &SidecarSet, pods: &[Arc<Pod>], blocked: &
     }
 }
 
-/// Adds or removes our not-ready key on the Pod's `KruisePodReady` condition.
-async fn set_held(ctx: &Context, pod: &Pod, hold: bool, now: Timestamp) -> Result<(), Error> {
+/// Removes our not-ready key from the Pod's `KruisePodReady` condition (earlier builds held
+/// the Pod not-ready during an upgrade; this one never adds the key).
+async fn release(ctx: &Context, pod: &Pod, now: Timestamp) -> Result<(), Error> {
     let msg = PodReadinessMessage::new(
         keys::READINESS_USER_AGENT_SIDECARSET,
         keys::READINESS_KEY_SIDECAR_UPGRADE,
     );
-    let Some(cond) = kruise_api::appspub::kruise_pod_ready_condition(pod, &msg, hold, now)? else {
+    let Some(cond) = kruise_api::appspub::kruise_pod_ready_condition(pod, &msg, false, now)? else {
         return Ok(());
     };
     patch_condition(ctx, pod, &cond).await
@@ -385,7 +401,6 @@ async fn upgrade(
         .unwrap_or_default();
     let mut last = Map::new();
     let mut images = cold_images(set, pod, &statuses, &mut last);
-    let cold = !images.is_empty();
     let mut annotations = hot_starts(set, pod, &statuses, &mut images, &mut last)?;
     // Upstream re-applies patchPodMetadata in the same update as the new images.
     annotations.extend(super::metadata::patched_annotations(set, ann)?);
@@ -396,11 +411,12 @@ async fn upgrade(
             keys::SIDECARSET_INPLACE_UPDATE_STATE_ANNOTATION.to_owned(),
             inplace_state_annotation(&name, ann, latest, &time, last)?,
         );
-        if cold {
-            // Out of Service before the sidecar restarts.
-            set_held(ctx, pod, true, now).await?;
-        }
     }
+    // The Pod stays Ready until the kubelet restarts the sidecar, as upstream: so the
+    // PodUnavailableBudget webhook sees this update make a Ready Pod unavailable, charges it,
+    // and refuses it once the budget is spent. A Pod held not-ready first would be charged
+    // nothing, and every Pod would upgrade at once.
+
     let mut patch = json!({"metadata": {"annotations": annotations}});
     if !images.is_empty() {
         patch["spec"] = json!({"containers": images});

@@ -58,7 +58,8 @@ impl Context {
         };
         Self {
             recorder: Recorder::new(client.clone(), reporter),
-            inplace: InPlaceControl::new(client.clone()),
+            // The engine reports updates written and Pods marked ready to the metrics.
+            inplace: InPlaceControl::new(client.clone()).observed_by(metrics.clone(), METRIC_NAME),
             client,
             pods,
             revisions,

@@ -44,6 +44,7 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
     )
     .concurrency(CONCURRENCY)
     .backoff(ctx.backoff.clone());
+    ctx.metrics.workloads.statefulsets.set(ctl.store());
     let exp_ctx = ctx.clone();
     let ctl = ctl.inspect(move |ev| {
         if let Ok(watcher::Event::Delete(sts)) = ev {

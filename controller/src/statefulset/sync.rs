@@ -504,7 +504,11 @@ impl Sync<'_> {
                 if let Some(reason) = reason {
                     tracing::info!(pod = %name, %reason, "cannot update in place; recreating");
                 }
-                self.delete_pod(pod, "update").await
+                self.delete_pod(pod, "update").await?;
+                self.ctx
+                    .metrics
+                    .recreate_started(super::context::METRIC_NAME);
+                Ok(())
             }
             UpdateStep::InPlace => self.update_in_place(pod, old, requeue).await,
         }
@@ -552,7 +556,11 @@ impl Sync<'_> {
                     return Err(Error::InPlaceOnly { pod: name, reason });
                 }
                 tracing::info!(pod = %name, %reason, "cannot update in place; recreating");
-                self.delete_pod(pod, "update").await
+                self.delete_pod(pod, "update").await?;
+                self.ctx
+                    .metrics
+                    .recreate_started(super::context::METRIC_NAME);
+                Ok(())
             }
         }
     }

@@ -64,6 +64,7 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
         ctl = ctl.trigger_refs(children);
     }
     let store = ctl.store();
+    ctx.metrics.workloads.uniteddeployments.set(store.clone());
     ctl.trigger_refs(
         ctx.pods
             .targets(move |ev| pod_event_targets(&store, ev.clone())),

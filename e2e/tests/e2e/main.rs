@@ -34,6 +34,7 @@ mod imagepull;
 mod incluster;
 mod launch_priority;
 mod manager_restart;
+mod observability;
 mod persistentpodstate;
 mod persistentpodstate_kwok;
 mod plugin_dev;

@@ -172,6 +172,118 @@ async fn a_recreated_pod_returns_to_its_recorded_node() {
     ns.delete().await.expect("delete ns");
 }
 
+/// Upstream's "statefulset node topology", its last part: the generated object is the user's to
+/// edit. Its `persistentPodStateRetentionPolicy` set to WhenDeleted survives the StatefulSet's
+/// own changes (a scale-down from 3 to 1 keeps the 3 states); only a change of the generating
+/// annotations rewrites the spec (back to WhenScaled, and the scaled-away states go).
+#[tokio::test]
+async fn a_user_edit_of_the_generated_spec_stays() {
+    let client = client().await.expect("cluster");
+    let ns = TestNamespace::create(&client, "e2e-pps-edit")
+        .await
+        .expect("ns");
+    let sets = asts::api(&client, &ns.name);
+    let pods: Api<Pod> = ns.api();
+    asts::create_headless_service(&client, &ns.name, "web")
+        .await
+        .expect("service");
+    let mut sts = asts::new(
+        "web",
+        3,
+        "v1",
+        false,
+        json!({"podManagementPolicy": "Parallel"}),
+    )
+    .expect("sts");
+    sts.metadata.annotations = Some(
+        [
+            (keys::PPS_AUTO_GENERATE_ANNOTATION, "true"),
+            (keys::PPS_REQUIRED_TOPOLOGY_ANNOTATION, HOSTNAME),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect(),
+    );
+    sets.create(&PostParams::default(), &sts)
+        .await
+        .expect("create sts");
+    let states = pps::api(&client, &ns.name);
+    wait_for("3 Pods recorded", SETTLE, || async {
+        let p = states.get_opt("web").await?;
+        let n = p.and_then(|p| p.status).map_or(0, |s| s.pod_states.len());
+        Ok((n == 3).then_some(()))
+    })
+    .await
+    .expect("recorded");
+
+    states
+        .patch(
+            "web",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"persistentPodStateRetentionPolicy":
+                keys::PPS_RETENTION_WHEN_DELETED}})),
+        )
+        .await
+        .expect("edit the generated spec");
+    sets.patch(
+        "web",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"replicas": 1}})),
+    )
+    .await
+    .expect("scale down");
+    wait_for("1 Pod left", SETTLE, || async {
+        let left = asts::pods(&pods, "web").await?;
+        let sts = sets.get("web").await?;
+        let reported = sts.data["status"]["replicas"].as_i64() == Some(1);
+        Ok((left.len() == 1 && reported).then_some(()))
+    })
+    .await
+    .expect("scaled down");
+    // The StatefulSet's status and the Pods' deletions have been seen by now; give the
+    // controllers a few more seconds to (wrongly) act on them.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let kept = states.get("web").await.expect("pps");
+    assert_eq!(
+        kept.spec.persistent_pod_state_retention_policy.as_deref(),
+        Some(keys::PPS_RETENTION_WHEN_DELETED),
+        "the user's retention policy was overwritten"
+    );
+    let recorded = kept.status.unwrap_or_default().pod_states;
+    assert_eq!(
+        recorded.len(),
+        3,
+        "WhenDeleted keeps the scaled-away states: {:?}",
+        recorded.keys().collect::<Vec<_>>()
+    );
+
+    // A generating annotation changed: the spec follows the annotations again.
+    sets.patch(
+        "web",
+        &PatchParams::default(),
+        &Patch::Merge(
+            json!({"metadata": {"annotations": {keys::PPS_PREFERRED_TOPOLOGY_ANNOTATION: OS}}}),
+        ),
+    )
+    .await
+    .expect("annotate");
+    wait_for(
+        "regenerated, scaled-away states dropped",
+        SETTLE,
+        || async {
+            let p = states.get("web").await?;
+            let regenerated = !p.spec.preferred_persistent_topology.is_empty()
+                && p.spec.persistent_pod_state_retention_policy.as_deref()
+                    != Some(keys::PPS_RETENTION_WHEN_DELETED);
+            let s = p.status.unwrap_or_default();
+            Ok((regenerated && s.pod_states.keys().collect::<Vec<_>>() == ["web-0"]).then_some(()))
+        },
+    )
+    .await
+    .expect("regenerated");
+    ns.delete().await.expect("delete ns");
+}
+
 /// `kubectl kruise rollout watch asts/web` in a real terminal: the selected Pod's detail names
 /// the node its PersistentPodState recorded.
 async fn live_view_shows_the_persisted_node(ns: &str, node: &str) {

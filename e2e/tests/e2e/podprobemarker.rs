@@ -2,13 +2,15 @@
 //! the marker's exec, tcp and http probes and the manager marks the Pod (labels, annotations,
 //! conditions); an exec probe made to fail (a file removed through exec) flips the Pod to the
 //! Failed markers within period × threshold, the Pod never restarted; a probe for a missing
-//! container gives an Event; a deleted Pod and a deleted marker leave the NodePodProbe; bad
-//! input is refused naming the field.
+//! container gives an Event; a deleted Pod and a deleted marker leave the NodePodProbe (the
+//! marker held by upstream's cleanup finalizer until then); bad input is refused naming the
+//! field.
 
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{Event, Pod};
 use kruise_api::apps::v1alpha1::podprobemarker::REASON_CONTAINER_NOT_FOUND;
+use kruise_api::keys;
 use kruise_e2e::podprobemarker::{self, listed_probes, node_pod_probe, testapp_pod};
 use kruise_e2e::{TestNamespace, client, pod_condition, wait_for};
 use kube::ResourceExt;
@@ -100,6 +102,16 @@ async fn probes_mark_the_pod_flip_on_failure_and_leave_with_the_pod_and_marker()
         None,
         "no container, no probe"
     );
+    // Upstream's finalizer, added by the controller (upstream's three specs check it first).
+    wait_for("the marker's cleanup finalizer", MARK, || async {
+        let m = api.get("m").await?;
+        Ok(m.finalizers()
+            .iter()
+            .any(|f| f == keys::PODPROBEMARKER_FINALIZER)
+            .then_some(()))
+    })
+    .await
+    .expect("finalizer");
 
     // The node's NodePodProbe lists the Pod with its IP and `<marker>#<probe>` names.
     let node = marked
@@ -216,6 +228,12 @@ async fn probes_mark_the_pod_flip_on_failure_and_leave_with_the_pod_and_marker()
     })
     .await
     .expect("marker gone");
+    // The probes off, the finalizer goes and the marker with it.
+    wait_for("the marker deleted", MARK, || async {
+        Ok(api.get_opt("m").await?.is_none().then_some(()))
+    })
+    .await
+    .expect("marker deleted");
     ns.delete().await.expect("cleanup");
 }
 

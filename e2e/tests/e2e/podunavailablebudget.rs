@@ -558,3 +558,91 @@ async fn in_place_rollout_waits_for_the_budget() {
         .expect("delete budget");
     ns.delete().await.expect("cleanup");
 }
+
+/// How soon a budget must follow its workload (upstream's spec waits 30 s; the controller's
+/// resync, all a budget had before it watched workloads, is 300 s).
+const FOLLOW: Duration = Duration::from_secs(30);
+
+/// Upstream's "selector pods and scale down/delete deployment ignore": a budget allowing no
+/// disruption over a Deployment follows the Deployment's scale-down and deletion at once, so
+/// the ReplicaSet's and the garbage collector's Pod deletes are admitted and no Pod is left.
+#[tokio::test]
+async fn budget_follows_a_deployment_scaled_down_and_deleted() {
+    use k8s_openapi::api::apps::v1::Deployment;
+    let client = client().await.expect("cluster");
+    let ns = TestNamespace::create(&client, "e2e-pub-deploy")
+        .await
+        .expect("ns");
+    let pods: Api<Pod> = ns.api();
+    let budgets: Api<PodUnavailableBudget> = ns.api();
+    let deployments: Api<Deployment> = ns.api();
+    let spec = json!({"selector": {"matchLabels": {"app": "guarded"}}, "maxUnavailable": 0});
+    budgets
+        .create(&PostParams::default(), &budget("pub", spec))
+        .await
+        .expect("create budget");
+    let deployment: Deployment = serde_json::from_value(json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "guarded"},
+        "spec": {
+            "replicas": 2,
+            "selector": {"matchLabels": {"app": "guarded"}},
+            "template": {
+                "metadata": {"labels": {"app": "guarded"}},
+                "spec": {
+                    "terminationGracePeriodSeconds": 0,
+                    "containers": [{"name": "app", "image": kruise_e2e::image("testapp", "v1")}]
+                }
+            }
+        }
+    }))
+    .expect("deployment");
+    deployments
+        .create(&PostParams::default(), &deployment)
+        .await
+        .expect("create Deployment");
+    wait_counts(&budgets, (0, 2, 2, 2)).await;
+
+    let follow = |want: (i32, i32, i32, i32), left: usize, what: &'static str| {
+        let (budgets, pods) = (budgets.clone(), pods.clone());
+        async move {
+            wait_for(what, FOLLOW, || async {
+                let b = budgets.get("pub").await?;
+                let list = pods
+                    .list(&kube::api::ListParams::default().labels("app=guarded"))
+                    .await?;
+                let n = list.items.len();
+                Ok(b.status
+                    .filter(|s| counts(s) == want && n == left)
+                    .map(|_| ()))
+            })
+            .await
+            .expect(what);
+        }
+    };
+    deployments
+        .patch(
+            "guarded",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(json!({"spec": {"replicas": 1}})),
+        )
+        .await
+        .expect("scale down");
+    follow(
+        (0, 1, 1, 1),
+        1,
+        "one Pod left and the budget at 1 after the scale-down",
+    )
+    .await;
+    deployments
+        .delete("guarded", &DeleteParams::background())
+        .await
+        .expect("delete Deployment");
+    follow(
+        (0, 0, 0, 0),
+        0,
+        "no Pod left and the budget at 0 after the deletion",
+    )
+    .await;
+    ns.delete().await.expect("cleanup");
+}

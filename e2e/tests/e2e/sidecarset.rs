@@ -1560,3 +1560,119 @@ async fn serial_patch_pod_metadata_is_whitelisted_and_reapplied_on_upgrade() {
     ns.delete().await.expect("delete ns");
     put_kruise_configuration(&client, &manager_ns, saved).await;
 }
+
+/// Upstream's "SidecarSet, inject sidecar, update sidecar image" under a PodUnavailableBudget:
+/// a SidecarSet allowed to upgrade every Pod at once (maxUnavailable 100%) over a CloneSet of
+/// 5, and a budget allowing 1. The upgrade leaves the Pods Ready for the budget's webhook to
+/// charge, so it goes one Pod at a time: never more than one Pod upgrading or unready, all end
+/// upgraded in place.
+#[tokio::test]
+async fn upgrade_waits_for_a_pod_unavailable_budget() {
+    use kruise_api::policy::v1alpha1::PodUnavailableBudget;
+    let client = client().await.expect("client");
+    let ns = TestNamespace::create(&client, "sc-pub").await.expect("ns");
+    let budgets: Api<PodUnavailableBudget> = ns.api();
+    let budget: PodUnavailableBudget = serde_json::from_value(json!({
+        "apiVersion": keys::POLICY_V1ALPHA1, "kind": keys::PUB_KIND,
+        "metadata": {"name": "web"},
+        "spec": {"selector": {"matchLabels": {"app": "web"}}, "maxUnavailable": 1}
+    }))
+    .expect("budget");
+    budgets
+        .create(&PostParams::default(), &budget)
+        .await
+        .expect("create budget");
+    let name = format!("{}-pub", ns.name);
+    let set = sc::new(
+        &name,
+        &ns.name,
+        "web",
+        json!({"containers": [{"name": "logger", "image": image("sidecar", "v1")}],
+            "updateStrategy": {"maxUnavailable": "100%"}}),
+    )
+    .expect("set");
+    let (guard, _) = Guard::create(&client, &set)
+        .await
+        .expect("create sidecarset");
+    let cs_api = cloneset::api(&client, &ns.name);
+    let cs = cloneset::new("web", 5, "v1", json!({})).expect("cloneset");
+    cs_api
+        .create(&PostParams::default(), &cs)
+        .await
+        .expect("create cloneset");
+    let pods: Api<Pod> = ns.api();
+    let before = ready_pods(&pods, "web", 5).await;
+    wait_for("the budget allows 1 of 5", STARTUP, || async {
+        let b = budgets.get("web").await?;
+        Ok(b.status
+            .filter(|s| {
+                (
+                    s.unavailable_allowed,
+                    s.current_available,
+                    s.desired_available,
+                ) == (1, 5, 4)
+            })
+            .map(|_| ()))
+    })
+    .await
+    .expect("budget status");
+
+    let sets = sc::api(&client);
+    sc::patch_spec(
+        &sets,
+        &name,
+        json!({"containers": [{"name": "logger", "image": image("sidecar", "v2")}]}),
+    )
+    .await
+    .expect("set image");
+    let v2 = image("sidecar", "v2");
+    // Upgrading: the spec asks for v2 and the container does not run it Ready yet.
+    let busy = |p: &Pod| {
+        let asked = sc::spec_image(p, "logger").as_deref() == Some(v2.as_str());
+        let runs = container_status(p, "logger")
+            .is_some_and(|s| s.image.contains("sidecar:v2") && s.ready);
+        !pod_ready(p) || (asked && !runs)
+    };
+    let mut most = 0;
+    let deadline = tokio::time::Instant::now() + UPGRADE;
+    loop {
+        let now = pods_of(&pods, "web").await;
+        let at_once = now.iter().filter(|p| busy(p)).count();
+        most = most.max(at_once);
+        let done = now.len() == 5
+            && now
+                .iter()
+                .all(|p| sc::spec_image(p, "logger").as_deref() == Some(v2.as_str()) && !busy(p));
+        if done {
+            break;
+        }
+        assert!(
+            most <= 1,
+            "{at_once} Pods upgrading or unready at once under a budget allowing 1"
+        );
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "upgrade stuck: {} of 5 done",
+            now.iter().filter(|p| !busy(p)).count()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(most <= 1, "saw {most} Pods upgrading at once");
+    let after = pods_of(&pods, "web").await;
+    let uids = |l: &[Pod]| -> Vec<String> { l.iter().filter_map(|p| p.uid()).collect() };
+    assert_eq!(uids(&before), uids(&after), "upgraded in place: same Pods");
+    for p in &after {
+        let logger = container_status(p, "logger").expect("logger status");
+        assert_eq!(logger.restart_count, 1, "sidecar of {}", p.name_any());
+    }
+    wait_for("status updatedReadyPods 5", STARTUP, || async {
+        let s = sets.get(&name).await?;
+        Ok(s.status
+            .filter(|st| st.updated_pods == 5 && st.updated_ready_pods == 5)
+            .map(|_| ()))
+    })
+    .await
+    .expect("final status");
+    guard.delete().await.expect("delete sidecarset");
+    ns.delete().await.expect("delete ns");
+}

@@ -2,8 +2,8 @@
 //! target is a StatefulSet (apps/v1 or Advanced), at least one topology is set, `targetRef`
 //! never changes, and no two PersistentPodStates of a namespace target one workload. Kruise-rs
 //! also refuses what would break later, when a recreated Pod is given its recorded topology: a
-//! weight outside 1-100, an empty or malformed key, an unknown retention policy (see the
-//! README's compatibility table). Refusals are 400s, as upstream's `admission.Errored`.
+//! weight outside 1-100, an empty or malformed key, an unknown retention policy (see
+//! docs/kinds/persistentpodstate.md). Refusals are 400s, as upstream's `admission.Errored`.
 
 use kruise_api::apps::v1alpha1::{NodeTopologyTerm, PersistentPodState};
 use kruise_api::keys;

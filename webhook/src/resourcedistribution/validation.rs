@@ -4,8 +4,8 @@
 //! is a valid selector. Every refusal names its field.
 //!
 //! Upstream also dry-runs the resource's create in its own namespace; we do not (a resource the
-//! API server refuses shows as `CreateResourceFailed` in the status instead; see the README's
-//! compatibility table).
+//! API server refuses shows as `CreateResourceFailed` in the status instead; see
+//! docs/kinds/resourcedistribution.md).
 
 use std::collections::BTreeSet;
 

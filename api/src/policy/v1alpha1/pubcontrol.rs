@@ -92,6 +92,9 @@ pub fn is_pod_state_consistent(pod: &Pod) -> bool {
     if all_digest {
         return true;
     }
+    if !sidecars_upgraded(pod) {
+        return false;
+    }
     let annotations = pod.metadata.annotations.as_ref();
     if !matches!(UpdateSpec::from_grace_annotation(annotations), Ok(None)) {
         return false;
@@ -117,6 +120,66 @@ pub fn is_pod_state_consistent(pod: &Pod) -> bool {
             // the spec's image (a new tag of the very same image keeps its ID).
             s.image_id != old.image_id || spec_image.is_some_and(|i| same_image(i, &s.image))
         })
+    })
+}
+
+/// Whether every sidecar a SidecarSet upgraded in place has restarted (upstream
+/// `IsSidecarContainerUpdateCompleted`, for the SidecarSets the Pod lists and its injected
+/// containers): a recorded container whose imageID has not moved, while its status shows
+/// another image than the spec's, is still to restart. Without this check a Pod whose sidecar
+/// is being upgraded would count as available until the kubelet stopped the old container.
+fn sidecars_upgraded(pod: &Pod) -> bool {
+    let annotations = pod.metadata.annotations.as_ref();
+    let Some(value) = annotations
+        .and_then(|a| a.get(keys::SIDECARSET_INPLACE_UPDATE_STATE_ANNOTATION))
+        .filter(|v| !v.is_empty())
+    else {
+        return true;
+    };
+    // Read here rather than through `crate::sidecarset`, which depends on this module's
+    // parent: the same JSON map and comma-separated list.
+    let Ok(states) = serde_json::from_str::<BTreeMap<String, InPlaceUpdateState>>(value) else {
+        return false;
+    };
+    let sets: Vec<&str> = annotations
+        .and_then(|a| a.get(keys::SIDECARSET_INJECTED_LIST_ANNOTATION))
+        .map(String::as_str)
+        .unwrap_or_default()
+        .split(',')
+        .filter(|s| !s.is_empty())
+        .collect();
+    let containers = pod
+        .spec
+        .as_ref()
+        .map(|s| s.containers.as_slice())
+        .unwrap_or_default();
+    let injected = |name: &str| {
+        containers.iter().any(|c| {
+            c.name == name
+                && c.env.iter().flatten().any(|e| {
+                    e.name == keys::ENV_SIDECAR_IS_INJECTED && e.value.as_deref() == Some("true")
+                })
+        })
+    };
+    let last: BTreeMap<&str, &str> = sets
+        .iter()
+        .filter_map(|s| states.get(*s))
+        .flat_map(|st| st.last_container_statuses.iter())
+        .map(|(name, st)| (name.as_str(), st.image_id.as_str()))
+        .collect();
+    let statuses = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.container_statuses.as_deref())
+        .unwrap_or_default();
+    statuses.iter().filter(|s| injected(&s.name)).all(|s| {
+        let spec_image = containers
+            .iter()
+            .find(|c| c.name == s.name)
+            .and_then(|c| c.image.as_deref())
+            .unwrap_or_default();
+        last.get(s.name.as_str())
+            .is_none_or(|old| *old != s.image_id || same_image(spec_image, &s.image))
     })
 }
 
@@ -372,6 +435,15 @@ pub enum ChargeRefused {
         "podunavailablebudget.policy.kruise.io {0:?} is forbidden: DisruptedPods and UnavailablePods map too big - too many unavailable not confirmed by PUB controller"
     )]
     TooManyEntries(String),
+}
+
+/// Whether an API error message is the budget webhook's refusal of a disruption (either
+/// [`ChargeRefused`], as the API server relays it): a writer that is refused waits for the
+/// budget rather than failing.
+pub fn is_charge_refusal(message: &str) -> bool {
+    message.contains("podunavailablebudget.policy.kruise.io ")
+        && (message.contains(" is forbidden: pub unavailable allowed is negative")
+            || message.contains(" is forbidden: DisruptedPods and UnavailablePods map too big"))
 }
 
 /// Charges one disruption of `pod_name` to the budget: one less allowed and an entry with

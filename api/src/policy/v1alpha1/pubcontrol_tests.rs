@@ -413,3 +413,83 @@ fn the_related_budget_is_the_annotation_when_not_empty() {
         assert_eq!(related_budget_name(&pod), want, "{annotations}");
     }
 }
+
+/// A Pod whose injected sidecar `proxy` a SidecarSet `mesh` upgraded from `proxy:1` (imageID
+/// `old`) to `proxy:2`; the status shows `status_image` with `status_id`.
+fn sidecar_upgrading(status_image: &str, status_id: &str) -> Pod {
+    let mut p = pod("a", "Running", true);
+    p.metadata.annotations = Some(BTreeMap::from([
+        (
+            keys::SIDECARSET_INJECTED_LIST_ANNOTATION.to_owned(),
+            "mesh".to_owned(),
+        ),
+        (
+            keys::SIDECARSET_INPLACE_UPDATE_STATE_ANNOTATION.to_owned(),
+            json!({"mesh": {"revision": "h2", "updateTimestamp": "2026-01-01T00:00:00Z",
+                "lastContainerStatuses": {"proxy": {"imageID": "old"}}}})
+            .to_string(),
+        ),
+    ]));
+    let spec = p.spec.as_mut().expect("spec");
+    spec.containers.push(Container {
+        name: "proxy".into(),
+        image: Some("proxy:2".into()),
+        env: Some(vec![k8s_openapi::api::core::v1::EnvVar {
+            name: keys::ENV_SIDECAR_IS_INJECTED.into(),
+            value: Some("true".into()),
+            ..Default::default()
+        }]),
+        ..Default::default()
+    });
+    let status = p.status.as_mut().expect("status");
+    status
+        .container_statuses
+        .get_or_insert_with(Vec::new)
+        .push(ContainerStatus {
+            name: "proxy".into(),
+            image: status_image.into(),
+            image_id: status_id.into(),
+            ready: true,
+            ..Default::default()
+        });
+    p
+}
+
+#[test]
+fn a_sidecar_upgrade_not_yet_restarted_is_inconsistent() {
+    assert!(
+        !is_pod_state_consistent(&sidecar_upgrading("proxy:1", "old")),
+        "the kubelet still runs the old sidecar"
+    );
+    assert!(!is_pod_available(&sidecar_upgrading("proxy:1", "old")));
+    assert!(is_pod_state_consistent(&sidecar_upgrading(
+        "proxy:2", "new"
+    )));
+    // A new tag of the very same image keeps its ID: the status image tells.
+    assert!(is_pod_state_consistent(&sidecar_upgrading(
+        "docker.io/library/proxy:2",
+        "old"
+    )));
+    // A SidecarSet the Pod does not list is not looked at.
+    let mut other = sidecar_upgrading("proxy:1", "old");
+    if let Some(a) = other.metadata.annotations.as_mut() {
+        a.insert(
+            keys::SIDECARSET_INJECTED_LIST_ANNOTATION.to_owned(),
+            "other".to_owned(),
+        );
+    }
+    assert!(is_pod_state_consistent(&other));
+}
+
+#[test]
+fn a_refusal_is_recognised_as_the_api_server_relays_it() {
+    let refused = ChargeRefused::NoBudget("web".into()).to_string();
+    let relayed = format!("admission webhook \"vpod.kb.io\" denied the request: {refused}");
+    assert!(is_charge_refusal(&relayed));
+    assert!(is_charge_refusal(
+        &ChargeRefused::TooManyEntries("web".into()).to_string()
+    ));
+    assert!(!is_charge_refusal(
+        "pods \"a\" is forbidden: exceeded quota"
+    ));
+}

@@ -86,18 +86,28 @@ pub(super) fn feature_gates(flag: Option<&str>) -> Check {
     match FeatureGates::parse(flag.unwrap_or_default()) {
         Ok(gates) => {
             let diff = gates.differences();
-            if diff.is_empty() {
-                Check::pass(NAME, "OpenKruise's defaults")
+            let mut detail = if diff.is_empty() {
+                "OpenKruise's defaults".to_owned()
             } else {
                 let list: Vec<String> = diff
                     .iter()
                     .map(|(g, on)| format!("{}={on}", g.name()))
                     .collect();
-                Check::pass(
-                    NAME,
-                    format!("differ from OpenKruise's defaults: {}", list.join(", ")),
-                )
+                format!("differ from OpenKruise's defaults: {}", list.join(", "))
+            };
+            // A gate the user turned on that Kruise-rs ignores must not pass unnoticed.
+            let ignored: Vec<String> = gates
+                .without_effect()
+                .iter()
+                .map(|(g, missing)| format!("{} ({missing})", g.name()))
+                .collect();
+            if !ignored.is_empty() {
+                detail.push_str(&format!(
+                    "; on without effect in Kruise-rs: {}",
+                    ignored.join("; ")
+                ));
             }
+            Check::pass(NAME, detail)
         }
         Err(e) => Check::fail(
             NAME,
@@ -201,6 +211,16 @@ mod tests {
         assert_eq!(
             feature_gates(Some("PodWebhook=true")).detail,
             "OpenKruise's defaults"
+        );
+        let c = feature_gates(Some("CloneSetShortHash=true,PodIndexLabel=false"));
+        assert!(c.ok);
+        assert!(
+            c.detail.ends_with(
+                "; on without effect in Kruise-rs: CloneSetShortHash (CloneSet always writes the \
+                 revision's full name in `controller-revision-hash`, never the short hash alone)"
+            ),
+            "{}",
+            c.detail
         );
         let c = feature_gates(Some("NoSuchGate=true"));
         assert!(!c.ok);
