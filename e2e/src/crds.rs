@@ -147,6 +147,24 @@ pub async fn replace(client: &Client, crd: &CustomResourceDefinition) -> Result<
     match api.get_opt(&name).await? {
         Some(live) => {
             body.metadata.resource_version = live.metadata.resource_version;
+            // Keep the caBundle the manager wrote, as `kubectl apply --server-side` would (the
+            // manager owns that field): the swap is about versions, not about the webhook's CA.
+            let live_ca = live
+                .spec
+                .conversion
+                .and_then(|c| c.webhook)
+                .and_then(|w| w.client_config)
+                .and_then(|c| c.ca_bundle);
+            if let Some(cc) = body
+                .spec
+                .conversion
+                .as_mut()
+                .and_then(|c| c.webhook.as_mut())
+                .and_then(|w| w.client_config.as_mut())
+                && cc.ca_bundle.is_none()
+            {
+                cc.ca_bundle = live_ca;
+            }
             api.replace(&name, &PostParams::default(), &body).await?;
         }
         None => {
