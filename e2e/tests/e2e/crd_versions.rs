@@ -338,7 +338,7 @@ fn objects(facts: &BTreeMap<String, CrdFacts>, ns: &str) -> Vec<Obj> {
                 a,
                 "PersistentPodState",
                 "pps-alpha",
-                json!({"targetRef": target("StatefulSet"),
+                json!({"targetRef": json!({"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "none-alpha"}),
                    "requiredPersistentTopology": {"nodeTopologyKeys": ["kubernetes.io/hostname"]},
                    "persistentPodStateRetentionPolicy": "WhenDeleted"}),
             ),
