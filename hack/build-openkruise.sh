@@ -1,16 +1,21 @@
 #!/usr/bin/env bash
 # Builds OpenKruise (the Go original, for the side-by-side benchmark hack/bench-openkruise.sh)
-# from its Go module at a pinned version into the cache next to the Kubernetes binaries:
+# from its Go module at a pinned version into the cache next to the Kubernetes binaries.
+#
+# What it builds is NOT the OpenKruise v1.9.0 release: the module proxy's "v1.9.0" records its
+# origin as commit 4c2bbcec, a master commit 49 commits past the release branch's split (it
+# stores seven kinds as v1beta1; the release, tag v1.9.0 = commit b1e001a95, stores them as
+# v1alpha1). The proxy does not serve the tag's commit. This script prints the commit it built
+# and writes it to $dest/commit; the benchmark's baseline is that commit. Kruise-rs's tests
+# compare with the release through api/tests/data/openkruise-v1.9.0.json, which
+# hack/openkruise-facts.py reads from the tag, never with this module.
+#
 #   $KRS_CACHE/openkruise-$OPENKRUISE_VERSION/bin/{manager,daemon}   release-style builds
 #   $KRS_CACHE/openkruise-$OPENKRUISE_VERSION/src/config/            its CRDs and webhook configs
 # The module's own go.mod (with its replace directives) is the main module of the build, so the
 # binaries are what its Dockerfile builds (`go build .` for the manager, ./cmd/daemon). A cold
 # build downloads the modules and compiles for about 5 to 15 minutes on 2 cores; after that
 # this prints where the binaries are and exits.
-#
-#   hack/build-openkruise.sh --source   only the module's source (its config/crd/bases: upstream's
-#                                       CRDs, for the CRD round-trip test): one download of a few
-#                                       MB, no build; prints the source directory
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=hack/versions.sh
@@ -24,23 +29,23 @@ module=github.com/openkruise/kruise
 # pinned; its dependencies are still checked against the module's own go.sum.
 OPENKRUISE_SUM=${OPENKRUISE_SUM:-h1:7MWDURrU7VlkapL1qaFLQehJG0OdTN338RSvzuzR3kU=}
 
+# The commit the proxy's copy came from (`Origin.Hash` of `go mod download -json`).
+PROXY_COMMIT=4c2bbcec
+built_from() {
+  echo "==> built from the module proxy's ${module}@${OPENKRUISE_VERSION} = commit $(cat "$dest/commit" 2>/dev/null || echo "$PROXY_COMMIT?") (master, not the release tag v1.9.0 = b1e001a95)"
+}
+
 # The version is read from the module information Go embeds in the binary.
 is_pinned() { go version -m "$1" 2>/dev/null | grep -qE "^[[:space:]]+mod[[:space:]]+${module}[[:space:]]+${OPENKRUISE_VERSION}([[:space:]]|$)|^[[:space:]]+path[[:space:]]+${module}"; }
 
-source_only=false
 case ${1:-} in
-  --source) source_only=true ;;
   "") ;;
-  *) echo "usage: $0 [--source]" >&2; exit 2 ;;
+  *) echo "usage: $0" >&2; exit 2 ;;
 esac
-
-if $source_only && [ -d "$dest/src/config/crd/bases" ]; then
-  echo "$dest/src"
-  exit 0
-fi
 
 if [ -x "$dest/bin/manager" ] && [ -x "$dest/bin/daemon" ] && [ -d "$dest/src/config/crd" ] &&
   [ -f "$dest/.complete" ]; then
+  built_from
   echo "==> OpenKruise ${OPENKRUISE_VERSION} ready in $dest"
   exit 0
 fi
@@ -54,6 +59,7 @@ if [ ! -f "$dest/src/go.mod" ]; then
   field() { printf '%s\n' "$info" | sed -n "s/^[[:space:]]*\"$1\": \"\\(.*\\)\",*\$/\\1/p"; }
   dir=$(field Dir)
   sum=$(field Sum)
+  origin=$(field Hash)
   if [ -z "$dir" ] || [ ! -f "$dir/go.mod" ]; then
     echo "!! go mod download did not give the module's directory:" >&2
     printf '%s\n' "$info" >&2
@@ -67,10 +73,7 @@ if [ ! -f "$dest/src/go.mod" ]; then
   cp -r "$dir" "$dest/src.tmp"
   chmod -R u+w "$dest/src.tmp"
   mv "$dest/src.tmp" "$dest/src"
-fi
-if $source_only; then
-  echo "$dest/src"
-  exit 0
+  [ -n "$origin" ] && echo "$origin" >"$dest/commit"
 fi
 
 mkdir -p "$dest/bin"
@@ -83,4 +86,5 @@ mv "$dest/bin/manager.tmp" "$dest/bin/manager"
 mv "$dest/bin/daemon.tmp" "$dest/bin/daemon"
 is_pinned "$dest/bin/manager" || echo "!! note: the manager's embedded module version is not ${OPENKRUISE_VERSION}" >&2
 touch "$dest/.complete"
+built_from
 echo "==> OpenKruise ${OPENKRUISE_VERSION} ready in $dest"

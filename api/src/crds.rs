@@ -30,6 +30,47 @@ enum Conversion {
     Webhook,
 }
 
+/// The version each CRD with two versions stores, one line per kind: following an upstream
+/// release that moves a kind's storage is a change here (then `crdgen`, and on clusters that
+/// ran the old storage `kubectl kruise migrate storage`). As OpenKruise v1.9.0 (the release
+/// tag): the seven kinds that release has in v1alpha1 only store v1alpha1; we serve their
+/// v1beta1 as well (master's shape), converted through the webhook, never stored.
+pub const STORAGE_VERSIONS: &[(&str, &str)] = &[
+    ("advancedcronjobs.apps.kruise.io", keys::VERSION_V1BETA1),
+    ("broadcastjobs.apps.kruise.io", keys::VERSION_V1BETA1),
+    ("clonesets.apps.kruise.io", keys::VERSION_V1ALPHA1),
+    (
+        "containerrecreaterequests.apps.kruise.io",
+        keys::VERSION_V1ALPHA1,
+    ),
+    ("daemonsets.apps.kruise.io", keys::VERSION_V1BETA1),
+    ("imagelistpulljobs.apps.kruise.io", keys::VERSION_V1BETA1),
+    ("imagepulljobs.apps.kruise.io", keys::VERSION_V1BETA1),
+    ("nodeimages.apps.kruise.io", keys::VERSION_V1BETA1),
+    ("persistentpodstates.apps.kruise.io", keys::VERSION_V1ALPHA1),
+    (
+        "podunavailablebudgets.policy.kruise.io",
+        keys::VERSION_V1ALPHA1,
+    ),
+    (
+        "resourcedistributions.apps.kruise.io",
+        keys::VERSION_V1ALPHA1,
+    ),
+    ("sidecarsets.apps.kruise.io", keys::VERSION_V1BETA1),
+    ("statefulsets.apps.kruise.io", keys::VERSION_V1BETA1),
+    ("uniteddeployments.apps.kruise.io", keys::VERSION_V1ALPHA1),
+    ("workloadspreads.apps.kruise.io", keys::VERSION_V1ALPHA1),
+];
+
+/// The storage version of the CRD `name` ([`STORAGE_VERSIONS`]; v1alpha1 for the kinds that
+/// only have that one).
+pub fn storage_version(name: &str) -> &'static str {
+    STORAGE_VERSIONS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map_or(keys::VERSION_V1ALPHA1, |(_, v)| v)
+}
+
 fn merged(
     name: &'static str,
     versions: Vec<CustomResourceDefinition>,
@@ -41,7 +82,7 @@ fn merged(
             source: kube::core::crd::MergeError::MissingCrds,
         })?
     } else {
-        merge_crds(versions, keys::VERSION_V1BETA1)
+        merge_crds(versions, storage_version(name))
             .map_err(|source| CrdError { crd: name, source })?
     };
     // merge_crds pops versions in reverse; sort so output is stable and reads like upstream.

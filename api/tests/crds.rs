@@ -59,65 +59,77 @@ fn generation_is_deterministic() {
     assert_eq!(render(), render());
 }
 
+/// Facts about OpenKruise v1.9.0 as released (tag v1.9.0), written by
+/// `hack/openkruise-facts.py` from the tag's tree: per CRD its versions, storage version,
+/// conversion strategy as installed and schema field paths.
+pub fn release_facts() -> serde_json::Value {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/openkruise-v1.9.0.json");
+    let text = std::fs::read_to_string(&path).expect("facts file");
+    serde_json::from_str(&text).expect("facts JSON")
+}
+
+#[test]
+fn facts_name_the_release_commit() {
+    let facts = release_facts();
+    assert_eq!(facts["ref"], "v1.9.0");
+    assert!(
+        facts["commit"]
+            .as_str()
+            .is_some_and(|c| c.starts_with("b1e001a95")),
+        "{}",
+        facts["commit"]
+    );
+}
+
+/// Every CRD the release has, we ship: serving at least the release's versions, storing the
+/// release's storage version (so a cluster can go back by replacing the CRDs), converting
+/// through our webhook where the release does and wherever we serve a version it lacks.
 #[test]
 fn versions_storage_and_conversion() {
-    for crd in crds::all().expect("CRDs assemble") {
-        let name = crd.metadata.name.clone().unwrap_or_default();
-        let versions: Vec<(&str, bool)> = crd
+    let facts = release_facts();
+    let ours = crds::all().expect("CRDs assemble");
+    let released = facts["crds"].as_object().expect("crds");
+    for (name, theirs) in released {
+        let crd = ours
+            .iter()
+            .find(|c| c.metadata.name.as_deref() == Some(name.as_str()))
+            .unwrap_or_else(|| panic!("{name}: the release has it, we do not"));
+        let their_versions = theirs["versions"].as_array().expect("versions");
+        let versions: Vec<(&str, bool, bool)> = crd
             .spec
             .versions
             .iter()
-            .map(|v| (v.name.as_str(), v.storage))
+            .map(|v| (v.name.as_str(), v.served, v.storage))
             .collect();
-        // policy.kruise.io (PodUnavailableBudget) serves both and stores v1beta1, converting
-        // through the webhook, as upstream v1.9.
-        if crd.spec.group == keys::POLICY_GROUP {
-            assert_eq!(
-                versions,
-                [
-                    (keys::VERSION_V1ALPHA1, false),
-                    (keys::VERSION_V1BETA1, true)
-                ],
-                "{name}"
-            );
-            let conv = crd.spec.conversion.as_ref().expect("conversion");
-            assert_eq!(conv.strategy, "Webhook", "{name}");
-            continue;
-        }
-        assert_eq!(crd.spec.group, keys::APPS_GROUP, "{name}");
-        // These serve and store v1alpha1 only, as upstream (EphemeralJob, PodProbeMarker,
-        // NodePodProbe).
-        if [
-            "ephemeraljobs.apps.kruise.io",
-            "podprobemarkers.apps.kruise.io",
-            "nodepodprobes.apps.kruise.io",
-        ]
-        .contains(&name.as_str())
-        {
-            assert_eq!(versions, [(keys::VERSION_V1ALPHA1, true)], "{name}");
-            assert!(crd.spec.conversion.is_none(), "{name}: no conversion");
-            continue;
-        }
+        let storage = their_versions
+            .iter()
+            .find(|v| v["storage"] == true)
+            .and_then(|v| v["name"].as_str())
+            .expect("release storage version");
         assert_eq!(
-            versions,
-            [
-                (keys::VERSION_V1ALPHA1, false),
-                (keys::VERSION_V1BETA1, true)
-            ],
-            "{name}: v1alpha1 served, v1beta1 stored"
+            versions
+                .iter()
+                .filter(|v| v.2)
+                .map(|v| v.0)
+                .collect::<Vec<_>>(),
+            [storage],
+            "{name}: storage version"
         );
-        let webhook = matches!(
-            name.as_str(),
-            "clonesets.apps.kruise.io"
-                | "containerrecreaterequests.apps.kruise.io"
-                | "sidecarsets.apps.kruise.io"
-                | "daemonsets.apps.kruise.io"
-                | "statefulsets.apps.kruise.io"
-                | "resourcedistributions.apps.kruise.io"
-                | "persistentpodstates.apps.kruise.io"
-                | "workloadspreads.apps.kruise.io"
-                | "uniteddeployments.apps.kruise.io"
-        );
+        assert_eq!(crds::storage_version(name), storage, "{name}: the switch");
+        let mut extra = false;
+        for (v, served, _) in &versions {
+            let theirs = their_versions.iter().find(|t| t["name"] == *v);
+            assert!(*served, "{name} {v}: served");
+            extra |= theirs.is_none();
+        }
+        for t in their_versions {
+            assert!(
+                versions.iter().any(|v| t["name"] == v.0),
+                "{name}: the release serves {}, we do not",
+                t["name"]
+            );
+        }
+        let webhook = theirs["conversion"] == "Webhook" || extra;
         match crd.spec.conversion.as_ref() {
             Some(conv) if webhook => {
                 assert_eq!(conv.strategy, "Webhook", "{name}");
@@ -135,6 +147,38 @@ fn versions_storage_and_conversion() {
             None if !webhook => {}
             other => panic!("{name}: unexpected conversion {other:?}"),
         }
+    }
+    // And nothing of ours beyond the release's CRDs goes unchecked.
+    for crd in &ours {
+        let name = crd.metadata.name.clone().unwrap_or_default();
+        assert!(released.contains_key(&name), "{name}: not in the release");
+        // The switch names exactly the CRDs with two versions.
+        assert_eq!(
+            crd.spec.versions.len() > 1,
+            crds::STORAGE_VERSIONS.iter().any(|(n, _)| *n == name),
+            "{name}: in STORAGE_VERSIONS iff it has two versions"
+        );
+    }
+}
+
+/// The seven kinds the release stores as v1alpha1 only (v1beta1 came after it on master) store
+/// v1alpha1 here too and never v1beta1, which we only serve.
+#[test]
+fn seven_kinds_store_v1alpha1_as_released() {
+    for name in [
+        "clonesets.apps.kruise.io",
+        "containerrecreaterequests.apps.kruise.io",
+        "persistentpodstates.apps.kruise.io",
+        "podunavailablebudgets.policy.kruise.io",
+        "resourcedistributions.apps.kruise.io",
+        "uniteddeployments.apps.kruise.io",
+        "workloadspreads.apps.kruise.io",
+    ] {
+        assert_eq!(
+            crds::storage_version(name),
+            keys::VERSION_V1ALPHA1,
+            "{name}"
+        );
     }
 }
 

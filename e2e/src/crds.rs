@@ -1,14 +1,16 @@
 //! CustomResourceDefinitions swapped as a user moving between OpenKruise and Kruise-rs swaps them:
-//! OpenKruise v1.9's from its source (`hack/build-openkruise.sh --source` fetches and caches it),
+//! OpenKruise v1.9.0's as released (tag v1.9.0), shaped from the facts file
+//! `api/tests/data/openkruise-v1.9.0.json` (`hack/openkruise-facts.py` reads it from the tag), and
 //! ours from `deploy/crds/`, each replaced whole (`kubectl replace -f`).
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::PostParams;
 use kube::{Api, Client};
+use serde::Deserialize;
 
 use crate::{Result, wait_for};
 
@@ -16,24 +18,102 @@ fn other(msg: String) -> crate::Error {
     crate::Error::Io(std::io::Error::other(msg))
 }
 
-/// OpenKruise v1.9's CRDs (`config/crd/bases` of its source), fetched by
-/// `hack/build-openkruise.sh --source` into the cache on first use (one module download).
-pub fn openkruise_crd_dir() -> Result<PathBuf> {
-    let script = crate::repo_root().join("hack/build-openkruise.sh");
-    let out = Command::new(&script).arg("--source").output()?;
-    if !out.status.success() {
-        return Err(other(format!(
-            "{} --source failed: {}",
-            script.display(),
-            String::from_utf8_lossy(&out.stderr)
-        )));
+/// What the facts file says about one release.
+#[derive(Clone, Debug, Deserialize)]
+pub struct Facts {
+    /// The tag read (`v1.9.0`).
+    #[serde(rename = "ref")]
+    pub reference: String,
+    /// The commit the tag names.
+    pub commit: String,
+    /// Per CRD name.
+    pub crds: BTreeMap<String, CrdFacts>,
+    /// Per gate name.
+    #[serde(rename = "featureGates")]
+    pub feature_gates: BTreeMap<String, GateFacts>,
+}
+
+/// One CRD of the release.
+#[derive(Clone, Debug, Deserialize)]
+pub struct CrdFacts {
+    /// Its file name in `config/crd/bases` (ours in `deploy/crds/` has the same).
+    pub file: String,
+    pub group: String,
+    pub kind: String,
+    pub plural: String,
+    pub namespaced: bool,
+    /// `Webhook` or `None`, as the release installs it.
+    pub conversion: String,
+    pub versions: Vec<VersionFacts>,
+}
+
+/// One version of a CRD of the release.
+#[derive(Clone, Debug, Deserialize)]
+pub struct VersionFacts {
+    pub name: String,
+    pub served: bool,
+    pub storage: bool,
+    /// Field paths of its schema (`/spec/a[]/b`, `{}` map values, `/*` kept as written).
+    pub fields: Vec<String>,
+}
+
+/// A feature gate of the release.
+#[derive(Clone, Debug, Deserialize)]
+pub struct GateFacts {
+    pub default: bool,
+    pub stage: String,
+}
+
+impl CrdFacts {
+    /// The release's storage version.
+    pub fn storage(&self) -> Option<&str> {
+        self.versions
+            .iter()
+            .find(|v| v.storage)
+            .map(|v| v.name.as_str())
     }
-    let src = String::from_utf8_lossy(&out.stdout);
-    let dir = PathBuf::from(src.lines().last().unwrap_or_default().trim()).join("config/crd/bases");
-    if !dir.is_dir() {
-        return Err(other(format!("{} is not a directory", dir.display())));
+}
+
+/// OpenKruise v1.9.0's facts (offline: the file is checked in).
+pub fn release_facts() -> Result<Facts> {
+    let path = crate::repo_root().join("api/tests/data/openkruise-v1.9.0.json");
+    let text = std::fs::read_to_string(&path)?;
+    serde_json::from_str(&text).map_err(|e| other(format!("{}: {e}", path.display())))
+}
+
+/// Our CRD `ours` as the release installs it: the release's versions only, served and stored
+/// as there, converted through the webhook only where the release does (our schemas: the
+/// field tests compare those with the release's).
+pub fn release_shaped(
+    ours: &CustomResourceDefinition,
+    facts: &CrdFacts,
+) -> CustomResourceDefinition {
+    let mut crd = ours.clone();
+    crd.status = None;
+    crd.spec
+        .versions
+        .retain(|v| facts.versions.iter().any(|f| f.name == v.name));
+    for v in &mut crd.spec.versions {
+        if let Some(f) = facts.versions.iter().find(|f| f.name == v.name) {
+            v.served = f.served;
+            v.storage = f.storage;
+        }
     }
-    Ok(dir)
+    if facts.conversion != "Webhook" {
+        crd.spec.conversion = None;
+    }
+    crd
+}
+
+/// Our CRD `ours` as the build before the release's storage versions shipped it: storing
+/// `version` (v1beta1), everything else the same.
+pub fn storing(ours: &CustomResourceDefinition, version: &str) -> CustomResourceDefinition {
+    let mut crd = ours.clone();
+    crd.status = None;
+    for v in &mut crd.spec.versions {
+        v.storage = v.name == version;
+    }
+    crd
 }
 
 /// Our CRDs as shipped.
@@ -67,6 +147,24 @@ pub async fn replace(client: &Client, crd: &CustomResourceDefinition) -> Result<
     match api.get_opt(&name).await? {
         Some(live) => {
             body.metadata.resource_version = live.metadata.resource_version;
+            // Keep the caBundle the manager wrote, as `kubectl apply --server-side` would (the
+            // manager owns that field): the swap is about versions, not about the webhook's CA.
+            let live_ca = live
+                .spec
+                .conversion
+                .and_then(|c| c.webhook)
+                .and_then(|w| w.client_config)
+                .and_then(|c| c.ca_bundle);
+            if let Some(cc) = body
+                .spec
+                .conversion
+                .as_mut()
+                .and_then(|c| c.webhook.as_mut())
+                .and_then(|w| w.client_config.as_mut())
+                && cc.ca_bundle.is_none()
+            {
+                cc.ca_bundle = live_ca;
+            }
             api.replace(&name, &PostParams::default(), &body).await?;
         }
         None => {

@@ -9,6 +9,8 @@ use std::time::Duration;
 pub enum MigrateTo {
     CloneSet,
     AdvancedStatefulSet,
+    /// Not a workload: every Kruise object rewritten at its CRD's storage version.
+    Storage,
 }
 
 /// The workload a migration empties (`--from`).
@@ -25,8 +27,9 @@ fn parse_to(s: &str) -> Result<MigrateTo, String> {
         | "asts"
         | "statefulset.apps.kruise.io"
         | "statefulsets.apps.kruise.io" => Ok(MigrateTo::AdvancedStatefulSet),
+        "storage" => Ok(MigrateTo::Storage),
         _ => Err(format!(
-            "{s:?} cannot be migrated to: give CloneSet (--from Deployment) or AdvancedStatefulSet (--from StatefulSet)"
+            "{s:?} cannot be migrated to: give CloneSet (--from Deployment), AdvancedStatefulSet (--from StatefulSet) or storage"
         )),
     }
 }
@@ -69,8 +72,9 @@ pub enum ObjectFormat {
     Json,
 }
 
-/// `kubectl kruise migrate CloneSet --from Deployment --src-name X [--dst-name Y] ...`, or
-/// `kubectl kruise migrate AdvancedStatefulSet --from StatefulSet --src-name X`.
+/// `kubectl kruise migrate CloneSet --from Deployment --src-name X [--dst-name Y] ...`,
+/// `kubectl kruise migrate AdvancedStatefulSet --from StatefulSet --src-name X`, or
+/// `kubectl kruise migrate storage`.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "\
 Examples:
@@ -82,6 +86,9 @@ Examples:
   kubectl kruise migrate CloneSet --from Deployment -n prod --src-name web --dst-name web-cs --replicas 10
   # Hand StatefulSet db's Pods over to an Advanced StatefulSet db, without recreating them.
   kubectl kruise migrate AdvancedStatefulSet --from StatefulSet -n prod --src-name db
+  # Rewrite every Kruise object at its CRD's storage version, then drop the old versions from
+  # the CRDs' status.storedVersions (after installing CRDs that store another version).
+  kubectl kruise migrate storage
 
 The move keeps the service up: the destination grows by at most --max-surge Pods, and the source
 shrinks by as many only once they are available. Interrupted, rerun the same command: it
@@ -95,18 +102,25 @@ is deleted with --cascade=orphan and an Advanced StatefulSet of the same name, t
 claims adopts its Pods, claims and revisions; the same template is the same revision, so no Pod
 is recreated (the command checks and says so Pod by Pod). Its update strategy stays ReCreate;
 switch podUpdatePolicy to InPlaceIfPossible afterwards for in-place updates. --dst-name must be
-the source's name, --replicas is refused (all Pods go at once), --create needs --copy.")]
+the source's name, --replicas is refused (all Pods go at once), --create needs --copy.
+
+`migrate storage` takes no --from: for each CRD of apps.kruise.io and policy.kruise.io whose
+status.storedVersions lists more than its storage version, it reads every object and writes it
+back unchanged (the API server stores it at the storage version), object by object, then trims
+storedVersions to the storage version, so CRDs without the old version (OpenKruise v1.9.0's,
+say) can be applied. Rerun after an interruption: it starts that CRD again; a CRD already
+trimmed is left alone. With --dry-run it lists what it would rewrite.")]
 pub struct MigrateArgs {
     /// The destination's kind: CloneSet (--from Deployment) or AdvancedStatefulSet (--from
     /// StatefulSet).
     #[arg(value_parser = parse_to, value_name = "DST_KIND")]
     pub to: MigrateTo,
-    /// The source's kind: Deployment (or StatefulSet).
+    /// The source's kind: Deployment (or StatefulSet); required but for `storage`.
     #[arg(long, value_parser = parse_from, value_name = "SRC_KIND")]
-    pub from: MigrateFrom,
-    /// The source workload.
+    pub from: Option<MigrateFrom>,
+    /// The source workload; required but for `storage`.
     #[arg(long)]
-    pub src_name: String,
+    pub src_name: Option<String>,
     /// The destination workload (default: the source's name).
     #[arg(long)]
     pub dst_name: Option<String>,
@@ -149,9 +163,14 @@ impl MigrateArgs {
         }
     }
 
+    /// The source workload's name (empty for `storage`, which has none).
+    pub fn src(&self) -> &str {
+        self.src_name.as_deref().unwrap_or_default()
+    }
+
     /// The destination's name.
     pub fn dst(&self) -> &str {
-        self.dst_name.as_deref().unwrap_or(&self.src_name)
+        self.dst_name.as_deref().unwrap_or(self.src())
     }
 
     /// `--replicas`, `None` for all.
@@ -191,7 +210,7 @@ mod tests {
         .expect("parses");
         assert_eq!(
             (m.to, m.from),
-            (MigrateTo::CloneSet, MigrateFrom::Deployment)
+            (MigrateTo::CloneSet, Some(MigrateFrom::Deployment))
         );
         assert_eq!((m.dst(), m.replicas(), m.max_surge), ("web", None, 1));
         assert_eq!(m.limit(), Duration::ZERO);
@@ -224,6 +243,8 @@ mod tests {
         .expect("parses");
         assert_eq!(m.to, MigrateTo::AdvancedStatefulSet);
         assert_eq!(m.limit(), Duration::ZERO);
+        let m = parse(&["storage", "--dry-run"]).expect("parses");
+        assert_eq!((m.to, m.from, m.dry_run), (MigrateTo::Storage, None, true));
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! handover is [`statefulset`].
 
 mod statefulset;
+mod storage;
 
 use std::time::{Duration, Instant};
 
@@ -24,7 +25,21 @@ use serde_json::{Value, json};
 const POLL: Duration = Duration::from_secs(1);
 
 pub async fn run(ctx: &Ctx, args: &MigrateArgs) -> Result<i32> {
-    match (args.to, args.from) {
+    if args.to == MigrateTo::Storage {
+        if args.from.is_some() || args.src_name.is_some() || args.dst_name.is_some() {
+            return Err(CliError::Usage(
+                "migrate storage takes no --from, --src-name or --dst-name: it rewrites every Kruise object".to_owned(),
+            ));
+        }
+        return storage::run(ctx, args).await;
+    }
+    let (Some(from), Some(_)) = (args.from, args.src_name.as_ref()) else {
+        return Err(CliError::Usage(
+            "--from and --src-name are required: migrate CloneSet --from Deployment --src-name NAME (or AdvancedStatefulSet --from StatefulSet)".to_owned(),
+        ));
+    };
+    match (args.to, from) {
+        (MigrateTo::Storage, _) => return storage::run(ctx, args).await,
         (MigrateTo::CloneSet, MigrateFrom::Deployment) => {}
         (MigrateTo::AdvancedStatefulSet, MigrateFrom::StatefulSet) => {
             return statefulset::run(ctx, args).await;
@@ -40,10 +55,10 @@ pub async fn run(ctx: &Ctx, args: &MigrateArgs) -> Result<i32> {
             ));
         }
     }
-    let src = workload(ctx, Kind::Deployment, &args.src_name).await?;
+    let src = workload(ctx, Kind::Deployment, args.src()).await?;
     let dst = workload(ctx, Kind::CloneSet, args.dst()).await?;
     let (src_label, dst_label) = (src.target.to_string(), dst.target.to_string());
-    let from = format!("Deployment/{}", args.src_name);
+    let from = format!("Deployment/{}", args.src());
     let source = match src.fetch_raw().await {
         Ok(v) => v,
         Err(CliError::NotFound { .. }) => {
@@ -138,7 +153,7 @@ pub async fn run(ctx: &Ctx, args: &MigrateArgs) -> Result<i32> {
         println!(
             "move the replicas with: kubectl kruise migrate CloneSet --from Deployment -n {} --src-name {} --dst-name {}",
             ctx.namespace,
-            args.src_name,
+            args.src(),
             args.dst()
         );
         return Ok(exit::OK);

@@ -30,7 +30,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kruise_api::apps::v1beta1::{ContainerRecreateRequest, ContainerRecreateRequestPhase};
 use kruise_api::appspub::kruise_pod_ready_condition;
 use kruise_api::keys::{self, k8s};
-use kube::api::{Patch, PatchParams, PostParams};
+use kube::api::{ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams};
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef;
 use kube::{Api, Client, ResourceExt};
@@ -185,6 +185,15 @@ async fn reconcile(crr: Arc<ContainerRecreateRequest>, ctx: Arc<Ctx>) -> Result<
                 let patch = json!({"status": {"containerStatusSnapshot": s}});
                 api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
                     .await?;
+                let text = json!(s).to_string();
+                annotate_v1alpha1(
+                    ctx,
+                    &ns,
+                    &name,
+                    keys::CRR_SYNC_CONTAINER_STATUSES_ANNOTATION,
+                    text,
+                )
+                .await?;
             }
             if acquire_unready && let Some(p) = &pod {
                 acquire(ctx, &api, crr, p, now).await?;
@@ -230,7 +239,44 @@ async fn acquire(
         &Patch::Merge(json!({"status": {"conditions": conditions}})),
     )
     .await?;
+    let since = json!(Time(now)).as_str().unwrap_or_default().to_owned();
+    annotate_v1alpha1(
+        ctx,
+        &crr.namespace().unwrap_or_default(),
+        &crr.name_any(),
+        keys::CRR_UNREADY_ACQUIRED_FINALIZER,
+        since,
+    )
+    .await?;
     tracing::info!("pod held not-ready for the unready grace period");
+    Ok(())
+}
+
+/// Sets one of the annotations v1alpha1 has for v1beta1's status fields, written through
+/// v1alpha1. CRRs are stored as v1alpha1 (as OpenKruise v1.9.0 stores them): a v1beta1 status
+/// write of `containerStatusSnapshot` or the PreRecreateGrace condition is converted into these
+/// annotations and then dropped, since a status write keeps the stored metadata. This write
+/// keeps them, and the daemon reads them back in v1beta1 as those status fields. (Were v1beta1
+/// stored, the status write alone would do and this one is harmless.)
+async fn annotate_v1alpha1(
+    ctx: &Ctx,
+    ns: &str,
+    name: &str,
+    key: &str,
+    value: String,
+) -> Result<(), Error> {
+    let ar = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk(
+            keys::APPS_GROUP,
+            keys::VERSION_V1ALPHA1,
+            "ContainerRecreateRequest",
+        ),
+        "containerrecreaterequests",
+    );
+    let api: Api<DynamicObject> = Api::namespaced_with(ctx.client.clone(), ns, &ar);
+    let patch = json!({"metadata": {"annotations": {key: value}}});
+    api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await?;
     Ok(())
 }
 

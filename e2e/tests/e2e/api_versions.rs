@@ -1,16 +1,16 @@
-//! The five kinds upstream v1.9 stores as v1beta1 (ResourceDistribution, PersistentPodState,
-//! WorkloadSpread, UnitedDeployment, PodUnavailableBudget), against the install from `deploy/`:
-//! each is written in v1beta1 with v1beta1's field names, read back in v1alpha1 with
-//! v1alpha1's (through the conversion webhook), and acted on by its controller, which reads and
-//! writes v1alpha1; its status, read in v1beta1, has v1beta1's shape. A write in either version
-//! leaves exactly the storage version in the CRD's `status.storedVersions`.
+//! Five kinds we serve in v1beta1 beside v1alpha1 (ResourceDistribution, PersistentPodState,
+//! WorkloadSpread, UnitedDeployment, PodUnavailableBudget; upstream's master added v1beta1,
+//! the v1.9.0 release has v1alpha1 only), against the install from `deploy/`: each is written in
+//! v1beta1 with v1beta1's field names, read back in v1alpha1 with v1alpha1's (through the
+//! conversion webhook), and acted on by its controller; its status, read in v1beta1, has
+//! v1beta1's shape. A write in either version leaves exactly `["v1alpha1"]` in the CRD's
+//! `status.storedVersions`, as the release stores them: v1beta1 is never stored.
 
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kruise_api::keys;
-use kruise_e2e::crds;
 use kruise_e2e::resourcedistribution as rd;
 use kruise_e2e::uniteddeployment::cloneset_template;
 use kruise_e2e::{TestNamespace, client, wait_for};
@@ -49,16 +49,8 @@ async fn create(api: &Api<DynamicObject>, obj: Value) -> Result<DynamicObject, k
     api.create(&PostParams::default(), &obj).await
 }
 
-/// `status.storedVersions` of the CRD `name` is exactly its storage version: objects were
-/// written here in both versions and only that one was ever stored. The storage version is the
-/// one the shipped CRD (`deploy/crds/<group>_<plural>.yaml`, what `make install` applies)
-/// declares, the same single source the CRD swap test (crd_versions.rs) reads, so a change of a
-/// kind's storage version is made in its CRD alone.
-async fn assert_stored_only_in_the_storage_version(client: &Client, name: &str) {
-    let (plural, group) = name.split_once('.').expect("<plural>.<group>");
-    let shipped = crds::read(&crds::our_crd_dir(), &format!("{group}_{plural}.yaml"))
-        .expect("the shipped CRD");
-    let storage = crds::storage_version(&shipped).expect("a storage version");
+/// `status.storedVersions` of the CRD `name` is exactly v1alpha1, the storage version.
+async fn assert_stored_in_v1alpha1_only(client: &Client, name: &str) {
     let crd = Api::<CustomResourceDefinition>::all(client.clone())
         .get(name)
         .await
@@ -67,7 +59,7 @@ async fn assert_stored_only_in_the_storage_version(client: &Client, name: &str) 
         .status
         .and_then(|s| s.stored_versions)
         .unwrap_or_default();
-    assert_eq!(stored, [storage], "{name}: status.storedVersions");
+    assert_eq!(stored, [keys::VERSION_V1ALPHA1], "{name}: storedVersions");
 }
 
 /// A v1beta1 ResourceDistribution selecting by `namespaceSelector` reaches the labelled
@@ -143,8 +135,7 @@ async fn resourcedistribution_in_v1beta1_distributes_and_reads_back_in_v1alpha1(
         })
         .expect("condition in v1alpha1");
     assert_eq!(alpha_cond["failedNamespace"], json!([missing]));
-    assert_stored_only_in_the_storage_version(&client, "resourcedistributions.apps.kruise.io")
-        .await;
+    assert_stored_in_v1alpha1_only(&client, "resourcedistributions.apps.kruise.io").await;
     beta.delete(&name, &DeleteParams::default())
         .await
         .expect("delete");
@@ -222,7 +213,7 @@ async fn persistentpodstate_topology_keys_convert_both_ways() {
         b.data["spec"]["requiredPersistentTopology"],
         json!({"keys": [HOSTNAME, "zone"]})
     );
-    assert_stored_only_in_the_storage_version(&client, "persistentpodstates.apps.kruise.io").await;
+    assert_stored_in_v1alpha1_only(&client, "persistentpodstates.apps.kruise.io").await;
 }
 
 /// WorkloadSpread: v1beta1's `requiredNodeSelector`/`preferredNodeSelector` are v1alpha1's
@@ -289,7 +280,7 @@ async fn workloadspread_subset_selectors_convert_and_the_status_reads_in_v1beta1
     .expect("status");
     assert_eq!(st[0]["name"], "a");
     assert_eq!(st[0]["missingReplicas"], 1);
-    assert_stored_only_in_the_storage_version(&client, "workloadspreads.apps.kruise.io").await;
+    assert_stored_in_v1alpha1_only(&client, "workloadspreads.apps.kruise.io").await;
 }
 
 /// UnitedDeployment: the template (a v1beta1 CloneSet spec in both versions, as upstream's)
@@ -369,7 +360,7 @@ async fn uniteddeployment_status_reads_in_v1beta1_shape() {
         s.get("subsetReplicas").is_none() && s.get("updateStatus").is_none(),
         "{s}"
     );
-    assert_stored_only_in_the_storage_version(&client, "uniteddeployments.apps.kruise.io").await;
+    assert_stored_in_v1alpha1_only(&client, "uniteddeployments.apps.kruise.io").await;
 }
 
 /// PodUnavailableBudget: v1beta1's `protectOperations` and `protectTotalReplicas` are
@@ -439,6 +430,5 @@ async fn podunavailablebudget_fields_become_annotations_and_ignored_pods_are_ref
         }
         other => panic!("ignoredPodSelector accepted: {other:?}"),
     }
-    assert_stored_only_in_the_storage_version(&client, "podunavailablebudgets.policy.kruise.io")
-        .await;
+    assert_stored_in_v1alpha1_only(&client, "podunavailablebudgets.policy.kruise.io").await;
 }

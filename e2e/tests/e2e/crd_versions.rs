@@ -1,186 +1,31 @@
-//! Moving between OpenKruise v1.9 and Kruise-rs by swapping CRDs, objects kept: our CRDs serve
-//! and store the versions upstream's do and have its fields (checked against upstream's own
-//! files, fetched by `hack/build-openkruise.sh --source`), and on the cluster OpenKruise's CRDs
-//! are accepted over ours and ours over theirs with a CloneSet, a ContainerRecreateRequest, an
-//! Advanced StatefulSet and one object of each kind stored as v1beta1 with renamed fields in it,
-//! which stay readable, unchanged, and reconciled once ours are back.
+//! Moving between OpenKruise v1.9.0 (the release, tag v1.9.0) and Kruise-rs by swapping CRDs,
+//! objects kept. Offline: our CRDs serve and store the versions the release's do and have its
+//! fields, checked against the facts `hack/openkruise-facts.py` read from the tag
+//! (`api/tests/data/openkruise-v1.9.0.json`). On the cluster, the way back for a cluster that
+//! ran the build before the release's storage versions (v1beta1 stored for seven kinds): with
+//! objects of all seven kinds, written in both versions under those CRDs, ours refuse nothing
+//! but the release-shaped CRDs are refused until `kubectl kruise migrate storage` has run; after
+//! it they apply, every object keeps every field, and ours apply again.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kruise_api::keys;
-use kruise_e2e::crds::{self, OursBack};
-use kruise_e2e::{TestNamespace, client, cloneset, statefulset, wait_for};
-use kube::api::{ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams};
+use kruise_e2e::crds::{self, CrdFacts, OursBack};
+use kruise_e2e::{TestNamespace, client, cloneset, wait_for};
+use kube::api::{ApiResource, DynamicObject, GroupVersionKind, PostParams};
 use kube::{Api, Client, ResourceExt};
 use serde_json::{Value, json};
 
 const ROLLOUT: Duration = Duration::from_secs(180);
 
-/// CRDs whose versions, storage version or conversion differ from upstream v1.9's (none now).
-/// A cluster that ran OpenKruise v1.9 could not take such a CRD of ours back when it drops a
-/// version in `status.storedVersions`. Each entry must really differ: fixing one fails this
-/// test until the entry goes.
-const NOT_YET_AS_UPSTREAM: &[&str] = &[];
-
-/// CRDs ours convert through the webhook where upstream's installed CRD does not. Upstream has
-/// the patch (`config/crd/patches/webhook_in_podunavailablebudgets.yaml`) but its
-/// kustomization leaves it out, so its API server would only relabel a PodUnavailableBudget and
-/// v1beta1's `protectOperations`/`protectTotalReplicas` would never show as v1alpha1's
-/// annotations; our controller reads v1alpha1, so ours converts. The versions served and stored
-/// are upstream's, so the CRDs still swap both ways.
-const CONVERTED_WHERE_UPSTREAM_IS_NOT: &[&str] = &["podunavailablebudgets.policy.kruise.io"];
-
-/// The CRDs the round trip swaps.
-const SWAPPED: &[&str] = &[
-    "apps.kruise.io_clonesets.yaml",
-    "apps.kruise.io_containerrecreaterequests.yaml",
-    "apps.kruise.io_statefulsets.yaml",
-    "apps.kruise.io_persistentpodstates.yaml",
-    "apps.kruise.io_resourcedistributions.yaml",
-    "apps.kruise.io_uniteddeployments.yaml",
-    "apps.kruise.io_workloadspreads.yaml",
-    "policy.kruise.io_podunavailablebudgets.yaml",
-];
-
-/// One object of each kind upstream v1.9 stores as v1beta1 with other field names than
-/// v1alpha1, written in v1beta1 with those names: `(group, kind, plural, namespaced, object)`.
-/// They only need to be kept, so none of them has anything to act on.
-fn beta_objects(ns: &str) -> Vec<(&'static str, &'static str, &'static str, bool, Value)> {
-    let apps = |kind: &str, name: &str, spec: Value| {
-        json!({"apiVersion": keys::APPS_V1BETA1, "kind": kind, "metadata": {"name": name},
-               "spec": spec})
-    };
-    let term = json!({"matchExpressions": [{"key": "zone", "operator": "In", "values": ["z9"]}]});
-    vec![
-        (
-            keys::APPS_GROUP,
-            "PersistentPodState",
-            "persistentpodstates",
-            true,
-            apps(
-                "PersistentPodState",
-                "pps",
-                json!({
-            "targetRef": {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "none"},
-            "requiredPersistentTopology": {"keys": ["kubernetes.io/hostname"]}}),
-            ),
-        ),
-        (
-            keys::APPS_GROUP,
-            "ResourceDistribution",
-            "resourcedistributions",
-            false,
-            apps(
-                "ResourceDistribution",
-                &format!("{ns}-rd"),
-                json!({
-            "resource": {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "rd"},
-                         "data": {"k": "v"}},
-            "targets": {"namespaceSelector": {"matchLabels": {"rd-of": ns}}}}),
-            ),
-        ),
-        (
-            keys::APPS_GROUP,
-            "UnitedDeployment",
-            "uniteddeployments",
-            true,
-            apps(
-                "UnitedDeployment",
-                "ud",
-                json!({
-            "replicas": 0, "selector": {"matchLabels": {"app": "ud"}},
-            "template": {"cloneSetTemplate": {"metadata": {"labels": {"app": "ud"}},
-                "spec": {"selector": {"matchLabels": {"app": "ud"}},
-                    "template": {"metadata": {"labels": {"app": "ud"}},
-                        "spec": {"containers": [{"name": "c", "image": "none"}]}},
-                    "updateStrategy": {"rollingUpdate": {"podUpdatePolicy": "InPlaceIfPossible",
-                                                         "partition": 1}}}}},
-            "topology": {"subsets": [{"name": "a", "nodeSelectorTerm": term}]}}),
-            ),
-        ),
-        (
-            keys::APPS_GROUP,
-            "WorkloadSpread",
-            "workloadspreads",
-            true,
-            apps(
-                "WorkloadSpread",
-                "ws",
-                json!({
-            "targetRef": {"apiVersion": "apps.kruise.io/v1alpha1", "kind": "CloneSet",
-                          "name": "none"},
-            "subsets": [{"name": "a", "requiredNodeSelector": term, "maxReplicas": 1}]}),
-            ),
-        ),
-        (
-            keys::POLICY_GROUP,
-            "PodUnavailableBudget",
-            "podunavailablebudgets",
-            true,
-            json!({"apiVersion": format!("{}/{}", keys::POLICY_GROUP, keys::VERSION_V1BETA1),
-                "kind": "PodUnavailableBudget", "metadata": {"name": "pub"},
-                "spec": {"selector": {"matchLabels": {"app": "none"}}, "maxUnavailable": 1,
-                         "protectOperations": ["DELETE"], "protectTotalReplicas": 2}}),
-        ),
-    ]
-}
-
-fn beta_api(
-    client: &Client,
-    ns: &str,
-    group: &str,
-    kind: &str,
-    plural: &str,
-    namespaced: bool,
-) -> Api<DynamicObject> {
-    let ar = ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk(group, keys::VERSION_V1BETA1, kind),
-        plural,
-    );
-    if namespaced {
-        Api::namespaced_with(client.clone(), ns, &ar)
-    } else {
-        Api::all_with(client.clone(), &ar)
-    }
-}
-
-/// Waits until the budget `pub` (read in v1beta1) counts `n` in `status.totalReplicas`.
-async fn total_replicas(
-    budgets: &Api<DynamicObject>,
-    n: i64,
-    what: &str,
-) -> kruise_e2e::Result<()> {
-    wait_for(what, Duration::from_secs(60), || async {
-        let b = budgets.get("pub").await?;
-        Ok((b.data["status"]["totalReplicas"] == json!(n)).then_some(()))
-    })
-    .await
-}
-
-/// The specs of [`beta_objects`], read in v1beta1.
-async fn beta_specs(client: &Client, ns: &str) -> Vec<Value> {
-    let mut out = Vec::new();
-    for (group, kind, plural, namespaced, obj) in beta_objects(ns) {
-        let name = obj["metadata"]["name"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned();
-        let got = beta_api(client, ns, group, kind, plural, namespaced)
-            .get(&name)
-            .await
-            .unwrap_or_else(|e| panic!("{kind} {name}: {e}"));
-        out.push(got.data["spec"].clone());
-    }
-    out
-}
-
-fn crds_in(dir: &Path) -> BTreeMap<String, (String, CustomResourceDefinition)> {
+/// Our CRDs, by name, from `deploy/crds/`.
+fn ours() -> BTreeMap<String, (String, CustomResourceDefinition)> {
+    let dir = crds::our_crd_dir();
     let mut out = BTreeMap::new();
-    for entry in std::fs::read_dir(dir).expect("CRD directory") {
+    for entry in std::fs::read_dir(&dir).expect("CRD directory") {
         let file = entry
             .expect("entry")
             .file_name()
@@ -189,29 +34,10 @@ fn crds_in(dir: &Path) -> BTreeMap<String, (String, CustomResourceDefinition)> {
         if !file.ends_with(".yaml") {
             continue;
         }
-        let crd = crds::read(dir, &file).expect("CRD");
+        let crd = crds::read(&dir, &file).expect("CRD");
         out.insert(crd.metadata.name.clone().unwrap_or_default(), (file, crd));
     }
     out
-}
-
-/// Upstream's installed CRDs get a conversion webhook by a kustomize patch (config/default);
-/// the names of the CRDs it patches, from config/crd/kustomization.yaml.
-fn upstream_webhook_crds(
-    bases: &Path,
-    crds: &BTreeMap<String, (String, CustomResourceDefinition)>,
-) -> BTreeSet<String> {
-    let kustomization = bases.join("../kustomization.yaml");
-    let text = std::fs::read_to_string(&kustomization).expect("upstream kustomization.yaml");
-    let plurals: BTreeSet<&str> = text
-        .lines()
-        .filter_map(|l| l.trim().strip_prefix("- patches/webhook_in_"))
-        .filter_map(|l| l.strip_suffix(".yaml"))
-        .collect();
-    crds.iter()
-        .filter(|(_, (_, c))| plurals.contains(c.spec.names.plural.as_str()))
-        .map(|(n, _)| n.clone())
-        .collect()
 }
 
 fn served(crd: &CustomResourceDefinition) -> BTreeSet<&str> {
@@ -230,60 +56,89 @@ fn strategy(crd: &CustomResourceDefinition) -> &str {
         .map_or("None", |c| c.strategy.as_str())
 }
 
-/// Every CRD we ship that upstream has serves at least upstream's versions, stores upstream's
-/// storage version and converts as upstream's installed CRD does, but for the kinds listed in
-/// [`NOT_YET_AS_UPSTREAM`].
+/// Every CRD of the release we ship (all of them) serves at least the release's versions,
+/// stores the release's storage version, and converts through the webhook where the release
+/// does and wherever we serve a version the release lacks (v1beta1 of the seven kinds).
 #[test]
-fn versions_and_conversion_as_upstream() {
-    let bases = crds::openkruise_crd_dir().expect("OpenKruise v1.9 source");
-    let upstream = crds_in(&bases);
-    let ours = crds_in(&crds::our_crd_dir());
-    let webhook = upstream_webhook_crds(&bases, &upstream);
+fn versions_and_conversion_as_released() {
+    let facts = crds::release_facts().expect("facts file");
+    assert!(facts.commit.starts_with("b1e001a95"), "{}", facts.commit);
+    let ours = ours();
     let mut wrong = Vec::new();
-    for (name, (_, theirs)) in &upstream {
-        let Some((_, mine)) = ours.get(name) else {
+    for (name, theirs) in &facts.crds {
+        let Some((file, mine)) = ours.get(name) else {
+            wrong.push(format!("{name}: the release has it, we do not"));
             continue;
         };
-        let converts =
-            webhook.contains(name) || CONVERTED_WHERE_UPSTREAM_IS_NOT.contains(&name.as_str());
-        let same = served(mine).is_superset(&served(theirs))
-            && crds::storage_version(mine) == crds::storage_version(theirs)
-            && (strategy(mine) == "Webhook") == converts;
-        let listed = NOT_YET_AS_UPSTREAM.contains(&name.as_str());
-        if same == listed {
+        assert_eq!(file, &theirs.file, "{name}: file name");
+        let their_served: BTreeSet<&str> = theirs
+            .versions
+            .iter()
+            .filter(|v| v.served)
+            .map(|v| v.name.as_str())
+            .collect();
+        let extra = !served(mine).is_subset(&their_served);
+        let converts = theirs.conversion == "Webhook" || extra;
+        if !(served(mine).is_superset(&their_served)
+            && crds::storage_version(mine) == theirs.storage()
+            && (strategy(mine) == "Webhook") == converts)
+        {
             wrong.push(format!(
-                "{name}: ours serve {:?} store {:?} convert {}; upstream serve {:?} store {:?} \
-                 webhook {}{}",
+                "{name}: ours serve {:?} store {:?} convert {}; the release serves {:?} stores {:?} \
+                 converts {}",
                 served(mine),
                 crds::storage_version(mine),
                 strategy(mine),
-                served(theirs),
-                crds::storage_version(theirs),
-                webhook.contains(name),
-                if listed {
-                    " (listed as not yet as upstream, but is)"
-                } else {
-                    ""
-                }
+                their_served,
+                theirs.storage(),
+                theirs.conversion
             ));
         }
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
 
-/// Field paths where our schema knowingly differs from upstream's, as `crd version path`
-/// (`+` we have it, upstream has not; `-` the other way), each with its reason. Anything not
-/// listed fails [`fields_as_upstream`]; a listed entry that no longer differs fails it too.
+/// Field paths where our schema knowingly differs from the release's, as `crd version path`
+/// (`+` we have it, the release has not; `-` the other way), each with its reason. Anything not
+/// listed fails [`fields_as_released`]; a listed entry that no longer differs fails it too.
 const KNOWN_FIELD_DIFFERENCES: &[&str] = &[
     // Ours: v1alpha1 reuses v1beta1's spec, so it also shows v1beta1's scaleStrategy (the
-    // controller reads it in both; upstream's v1alpha1 prunes it).
+    // controller reads it in both; the release's v1alpha1 prunes it).
     "+ daemonsets.apps.kruise.io v1alpha1 /spec/scaleStrategy",
-    "+ daemonsets.apps.kruise.io v1alpha1 /spec/scaleStrategy/partitionedScaling",
     // Ours: the SidecarSet's status keeps conditions (why an upgrade is blocked).
     "+ sidecarsets.apps.kruise.io v1alpha1 /status/conditions",
     "+ sidecarsets.apps.kruise.io v1beta1 /status/conditions",
     // Ours: a NodePodProbe entry names the PodProbeMarker it comes from.
     "+ nodepodprobes.apps.kruise.io v1alpha1 /spec/podProbes[]/probes[]/podProbeMarkerName",
+    // Master's pre-download fields (the release reads the apps.kruise.io/image-predownload-*
+    // annotations, which we read too): an extension, a release object means the same here.
+    "+ clonesets.apps.kruise.io v1alpha1 /spec/updateStrategy/inPlaceUpdateStrategy/imagePreDownloadMinUpdatedReadyPods",
+    "+ clonesets.apps.kruise.io v1alpha1 /spec/updateStrategy/inPlaceUpdateStrategy/imagePreDownloadParallelism",
+    "+ clonesets.apps.kruise.io v1alpha1 /spec/updateStrategy/inPlaceUpdateStrategy/imagePreDownloadTimeoutSeconds",
+    "+ statefulsets.apps.kruise.io v1alpha1 /spec/updateStrategy/rollingUpdate/inPlaceUpdateStrategy/imagePreDownloadMinUpdatedReadyPods",
+    "+ statefulsets.apps.kruise.io v1alpha1 /spec/updateStrategy/rollingUpdate/inPlaceUpdateStrategy/imagePreDownloadParallelism",
+    "+ statefulsets.apps.kruise.io v1alpha1 /spec/updateStrategy/rollingUpdate/inPlaceUpdateStrategy/imagePreDownloadTimeoutSeconds",
+    "+ statefulsets.apps.kruise.io v1beta1 /spec/updateStrategy/rollingUpdate/inPlaceUpdateStrategy/imagePreDownloadMinUpdatedReadyPods",
+    "+ statefulsets.apps.kruise.io v1beta1 /spec/updateStrategy/rollingUpdate/inPlaceUpdateStrategy/imagePreDownloadParallelism",
+    "+ statefulsets.apps.kruise.io v1beta1 /spec/updateStrategy/rollingUpdate/inPlaceUpdateStrategy/imagePreDownloadTimeoutSeconds",
+    "+ uniteddeployments.apps.kruise.io v1alpha1 /spec/template/advancedStatefulSetTemplate/spec/updateStrategy/rollingUpdate/inPlaceUpdateStrategy/imagePreDownloadMinUpdatedReadyPods",
+    "+ uniteddeployments.apps.kruise.io v1alpha1 /spec/template/advancedStatefulSetTemplate/spec/updateStrategy/rollingUpdate/inPlaceUpdateStrategy/imagePreDownloadParallelism",
+    "+ uniteddeployments.apps.kruise.io v1alpha1 /spec/template/advancedStatefulSetTemplate/spec/updateStrategy/rollingUpdate/inPlaceUpdateStrategy/imagePreDownloadTimeoutSeconds",
+    // NOT YET as released (issue 56, item 2): our v1alpha1 UnitedDeployment's
+    // cloneSetTemplate.spec is a v1beta1 CloneSet spec (master's shape; the controller reads
+    // it so), the release's a v1alpha1 one. A release object's flat updateStrategy fields and
+    // disablePVCReuse are pruned by our schema.
+    "+ uniteddeployments.apps.kruise.io v1alpha1 /spec/template/cloneSetTemplate/spec/scaleStrategy/enablePVCReuse",
+    "+ uniteddeployments.apps.kruise.io v1alpha1 /spec/template/cloneSetTemplate/spec/scaleStrategy/excludePreparingDelete",
+    "+ uniteddeployments.apps.kruise.io v1alpha1 /spec/template/cloneSetTemplate/spec/updateStrategy/rollingUpdate",
+    "- uniteddeployments.apps.kruise.io v1alpha1 /spec/template/cloneSetTemplate/spec/scaleStrategy/disablePVCReuse",
+    "- uniteddeployments.apps.kruise.io v1alpha1 /spec/template/cloneSetTemplate/spec/updateStrategy/inPlaceUpdateStrategy",
+    "- uniteddeployments.apps.kruise.io v1alpha1 /spec/template/cloneSetTemplate/spec/updateStrategy/maxSurge",
+    "- uniteddeployments.apps.kruise.io v1alpha1 /spec/template/cloneSetTemplate/spec/updateStrategy/maxUnavailable",
+    "- uniteddeployments.apps.kruise.io v1alpha1 /spec/template/cloneSetTemplate/spec/updateStrategy/partition",
+    "- uniteddeployments.apps.kruise.io v1alpha1 /spec/template/cloneSetTemplate/spec/updateStrategy/paused",
+    "- uniteddeployments.apps.kruise.io v1alpha1 /spec/template/cloneSetTemplate/spec/updateStrategy/priorityStrategy",
+    "- uniteddeployments.apps.kruise.io v1alpha1 /spec/template/cloneSetTemplate/spec/updateStrategy/scatterStrategy",
 ];
 
 /// The field paths of a schema: `/a/b` for properties, `[]` for items, `{}` for map values;
@@ -328,32 +183,35 @@ fn under_schemaless(path: &str, paths: &BTreeSet<String>) -> bool {
     })
 }
 
-/// For every CRD and version both we and upstream serve, the field paths of the schemas are
+/// For every CRD and version both we and the release serve, the field paths of the schemas are
 /// the same (metadata aside, and below a schemaless object on either side), but for
-/// [`KNOWN_FIELD_DIFFERENCES`]: a v1beta1 type that misspells or misses a field fails here.
+/// [`KNOWN_FIELD_DIFFERENCES`]: a type that misspells or misses a field fails here.
 #[test]
-fn fields_as_upstream() {
-    let bases = crds::openkruise_crd_dir().expect("OpenKruise v1.9 source");
-    let upstream = crds_in(&bases);
-    let ours = crds_in(&crds::our_crd_dir());
+fn fields_as_released() {
+    let facts = crds::release_facts().expect("facts file");
+    let ours = ours();
     let mut diffs = BTreeSet::new();
-    for (name, (_, theirs)) in &upstream {
+    for (name, theirs) in &facts.crds {
         let Some((_, mine)) = ours.get(name) else {
             continue;
         };
-        for tv in &theirs.spec.versions {
+        for tv in &theirs.versions {
             let Some(mv) = mine.spec.versions.iter().find(|v| v.name == tv.name) else {
                 continue;
             };
-            let paths = |v: &k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinitionVersion| {
-                let schema = serde_json::to_value(v.schema.as_ref().and_then(|s| s.open_api_v3_schema.as_ref()))
-                    .unwrap_or(Value::Null);
-                let mut out = BTreeSet::new();
-                field_paths(&schema, "", &mut out);
-                out.retain(|p| !["/apiVersion", "/kind", "/metadata"].contains(&p.as_str()));
-                out
-            };
-            let (t, m) = (paths(tv), paths(mv));
+            let schema = serde_json::to_value(
+                mv.schema
+                    .as_ref()
+                    .and_then(|s| s.open_api_v3_schema.as_ref()),
+            )
+            .unwrap_or(Value::Null);
+            let mut m = BTreeSet::new();
+            field_paths(&schema, "", &mut m);
+            m.retain(|p| {
+                !["/apiVersion", "/kind", "/metadata"].contains(&p.as_str())
+                    && !p.starts_with("/metadata/")
+            });
+            let t: BTreeSet<String> = tv.fields.iter().cloned().collect();
             // A region one side keeps as written and the other types is not a difference.
             let compared = |p: &&String, other: &BTreeSet<String>| {
                 !under_schemaless(p, other)
@@ -386,24 +244,226 @@ fn fields_as_upstream() {
         .collect();
     assert!(
         new.is_empty() && gone.is_empty(),
-        "differences from upstream's schemas not listed: {new:#?}\nlisted but gone: {gone:#?}"
+        "differences from the release's schemas not listed: {new:#?}\nlisted but gone: {gone:#?}"
     );
 }
 
-fn crrs(client: &Client, ns: &str, version: &str) -> Api<DynamicObject> {
-    let ar = ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk(keys::APPS_GROUP, version, "ContainerRecreateRequest"),
-        "containerrecreaterequests",
-    );
-    Api::namespaced_with(client.clone(), ns, &ar)
+/// One object of the round trip: its CRD's facts, the version it is written in, its body.
+struct Obj {
+    crd: CrdFacts,
+    version: &'static str,
+    body: Value,
 }
 
-fn sts_alpha(client: &Client, ns: &str) -> Api<DynamicObject> {
-    Api::namespaced_with(
-        client.clone(),
-        ns,
-        &statefulset::resource(keys::VERSION_V1ALPHA1),
-    )
+impl Obj {
+    fn label(&self) -> String {
+        format!(
+            "{}/{} ({})",
+            self.crd.kind,
+            self.body["metadata"]["name"].as_str().unwrap_or_default(),
+            self.version
+        )
+    }
+
+    fn name(&self) -> &str {
+        self.body["metadata"]["name"].as_str().unwrap_or_default()
+    }
+
+    fn api(&self, client: &Client, ns: &str, version: &str) -> Api<DynamicObject> {
+        let ar = ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk(&self.crd.group, version, &self.crd.kind),
+            &self.crd.plural,
+        );
+        if self.crd.namespaced {
+            Api::namespaced_with(client.clone(), ns, &ar)
+        } else {
+            Api::all_with(client.clone(), &ar)
+        }
+    }
+}
+
+/// Objects of the five kinds without Pods to act on, each written once in v1beta1 (v1beta1's
+/// field names) and once in v1alpha1 (v1alpha1's); they only need to be kept.
+fn objects(facts: &BTreeMap<String, CrdFacts>, ns: &str) -> Vec<Obj> {
+    let crd = |name: &str| facts.get(name).cloned().expect("in the facts");
+    let term = json!({"matchExpressions": [{"key": "zone", "operator": "In", "values": ["z9"]}]});
+    let body = |version: &str, kind: &str, name: &str, spec: Value| {
+        json!({"apiVersion": format!("{}/{version}", if kind == "PodUnavailableBudget" {
+                   keys::POLICY_GROUP } else { keys::APPS_GROUP }),
+               "kind": kind, "metadata": {"name": name}, "spec": spec})
+    };
+    let (a, b) = (keys::VERSION_V1ALPHA1, keys::VERSION_V1BETA1);
+    let ud_spec = |app: &str| {
+        json!({"replicas": 0, "selector": {"matchLabels": {"app": app}},
+            "template": {"cloneSetTemplate": {"metadata": {"labels": {"app": app}},
+                "spec": {"selector": {"matchLabels": {"app": app}},
+                    "template": {"metadata": {"labels": {"app": app}},
+                        "spec": {"containers": [{"name": "c", "image": "none"}]}},
+                    "updateStrategy": {"rollingUpdate": {"podUpdatePolicy": "InPlaceIfPossible",
+                                                         "partition": 1}}}}},
+            "topology": {"subsets": [{"name": "a", "nodeSelectorTerm": term}]}})
+    };
+    let mut pub_alpha = body(
+        a,
+        "PodUnavailableBudget",
+        "pub-alpha",
+        json!({"selector": {"matchLabels": {"app": "none-alpha"}}, "maxUnavailable": 1}),
+    );
+    pub_alpha["metadata"]["annotations"] =
+        json!({keys::PUB_PROTECT_OPERATIONS_ANNOTATION: "DELETE"});
+    let pps = "persistentpodstates.apps.kruise.io";
+    let rd = "resourcedistributions.apps.kruise.io";
+    let ud = "uniteddeployments.apps.kruise.io";
+    let ws = "workloadspreads.apps.kruise.io";
+    let pub_ = "podunavailablebudgets.policy.kruise.io";
+    let cs = "clonesets.apps.kruise.io";
+    let target = |kind: &str| json!({"apiVersion": "apps/v1", "kind": kind, "name": "none"});
+    let rd_resource = |n: &str| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": n}, "data": {"k": "v"}});
+    vec![
+        Obj {
+            crd: crd(pps),
+            version: b,
+            body: body(
+                b,
+                "PersistentPodState",
+                "pps",
+                json!({"targetRef": target("StatefulSet"),
+                   "requiredPersistentTopology": {"keys": ["kubernetes.io/hostname"]}}),
+            ),
+        },
+        Obj {
+            crd: crd(pps),
+            version: a,
+            body: body(
+                a,
+                "PersistentPodState",
+                "pps-alpha",
+                json!({"targetRef": json!({"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "none-alpha"}),
+                   "requiredPersistentTopology": {"nodeTopologyKeys": ["kubernetes.io/hostname"]},
+                   "persistentPodStateRetentionPolicy": "WhenDeleted"}),
+            ),
+        },
+        Obj {
+            crd: crd(rd),
+            version: b,
+            body: body(
+                b,
+                "ResourceDistribution",
+                &format!("{ns}-rd"),
+                json!({"resource": rd_resource("rd"),
+                   "targets": {"namespaceSelector": {"matchLabels": {"rd-of": ns}}}}),
+            ),
+        },
+        Obj {
+            crd: crd(rd),
+            version: a,
+            body: body(
+                a,
+                "ResourceDistribution",
+                &format!("{ns}-rd-alpha"),
+                json!({"resource": rd_resource("rd-alpha"),
+                   "targets": {"namespaceLabelSelector": {"matchLabels": {"rd-alpha-of": ns}}}}),
+            ),
+        },
+        Obj {
+            crd: crd(ud),
+            version: b,
+            body: body(b, "UnitedDeployment", "ud", ud_spec("ud")),
+        },
+        Obj {
+            crd: crd(ud),
+            version: a,
+            body: body(
+                a,
+                "UnitedDeployment",
+                "ud-alpha",
+                json!({"replicas": 0, "selector": {"matchLabels": {"app": "ud-alpha"}},
+                "revisionHistoryLimit": 5,
+                "template": {"cloneSetTemplate": {"metadata": {"labels": {"app": "ud-alpha"}},
+                    "spec": {"selector": {"matchLabels": {"app": "ud-alpha"}},
+                        "template": {"metadata": {"labels": {"app": "ud-alpha"}},
+                            "spec": {"containers": [{"name": "c", "image": "none"}]}}}}},
+                "topology": {"subsets": [{"name": "a", "nodeSelectorTerm": term}]}}),
+            ),
+        },
+        Obj {
+            crd: crd(ws),
+            version: b,
+            body: body(
+                b,
+                "WorkloadSpread",
+                "ws",
+                json!({"targetRef": {"apiVersion": keys::APPS_V1ALPHA1, "kind": "CloneSet", "name": "none"},
+                   "subsets": [{"name": "a", "requiredNodeSelector": term, "maxReplicas": 1}]}),
+            ),
+        },
+        Obj {
+            crd: crd(ws),
+            version: a,
+            body: body(
+                a,
+                "WorkloadSpread",
+                "ws-alpha",
+                json!({"targetRef": {"apiVersion": keys::APPS_V1ALPHA1, "kind": "CloneSet", "name": "none-alpha"},
+                   "subsets": [{"name": "a", "requiredNodeSelectorTerm": term, "maxReplicas": 1}]}),
+            ),
+        },
+        Obj {
+            crd: crd(pub_),
+            version: b,
+            body: body(
+                b,
+                "PodUnavailableBudget",
+                "pub",
+                json!({"selector": {"matchLabels": {"app": "none"}}, "maxUnavailable": 1,
+                   "protectOperations": ["DELETE"], "protectTotalReplicas": 2}),
+            ),
+        },
+        Obj {
+            crd: crd(pub_),
+            version: a,
+            body: pub_alpha,
+        },
+        // A CloneSet written in v1alpha1 with v1alpha1's flat update strategy (no Pods).
+        Obj {
+            crd: crd(cs),
+            version: a,
+            body: body(
+                a,
+                "CloneSet",
+                "web-alpha",
+                json!({"replicas": 0, "selector": {"matchLabels": {"app": "web-alpha"}},
+                "template": {"metadata": {"labels": {"app": "web-alpha"}},
+                    "spec": {"containers": [{"name": "app", "image": "none"}]}},
+                "scaleStrategy": {"disablePVCReuse": true},
+                "updateStrategy": {"type": "InPlaceIfPossible", "partition": 1,
+                                   "maxUnavailable": 1, "paused": true}}),
+            ),
+        },
+    ]
+}
+
+/// What must survive: labels, annotations and spec of every object, read in `version`.
+async fn snapshot(
+    client: &Client,
+    ns: &str,
+    objs: &[Obj],
+    version: &str,
+) -> BTreeMap<String, Value> {
+    let mut out = BTreeMap::new();
+    for o in objs {
+        let got = o
+            .api(client, ns, version)
+            .get(o.name())
+            .await
+            .unwrap_or_else(|e| panic!("{} read as {version}: {e}", o.label()));
+        out.insert(
+            o.label(),
+            json!({"labels": got.labels(), "annotations": got.annotations(),
+                   "spec": got.data["spec"]}),
+        );
+    }
+    out
 }
 
 /// The stored versions of the CRD `name` on the cluster.
@@ -417,53 +477,46 @@ async fn stored_versions(client: &Client, name: &str) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// The three objects' specs, read in v1beta1.
-async fn specs(client: &Client, ns: &str) -> Vec<Value> {
-    let cs = cloneset::api(client, ns)
-        .get("web")
-        .await
-        .expect("CloneSet");
-    let crr = crrs(client, ns, keys::VERSION_V1BETA1)
-        .get("r")
-        .await
-        .expect("CRR");
-    let sts = statefulset::api(client, ns)
-        .get("db")
-        .await
-        .expect("StatefulSet");
-    vec![
-        cs.data["spec"].clone(),
-        crr.data["spec"].clone(),
-        sts.data["spec"].clone(),
-    ]
-}
-
-/// The StatefulSet read in v1alpha1 (through the conversion webhook once ours are installed):
-/// once the webhook answers (it needs its caBundle back after a CRD replace).
-async fn sts_in_v1alpha1(client: &Client, ns: &str) -> DynamicObject {
-    let api = sts_alpha(client, ns);
-    wait_for(
-        "StatefulSet db readable as v1alpha1",
-        Duration::from_secs(60),
-        || async { Ok(Some(api.get("db").await?)) },
-    )
-    .await
-    .expect("v1alpha1 read")
-}
-
-/// Kruise-rs → OpenKruise v1.9 → Kruise-rs by replacing the CRDs, with objects in them.
+/// The earlier build (v1beta1 stored) → our CRDs → `kubectl kruise migrate storage` → the
+/// release's CRDs (versions, storage and conversion from the facts) → ours again, with objects
+/// of all seven kinds written in both versions, every field kept throughout.
 #[tokio::test]
-async fn serial_openkruise_crds_over_ours_and_ours_back_keep_the_objects() {
+async fn serial_earlier_build_migrates_then_release_crds_and_ours_back_keep_the_objects() {
     let t0 = std::time::Instant::now();
     let step = |what: &str| eprintln!("[{:>5.1}s] {what}", t0.elapsed().as_secs_f64());
-    let upstream_dir = crds::openkruise_crd_dir().expect("OpenKruise v1.9 source");
+    let facts = crds::release_facts().expect("facts file");
+    let ours = ours();
+    // The seven: stored as v1alpha1 by the release, served in v1beta1 too by us.
+    let seven: Vec<(String, String)> = facts
+        .crds
+        .iter()
+        .filter(|(n, c)| {
+            c.storage() == Some(keys::VERSION_V1ALPHA1)
+                && ours.get(*n).is_some_and(|(_, o)| o.spec.versions.len() > 1)
+        })
+        .map(|(n, c)| (n.clone(), c.file.clone()))
+        .collect();
+    assert_eq!(seven.len(), 7, "{seven:?}");
+    let files: Vec<&str> = seven.iter().map(|(_, f)| f.as_str()).collect();
     let client = client().await.expect("cluster");
     let ns = TestNamespace::create(&client, "e2e-crd-versions")
         .await
         .expect("ns");
 
-    // A CloneSet with Pods, a completed CRR on one of them, an Advanced StatefulSet with a field
-    // only v1beta1 has.
+    // The earlier build's CRDs: ours, storing v1beta1.
+    let guard = OursBack::new(&files);
+    for (name, _) in &seven {
+        crds::replace(
+            &client,
+            &crds::storing(&ours[name].1, keys::VERSION_V1BETA1),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{name} storing v1beta1: {e}"));
+    }
+    step("the earlier build's CRDs (v1beta1 stored) installed");
+
+    // A CloneSet with Pods and a completed CRR on each (one written in each version), and the
+    // other objects, all stored as v1beta1.
     let cs_api = cloneset::api(&client, &ns.name);
     cs_api
         .create(
@@ -472,223 +525,211 @@ async fn serial_openkruise_crds_over_ours_and_ours_back_keep_the_objects() {
         )
         .await
         .expect("create CloneSet");
-    statefulset::create_headless_service(&client, &ns.name, "db")
-        .await
-        .expect("service");
-    let sts_api = statefulset::api(&client, &ns.name);
-    sts_api
-        .create(
-            &PostParams::default(),
-            &statefulset::new("db", 1, "v1", false, json!({"reserveOrdinals": [3]})).expect("sts"),
-        )
-        .await
-        .expect("create StatefulSet");
     cloneset::wait_rolled_out(&cs_api, "web", 2, ROLLOUT)
         .await
         .expect("CloneSet rolled out");
     let pods: Api<Pod> = ns.api();
-    let pod = cloneset::pods(&pods, "web").await.expect("pods")[0].name_any();
-    let crr_api = crrs(&client, &ns.name, keys::VERSION_V1BETA1);
-    let crr: DynamicObject = serde_json::from_value(json!({
-        "apiVersion": keys::APPS_V1BETA1, "kind": "ContainerRecreateRequest",
-        "metadata": {"name": "r"}, "spec": {"podName": pod, "containers": [{"name": "app"}]}
-    }))
-    .expect("crr");
-    crr_api
-        .create(&PostParams::default(), &crr)
+    let pod_names: Vec<String> = cloneset::pods(&pods, "web")
         .await
-        .expect("create CRR");
-    wait_for("CRR r Completed", ROLLOUT, || async {
-        let c = crr_api.get("r").await?;
-        Ok((c.data["status"]["phase"] == "Completed").then_some(()))
-    })
-    .await
-    .expect("CRR completed");
-    statefulset::wait_rolled_out(&sts_api, "db", 1, ROLLOUT)
-        .await
-        .expect("StatefulSet rolled out");
-
-    for (group, kind, plural, namespaced, obj) in beta_objects(&ns.name) {
-        let obj: DynamicObject = serde_json::from_value(obj).expect("object");
-        beta_api(&client, &ns.name, group, kind, plural, namespaced)
+        .expect("pods")
+        .iter()
+        .map(ResourceExt::name_any)
+        .collect();
+    let cs_facts = facts.crds["clonesets.apps.kruise.io"].clone();
+    let crr_facts = facts.crds["containerrecreaterequests.apps.kruise.io"].clone();
+    let mut objs = vec![Obj {
+        crd: cs_facts,
+        version: keys::VERSION_V1BETA1,
+        body: json!({"metadata": {"name": "web"}}),
+    }];
+    for (i, version) in [keys::VERSION_V1BETA1, keys::VERSION_V1ALPHA1]
+        .into_iter()
+        .enumerate()
+    {
+        objs.push(Obj {
+            crd: crr_facts.clone(),
+            version,
+            body: json!({"apiVersion": format!("{}/{version}", keys::APPS_GROUP),
+                "kind": "ContainerRecreateRequest", "metadata": {"name": format!("r-{version}")},
+                "spec": {"podName": pod_names[i], "containers": [{"name": "app"}]}}),
+        });
+    }
+    objs.extend(objects(&facts.crds, &ns.name));
+    for o in objs.iter().skip(1) {
+        let obj: DynamicObject = serde_json::from_value(o.body.clone()).expect("object");
+        o.api(&client, &ns.name, o.version)
             .create(&PostParams::default(), &obj)
             .await
-            .unwrap_or_else(|e| panic!("create {kind} in v1beta1: {e}"));
+            .unwrap_or_else(|e| panic!("create {}: {e}", o.label()));
     }
-    let beta_before = beta_specs(&client, &ns.name).await;
-    // The manager has counted the budget under our CRDs: protectTotalReplicas, through v1alpha1.
-    let budgets = beta_api(
-        &client,
-        &ns.name,
-        keys::POLICY_GROUP,
-        "PodUnavailableBudget",
-        "podunavailablebudgets",
-        true,
-    );
-    total_replicas(
-        &budgets,
-        2,
-        "the budget's totalReplicas from protectTotalReplicas",
-    )
-    .await
-    .expect("protectTotalReplicas counted");
-
-    step("CloneSet, CRR and StatefulSet ready; one object of each v1beta1 kind");
-    // Stored in upstream's storage version, and nothing else.
-    for file in SWAPPED {
-        let theirs = crds::read(&upstream_dir, file).expect("upstream CRD");
-        let name = theirs.metadata.name.clone().unwrap_or_default();
-        let storage = crds::storage_version(&theirs).expect("upstream storage version");
-        assert_eq!(
-            stored_versions(&client, &name).await,
-            [storage],
-            "{name}: status.storedVersions"
+    for o in objs
+        .iter()
+        .filter(|o| o.crd.kind == "ContainerRecreateRequest")
+    {
+        let api = o.api(&client, &ns.name, o.version);
+        wait_for(&format!("{} Completed", o.label()), ROLLOUT, || async {
+            let c = api.get(o.name()).await?;
+            Ok((c.data["status"]["phase"] == "Completed").then_some(()))
+        })
+        .await
+        .expect("CRR completed");
+    }
+    for (name, _) in &seven {
+        let stored = stored_versions(&client, name).await;
+        assert!(
+            stored.iter().any(|v| v == keys::VERSION_V1BETA1),
+            "{name}: storedVersions {stored:?}"
         );
     }
-    // Our conversion webhook keeps what v1alpha1 cannot say across a v1alpha1 write.
-    let alpha = sts_in_v1alpha1(&client, &ns.name).await;
-    assert!(
-        alpha.data["spec"].get("reserveOrdinals").is_none(),
-        "{}",
-        alpha.data["spec"]
-    );
-    let before = specs(&client, &ns.name).await;
-    step("stored versions as upstream's; StatefulSet read as v1alpha1");
+    let alpha0 = snapshot(&client, &ns.name, &objs, keys::VERSION_V1ALPHA1).await;
+    let beta0 = snapshot(&client, &ns.name, &objs, keys::VERSION_V1BETA1).await;
+    step(&format!(
+        "{} objects of the seven kinds stored as v1beta1",
+        objs.len()
+    ));
 
-    // OpenKruise v1.9's CRDs over ours, as a user switching would apply them.
-    step("replacing our CRDs with OpenKruise's");
-    let guard = OursBack::new(SWAPPED);
-    for file in SWAPPED {
-        let theirs = crds::read(&upstream_dir, file).expect("upstream CRD");
-        crds::replace(&client, &theirs)
+    // Our CRDs (v1alpha1 stored): accepted, but v1beta1 stays in storedVersions, so the
+    // release's CRDs are refused until the migration.
+    for (name, _) in &seven {
+        crds::replace(&client, &ours[name].1)
             .await
-            .unwrap_or_else(|e| panic!("OpenKruise's {file} refused over ours: {e}"));
+            .unwrap_or_else(|e| panic!("our {name} over the earlier build's: {e}"));
+    }
+    let crd_api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    for (name, _) in &seven {
+        let mut release = crds::release_shaped(&ours[name].1, &facts.crds[name]);
+        let live = crd_api.get(name).await.expect("CRD");
+        release.metadata.resource_version = live.metadata.resource_version;
+        let dry = PostParams {
+            dry_run: true,
+            ..Default::default()
+        };
+        let refused = crd_api.replace(name, &dry, &release).await;
+        assert!(
+            matches!(&refused, Err(kube::Error::Api(e)) if e.message.contains("storedVersions")),
+            "{name}: the release's CRD over a v1beta1-stored one: {refused:?}"
+        );
+    }
+    step("our CRDs installed; the release's refused while v1beta1 is stored");
+
+    // The migration, then again (nothing left to do).
+    let kk = kruise_e2e::cli::Kruise::new(&ns.name).expect("kubectl-kruise");
+    let run = kk
+        .run_for(&["migrate", "storage"], Duration::from_secs(120))
+        .await
+        .expect("run");
+    eprintln!("{run}");
+    assert_eq!(run.code, Some(0), "{run}");
+    // Each object said: rewritten, or written by a controller since it was listed (which
+    // stored it at v1alpha1 as well).
+    for o in &objs {
+        let line = if o.crd.namespaced {
+            format!("{}/{}/{}: ", o.crd.kind, ns.name, o.name())
+        } else {
+            format!("{}/{}: ", o.crd.kind, o.name())
+        };
+        assert!(
+            run.stdout.contains(&format!("{line}rewritten at v1alpha1"))
+                || run.stdout.contains(&format!("{line}changed since listed")),
+            "no `{line}` in\n{run}"
+        );
+    }
+    for (name, _) in &seven {
+        assert_eq!(
+            stored_versions(&client, name).await,
+            [keys::VERSION_V1ALPHA1],
+            "{name}: storedVersions after the migration"
+        );
+        assert!(
+            run.stdout
+                .contains(&format!("{name}: stored versions [v1alpha1, v1beta1]"))
+                || run
+                    .stdout
+                    .contains(&format!("{name}: stored versions [v1beta1, v1alpha1]")),
+            "{name} not migrated:\n{run}"
+        );
+    }
+    let again = kk
+        .run_for(&["migrate", "storage"], Duration::from_secs(60))
+        .await
+        .expect("run");
+    assert_eq!(again.code, Some(0), "{again}");
+    assert!(!again.stdout.contains("rewritten at"), "{again}");
+    assert!(
+        again
+            .stdout
+            .contains("0 CRDs migrated, 0 objects rewritten"),
+        "{again}"
+    );
+    assert_eq!(
+        snapshot(&client, &ns.name, &objs, keys::VERSION_V1ALPHA1).await,
+        alpha0,
+        "v1alpha1 reads after the migration"
+    );
+    assert_eq!(
+        snapshot(&client, &ns.name, &objs, keys::VERSION_V1BETA1).await,
+        beta0,
+        "v1beta1 reads after the migration"
+    );
+    step("migrated: storedVersions [v1alpha1] for all seven; a rerun rewrote nothing");
+
+    // The release's CRDs (versions, storage, conversion from the facts): accepted, objects kept.
+    for (name, _) in &seven {
+        crds::replace(
+            &client,
+            &crds::release_shaped(&ours[name].1, &facts.crds[name]),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("the release's {name} refused after the migration: {e}"));
     }
     assert_eq!(
-        specs(&client, &ns.name).await,
-        before,
-        "objects under OpenKruise's CRDs"
+        snapshot(&client, &ns.name, &objs, keys::VERSION_V1ALPHA1).await,
+        alpha0,
+        "objects under the release's CRDs"
     );
-    assert_eq!(
-        beta_specs(&client, &ns.name).await,
-        beta_before,
-        "v1beta1 objects under OpenKruise's CRDs"
-    );
-    sts_alpha(&client, &ns.name)
-        .get("db")
-        .await
-        .expect("StatefulSet readable as v1alpha1 under OpenKruise's CRD");
-    // Under OpenKruise's PUB CRD (no conversion) our manager reads the budget as v1alpha1
-    // without its v1beta1-only fields, so it counts no `protectTotalReplicas` and writes a new
-    // status: that write must keep the spec (it once dropped protectOperations and
-    // protectTotalReplicas, as the status went through v1alpha1's schema).
-    total_replicas(
-        &budgets,
-        0,
-        "the manager's status write under OpenKruise's PUB CRD",
-    )
-    .await
-    .expect("status written under OpenKruise's CRD");
-    assert_eq!(
-        beta_specs(&client, &ns.name).await,
-        beta_before,
-        "v1beta1 objects after the manager wrote under OpenKruise's CRDs"
-    );
+    step("the release's CRDs accepted, every object and field kept");
 
-    step("OpenKruise's CRDs accepted, objects intact, the budget's status written");
-    // And ours back over theirs.
+    // And ours back: both versions read as before, through the webhook again.
     guard
         .restore(&client)
         .await
-        .expect("our CRDs accepted over OpenKruise's");
-    for file in SWAPPED {
-        let ours = crds::read(&crds::our_crd_dir(), file).expect("our CRD");
-        let name = ours.metadata.name.clone().unwrap_or_default();
-        let storage = crds::storage_version(&ours)
-            .expect("storage version")
-            .to_owned();
-        assert_eq!(stored_versions(&client, &name).await, [storage], "{name}");
+        .expect("our CRDs accepted over the release's");
+    for (name, _) in &seven {
+        assert_eq!(
+            stored_versions(&client, name).await,
+            [keys::VERSION_V1ALPHA1],
+            "{name}"
+        );
     }
-    assert_eq!(
-        specs(&client, &ns.name).await,
-        before,
-        "objects under our CRDs again"
-    );
-    assert_eq!(
-        beta_specs(&client, &ns.name).await,
-        beta_before,
-        "v1beta1 objects under our CRDs again"
-    );
-
-    step("our CRDs accepted over OpenKruise's, objects intact");
-    // The conversion webhook answers again (the manager puts its caBundle back), and a write in
-    // v1alpha1 keeps the v1beta1-only field.
-    sts_in_v1alpha1(&client, &ns.name).await;
-    sts_alpha(&client, &ns.name)
-        .patch(
-            "db",
-            &PatchParams::default(),
-            &Patch::Merge(&json!({"metadata": {"labels": {"written-as": "v1alpha1"}}})),
-        )
-        .await
-        .expect("v1alpha1 write");
-    let sts = sts_api.get("db").await.expect("StatefulSet");
-    assert_eq!(
-        sts.labels().get("written-as").map(String::as_str),
-        Some("v1alpha1")
-    );
-    assert_eq!(
-        sts.data["spec"]["reserveOrdinals"],
-        json!([3]),
-        "{}",
-        sts.data["spec"]
-    );
-    assert!(
-        !sts.annotations()
-            .contains_key(keys::CLONESET_CONVERSION_ANNOTATION),
-        "the conversion record is not stored: {:?}",
-        sts.annotations()
-    );
-
-    // And the budget reads in v1alpha1 through our conversion again: its fields as annotations.
-    let pub_alpha = wait_for(
-        "the budget readable as v1alpha1",
+    let beta = wait_for(
+        "v1beta1 readable through the conversion webhook again",
         Duration::from_secs(60),
         || async {
-            let ar = ApiResource::from_gvk_with_plural(
-                &GroupVersionKind::gvk(
-                    keys::POLICY_GROUP,
-                    keys::VERSION_V1ALPHA1,
-                    "PodUnavailableBudget",
-                ),
-                "podunavailablebudgets",
-            );
-            Ok(Some(
-                Api::<DynamicObject>::namespaced_with(client.clone(), &ns.name, &ar)
-                    .get("pub")
-                    .await?,
-            ))
+            let mut out = BTreeMap::new();
+            for o in &objs {
+                let got = o
+                    .api(&client, &ns.name, keys::VERSION_V1BETA1)
+                    .get(o.name())
+                    .await?;
+                out.insert(
+                    o.label(),
+                    json!({"labels": got.labels(), "annotations": got.annotations(),
+                           "spec": got.data["spec"]}),
+                );
+            }
+            Ok(Some(out))
         },
     )
     .await
-    .expect("v1alpha1 read");
+    .expect("v1beta1 reads");
+    assert_eq!(beta, beta0, "v1beta1 reads under our CRDs again");
     assert_eq!(
-        pub_alpha
-            .annotations()
-            .get(keys::PUB_PROTECT_OPERATIONS_ANNOTATION)
-            .map(String::as_str),
-        Some("DELETE")
+        snapshot(&client, &ns.name, &objs, keys::VERSION_V1ALPHA1).await,
+        alpha0,
+        "v1alpha1 reads under our CRDs again"
     );
-    // ... and the manager counts its protectTotalReplicas again.
-    total_replicas(
-        &budgets,
-        2,
-        "the budget's totalReplicas from protectTotalReplicas again",
-    )
-    .await
-    .expect("protectTotalReplicas counted again");
+    step("our CRDs back, both versions read as before");
 
-    step("conversion webhook answers again; a v1alpha1 write kept reserveOrdinals");
     // The manager still reconciles: one more replica, one more Pod.
     cloneset::patch_spec(&cs_api, "web", json!({"replicas": 3}))
         .await
@@ -698,17 +739,11 @@ async fn serial_openkruise_crds_over_ours_and_ours_back_keep_the_objects() {
         .expect("CloneSet scaled after the round trip");
     assert_eq!(cloneset::pods(&pods, "web").await.expect("pods").len(), 3);
     step("CloneSet scaled to 3 by the manager");
-    let rd = format!("{}-rd", ns.name);
-    beta_api(
-        &client,
-        &ns.name,
-        keys::APPS_GROUP,
-        "ResourceDistribution",
-        "resourcedistributions",
-        false,
-    )
-    .delete(&rd, &Default::default())
-    .await
-    .expect("delete the ResourceDistribution");
+    for o in objs.iter().filter(|o| !o.crd.namespaced) {
+        o.api(&client, &ns.name, o.version)
+            .delete(o.name(), &Default::default())
+            .await
+            .expect("delete the cluster-scoped object");
+    }
     ns.delete().await.expect("delete ns");
 }

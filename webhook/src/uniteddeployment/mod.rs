@@ -3,7 +3,7 @@
 //! ([`validation`]: one template, the selector, the subsets' names, placement and replica
 //! rules, the Adaptive schedule strategy's rules, the partitions, and what may not change in an
 //! update).
-//! v1beta1 (the storage version) converts to and from v1alpha1 in [`conversion`].
+//! v1beta1 converts to and from v1alpha1 (the storage version) in [`conversion`].
 
 pub mod conversion;
 pub mod defaults;

@@ -1,5 +1,5 @@
-//! CloneSet, apps.kruise.io/v1alpha1: the older, flat update strategy. Served, converted to
-//! v1beta1 for storage. The status has the same JSON as v1beta1.
+//! CloneSet, apps.kruise.io/v1alpha1: the older, flat update strategy. The storage version, as
+//! OpenKruise v1.9.0. The status has the same JSON as v1beta1.
 
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;

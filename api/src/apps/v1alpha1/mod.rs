@@ -1,4 +1,5 @@
-//! apps.kruise.io/v1alpha1: still served, converted to v1beta1 for storage. Nested types whose
+//! apps.kruise.io/v1alpha1: served; the storage version of the kinds OpenKruise v1.9.0 has only
+//! in v1alpha1 (`crate::crds::STORAGE_VERSIONS`), converted to v1beta1 for the others. Nested types whose
 //! JSON did not change between versions are re-exported from v1beta1.
 
 mod advancedcronjob;

@@ -7,7 +7,7 @@
 //! ([`parse_subset_replicas`], upstream `ParseSubsetReplicas`), which the webhook and the
 //! controller both read.
 //!
-//! v1beta1 (the storage version, `crate::apps::v1beta1`) holds the nested types both versions
+//! v1beta1 (`crate::apps::v1beta1`; v1alpha1 is the storage version) holds the nested types both versions
 //! share, the template included: as upstream, `cloneSetTemplate` holds a v1beta1 CloneSet spec
 //! in both versions. This version's own is its status (`subsetReplicas`, `updateStatus`).
 

@@ -1,4 +1,4 @@
-//! CloneSet, apps.kruise.io/v1beta1 (the storage version).
+//! CloneSet, apps.kruise.io/v1beta1 (served, never stored: v1alpha1 is, as OpenKruise v1.9.0).
 
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, Time};

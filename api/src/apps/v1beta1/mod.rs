@@ -1,4 +1,5 @@
-//! apps.kruise.io/v1beta1: the storage version of every kind that has two versions.
+//! apps.kruise.io/v1beta1: the storage version of the kinds OpenKruise v1.9.0 stores as v1beta1;
+//! served only for the seven it has in v1alpha1 alone (`crate::crds::STORAGE_VERSIONS`).
 
 mod advancedcronjob;
 mod broadcastjob;

@@ -1,5 +1,5 @@
 //! PersistentPodState, apps.kruise.io/v1beta1 (upstream
-//! `apis/apps/v1beta1/persistent_pod_state_types.go`), the storage version: v1alpha1 with a
+//! `apis/apps/v1beta1/persistent_pod_state_types.go`) (served; v1alpha1 is stored): v1alpha1 with a
 //! topology term's `nodeTopologyKeys` called `keys`. The status is the same in both.
 
 use std::collections::BTreeMap;

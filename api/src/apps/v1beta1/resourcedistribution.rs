@@ -1,5 +1,5 @@
 //! ResourceDistribution, apps.kruise.io/v1beta1 (upstream
-//! `apis/apps/v1beta1/resourcedistribution_types.go`), the storage version: v1alpha1 with
+//! `apis/apps/v1beta1/resourcedistribution_types.go`) (served; v1alpha1 is stored): v1alpha1 with
 //! `targets.namespaceLabelSelector` called `namespaceSelector` and each condition's
 //! `failedNamespace` called `failedNamespaces`. The namespace lists are the same in both.
 

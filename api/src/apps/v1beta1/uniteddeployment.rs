@@ -1,5 +1,5 @@
 //! UnitedDeployment, apps.kruise.io/v1beta1 (upstream `apis/apps/v1beta1/uniteddeployment_types.go`),
-//! the storage version. Its spec is v1alpha1's but for `template.cloneSetTemplate.spec`, which
+//! served (v1alpha1 is stored). Its spec is v1alpha1's but for `template.cloneSetTemplate.spec`, which
 //! is a v1beta1 CloneSet spec here (ours keeps a v1alpha1 one in v1alpha1, the CloneSet the
 //! controller creates). Its status has `updatedRevision` and per-subset `replicas` and
 //! `partition` in `subsetStatuses` where v1alpha1 has `updateStatus` and `subsetReplicas`.

@@ -1,5 +1,5 @@
 //! WorkloadSpread, apps.kruise.io/v1beta1 (upstream `apis/apps/v1beta1/workloadspread_types.go`),
-//! the storage version. Its JSON is v1alpha1's but for two renamed subset fields
+//! served (v1alpha1 is stored). Its JSON is v1alpha1's but for two renamed subset fields
 //! (`requiredNodeSelectorTerm` → `requiredNodeSelector`, `preferredNodeSelectorTerms` →
 //! `preferredNodeSelector`) and the subset conditions, which are `metav1.Condition`s. The parts
 //! whose JSON is the same (target filter, schedule strategy) are defined here and v1alpha1

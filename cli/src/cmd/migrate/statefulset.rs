@@ -35,7 +35,7 @@ const ORPHAN_LIMIT: Duration = Duration::from_secs(60);
 
 pub async fn run(ctx: &Ctx, args: &MigrateArgs) -> Result<i32> {
     refuse_flags(args)?;
-    let name = args.src_name.as_str();
+    let name = args.src();
     let from = format!("StatefulSet/{name}");
     let dst = Workload::locate(
         ctx,
@@ -150,11 +150,11 @@ pub async fn run(ctx: &Ctx, args: &MigrateArgs) -> Result<i32> {
 
 /// The flags that mean something else for a handover, refused naming why.
 fn refuse_flags(args: &MigrateArgs) -> Result<()> {
-    if args.dst() != args.src_name {
+    if args.dst() != args.src() {
         return Err(CliError::Usage(format!(
             "--dst-name {}: an Advanced StatefulSet takes over a StatefulSet's Pods by their names ({}-ORDINAL), so it must have the StatefulSet's name: leave --dst-name out",
             args.dst(),
-            args.src_name
+            args.src()
         )));
     }
     if args.replicas().is_some() {
