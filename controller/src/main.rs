@@ -101,6 +101,13 @@ struct Args {
     /// higher limit, raise it. 0: one per CPU the process may use.
     #[arg(long, env = "KRUISE_WORKER_THREADS", default_value_t = 1)]
     worker_threads: usize,
+    /// Run the uninstall guard and exit (the Helm chart's pre-delete hook): fail while Kruise
+    /// objects users made exist, then delete the webhook configurations the manager created.
+    #[arg(long)]
+    pre_delete_hook: bool,
+    /// With --pre-delete-hook: remove the webhook configurations even while Kruise objects exist.
+    #[arg(long, requires = "pre_delete_hook")]
+    allow_objects: bool,
 }
 
 /// The live-heap drop below its recent peak that makes a trim worth its page faults.
@@ -191,6 +198,12 @@ async fn run(args: Args) -> anyhow::Result<()> {
     // Only what differs from upstream's defaults; empty means exactly OpenKruise's.
     tracing::info!(differences = %args.feature_gates, "feature gates");
     let kube = kube_config(&args).await?;
+    if args.pre_delete_hook {
+        let client = kube::Client::try_from(kube).context("building the client")?;
+        kruise_webhook::configuration::uninstall::pre_delete(&client, args.allow_objects).await?;
+        tracing::info!("nothing holds the uninstall back");
+        return Ok(());
+    }
     let shutdown = CancellationToken::new();
     app::shutdown_on_signals(shutdown.clone());
     if args.malloc_trim_secs > 0 {
