@@ -180,7 +180,9 @@ pub fn mutate_with(req: &Request, ctx: &PodContext) -> Outcome {
             Err(refusal) => return refusal,
         }
     }
-    if ctx.mark_admitted {
+    // A real Pod always has metadata; the patch is a diff of re-encoded Pods, which must still
+    // apply to an object sent without it.
+    if ctx.mark_admitted && raw.get("metadata").is_some_and(Value::is_object) {
         changed |= pod
             .metadata
             .annotations
