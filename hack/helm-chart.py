@@ -205,7 +205,9 @@ def template(src, text):
         text = replace_line(
             text,
             r"^(\s+)image: kruise-rs/kruise-daemon:\S+$",
-            r'\1image: "{{ .Values.daemon.image.repository }}:{{ .Values.daemon.image.tag }}"',
+            # Empty daemon.image values follow manager.image (a private mirror of one is a mirror
+            # of both): the repository with kruise-manager replaced by kruise-daemon, the same tag.
+            r'\1image: "{{ .Values.daemon.image.repository | default (replace "kruise-manager" "kruise-daemon" .Values.manager.image.repository) }}:{{ .Values.daemon.image.tag | default .Values.manager.image.tag }}"',
             src,
         )
         text = replace_line(

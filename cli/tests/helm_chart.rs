@@ -109,6 +109,11 @@ fn values_reach_the_objects() {
         daemon["spec"]["template"]["spec"]["volumes"][0]["hostPath"]["path"],
         "/run/containerd"
     );
+    assert_eq!(
+        daemon["spec"]["template"]["spec"]["containers"][0]["image"],
+        "reg.example/kr/kruise-daemon:v9.9.9",
+        "the daemon image follows manager.image"
+    );
     assert!(
         daemon["spec"]["template"]["spec"]["containers"][0]["args"]
             .as_array()
