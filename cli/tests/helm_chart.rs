@@ -220,3 +220,41 @@ fn crds_are_kept_and_the_pre_delete_hook_guards_objects() {
     );
     assert_eq!(job_args(&render(&["helmHooks.preDelete=false"])), None);
 }
+
+/// values.schema.json: OpenKruise 1.9's names at the value that means what Kruise-rs does pass;
+/// another value of one Kruise-rs does not honour, or an unknown name, is refused by name.
+#[test]
+fn the_schema_refuses_what_would_be_ignored_by_name() {
+    let chart = root().join("deploy/helm/kruise-rs");
+    let template = |set: &str| {
+        Command::new(helm())
+            .args(["template", "kruise-rs"])
+            .arg(&chart)
+            .args(["--set", set])
+            .output()
+            .expect("helm template")
+    };
+    for ok in [
+        "installation.namespace=kruise-system",
+        "crds.managed=true",
+        "manager.log.level=4",
+        "daemon.image.repository=reg.example/kruise-daemon",
+    ] {
+        let out = template(ok);
+        assert!(
+            out.status.success(),
+            "{ok}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    for (bad, named) in [
+        ("imagePullSecrets[0].name=regcred", "/imagePullSecrets"),
+        ("manager.nodeSelector.disk=ssd", "/manager/nodeSelector"),
+        ("daemon.socketFile=crio.sock", "/daemon/socketFile"),
+        ("nosuchvalue=1", "nosuchvalue"),
+    ] {
+        let out = template(bad);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && err.contains(named), "{bad}: {err}");
+    }
+}
