@@ -267,11 +267,10 @@ async fn install_check_uninstall_and_helm() {
     let helm = String::from_utf8_lossy(&helm.stdout).trim().to_string();
     let chart = repo_root().join("deploy/helm/kruise-rs");
     let kubeconfig = kruise_e2e::cli::kubeconfig().expect("kubeconfig");
+    // The daemon image follows manager.image (issue 59: a private mirror set once).
     let set = [
         format!("manager.image.repository={repo}/kruise-manager"),
         format!("manager.image.tag={tag}"),
-        format!("daemon.image.repository={repo}/kruise-daemon"),
-        format!("daemon.image.tag={tag}"),
     ];
     let mut template = Command::new(&helm);
     template.args(["template", "kruise-rs"]).arg(&chart);
