@@ -11,6 +11,12 @@ Each template is the deploy/ file with the fields upstream's chart users know tu
 (manager.replicas, manager.resources, image repository/tag, daemon.socketLocation,
 webhookConfiguration.failurePolicy, featureGates). A substitution whose anchor is missing is an
 error, so a change to deploy/ cannot silently drop a value.
+
+Two things only the chart has (docs/safety.md): every CRD carries `helm.sh/resource-policy: keep`,
+so `helm uninstall` never deletes the CRDs and with them every object users made; and a pre-delete
+hook (PRE_DELETE) runs `kruise-manager --pre-delete-hook`, which refuses the uninstall while Kruise
+objects users made exist (helmHooks.refuseWhileObjectsExist) and removes the webhook
+configurations the manager created at run time.
 """
 import pathlib
 import re
@@ -66,8 +72,113 @@ def feature_gates(text, src):
     )
 
 
+KEEP = "helm.sh/resource-policy"
+HOOK = "helm.sh/hook"
+
+# The pre-delete hook: a Job running the manager image with the rights to list Kruise objects and
+# delete the two webhook configurations, all deleted again once it succeeds.
+PRE_DELETE = """\
+{{- if .Values.helmHooks.preDelete }}
+apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: kruise-pre-delete
+  namespace: kruise-system
+  annotations:
+    helm.sh/hook: pre-delete
+    helm.sh/hook-weight: "-5"
+    helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: kruise-pre-delete
+  annotations:
+    helm.sh/hook: pre-delete
+    helm.sh/hook-weight: "-5"
+    helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded
+rules:
+  - apiGroups: ["apps.kruise.io", "policy.kruise.io"]
+    resources: ["*"]
+    verbs: [list]
+  - apiGroups: ["admissionregistration.k8s.io"]
+    resources: [mutatingwebhookconfigurations]
+    resourceNames: [kruise-mutating-webhook-configuration]
+    verbs: [delete]
+  - apiGroups: ["admissionregistration.k8s.io"]
+    resources: [validatingwebhookconfigurations]
+    resourceNames: [kruise-validating-webhook-configuration]
+    verbs: [delete]
+  - apiGroups: ["admissionregistration.k8s.io"]
+    resources: [validatingadmissionpolicies, validatingadmissionpolicybindings]
+    resourceNames: [kruise-rs-pod-webhook]
+    verbs: [delete]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: kruise-pre-delete
+  annotations:
+    helm.sh/hook: pre-delete
+    helm.sh/hook-weight: "-5"
+    helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: kruise-pre-delete
+subjects:
+  - kind: ServiceAccount
+    name: kruise-pre-delete
+    namespace: kruise-system
+---
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: kruise-pre-delete
+  namespace: kruise-system
+  annotations:
+    helm.sh/hook: pre-delete
+    helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded
+spec:
+  backoffLimit: 0
+  activeDeadlineSeconds: 120
+  template:
+    spec:
+      serviceAccountName: kruise-pre-delete
+      restartPolicy: Never
+      securityContext:
+        runAsNonRoot: true
+        runAsUser: 65532
+        runAsGroup: 65532
+        seccompProfile:
+          type: RuntimeDefault
+      containers:
+        - name: pre-delete
+          image: "{{ .Values.manager.image.repository }}:{{ .Values.manager.image.tag }}"
+          imagePullPolicy: IfNotPresent
+          args:
+            - --pre-delete-hook
+{{- if not .Values.helmHooks.refuseWhileObjectsExist }}
+            - --allow-objects
+{{- end }}
+          securityContext:
+            allowPrivilegeEscalation: false
+            readOnlyRootFilesystem: true
+            capabilities:
+              drop: [ALL]
+{{- end }}
+"""
+
+
+def keep_crd(text, src):
+    """`helm uninstall` leaves the CRD, and so every object users made, in place."""
+    return replace_line(text, r"^metadata:$", f"metadata:\n  annotations:\n    {KEEP}: keep", src)
+
+
 def template(src, text):
-    if src == "manager/manager.yaml":
+    if src.startswith("crds/"):
+        text = keep_crd(text, src)
+    elif src == "manager/manager.yaml":
         text = replace_line(text, r"^  replicas: \d+$", "  replicas: {{ .Values.manager.replicas }}", src)
         text = replace_line(
             text,
@@ -94,7 +205,9 @@ def template(src, text):
         text = replace_line(
             text,
             r"^(\s+)image: kruise-rs/kruise-daemon:\S+$",
-            r'\1image: "{{ .Values.daemon.image.repository }}:{{ .Values.daemon.image.tag }}"',
+            # Empty daemon.image values follow manager.image (a private mirror of one is a mirror
+            # of both): the repository with kruise-manager replaced by kruise-daemon, the same tag.
+            r'\1image: "{{ .Values.daemon.image.repository | default (replace "kruise-manager" "kruise-daemon" .Values.manager.image.repository) }}:{{ .Values.daemon.image.tag | default .Values.manager.image.tag }}"',
             src,
         )
         text = replace_line(
@@ -111,6 +224,9 @@ def generated():
     for src in resources():
         name = src.replace("/", "_")
         out[CHART / "templates" / name] = template(src, (DEPLOY / src).read_text())
+    out[CHART / "templates" / "helm_pre_delete.yaml"] = (
+        "# Generated by hack/helm-chart.py (PRE_DELETE): edit the script, then run it.\n" + PRE_DELETE
+    )
     return out
 
 
@@ -123,7 +239,16 @@ def compare(rendered_path):
     want = []
     for src in resources():
         want.extend(docs((DEPLOY / src).read_text()))
-    got = docs(pathlib.Path(rendered_path).read_text())
+    got = []
+    for d in docs(pathlib.Path(rendered_path).read_text()):
+        notes = d.get("metadata", {}).get("annotations") or {}
+        if HOOK in notes:
+            continue  # the chart's own hooks, which deploy/ has no use for
+        if KEEP in notes:
+            del notes[KEEP]
+            if not notes:
+                del d["metadata"]["annotations"]
+        got.append(d)
     key = lambda d: (d.get("kind"), d.get("metadata", {}).get("namespace", ""), d["metadata"]["name"])
     want_by, got_by = {key(d): d for d in want}, {key(d): d for d in got}
     bad = False
@@ -139,7 +264,7 @@ def compare(rendered_path):
             bad = True
     if bad:
         sys.exit(1)
-    print(f"chart with default values renders the {len(want)} objects of deploy/")
+    print(f"chart with default values renders the {len(want)} objects of deploy/ (and its hooks)")
 
 
 def main():

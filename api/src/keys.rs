@@ -436,6 +436,14 @@ pub const WEBHOOK_SERVICE_NAME: &str = "kruise-webhook-service";
 pub const MUTATING_WEBHOOK_CONFIGURATION_NAME: &str = "kruise-mutating-webhook-configuration";
 /// ValidatingWebhookConfiguration whose caBundle the manager keeps current.
 pub const VALIDATING_WEBHOOK_CONFIGURATION_NAME: &str = "kruise-validating-webhook-configuration";
+/// The manager's ClusterRole (deploy/manager/rbac.yaml, the Helm chart): the owner of the
+/// webhook configurations the manager creates, so they go when Kruise-rs is uninstalled.
+pub const MANAGER_CLUSTER_ROLE: &str = "kruise-manager";
+/// The ValidatingAdmissionPolicy (and its binding) that refuses, naming Kruise-rs, a Pod the Pod
+/// webhook should have seen but did not (it is down): see the webhook's `configuration::policy`.
+pub const POD_WEBHOOK_POLICY_NAME: &str = "kruise-rs-pod-webhook";
+/// Set by the Pod webhook on every Pod create it admits; the policy above looks for it.
+pub const POD_WEBHOOK_ADMITTED_ANNOTATION: &str = "apps.kruise.io/pod-webhook-admitted";
 /// Port the webhook server listens on (env `WEBHOOK_PORT`).
 pub const WEBHOOK_PORT: u16 = 9876;
 /// Port of `WEBHOOK_SERVICE_NAME` that CRD conversion and admission calls use.

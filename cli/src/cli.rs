@@ -633,6 +633,14 @@ pub struct InstallArgs {
 /// `kubectl kruise uninstall`.
 #[derive(Debug, clap::Args)]
 pub struct UninstallArgs {
+    /// Remove Kruise-rs (manager, daemon, webhook configurations, RBAC, namespace) but keep the
+    /// CRDs and every Kruise object, with their Pods: to reinstall, or to hand over to OpenKruise.
+    #[arg(long, conflicts_with = "delete_user_objects")]
+    pub keep_crds: bool,
+    /// Delete the Kruise objects users made (CloneSets, SidecarSets, ...) and so their Pods;
+    /// without it, uninstall refuses while any exist and lists them.
+    #[arg(long)]
+    pub delete_user_objects: bool,
     /// Wait until every object is gone (default true).
     #[arg(long, default_value_t = true, action = ArgAction::Set)]
     pub wait: bool,

@@ -109,6 +109,11 @@ fn values_reach_the_objects() {
         daemon["spec"]["template"]["spec"]["volumes"][0]["hostPath"]["path"],
         "/run/containerd"
     );
+    assert_eq!(
+        daemon["spec"]["template"]["spec"]["containers"][0]["image"],
+        "reg.example/kr/kruise-daemon:v9.9.9",
+        "the daemon image follows manager.image"
+    );
     assert!(
         daemon["spec"]["template"]["spec"]["containers"][0]["args"]
             .as_array()
@@ -161,4 +166,95 @@ fn feature_gates_are_ours_by_default_and_exactly_the_users_when_set() {
         gate_args(&["featureGates=PreDownloadImageForInPlaceUpdate=true"]),
         vec![vec![theirs.clone()], vec![theirs]]
     );
+}
+
+/// `helm uninstall` keeps the CRDs (and so every object users made), and its pre-delete hook
+/// refuses while Kruise objects exist unless told otherwise.
+#[test]
+fn crds_are_kept_and_the_pre_delete_hook_guards_objects() {
+    let chart = root().join("deploy/helm/kruise-rs");
+    let render = |set: &[&str]| -> Vec<serde_json::Value> {
+        let mut cmd = Command::new(helm());
+        cmd.args(["template", "kruise-rs"]).arg(&chart);
+        for s in set {
+            cmd.args(["--set", s]);
+        }
+        serde_saphyr::from_multiple(&run(&mut cmd)).expect("YAML")
+    };
+    let docs = render(&["manager.image.repository=reg.example/kr/kruise-manager"]);
+    let crds: Vec<&serde_json::Value> = docs
+        .iter()
+        .filter(|d| d["kind"] == "CustomResourceDefinition")
+        .collect();
+    assert!(!crds.is_empty());
+    for crd in &crds {
+        assert_eq!(
+            crd["metadata"]["annotations"]["helm.sh/resource-policy"], "keep",
+            "{}",
+            crd["metadata"]["name"]
+        );
+    }
+    let job_args = |docs: &[serde_json::Value]| -> Option<Vec<String>> {
+        let job = docs.iter().find(|d| d["kind"] == "Job")?;
+        assert_eq!(job["metadata"]["annotations"]["helm.sh/hook"], "pre-delete");
+        let c = &job["spec"]["template"]["spec"]["containers"][0];
+        assert!(
+            c["image"]
+                .as_str()
+                .is_some_and(|i| i.starts_with("reg.example/kr/kruise-manager:")),
+            "the hook runs the manager image: {c}"
+        );
+        Some(serde_json::from_value(c["args"].clone()).expect("args"))
+    };
+    assert_eq!(job_args(&docs), Some(vec!["--pre-delete-hook".to_owned()]));
+    let allow = render(&[
+        "manager.image.repository=reg.example/kr/kruise-manager",
+        "helmHooks.refuseWhileObjectsExist=false",
+    ]);
+    assert_eq!(
+        job_args(&allow),
+        Some(vec![
+            "--pre-delete-hook".to_owned(),
+            "--allow-objects".to_owned()
+        ])
+    );
+    assert_eq!(job_args(&render(&["helmHooks.preDelete=false"])), None);
+}
+
+/// values.schema.json: OpenKruise 1.9's names at the value that means what Kruise-rs does pass;
+/// another value of one Kruise-rs does not honour, or an unknown name, is refused by name.
+#[test]
+fn the_schema_refuses_what_would_be_ignored_by_name() {
+    let chart = root().join("deploy/helm/kruise-rs");
+    let template = |set: &str| {
+        Command::new(helm())
+            .args(["template", "kruise-rs"])
+            .arg(&chart)
+            .args(["--set", set])
+            .output()
+            .expect("helm template")
+    };
+    for ok in [
+        "installation.namespace=kruise-system",
+        "crds.managed=true",
+        "manager.log.level=4",
+        "daemon.image.repository=reg.example/kruise-daemon",
+    ] {
+        let out = template(ok);
+        assert!(
+            out.status.success(),
+            "{ok}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    for (bad, named) in [
+        ("imagePullSecrets[0].name=regcred", "/imagePullSecrets"),
+        ("manager.nodeSelector.disk=ssd", "/manager/nodeSelector"),
+        ("daemon.socketFile=crio.sock", "/daemon/socketFile"),
+        ("nosuchvalue=1", "nosuchvalue"),
+    ] {
+        let out = template(bad);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && err.contains(named), "{bad}: {err}");
+    }
 }

@@ -105,6 +105,13 @@ struct Args {
     /// on /metrics, computed at each scrape from the controllers' caches.
     #[arg(long, default_value_t = true, action = ArgAction::Set)]
     workload_metrics: bool,
+    /// Run the uninstall guard and exit (the Helm chart's pre-delete hook): fail while Kruise
+    /// objects users made exist, then delete the webhook configurations the manager created.
+    #[arg(long)]
+    pre_delete_hook: bool,
+    /// With --pre-delete-hook: remove the webhook configurations even while Kruise objects exist.
+    #[arg(long, requires = "pre_delete_hook")]
+    allow_objects: bool,
 }
 
 /// The live-heap drop below its recent peak that makes a trim worth its page faults.
@@ -203,6 +210,12 @@ async fn run(args: Args) -> anyhow::Result<()> {
         );
     }
     let kube = kube_config(&args).await?;
+    if args.pre_delete_hook {
+        let client = kube::Client::try_from(kube).context("building the client")?;
+        kruise_webhook::configuration::uninstall::pre_delete(&client, args.allow_objects).await?;
+        tracing::info!("nothing holds the uninstall back");
+        return Ok(());
+    }
     let shutdown = CancellationToken::new();
     app::shutdown_on_signals(shutdown.clone());
     if args.malloc_trim_secs > 0 {

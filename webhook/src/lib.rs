@@ -467,6 +467,16 @@ pub enum Error {
         /// Cause.
         source: std::io::Error,
     },
+    /// The admission policy could not be built.
+    #[error("admission policy: {0}")]
+    Policy(String),
+    /// Uninstalling would delete Kruise objects users made (see
+    /// [`configuration::uninstall::pre_delete`]).
+    #[error(
+        "refusing to uninstall Kruise-rs: {} Kruise objects made by users exist, and deleting the CRDs would delete them and their Pods: {}; delete them first, or set helmHooks.refuseWhileObjectsExist=false",
+        .0.len(), .0.join(", ")
+    )]
+    UserObjectsExist(Vec<String>),
     /// The webhook did not answer `/healthz` over TLS in time.
     #[error("webhook not ready after {waited:?}: {last_error}")]
     NotReady {

@@ -25,6 +25,7 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 
 use crate::certs::{self, CertBundle};
 use crate::cluster::ApiCluster;
+use crate::configuration::scope::{PodScope, ScopeSources};
 use crate::{Error, WebhookConfig, configuration, handle_admission_async, paths};
 
 /// State shared between [`run`] and [`wait_ready`] through clones of the config.
@@ -122,7 +123,9 @@ pub async fn run(
     let names = cfg.serving_names();
     let bundle = certs::ensure_secret(&secrets, &cfg.secret_name, &names, &cfg.cert_policy).await?;
     let tls = RustlsConfig::from_config(server_config(&bundle)?);
-    register(&client, &cfg, &bundle.ca_cert).await?;
+    // Every Pod until the caches below have loaded and the scope is known.
+    let scope: ScopeCell = Arc::default();
+    register(&client, &cfg, &bundle.ca_cert, &scope).await?;
 
     let (sidecar_sets, _sidecar_watch) =
         crate::sidecarset::cache::SidecarSetCache::start(client.clone());
@@ -132,6 +135,12 @@ pub async fn run(
         crate::persistentpodstate::cache::PpsCache::start(client.clone());
     let (workload_spreads, _ws_watch) =
         crate::workloadspread::cache::WsCache::start(client.clone());
+    let sources = ScopeSources {
+        sidecar_sets: sidecar_sets.clone(),
+        budgets: budgets.clone(),
+        persistent_pod_states: persistent_pod_states.clone(),
+        workload_spreads: workload_spreads.clone(),
+    };
     let handle = axum_server::Handle::new();
     let server = axum_server::from_tcp_rustls(listener, tls.clone())
         .map_err(|source| Error::Serve { addr, source })?
@@ -160,7 +169,11 @@ pub async fn run(
     cfg.state.0.publish(&bundle.ca_cert);
     tracing::info!(%addr, names = ?names, "webhook serving");
 
-    let maintenance = maintain(client, cfg.clone(), secrets, tls, bundle, names);
+    let scoping = keep_scope(client.clone(), cfg.clone(), scope.clone(), sources);
+    let maintenance = maintain(client, cfg.clone(), secrets, tls, bundle, names, scope);
+    let maintenance = async move {
+        tokio::join!(maintenance, scoping);
+    };
     tokio::pin!(maintenance);
     tokio::pin!(shutdown);
     tokio::select! {
@@ -195,14 +208,78 @@ fn flatten(
     }
 }
 
-async fn register(client: &kube::Client, cfg: &WebhookConfig, ca: &str) -> Result<(), Error> {
+/// The Pod hooks' scope last applied; `None`: every Pod.
+type ScopeCell = Arc<Mutex<Option<PodScope>>>;
+
+fn current_scope(cell: &ScopeCell) -> Option<PodScope> {
+    cell.lock().ok().and_then(|g| g.clone())
+}
+
+async fn register(
+    client: &kube::Client,
+    cfg: &WebhookConfig,
+    ca: &str,
+    scope: &ScopeCell,
+) -> Result<(), Error> {
     if cfg.manage_webhook_configurations {
-        configuration::apply::apply_webhook_configurations(client, cfg, ca).await?;
+        let scope = current_scope(scope);
+        configuration::apply::apply_webhook_configurations(client, cfg, ca, scope.as_ref()).await?;
     }
     if cfg.manage_crd_conversion {
         configuration::apply::patch_crd_conversion(client, cfg, ca).await?;
     }
     Ok(())
+}
+
+/// Keeps the Pod hooks scoped to what the SidecarSets, WorkloadSpreads, PersistentPodStates and
+/// PodUnavailableBudgets concern ([`configuration::scope`]): re-applies the configurations as
+/// soon as one of them changes, and widens the scope to every Pod while a SidecarSet is being
+/// admitted, so a Pod created right after a new SidecarSet is never let through unseen.
+async fn keep_scope(
+    client: kube::Client,
+    cfg: WebhookConfig,
+    cell: ScopeCell,
+    sources: ScopeSources,
+) {
+    if !cfg.manage_webhook_configurations {
+        return;
+    }
+    let mut changes = sources.changes();
+    loop {
+        let wanted = sources.scope();
+        let known = current_scope(&cell);
+        let ca = cfg.state.0.ca();
+        if wanted != known
+            && let Some(ca) = ca
+        {
+            match configuration::apply::apply_webhook_configurations(
+                &client,
+                &cfg,
+                &ca,
+                wanted.as_ref(),
+            )
+            .await
+            {
+                Ok(()) => {
+                    tracing::info!(scoped = wanted.is_some(), "Pod hooks' scope applied");
+                    if let Ok(mut g) = cell.lock() {
+                        *g = wanted;
+                    }
+                }
+                Err(e) => tracing::warn!(error = %e, "applying the Pod hooks' scope"),
+            }
+        }
+        // Woken by any change; the timer ends a SidecarSet's widened window and retries a
+        // failed apply.
+        let [a, b, c, d] = &mut changes;
+        tokio::select! {
+            _ = a.changed() => {}
+            _ = b.changed() => {}
+            _ = c.changed() => {}
+            _ = d.changed() => {}
+            () = tokio::time::sleep(Duration::from_secs(2)) => {}
+        }
+    }
 }
 
 /// Keeps certificates valid and registered. Wakes on any change to the Secret (including its
@@ -215,6 +292,7 @@ async fn maintain(
     tls: RustlsConfig,
     mut current: CertBundle,
     names: Vec<String>,
+    scope: ScopeCell,
 ) {
     let selector = format!("metadata.name={}", cfg.secret_name);
     let events = watcher(
@@ -291,7 +369,7 @@ async fn maintain(
             Ok(_) => {}
             Err(e) => tracing::warn!(error = %e, "ensuring webhook certificates"),
         }
-        if let Err(e) = register(&client, &cfg, &current.ca_cert).await {
+        if let Err(e) = register(&client, &cfg, &current.ca_cert, &scope).await {
             tracing::warn!(error = %e, "updating webhook registrations");
         }
     }

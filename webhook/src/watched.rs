@@ -20,6 +20,8 @@ use tokio::task::JoinHandle;
 pub struct Watched<K: Resource<DynamicType = ()> + 'static> {
     store: Store<K>,
     synced: watch::Receiver<bool>,
+    /// Bumped on every change the watch sees (and by [`Watched::bump`]).
+    changes: Arc<watch::Sender<u64>>,
 }
 
 // Derived Clone would ask `K: Clone`; the store is shared, not copied.
@@ -28,6 +30,7 @@ impl<K: Resource<DynamicType = ()> + 'static> Clone for Watched<K> {
         Self {
             store: self.store.clone(),
             synced: self.synced.clone(),
+            changes: self.changes.clone(),
         }
     }
 }
@@ -51,6 +54,8 @@ where
     pub fn start(client: Client, kind: &'static str) -> (Self, WatchGuard) {
         let (store, writer) = reflector::store::<K>();
         let (synced_tx, synced) = watch::channel(false);
+        let changes = Arc::new(watch::channel(0u64).0);
+        let bump = changes.clone();
         let api: Api<K> = Api::all(client);
         let task = tokio::spawn(async move {
             let stream = watcher(api, watcher::Config::default())
@@ -62,13 +67,44 @@ where
                 match item {
                     Ok(watcher::Event::InitDone) => {
                         let _ = synced_tx.send(true);
+                        bump.send_modify(|n| *n += 1);
+                    }
+                    Ok(watcher::Event::Apply(_) | watcher::Event::Delete(_)) => {
+                        bump.send_modify(|n| *n += 1);
                     }
                     Ok(_) => {}
                     Err(e) => tracing::debug!(error = %e, kind, "watch failed, retrying"),
                 }
             }
         });
-        (Self { store, synced }, WatchGuard(task))
+        (
+            Self {
+                store,
+                synced,
+                changes,
+            },
+            WatchGuard(task),
+        )
+    }
+
+    /// Wakes on every change the watch sees (what the Pod hooks' scope is kept current by).
+    pub fn changes(&self) -> watch::Receiver<u64> {
+        self.changes.subscribe()
+    }
+
+    /// Wakes [`Watched::changes`] without a change seen (one is about to be).
+    pub fn bump(&self) {
+        self.changes.send_modify(|n| *n += 1);
+    }
+
+    /// The namespaces holding at least one object, or `None` before the first list has loaded.
+    pub fn namespaces(&self) -> Option<std::collections::BTreeSet<String>> {
+        Some(
+            self.all()?
+                .iter()
+                .filter_map(|o| o.meta().namespace.clone())
+                .collect(),
+        )
     }
 
     /// Every object, or `None` before the first list has loaded.

@@ -4,9 +4,14 @@
 
 use std::time::{Duration, Instant};
 
+use k8s_openapi::api::admissionregistration::v1::{
+    ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
+};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
+use k8s_openapi::api::core::v1::Pod;
 use kruise_api::keys;
 use kube::Api;
+use kube::api::DynamicObject;
 use serde_json::Value;
 
 use crate::cli::{InstallArgs, UninstallArgs};
@@ -116,17 +121,56 @@ pub fn daemonset_ready(d: &DaemonSet) -> bool {
         && s.number_ready >= s.desired_number_scheduled
 }
 
-/// Removes everything `install` creates: the webhook configurations first (so no Pod creation
-/// waits on a webhook that is going away), then the Kruise objects while the manager can still
-/// finalize them, the workloads, RBAC, CRDs and last the namespaces.
+/// Kinds whose objects Kruise-rs makes itself (one per node), never a user: they go with
+/// Kruise-rs and do not hold an uninstall back.
+const MANAGED_KINDS: &[&str] = &["nodeimages", "nodepodprobes"];
+
+/// A Kruise object a user made, as `uninstall` lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct UserObject {
+    kind: String,
+    namespace: String,
+    name: String,
+    /// Pods it owns directly.
+    pods: usize,
+}
+
+/// Removes what `install` creates, keeping what users made.
+///
+/// While Kruise objects made by users exist (any object of a Kruise kind, except those Kruise-rs
+/// makes per node and those another object controls), it deletes nothing and lists them, unless
+/// `--keep-crds` (remove Kruise-rs, keep the CRDs and every object and Pod) or
+/// `--delete-user-objects` (delete them, and so their Pods) says what to do with them.
+///
+/// Order: the webhook configurations first (so no request waits on a webhook that is going
+/// away), then the Kruise objects while the manager can still finalize them, the workloads,
+/// RBAC, CRDs and last the namespaces.
 #[tracing::instrument(skip_all)]
 pub async fn uninstall(ctx: &Ctx, args: &UninstallArgs) -> Result<i32> {
     let objects = dev::objects(&Images::default()).map_err(|e| CliError::Failed(e.to_string()))?;
+    let crds = dev::crds(&objects);
+    if !args.delete_user_objects {
+        let users = user_objects(ctx, &crds).await?;
+        if !users.is_empty() && !args.keep_crds {
+            eprint!("{}", refusal(&users));
+            return Ok(exit::FAILED);
+        }
+        if !users.is_empty() {
+            println!(
+                "keeping the CRDs and {} Kruise objects users made (--keep-crds)",
+                users.len()
+            );
+        }
+    }
     let n = cluster::delete_webhook_configurations(&ctx.client).await?;
     println!("deleted {n} webhook configurations");
-    let crds = dev::crds(&objects);
-    for crd in &crds {
-        delete_all_of(ctx, crd, args.timeout).await?;
+    if delete_pod_webhook_policy(ctx).await? {
+        println!("deleted the Pod webhook's admission policy");
+    }
+    if !args.keep_crds {
+        for crd in &crds {
+            delete_all_of(ctx, crd, args.timeout).await?;
+        }
     }
     // Reverse kustomization order: workloads before their RBAC, namespaces last.
     let order = |o: &&Value| match dev::kind(o) {
@@ -135,7 +179,10 @@ pub async fn uninstall(ctx: &Ctx, args: &UninstallArgs) -> Result<i32> {
         "Namespace" => 3,
         _ => 1,
     };
-    let mut ordered: Vec<&Value> = objects.iter().collect();
+    let mut ordered: Vec<&Value> = objects
+        .iter()
+        .filter(|o| !(args.keep_crds && dev::kind(o) == "CustomResourceDefinition"))
+        .collect();
     ordered.sort_by_key(order);
     let mut deleted = Vec::new();
     for o in ordered {
@@ -153,6 +200,121 @@ pub async fn uninstall(ctx: &Ctx, args: &UninstallArgs) -> Result<i32> {
     // with the namespace.
     println!("Kruise-rs uninstalled");
     Ok(exit::OK)
+}
+
+/// Deletes the admission policy (and binding) the manager creates at run time beside its
+/// webhook configurations (docs/safety.md); whether there was one.
+async fn delete_pod_webhook_policy(ctx: &Ctx) -> Result<bool> {
+    let dp = kube::api::DeleteParams::default();
+    fn gone<T>(r: std::result::Result<T, kube::Error>) -> Result<bool> {
+        match r {
+            Ok(_) => Ok(true),
+            Err(kube::Error::Api(s)) if s.code == 404 => Ok(false),
+            Err(e) => Err(kube_err(e)),
+        }
+    }
+    gone(
+        Api::<ValidatingAdmissionPolicyBinding>::all(ctx.client.clone())
+            .delete(keys::POD_WEBHOOK_POLICY_NAME, &dp)
+            .await,
+    )?;
+    gone(
+        Api::<ValidatingAdmissionPolicy>::all(ctx.client.clone())
+            .delete(keys::POD_WEBHOOK_POLICY_NAME, &dp)
+            .await,
+    )
+}
+
+/// What `uninstall` prints when it refuses.
+fn refusal(users: &[UserObject]) -> String {
+    let mut out = format!(
+        "refusing to uninstall: {} Kruise objects made by users exist, and uninstalling would delete them and their Pods:\n",
+        users.len()
+    );
+    let width = |f: fn(&UserObject) -> usize, title: &str| {
+        users.iter().map(f).max().unwrap_or(0).max(title.len())
+    };
+    let (wk, wn, wm) = (
+        width(|u| u.kind.len(), "KIND"),
+        width(|u| u.namespace.len(), "NAMESPACE"),
+        width(|u| u.name.len(), "NAME"),
+    );
+    out.push_str(&format!(
+        "{:wk$}  {:wn$}  {:wm$}  PODS\n",
+        "KIND", "NAMESPACE", "NAME"
+    ));
+    for u in users {
+        out.push_str(&format!(
+            "{:wk$}  {:wn$}  {:wm$}  {}\n",
+            u.kind, u.namespace, u.name, u.pods
+        ));
+    }
+    out.push_str(
+        "Nothing was deleted. Run again with --keep-crds to remove Kruise-rs and keep these objects, \
+         their Pods and the CRDs, or with --delete-user-objects to delete them and their Pods.\n",
+    );
+    out
+}
+
+/// Every object of a Kruise kind that a user made: not one Kruise-rs makes per node, and not one
+/// another object controls (it goes with its owner).
+async fn user_objects(ctx: &Ctx, crds: &[&Value]) -> Result<Vec<UserObject>> {
+    let mut found = Vec::new();
+    for crd in crds {
+        let group = crd["spec"]["group"].as_str().unwrap_or_default();
+        let plural = crd["spec"]["names"]["plural"].as_str().unwrap_or_default();
+        let kind = crd["spec"]["names"]["kind"].as_str().unwrap_or_default();
+        if MANAGED_KINDS.contains(&plural) {
+            continue;
+        }
+        let Ok((ar, _)) = ctx.resolve(group, plural).await else {
+            continue;
+        };
+        let api: Api<DynamicObject> = Api::all_with(ctx.client.clone(), &ar);
+        let list = match api.list(&Default::default()).await {
+            Ok(l) => l,
+            Err(kube::Error::Api(s)) if s.code == 404 => continue,
+            Err(e) => return Err(kube_err(e)),
+        };
+        for o in list.items {
+            let controlled = o
+                .metadata
+                .owner_references
+                .iter()
+                .flatten()
+                .any(|r| r.controller == Some(true));
+            if controlled {
+                continue;
+            }
+            found.push(UserObject {
+                kind: kind.to_owned(),
+                namespace: o.metadata.namespace.clone().unwrap_or_default(),
+                name: o.metadata.name.clone().unwrap_or_default(),
+                pods: owned_pods(ctx, &o).await?,
+            });
+        }
+    }
+    Ok(found)
+}
+
+/// How many Pods name `o` as an owner.
+async fn owned_pods(ctx: &Ctx, o: &DynamicObject) -> Result<usize> {
+    let (Some(ns), Some(uid)) = (&o.metadata.namespace, &o.metadata.uid) else {
+        return Ok(0);
+    };
+    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), ns);
+    let list = pods.list(&Default::default()).await.map_err(kube_err)?;
+    Ok(list
+        .items
+        .iter()
+        .filter(|p| {
+            p.metadata
+                .owner_references
+                .iter()
+                .flatten()
+                .any(|r| &r.uid == uid)
+        })
+        .count())
 }
 
 /// Deletes every object of a CRD's kind in all namespaces and waits for them to be gone.
@@ -206,6 +368,20 @@ async fn delete_all_of(ctx: &Ctx, crd: &Value, timeout: Duration) -> Result<()> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_refusal_lists_each_object_and_says_what_to_run() {
+        let text = refusal(&[UserObject {
+            kind: "CloneSet".into(),
+            namespace: "user1".into(),
+            name: "keepme".into(),
+            pods: 2,
+        }]);
+        assert!(text.contains("KIND      NAMESPACE  NAME    PODS"), "{text}");
+        assert!(text.contains("CloneSet  user1      keepme  2"), "{text}");
+        assert!(text.contains("--keep-crds") && text.contains("--delete-user-objects"));
+        assert!(text.contains("Nothing was deleted"));
+    }
 
     #[test]
     fn a_daemonset_with_an_unready_pod_is_not_ready() {

@@ -2,23 +2,29 @@
 //! acceptance 2–4). It needs a cluster with nothing Kruise on it and the images in the registry
 //! (`hack/build-images.sh`), so it is ignored by default; the `plugin` stage of `hack/test.sh`
 //! runs it after its own uninstall, and by hand: `hack/test.sh plugin`.
-//! It leaves the cluster as it found it (uninstalled).
+//! It leaves the cluster as it found it (uninstalled). Issue 59: uninstall refuses while users'
+//! Kruise objects exist, `--keep-crds` keeps them and their Pods, `--delete-user-objects` deletes
+//! them; the chart keeps its CRDs and its pre-delete hook refuses likewise; nothing leaves a
+//! webhook configuration behind.
 
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
 use k8s_openapi::api::admissionregistration::v1::{
-    MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
+    MutatingWebhookConfiguration, ValidatingAdmissionPolicy, ValidatingWebhookConfiguration,
 };
 use k8s_openapi::api::apps::v1::DaemonSet;
-use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::api::core::v1::{Namespace, Pod};
+use k8s_openapi::api::rbac::v1::ClusterRole;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kruise_api::keys;
 use kruise_e2e::cli::Kruise;
-use kruise_e2e::{client, registry, repo_root};
-use kube::api::{DeleteParams, ListParams};
+use kruise_e2e::cloneset;
+use kruise_e2e::{TestNamespace, client, registry, repo_root};
+use kube::api::{DeleteParams, ListParams, PostParams};
 use kube::{Api, Client};
+use serde_json::json;
 
 const LONG: Duration = Duration::from_secs(600);
 
@@ -161,10 +167,93 @@ async fn install_check_uninstall_and_helm() {
         bad.stdout
     );
 
-    // Acceptance 4: uninstall leaves nothing.
-    let run = kk.run_for(&["uninstall"], LONG).await.expect("uninstall");
+    // Issue 59: the run-time webhook configurations are owned by the manager's ClusterRole, so
+    // whatever deletes Kruise-rs (kubectl delete -k deploy/, helm uninstall) takes them along.
+    assert_owned_by_the_manager_role(&client).await;
+
+    // Issue 59: uninstall keeps what users made.
+    let user = TestNamespace::create(&client, "e2e-keep")
+        .await
+        .expect("ns");
+    let cs_api = cloneset::api(&client, &user.name);
+    cs_api
+        .create(
+            &PostParams::default(),
+            &cloneset::new("keepme", 2, "v1", json!({})).expect("cloneset"),
+        )
+        .await
+        .expect("create the CloneSet");
+    cloneset::wait_rolled_out(&cs_api, "keepme", 2, Duration::from_secs(180))
+        .await
+        .expect("two Pods ready");
+    let pods: Api<Pod> = user.api();
+    let uids = pod_uids(&pods, "keepme").await;
+    assert_eq!(uids.len(), 2);
+
+    let refused = kk.run_for(&["uninstall"], LONG).await.expect("uninstall");
+    assert_eq!(
+        refused.code,
+        Some(1),
+        "refused while a CloneSet exists: {refused}"
+    );
+    let listed = refused
+        .stderr
+        .lines()
+        .find(|l| l.contains("keepme"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect::<Vec<_>>();
+    assert_eq!(
+        listed,
+        vec!["CloneSet", user.name.as_str(), "keepme", "2"],
+        "lists kind, namespace, name and Pods: {refused}"
+    );
+    assert_eq!(pod_uids(&pods, "keepme").await, uids, "nothing deleted");
+    assert_owned_by_the_manager_role(&client).await;
+
+    let kept = kk
+        .run_for(&["uninstall", "--keep-crds"], LONG)
+        .await
+        .expect("uninstall --keep-crds");
+    assert_eq!(kept.code, Some(0), "{kept}");
+    assert!(cs_api.get_opt("keepme").await.expect("get").is_some());
+    assert_eq!(
+        pod_uids(&pods, "keepme").await,
+        uids,
+        "the same Pods run on"
+    );
+    assert_no_webhook_configuration(&client).await;
+    assert_pod_creates_at_once(&pods, "after uninstall --keep-crds").await;
+
+    // Reinstalled over the kept CRDs and objects: the same Pods, then deleted on request.
+    let run = kk
+        .run_for(
+            &[
+                "install",
+                "--image-repo",
+                &repo,
+                "--version",
+                &tag,
+                "--wait",
+            ],
+            LONG,
+        )
+        .await
+        .expect("reinstall");
+    assert_eq!(run.code, Some(0), "{run:?}");
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert_eq!(
+        pod_uids(&pods, "keepme").await,
+        uids,
+        "reinstall keeps the Pods"
+    );
+    let run = kk
+        .run_for(&["uninstall", "--delete-user-objects"], LONG)
+        .await
+        .expect("uninstall --delete-user-objects");
     assert_eq!(run.code, Some(0), "{run:?}");
     assert_nothing_left(&client).await;
+    assert_pod_creates_at_once(&pods, "after uninstall").await;
 
     // Acceptance 3: the Helm chart gives the same running system.
     let helm = Command::new(repo_root().join("hack/build-helm.sh"))
@@ -178,11 +267,10 @@ async fn install_check_uninstall_and_helm() {
     let helm = String::from_utf8_lossy(&helm.stdout).trim().to_string();
     let chart = repo_root().join("deploy/helm/kruise-rs");
     let kubeconfig = kruise_e2e::cli::kubeconfig().expect("kubeconfig");
+    // The daemon image follows manager.image (issue 59: a private mirror set once).
     let set = [
         format!("manager.image.repository={repo}/kruise-manager"),
         format!("manager.image.tag={tag}"),
-        format!("daemon.image.repository={repo}/kruise-daemon"),
-        format!("daemon.image.tag={tag}"),
     ];
     let mut template = Command::new(&helm);
     template.args(["template", "kruise-rs"]).arg(&chart);
@@ -251,20 +339,143 @@ async fn install_check_uninstall_and_helm() {
         String::from_utf8_lossy(&out.stderr)
     );
 
-    // The chart's release goes; the webhook configurations the manager made are removed by
-    // uninstall, which also covers what Helm does not own.
-    let out = Command::new(&helm)
-        .arg("--kubeconfig")
-        .arg(&kubeconfig)
-        .args(["uninstall", "kruise-rs", "--wait"])
-        .output()
-        .expect("helm uninstall");
+    // Issue 59: the chart's pre-delete hook refuses while a CloneSet exists, deleting nothing.
+    cs_api
+        .create(
+            &PostParams::default(),
+            &cloneset::new("helmkeep", 1, "v1", json!({})).expect("cloneset"),
+        )
+        .await
+        .expect("create the CloneSet");
+    let helm_uninstall = || {
+        Command::new(&helm)
+            .arg("--kubeconfig")
+            .arg(&kubeconfig)
+            .args(["uninstall", "kruise-rs", "--wait", "--timeout", "3m"])
+            .output()
+            .expect("helm uninstall")
+    };
+    let out = helm_uninstall();
+    assert!(
+        !out.status.success(),
+        "helm uninstall is refused while a CloneSet exists"
+    );
+    assert!(cs_api.get_opt("helmkeep").await.expect("get").is_some());
+    assert_owned_by_the_manager_role(&client).await;
+    cs_api
+        .delete("helmkeep", &DeleteParams::default())
+        .await
+        .expect("delete the CloneSet");
+    kruise_e2e::wait_for("the CloneSet gone", Duration::from_secs(60), || async {
+        Ok(cs_api.get_opt("helmkeep").await?.is_none().then_some(()))
+    })
+    .await
+    .expect("CloneSet deleted");
+
+    // Then the release goes, its CRDs stay (resource-policy keep), and nothing of the webhook.
+    let out = helm_uninstall();
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    assert_no_webhook_configuration(&client).await;
+    assert!(
+        Api::<CustomResourceDefinition>::all(client.clone())
+            .get_opt("clonesets.apps.kruise.io")
+            .await
+            .expect("get")
+            .is_some(),
+        "helm uninstall keeps the CRDs"
+    );
+    assert_pod_creates_at_once(&pods, "after helm uninstall").await;
     let run = kk.run_for(&["uninstall"], LONG).await.expect("uninstall");
     assert_eq!(run.code, Some(0), "{run:?}");
     assert_nothing_left(&client).await;
+    user.delete().await.expect("delete ns");
+}
+
+/// The UIDs of the CloneSet's Pods, sorted.
+async fn pod_uids(pods: &Api<Pod>, cloneset: &str) -> Vec<String> {
+    let mut uids: Vec<String> = kruise_e2e::cloneset::pods(pods, cloneset)
+        .await
+        .expect("pods")
+        .iter()
+        .filter_map(|p| p.metadata.uid.clone())
+        .collect();
+    uids.sort();
+    uids
+}
+
+/// Both webhook configurations name the manager's ClusterRole as their owner.
+async fn assert_owned_by_the_manager_role(client: &Client) {
+    let role = Api::<ClusterRole>::all(client.clone())
+        .get(keys::MANAGER_CLUSTER_ROLE)
+        .await
+        .expect("the manager's ClusterRole");
+    let m = Api::<MutatingWebhookConfiguration>::all(client.clone())
+        .get(keys::MUTATING_WEBHOOK_CONFIGURATION_NAME)
+        .await
+        .expect("mutating configuration");
+    let v = Api::<ValidatingWebhookConfiguration>::all(client.clone())
+        .get(keys::VALIDATING_WEBHOOK_CONFIGURATION_NAME)
+        .await
+        .expect("validating configuration");
+    for owners in [m.metadata.owner_references, v.metadata.owner_references] {
+        let owner = owners.unwrap_or_default();
+        assert!(
+            owner
+                .iter()
+                .any(|o| o.kind == "ClusterRole" && Some(&o.uid) == role.metadata.uid.as_ref()),
+            "owned by ClusterRole {}: {owner:?}",
+            keys::MANAGER_CLUSTER_ROLE
+        );
+    }
+}
+
+async fn assert_no_webhook_configuration(client: &Client) {
+    let m = Api::<MutatingWebhookConfiguration>::all(client.clone())
+        .get_opt(keys::MUTATING_WEBHOOK_CONFIGURATION_NAME)
+        .await
+        .expect("get");
+    let v = Api::<ValidatingWebhookConfiguration>::all(client.clone())
+        .get_opt(keys::VALIDATING_WEBHOOK_CONFIGURATION_NAME)
+        .await
+        .expect("get");
+    assert!(m.is_none() && v.is_none(), "webhook configurations left");
+    let p = Api::<ValidatingAdmissionPolicy>::all(client.clone())
+        .get_opt(keys::POD_WEBHOOK_POLICY_NAME)
+        .await
+        .expect("get");
+    assert!(p.is_none(), "admission policy left");
+}
+
+/// A plain Pod is created at once (nothing of Kruise-rs left in its way), then deleted.
+async fn assert_pod_creates_at_once(pods: &Api<Pod>, when: &str) {
+    let pod: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "plain"},
+        "spec": {"containers": [{"name": "app", "image": kruise_e2e::image("testapp", "v1")}]}
+    }))
+    .expect("pod");
+    let start = std::time::Instant::now();
+    pods.create(&PostParams::default(), &pod)
+        .await
+        .unwrap_or_else(|e| panic!("a plain Pod {when}: {e}"));
+    let took = start.elapsed();
+    eprintln!("plain Pod created {when} in {took:?}");
+    assert!(took < Duration::from_secs(2), "{when}: {took:?}");
+    pods.delete(
+        "plain",
+        &DeleteParams {
+            grace_period_seconds: Some(0),
+            ..Default::default()
+        },
+    )
+    .await
+    .expect("delete the plain Pod");
+    kruise_e2e::wait_for("the plain Pod gone", Duration::from_secs(60), || async {
+        Ok(pods.get_opt("plain").await?.is_none().then_some(()))
+    })
+    .await
+    .expect("plain Pod deleted");
 }

@@ -8,21 +8,59 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use serde_json::json;
 
+use k8s_openapi::api::rbac::v1::ClusterRole;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+
 use super::mutating::mutating_configuration;
+use super::policy;
+use super::scope::{PodScope, restrict};
 use super::validating::validating_configuration;
 use super::{Endpoint, FIELD_MANAGER};
 use crate::{Error, WebhookConfig, paths};
 use kruise_api::keys;
 
 /// Creates or updates both webhook configurations (server-side apply, so fields owned by
-/// others, e.g. a Helm chart's labels, are left alone).
+/// others, e.g. a Helm chart's labels, are left alone), with the Pod hooks scoped to `scope`
+/// (see [`super::scope`]) and owned by the manager's ClusterRole.
 pub async fn apply_webhook_configurations(
     client: &kube::Client,
     cfg: &WebhookConfig,
     ca_pem: &str,
+    scope: Option<&PodScope>,
 ) -> Result<(), Error> {
     let pp = PatchParams::apply(FIELD_MANAGER).force();
-    let m = mutating_configuration(cfg, ca_pem);
+    let mut m = mutating_configuration(cfg, ca_pem);
+    let mut v = validating_configuration(cfg, ca_pem);
+    restrict(&mut m, &mut v, scope, &cfg.feature_gates);
+    let owner = owner(client).await;
+    m.metadata.owner_references.clone_from(&owner);
+    v.metadata.owner_references.clone_from(&owner);
+    // A scoped Pod hook fails open and the policy refuses what it missed, naming Kruise-rs
+    // (super::policy); the policy goes first. Without a scope (or when the user chose Ignore,
+    // or the hook is off) there is no policy and the hook keeps its configured policy.
+    let pod_hook = m
+        .webhooks
+        .iter_mut()
+        .flatten()
+        .find(|h| h.name == super::mutating::POD_HOOK);
+    let scoped = pod_hook
+        .as_ref()
+        .and_then(|h| h.match_conditions.clone())
+        .filter(|_| cfg.pod_failure_policy == "Fail");
+    match (scoped, pod_hook) {
+        (Some(conditions), Some(hook)) => {
+            match policy::apply(client, cfg, &conditions, owner.as_deref()).await {
+                Ok(()) => hook.failure_policy = Some("Ignore".to_owned()),
+                // Kept failing closed, with the API server's message.
+                Err(e) => tracing::warn!(error = %e, "applying the Pod webhook's admission policy"),
+            }
+        }
+        _ => {
+            if let Err(e) = policy::remove(client).await {
+                tracing::debug!(error = %e, "removing the Pod webhook's admission policy");
+            }
+        }
+    }
     Api::<MutatingWebhookConfiguration>::all(client.clone())
         .patch(
             keys::MUTATING_WEBHOOK_CONFIGURATION_NAME,
@@ -30,7 +68,6 @@ pub async fn apply_webhook_configurations(
             &Patch::Apply(&m),
         )
         .await?;
-    let v = validating_configuration(cfg, ca_pem);
     Api::<ValidatingWebhookConfiguration>::all(client.clone())
         .patch(
             keys::VALIDATING_WEBHOOK_CONFIGURATION_NAME,
@@ -40,6 +77,32 @@ pub async fn apply_webhook_configurations(
         .await?;
     tracing::debug!("webhook configurations applied");
     Ok(())
+}
+
+/// An owner reference to the manager's ClusterRole, which every way of installing creates and
+/// every way of uninstalling deletes: the garbage collector then removes the configurations we
+/// created at run time, which would otherwise outlive the webhook and refuse what they match.
+/// `None` (no owner) when the role cannot be read, e.g. a manager run outside the cluster.
+async fn owner(client: &kube::Client) -> Option<Vec<OwnerReference>> {
+    let role = match Api::<ClusterRole>::all(client.clone())
+        .get_opt(keys::MANAGER_CLUSTER_ROLE)
+        .await
+    {
+        Ok(Some(role)) => role,
+        Ok(None) => return None,
+        Err(e) => {
+            tracing::debug!(error = %e, "reading the manager's ClusterRole for the owner reference");
+            return None;
+        }
+    };
+    let uid = role.metadata.uid?;
+    Some(vec![OwnerReference {
+        api_version: "rbac.authorization.k8s.io/v1".to_owned(),
+        kind: "ClusterRole".to_owned(),
+        name: keys::MANAGER_CLUSTER_ROLE.to_owned(),
+        uid,
+        ..Default::default()
+    }])
 }
 
 /// Points the conversion webhook of every Kruise CRD that asks for one (strategy Webhook) at us

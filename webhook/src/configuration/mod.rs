@@ -6,6 +6,9 @@
 pub mod apply;
 mod deletion_protection;
 pub mod mutating;
+pub mod policy;
+pub mod scope;
+pub mod uninstall;
 pub mod validating;
 
 use k8s_openapi::ByteString;
@@ -112,6 +115,15 @@ fn excluded_namespaces(cfg: &WebhookConfig) -> LabelSelector {
             },
         ]),
         match_labels: None,
+    }
+}
+
+/// A delete's result, an object already gone counting as done.
+fn gone<T>(r: Result<T, kube::Error>) -> Result<(), crate::Error> {
+    match r {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
+        Err(e) => Err(crate::Error::Kube(e)),
     }
 }
 

@@ -2,6 +2,9 @@ use super::mutating::*;
 use super::validating::*;
 use super::*;
 use crate::paths;
+use k8s_openapi::api::admissionregistration::v1::{
+    MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
+};
 
 #[test]
 fn pod_failure_policy_comes_from_the_env_and_only_for_pods() {
@@ -186,4 +189,53 @@ fn dev_mode_points_at_url() {
         Some("https://127.0.0.1:9876/validate-apps-kruise-io-cloneset")
     );
     assert!(hooks[0].client_config.service.is_none());
+}
+
+#[test]
+fn a_known_scope_restricts_only_the_pod_hooks() {
+    let cfg = WebhookConfig::default();
+    let mut m = mutating_configuration(&cfg, "CA");
+    let mut v = validating_configuration(&cfg, "CA");
+    scope::restrict(&mut m, &mut v, None, &cfg.feature_gates);
+    let conditioned = |m: &MutatingWebhookConfiguration, v: &ValidatingWebhookConfiguration| {
+        m.webhooks
+            .iter()
+            .flatten()
+            .filter(|h| h.match_conditions.is_some())
+            .map(|h| h.name.clone())
+            .chain(
+                v.webhooks
+                    .iter()
+                    .flatten()
+                    .filter(|h| h.match_conditions.is_some())
+                    .map(|h| h.name.clone()),
+            )
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        conditioned(&m, &v),
+        vec!["vpod.kb.io"],
+        "unknown scope: every Pod create and eviction"
+    );
+    scope::restrict(
+        &mut m,
+        &mut v,
+        Some(&scope::PodScope::default()),
+        &cfg.feature_gates,
+    );
+    assert_eq!(
+        conditioned(&m, &v),
+        vec!["mpod.kb.io", "vpod.kb.io", "vpodeviction.kb.io"]
+    );
+    // Every Pod gets the readiness gate with KruisePodReadinessGate: the create hook stays whole.
+    let all =
+        kruise_api::features::FeatureGates::parse("KruisePodReadinessGate=true").expect("valid");
+    let mut m = mutating_configuration(&cfg, "CA");
+    scope::restrict(&mut m, &mut v, Some(&scope::PodScope::default()), &all);
+    assert!(
+        m.webhooks
+            .iter()
+            .flatten()
+            .all(|h| h.match_conditions.is_none())
+    );
 }

@@ -9,6 +9,9 @@ use super::{CLONESET_VERSIONS, Endpoint, deletion_protection, excluded_namespace
 use crate::{WebhookConfig, paths};
 use kruise_api::keys;
 
+/// Names of the Pod hooks (upstream's): Pod updates and deletes, and evictions.
+pub(super) const POD_HOOKS: &[&str] = &["vpod.kb.io", "vpodeviction.kb.io"];
+
 /// The validating configuration.
 pub fn validating_configuration(
     cfg: &WebhookConfig,
@@ -47,8 +50,8 @@ pub fn validating_configuration(
         .enabled(kruise_api::features::Gate::PodWebhook)
     {
         vec![
-            pod_hook("vpod.kb.io", &["UPDATE", "DELETE"], "pods"),
-            pod_hook("vpodeviction.kb.io", &["CREATE"], "pods/eviction"),
+            pod_hook(POD_HOOKS[0], &["UPDATE", "DELETE"], "pods"),
+            pod_hook(POD_HOOKS[1], &["CREATE"], "pods/eviction"),
         ]
     } else {
         Vec::new()

@@ -20,6 +20,11 @@ impl PpsCache {
         (Self(watched), guard)
     }
 
+    /// The watch behind the cache.
+    pub fn watched(&self) -> &Watched<PersistentPodState> {
+        &self.0
+    }
+
     /// The PersistentPodStates of `namespace`, or `None` before the first list has loaded.
     pub fn snapshot(&self, namespace: &str) -> Option<Vec<PersistentPodState>> {
         Some(

@@ -90,6 +90,9 @@ pub struct PodContext {
     pub persistent: Option<persistent_pod_state::Injection>,
     /// The WorkloadSpread subset reserved for the Pod, if any (see [`workload_spread`]).
     pub workload_spread: Option<workload_spread::Injection>,
+    /// Mark the Pod as admitted by this webhook (as served): the admission policy that refuses
+    /// Pods the webhook missed while down looks for the mark.
+    pub mark_admitted: bool,
 }
 
 /// `/mutate-pod` as served: reads what the handlers need from `cluster` (the SidecarSets, the
@@ -136,6 +139,7 @@ pub async fn mutate_pod<C: SidecarSetLookup + PubLookup + PpsLookup + WsLookup>(
         related_budget,
         persistent,
         workload_spread,
+        mark_admitted: true,
     };
     mutate_with(&req, &ctx)
 }
@@ -175,6 +179,19 @@ pub fn mutate_with(req: &Request, ctx: &PodContext) -> Outcome {
             Ok(c) => changed |= c,
             Err(refusal) => return refusal,
         }
+    }
+    // A real Pod always has metadata; the patch is a diff of re-encoded Pods, which must still
+    // apply to an object sent without it.
+    if ctx.mark_admitted && raw.get("metadata").is_some_and(Value::is_object) {
+        changed |= pod
+            .metadata
+            .annotations
+            .get_or_insert_with(Default::default)
+            .insert(
+                kruise_api::keys::POD_WEBHOOK_ADMITTED_ANNOTATION.to_owned(),
+                "true".to_owned(),
+            )
+            .is_none();
     }
     if !changed {
         return Outcome::Allow;

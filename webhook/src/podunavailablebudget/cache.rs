@@ -19,6 +19,11 @@ impl BudgetCache {
         (Self(watched), guard)
     }
 
+    /// The watch behind the cache.
+    pub fn watched(&self) -> &Watched<PodUnavailableBudget> {
+        &self.0
+    }
+
     /// The budgets of `namespace`, or `None` before the first list has loaded.
     pub fn snapshot(&self, namespace: &str) -> Option<Vec<PodUnavailableBudget>> {
         Some(

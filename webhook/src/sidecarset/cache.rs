@@ -44,6 +44,13 @@ impl SidecarSetCache {
         if let Ok(mut c) = self.changed.lock() {
             *c = Some(Instant::now());
         }
+        // The Pod hooks' scope widens to every Pod until the change is seen.
+        self.sets.bump();
+    }
+
+    /// The watch behind the cache.
+    pub fn watched(&self) -> &Watched<SidecarSet> {
+        &self.sets
     }
 
     /// Every SidecarSet, or `None` before the first list has loaded or shortly after a change.

@@ -18,6 +18,11 @@ impl WsCache {
         (Self(watched), guard)
     }
 
+    /// The watch behind the cache.
+    pub fn watched(&self) -> &Watched<WorkloadSpread> {
+        &self.0
+    }
+
     /// The WorkloadSpreads of `namespace`, or `None` before the first list has loaded.
     pub fn snapshot(&self, namespace: &str) -> Option<Vec<WorkloadSpread>> {
         Some(

@@ -2,9 +2,10 @@
 //! exit 0 only when all pass (`linkerd check` is the model).
 //!
 //! This module holds the result type ([`Check`]), the report and the order of the checks; each
-//! group of checks is a module of its own: `crds`, `webhooks`, `manager` (leader, version skew,
-//! feature gates) and `daemon`.
+//! group of checks is a module of its own: `crds`, `webhooks`, `blast` (what a down manager would
+//! refuse), `manager` (leader, version skew, feature gates) and `daemon`.
 
+mod blast;
 mod crds;
 mod daemon;
 mod manager;
@@ -107,6 +108,7 @@ pub async fn checks(client: &Client) -> Result<Vec<Check>> {
         .await?
         .filter(|t| t.starts_with("https://"));
     out.extend(webhooks::check_webhooks(client).await?);
+    out.push(blast::check_blast_radius(client).await?);
     out.push(manager::check_lease(client).await?);
     out.push(daemon::check_daemon(client).await?);
     out.push(manager::manager(installed.as_ref(), dev_url.as_deref()));
