@@ -241,7 +241,7 @@ async fn keep_scope(
     cell: ScopeCell,
     sources: ScopeSources,
 ) {
-    if !cfg.manage_webhook_configurations {
+    if !cfg.manage_webhook_configurations || !configuration::scope::SCOPED_POD_HOOKS {
         return;
     }
     let mut changes = sources.changes();

@@ -212,6 +212,7 @@ fn has_sidecar(pod: &Pod) -> bool {
 /// SidecarSet selects is refused, never created without its sidecar; deleting an unconcerned
 /// Pod works too. With the manager back, both behave as before.
 #[tokio::test]
+#[ignore = "the Pod hooks' scoping is off (webhook configuration::scope::SCOPED_POD_HOOKS): a new SidecarSet's Pods raced the scope"]
 async fn serial_manager_down_blocks_only_what_it_owns() {
     if mode() != Mode::InCluster {
         eprintln!("in-cluster only: the test scales the installed manager");

@@ -698,7 +698,18 @@ async fn a_whitelisted_custom_workload_is_spread_through_the_statefulset_it_owns
             spec,
         ))
         .await;
+        // The WorkloadSpread goes before its kind leaves the whitelist: left behind, it would be
+        // an object that no longer validates, and an update of it (`kubectl kruise migrate
+        // storage` rewrites every object) would be refused, as upstream refuses it.
+        let gone = wsapi::api(&client, &ns)
+            .delete("ws", &kube::api::DeleteParams::default())
+            .await;
         listed.restore().await;
+        if let Err(kube::Error::Api(e)) = &gone
+            && e.code != 404
+        {
+            panic!("delete the WorkloadSpread: {e}");
+        }
         if let Err(e) = outcome {
             std::panic::resume_unwind(e.into_panic());
         }

@@ -21,6 +21,15 @@ use kruise_api::keys;
 /// (hundreds of SidecarSets) the hooks fall back to every Pod, as upstream.
 const MAX_EXPRESSION: usize = 16 * 1024;
 
+/// Whether the manager scopes the Pod hooks at all. Off: the hooks cover every Pod with
+/// failurePolicy Fail, as before. A scope lags a new SidecarSet by the time the configuration
+/// takes to reach the API server, and the suite showed a Deployment's Pod created right after
+/// its SidecarSet started without the sidecar (sidecarset.rs), which is worse than a Pod refused
+/// while the manager is down. The scope logic stays unit-tested; it is turned on once a new
+/// SidecarSet, WorkloadSpread, PersistentPodState or budget is admitted only after the API
+/// server serves the widened configuration.
+pub const SCOPED_POD_HOOKS: bool = false;
+
 /// Name of the one condition each Pod hook carries.
 pub const CONDITION_NAME: &str = "kruise-rs-concerned";
 

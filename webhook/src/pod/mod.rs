@@ -139,7 +139,7 @@ pub async fn mutate_pod<C: SidecarSetLookup + PubLookup + PpsLookup + WsLookup>(
         related_budget,
         persistent,
         workload_spread,
-        mark_admitted: true,
+        mark_admitted: crate::configuration::scope::SCOPED_POD_HOOKS,
     };
     mutate_with(&req, &ctx)
 }
