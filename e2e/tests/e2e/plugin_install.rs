@@ -216,7 +216,13 @@ async fn install_check_uninstall_and_helm() {
         .await
         .expect("uninstall --keep-crds");
     assert_eq!(kept.code, Some(0), "{kept}");
-    assert!(cs_api.get_opt("keepme").await.expect("get").is_some());
+    // Read in the storage version: with no webhook left, v1beta1 (converted by it) is not served.
+    let stored = kube::Api::<kube::api::DynamicObject>::namespaced_with(
+        client.clone(),
+        &user.name,
+        &cloneset::resource(kruise_api::keys::VERSION_V1ALPHA1),
+    );
+    assert!(stored.get_opt("keepme").await.expect("get").is_some());
     assert_eq!(
         pod_uids(&pods, "keepme").await,
         uids,
