@@ -466,6 +466,44 @@ async fn snapshot(
     out
 }
 
+/// A snapshot once the controllers are done with the objects: two reads a second apart agree
+/// (a controller's write after creation is not a change the migration made).
+async fn settled_snapshot(
+    client: &Client,
+    ns: &str,
+    objs: &[Obj],
+    version: &str,
+) -> BTreeMap<String, Value> {
+    let mut last = snapshot(client, ns, objs, version).await;
+    for _ in 0..30 {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let now = snapshot(client, ns, objs, version).await;
+        if now == last {
+            return now;
+        }
+        eprintln!("still changing: {}", differing(&last, &now).join(", "));
+        last = now;
+    }
+    panic!("the objects did not settle in 30 s");
+}
+
+/// The objects of two snapshots that differ, each with what differs (for a readable failure).
+fn differing(a: &BTreeMap<String, Value>, b: &BTreeMap<String, Value>) -> Vec<String> {
+    a.keys()
+        .chain(b.keys())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .filter(|k| a.get(*k) != b.get(*k))
+        .map(|k| format!("{k}: {:?} then {:?}", a.get(k), b.get(k)))
+        .collect()
+}
+
+/// Fails naming only the objects that differ (a whole snapshot is too long to read).
+fn assert_same(now: &BTreeMap<String, Value>, before: &BTreeMap<String, Value>, what: &str) {
+    let diff = differing(before, now);
+    assert!(diff.is_empty(), "{what}: changed\n{}", diff.join("\n"));
+}
+
 /// The stored versions of the CRD `name` on the cluster.
 async fn stored_versions(client: &Client, name: &str) -> Vec<String> {
     let crd = Api::<CustomResourceDefinition>::all(client.clone())
@@ -567,9 +605,12 @@ async fn serial_earlier_build_migrates_then_release_crds_and_ours_back_keep_the_
         .filter(|o| o.crd.kind == "ContainerRecreateRequest")
     {
         let api = o.api(&client, &ns.name, o.version);
+        // Finished as a user sees it: Completed, and the controller's last write (dropping
+        // the active label) done, so that the snapshot below is not taken halfway.
         wait_for(&format!("{} Completed", o.label()), ROLLOUT, || async {
             let c = api.get(o.name()).await?;
-            Ok((c.data["status"]["phase"] == "Completed").then_some(()))
+            let active = c.labels().contains_key(keys::CRR_ACTIVE_LABEL);
+            Ok((c.data["status"]["phase"] == "Completed" && !active).then_some(()))
         })
         .await
         .expect("CRR completed");
@@ -581,7 +622,7 @@ async fn serial_earlier_build_migrates_then_release_crds_and_ours_back_keep_the_
             "{name}: storedVersions {stored:?}"
         );
     }
-    let alpha0 = snapshot(&client, &ns.name, &objs, keys::VERSION_V1ALPHA1).await;
+    let alpha0 = settled_snapshot(&client, &ns.name, &objs, keys::VERSION_V1ALPHA1).await;
     let beta0 = snapshot(&client, &ns.name, &objs, keys::VERSION_V1BETA1).await;
     step(&format!(
         "{} objects of the seven kinds stored as v1beta1",
@@ -661,15 +702,15 @@ async fn serial_earlier_build_migrates_then_release_crds_and_ours_back_keep_the_
             .contains("0 CRDs migrated, 0 objects rewritten"),
         "{again}"
     );
-    assert_eq!(
-        snapshot(&client, &ns.name, &objs, keys::VERSION_V1ALPHA1).await,
-        alpha0,
-        "v1alpha1 reads after the migration"
+    assert_same(
+        &snapshot(&client, &ns.name, &objs, keys::VERSION_V1ALPHA1).await,
+        &alpha0,
+        "v1alpha1 reads after the migration",
     );
-    assert_eq!(
-        snapshot(&client, &ns.name, &objs, keys::VERSION_V1BETA1).await,
-        beta0,
-        "v1beta1 reads after the migration"
+    assert_same(
+        &snapshot(&client, &ns.name, &objs, keys::VERSION_V1BETA1).await,
+        &beta0,
+        "v1beta1 reads after the migration",
     );
     step("migrated: storedVersions [v1alpha1] for all seven; a rerun rewrote nothing");
 
@@ -682,10 +723,10 @@ async fn serial_earlier_build_migrates_then_release_crds_and_ours_back_keep_the_
         .await
         .unwrap_or_else(|e| panic!("the release's {name} refused after the migration: {e}"));
     }
-    assert_eq!(
-        snapshot(&client, &ns.name, &objs, keys::VERSION_V1ALPHA1).await,
-        alpha0,
-        "objects under the release's CRDs"
+    assert_same(
+        &snapshot(&client, &ns.name, &objs, keys::VERSION_V1ALPHA1).await,
+        &alpha0,
+        "objects under the release's CRDs",
     );
     step("the release's CRDs accepted, every object and field kept");
 
@@ -722,11 +763,11 @@ async fn serial_earlier_build_migrates_then_release_crds_and_ours_back_keep_the_
     )
     .await
     .expect("v1beta1 reads");
-    assert_eq!(beta, beta0, "v1beta1 reads under our CRDs again");
-    assert_eq!(
-        snapshot(&client, &ns.name, &objs, keys::VERSION_V1ALPHA1).await,
-        alpha0,
-        "v1alpha1 reads under our CRDs again"
+    assert_same(&beta, &beta0, "v1beta1 reads under our CRDs again");
+    assert_same(
+        &snapshot(&client, &ns.name, &objs, keys::VERSION_V1ALPHA1).await,
+        &alpha0,
+        "v1alpha1 reads under our CRDs again",
     );
     step("our CRDs back, both versions read as before");
 
