@@ -107,17 +107,18 @@ pub async fn run(
     };
     let acjs: Api<AdvancedCronJob> = api(&client, ns);
     let ctx = Arc::new(Context::new(client, runs, metrics, instance, namespace));
-    Controller::watching(
+    let ctl = Controller::watching(
         METRIC_NAME,
         runner::watch(acjs),
         ctx.metrics.clone(),
         shutdown,
-    )
-    .concurrency(CONCURRENCY)
-    .backoff(ctx.backoff.clone())
-    .trigger_refs(job_events)
-    .trigger_refs(bcj_events)
-    .trigger_refs(ilpj_events)
-    .run(reconcile, ctx)
-    .await;
+    );
+    ctx.metrics.workloads.advancedcronjobs.set(ctl.store());
+    ctl.concurrency(CONCURRENCY)
+        .backoff(ctx.backoff.clone())
+        .trigger_refs(job_events)
+        .trigger_refs(bcj_events)
+        .trigger_refs(ilpj_events)
+        .run(reconcile, ctx)
+        .await;
 }

@@ -63,6 +63,7 @@ pub async fn run(
     )
     .concurrency(CONCURRENCY)
     .backoff(ctx.backoff.clone());
+    ctx.metrics.workloads.broadcastjobs.set(ctl.store());
     let exp_ctx = ctx.clone();
     let ctl = ctl.inspect(move |ev| {
         if let Ok(watcher::Event::Delete(job)) = ev {

@@ -17,7 +17,7 @@ use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
 use kube::{Api, ResourceExt};
 
-use super::context::{Context, Error};
+use super::context::{Context, Error, METRIC_NAME};
 use super::nodes;
 use super::plan::{self, Limits, NodePods, Plan};
 use super::pod;
@@ -230,12 +230,22 @@ async fn sync(
         .is_some_and(|r| r.type_ == Some(RollingUpdateType::InPlaceIfPossible));
     syncer.refresh().await?;
     let replaced = syncer.replace(&todo.replace, in_place, revisions).await;
+    // A recreate update counts once, when it starts: the Pod is deleted now, or a preDelete
+    // hook starts holding it (a later sync deletes it as pre-deleting, not as a replacement).
+    let started = replaced
+        .recreate
+        .iter()
+        .filter(|n| syncer.pod(n).is_some_and(|p| !plan::is_pre_deleting(p)))
+        .count();
     let mut to_delete = todo.delete.clone();
     to_delete.extend(replaced.recreate);
     let mut first_err = None;
     syncer.create(&todo.create_on, &mut first_err).await;
     let (to_delete, held) = syncer.hold_pre_deleting(to_delete, &mut first_err).await;
     syncer.delete(&to_delete, &mut first_err).await;
+    for _ in 0..started {
+        syncer.ctx.metrics.recreate_started(METRIC_NAME);
+    }
     Ok(Synced {
         first_err,
         update_err: replaced.update_err,

@@ -53,7 +53,7 @@ impl Syncer<'_> {
         self.ds.spec.lifecycle.as_ref()
     }
 
-    fn pod(&self, name: &str) -> Option<&Arc<Pod>> {
+    pub fn pod(&self, name: &str) -> Option<&Arc<Pod>> {
         self.pods.iter().find(|p| podutil::name(p) == name)
     }
 

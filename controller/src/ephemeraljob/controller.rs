@@ -69,6 +69,7 @@ pub async fn run(
     )
     .concurrency(CONCURRENCY)
     .backoff(ctx.backoff.clone());
+    ctx.metrics.workloads.ephemeraljobs.set(ctl.store());
     let exp_ctx = ctx.clone();
     let ctl = ctl.inspect(move |ev| {
         if let Ok(watcher::Event::Delete(job)) = ev {

@@ -124,11 +124,12 @@ async fn run_jobs(
     let ctl = Controller::watching(
         NAME,
         runner::watch(Api::<ImagePullJob>::all(client.clone())),
-        metrics,
+        metrics.clone(),
         shutdown,
     )
     .concurrency(CONCURRENCY);
     let jobs = ctl.store();
+    metrics.workloads.imagepulljobs.set(jobs.clone());
     let (node_images, ni_writer) = reflector::store::<NodeImage>();
 
     // A NodeImage change concerns the jobs owning its tags, and running jobs that may want to

@@ -2,8 +2,10 @@
 //! `kruise_<kind>_`, read from the object as the controller's store holds it.
 
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
-use kruise_api::apps::v1alpha1::UnitedDeployment;
-use kruise_api::apps::v1beta1::{CloneSet, DaemonSet, SidecarSet, StatefulSet};
+use kruise_api::apps::v1alpha1::{EphemeralJob, UnitedDeployment, WorkloadSpread};
+use kruise_api::apps::v1beta1::{
+    AdvancedCronJob, BroadcastJob, CloneSet, DaemonSet, ImagePullJob, SidecarSet, StatefulSet,
+};
 use kruise_api::policy::v1alpha1::PodUnavailableBudget;
 use kube::Resource;
 
@@ -339,4 +341,125 @@ pub static BUDGET: &[G<PodUnavailableBudget>] = &[
         "Pods the budget protects",
         status!(total_replicas),
     ),
+];
+
+pub static WORKLOADSPREAD: &[G<WorkloadSpread>] = &[
+    g("metadata_generation", GENERATION, generation),
+    g("status_observed_generation", OBSERVED, |o| {
+        o.status.as_ref().map_or(0, |s| s.observed_generation)
+    }),
+];
+
+/// A job's completion time as seconds since the epoch, 0 until it has one.
+fn epoch(t: Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>) -> i64 {
+    t.map_or(0, |t| t.0.as_second())
+}
+
+pub static BROADCASTJOB: &[G<BroadcastJob>] = &[
+    g("spec_paused", PAUSED, |o| i64::from(o.spec.paused)),
+    g(
+        "status_desired",
+        "Nodes the job should run a Pod on",
+        status!(desired),
+    ),
+    g("status_active", "Pods running", status!(active)),
+    g(
+        "status_succeeded",
+        "Pods that ended successfully",
+        status!(succeeded),
+    ),
+    g("status_failed", "Pods that failed", status!(failed)),
+    g(
+        "status_completion_time",
+        "When the job finished (Unix seconds; 0 while it runs)",
+        |o| epoch(o.status.as_ref().and_then(|s| s.completion_time.as_ref())),
+    ),
+];
+
+pub static ADVANCEDCRONJOB: &[G<AdvancedCronJob>] = &[
+    g("spec_paused", PAUSED, |o| {
+        i64::from(o.spec.paused.unwrap_or(false))
+    }),
+    g("status_active", "Jobs running now", |o| {
+        o.status
+            .as_ref()
+            .map_or(0, |s| i64::try_from(s.active.len()).unwrap_or(i64::MAX))
+    }),
+    g(
+        "status_last_schedule_time",
+        "When a job was last started (Unix seconds; 0 before the first)",
+        |o| {
+            epoch(
+                o.status
+                    .as_ref()
+                    .and_then(|s| s.last_schedule_time.as_ref()),
+            )
+        },
+    ),
+];
+
+pub static EPHEMERALJOB: &[G<EphemeralJob>] = &[
+    g("spec_paused", PAUSED, |o| i64::from(o.spec.paused)),
+    g(
+        "status_matches",
+        "Pods the job's selector matches",
+        status!(matches),
+    ),
+    g(
+        "status_running",
+        "Targets whose ephemeral containers run",
+        status!(running),
+    ),
+    g(
+        "status_waiting",
+        "Targets whose ephemeral containers wait",
+        status!(waiting),
+    ),
+    g(
+        "status_succeeded",
+        "Targets whose ephemeral containers exited 0",
+        status!(succeeded),
+    ),
+    g(
+        "status_failed",
+        "Targets whose ephemeral containers failed",
+        status!(failed),
+    ),
+];
+
+pub static IMAGEPULLJOB: &[G<ImagePullJob>] = &[
+    g(
+        "status_desired",
+        "Nodes to pull the image on",
+        status!(desired),
+    ),
+    g("status_active", "Nodes pulling now", status!(active)),
+    g(
+        "status_succeeded",
+        "Nodes that pulled the image",
+        status!(succeeded),
+    ),
+    g(
+        "status_failed",
+        "Nodes that failed to pull",
+        status!(failed),
+    ),
+    g(
+        "status_completion_time",
+        "When the job finished (Unix seconds; 0 while it runs)",
+        |o| epoch(o.status.as_ref().and_then(|s| s.completion_time.as_ref())),
+    ),
+];
+
+/// BroadcastJob's `status.phase` values, as upstream writes them.
+pub const BROADCASTJOB_PHASES: &[&str] = &["running", "paused", "completed", "failed"];
+/// EphemeralJob's `status.phase` values, as upstream writes them.
+pub const EPHEMERALJOB_PHASES: &[&str] = &[
+    "Waiting",
+    "Running",
+    "Paused",
+    "Succeeded",
+    "Failed",
+    "Error",
+    "Unknown",
 ];

@@ -8,8 +8,10 @@ use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 
-use kruise_api::apps::v1alpha1::UnitedDeployment;
-use kruise_api::apps::v1beta1::{CloneSet, DaemonSet, SidecarSet, StatefulSet};
+use kruise_api::apps::v1alpha1::{EphemeralJob, UnitedDeployment, WorkloadSpread};
+use kruise_api::apps::v1beta1::{
+    AdvancedCronJob, BroadcastJob, CloneSet, DaemonSet, ImagePullJob, SidecarSet, StatefulSet,
+};
 use kruise_api::policy::v1alpha1::PodUnavailableBudget;
 use kube::runtime::reflector::Store;
 use kube::{Resource, ResourceExt};
@@ -32,6 +34,20 @@ struct ConditionLabels {
     name: String,
     condition: String,
     status: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PhaseLabels {
+    namespace: String,
+    name: String,
+    phase: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct SubsetLabels {
+    namespace: String,
+    name: String,
+    subset: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -85,6 +101,11 @@ pub struct WorkloadMetrics {
     pub sidecarsets: Slot<SidecarSet>,
     pub uniteddeployments: Slot<UnitedDeployment>,
     pub budgets: Slot<PodUnavailableBudget>,
+    pub workloadspreads: Slot<WorkloadSpread>,
+    pub broadcastjobs: Slot<BroadcastJob>,
+    pub advancedcronjobs: Slot<AdvancedCronJob>,
+    pub ephemeraljobs: Slot<EphemeralJob>,
+    pub imagepulljobs: Slot<ImagePullJob>,
 }
 
 impl fmt::Debug for WorkloadMetrics {
@@ -106,6 +127,11 @@ impl WorkloadMetrics {
             sidecarsets: Slot::new(),
             uniteddeployments: Slot::new(),
             budgets: Slot::new(),
+            workloadspreads: Slot::new(),
+            broadcastjobs: Slot::new(),
+            advancedcronjobs: Slot::new(),
+            ephemeraljobs: Slot::new(),
+            imagepulljobs: Slot::new(),
         }
     }
 
@@ -208,6 +234,116 @@ fn revisions<K: Resource>(
     Ok(())
 }
 
+/// `<kind>_status_phase{phase}`: kube-state-metrics' one series per phase, 1 on the phase the
+/// object is in (none while it has no phase yet).
+fn phases<K: Resource>(
+    enc: &mut DescriptorEncoder,
+    kind: &str,
+    objs: &[Arc<K>],
+    all: &[&str],
+    of: fn(&K) -> String,
+) -> fmt::Result {
+    let name = format!("{kind}_status_phase");
+    let mut m = enc.encode_descriptor(
+        &name,
+        "The object's phase: 1 on the phase it is in",
+        None,
+        MetricType::Gauge,
+    )?;
+    for o in objs {
+        let l = labels(o.as_ref());
+        let now = of(o);
+        for phase in all {
+            let labels = PhaseLabels {
+                namespace: l.namespace.clone(),
+                name: l.name.clone(),
+                phase: (*phase).to_string(),
+            };
+            ConstGauge::new(i64::from(now == *phase)).encode(m.encode_family(&labels)?)?;
+        }
+    }
+    Ok(())
+}
+
+/// A phase enum as the word it is written as on the wire.
+fn wire<T: serde::Serialize>(phase: &T) -> String {
+    serde_json::to_value(phase)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
+/// `workloadspread_subset_*{subset}`: each subset's Pods, room left and in-flight placements
+/// (the subsets are the user's few names: bounded).
+fn subsets(enc: &mut DescriptorEncoder, objs: &[Arc<WorkloadSpread>]) -> fmt::Result {
+    type Of = fn(&kruise_api::apps::v1alpha1::WorkloadSpreadSubsetStatus) -> i64;
+    let table: [(&str, &str, Of); 4] = [
+        ("replicas", "Active Pods in the subset", |s| {
+            i64::from(s.replicas)
+        }),
+        (
+            "missing_replicas",
+            "Pods the subset may still take (-1: no cap)",
+            |s| i64::from(s.missing_replicas),
+        ),
+        (
+            "creating_pods",
+            "Pods placed in the subset by the webhook and not seen yet",
+            |s| i64::try_from(s.creating_pods.len()).unwrap_or(i64::MAX),
+        ),
+        (
+            "deleting_pods",
+            "Pods whose deletion from the subset was admitted",
+            |s| i64::try_from(s.deleting_pods.len()).unwrap_or(i64::MAX),
+        ),
+    ];
+    for (field, help, value) in table {
+        let name = format!("workloadspread_subset_{field}");
+        let mut m = enc.encode_descriptor(&name, help, None, MetricType::Gauge)?;
+        for o in objs {
+            let l = labels(o.as_ref());
+            for s in o.status.iter().flat_map(|st| st.subset_statuses.iter()) {
+                let labels = SubsetLabels {
+                    namespace: l.namespace.clone(),
+                    name: l.name.clone(),
+                    subset: s.name.clone(),
+                };
+                ConstGauge::new(value(s)).encode(m.encode_family(&labels)?)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+impl WorkloadMetrics {
+    /// The jobs' and WorkloadSpread's series (the workloads' are in [`Collector::encode`]).
+    fn encode_jobs(&self, enc: &mut DescriptorEncoder) -> fmt::Result {
+        let ws = self.workloadspreads.objects();
+        gauges(enc, "workloadspread", &ws, tables::WORKLOADSPREAD)?;
+        subsets(enc, &ws)?;
+        let bj = self.broadcastjobs.objects();
+        gauges(enc, "broadcastjob", &bj, tables::BROADCASTJOB)?;
+        phases(enc, "broadcastjob", &bj, tables::BROADCASTJOB_PHASES, |o| {
+            o.status
+                .as_ref()
+                .map(|s| wire(&s.phase))
+                .unwrap_or_default()
+        })?;
+        let acj = self.advancedcronjobs.objects();
+        gauges(enc, "advancedcronjob", &acj, tables::ADVANCEDCRONJOB)?;
+        let ej = self.ephemeraljobs.objects();
+        gauges(enc, "ephemeraljob", &ej, tables::EPHEMERALJOB)?;
+        phases(enc, "ephemeraljob", &ej, tables::EPHEMERALJOB_PHASES, |o| {
+            o.status
+                .as_ref()
+                .map(|s| wire(&s.phase))
+                .unwrap_or_default()
+        })?;
+        let ipj = self.imagepulljobs.objects();
+        gauges(enc, "imagepulljob", &ipj, tables::IMAGEPULLJOB)
+    }
+}
+
 impl Collector for WorkloadMetrics {
     fn encode(&self, mut enc: DescriptorEncoder) -> fmt::Result {
         if !self.enabled() || self.leading.get() != 1 {
@@ -253,7 +389,7 @@ impl Collector for WorkloadMetrics {
         gauges(&mut enc, "uniteddeployment", &uds, tables::UNITEDDEPLOYMENT)?;
         let pubs = self.budgets.objects();
         gauges(&mut enc, "podunavailablebudget", &pubs, tables::BUDGET)?;
-        Ok(())
+        self.encode_jobs(&mut enc)
     }
 }
 

@@ -108,3 +108,57 @@ fn inplace_observer_feeds_the_histogram_and_counters() {
         assert!(text.contains(line), "missing {line} in\n{text}");
     }
 }
+
+#[test]
+fn jobs_and_spreads_show_their_phase_progress_and_subsets() {
+    use kruise_api::apps::v1alpha1::WorkloadSpread;
+    use kruise_api::apps::v1beta1::BroadcastJob;
+    let m = Metrics::new();
+    m.is_leader.set(1);
+    let (bj_store, mut bj_writer) = reflector::store::<BroadcastJob>();
+    m.workloads.broadcastjobs.set(bj_store);
+    let (ws_store, mut ws_writer) = reflector::store::<WorkloadSpread>();
+    m.workloads.workloadspreads.set(ws_store);
+    let bj: BroadcastJob = serde_json::from_value(json!({
+        "apiVersion": "apps.kruise.io/v1beta1", "kind": "BroadcastJob",
+        "metadata": {"name": "warm", "namespace": "ns"},
+        "spec": {"template": {"spec": {"containers": [{"name": "c", "image": "busybox"}]}}},
+        "status": {"desired": 3, "active": 1, "succeeded": 2, "failed": 0, "phase": "running"},
+    }))
+    .expect("BroadcastJob");
+    let ws: WorkloadSpread = serde_json::from_value(json!({
+        "apiVersion": "apps.kruise.io/v1alpha1", "kind": "WorkloadSpread",
+        "metadata": {"name": "spread", "namespace": "ns", "generation": 2},
+        "spec": {"targetRef": {"apiVersion": "apps.kruise.io/v1alpha1", "kind": "CloneSet",
+                               "name": "web"},
+                 "subsets": [{"name": "a", "maxReplicas": 2}, {"name": "b"}]},
+        "status": {"observedGeneration": 2, "subsetStatuses": [
+            {"name": "a", "replicas": 2, "missingReplicas": 0,
+             "creatingPods": {"web-x": "2026-12-07T08:00:00Z"}},
+            {"name": "b", "replicas": 1, "missingReplicas": -1},
+        ]},
+    }))
+    .expect("WorkloadSpread");
+    bj_writer.apply_watcher_event(&Event::Apply(bj.clone()));
+    ws_writer.apply_watcher_event(&Event::Apply(ws.clone()));
+    let text = m.encode().expect("encode");
+    for line in [
+        "kruise_broadcastjob_status_desired{namespace=\"ns\",name=\"warm\"} 3",
+        "kruise_broadcastjob_status_succeeded{namespace=\"ns\",name=\"warm\"} 2",
+        "kruise_broadcastjob_status_phase{namespace=\"ns\",name=\"warm\",phase=\"running\"} 1",
+        "kruise_broadcastjob_status_phase{namespace=\"ns\",name=\"warm\",phase=\"completed\"} 0",
+        "kruise_broadcastjob_status_completion_time{namespace=\"ns\",name=\"warm\"} 0",
+        "kruise_workloadspread_status_observed_generation{namespace=\"ns\",name=\"spread\"} 2",
+        "kruise_workloadspread_subset_replicas{namespace=\"ns\",name=\"spread\",subset=\"a\"} 2",
+        "kruise_workloadspread_subset_missing_replicas{namespace=\"ns\",name=\"spread\",subset=\"b\"} -1",
+        "kruise_workloadspread_subset_creating_pods{namespace=\"ns\",name=\"spread\",subset=\"a\"} 1",
+        "kruise_workloadspread_subset_deleting_pods{namespace=\"ns\",name=\"spread\",subset=\"b\"} 0",
+    ] {
+        assert!(text.contains(line), "missing {line} in\n{text}");
+    }
+    bj_writer.apply_watcher_event(&Event::Delete(bj));
+    ws_writer.apply_watcher_event(&Event::Delete(ws));
+    let text = m.encode().expect("encode");
+    assert!(!text.contains("name=\"warm\""), "series left:\n{text}");
+    assert!(!text.contains("name=\"spread\""), "series left:\n{text}");
+}

@@ -32,6 +32,7 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
     )
     .concurrency(CONCURRENCY);
     let store = ctl.store();
+    ctx.metrics.workloads.workloadspreads.set(store.clone());
     ctl.trigger_refs(
         ctx.pods
             .targets(move |ev| pod_event_targets(&store, ev.clone())),

@@ -341,6 +341,18 @@ async fn pre_delete_hook_holds_the_pod_until_its_label_goes() {
         hooked_daemonset(&client, &api, &pods, "held", "Standard", "preDelete", true).await;
     let (name, uid) = (target.name_any(), target.uid().unwrap_or_default());
     let node = pod_node(&target);
+    // The installed manager counts the recreation once the Pod goes (a global counter: other
+    // tests may add to it, never take from it).
+    let recreations = || async {
+        let labels = r#"controller="daemonset",method="recreate""#;
+        kruise_e2e::manager::metric_sum(&client, "kruise_manager_pod_updates_total", labels).await
+    };
+    let incluster = kruise_e2e::mode::mode() == kruise_e2e::mode::Mode::InCluster;
+    let recreated_before = if incluster {
+        recreations().await.expect("metrics")
+    } else {
+        0.0
+    };
 
     set_image(&api, "held", &image("testapp", "v2"))
         .await
@@ -412,6 +424,13 @@ async fn pre_delete_hook_holds_the_pod_until_its_label_goes() {
     );
     let c = container_status(p, "app").expect("container status");
     assert_eq!(c.image, image("testapp", "v2"));
+    if incluster {
+        let after = recreations().await.expect("metrics");
+        assert!(
+            after > recreated_before,
+            "pod_updates_total{{method=recreate}}: {recreated_before} then {after}"
+        );
+    }
     ns.delete().await.expect("cleanup");
 }
 

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use kruise_api::keys;
 use kruise_api::policy::v1alpha1::PodUnavailableBudget;
+use kruise_e2e::broadcastjob;
 use kruise_e2e::cloneset::{self, set_image, wait_rolled_out};
 use kruise_e2e::manager::{metric_samples, metric_sum};
 use kruise_e2e::{TestNamespace, client, wait_for};
@@ -164,6 +165,69 @@ async fn cloneset_rollout_shows_in_metrics_and_leaves_with_it() {
         let conditions =
             metric_samples(&client, "kruise_cloneset_status_condition", &labels).await?;
         Ok((left.is_empty() && conditions.is_empty()).then_some(()))
+    })
+    .await
+    .expect("series removed");
+    ns.delete().await.expect("delete ns");
+}
+
+/// A BroadcastJob run to its end shows in `/metrics` as upstream's status says it: desired and
+/// succeeded (one per eligible node) and `status_phase{phase="completed"}` 1, the other phases
+/// 0; once it is deleted its series are gone.
+#[tokio::test]
+async fn broadcastjob_phase_and_progress_show_in_metrics_and_leave_with_it() {
+    let client = client().await.expect("cluster");
+    let ns = TestNamespace::create(&client, "e2e-metrics-job")
+        .await
+        .expect("ns");
+    let nodes = broadcastjob::eligible_nodes(&client).await.expect("nodes");
+    let api = broadcastjob::api(&client, &ns.name);
+    let job = broadcastjob::new("warm", "echo done", "Never", json!({})).expect("job");
+    api.create(&PostParams::default(), &job)
+        .await
+        .expect("create BroadcastJob");
+    broadcastjob::wait_phase(&api, "warm", "completed", ROLLOUT)
+        .await
+        .expect("completed");
+    let n = nodes.len() as f64;
+    let name = ns.name.as_str();
+    let phase = |p: &str| format!("namespace=\"{name}\",name=\"warm\",phase=\"{p}\"");
+    wait_for("the job's gauges", SCRAPE, || async {
+        let desired = gauge(&client, "kruise_broadcastjob_status_desired", name, "warm").await;
+        let done = gauge(
+            &client,
+            "kruise_broadcastjob_status_succeeded",
+            name,
+            "warm",
+        )
+        .await;
+        let completed = metric_samples(
+            &client,
+            "kruise_broadcastjob_status_phase",
+            &phase("completed"),
+        )
+        .await?;
+        let running = metric_samples(
+            &client,
+            "kruise_broadcastjob_status_phase",
+            &phase("running"),
+        )
+        .await?;
+        Ok(
+            (desired == Some(n) && done == Some(n) && completed == [1.0] && running == [0.0])
+                .then_some(()),
+        )
+    })
+    .await
+    .expect("job gauges");
+    api.delete("warm", &DeleteParams::foreground())
+        .await
+        .expect("delete BroadcastJob");
+    wait_for("the job's series to go", SCRAPE, || async {
+        let labels = format!("namespace=\"{name}\",name=\"warm\"");
+        let left = metric_samples(&client, "kruise_broadcastjob_status_desired", &labels).await?;
+        let phases = metric_samples(&client, "kruise_broadcastjob_status_phase", &labels).await?;
+        Ok((left.is_empty() && phases.is_empty()).then_some(()))
     })
     .await
     .expect("series removed");

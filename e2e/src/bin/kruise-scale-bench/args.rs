@@ -12,6 +12,9 @@ use crate::scale_state;
 pub(crate) enum System {
     /// Kruise-rs: kruise-manager.
     KruiseRs,
+    /// Kruise-rs with `--workload-metrics=false`: beside `kruise-rs`, the workload metrics'
+    /// cost.
+    KruiseRsNoWorkloadMetrics,
     /// OpenKruise, the Go original: its `manager`.
     Openkruise,
 }
@@ -20,6 +23,7 @@ impl System {
     pub(crate) fn label(self) -> &'static str {
         match self {
             Self::KruiseRs => "Kruise-rs",
+            Self::KruiseRsNoWorkloadMetrics => "Kruise-rs --workload-metrics=false",
             Self::Openkruise => "OpenKruise",
         }
     }
@@ -27,7 +31,7 @@ impl System {
     /// The argument of `hack/scale-cluster.sh use`.
     pub(crate) fn arg(self) -> &'static str {
         match self {
-            Self::KruiseRs => "kruise-rs",
+            Self::KruiseRs | Self::KruiseRsNoWorkloadMetrics => "kruise-rs",
             Self::Openkruise => "openkruise",
         }
     }
@@ -36,7 +40,7 @@ impl System {
     /// stops).
     pub(crate) fn process(self) -> &'static str {
         match self {
-            Self::KruiseRs => "kruise-manager",
+            Self::KruiseRs | Self::KruiseRsNoWorkloadMetrics => "kruise-manager",
             Self::Openkruise => "openkruise-manager",
         }
     }
@@ -45,14 +49,16 @@ impl System {
     /// from the Go runtime (in-use heap spans; Go exports no peak).
     pub(crate) fn heap_live_metric(self) -> &'static str {
         match self {
-            Self::KruiseRs => "kruise_manager_heap_live_bytes",
+            Self::KruiseRs | Self::KruiseRsNoWorkloadMetrics => "kruise_manager_heap_live_bytes",
             Self::Openkruise => "go_memstats_heap_inuse_bytes",
         }
     }
 
     pub(crate) fn heap_peak_metric(self) -> Option<&'static str> {
         match self {
-            Self::KruiseRs => Some("kruise_manager_heap_peak_bytes"),
+            Self::KruiseRs | Self::KruiseRsNoWorkloadMetrics => {
+                Some("kruise_manager_heap_peak_bytes")
+            }
             Self::Openkruise => None,
         }
     }

@@ -89,7 +89,9 @@ async fn run(args: Args) -> Result<()> {
     }
     for system in &args.systems {
         let (bin, hint) = match system {
-            System::KruiseRs => (&args.manager, "cargo build --release -p kruise-manager"),
+            System::KruiseRs | System::KruiseRsNoWorkloadMetrics => {
+                (&args.manager, "cargo build --release -p kruise-manager")
+            }
             System::Openkruise => (&args.openkruise_manager, "hack/build-openkruise.sh"),
         };
         if !bin.exists() {
@@ -118,7 +120,9 @@ async fn run(args: Args) -> Result<()> {
     if let Some(e) = failed {
         return Err(e);
     }
-    args.common.emit(&report::table(&args, &results))?;
+    let mut text = report::table(&args, &results);
+    text.push_str(&report::metrics_cost(&results));
+    args.common.emit(&text)?;
     Ok(())
 }
 

@@ -30,12 +30,13 @@ impl Manager {
         let name = system.process();
         let log = std::fs::File::create(logs.join(format!("{name}-{n}-{}.log", run + 1)))?;
         let bin = match system {
-            System::KruiseRs => &args.manager,
+            System::KruiseRs | System::KruiseRsNoWorkloadMetrics => &args.manager,
             System::Openkruise => &args.openkruise_manager,
         };
         let mut cmd = std::process::Command::new(bin);
         match system {
-            System::KruiseRs => {
+            System::KruiseRs | System::KruiseRsNoWorkloadMetrics => {
+                let on = system == System::KruiseRs;
                 cmd.arg("--kubeconfig")
                     .arg(&args.kubeconfig)
                     .args(["--webhook-host", "127.0.0.1"])
@@ -44,6 +45,7 @@ impl Manager {
                     .args(["--leader-elect", "false"])
                     .args(["--kube-api-qps", &args.qps.to_string()])
                     .args(["--kube-api-burst", &args.burst.to_string()])
+                    .arg(format!("--workload-metrics={on}"))
                     .env(
                         "RUST_LOG",
                         std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into()),
@@ -134,13 +136,47 @@ pub(crate) fn manager_metric(name: &str) -> Option<u64> {
         .map(|v| v as u64)
 }
 
+/// Scrapes the manager's /metrics once a second, as an eager Prometheus would, so that what a
+/// scrape costs (the workload metrics are computed then) is part of what the run measures.
+pub(crate) struct Scraper {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: std::thread::JoinHandle<(usize, usize)>,
+}
+
+impl Scraper {
+    pub(crate) fn start() -> Self {
+        use std::sync::atomic::Ordering;
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let (mut scrapes, mut series) = (0, 0);
+            while !flag.load(Ordering::Relaxed) {
+                if let Some(text) = http_get(METRICS_ADDR, "/metrics") {
+                    scrapes += 1;
+                    series = text.lines().filter(|l| !l.starts_with('#')).count();
+                }
+                std::thread::sleep(Duration::from_secs(1));
+            }
+            (scrapes, series)
+        });
+        Self { stop, thread }
+    }
+
+    /// Stops; the scrapes done and the series the last one held.
+    pub(crate) fn stop(self) -> (usize, usize) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.thread.join().unwrap_or((0, 0))
+    }
+}
+
 /// What the scale cluster has installed: `Some` once known (it comes up with Kruise-rs's CRDs;
 /// a run with OpenKruise swaps them in before its first turn whatever was there).
 pub(crate) struct Installed(pub(crate) Option<System>);
 
 impl Installed {
     pub(crate) async fn ensure(&mut self, system: System) -> Result<()> {
-        if self.0 != Some(system) {
+        // Both Kruise-rs variants run on the same CRDs and webhook configurations.
+        if self.0.map(System::arg) != Some(system.arg()) {
             // Unknown until the swap succeeds: a half-done swap is redone next time.
             self.0 = None;
             use_system(system).await?;

@@ -14,7 +14,7 @@ use serde_json::json;
 
 use crate::args::{Args, System};
 use crate::floor::floor_run;
-use crate::manager::{Installed, Manager, manager_metric};
+use crate::manager::{Installed, Manager, Scraper, manager_metric};
 use crate::pods::{create_ns, delete_pods, pod_spec};
 use crate::watch::ImageWatch;
 use crate::{IMAGE_V1, IMAGE_V2, heap_mib, timeout_for};
@@ -35,6 +35,9 @@ pub(crate) struct ManagerSample {
     /// Pod writes a watch saw from the image change to rollout complete.
     pub(crate) pod_writes: usize,
     pub(crate) cpu: Duration,
+    /// Scrapes of /metrics during the rollout (one a second) and the series the last held.
+    pub(crate) scrapes: usize,
+    pub(crate) series: usize,
 }
 
 /// Waits until the API server admits the CloneSet (a server-side dry run): the manager's
@@ -67,6 +70,7 @@ pub(crate) async fn manager_run(
 ) -> Result<ManagerSample> {
     let tag = match system {
         System::KruiseRs => "cs",
+        System::KruiseRsNoWorkloadMetrics => "cs-nm",
         System::Openkruise => "ok",
     };
     let ns = format!("scale-{tag}-{n}-{run}");
@@ -100,6 +104,7 @@ pub(crate) async fn manager_run(
     let heap_steady = manager_metric(system.heap_live_metric());
     let watch = ImageWatch::start(pods.clone(), &format!("app={name}"), IMAGE_V2, n).await?;
     let rss = bench::RssPeak::start(pid);
+    let scraper = Scraper::start();
     let cpu0 = bench::cpu_time(pid).unwrap_or_default();
 
     let start = Instant::now();
@@ -126,6 +131,7 @@ pub(crate) async fn manager_run(
         .unwrap_or_default()
         .saturating_sub(cpu0);
     let rss_peak_kib = rss.stop();
+    let (scrapes, series) = scraper.stop();
     let heap_peak = system.heap_peak_metric().and_then(manager_metric);
     let pod_writes = watch.writes.load(Ordering::Relaxed);
     drop(watch);
@@ -141,9 +147,11 @@ pub(crate) async fn manager_run(
         heap_after: manager_metric(system.heap_live_metric()),
         pod_writes,
         cpu,
+        scrapes,
+        series,
     };
     eprintln!(
-        "N={n} run {} {}: manager patched all in {}s, rollout complete in {}s, cpu {}s, rss {} MiB steady / {} MiB peak / {} MiB after, heap {} steady / {} peak / {} after MiB",
+        "N={n} run {} {}: manager patched all in {}s, rollout complete in {}s, cpu {}s, rss {} MiB steady / {} MiB peak / {} MiB after, heap {} steady / {} peak / {} after MiB, {} scrapes of {} series",
         run + 1,
         system.label(),
         secs(sample.patched),
@@ -154,7 +162,9 @@ pub(crate) async fn manager_run(
         sample.rss_after_kib / 1024,
         heap_mib(sample.heap_steady),
         heap_mib(sample.heap_peak),
-        heap_mib(sample.heap_after)
+        heap_mib(sample.heap_after),
+        sample.scrapes,
+        sample.series
     );
 
     // Without a garbage collector the Pods stay: delete the CloneSet first (else it recreates
@@ -189,6 +199,8 @@ pub(crate) struct SystemResult {
     pub(crate) rss_after_kib: u64,
     pub(crate) heap_after: Option<u64>,
     pub(crate) pod_writes: Vec<usize>,
+    /// Series a scrape of /metrics held, per run.
+    pub(crate) series: Vec<usize>,
 }
 
 impl SystemResult {
@@ -203,6 +215,7 @@ impl SystemResult {
         self.rss_after_kib = self.rss_after_kib.max(m.rss_after_kib);
         self.heap_after = max_opt(self.heap_after, m.heap_after);
         self.pod_writes.push(m.pod_writes);
+        self.series.push(m.series);
     }
 }
 

@@ -196,3 +196,38 @@ the floor runs in {}'s turns.",
     ));
     out
 }
+
+/// The workload metrics' cost, when the run had Kruise-rs with them on and off: per size, the
+/// ratio on/off of CPU, peak RSS and steady heap, and the series a scrape held in each.
+pub(crate) fn metrics_cost(results: &[(usize, SizeResult)]) -> String {
+    let mut out = String::new();
+    for (n, r) in results {
+        let find = |want: System| r.systems.iter().find(|(s, _)| *s == want).map(|(_, s)| s);
+        let (Some(on), Some(off)) = (
+            find(System::KruiseRs),
+            find(System::KruiseRsNoWorkloadMetrics),
+        ) else {
+            continue;
+        };
+        let series = |s: &crate::measure::SystemResult| s.series.iter().max().copied();
+        out.push_str(&format!(
+            "\nN={n}, workload metrics on / off (/metrics scraped every second through the rollout): CPU {:.2} ({} / {} s), RSS peak {} ({} / {} MiB), heap steady {}, series per scrape {} / {}.",
+            ratio(median(&on.cpu), median(&off.cpu)),
+            secs(median(&on.cpu)),
+            secs(median(&off.cpu)),
+            ratio_u64(on.rss_peak_kib, off.rss_peak_kib),
+            mib(on.rss_peak_kib),
+            mib(off.rss_peak_kib),
+            match (on.heap_steady, off.heap_steady) {
+                (Some(a), Some(b)) => ratio_u64(a, b),
+                _ => "n/a".into(),
+            },
+            series(on).map_or_else(|| "n/a".into(), |v| v.to_string()),
+            series(off).map_or_else(|| "n/a".into(), |v| v.to_string()),
+        ));
+    }
+    if !out.is_empty() {
+        out.push('\n');
+    }
+    out
+}
