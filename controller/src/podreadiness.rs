@@ -23,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::metrics::Metrics;
 use crate::podcache::PodCache;
-use crate::runner::{Controller, ReconcileError};
+use crate::runner::Controller;
 
 const NAME: &str = "podreadiness";
 const CONCURRENCY: u16 = 4;
@@ -32,19 +32,8 @@ const CONCURRENCY: u16 = 4;
 /// key a later writer added meanwhile.
 const RECENT: Duration = Duration::from_secs(10);
 
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    #[error("kubernetes API: {0}")]
-    Kube(#[from] kube::Error),
-}
-
-impl ReconcileError for Error {
-    fn metric_label(&self) -> &'static str {
-        match self {
-            Error::Kube(_) => "kube",
-        }
-    }
-}
+/// The controller has no failure kind of its own: its error is a failed API call.
+pub use crate::runner::KubeError as Error;
 
 /// UIDs patched recently, so that the events racing our own write do not repeat it.
 #[derive(Default)]

@@ -63,12 +63,20 @@ use tokio_util::task::AbortOnDropHandle;
 use tracing::Instrument;
 
 use crate::backoff::{self, Backoff, Policy};
+pub use crate::error::KubeError;
 use crate::metrics::RecordReconcile;
 
 /// What the runner needs to know about a controller's error (controller-rs's `Error` with
 /// `metric_label()`).
 pub trait ReconcileError: std::error::Error + Send + Sync + 'static {
-    /// The `error` label of the reconcile error counter.
+    /// The failed API call this error is, if it is one: whether it is a conflict follows from
+    /// it (see [`KubeError`]).
+    fn kube(&self) -> Option<&KubeError> {
+        None
+    }
+
+    /// The `error` label of the reconcile error counter ([`KubeError::METRIC_LABEL`] for a
+    /// failed API call).
     fn metric_label(&self) -> &'static str;
 
     /// The soonest retry: errors only a change of the object can fix (that change triggers a
@@ -78,9 +86,9 @@ pub trait ReconcileError: std::error::Error + Send + Sync + 'static {
     }
 
     /// A write lost to a concurrent writer: it only means the cache was stale, so it is logged
-    /// at debug and retried by the same backoff curve.
+    /// at debug and retried by the same backoff curve. By default: a 409 from [`Self::kube`].
     fn is_conflict(&self) -> bool {
-        false
+        self.kube().is_some_and(KubeError::is_conflict)
     }
 }
 

@@ -1,8 +1,7 @@
 //! Shared state of the AdvancedCronJob controller (client, the stores of the three kinds of
-//! run, the clock, Events) and its error.
+//! run, the clock, Events).
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use crate::events::Recorder;
 use jiff::Timestamp;
@@ -14,7 +13,6 @@ use kube::{Client, Resource};
 
 use crate::backoff::{Backoff, Policy};
 use crate::metrics::Metrics;
-use crate::runner::ReconcileError;
 
 /// Name in Events, logs and the field manager (upstream's).
 pub const CONTROLLER_NAME: &str = "advancedcronjob-controller";
@@ -95,42 +93,5 @@ impl Context {
             None,
         );
         crate::events::publish_event(&self.recorder, &ev, &acj.object_ref(&())).await;
-    }
-}
-
-/// The soonest retry of errors only a spec change (or `startingDeadlineSeconds`) fixes.
-const SPEC_ERROR_RETRY: Duration = Duration::from_secs(30);
-
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    #[error("kubernetes API: {0}")]
-    Kube(#[from] kube::Error),
-    #[error("serialization: {0}")]
-    Serde(#[from] serde_json::Error),
-    #[error(transparent)]
-    Schedule(#[from] super::plan::Problem),
-    #[error("AdvancedCronJob has no namespace or uid")]
-    Unnamed,
-}
-
-impl ReconcileError for Error {
-    fn metric_label(&self) -> &'static str {
-        match self {
-            Error::Kube(_) => "kube",
-            Error::Serde(_) => "serde",
-            Error::Schedule(_) => "schedule",
-            Error::Unnamed => "unnamed",
-        }
-    }
-
-    fn retry_floor(&self) -> Duration {
-        match self {
-            Error::Schedule(_) => SPEC_ERROR_RETRY,
-            _ => Duration::ZERO,
-        }
-    }
-
-    fn is_conflict(&self) -> bool {
-        matches!(self, Error::Kube(e) if crate::runner::is_conflict(e))
     }
 }

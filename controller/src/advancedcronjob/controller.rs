@@ -16,8 +16,9 @@ use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
 
 use super::children;
-pub use super::context::{CONTROLLER_NAME, Clock, Context, Error, SystemClock};
+pub use super::context::{CONTROLLER_NAME, Clock, Context, SystemClock};
 use super::context::{METRIC_NAME, Runs};
+pub use super::error::Error;
 pub use super::reconcile::reconcile;
 use crate::metrics::Metrics;
 use crate::runner::{self, Controller};

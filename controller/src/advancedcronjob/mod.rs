@@ -11,6 +11,7 @@
 mod children;
 mod context;
 pub mod controller;
+pub mod error;
 pub mod plan;
 mod reconcile;
 

@@ -1,8 +1,7 @@
 //! Shared state of the BroadcastJob controller (client, Pod cache, Node store, expectations,
-//! Events) and its error.
+//! Events).
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use crate::events::Recorder;
 use k8s_openapi::api::core::v1::{Node, ObjectReference};
@@ -11,12 +10,10 @@ use kube::runtime::events::{EventType, Reporter};
 use kube::runtime::reflector::Store;
 use kube::{Client, Resource};
 
-use super::plan::BadParallelism;
 use crate::backoff::{Backoff, Policy};
 use crate::expectations::ScaleExpectations;
 use crate::metrics::Metrics;
 use crate::podcache::PodCache;
-use crate::runner::ReconcileError;
 
 /// Name in Events, logs and the field manager (upstream's).
 pub const CONTROLLER_NAME: &str = "broadcastjob-controller";
@@ -83,42 +80,5 @@ impl Context {
             related,
         );
         crate::events::publish_event(&self.recorder, &ev, &job.object_ref(&())).await;
-    }
-}
-
-/// The soonest retry of errors only a spec change fixes (that change triggers a reconcile).
-const SPEC_ERROR_RETRY: Duration = Duration::from_secs(30);
-
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    #[error("kubernetes API: {0}")]
-    Kube(#[from] kube::Error),
-    #[error("serialization: {0}")]
-    Serde(#[from] serde_json::Error),
-    #[error(transparent)]
-    Spec(#[from] BadParallelism),
-    #[error("BroadcastJob has no namespace or uid")]
-    Unnamed,
-}
-
-impl ReconcileError for Error {
-    fn metric_label(&self) -> &'static str {
-        match self {
-            Error::Kube(_) => "kube",
-            Error::Serde(_) => "serde",
-            Error::Spec(_) => "spec",
-            Error::Unnamed => "unnamed",
-        }
-    }
-
-    fn retry_floor(&self) -> Duration {
-        match self {
-            Error::Spec(_) => SPEC_ERROR_RETRY,
-            _ => Duration::ZERO,
-        }
-    }
-
-    fn is_conflict(&self) -> bool {
-        matches!(self, Error::Kube(e) if crate::runner::is_conflict(e))
     }
 }

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use crate::inplace::{ApplyError, NotInPlace};
 use crate::revision::RevisionError;
-use crate::runner::ReconcileError;
+use crate::runner::{KubeError, ReconcileError};
 
 /// The soonest retry of errors that only a change of the CloneSet or its Pods can fix
 /// (InPlaceOnly, a bad lifecycle state, a bad template): that change triggers a reconcile by
@@ -14,8 +14,8 @@ const SPEC_ERROR_RETRY: Duration = Duration::from_secs(30);
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("kubernetes API: {0}")]
-    Kube(#[from] kube::Error),
+    #[error(transparent)]
+    Kube(#[from] KubeError),
     #[error(transparent)]
     Revision(#[from] RevisionError),
     #[error("in-place update: {0}")]
@@ -39,25 +39,32 @@ pub enum Error {
     },
 }
 
+kruise_runtime::kube_variant!(Error);
+
 impl Error {
     /// The text a condition shows: the API server's own message for a refused request (what
     /// upstream shows), not the client's debug rendering of the whole Status.
     pub(super) fn condition_message(&self) -> String {
         match self {
-            Error::Kube(kube::Error::Api(status)) if !status.message.is_empty() => {
-                status.message.clone()
-            }
+            Error::Kube(e) if let Some(message) = e.api_message() => message.to_owned(),
             e => e.to_string(),
         }
     }
 }
 
-/// `is_conflict` keeps its default (false): a conflict that escapes a reconcile is logged at warn
-/// and retried like any other API error, as the CloneSet's own error policy did.
+/// A conflict that escapes a reconcile (a 409, see [`KubeError`]) is logged at debug and retried
+/// by the same backoff curve, as in every controller.
 impl ReconcileError for Error {
+    fn kube(&self) -> Option<&KubeError> {
+        match self {
+            Error::Kube(e) => Some(e),
+            _ => None,
+        }
+    }
+
     fn metric_label(&self) -> &'static str {
         match self {
-            Error::Kube(_) => "kube",
+            Error::Kube(e) => e.metric_label(),
             Error::Revision(_) => "revision",
             Error::InPlace(_) => "inplace",
             Error::Serde(_) => "serde",
@@ -86,7 +93,7 @@ mod tests {
     use kube::core::Status;
 
     fn api(message: &str) -> Error {
-        Error::Kube(kube::Error::Api(Box::new(
+        Error::from(kube::Error::Api(Box::new(
             Status::failure(message, "Forbidden").with_code(403),
         )))
     }

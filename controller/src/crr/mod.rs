@@ -39,7 +39,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::metrics::Metrics;
 use crate::podcache::{PodCache, PodEvent};
-use crate::runner::{self, Controller, ReconcileError, finalizer};
+use crate::runner::{self, Controller, KubeError, ReconcileError, finalizer};
 use logic::Step;
 
 const NAME: &str = "containerrecreaterequest";
@@ -48,27 +48,30 @@ const ATTEMPTS: u32 = 5;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("kubernetes API: {0}")]
-    Kube(#[from] kube::Error),
+    #[error(transparent)]
+    Kube(#[from] KubeError),
     #[error(transparent)]
     Readiness(#[from] kruise_api::Error),
     #[error("pod {0} kept conflicting")]
     Conflict(String),
 }
 
+kruise_runtime::kube_variant!(Error);
+
 impl ReconcileError for Error {
-    fn metric_label(&self) -> &'static str {
+    fn kube(&self) -> Option<&KubeError> {
         match self {
-            Error::Kube(_) => "kube",
-            Error::Readiness(_) => "readiness",
-            Error::Conflict(_) => "conflict",
+            Error::Kube(e) => Some(e),
+            _ => None,
         }
     }
 
-    /// A conflict only means the cache was stale: the same curve retries it within
-    /// milliseconds.
-    fn is_conflict(&self) -> bool {
-        matches!(self, Error::Kube(e) if runner::is_conflict(e))
+    fn metric_label(&self) -> &'static str {
+        match self {
+            Error::Kube(e) => e.metric_label(),
+            Error::Readiness(_) => "readiness",
+            Error::Conflict(_) => "conflict",
+        }
     }
 }
 

@@ -1,8 +1,7 @@
 //! Shared state of the Advanced DaemonSet controller (client, Pod cache, Node store,
-//! expectations, Events) and its error.
+//! expectations, Events).
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use crate::events::Recorder;
 use k8s_openapi::api::core::v1::Node;
@@ -12,16 +11,12 @@ use kube::runtime::events::{EventType, Reporter};
 use kube::runtime::reflector::Store;
 use kube::{Client, Resource};
 
-use super::plan::BadNumber;
 use crate::backoff::{Backoff, Policy};
 use crate::expectations::{ResourceVersionExpectations, ScaleExpectations};
-use crate::inplace::{ApplyError, InPlaceControl};
+use crate::inplace::InPlaceControl;
 use crate::metrics::Metrics;
 use crate::podcache::PodCache;
 use crate::revcache::RevisionCache;
-use crate::revision::RevisionError;
-use crate::runner::ReconcileError;
-use crate::workload::lifecycle::WriteError;
 use crate::workload::quiet::QuietPods;
 
 /// Name in Events, logs and the field manager.
@@ -92,47 +87,5 @@ impl Context {
     pub(super) async fn event(&self, ds: &DaemonSet, type_: EventType, reason: &str, note: String) {
         let ev = crate::events::event(type_, reason, note, None);
         crate::events::publish_event(&self.recorder, &ev, &ds.object_ref(&())).await;
-    }
-}
-
-/// The soonest retry of errors only a spec change fixes (that change triggers a reconcile).
-const SPEC_ERROR_RETRY: Duration = Duration::from_secs(30);
-
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    #[error("kubernetes API: {0}")]
-    Kube(#[from] kube::Error),
-    #[error(transparent)]
-    Revision(#[from] RevisionError),
-    #[error("in-place update: {0}")]
-    InPlace(#[from] ApplyError),
-    #[error("serialization: {0}")]
-    Serde(#[from] serde_json::Error),
-    #[error(transparent)]
-    Spec(#[from] BadNumber),
-    #[error("DaemonSet has no namespace or uid")]
-    Unnamed,
-    #[error("lifecycle: {0}")]
-    Lifecycle(#[from] WriteError),
-}
-
-impl ReconcileError for Error {
-    fn metric_label(&self) -> &'static str {
-        match self {
-            Error::Kube(_) => "kube",
-            Error::Revision(_) => "revision",
-            Error::InPlace(_) => "inplace",
-            Error::Serde(_) => "serde",
-            Error::Spec(_) => "spec",
-            Error::Unnamed => "unnamed",
-            Error::Lifecycle(_) => "lifecycle",
-        }
-    }
-
-    fn retry_floor(&self) -> Duration {
-        match self {
-            Error::Spec(_) => SPEC_ERROR_RETRY,
-            _ => Duration::ZERO,
-        }
     }
 }

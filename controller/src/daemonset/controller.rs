@@ -16,7 +16,8 @@ use kube::{Api, Client, Resource, ResourceExt};
 use tokio_util::sync::CancellationToken;
 
 use super::context::METRIC_NAME;
-pub use super::context::{CONTROLLER_NAME, Context, Error};
+pub use super::context::{CONTROLLER_NAME, Context};
+pub use super::error::Error;
 pub use super::reconcile::reconcile;
 use crate::expectations::Cached;
 use crate::metrics::Metrics;

@@ -1,5 +1,4 @@
-//! Shared state of the EphemeralJob controller (client, Pod cache, expectations, Events) and
-//! its error.
+//! Shared state of the EphemeralJob controller (client, Pod cache, expectations, Events).
 
 use std::sync::Arc;
 
@@ -13,7 +12,6 @@ use crate::backoff::{Backoff, Policy};
 use crate::expectations::ScaleExpectations;
 use crate::metrics::Metrics;
 use crate::podcache::PodCache;
-use crate::runner::ReconcileError;
 
 /// Name in Events, logs and the field manager (upstream's).
 pub const CONTROLLER_NAME: &str = "ephemeraljob-controller";
@@ -76,29 +74,5 @@ impl Context {
             related,
         );
         crate::events::publish_event(&self.recorder, &ev, &job.object_ref(&())).await;
-    }
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    #[error("kubernetes API: {0}")]
-    Kube(#[from] kube::Error),
-    #[error("serialization: {0}")]
-    Serde(#[from] serde_json::Error),
-    #[error("EphemeralJob has no namespace or uid")]
-    Unnamed,
-}
-
-impl ReconcileError for Error {
-    fn metric_label(&self) -> &'static str {
-        match self {
-            Error::Kube(_) => "kube",
-            Error::Serde(_) => "serde",
-            Error::Unnamed => "unnamed",
-        }
-    }
-
-    fn is_conflict(&self) -> bool {
-        matches!(self, Error::Kube(e) if crate::runner::is_conflict(e))
     }
 }

@@ -12,7 +12,8 @@ use kube::{Api, Client};
 use tokio_util::sync::CancellationToken;
 
 use super::context::METRIC_NAME;
-pub use super::context::{CONTROLLER_NAME, Context, Error};
+pub use super::context::{CONTROLLER_NAME, Context};
+pub use super::error::Error;
 use super::plan;
 pub use super::reconcile::reconcile;
 use crate::metrics::Metrics;

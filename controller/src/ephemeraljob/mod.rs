@@ -10,6 +10,7 @@
 
 mod context;
 pub mod controller;
+pub mod error;
 pub mod plan;
 mod reconcile;
 

@@ -27,31 +27,34 @@ use tokio_util::sync::CancellationToken;
 use super::logic::{self, Ttl};
 use crate::expectations::{EXPECTATION_TIMEOUT, ScaleAction, ScaleExpectations, ScaleSatisfaction};
 use crate::metrics::Metrics;
-use crate::runner::{self, Controller, ReconcileError};
+use crate::runner::{self, Controller, KubeError, ReconcileError};
 
 const NAME: &str = "imagelistpulljob";
 const CONCURRENCY: u16 = 2;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("kubernetes API: {0}")]
-    Kube(#[from] kube::Error),
+    #[error(transparent)]
+    Kube(#[from] KubeError),
     #[error("cannot hash the job template: {0}")]
     Hash(String),
 }
 
+kruise_runtime::kube_variant!(Error);
+
 impl ReconcileError for Error {
-    fn metric_label(&self) -> &'static str {
+    fn kube(&self) -> Option<&KubeError> {
         match self {
-            Error::Kube(_) => "kube",
-            Error::Hash(_) => "hash",
+            Error::Kube(e) => Some(e),
+            _ => None,
         }
     }
 
-    /// A conflict only means the cache was stale: the same curve retries it within
-    /// milliseconds.
-    fn is_conflict(&self) -> bool {
-        matches!(self, Error::Kube(e) if runner::is_conflict(e))
+    fn metric_label(&self) -> &'static str {
+        match self {
+            Error::Kube(e) => e.metric_label(),
+            Error::Hash(_) => "hash",
+        }
     }
 }
 

@@ -45,7 +45,7 @@ use tokio_util::sync::CancellationToken;
 use crate::expectations::{EXPECTATION_TIMEOUT, ResourceVersionExpectations, VersionSatisfaction};
 use crate::metrics::Metrics;
 use crate::podcache::{PodCache, PodEvent};
-use crate::runner::{self, Controller, ReconcileError, finalizer};
+use crate::runner::{self, Controller, KubeError, ReconcileError, finalizer};
 use logic::{Jitter, LogicError, Ttl};
 
 const NAME: &str = "imagepulljob";
@@ -55,8 +55,8 @@ const WRITE_ATTEMPTS: u32 = 5;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("kubernetes API: {0}")]
-    Kube(#[from] kube::Error),
+    #[error(transparent)]
+    Kube(#[from] KubeError),
     #[error(transparent)]
     Logic(#[from] LogicError),
     #[error("namespace {0} is being deleted")]
@@ -67,21 +67,23 @@ pub enum Error {
     Conflict(String),
 }
 
+kruise_runtime::kube_variant!(Error);
+
 impl ReconcileError for Error {
+    fn kube(&self) -> Option<&KubeError> {
+        match self {
+            Error::Kube(e) => Some(e),
+            _ => None,
+        }
+    }
+
     fn metric_label(&self) -> &'static str {
         match self {
-            Error::Kube(_) => "kube",
+            Error::Kube(e) => e.metric_label(),
             Error::Logic(_) => "invalid",
             Error::NamespaceTerminating(_) | Error::NamespaceMissing(_) => "namespace",
             Error::Conflict(_) => "conflict",
         }
-    }
-
-    /// A conflict means the cached job was stale and the fresh one is on its way: the same
-    /// curve retries it within milliseconds. A spec error (which only an edit fixes) slows
-    /// down by itself along that curve.
-    fn is_conflict(&self) -> bool {
-        matches!(self, Error::Kube(e) if runner::is_conflict(e))
     }
 }
 

@@ -22,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::metrics::Metrics;
 use crate::podcache::PodCache;
-use crate::runner::{Controller, ReconcileError};
+use crate::runner::{Controller, KubeError, ReconcileError};
 
 use plan::Step;
 
@@ -35,16 +35,25 @@ const STALE_BARRIER_RETRY: Duration = Duration::from_secs(1);
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("kubernetes API: {0}")]
-    Kube(#[from] kube::Error),
+    #[error(transparent)]
+    Kube(#[from] KubeError),
     #[error("pod {0} has no namespace or UID")]
     Incomplete(String),
 }
 
+kruise_runtime::kube_variant!(Error);
+
 impl ReconcileError for Error {
+    fn kube(&self) -> Option<&KubeError> {
+        match self {
+            Error::Kube(e) => Some(e),
+            _ => None,
+        }
+    }
+
     fn metric_label(&self) -> &'static str {
         match self {
-            Error::Kube(_) => "kube",
+            Error::Kube(e) => e.metric_label(),
             Error::Incomplete(_) => "incomplete",
         }
     }

@@ -37,7 +37,7 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use crate::metrics::Metrics;
-use crate::runner::{self, Controller, ReconcileError};
+use crate::runner::{self, Controller};
 use logic::{Creation, Owner};
 
 const NAME: &str = "nodeimage";
@@ -46,27 +46,8 @@ const CONCURRENCY: u16 = 3;
 const MIN_REQUEUE: Duration = Duration::from_secs(3);
 const CONTROLLER_NAME: &str = "nodeimage-controller";
 
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    #[error("kubernetes API: {0}")]
-    Kube(#[from] kube::Error),
-}
-
-impl ReconcileError for Error {
-    fn metric_label(&self) -> &'static str {
-        match self {
-            Error::Kube(_) => "kube",
-        }
-    }
-
-    /// A conflict only means the cache was stale: the same curve retries it within
-    /// milliseconds.
-    fn is_conflict(&self) -> bool {
-        match self {
-            Error::Kube(e) => runner::is_conflict(e),
-        }
-    }
-}
+/// The controller has no failure kind of its own: its error is a failed API call.
+pub use crate::runner::KubeError as Error;
 
 struct Ctx {
     client: Client,

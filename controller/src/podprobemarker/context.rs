@@ -1,4 +1,4 @@
-//! What the three loops share: client, caches, Event recorder, and the error.
+//! What the three loops share: client, caches, Event recorder.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -12,27 +12,9 @@ use kube::{Client, Resource};
 
 use crate::metrics::Metrics;
 use crate::podcache::PodCache;
-use crate::runner::ReconcileError;
 
 /// Name in Events and logs (upstream's controller name).
 pub const CONTROLLER_NAME: &str = "podprobemarker-controller";
-
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    #[error("kubernetes API: {0}")]
-    Kube(#[from] kube::Error),
-}
-
-impl ReconcileError for Error {
-    fn metric_label(&self) -> &'static str {
-        "kube"
-    }
-
-    fn is_conflict(&self) -> bool {
-        let Error::Kube(e) = self;
-        crate::runner::is_conflict(e)
-    }
-}
 
 pub struct Context {
     pub client: Client,

@@ -2,26 +2,31 @@
 
 use kruise_api::policy::v1alpha1::pubcontrol::BudgetError;
 
-use crate::runner::ReconcileError;
+use crate::runner::{KubeError, ReconcileError};
 
 /// Why a reconcile failed; the runner backs off and retries.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("kubernetes API: {0}")]
-    Kube(#[from] kube::Error),
+    #[error(transparent)]
+    Kube(#[from] KubeError),
     #[error("cannot compute the desired available count: {0}")]
     Budget(#[from] BudgetError),
 }
 
+kruise_runtime::kube_variant!(Error);
+
 impl ReconcileError for Error {
-    fn metric_label(&self) -> &'static str {
+    fn kube(&self) -> Option<&KubeError> {
         match self {
-            Error::Kube(_) => "kube",
-            Error::Budget(_) => "budget",
+            Error::Kube(e) => Some(e),
+            _ => None,
         }
     }
 
-    fn is_conflict(&self) -> bool {
-        matches!(self, Error::Kube(e) if crate::runner::is_conflict(e))
+    fn metric_label(&self) -> &'static str {
+        match self {
+            Error::Kube(e) => e.metric_label(),
+            Error::Budget(_) => "budget",
+        }
     }
 }

@@ -2,13 +2,13 @@
 
 use std::time::Duration;
 
-use crate::runner::ReconcileError;
+use crate::runner::{KubeError, ReconcileError};
 
 /// Why a reconcile failed; the runner backs off and retries.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("kubernetes API: {0}")]
-    Kube(#[from] kube::Error),
+    #[error(transparent)]
+    Kube(#[from] KubeError),
     /// Some namespaces could not be written; the status names them.
     #[error("{count} namespace(s) failed: {first}")]
     Namespaces { count: usize, first: String },
@@ -18,10 +18,19 @@ pub enum Error {
     Resource(#[from] kruise_api::apps::v1alpha1::ResourceError),
 }
 
+kruise_runtime::kube_variant!(Error);
+
 impl ReconcileError for Error {
+    fn kube(&self) -> Option<&KubeError> {
+        match self {
+            Error::Kube(e) => Some(e),
+            _ => None,
+        }
+    }
+
     fn metric_label(&self) -> &'static str {
         match self {
-            Error::Kube(_) => "kube",
+            Error::Kube(e) => e.metric_label(),
             Error::Namespaces { .. } => "namespaces",
             Error::Resource(_) => "resource",
         }
@@ -33,9 +42,5 @@ impl ReconcileError for Error {
             Error::Resource(_) => Duration::from_secs(300),
             _ => Duration::ZERO,
         }
-    }
-
-    fn is_conflict(&self) -> bool {
-        matches!(self, Error::Kube(e) if crate::runner::is_conflict(e))
     }
 }

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::runner::ReconcileError;
+use crate::runner::{KubeError, ReconcileError};
 
 use super::context::PROGRESS_RESYNC;
 
@@ -10,8 +10,8 @@ use super::context::PROGRESS_RESYNC;
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// An API call failed.
-    #[error("kubernetes API: {0}")]
-    Kube(#[from] kube::Error),
+    #[error(transparent)]
+    Kube(#[from] KubeError),
     /// A wire format could not be read or written.
     #[error("{0}")]
     Wire(#[from] kruise_api::Error),
@@ -37,10 +37,19 @@ pub enum Error {
     },
 }
 
+kruise_runtime::kube_variant!(Error);
+
 impl ReconcileError for Error {
+    fn kube(&self) -> Option<&KubeError> {
+        match self {
+            Error::Kube(e) => Some(e),
+            _ => None,
+        }
+    }
+
     fn metric_label(&self) -> &'static str {
         match self {
-            Error::Kube(_) => "kube",
+            Error::Kube(e) => e.metric_label(),
             Error::Wire(_) => "wire",
             Error::Blocked { .. } => "blocked",
             Error::Revision(_) => "revision",

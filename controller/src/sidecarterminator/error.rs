@@ -1,26 +1,31 @@
 //! The controller's error, with the runner's metric label.
 
-use crate::runner::ReconcileError;
+use crate::runner::{KubeError, ReconcileError};
 
 /// Why a reconcile failed; the runner backs off and retries.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("kubernetes API: {0}")]
-    Kube(#[from] kube::Error),
+    #[error(transparent)]
+    Kube(#[from] KubeError),
     /// The Pod is not bound to a node, so whether it runs on a virtual kubelet is unknown.
     #[error("pod has no spec.nodeName")]
     NoNode,
 }
 
+kruise_runtime::kube_variant!(Error);
+
 impl ReconcileError for Error {
-    fn metric_label(&self) -> &'static str {
+    fn kube(&self) -> Option<&KubeError> {
         match self {
-            Error::Kube(_) => "kube",
-            Error::NoNode => "no_node",
+            Error::Kube(e) => Some(e),
+            _ => None,
         }
     }
 
-    fn is_conflict(&self) -> bool {
-        matches!(self, Error::Kube(e) if crate::runner::is_conflict(e))
+    fn metric_label(&self) -> &'static str {
+        match self {
+            Error::Kube(e) => e.metric_label(),
+            Error::NoNode => "no_node",
+        }
     }
 }

@@ -6,15 +6,15 @@ use kruise_api::apps::v1beta1::InvalidReserveOrdinal;
 
 use crate::inplace::{ApplyError, NotInPlace};
 use crate::revision::RevisionError;
-use crate::runner::ReconcileError;
+use crate::runner::{KubeError, ReconcileError};
 
 /// The soonest retry of errors only a change of the spec can fix.
 const SPEC_ERROR_RETRY: Duration = Duration::from_secs(30);
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("kubernetes API: {0}")]
-    Kube(#[from] kube::Error),
+    #[error(transparent)]
+    Kube(#[from] KubeError),
     #[error(transparent)]
     Revision(#[from] RevisionError),
     #[error("in-place update: {0}")]
@@ -45,22 +45,29 @@ pub enum Error {
     },
 }
 
+kruise_runtime::kube_variant!(Error);
+
 impl Error {
     /// The text a condition shows: the API server's own message for a refused request.
     pub(super) fn condition_message(&self) -> String {
         match self {
-            Error::Kube(kube::Error::Api(status)) if !status.message.is_empty() => {
-                status.message.clone()
-            }
+            Error::Kube(e) if let Some(message) = e.api_message() => message.to_owned(),
             e => e.to_string(),
         }
     }
 }
 
 impl ReconcileError for Error {
+    fn kube(&self) -> Option<&KubeError> {
+        match self {
+            Error::Kube(e) => Some(e),
+            _ => None,
+        }
+    }
+
     fn metric_label(&self) -> &'static str {
         match self {
-            Error::Kube(_) => "kube",
+            Error::Kube(e) => e.metric_label(),
             Error::Revision(_) => "revision",
             Error::InPlace(_) => "inplace",
             Error::Serde(_) => "serde",
@@ -81,10 +88,6 @@ impl ReconcileError for Error {
             | Error::Spec { .. } => SPEC_ERROR_RETRY,
             _ => Duration::ZERO,
         }
-    }
-
-    fn is_conflict(&self) -> bool {
-        matches!(self, Error::Kube(e) if crate::runner::is_conflict(e))
     }
 }
 

@@ -26,7 +26,7 @@ use crate::expectations::{EXPECTATION_TIMEOUT, ScaleSatisfaction, VersionSatisfa
 use crate::workload::{claim, pace, podutil};
 
 fn namespace_terminating(err: &Error) -> bool {
-    matches!(err, Error::Kube(kube::Error::Api(s)) if s.is_forbidden() && s.message.contains("being terminated"))
+    matches!(err, Error::Kube(crate::runner::KubeError(kube::Error::Api(s))) if s.is_forbidden() && s.message.contains("being terminated"))
 }
 
 /// One reconcile of `sts` (the runner adds its span, timing and metrics), ending with a pause in

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use crate::revision::RevisionError;
-use crate::runner::ReconcileError;
+use crate::runner::{KubeError, ReconcileError};
 
 use super::child::ChildError;
 use super::plan::AllocError;
@@ -11,8 +11,8 @@ use super::plan::AllocError;
 /// Why a reconcile failed; the runner backs off and retries.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("kubernetes API: {0}")]
-    Kube(#[from] kube::Error),
+    #[error(transparent)]
+    Kube(#[from] KubeError),
     #[error("revision: {0}")]
     Revision(#[from] RevisionError),
     #[error("specified subset replicas is ineffective: {0}")]
@@ -24,10 +24,19 @@ pub enum Error {
     Subsets(String),
 }
 
+kruise_runtime::kube_variant!(Error);
+
 impl ReconcileError for Error {
+    fn kube(&self) -> Option<&KubeError> {
+        match self {
+            Error::Kube(e) => Some(e),
+            _ => None,
+        }
+    }
+
     fn metric_label(&self) -> &'static str {
         match self {
-            Error::Kube(_) => "kube",
+            Error::Kube(e) => e.metric_label(),
             Error::Revision(_) => "revision",
             Error::Alloc(_) => "allocation",
             Error::Child(_) => "template",
@@ -42,9 +51,5 @@ impl ReconcileError for Error {
             Error::Alloc(_) | Error::Child(_) => Duration::from_secs(5),
             _ => Duration::ZERO,
         }
-    }
-
-    fn is_conflict(&self) -> bool {
-        matches!(self, Error::Kube(e) if crate::runner::is_conflict(e))
     }
 }
