@@ -3,16 +3,13 @@
 
 use std::sync::Arc;
 
-use crate::events::Recorder;
 use jiff::Timestamp;
 use k8s_openapi::api::batch::v1::Job;
 use kruise_api::apps::v1beta1::{AdvancedCronJob, BroadcastJob, ImageListPullJob};
-use kube::runtime::events::{EventType, Reporter};
+use kube::Resource;
 use kube::runtime::reflector::Store;
-use kube::{Client, Resource};
 
-use crate::backoff::{Backoff, Policy};
-use crate::metrics::Metrics;
+use crate::registry::{Base, Shared, event_type};
 
 /// Name in Events, logs and the field manager (upstream's).
 pub const CONTROLLER_NAME: &str = "advancedcronjob-controller";
@@ -42,35 +39,19 @@ pub struct Runs {
 
 /// Shared state of the controller.
 pub struct Context {
-    pub client: Client,
+    base: Base,
     pub runs: Runs,
     pub clock: Arc<dyn Clock>,
-    pub recorder: Recorder,
-    pub metrics: Arc<Metrics>,
-    pub namespace: Option<String>,
-    pub backoff: Arc<Backoff>,
 }
 
+crate::deref_base!(Context);
+
 impl Context {
-    pub fn new(
-        client: Client,
-        runs: Runs,
-        metrics: Arc<Metrics>,
-        instance: Option<String>,
-        namespace: Option<String>,
-    ) -> Self {
-        let reporter = Reporter {
-            controller: CONTROLLER_NAME.to_string(),
-            instance,
-        };
+    pub fn new(shared: &Shared, runs: Runs) -> Self {
         Self {
-            recorder: Recorder::new(client.clone(), reporter),
-            client,
+            base: shared.base(CONTROLLER_NAME),
             runs,
             clock: Arc::new(SystemClock),
-            metrics,
-            namespace,
-            backoff: Arc::new(Backoff::new(Policy::DEFAULT)),
         }
     }
 
@@ -82,16 +63,9 @@ impl Context {
         reason: &str,
         note: String,
     ) {
-        let ev = crate::events::event(
-            if warning {
-                EventType::Warning
-            } else {
-                EventType::Normal
-            },
-            reason,
-            note,
-            None,
-        );
-        crate::events::publish_event(&self.recorder, &ev, &acj.object_ref(&())).await;
+        let about = acj.object_ref(&());
+        self.base
+            .event(&about, event_type(warning), reason, note)
+            .await;
     }
 }

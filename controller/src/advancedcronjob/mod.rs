@@ -14,5 +14,3 @@ pub mod controller;
 pub mod error;
 pub mod plan;
 mod reconcile;
-
-pub use controller::start as run;

@@ -1,21 +1,16 @@
 //! Shared state of the Advanced DaemonSet controller (client, Pod cache, Node store,
 //! expectations, Events).
 
-use std::sync::Arc;
-
-use crate::events::Recorder;
 use k8s_openapi::api::core::v1::Node;
 use kruise_api::apps::v1beta1::DaemonSet;
 use kruise_api::features::FeatureGates;
-use kube::runtime::events::{EventType, Reporter};
+use kube::Resource;
+use kube::runtime::events::EventType;
 use kube::runtime::reflector::Store;
-use kube::{Client, Resource};
 
-use crate::backoff::{Backoff, Policy};
 use crate::expectations::{ResourceVersionExpectations, ScaleExpectations};
 use crate::inplace::InPlaceControl;
-use crate::metrics::Metrics;
-use crate::podcache::PodCache;
+use crate::registry::{Base, Shared};
 use crate::revcache::RevisionCache;
 use crate::workload::quiet::QuietPods;
 
@@ -26,66 +21,42 @@ pub(super) const METRIC_NAME: &str = "daemonset";
 
 /// Shared state of the controller.
 pub struct Context {
-    pub client: Client,
-    pub pods: PodCache,
+    base: Base,
     /// The DaemonSets' ControllerRevisions (the shared watch).
     pub revisions: RevisionCache,
     /// Every Node (filled by the controller's Node watch).
     pub nodes: Store<Node>,
-    pub recorder: Recorder,
     pub scale_exp: ScaleExpectations,
     /// Pods whose refresh had nothing to do, per workload (see [`QuietPods`]).
     pub quiet: QuietPods,
     pub rv_exp: ResourceVersionExpectations,
     pub inplace: InPlaceControl,
-    pub metrics: Arc<Metrics>,
-    pub namespace: Option<String>,
-    pub backoff: Arc<Backoff>,
-    /// The process's feature gates (upstream's defaults until `with_gates`).
+    /// The process's feature gates.
     pub gates: FeatureGates,
 }
 
+crate::deref_base!(Context);
+
 impl Context {
-    pub fn new(
-        client: Client,
-        pods: PodCache,
-        revisions: RevisionCache,
-        nodes: Store<Node>,
-        metrics: Arc<Metrics>,
-        instance: Option<String>,
-        namespace: Option<String>,
-    ) -> Self {
-        let reporter = Reporter {
-            controller: CONTROLLER_NAME.to_string(),
-            instance,
-        };
+    pub fn new(shared: &Shared, nodes: Store<Node>) -> Self {
         Self {
-            recorder: Recorder::new(client.clone(), reporter),
+            base: shared.base(CONTROLLER_NAME),
             // The engine reports updates written and Pods marked ready to the metrics.
-            inplace: InPlaceControl::new(client.clone()).observed_by(metrics.clone(), METRIC_NAME),
-            client,
-            pods,
-            revisions,
+            inplace: InPlaceControl::new(shared.client.clone())
+                .observed_by(shared.metrics.clone(), METRIC_NAME),
+            revisions: shared.revisions.clone(),
             nodes,
             scale_exp: ScaleExpectations::new(),
             quiet: QuietPods::new(),
             rv_exp: ResourceVersionExpectations::new(),
-            metrics,
-            namespace,
-            backoff: Arc::new(Backoff::new(Policy::DEFAULT)),
-            gates: FeatureGates::default(),
+            gates: shared.gates,
         }
-    }
-
-    #[must_use]
-    pub fn with_gates(mut self, gates: FeatureGates) -> Self {
-        self.gates = gates;
-        self
     }
 
     /// Publish an Event on the DaemonSet; a refused Event is only logged.
     pub(super) async fn event(&self, ds: &DaemonSet, type_: EventType, reason: &str, note: String) {
-        let ev = crate::events::event(type_, reason, note, None);
-        crate::events::publish_event(&self.recorder, &ev, &ds.object_ref(&())).await;
+        self.base
+            .event(&ds.object_ref(&()), type_, reason, note)
+            .await;
     }
 }

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use crate::events::Recorder;
 use k8s_openapi::api::core::v1::Pod;
 use kruise_api::apps::v1alpha1::{NodePodProbe, PodProbeMarker};
-use kube::runtime::events::{EventType, Reporter};
+use kube::runtime::events::EventType;
 use kube::runtime::reflector::Store;
 use kube::{Client, Resource};
 
@@ -28,29 +28,6 @@ pub struct Context {
 }
 
 impl Context {
-    pub fn new(
-        client: Client,
-        pods: PodCache,
-        markers: Store<PodProbeMarker>,
-        probes: Store<NodePodProbe>,
-        metrics: Arc<Metrics>,
-        instance: Option<String>,
-    ) -> Self {
-        let reporter = Reporter {
-            controller: CONTROLLER_NAME.to_owned(),
-            instance,
-        };
-        Self {
-            recorder: Recorder::new(client.clone(), reporter),
-            client,
-            pods,
-            markers,
-            probes,
-            metrics,
-            reported: Mutex::new(HashSet::new()),
-        }
-    }
-
     /// Records a Warning Event on `pod`; a refused Event is only logged.
     pub async fn warn(&self, pod: &Pod, reason: &str, note: String) {
         let ev = crate::events::event(EventType::Warning, reason, note, None);

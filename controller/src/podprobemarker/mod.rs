@@ -17,5 +17,3 @@ pub mod error;
 pub mod plan;
 mod reconcile;
 pub mod results;
-
-pub use controller::run;
