@@ -41,6 +41,7 @@
 //! concurrency, the default backoff.
 
 pub mod finalizer;
+mod kube_error;
 
 use std::convert::Infallible;
 use std::fmt::{Debug, Display};
@@ -63,8 +64,8 @@ use tokio_util::task::AbortOnDropHandle;
 use tracing::Instrument;
 
 use crate::backoff::{self, Backoff, Policy};
-pub use crate::error::KubeError;
 use crate::metrics::RecordReconcile;
+pub use kube_error::KubeError;
 
 /// What the runner needs to know about a controller's error (controller-rs's `Error` with
 /// `metric_label()`).
@@ -91,6 +92,10 @@ pub trait ReconcileError: std::error::Error + Send + Sync + 'static {
         self.kube().is_some_and(KubeError::is_conflict)
     }
 }
+
+/// The retry floor of errors only a change of the object's spec can fix (that change triggers a
+/// reconcile by itself): the controllers' common choice.
+pub const SPEC_ERROR_RETRY: Duration = Duration::from_secs(30);
 
 /// Whether a kube error is a 409 Conflict.
 pub fn is_conflict(err: &kube::Error) -> bool {

@@ -1,12 +1,7 @@
 //! The BroadcastJob controller's error, with the runner's metric label and retry floor.
 
-use std::time::Duration;
-
 use super::plan::BadParallelism;
-use crate::runner::{KubeError, ReconcileError};
-
-/// The soonest retry of errors only a spec change fixes (that change triggers a reconcile).
-const SPEC_ERROR_RETRY: Duration = Duration::from_secs(30);
+use crate::runner::{KubeError, SPEC_ERROR_RETRY};
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -20,29 +15,8 @@ pub enum Error {
     Unnamed,
 }
 
-kruise_runtime::kube_variant!(Error);
-
-impl ReconcileError for Error {
-    fn kube(&self) -> Option<&KubeError> {
-        match self {
-            Error::Kube(e) => Some(e),
-            _ => None,
-        }
-    }
-
-    fn metric_label(&self) -> &'static str {
-        match self {
-            Error::Kube(e) => e.metric_label(),
-            Error::Serde(_) => "serde",
-            Error::Spec(_) => "spec",
-            Error::Unnamed => "unnamed",
-        }
-    }
-
-    fn retry_floor(&self) -> Duration {
-        match self {
-            Error::Spec(_) => SPEC_ERROR_RETRY,
-            _ => Duration::ZERO,
-        }
-    }
-}
+kruise_runtime::reconcile_error!(Error {
+    Error::Serde(_) => "serde";
+    Error::Spec(_) => "spec", floor: SPEC_ERROR_RETRY;
+    Error::Unnamed => "unnamed";
+});

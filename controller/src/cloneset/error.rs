@@ -1,16 +1,9 @@
 //! The CloneSet controller's error, with the text its conditions show, and what the shared
 //! runner needs of it (metric label, retry floor).
 
-use std::time::Duration;
-
 use crate::inplace::{ApplyError, NotInPlace};
 use crate::revision::RevisionError;
-use crate::runner::{KubeError, ReconcileError};
-
-/// The soonest retry of errors that only a change of the CloneSet or its Pods can fix
-/// (InPlaceOnly, a bad lifecycle state, a bad template): that change triggers a reconcile by
-/// itself, so retrying sooner would only repeat the refusal and its Warning Event.
-const SPEC_ERROR_RETRY: Duration = Duration::from_secs(30);
+use crate::runner::{KubeError, SPEC_ERROR_RETRY};
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -39,8 +32,6 @@ pub enum Error {
     },
 }
 
-kruise_runtime::kube_variant!(Error);
-
 impl Error {
     /// The text a condition shows: the API server's own message for a refused request (what
     /// upstream shows), not the client's debug rendering of the whole Status.
@@ -52,45 +43,24 @@ impl Error {
     }
 }
 
-/// A conflict that escapes a reconcile (a 409, see [`KubeError`]) is logged at debug and retried
-/// by the same backoff curve, as in every controller.
-impl ReconcileError for Error {
-    fn kube(&self) -> Option<&KubeError> {
-        match self {
-            Error::Kube(e) => Some(e),
-            _ => None,
-        }
-    }
-
-    fn metric_label(&self) -> &'static str {
-        match self {
-            Error::Kube(e) => e.metric_label(),
-            Error::Revision(_) => "revision",
-            Error::InPlace(_) => "inplace",
-            Error::Serde(_) => "serde",
-            Error::Unnamed => "unnamed",
-            Error::BadLifecycle { .. } => "lifecycle",
-            Error::InPlaceOnly { .. } => "inplace_only",
-            Error::Template(_) => "template",
-            Error::Readiness { .. } => "readiness",
-        }
-    }
-
-    /// Spec errors wait at least [`SPEC_ERROR_RETRY`]; the rest only the backoff's delay.
-    fn retry_floor(&self) -> Duration {
-        match self {
-            Error::InPlaceOnly { .. } | Error::BadLifecycle { .. } | Error::Template(_) => {
-                SPEC_ERROR_RETRY
-            }
-            _ => Duration::ZERO,
-        }
-    }
-}
+kruise_runtime::reconcile_error!(Error {
+    // Spec errors wait at least [`SPEC_ERROR_RETRY`]; the rest only the backoff's delay.
+    Error::Revision(_) => "revision";
+    Error::InPlace(_) => "inplace";
+    Error::Serde(_) => "serde";
+    Error::Unnamed => "unnamed";
+    Error::BadLifecycle { .. } => "lifecycle", floor: SPEC_ERROR_RETRY;
+    Error::InPlaceOnly { .. } => "inplace_only", floor: SPEC_ERROR_RETRY;
+    Error::Template(_) => "template", floor: SPEC_ERROR_RETRY;
+    Error::Readiness { .. } => "readiness";
+});
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::runner::ReconcileError;
     use kube::core::Status;
+    use std::time::Duration;
 
     fn api(message: &str) -> Error {
         Error::from(kube::Error::Api(Box::new(

@@ -1,6 +1,6 @@
 //! The EphemeralJob controller's error, with the runner's metric label and retry floor.
 
-use crate::runner::{KubeError, ReconcileError};
+use crate::runner::KubeError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -12,21 +12,7 @@ pub enum Error {
     Unnamed,
 }
 
-kruise_runtime::kube_variant!(Error);
-
-impl ReconcileError for Error {
-    fn kube(&self) -> Option<&KubeError> {
-        match self {
-            Error::Kube(e) => Some(e),
-            _ => None,
-        }
-    }
-
-    fn metric_label(&self) -> &'static str {
-        match self {
-            Error::Kube(e) => e.metric_label(),
-            Error::Serde(_) => "serde",
-            Error::Unnamed => "unnamed",
-        }
-    }
-}
+kruise_runtime::reconcile_error!(Error {
+    Error::Serde(_) => "serde";
+    Error::Unnamed => "unnamed";
+});

@@ -2,7 +2,7 @@
 //! labels.
 
 use super::plan::PlanError;
-use crate::runner::{KubeError, ReconcileError};
+use crate::runner::KubeError;
 
 /// Why an ImagePullJob reconcile failed.
 #[derive(Debug, thiserror::Error)]
@@ -19,25 +19,11 @@ pub enum Error {
     Conflict(String),
 }
 
-kruise_runtime::kube_variant!(Error);
-
-impl ReconcileError for Error {
-    fn kube(&self) -> Option<&KubeError> {
-        match self {
-            Error::Kube(e) => Some(e),
-            _ => None,
-        }
-    }
-
-    fn metric_label(&self) -> &'static str {
-        match self {
-            Error::Kube(e) => e.metric_label(),
-            Error::Logic(_) => "invalid",
-            Error::NamespaceTerminating(_) | Error::NamespaceMissing(_) => "namespace",
-            Error::Conflict(_) => "conflict",
-        }
-    }
-}
+kruise_runtime::reconcile_error!(Error {
+    Error::Logic(_) => "invalid";
+    Error::NamespaceTerminating(_) | Error::NamespaceMissing(_) => "namespace";
+    Error::Conflict(_) => "conflict";
+});
 
 /// Why an ImageListPullJob reconcile failed.
 #[derive(Debug, thiserror::Error)]
@@ -48,20 +34,6 @@ pub enum ListError {
     Hash(String),
 }
 
-kruise_runtime::kube_variant!(ListError);
-
-impl ReconcileError for ListError {
-    fn kube(&self) -> Option<&KubeError> {
-        match self {
-            ListError::Kube(e) => Some(e),
-            _ => None,
-        }
-    }
-
-    fn metric_label(&self) -> &'static str {
-        match self {
-            ListError::Kube(e) => e.metric_label(),
-            ListError::Hash(_) => "hash",
-        }
-    }
-}
+kruise_runtime::reconcile_error!(ListError {
+    ListError::Hash(_) => "hash";
+});

@@ -1,6 +1,6 @@
 //! The launch-priority controller's error, with the runner's metric label.
 
-use crate::runner::{KubeError, ReconcileError};
+use crate::runner::KubeError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -10,20 +10,6 @@ pub enum Error {
     Incomplete(String),
 }
 
-kruise_runtime::kube_variant!(Error);
-
-impl ReconcileError for Error {
-    fn kube(&self) -> Option<&KubeError> {
-        match self {
-            Error::Kube(e) => Some(e),
-            _ => None,
-        }
-    }
-
-    fn metric_label(&self) -> &'static str {
-        match self {
-            Error::Kube(e) => e.metric_label(),
-            Error::Incomplete(_) => "incomplete",
-        }
-    }
-}
+kruise_runtime::reconcile_error!(Error {
+    Error::Incomplete(_) => "incomplete";
+});

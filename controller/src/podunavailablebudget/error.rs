@@ -2,7 +2,7 @@
 
 use kruise_api::policy::v1alpha1::pubcontrol::BudgetError;
 
-use crate::runner::{KubeError, ReconcileError};
+use crate::runner::KubeError;
 
 /// Why a reconcile failed; the runner backs off and retries.
 #[derive(Debug, thiserror::Error)]
@@ -13,20 +13,6 @@ pub enum Error {
     Budget(#[from] BudgetError),
 }
 
-kruise_runtime::kube_variant!(Error);
-
-impl ReconcileError for Error {
-    fn kube(&self) -> Option<&KubeError> {
-        match self {
-            Error::Kube(e) => Some(e),
-            _ => None,
-        }
-    }
-
-    fn metric_label(&self) -> &'static str {
-        match self {
-            Error::Kube(e) => e.metric_label(),
-            Error::Budget(_) => "budget",
-        }
-    }
-}
+kruise_runtime::reconcile_error!(Error {
+    Error::Budget(_) => "budget";
+});

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::runner::{KubeError, ReconcileError};
+use crate::runner::KubeError;
 
 /// Why a reconcile failed; the runner backs off and retries.
 #[derive(Debug, thiserror::Error)]
@@ -18,29 +18,8 @@ pub enum Error {
     Resource(#[from] kruise_api::apps::v1alpha1::ResourceError),
 }
 
-kruise_runtime::kube_variant!(Error);
-
-impl ReconcileError for Error {
-    fn kube(&self) -> Option<&KubeError> {
-        match self {
-            Error::Kube(e) => Some(e),
-            _ => None,
-        }
-    }
-
-    fn metric_label(&self) -> &'static str {
-        match self {
-            Error::Kube(e) => e.metric_label(),
-            Error::Namespaces { .. } => "namespaces",
-            Error::Resource(_) => "resource",
-        }
-    }
-
-    /// A bad resource is fixed only by an edit, which triggers a reconcile anyway.
-    fn retry_floor(&self) -> Duration {
-        match self {
-            Error::Resource(_) => Duration::from_secs(300),
-            _ => Duration::ZERO,
-        }
-    }
-}
+kruise_runtime::reconcile_error!(Error {
+    // A bad resource is fixed only by an edit, which triggers a reconcile anyway.
+    Error::Namespaces { .. } => "namespaces";
+    Error::Resource(_) => "resource", floor: Duration::from_secs(300);
+});

@@ -1,8 +1,6 @@
 //! What can go wrong reconciling a SidecarSet, with the runner's metric label and retry floor.
 
-use std::time::Duration;
-
-use crate::runner::{KubeError, ReconcileError};
+use crate::runner::KubeError;
 
 use super::context::PROGRESS_RESYNC;
 
@@ -37,34 +35,13 @@ pub enum Error {
     },
 }
 
-kruise_runtime::kube_variant!(Error);
-
-impl ReconcileError for Error {
-    fn kube(&self) -> Option<&KubeError> {
-        match self {
-            Error::Kube(e) => Some(e),
-            _ => None,
-        }
-    }
-
-    fn metric_label(&self) -> &'static str {
-        match self {
-            Error::Kube(e) => e.metric_label(),
-            Error::Wire(_) => "wire",
-            Error::Blocked { .. } => "blocked",
-            Error::Revision(_) => "revision",
-            Error::Serde(_) => "serde",
-            Error::UpgradableMessage(_) => "condition",
-            Error::PatchMetadata(_) => "metadata",
-        }
-    }
-
-    fn retry_floor(&self) -> Duration {
-        match self {
-            // Only a change of the Pod (which wakes us by itself) or of the API's mood fixes
-            // it; retrying at the backoff's first milliseconds would only repeat the Events.
-            Error::Blocked { .. } => PROGRESS_RESYNC,
-            _ => Duration::ZERO,
-        }
-    }
-}
+kruise_runtime::reconcile_error!(Error {
+    Error::Wire(_) => "wire";
+    // Only a change of the Pod (which wakes us by itself) or of the API's mood fixes
+    // it; retrying at the backoff's first milliseconds would only repeat the Events.
+    Error::Blocked { .. } => "blocked", floor: PROGRESS_RESYNC;
+    Error::Revision(_) => "revision";
+    Error::Serde(_) => "serde";
+    Error::UpgradableMessage(_) => "condition";
+    Error::PatchMetadata(_) => "metadata";
+});

@@ -1,6 +1,6 @@
 //! The controller's error, with the runner's metric label.
 
-use crate::runner::{KubeError, ReconcileError};
+use crate::runner::KubeError;
 
 /// Why a reconcile failed; the runner backs off and retries.
 #[derive(Debug, thiserror::Error)]
@@ -12,20 +12,6 @@ pub enum Error {
     NoNode,
 }
 
-kruise_runtime::kube_variant!(Error);
-
-impl ReconcileError for Error {
-    fn kube(&self) -> Option<&KubeError> {
-        match self {
-            Error::Kube(e) => Some(e),
-            _ => None,
-        }
-    }
-
-    fn metric_label(&self) -> &'static str {
-        match self {
-            Error::Kube(e) => e.metric_label(),
-            Error::NoNode => "no_node",
-        }
-    }
-}
+kruise_runtime::reconcile_error!(Error {
+    Error::NoNode => "no_node";
+});

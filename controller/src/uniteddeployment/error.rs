@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use crate::revision::RevisionError;
-use crate::runner::{KubeError, ReconcileError};
+use crate::runner::KubeError;
 
 use super::child::ChildError;
 use super::plan::AllocError;
@@ -24,32 +24,11 @@ pub enum Error {
     Subsets(String),
 }
 
-kruise_runtime::kube_variant!(Error);
-
-impl ReconcileError for Error {
-    fn kube(&self) -> Option<&KubeError> {
-        match self {
-            Error::Kube(e) => Some(e),
-            _ => None,
-        }
-    }
-
-    fn metric_label(&self) -> &'static str {
-        match self {
-            Error::Kube(e) => e.metric_label(),
-            Error::Revision(_) => "revision",
-            Error::Alloc(_) => "allocation",
-            Error::Child(_) => "template",
-            Error::Subsets(_) => "subsets",
-        }
-    }
-
-    /// A spec the allocator or the template refuses only changes with the object, whose
-    /// change triggers a reconcile by itself.
-    fn retry_floor(&self) -> Duration {
-        match self {
-            Error::Alloc(_) | Error::Child(_) => Duration::from_secs(5),
-            _ => Duration::ZERO,
-        }
-    }
-}
+kruise_runtime::reconcile_error!(Error {
+    // A spec the allocator or the template refuses only changes with the object, whose
+    // change triggers a reconcile by itself.
+    Error::Revision(_) => "revision";
+    Error::Alloc(_) => "allocation", floor: Duration::from_secs(5);
+    Error::Child(_) => "template", floor: Duration::from_secs(5);
+    Error::Subsets(_) => "subsets";
+});

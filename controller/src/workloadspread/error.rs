@@ -1,6 +1,6 @@
 //! The controller's error, with the runner's metric label and conflict test.
 
-use crate::runner::{KubeError, ReconcileError};
+use crate::runner::KubeError;
 
 /// Why a reconcile failed; the runner backs off and retries.
 #[derive(Debug, thiserror::Error)]
@@ -15,21 +15,7 @@ pub enum Error {
     WhiteList(#[from] kruise_api::apps::v1alpha1::WhiteListError),
 }
 
-kruise_runtime::kube_variant!(Error);
-
-impl ReconcileError for Error {
-    fn kube(&self) -> Option<&KubeError> {
-        match self {
-            Error::Kube(e) => Some(e),
-            _ => None,
-        }
-    }
-
-    fn metric_label(&self) -> &'static str {
-        match self {
-            Error::Kube(e) => e.metric_label(),
-            Error::ReplicasPath(_) => "replicas_path",
-            Error::WhiteList(_) => "whitelist",
-        }
-    }
-}
+kruise_runtime::reconcile_error!(Error {
+    Error::ReplicasPath(_) => "replicas_path";
+    Error::WhiteList(_) => "whitelist";
+});

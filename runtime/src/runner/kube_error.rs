@@ -3,7 +3,7 @@
 //! `error` metric label.
 //!
 //! A controller's own error enum keeps its own failure kinds and wraps this one in a `Kube`
-//! variant:
+//! variant; [`reconcile_error!`](crate::reconcile_error) writes the rest:
 //!
 //! ```ignore
 //! #[derive(Debug, thiserror::Error)]
@@ -13,21 +13,14 @@
 //!     #[error("spec: {0}")]
 //!     Spec(String),
 //! }
-//! kruise_runtime::kube_variant!(Error); // `?` on a kube::Error lands in `Error::Kube`
-//!
-//! impl ReconcileError for Error {
-//!     fn kube(&self) -> Option<&KubeError> {
-//!         match self { Error::Kube(e) => Some(e), _ => None }
-//!     }
-//!     fn metric_label(&self) -> &'static str {
-//!         match self { Error::Kube(e) => e.metric_label(), Error::Spec(_) => "spec" }
-//!     }
-//! }
+//! kruise_runtime::reconcile_error!(Error {
+//!     Error::Spec(_) => "spec", floor: Duration::from_secs(30);
+//! });
 //! ```
 //!
 //! A controller with no failure kind of its own uses `KubeError` as its error.
 
-use crate::runner::ReconcileError;
+use super::ReconcileError;
 
 /// A failed Kubernetes API call.
 #[derive(Debug, thiserror::Error)]
@@ -40,7 +33,7 @@ impl KubeError {
 
     /// A write lost to a concurrent writer (HTTP 409 Conflict).
     pub fn is_conflict(&self) -> bool {
-        crate::runner::is_conflict(&self.0)
+        super::is_conflict(&self.0)
     }
 
     /// The object is gone (HTTP 404).
@@ -74,16 +67,57 @@ impl ReconcileError for KubeError {
     }
 }
 
-/// `From<kube::Error>` for a controller's error enum with a `Kube(KubeError)` variant, so `?` on
-/// an API call's result needs no conversion at each call.
+/// The [`ReconcileError`] of a controller's error enum with a `Kube(KubeError)` variant, and
+/// `From<kube::Error>` for it (so `?` on an API call needs no conversion): the kube part (its
+/// label, conflict test and zero floor) is written here once; the enum lists only its own
+/// failure kinds, each with its `error` label and, when only a change of the object fixes it,
+/// its retry floor:
+///
+/// ```ignore
+/// kruise_runtime::reconcile_error!(Error {
+///     Error::Serde(_) => "serde";
+///     Error::Spec(_) => "spec", floor: SPEC_ERROR_RETRY;
+/// });
+/// ```
 #[macro_export]
-macro_rules! kube_variant {
-    ($error:ty) => {
+macro_rules! reconcile_error {
+    ($error:ty { $($pat:pat => $label:literal $(, floor: $floor:expr)?);* $(;)? }) => {
         impl ::core::convert::From<::kube::Error> for $error {
             fn from(e: ::kube::Error) -> Self {
-                Self::Kube($crate::error::KubeError::from(e))
+                Self::Kube($crate::runner::KubeError::from(e))
             }
         }
+
+        impl $crate::runner::ReconcileError for $error {
+            fn kube(&self) -> ::core::option::Option<&$crate::runner::KubeError> {
+                match self {
+                    Self::Kube(e) => ::core::option::Option::Some(e),
+                    #[allow(unreachable_patterns)]
+                    _ => ::core::option::Option::None,
+                }
+            }
+
+            fn metric_label(&self) -> &'static str {
+                match self {
+                    Self::Kube(_) => $crate::runner::KubeError::METRIC_LABEL,
+                    $($pat => $label,)*
+                }
+            }
+
+            fn retry_floor(&self) -> ::std::time::Duration {
+                match self {
+                    $($pat => $crate::reconcile_error!(@floor $($floor)?),)*
+                    #[allow(unreachable_patterns)]
+                    _ => ::std::time::Duration::ZERO,
+                }
+            }
+        }
+    };
+    (@floor) => {
+        ::std::time::Duration::ZERO
+    };
+    (@floor $floor:expr) => {
+        $floor
     };
 }
 
