@@ -4,7 +4,12 @@
 - sibling modules (files or folders at the same level of a crate) must not import each other,
   directly or around a longer circle; a child using its parent (`super::`, `crate::` items of an
   ancestor) is fine;
-- no workload folder of the manager imports another (`crate::cloneset::` outside `cloneset/`);
+- no controller folder of the manager imports another (`crate::cloneset::` outside `cloneset/`);
+- every controller folder of the manager (a folder of controller/src holding a `controller.rs`)
+  has the common shape: `mod.rs` (module list and docs only), `controller.rs` (wiring, and the
+  registry entry `pub const CONTROLLER`), `context.rs`, `reconcile.rs`, `error.rs`, and no
+  subfolder (a module's out-of-line tests are `<module>_tests.rs` beside it); and the registry
+  (`CONTROLLERS` in controller/src/app.rs) lists exactly those folders;
 - no non-test file over MAX_FILE lines, no non-test function in the manager over MAX_FN lines;
 - the documents stay true to the tree: every repository path that CONTRIBUTING.md or README.md
   names in backticks exists, and every relative link in README.md, CONTRIBUTING.md and docs/
@@ -26,9 +31,10 @@ CRATES = ["api", "runtime", "controller", "webhook", "daemon", "cli", "e2e"]
 # Where the file and function limits apply (the issue's scope; benches and e2e are exempt).
 FILE_LIMIT = {"controller", "webhook", "daemon", "cli", "runtime"}
 FN_LIMIT = {"controller"}
-# The manager's workloads: none may import another. The wiring (root files) may import them all.
-WORKLOADS = ["cloneset", "statefulset", "daemonset", "sidecarset", "crr", "imagepulljob",
-             "nodeimage", "launchpriority", "podreadiness"]
+# The files every controller folder of the manager holds (see `controller_shape`).
+CONTROLLER_FILES = ["mod.rs", "controller.rs", "context.rs", "reconcile.rs", "error.rs"]
+# Where the manager lists its controllers, one `<folder>::controller::CONTROLLER` each.
+REGISTRY = os.path.join("controller", "src", "app.rs")
 
 IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
 
@@ -218,8 +224,63 @@ def long_functions(code, rel):
     return found
 
 
+def controller_folders(root):
+    """The manager's controllers: the folders of controller/src that hold a `controller.rs`."""
+    src = os.path.join(root, "controller", "src")
+    if not os.path.isdir(src):
+        return []
+    return sorted(d for d in os.listdir(src)
+                  if os.path.isfile(os.path.join(src, d, "controller.rs")))
+
+
+def controller_shape(root):
+    """Each controller folder has the common shape, and the registry lists exactly them."""
+    src = os.path.join(root, "controller", "src")
+    folders = controller_folders(root)
+    problems = []
+    for d in folders:
+        base = os.path.join(src, d)
+        for f in CONTROLLER_FILES:
+            if not os.path.isfile(os.path.join(base, f)):
+                problems.append(f"controller/src/{d}: no {f} (a controller folder holds "
+                                f"{', '.join(CONTROLLER_FILES)})")
+        for e in sorted(os.listdir(base)):
+            if os.path.isdir(os.path.join(base, e)):
+                problems.append(f"controller/src/{d}/{e}: a subfolder in a controller folder "
+                                f"(tests of x.rs go in x_tests.rs beside it)")
+        mod = os.path.join(base, "mod.rs")
+        if os.path.isfile(mod):
+            code, _ = strip_code(open(mod, encoding="utf-8").read())
+            for n, line in enumerate(code.split("\n"), 1):
+                t = line.strip()
+                if t and not re.fullmatch(r"(pub(\([a-z]+\))? )?mod \w+;|#\[[^\]]*\]", t):
+                    problems.append(f"controller/src/{d}/mod.rs:{n}: `{t}` (mod.rs holds the "
+                                    f"module list and docs only)")
+        ctl = os.path.join(base, "controller.rs")
+        if "pub const CONTROLLER:" not in open(ctl, encoding="utf-8").read():
+            problems.append(f"controller/src/{d}/controller.rs: no `pub const CONTROLLER` "
+                            f"(the registry entry)")
+    registry = os.path.join(root, REGISTRY)
+    if os.path.isfile(registry):
+        text = open(registry, encoding="utf-8").read()
+        m = re.search(r"CONTROLLERS: &\[Controller\] = &\[(.*?)\];", text, re.S)
+        listed = re.findall(r"(\w+)::controller::CONTROLLER\b", m.group(1)) if m else []
+        if not m:
+            problems.append(f"{REGISTRY}: no `CONTROLLERS` table")
+        for d in sorted(set(folders) - set(listed)):
+            problems.append(f"controller/src/{d}: a controller folder the registry "
+                            f"(`CONTROLLERS` in {REGISTRY}) does not list")
+        for d in sorted(set(listed) - set(folders)):
+            problems.append(f"{REGISTRY}: the registry lists `{d}`, which is no controller "
+                            f"folder (controller/src/{d}/controller.rs)")
+        for d in sorted({d for d in listed if listed.count(d) > 1}):
+            problems.append(f"{REGISTRY}: the registry lists `{d}` twice")
+    return problems
+
+
 def check_crate(root, crate):
     src = os.path.join(root, crate, "src")
+    workloads = set(controller_folders(root)) if crate == "controller" else set()
     if not os.path.isdir(src):
         return []
     problems = []
@@ -265,10 +326,9 @@ def check_crate(root, crate):
                 continue  # an item of the common parent: a child using its parent
             edges.setdefault(a, set()).add(b)
             why.setdefault((a, b), f"{crate}/src/{rel}:{line} uses {'::'.join(path)}")
-            if crate == "controller" and not parent and a[0] in WORKLOADS and b[0] in WORKLOADS \
-                    and (a, b) not in crossed:
+            if not parent and a[0] in workloads and b[0] in workloads and (a, b) not in crossed:
                 crossed.add((a, b))
-                problems.append(f"workload {a[0]} imports workload {b[0]}: {why[(a, b)]}")
+                problems.append(f"controller {a[0]} imports controller {b[0]}: {why[(a, b)]}")
     nodes = set(edges) | {b for bs in edges.values() for b in bs}
     for comp in sccs(nodes, edges):
         if len(comp) < 2:
@@ -387,6 +447,7 @@ def main():
     problems = []
     for crate in CRATES:
         problems += check_crate(root, crate)
+    problems += controller_shape(root)
     problems += check_docs(root)
     for p in problems:
         print(p)

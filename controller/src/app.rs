@@ -2,27 +2,27 @@
 //! binary and `kubectl kruise dev` (the manager embedded in the plugin) run the same code.
 //!
 //! Order, as upstream's `main.go`: serve the webhook and wait until it answers over TLS, sync
-//! the Pod cache, then run the controllers while holding the leader Lease.
+//! the Pod cache, then run the controllers ([`CONTROLLERS`]) while holding the leader Lease.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use kruise_api::features::{self, FeatureGates, Gate};
+use kruise_api::features::{self, FeatureGates};
 use kruise_api::keys;
 use kube::Client;
 use tokio_util::sync::CancellationToken;
 
-use crate::cloneset::controller as cloneset;
 use crate::leader::{self, LeaseSettings};
 use crate::metrics::Metrics;
 use crate::podcache::PodCache;
+use crate::registry::{self, Controller, Shared};
 use crate::server::{self, Health};
 use crate::{
-    advancedcronjob, broadcastjob, crr, daemonset, ephemeraljob, imagepulljob, launchpriority,
-    nodeimage, persistentpodstate, podprobemarker, podreadiness, podunavailablebudget, ratelimit,
-    resourcedistribution, sidecarset, sidecarterminator, statefulset, uniteddeployment,
-    workloadspread,
+    advancedcronjob, broadcastjob, cloneset, crr, daemonset, ephemeraljob, imagepulljob,
+    launchpriority, nodeimage, persistentpodstate, podprobemarker, podreadiness,
+    podunavailablebudget, ratelimit, resourcedistribution, sidecarset, sidecarterminator,
+    statefulset, uniteddeployment, workloadspread,
 };
 
 /// Name of the leader-election Lease (upstream's lock name).
@@ -148,9 +148,35 @@ pub fn shutdown_on_signals(token: CancellationToken) {
     });
 }
 
+/// Every controller, in the order the manager starts them: the Pod-level ones every workload
+/// relies on, the SidecarSet, the workloads and jobs, the policies, then UnitedDeployment and
+/// CloneSet. A new controller is one line here (its folder declares `controller::CONTROLLER`,
+/// with its name, its feature gate and its start).
+pub const CONTROLLERS: &[Controller] = &[
+    podreadiness::controller::CONTROLLER,
+    launchpriority::controller::CONTROLLER,
+    nodeimage::controller::CONTROLLER,
+    imagepulljob::controller::CONTROLLER,
+    crr::controller::CONTROLLER,
+    sidecarset::controller::CONTROLLER,
+    daemonset::controller::CONTROLLER,
+    broadcastjob::controller::CONTROLLER,
+    advancedcronjob::controller::CONTROLLER,
+    ephemeraljob::controller::CONTROLLER,
+    statefulset::controller::CONTROLLER,
+    podunavailablebudget::controller::CONTROLLER,
+    resourcedistribution::controller::CONTROLLER,
+    persistentpodstate::controller::CONTROLLER,
+    workloadspread::controller::CONTROLLER,
+    sidecarterminator::controller::CONTROLLER,
+    podprobemarker::controller::CONTROLLER,
+    uniteddeployment::controller::CONTROLLER,
+    cloneset::controller::CONTROLLER,
+];
+
 /// The controllers that upstream starts only under a feature gate (their `Add` functions return
-/// early): the ones that hand work to kruise-daemon need `KruiseDaemon`, the pull-job
-/// controllers also `ImagePullJobGate`.
+/// early), as their registry entries decide: the ones that hand work to kruise-daemon need
+/// `KruiseDaemon`, the pull-job controllers also `ImagePullJobGate`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct GatedControllers {
     pub node_images: bool,
@@ -172,228 +198,32 @@ pub struct GatedControllers {
 
 impl GatedControllers {
     pub fn of(gates: &FeatureGates) -> Self {
-        let daemon = gates.enabled(Gate::KruiseDaemon);
+        let on = |c: &Controller| (c.enabled)(gates);
         Self {
-            node_images: daemon,
-            pull_jobs: daemon && gates.enabled(Gate::ImagePullJobGate),
-            container_recreate: daemon,
-            pod_unavailable_budget: gates.enabled(Gate::PodUnavailableBudgetDeleteGate)
-                || gates.enabled(Gate::PodUnavailableBudgetUpdateGate),
-            resource_distribution: gates.enabled(Gate::ResourceDistributionGate),
-            sidecar_terminator: daemon && gates.enabled(Gate::SidecarTerminator),
-            pod_probe_marker: daemon && gates.enabled(Gate::PodProbeMarkerGate),
-            workload_spread: gates.enabled(Gate::WorkloadSpread),
+            node_images: on(&nodeimage::controller::CONTROLLER),
+            pull_jobs: on(&imagepulljob::controller::CONTROLLER),
+            container_recreate: on(&crr::controller::CONTROLLER),
+            pod_unavailable_budget: on(&podunavailablebudget::controller::CONTROLLER),
+            resource_distribution: on(&resourcedistribution::controller::CONTROLLER),
+            sidecar_terminator: on(&sidecarterminator::controller::CONTROLLER),
+            pod_probe_marker: on(&podprobemarker::controller::CONTROLLER),
+            workload_spread: on(&workloadspread::controller::CONTROLLER),
         }
     }
 }
 
-/// Runs `controller` when its gate allows; otherwise says so once and returns.
-async fn gated(on: bool, name: &str, controller: impl std::future::Future<Output = ()>) {
-    if on {
-        controller.await;
-    } else {
-        tracing::info!(controller = name, "not started: its feature gate is off");
-    }
-}
-
-/// The controllers of Pods, nodes and images that every workload relies on: Pod readiness,
-/// launch priority, NodeImage, pull jobs and ContainerRecreateRequests.
-fn pod_level(
-    run: &GatedControllers,
-    client: &Client,
-    pods: &PodCache,
-    metrics: &Arc<Metrics>,
-    token: &CancellationToken,
-) -> impl std::future::Future<Output = ()> + use<> {
-    let readiness = podreadiness::run(client.clone(), pods.clone(), metrics.clone(), token.clone());
-    let launch = launchpriority::run(client.clone(), pods.clone(), metrics.clone(), token.clone());
-    let node_images = gated(
-        run.node_images,
-        "nodeimage",
-        nodeimage::run(client.clone(), metrics.clone(), token.clone()),
-    );
-    let pull_jobs = gated(
-        run.pull_jobs,
-        "imagepulljob and imagelistpulljob",
-        imagepulljob::run(client.clone(), pods.clone(), metrics.clone(), token.clone()),
-    );
-    let recreate = gated(
-        run.container_recreate,
-        "containerrecreaterequest",
-        crr::run(client.clone(), pods.clone(), metrics.clone(), token.clone()),
-    );
-    async move {
-        tokio::join!(readiness, launch, node_images, pull_jobs, recreate);
-    }
-}
-
-/// The controllers of policy kinds that act on other workloads' Pods: PodUnavailableBudget,
-/// ResourceDistribution, PersistentPodState, WorkloadSpread, SidecarTerminator and the probe
-/// markers.
-fn policies(
-    run: &GatedControllers,
-    client: &Client,
-    pods: &PodCache,
-    metrics: &Arc<Metrics>,
-    instance: &Option<String>,
-    namespace: &Option<String>,
-    token: &CancellationToken,
-) -> impl std::future::Future<Output = ()> + use<> {
-    let budgets = gated(
-        run.pod_unavailable_budget,
-        "podunavailablebudget",
-        podunavailablebudget::run(
-            Arc::new(podunavailablebudget::Context::new(
-                client.clone(),
-                pods.clone(),
-                metrics.clone(),
-                instance.clone(),
-                namespace.clone(),
-            )),
-            token.clone(),
-        ),
-    );
-    let distributions = gated(
-        run.resource_distribution,
-        "resourcedistribution",
-        resourcedistribution::run(
-            client.clone(),
-            metrics.clone(),
-            instance.clone(),
-            token.clone(),
-        ),
-    );
-    let persistent = persistentpodstate::run(
-        Arc::new(persistentpodstate::Context::new(
-            client.clone(),
-            pods.clone(),
-            metrics.clone(),
-            instance.clone(),
-            namespace.clone(),
-        )),
-        token.clone(),
-    );
-    let spread = gated(
-        run.workload_spread,
-        "workloadspread",
-        workloadspread::run(
-            Arc::new(workloadspread::Context::new(
-                client.clone(),
-                pods.clone(),
-                metrics.clone(),
-                instance.clone(),
-                namespace.clone(),
-            )),
-            token.clone(),
-        ),
-    );
-    let terminator = gated(
-        run.sidecar_terminator,
-        "sidecarterminator",
-        sidecarterminator::run(client.clone(), pods.clone(), metrics.clone(), token.clone()),
-    );
-    let probes = gated(
-        run.pod_probe_marker,
-        "podprobemarker and nodepodprobe",
-        podprobemarker::run(
-            client.clone(),
-            pods.clone(),
-            metrics.clone(),
-            instance.clone(),
-            token.clone(),
-        ),
-    );
-    async move {
-        tokio::join!(
-            budgets,
-            distributions,
-            persistent,
-            spread,
-            terminator,
-            probes
-        );
-    }
-}
-
-/// Everything the controllers run on while this replica leads.
+/// Everything the controllers run on while this replica leads: the shared state, then every
+/// controller of [`CONTROLLERS`] its gate allows.
 pub async fn run_controllers(
     client: Client,
     pods: PodCache,
     metrics: Arc<Metrics>,
-    namespace: Option<String>,
+    watch_namespace: Option<String>,
     gates: FeatureGates,
     token: CancellationToken,
 ) {
-    let run = GatedControllers::of(&gates);
-    let instance = std::env::var("POD_NAME").ok();
-    let pod_level = pod_level(&run, &client, &pods, &metrics, &token);
-    let sidecars = sidecarset::controller::run(
-        client.clone(),
-        pods.clone(),
-        metrics.clone(),
-        keys::own_namespace(),
-        token.clone(),
-    );
-    // One ControllerRevision watch for the three workloads that keep revisions.
-    let revisions =
-        crate::revcache::RevisionCache::start(client.clone(), namespace.as_deref(), token.clone());
-    let daemonsets = daemonset::controller::run(
-        client.clone(),
-        daemonset::controller::Caches {
-            pods: pods.clone(),
-            revisions: revisions.clone(),
-        },
-        metrics.clone(),
-        instance.clone(),
-        namespace.clone(),
-        gates,
-        token.clone(),
-    );
-    let broadcastjobs = broadcastjob::controller::run(
-        client.clone(),
-        pods.clone(),
-        metrics.clone(),
-        instance.clone(),
-        namespace.clone(),
-        token.clone(),
-    );
-    let cronjobs = advancedcronjob::run(&client, &metrics, &instance, &namespace, &token);
-    let ephemeraljobs = ephemeraljob::run(&client, &pods, &metrics, &instance, &namespace, &token);
-    let asts = statefulset::controller::run(
-        Arc::new(
-            statefulset::controller::Context::new(
-                client.clone(),
-                pods.clone(),
-                revisions.clone(),
-                metrics.clone(),
-                instance.clone(),
-                namespace.clone(),
-            )
-            .with_gates(gates),
-        ),
-        token.clone(),
-    );
-    let policies = policies(
-        &run, &client, &pods, &metrics, &instance, &namespace, &token,
-    );
-    let uds = uniteddeployment::start(&client, &pods, &metrics, &instance, &namespace, &token);
-    let pvcs = crate::pvccache::start(client.clone(), namespace.as_deref(), token.clone());
-    let ctx = Arc::new(
-        cloneset::Context::new(client, pods, revisions, pvcs, metrics, instance, namespace)
-            .with_gates(gates),
-    );
-    tokio::join!(
-        cloneset::run(ctx, token),
-        asts,
-        pod_level,
-        sidecars,
-        daemonsets,
-        broadcastjobs,
-        cronjobs,
-        ephemeraljobs,
-        policies,
-        uds
-    );
+    let shared = Shared::start(client, pods, metrics, gates, watch_namespace, token);
+    registry::run(CONTROLLERS, &shared).await;
 }
 
 fn client(

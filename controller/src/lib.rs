@@ -28,6 +28,7 @@ pub mod workloadspread;
 pub use kruise_runtime::ratelimit;
 pub use kruise_runtime::runner;
 pub mod pvccache;
+pub mod registry;
 pub mod resourcedistribution;
 pub mod revcache;
 pub mod revision;

@@ -210,6 +210,18 @@ impl PodCache {
         crate::expectations::Cached::of(now.as_deref().map(|p| &p.metadata))
     }
 
+    /// Observes the scale expectations of workload `key` (`namespace/name`) that the store
+    /// already shows done (see [`ScaleExpectations::observe_cache`]); how many it observed.
+    pub fn observe(&self, exp: &crate::expectations::ScaleExpectations, key: &str) -> usize {
+        let Some((ns, _)) = key.split_once('/') else {
+            return 0;
+        };
+        exp.observe_cache(key, |name| {
+            let now = self.store.get(&ObjectRef::new(name).within(ns));
+            crate::expectations::Cached::of(now.as_deref().map(|p| &p.metadata))
+        })
+    }
+
     pub fn store(&self) -> &Store<Pod> {
         &self.store
     }

@@ -2,6 +2,7 @@
 //! share, so both run, retry, throttle and count their reconciles the same way.
 //!
 //! - [`runner`]: the one way to run a controller (watch, queue, reconcile, error policy, spans),
+//!   [`KubeError`](runner::KubeError), the failed API call every controller's error wraps,
 //!   and the finalizer helpers of the controllers that write their own.
 //! - [`backoff`]: per-object exponential backoff for every error policy, reset on success.
 //! - [`metrics`]: the reconcile counts, errors and durations the runner records.

@@ -41,6 +41,7 @@
 //! concurrency, the default backoff.
 
 pub mod finalizer;
+mod kube_error;
 
 use std::convert::Infallible;
 use std::fmt::{Debug, Display};
@@ -64,11 +65,19 @@ use tracing::Instrument;
 
 use crate::backoff::{self, Backoff, Policy};
 use crate::metrics::RecordReconcile;
+pub use kube_error::KubeError;
 
 /// What the runner needs to know about a controller's error (controller-rs's `Error` with
 /// `metric_label()`).
 pub trait ReconcileError: std::error::Error + Send + Sync + 'static {
-    /// The `error` label of the reconcile error counter.
+    /// The failed API call this error is, if it is one: whether it is a conflict follows from
+    /// it (see [`KubeError`]).
+    fn kube(&self) -> Option<&KubeError> {
+        None
+    }
+
+    /// The `error` label of the reconcile error counter ([`KubeError::METRIC_LABEL`] for a
+    /// failed API call).
     fn metric_label(&self) -> &'static str;
 
     /// The soonest retry: errors only a change of the object can fix (that change triggers a
@@ -78,11 +87,15 @@ pub trait ReconcileError: std::error::Error + Send + Sync + 'static {
     }
 
     /// A write lost to a concurrent writer: it only means the cache was stale, so it is logged
-    /// at debug and retried by the same backoff curve.
+    /// at debug and retried by the same backoff curve. By default: a 409 from [`Self::kube`].
     fn is_conflict(&self) -> bool {
-        false
+        self.kube().is_some_and(KubeError::is_conflict)
     }
 }
+
+/// The retry floor of errors only a change of the object's spec can fix (that change triggers a
+/// reconcile by itself): the controllers' common choice.
+pub const SPEC_ERROR_RETRY: Duration = Duration::from_secs(30);
 
 /// Whether a kube error is a 409 Conflict.
 pub fn is_conflict(err: &kube::Error) -> bool {

@@ -1,20 +1,15 @@
 //! Shared state of the AdvancedCronJob controller (client, the stores of the three kinds of
-//! run, the clock, Events) and its error.
+//! run, the clock, Events).
 
 use std::sync::Arc;
-use std::time::Duration;
 
-use crate::events::Recorder;
 use jiff::Timestamp;
 use k8s_openapi::api::batch::v1::Job;
 use kruise_api::apps::v1beta1::{AdvancedCronJob, BroadcastJob, ImageListPullJob};
-use kube::runtime::events::{EventType, Reporter};
+use kube::Resource;
 use kube::runtime::reflector::Store;
-use kube::{Client, Resource};
 
-use crate::backoff::{Backoff, Policy};
-use crate::metrics::Metrics;
-use crate::runner::ReconcileError;
+use crate::registry::{Base, Shared, event_type};
 
 /// Name in Events, logs and the field manager (upstream's).
 pub const CONTROLLER_NAME: &str = "advancedcronjob-controller";
@@ -44,35 +39,19 @@ pub struct Runs {
 
 /// Shared state of the controller.
 pub struct Context {
-    pub client: Client,
+    base: Base,
     pub runs: Runs,
     pub clock: Arc<dyn Clock>,
-    pub recorder: Recorder,
-    pub metrics: Arc<Metrics>,
-    pub namespace: Option<String>,
-    pub backoff: Arc<Backoff>,
 }
 
+crate::deref_base!(Context);
+
 impl Context {
-    pub fn new(
-        client: Client,
-        runs: Runs,
-        metrics: Arc<Metrics>,
-        instance: Option<String>,
-        namespace: Option<String>,
-    ) -> Self {
-        let reporter = Reporter {
-            controller: CONTROLLER_NAME.to_string(),
-            instance,
-        };
+    pub fn new(shared: &Shared, runs: Runs) -> Self {
         Self {
-            recorder: Recorder::new(client.clone(), reporter),
-            client,
+            base: shared.base(CONTROLLER_NAME),
             runs,
             clock: Arc::new(SystemClock),
-            metrics,
-            namespace,
-            backoff: Arc::new(Backoff::new(Policy::DEFAULT)),
         }
     }
 
@@ -84,53 +63,9 @@ impl Context {
         reason: &str,
         note: String,
     ) {
-        let ev = crate::events::event(
-            if warning {
-                EventType::Warning
-            } else {
-                EventType::Normal
-            },
-            reason,
-            note,
-            None,
-        );
-        crate::events::publish_event(&self.recorder, &ev, &acj.object_ref(&())).await;
-    }
-}
-
-/// The soonest retry of errors only a spec change (or `startingDeadlineSeconds`) fixes.
-const SPEC_ERROR_RETRY: Duration = Duration::from_secs(30);
-
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    #[error("kubernetes API: {0}")]
-    Kube(#[from] kube::Error),
-    #[error("serialization: {0}")]
-    Serde(#[from] serde_json::Error),
-    #[error(transparent)]
-    Schedule(#[from] super::plan::Problem),
-    #[error("AdvancedCronJob has no namespace or uid")]
-    Unnamed,
-}
-
-impl ReconcileError for Error {
-    fn metric_label(&self) -> &'static str {
-        match self {
-            Error::Kube(_) => "kube",
-            Error::Serde(_) => "serde",
-            Error::Schedule(_) => "schedule",
-            Error::Unnamed => "unnamed",
-        }
-    }
-
-    fn retry_floor(&self) -> Duration {
-        match self {
-            Error::Schedule(_) => SPEC_ERROR_RETRY,
-            _ => Duration::ZERO,
-        }
-    }
-
-    fn is_conflict(&self) -> bool {
-        matches!(self, Error::Kube(e) if crate::runner::is_conflict(e))
+        let about = acj.object_ref(&());
+        self.base
+            .event(&about, event_type(warning), reason, note)
+            .await;
     }
 }

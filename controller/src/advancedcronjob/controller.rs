@@ -11,31 +11,21 @@ use k8s_openapi::api::batch::v1::Job;
 use kruise_api::apps::v1beta1::{AdvancedCronJob, BroadcastJob, ImageListPullJob};
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
-use kube::{Api, Client, Resource};
+use kube::{Api, Resource};
 use serde::de::DeserializeOwned;
-use tokio_util::sync::CancellationToken;
 
 use super::children;
-pub use super::context::{CONTROLLER_NAME, Clock, Context, Error, SystemClock};
+pub use super::context::{CONTROLLER_NAME, Clock, Context, SystemClock};
 use super::context::{METRIC_NAME, Runs};
+pub use super::error::Error;
 pub use super::reconcile::reconcile;
-use crate::metrics::Metrics;
+use crate::registry::{self, Shared};
 use crate::runner::{self, Controller};
+use futures::future::BoxFuture;
 
 /// Reconciles of different AdvancedCronJobs at once (upstream's `--advancedcronjob-workers`
 /// default).
 const CONCURRENCY: u16 = 3;
-
-fn api<K>(client: &Client, namespace: Option<&str>) -> Api<K>
-where
-    K: Resource<Scope = k8s_openapi::NamespaceResourceScope>,
-    K::DynamicType: Default,
-{
-    match namespace {
-        Some(ns) => Api::namespaced(client.clone(), ns),
-        None => Api::all(client.clone()),
-    }
-}
 
 /// A store of every `K` and the owners its events concern.
 fn runs_of<K>(
@@ -71,47 +61,35 @@ fn owner_of(
     Some(ObjectRef::new(&owner.name).within(meta.namespace.as_deref().unwrap_or_default()))
 }
 
-/// [`run`] from the manager's shared handles (cloned here, so the wiring stays one line).
-pub fn start(
-    client: &Client,
-    metrics: &Arc<Metrics>,
-    instance: &Option<String>,
-    namespace: &Option<String>,
-    shutdown: &CancellationToken,
-) -> impl Future<Output = ()> + use<> {
-    run(
-        client.clone(),
-        metrics.clone(),
-        instance.clone(),
-        namespace.clone(),
-        shutdown.clone(),
-    )
+/// The registry's entry (always on).
+pub const CONTROLLER: registry::Controller = registry::Controller {
+    name: METRIC_NAME,
+    enabled: registry::always,
+    start,
+};
+
+/// Starts the controller on the manager's shared state.
+fn start(shared: &Shared) -> BoxFuture<'static, ()> {
+    Box::pin(run(shared.clone()))
 }
 
 /// Run the AdvancedCronJob controller until `shutdown` is cancelled.
-pub async fn run(
-    client: Client,
-    metrics: Arc<Metrics>,
-    instance: Option<String>,
-    namespace: Option<String>,
-    shutdown: CancellationToken,
-) {
-    let ns = namespace.as_deref();
-    let (jobs, job_events) = runs_of::<Job>(api(&client, ns));
-    let (broadcastjobs, bcj_events) = runs_of::<BroadcastJob>(api(&client, ns));
-    let (imagelistpulljobs, ilpj_events) = runs_of::<ImageListPullJob>(api(&client, ns));
+pub async fn run(shared: Shared) {
+    let (jobs, job_events) = runs_of::<Job>(shared.watched());
+    let (broadcastjobs, bcj_events) = runs_of::<BroadcastJob>(shared.watched());
+    let (imagelistpulljobs, ilpj_events) = runs_of::<ImageListPullJob>(shared.watched());
     let runs = Runs {
         jobs,
         broadcastjobs,
         imagelistpulljobs,
     };
-    let acjs: Api<AdvancedCronJob> = api(&client, ns);
-    let ctx = Arc::new(Context::new(client, runs, metrics, instance, namespace));
+    let acjs: Api<AdvancedCronJob> = shared.watched();
+    let ctx = Arc::new(Context::new(&shared, runs));
     let ctl = Controller::watching(
         METRIC_NAME,
         runner::watch(acjs),
         ctx.metrics.clone(),
-        shutdown,
+        shared.shutdown,
     );
     ctx.metrics.workloads.advancedcronjobs.set(ctl.store());
     ctl.concurrency(CONCURRENCY)

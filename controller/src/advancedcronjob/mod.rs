@@ -11,7 +11,6 @@
 mod children;
 mod context;
 pub mod controller;
+pub mod error;
 pub mod plan;
 mod reconcile;
-
-pub use controller::start as run;

@@ -244,4 +244,5 @@ fn indexes(children: &[Child], f: impl Fn(&Child) -> bool) -> Vec<usize> {
 }
 
 #[cfg(test)]
+#[path = "plan_tests.rs"]
 mod tests;

@@ -20,7 +20,8 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::children::{self, NewRun};
-use super::context::{Context, Error};
+use super::context::Context;
+use super::error::Error;
 use super::plan::{self, Child, Problem, Run};
 
 /// One run as the reconcile sees it: what the plan reads and the reference `status.active`

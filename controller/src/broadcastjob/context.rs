@@ -1,22 +1,13 @@
 //! Shared state of the BroadcastJob controller (client, Pod cache, Node store, expectations,
-//! Events) and its error.
+//! Events).
 
-use std::sync::Arc;
-use std::time::Duration;
-
-use crate::events::Recorder;
 use k8s_openapi::api::core::v1::{Node, ObjectReference};
 use kruise_api::apps::v1beta1::BroadcastJob;
-use kube::runtime::events::{EventType, Reporter};
+use kube::Resource;
 use kube::runtime::reflector::Store;
-use kube::{Client, Resource};
 
-use super::plan::BadParallelism;
-use crate::backoff::{Backoff, Policy};
 use crate::expectations::ScaleExpectations;
-use crate::metrics::Metrics;
-use crate::podcache::PodCache;
-use crate::runner::ReconcileError;
+use crate::registry::{Base, Shared, event_type};
 
 /// Name in Events, logs and the field manager (upstream's).
 pub const CONTROLLER_NAME: &str = "broadcastjob-controller";
@@ -25,43 +16,25 @@ pub(super) const METRIC_NAME: &str = "broadcastjob";
 
 /// Shared state of the controller.
 pub struct Context {
-    pub client: Client,
-    pub pods: PodCache,
+    base: Base,
     /// Every Node (filled by the controller's Node watch).
     pub nodes: Store<Node>,
-    pub recorder: Recorder,
     /// Pods created and deleted and not yet seen in the cache, by Pod name.
     pub scale_exp: ScaleExpectations,
-    pub metrics: Arc<Metrics>,
-    pub namespace: Option<String>,
-    pub backoff: Arc<Backoff>,
 }
 
+crate::deref_base!(Context);
+
 impl Context {
-    pub fn new(
-        client: Client,
-        pods: PodCache,
-        nodes: Store<Node>,
-        metrics: Arc<Metrics>,
-        instance: Option<String>,
-        namespace: Option<String>,
-    ) -> Self {
-        let reporter = Reporter {
-            controller: CONTROLLER_NAME.to_string(),
-            instance,
-        };
+    pub fn new(shared: &Shared, nodes: Store<Node>) -> Self {
         Self {
-            recorder: Recorder::new(client.clone(), reporter),
-            client,
-            pods,
+            base: shared.base(CONTROLLER_NAME),
             nodes,
             scale_exp: ScaleExpectations::new(),
-            metrics,
-            namespace,
-            backoff: Arc::new(Backoff::new(Policy::DEFAULT)),
         }
     }
 
+    /// Publish an Event on the job (`related`: the Pod concerned); a refused Event is only
     /// Publish an Event on the job (`related`: the Pod concerned); a refused Event is only
     /// logged.
     pub(super) async fn event(
@@ -72,53 +45,9 @@ impl Context {
         note: String,
         related: Option<ObjectReference>,
     ) {
-        let ev = crate::events::event(
-            if warning {
-                EventType::Warning
-            } else {
-                EventType::Normal
-            },
-            reason,
-            note,
-            related,
-        );
-        crate::events::publish_event(&self.recorder, &ev, &job.object_ref(&())).await;
-    }
-}
-
-/// The soonest retry of errors only a spec change fixes (that change triggers a reconcile).
-const SPEC_ERROR_RETRY: Duration = Duration::from_secs(30);
-
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    #[error("kubernetes API: {0}")]
-    Kube(#[from] kube::Error),
-    #[error("serialization: {0}")]
-    Serde(#[from] serde_json::Error),
-    #[error(transparent)]
-    Spec(#[from] BadParallelism),
-    #[error("BroadcastJob has no namespace or uid")]
-    Unnamed,
-}
-
-impl ReconcileError for Error {
-    fn metric_label(&self) -> &'static str {
-        match self {
-            Error::Kube(_) => "kube",
-            Error::Serde(_) => "serde",
-            Error::Spec(_) => "spec",
-            Error::Unnamed => "unnamed",
-        }
-    }
-
-    fn retry_floor(&self) -> Duration {
-        match self {
-            Error::Spec(_) => SPEC_ERROR_RETRY,
-            _ => Duration::ZERO,
-        }
-    }
-
-    fn is_conflict(&self) -> bool {
-        matches!(self, Error::Kube(e) if crate::runner::is_conflict(e))
+        let (about, type_) = (job.object_ref(&()), event_type(warning));
+        self.base
+            .event_related(&about, type_, reason, note, related)
+            .await;
     }
 }

@@ -11,55 +11,54 @@ use kruise_api::apps::v1beta1::BroadcastJob;
 use kruise_api::keys;
 use kube::runtime::reflector::{self, ObjectRef};
 use kube::runtime::{WatchStreamExt, watcher};
-use kube::{Api, Client, Resource, ResourceExt};
-use tokio_util::sync::CancellationToken;
+use kube::{Api, Resource, ResourceExt};
 
 use super::context::METRIC_NAME;
-pub use super::context::{CONTROLLER_NAME, Context, Error};
+pub use super::context::{CONTROLLER_NAME, Context};
+pub use super::error::Error;
 use super::plan;
 pub use super::reconcile::reconcile;
-use crate::metrics::Metrics;
-use crate::podcache::{PodCache, PodEvent};
+use crate::podcache::PodEvent;
+use crate::registry::{self, Shared};
 use crate::runner::{self, Controller};
 use crate::workload::{nodes, podutil};
+use futures::future::BoxFuture;
 
 /// Reconciles of different BroadcastJobs running at once (upstream's `--broadcastjob-workers`
 /// default).
 const CONCURRENCY: u16 = 3;
 
+/// The registry's entry (always on).
+pub const CONTROLLER: registry::Controller = registry::Controller {
+    name: METRIC_NAME,
+    enabled: registry::always,
+    start,
+};
+
+/// Starts the controller on the manager's shared state.
+fn start(shared: &Shared) -> BoxFuture<'static, ()> {
+    Box::pin(run(shared.clone()))
+}
+
 /// Run the BroadcastJob controller until `shutdown` is cancelled.
-pub async fn run(
-    client: Client,
-    pods: PodCache,
-    metrics: Arc<Metrics>,
-    instance: Option<String>,
-    namespace: Option<String>,
-    shutdown: CancellationToken,
-) {
+pub async fn run(shared: Shared) {
     let (node_store, node_writer) = reflector::store::<Node>();
     let node_events = reflector::reflector(
         node_writer,
-        watcher(Api::<Node>::all(client.clone()), watcher::Config::default()),
+        watcher(
+            Api::<Node>::all(shared.client.clone()),
+            watcher::Config::default(),
+        ),
     )
     .default_backoff()
     .touched_objects();
-    let ctx = Arc::new(Context::new(
-        client.clone(),
-        pods,
-        node_store,
-        metrics,
-        instance,
-        namespace,
-    ));
-    let api: Api<BroadcastJob> = match &ctx.namespace {
-        Some(ns) => Api::namespaced(client, ns),
-        None => Api::all(client),
-    };
+    let ctx = Arc::new(Context::new(&shared, node_store));
+    let api: Api<BroadcastJob> = ctx.watched();
     let ctl = Controller::watching(
         METRIC_NAME,
         runner::watch(api),
         ctx.metrics.clone(),
-        shutdown,
+        shared.shutdown,
     )
     .concurrency(CONCURRENCY)
     .backoff(ctx.backoff.clone());

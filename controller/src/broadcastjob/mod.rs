@@ -10,5 +10,6 @@
 
 mod context;
 pub mod controller;
+pub mod error;
 pub mod plan;
 mod reconcile;

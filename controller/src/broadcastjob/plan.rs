@@ -497,4 +497,5 @@ fn advance(
 }
 
 #[cfg(test)]
+#[path = "plan_tests.rs"]
 mod tests;

@@ -16,7 +16,8 @@ use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef;
 use kube::{Api, Resource, ResourceExt};
 
-use super::context::{Context, Error};
+use super::context::Context;
+use super::error::Error;
 use super::plan::{self, Note, Plan, Step};
 use crate::expectations::{Cached, EXPECTATION_TIMEOUT, ScaleAction, ScaleSatisfaction};
 use crate::workload::nodes;

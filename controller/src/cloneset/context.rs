@@ -4,24 +4,21 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::events::Recorder;
 use k8s_openapi::api::core::v1::{ObjectReference, PersistentVolumeClaim, Pod};
 use kruise_api::apps::v1beta1::CloneSet;
 use kruise_api::features::FeatureGates;
-use kube::runtime::events::{EventType, Reporter};
-use kube::runtime::reflector::ObjectRef;
-use kube::{Client, Resource};
+use kube::Resource;
+use kube::runtime::events::EventType;
 use tokio::sync::Semaphore;
 use tracing::Instrument;
 
 use super::active::ActiveMemo;
 use super::error::Error;
 use crate::backoff::{Backoff, Policy};
-use crate::expectations::{Cached, ResourceVersionExpectations, ScaleExpectations};
+use crate::expectations::{ResourceVersionExpectations, ScaleExpectations};
 use crate::inplace::InPlaceControl;
-use crate::metrics::Metrics;
-use crate::podcache::PodCache;
 use crate::pvccache::PvcCache;
+use crate::registry::{Base, Shared};
 use crate::revcache::RevisionCache;
 use crate::workload::quiet::QuietPods;
 
@@ -44,23 +41,16 @@ const EVENTS_IN_FLIGHT: usize = 256;
 
 /// Shared state of the CloneSet controller.
 pub struct Context {
-    pub client: Client,
-    pub pods: PodCache,
+    base: Base,
     /// The CloneSets' ControllerRevisions (see [`RevisionCache`]).
     pub revisions: RevisionCache,
     /// The claims made from volumeClaimTemplates (see [`PvcCache`]).
     pub pvcs: PvcCache,
-    pub recorder: Recorder,
     pub scale_exp: ScaleExpectations,
     pub rv_exp: ResourceVersionExpectations,
     pub inplace: InPlaceControl,
-    pub metrics: Arc<Metrics>,
-    /// Only CloneSets in this namespace (all when `None`).
-    pub namespace: Option<String>,
-    /// The process's feature gates (upstream's defaults until [`Context::with_gates`]).
+    /// The process's feature gates.
     pub gates: FeatureGates,
-    /// Failed reconciles per CloneSet (the error policy's delays).
-    pub backoff: Arc<Backoff>,
     /// Failed Pod creations per CloneSet (see [`CREATE_BACKOFF`]).
     pub create_backoff: Backoff,
     /// Pods whose refresh had nothing to do, per CloneSet (see [`QuietPods`]).
@@ -72,34 +62,20 @@ pub struct Context {
     event_slots: Arc<Semaphore>,
 }
 
+crate::deref_base!(Context);
+
 impl Context {
-    pub fn new(
-        client: Client,
-        pods: PodCache,
-        revisions: RevisionCache,
-        pvcs: PvcCache,
-        metrics: Arc<Metrics>,
-        instance: Option<String>,
-        namespace: Option<String>,
-    ) -> Self {
-        let reporter = Reporter {
-            controller: CONTROLLER_NAME.to_string(),
-            instance,
-        };
+    pub fn new(shared: &Shared) -> Self {
         Self {
-            recorder: Recorder::new(client.clone(), reporter),
+            base: shared.base(CONTROLLER_NAME),
             // The engine reports updates written and Pods marked ready to the metrics.
-            inplace: InPlaceControl::new(client.clone()).observed_by(metrics.clone(), METRIC_NAME),
-            client,
-            pods,
-            revisions,
-            pvcs,
+            inplace: InPlaceControl::new(shared.client.clone())
+                .observed_by(shared.metrics.clone(), METRIC_NAME),
+            revisions: shared.revisions.clone(),
+            pvcs: shared.pvcs.clone(),
             scale_exp: ScaleExpectations::new(),
             rv_exp: ResourceVersionExpectations::new(),
-            metrics,
-            namespace,
-            gates: FeatureGates::default(),
-            backoff: Arc::new(Backoff::new(Policy::DEFAULT)),
+            gates: shared.gates,
             create_backoff: Backoff::new(CREATE_BACKOFF),
             quiet: QuietPods::new(),
             active: ActiveMemo::default(),
@@ -107,26 +83,10 @@ impl Context {
         }
     }
 
-    #[must_use]
-    pub fn with_gates(mut self, gates: FeatureGates) -> Self {
-        self.gates = gates;
-        self
-    }
-
     /// Observes the scale expectations of `key` (`namespace/name`) that the Pod cache already
     /// shows, whether or not their events reached us.
     pub(super) fn observe_from_cache(&self, key: &str) -> usize {
-        let Some((ns, _)) = key.split_once('/') else {
-            return 0;
-        };
-        let store = self.pods.store();
-        self.scale_exp.observe_cache(key, |name| {
-            match store.get(&ObjectRef::<Pod>::new(name).within(ns)) {
-                None => Cached::Absent,
-                Some(p) if p.metadata.deletion_timestamp.is_some() => Cached::Terminating,
-                Some(_) => Cached::Present,
-            }
-        })
+        self.pods.observe(&self.scale_exp, key)
     }
 
     /// Publish an Event on the CloneSet. `related` (the pod, PVC or revision concerned) also keeps

@@ -20,11 +20,25 @@ pub use super::error::Error;
 pub use super::reconcile::reconcile;
 use crate::expectations::Cached;
 use crate::podcache::PodEvent;
+use crate::registry::{self, Shared};
 use crate::runner::{self, Controller};
 use crate::workload::podutil;
+use futures::future::BoxFuture;
 
 /// Reconciles of different CloneSets running at once (upstream's default worker count).
 const CONCURRENCY: u16 = 3;
+
+/// The registry's entry (always on).
+pub const CONTROLLER: registry::Controller = registry::Controller {
+    name: METRIC_NAME,
+    enabled: registry::always,
+    start,
+};
+
+/// Starts the controller on the manager's shared state.
+fn start(shared: &Shared) -> BoxFuture<'static, ()> {
+    Box::pin(run(Arc::new(Context::new(shared)), shared.shutdown.clone()))
+}
 
 /// Run the CloneSet controller until `shutdown` is cancelled.
 pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
@@ -34,10 +48,7 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
         _ = async { tokio::join!(ctx.revisions.wait_synced(), ctx.pvcs.wait_synced()) } => {}
         _ = shutdown.cancelled() => return,
     }
-    let api: Api<CloneSet> = match &ctx.namespace {
-        Some(ns) => Api::namespaced(ctx.client.clone(), ns),
-        None => Api::all(ctx.client.clone()),
-    };
+    let api: Api<CloneSet> = ctx.watched();
     let ctl = Controller::watching(
         METRIC_NAME,
         runner::watch(api),

@@ -1,21 +1,14 @@
 //! The CloneSet controller's error, with the text its conditions show, and what the shared
 //! runner needs of it (metric label, retry floor).
 
-use std::time::Duration;
-
 use crate::inplace::{ApplyError, NotInPlace};
 use crate::revision::RevisionError;
-use crate::runner::ReconcileError;
-
-/// The soonest retry of errors that only a change of the CloneSet or its Pods can fix
-/// (InPlaceOnly, a bad lifecycle state, a bad template): that change triggers a reconcile by
-/// itself, so retrying sooner would only repeat the refusal and its Warning Event.
-const SPEC_ERROR_RETRY: Duration = Duration::from_secs(30);
+use crate::runner::{KubeError, SPEC_ERROR_RETRY};
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("kubernetes API: {0}")]
-    Kube(#[from] kube::Error),
+    #[error(transparent)]
+    Kube(#[from] KubeError),
     #[error(transparent)]
     Revision(#[from] RevisionError),
     #[error("in-place update: {0}")]
@@ -44,49 +37,33 @@ impl Error {
     /// upstream shows), not the client's debug rendering of the whole Status.
     pub(super) fn condition_message(&self) -> String {
         match self {
-            Error::Kube(kube::Error::Api(status)) if !status.message.is_empty() => {
-                status.message.clone()
-            }
+            Error::Kube(e) if let Some(message) = e.api_message() => message.to_owned(),
             e => e.to_string(),
         }
     }
 }
 
-/// `is_conflict` keeps its default (false): a conflict that escapes a reconcile is logged at warn
-/// and retried like any other API error, as the CloneSet's own error policy did.
-impl ReconcileError for Error {
-    fn metric_label(&self) -> &'static str {
-        match self {
-            Error::Kube(_) => "kube",
-            Error::Revision(_) => "revision",
-            Error::InPlace(_) => "inplace",
-            Error::Serde(_) => "serde",
-            Error::Unnamed => "unnamed",
-            Error::BadLifecycle { .. } => "lifecycle",
-            Error::InPlaceOnly { .. } => "inplace_only",
-            Error::Template(_) => "template",
-            Error::Readiness { .. } => "readiness",
-        }
-    }
-
-    /// Spec errors wait at least [`SPEC_ERROR_RETRY`]; the rest only the backoff's delay.
-    fn retry_floor(&self) -> Duration {
-        match self {
-            Error::InPlaceOnly { .. } | Error::BadLifecycle { .. } | Error::Template(_) => {
-                SPEC_ERROR_RETRY
-            }
-            _ => Duration::ZERO,
-        }
-    }
-}
+kruise_runtime::reconcile_error!(Error {
+    // Spec errors wait at least [`SPEC_ERROR_RETRY`]; the rest only the backoff's delay.
+    Error::Revision(_) => "revision";
+    Error::InPlace(_) => "inplace";
+    Error::Serde(_) => "serde";
+    Error::Unnamed => "unnamed";
+    Error::BadLifecycle { .. } => "lifecycle", floor: SPEC_ERROR_RETRY;
+    Error::InPlaceOnly { .. } => "inplace_only", floor: SPEC_ERROR_RETRY;
+    Error::Template(_) => "template", floor: SPEC_ERROR_RETRY;
+    Error::Readiness { .. } => "readiness";
+});
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::runner::ReconcileError;
     use kube::core::Status;
+    use std::time::Duration;
 
     fn api(message: &str) -> Error {
-        Error::Kube(kube::Error::Api(Box::new(
+        Error::from(kube::Error::Api(Box::new(
             Status::failure(message, "Forbidden").with_code(403),
         )))
     }

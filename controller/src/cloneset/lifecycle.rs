@@ -11,7 +11,7 @@ use crate::workload::lifecycle::{WriteError, write_lifecycle};
 impl From<WriteError> for Error {
     fn from(e: WriteError) -> Self {
         match e {
-            WriteError::Kube(e) => Error::Kube(e),
+            WriteError::Kube(e) => Error::from(e),
             WriteError::Readiness { pod, source } => Error::Readiness { pod, source },
         }
     }

@@ -38,7 +38,7 @@ const EXPECTATION_RECHECK: Duration = Duration::from_secs(30);
 /// The namespace is being deleted: nothing can be created there any more, and everything in it
 /// is going away, so there is nothing to retry.
 fn namespace_terminating(err: &Error) -> bool {
-    matches!(err, Error::Kube(kube::Error::Api(s)) if s.is_forbidden() && s.message.contains("being terminated"))
+    matches!(err, Error::Kube(crate::runner::KubeError(kube::Error::Api(s))) if s.is_forbidden() && s.message.contains("being terminated"))
 }
 
 /// One reconcile of `cs` (the runner adds its span, timing and metrics). A namespace being
@@ -388,7 +388,7 @@ mod tests {
     use kube::core::Status;
 
     fn forbidden(message: &str) -> Error {
-        Error::Kube(kube::Error::Api(Box::new(
+        Error::from(kube::Error::Api(Box::new(
             Status::failure(message, "Forbidden").with_code(403),
         )))
     }

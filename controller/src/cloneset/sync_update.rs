@@ -432,18 +432,15 @@ mod tests {
         let client = kube::Client::try_from(cfg).expect("client");
         let token = CancellationToken::new();
         let pods = PodCache::start(client.clone(), Some("none"), token.clone());
-        let revisions =
-            crate::revcache::RevisionCache::start(client.clone(), Some("none"), token.clone());
-        let pvcs = crate::pvccache::start(client.clone(), Some("none"), token.clone());
-        let ctx = Context::new(
+        let shared = crate::registry::Shared::start(
             client,
             pods,
-            revisions,
-            pvcs,
             Arc::new(crate::metrics::Metrics::new()),
-            None,
-            None,
+            Default::default(),
+            Some("none".into()),
+            token.clone(),
         );
+        let ctx = Context::new(&shared);
         let cs: CloneSet = serde_json::from_value(json!({
             "apiVersion": "apps.kruise.io/v1alpha1", "kind": "CloneSet",
             "metadata": {"name": "c", "namespace": "n"},

@@ -108,4 +108,5 @@ pub fn limit_candidates(
 }
 
 #[cfg(test)]
+#[path = "update_tests.rs"]
 mod tests;

@@ -1,27 +1,17 @@
 //! Shared state of the Advanced DaemonSet controller (client, Pod cache, Node store,
-//! expectations, Events) and its error.
+//! expectations, Events).
 
-use std::sync::Arc;
-use std::time::Duration;
-
-use crate::events::Recorder;
 use k8s_openapi::api::core::v1::Node;
 use kruise_api::apps::v1beta1::DaemonSet;
 use kruise_api::features::FeatureGates;
-use kube::runtime::events::{EventType, Reporter};
+use kube::Resource;
+use kube::runtime::events::EventType;
 use kube::runtime::reflector::Store;
-use kube::{Client, Resource};
 
-use super::plan::BadNumber;
-use crate::backoff::{Backoff, Policy};
 use crate::expectations::{ResourceVersionExpectations, ScaleExpectations};
-use crate::inplace::{ApplyError, InPlaceControl};
-use crate::metrics::Metrics;
-use crate::podcache::PodCache;
+use crate::inplace::InPlaceControl;
+use crate::registry::{Base, Shared};
 use crate::revcache::RevisionCache;
-use crate::revision::RevisionError;
-use crate::runner::ReconcileError;
-use crate::workload::lifecycle::WriteError;
 use crate::workload::quiet::QuietPods;
 
 /// Name in Events, logs and the field manager.
@@ -31,108 +21,42 @@ pub(super) const METRIC_NAME: &str = "daemonset";
 
 /// Shared state of the controller.
 pub struct Context {
-    pub client: Client,
-    pub pods: PodCache,
+    base: Base,
     /// The DaemonSets' ControllerRevisions (the shared watch).
     pub revisions: RevisionCache,
     /// Every Node (filled by the controller's Node watch).
     pub nodes: Store<Node>,
-    pub recorder: Recorder,
     pub scale_exp: ScaleExpectations,
     /// Pods whose refresh had nothing to do, per workload (see [`QuietPods`]).
     pub quiet: QuietPods,
     pub rv_exp: ResourceVersionExpectations,
     pub inplace: InPlaceControl,
-    pub metrics: Arc<Metrics>,
-    pub namespace: Option<String>,
-    pub backoff: Arc<Backoff>,
-    /// The process's feature gates (upstream's defaults until `with_gates`).
+    /// The process's feature gates.
     pub gates: FeatureGates,
 }
 
+crate::deref_base!(Context);
+
 impl Context {
-    pub fn new(
-        client: Client,
-        pods: PodCache,
-        revisions: RevisionCache,
-        nodes: Store<Node>,
-        metrics: Arc<Metrics>,
-        instance: Option<String>,
-        namespace: Option<String>,
-    ) -> Self {
-        let reporter = Reporter {
-            controller: CONTROLLER_NAME.to_string(),
-            instance,
-        };
+    pub fn new(shared: &Shared, nodes: Store<Node>) -> Self {
         Self {
-            recorder: Recorder::new(client.clone(), reporter),
+            base: shared.base(CONTROLLER_NAME),
             // The engine reports updates written and Pods marked ready to the metrics.
-            inplace: InPlaceControl::new(client.clone()).observed_by(metrics.clone(), METRIC_NAME),
-            client,
-            pods,
-            revisions,
+            inplace: InPlaceControl::new(shared.client.clone())
+                .observed_by(shared.metrics.clone(), METRIC_NAME),
+            revisions: shared.revisions.clone(),
             nodes,
             scale_exp: ScaleExpectations::new(),
             quiet: QuietPods::new(),
             rv_exp: ResourceVersionExpectations::new(),
-            metrics,
-            namespace,
-            backoff: Arc::new(Backoff::new(Policy::DEFAULT)),
-            gates: FeatureGates::default(),
+            gates: shared.gates,
         }
-    }
-
-    #[must_use]
-    pub fn with_gates(mut self, gates: FeatureGates) -> Self {
-        self.gates = gates;
-        self
     }
 
     /// Publish an Event on the DaemonSet; a refused Event is only logged.
     pub(super) async fn event(&self, ds: &DaemonSet, type_: EventType, reason: &str, note: String) {
-        let ev = crate::events::event(type_, reason, note, None);
-        crate::events::publish_event(&self.recorder, &ev, &ds.object_ref(&())).await;
-    }
-}
-
-/// The soonest retry of errors only a spec change fixes (that change triggers a reconcile).
-const SPEC_ERROR_RETRY: Duration = Duration::from_secs(30);
-
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    #[error("kubernetes API: {0}")]
-    Kube(#[from] kube::Error),
-    #[error(transparent)]
-    Revision(#[from] RevisionError),
-    #[error("in-place update: {0}")]
-    InPlace(#[from] ApplyError),
-    #[error("serialization: {0}")]
-    Serde(#[from] serde_json::Error),
-    #[error(transparent)]
-    Spec(#[from] BadNumber),
-    #[error("DaemonSet has no namespace or uid")]
-    Unnamed,
-    #[error("lifecycle: {0}")]
-    Lifecycle(#[from] WriteError),
-}
-
-impl ReconcileError for Error {
-    fn metric_label(&self) -> &'static str {
-        match self {
-            Error::Kube(_) => "kube",
-            Error::Revision(_) => "revision",
-            Error::InPlace(_) => "inplace",
-            Error::Serde(_) => "serde",
-            Error::Spec(_) => "spec",
-            Error::Unnamed => "unnamed",
-            Error::Lifecycle(_) => "lifecycle",
-        }
-    }
-
-    fn retry_floor(&self) -> Duration {
-        match self {
-            Error::Spec(_) => SPEC_ERROR_RETRY,
-            _ => Duration::ZERO,
-        }
+        self.base
+            .event(&ds.object_ref(&()), type_, reason, note)
+            .await;
     }
 }

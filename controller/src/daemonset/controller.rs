@@ -3,7 +3,6 @@
 //! every DaemonSet: it may gain, keep or lose a Pod there), and the Pod events of the shared
 //! cache mapped to their owner.
 
-use kruise_api::features::FeatureGates;
 use std::sync::Arc;
 
 use futures::StreamExt;
@@ -12,67 +11,55 @@ use kruise_api::apps::v1beta1::DaemonSet;
 use kruise_api::keys;
 use kube::runtime::reflector::{self, ObjectRef};
 use kube::runtime::{WatchStreamExt, watcher};
-use kube::{Api, Client, Resource, ResourceExt};
-use tokio_util::sync::CancellationToken;
+use kube::{Api, Resource, ResourceExt};
 
 use super::context::METRIC_NAME;
-pub use super::context::{CONTROLLER_NAME, Context, Error};
+pub use super::context::{CONTROLLER_NAME, Context};
+pub use super::error::Error;
 pub use super::reconcile::reconcile;
 use crate::expectations::Cached;
-use crate::metrics::Metrics;
-use crate::podcache::{PodCache, PodEvent};
-use crate::revcache::RevisionCache;
+use crate::podcache::PodEvent;
+use crate::registry::{self, Shared};
 use crate::runner::{self, Controller};
 use crate::workload::podutil;
+use futures::future::BoxFuture;
 
 /// Reconciles of different DaemonSets running at once.
 const CONCURRENCY: u16 = 3;
 
-/// The shared caches the controller reads Pods and ControllerRevisions from.
-pub struct Caches {
-    pub pods: PodCache,
-    pub revisions: RevisionCache,
+/// The registry's entry (always on).
+pub const CONTROLLER: registry::Controller = registry::Controller {
+    name: METRIC_NAME,
+    enabled: registry::always,
+    start,
+};
+
+/// Starts the controller on the manager's shared state.
+fn start(shared: &Shared) -> BoxFuture<'static, ()> {
+    Box::pin(run(shared.clone()))
 }
 
 /// Run the Advanced DaemonSet controller until `shutdown` is cancelled.
-pub async fn run(
-    client: Client,
-    Caches { pods, revisions }: Caches,
-    metrics: Arc<Metrics>,
-    instance: Option<String>,
-    namespace: Option<String>,
-    gates: FeatureGates,
-    shutdown: CancellationToken,
-) {
+pub async fn run(shared: Shared) {
     let (node_store, node_writer) = reflector::store::<Node>();
     let node_events = reflector::reflector(
         node_writer,
-        watcher(Api::<Node>::all(client.clone()), watcher::Config::default()),
+        watcher(
+            Api::<Node>::all(shared.client.clone()),
+            watcher::Config::default(),
+        ),
     )
     .default_backoff()
     .touched_objects();
-    let ctx = Arc::new(
-        Context::new(
-            client.clone(),
-            pods,
-            revisions,
-            node_store,
-            metrics,
-            instance,
-            namespace,
-        )
-        .with_gates(gates),
-    );
+    let ctx = Arc::new(Context::new(&shared, node_store));
+    let shutdown = shared.shutdown;
     // Reconciles read revisions from the cache: before its first list every DaemonSet would look as
     // if it had none.
     tokio::select! {
         _ = ctx.revisions.wait_synced() => {}
         _ = shutdown.cancelled() => return,
     }
-    let api: Api<DaemonSet> = match &ctx.namespace {
-        Some(ns) => Api::namespaced(client, ns),
-        None => Api::all(client),
-    };
+    let api: Api<DaemonSet> = ctx.watched();
     let ctl = Controller::watching(
         METRIC_NAME,
         runner::watch(api),

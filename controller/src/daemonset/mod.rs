@@ -13,6 +13,7 @@
 
 mod context;
 pub mod controller;
+pub mod error;
 pub mod nodes;
 pub mod plan;
 pub mod pod;

@@ -392,4 +392,5 @@ pub fn plan(
 }
 
 #[cfg(test)]
+#[path = "plan_tests.rs"]
 mod tests;

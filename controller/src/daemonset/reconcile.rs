@@ -17,7 +17,8 @@ use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
 use kube::{Api, ResourceExt};
 
-use super::context::{Context, Error, METRIC_NAME};
+use super::context::{Context, METRIC_NAME};
+use super::error::Error;
 use super::nodes;
 use super::plan::{self, Limits, NodePods, Plan};
 use super::pod;

@@ -12,7 +12,8 @@ use kube::Api;
 use kube::api::DeleteParams;
 use kube::runtime::events::EventType;
 
-use super::context::{Context, Error};
+use super::context::Context;
+use super::error::Error;
 use super::pod;
 use crate::history::{self, Origin};
 use crate::revision;

@@ -15,7 +15,8 @@ use kube::api::{DeleteParams, PostParams};
 use kube::runtime::events::EventType;
 use kube::{Api, ResourceExt};
 
-use super::context::{Context, Error};
+use super::context::Context;
+use super::error::Error;
 use super::pod::{self, AdsHooks};
 use crate::expectations::ScaleAction;
 use crate::inplace::{InPlaceHooks, UpdateOptions, UpdateOutcome};

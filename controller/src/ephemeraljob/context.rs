@@ -1,19 +1,11 @@
-//! Shared state of the EphemeralJob controller (client, Pod cache, expectations, Events) and
-//! its error.
+//! Shared state of the EphemeralJob controller (client, Pod cache, expectations, Events).
 
-use std::sync::Arc;
-
-use crate::events::Recorder;
 use k8s_openapi::api::core::v1::ObjectReference;
 use kruise_api::apps::v1alpha1::EphemeralJob;
-use kube::runtime::events::{EventType, Reporter};
-use kube::{Client, Resource};
+use kube::Resource;
 
-use crate::backoff::{Backoff, Policy};
 use crate::expectations::ScaleExpectations;
-use crate::metrics::Metrics;
-use crate::podcache::PodCache;
-use crate::runner::ReconcileError;
+use crate::registry::{Base, Shared, event_type};
 
 /// Name in Events, logs and the field manager (upstream's).
 pub const CONTROLLER_NAME: &str = "ephemeraljob-controller";
@@ -22,39 +14,22 @@ pub(super) const METRIC_NAME: &str = "ephemeraljob";
 
 /// Shared state of the controller.
 pub struct Context {
-    pub client: Client,
-    pub pods: PodCache,
-    pub recorder: Recorder,
+    base: Base,
     /// Pods injected into and not yet seen with the containers in the cache, by Pod name.
     pub injections: ScaleExpectations,
-    pub metrics: Arc<Metrics>,
-    pub namespace: Option<String>,
-    pub backoff: Arc<Backoff>,
 }
 
+crate::deref_base!(Context);
+
 impl Context {
-    pub fn new(
-        client: Client,
-        pods: PodCache,
-        metrics: Arc<Metrics>,
-        instance: Option<String>,
-        namespace: Option<String>,
-    ) -> Self {
-        let reporter = Reporter {
-            controller: CONTROLLER_NAME.to_string(),
-            instance,
-        };
+    pub fn new(shared: &Shared) -> Self {
         Self {
-            recorder: Recorder::new(client.clone(), reporter),
-            client,
-            pods,
+            base: shared.base(CONTROLLER_NAME),
             injections: ScaleExpectations::new(),
-            metrics,
-            namespace,
-            backoff: Arc::new(Backoff::new(Policy::DEFAULT)),
         }
     }
 
+    /// Publish an Event on the job (`related`: the Pod concerned); a refused Event is only
     /// Publish an Event on the job (`related`: the Pod concerned); a refused Event is only
     /// logged.
     pub(super) async fn event(
@@ -65,40 +40,9 @@ impl Context {
         note: String,
         related: Option<ObjectReference>,
     ) {
-        let ev = crate::events::event(
-            if warning {
-                EventType::Warning
-            } else {
-                EventType::Normal
-            },
-            reason,
-            note,
-            related,
-        );
-        crate::events::publish_event(&self.recorder, &ev, &job.object_ref(&())).await;
-    }
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    #[error("kubernetes API: {0}")]
-    Kube(#[from] kube::Error),
-    #[error("serialization: {0}")]
-    Serde(#[from] serde_json::Error),
-    #[error("EphemeralJob has no namespace or uid")]
-    Unnamed,
-}
-
-impl ReconcileError for Error {
-    fn metric_label(&self) -> &'static str {
-        match self {
-            Error::Kube(_) => "kube",
-            Error::Serde(_) => "serde",
-            Error::Unnamed => "unnamed",
-        }
-    }
-
-    fn is_conflict(&self) -> bool {
-        matches!(self, Error::Kube(e) if crate::runner::is_conflict(e))
+        let (about, type_) = (job.object_ref(&()), event_type(warning));
+        self.base
+            .event_related(&about, type_, reason, note, related)
+            .await;
     }
 }

@@ -6,66 +6,44 @@
 use std::sync::Arc;
 
 use kruise_api::apps::v1alpha1::EphemeralJob;
+use kube::Api;
 use kube::runtime::reflector::{self, ObjectRef};
 use kube::runtime::watcher;
-use kube::{Api, Client};
-use tokio_util::sync::CancellationToken;
 
 use super::context::METRIC_NAME;
-pub use super::context::{CONTROLLER_NAME, Context, Error};
+pub use super::context::{CONTROLLER_NAME, Context};
+pub use super::error::Error;
 use super::plan;
 pub use super::reconcile::reconcile;
-use crate::metrics::Metrics;
-use crate::podcache::{PodCache, PodEvent};
+use crate::podcache::PodEvent;
+use crate::registry::{self, Shared};
 use crate::runner::{self, Controller};
+use futures::future::BoxFuture;
 
 /// Reconciles of different EphemeralJobs at once.
 const CONCURRENCY: u16 = 3;
 
-/// [`run`] from the manager's shared handles (cloned here, so the wiring stays one line).
-pub fn start(
-    client: &Client,
-    pods: &PodCache,
-    metrics: &Arc<Metrics>,
-    instance: &Option<String>,
-    namespace: &Option<String>,
-    shutdown: &CancellationToken,
-) -> impl Future<Output = ()> + use<> {
-    run(
-        client.clone(),
-        pods.clone(),
-        metrics.clone(),
-        instance.clone(),
-        namespace.clone(),
-        shutdown.clone(),
-    )
+/// The registry's entry (always on).
+pub const CONTROLLER: registry::Controller = registry::Controller {
+    name: METRIC_NAME,
+    enabled: registry::always,
+    start,
+};
+
+/// Starts the controller on the manager's shared state.
+fn start(shared: &Shared) -> BoxFuture<'static, ()> {
+    Box::pin(run(shared.clone()))
 }
 
 /// Run the EphemeralJob controller until `shutdown` is cancelled.
-pub async fn run(
-    client: Client,
-    pods: PodCache,
-    metrics: Arc<Metrics>,
-    instance: Option<String>,
-    namespace: Option<String>,
-    shutdown: CancellationToken,
-) {
-    let ctx = Arc::new(Context::new(
-        client.clone(),
-        pods,
-        metrics,
-        instance,
-        namespace,
-    ));
-    let api: Api<EphemeralJob> = match &ctx.namespace {
-        Some(ns) => Api::namespaced(client, ns),
-        None => Api::all(client),
-    };
+pub async fn run(shared: Shared) {
+    let ctx = Arc::new(Context::new(&shared));
+    let api: Api<EphemeralJob> = ctx.watched();
     let ctl = Controller::watching(
         METRIC_NAME,
         runner::watch(api),
         ctx.metrics.clone(),
-        shutdown,
+        shared.shutdown,
     )
     .concurrency(CONCURRENCY)
     .backoff(ctx.backoff.clone());

@@ -10,7 +10,6 @@
 
 mod context;
 pub mod controller;
+pub mod error;
 pub mod plan;
 mod reconcile;
-
-pub use controller::start as run;

@@ -439,4 +439,5 @@ pub fn plan(job: &EphemeralJob, pods: &[&Pod], now: Timestamp) -> Plan {
 }
 
 #[cfg(test)]
+#[path = "plan_tests.rs"]
 mod tests;

@@ -18,7 +18,8 @@ use kube::runtime::reflector::ObjectRef;
 use kube::{Api, Resource, ResourceExt};
 use serde_json::json;
 
-use super::context::{Context, Error};
+use super::context::Context;
+use super::error::Error;
 use super::plan::{self, Conflict, Ttl};
 use crate::expectations::{Cached, EXPECTATION_TIMEOUT, ScaleAction, ScaleSatisfaction};
 use crate::runner::{self, finalizer};

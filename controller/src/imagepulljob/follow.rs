@@ -20,7 +20,7 @@ use kube::api::ListParams;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Api, Client, ResourceExt};
 
-use super::logic::{self, classify_secrets, job_key, referencing_jobs};
+use super::plan::{self, classify_secrets, job_key, referencing_jobs};
 use super::secrets::daemon_config_namespace;
 
 /// How often the sources of running jobs are read: a source edit reaches its copy within about
@@ -31,7 +31,7 @@ pub const INTERVAL: Duration = Duration::from_secs(2);
 pub type Requeued = BTreeMap<(String, ReferenceObject), String>;
 
 fn followed_by(job: &ImagePullJob, cfg_ns: &str) -> bool {
-    logic::is_running(job)
+    plan::is_running(job)
         && !job.spec.template.pull_secrets.is_empty()
         // Jobs in the daemon's namespace use their secrets in place: there is no copy.
         && job.namespace().as_deref() != Some(cfg_ns)

@@ -24,38 +24,16 @@ use kube::{Api, Client, Resource, ResourceExt};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use super::logic::{self, Ttl};
+use super::error::ListError as Error;
+use super::plan::{self, Ttl};
 use crate::expectations::{EXPECTATION_TIMEOUT, ScaleAction, ScaleExpectations, ScaleSatisfaction};
 use crate::metrics::Metrics;
-use crate::runner::{self, Controller, ReconcileError};
+use crate::runner::{self, Controller};
 
-const NAME: &str = "imagelistpulljob";
+const METRIC_NAME: &str = "imagelistpulljob";
 const CONCURRENCY: u16 = 2;
 
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    #[error("kubernetes API: {0}")]
-    Kube(#[from] kube::Error),
-    #[error("cannot hash the job template: {0}")]
-    Hash(String),
-}
-
-impl ReconcileError for Error {
-    fn metric_label(&self) -> &'static str {
-        match self {
-            Error::Kube(_) => "kube",
-            Error::Hash(_) => "hash",
-        }
-    }
-
-    /// A conflict only means the cache was stale: the same curve retries it within
-    /// milliseconds.
-    fn is_conflict(&self) -> bool {
-        matches!(self, Error::Kube(e) if runner::is_conflict(e))
-    }
-}
-
-pub(super) struct Ctx {
+pub(super) struct Context {
     client: Client,
     jobs: reflector::Store<ImagePullJob>,
     scale_exp: ScaleExpectations,
@@ -74,14 +52,14 @@ fn controller_of(job: &ImagePullJob) -> Option<&OwnerReference> {
 /// Runs until `shutdown`.
 pub async fn run(client: Client, metrics: Arc<Metrics>, shutdown: CancellationToken) {
     let ctl = Controller::watching(
-        NAME,
+        METRIC_NAME,
         runner::watch(Api::<ImageListPullJob>::all(client.clone())),
         metrics,
         shutdown,
     )
     .concurrency(CONCURRENCY);
     let (jobs, job_writer) = reflector::store::<ImagePullJob>();
-    let ctx = Arc::new(Ctx {
+    let ctx = Arc::new(Context {
         client: client.clone(),
         jobs: jobs.clone(),
         scale_exp: ScaleExpectations::new(),
@@ -230,7 +208,7 @@ async fn expire(
         .template
         .completion_policy
         .ttl_seconds_after_finished;
-    match logic::ttl(ttl, done, now) {
+    match plan::ttl(ttl, done, now) {
         Ttl::Keep => Ok(Action::await_change()),
         Ttl::After(d) => Ok(Action::requeue(d)),
         Ttl::Delete => {
@@ -249,7 +227,7 @@ async fn expire(
 /// a job at the current template hash means its create landed; no other job for the image
 /// (terminating ones included) means its delete did.
 fn settle_expectations(
-    ctx: &Ctx,
+    ctx: &Context,
     key: &str,
     list: &ImageListPullJob,
     mine: &[Arc<ImagePullJob>],
@@ -286,7 +264,7 @@ fn settle_expectations(
 /// Deletes the jobs of images no longer listed (or of an old template), then creates the
 /// missing ones; each is expected before its call is sent.
 async fn write_jobs(
-    ctx: &Ctx,
+    ctx: &Context,
     key: &str,
     list: &ImageListPullJob,
     ns: &str,
@@ -329,7 +307,7 @@ async fn write_jobs(
     Ok(())
 }
 
-async fn reconcile(list: Arc<ImageListPullJob>, ctx: Arc<Ctx>) -> Result<Action, Error> {
+async fn reconcile(list: Arc<ImageListPullJob>, ctx: Arc<Context>) -> Result<Action, Error> {
     let (list, ctx) = (list.as_ref(), ctx.as_ref());
     let ns = list.namespace().unwrap_or_default();
     let name = list.name_any();
@@ -356,7 +334,7 @@ async fn reconcile(list: Arc<ImageListPullJob>, ctx: Arc<Ctx>) -> Result<Action,
         return expire(list, &api, done.0, now).await;
     }
     // Before the first list of jobs, every image would look like it has no job yet.
-    if !super::store_ready(&ctx.jobs) {
+    if !super::reconcile::store_ready(&ctx.jobs) {
         return Ok(Action::requeue(Duration::from_secs(1)));
     }
     let uid = list.metadata.uid.clone().unwrap_or_default();

@@ -12,8 +12,8 @@ use kruise_api::keys;
 use kube::api::{DeleteParams, ListParams, PostParams};
 use kube::{Api, Client, ResourceExt};
 
-use super::Error;
-use super::logic::{self, SecretPlan};
+use super::error::Error;
+use super::plan::{self, SecretPlan};
 
 /// The namespace of the copies (env `KRUISE_DAEMON_CONFIG_NS`, as the daemon reads it).
 pub fn daemon_config_namespace() -> String {
@@ -85,15 +85,15 @@ pub async fn sync(
     }
     let copies_api: Api<Secret> = Api::namespaced(client.clone(), &cfg_ns);
     let copies = copies_api.list(&ListParams::default()).await?.items;
-    let plan = logic::classify_secrets(job, finished, &copies);
+    let plan = plan::classify_secrets(job, finished, &copies);
     release(&copies_api, job, &plan).await?;
     claim(client, &copies_api, &cfg_ns, job, plan.claim).await
 }
 
 async fn release(api: &Api<Secret>, job: &ImagePullJob, plan: &SecretPlan) -> Result<(), Error> {
-    let key = logic::job_key(job);
+    let key = plan::job_key(job);
     for s in &plan.release {
-        let mut refs = logic::referencing_jobs(s);
+        let mut refs = plan::referencing_jobs(s);
         refs.remove(&key);
         let name = s.name_any();
         if refs.is_empty() {
@@ -109,7 +109,7 @@ async fn release(api: &Api<Secret>, job: &ImagePullJob, plan: &SecretPlan) -> Re
         let mut new = s.clone();
         new.annotations_mut().insert(
             keys::IMAGEPULLJOB_SECRET_REFERENCES_ANNOTATION.into(),
-            logic::references_value(&refs),
+            plan::references_value(&refs),
         );
         match api.replace(&name, &PostParams::default(), &new).await {
             Ok(_) => tracing::info!(secret = %name, job = %key, "released pull-secret copy"),
@@ -127,7 +127,7 @@ async fn claim(
     job: &ImagePullJob,
     claim: BTreeMap<ReferenceObject, Option<Secret>>,
 ) -> Result<Vec<ReferenceObject>, Error> {
-    let key = logic::job_key(job);
+    let key = plan::job_key(job);
     let mut out = Vec::new();
     for (source_ref, copy) in claim {
         let source = match Api::<Secret>::namespaced(client.clone(), &source_ref.namespace)
@@ -141,7 +141,7 @@ async fn claim(
             }
         };
         let Some(copy) = copy else {
-            let new = logic::new_copy(&source, cfg_ns, &key, &random_suffix());
+            let new = plan::new_copy(&source, cfg_ns, &key, &random_suffix());
             let created = api.create(&PostParams::default(), &new).await?;
             tracing::info!(job = %key, secret = %created.name_any(), "created pull-secret copy");
             out.push(ReferenceObject {
@@ -160,14 +160,14 @@ async fn claim(
                 .cloned()
                 .unwrap_or_default(),
         });
-        let mut refs = logic::referencing_jobs(&copy);
+        let mut refs = plan::referencing_jobs(&copy);
         refs.insert(key.clone());
         let mut new = copy.clone();
         new.data = source.data.clone();
         new.string_data = source.string_data.clone();
         new.annotations_mut().insert(
             keys::IMAGEPULLJOB_SECRET_REFERENCES_ANNOTATION.into(),
-            logic::references_value(&refs),
+            plan::references_value(&refs),
         );
         if new == copy {
             continue;

@@ -19,11 +19,13 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Resource, ResourceExt};
 use tokio_util::sync::CancellationToken;
 
-use super::context::{Context, GENERATOR_METRIC_NAME, METRIC_NAME};
+use super::context::{CONTROLLER_NAME, Context, GENERATOR_METRIC_NAME, METRIC_NAME};
 use super::generate::{Generator, generate, target_of};
 use super::reconcile::reconcile;
 use crate::podcache::PodEvent;
+use crate::registry::{self, Shared};
 use crate::runner::{self, Controller};
+use futures::future::BoxFuture;
 
 /// Reconciles of different PersistentPodStates at once (upstream's default worker count).
 const CONCURRENCY: u16 = 3;
@@ -31,12 +33,24 @@ const CONCURRENCY: u16 = 3;
 /// A StatefulSet changed: its namespace and what a PersistentPodState targeting it names.
 type Changed = (String, TargetReference);
 
+/// The registry's entry (always on).
+pub const CONTROLLER: registry::Controller = registry::Controller {
+    name: METRIC_NAME,
+    enabled: registry::always,
+    start,
+};
+
+/// Starts the controller on the manager's shared state.
+fn start(shared: &Shared) -> BoxFuture<'static, ()> {
+    Box::pin(run(
+        Arc::new(shared.base(CONTROLLER_NAME)),
+        shared.shutdown.clone(),
+    ))
+}
+
 /// Runs the controller until `shutdown` is cancelled.
 pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
-    let api: Api<PersistentPodState> = match &ctx.namespace {
-        Some(ns) => Api::namespaced(ctx.client.clone(), ns),
-        None => Api::all(ctx.client.clone()),
-    };
+    let api: Api<PersistentPodState> = ctx.watched();
     let ctl = Controller::watching(
         METRIC_NAME,
         runner::watch(api),
@@ -77,10 +91,7 @@ async fn generator<K>(
         + 'static,
 {
     // Metadata only: the annotations and the UID are all the generation reads.
-    let meta: Api<PartialObjectMeta<K>> = match &gen_.ctx.namespace {
-        Some(ns) => Api::namespaced(gen_.ctx.client.clone(), ns),
-        None => Api::all(gen_.ctx.client.clone()),
-    };
+    let meta: Api<PartialObjectMeta<K>> = gen_.ctx.watched();
     let events = watcher(meta, watcher::Config::default()).default_backoff();
     Controller::<PartialObjectMeta<K>>::watching(
         GENERATOR_METRIC_NAME,

@@ -1,22 +1,4 @@
-//! The controller's error, with the runner's metric label and conflict test.
+//! The controller's error: it has no failure kind of its own, so it is a failed API call (the
+//! runner's metric label and conflict test come with [`KubeError`]).
 
-use crate::runner::ReconcileError;
-
-/// Why a reconcile failed; the runner backs off and retries.
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    #[error("kubernetes API: {0}")]
-    Kube(#[from] kube::Error),
-}
-
-impl ReconcileError for Error {
-    fn metric_label(&self) -> &'static str {
-        match self {
-            Error::Kube(_) => "kube",
-        }
-    }
-
-    fn is_conflict(&self) -> bool {
-        matches!(self, Error::Kube(e) if crate::runner::is_conflict(e))
-    }
-}
+pub use crate::runner::KubeError as Error;

@@ -16,8 +16,5 @@ mod generate;
 pub mod plan;
 mod reconcile;
 
-pub use context::Context;
-pub use controller::run;
-
 #[cfg(test)]
 mod plan_tests;

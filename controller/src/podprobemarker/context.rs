@@ -1,4 +1,4 @@
-//! What the three loops share: client, caches, Event recorder, and the error.
+//! What the three loops share: client, caches, Event recorder.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -6,33 +6,15 @@ use std::sync::{Arc, Mutex};
 use crate::events::Recorder;
 use k8s_openapi::api::core::v1::Pod;
 use kruise_api::apps::v1alpha1::{NodePodProbe, PodProbeMarker};
-use kube::runtime::events::{EventType, Reporter};
+use kube::runtime::events::EventType;
 use kube::runtime::reflector::Store;
 use kube::{Client, Resource};
 
 use crate::metrics::Metrics;
 use crate::podcache::PodCache;
-use crate::runner::ReconcileError;
 
 /// Name in Events and logs (upstream's controller name).
 pub const CONTROLLER_NAME: &str = "podprobemarker-controller";
-
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    #[error("kubernetes API: {0}")]
-    Kube(#[from] kube::Error),
-}
-
-impl ReconcileError for Error {
-    fn metric_label(&self) -> &'static str {
-        "kube"
-    }
-
-    fn is_conflict(&self) -> bool {
-        let Error::Kube(e) = self;
-        crate::runner::is_conflict(e)
-    }
-}
 
 pub struct Context {
     pub client: Client,
@@ -46,29 +28,6 @@ pub struct Context {
 }
 
 impl Context {
-    pub fn new(
-        client: Client,
-        pods: PodCache,
-        markers: Store<PodProbeMarker>,
-        probes: Store<NodePodProbe>,
-        metrics: Arc<Metrics>,
-        instance: Option<String>,
-    ) -> Self {
-        let reporter = Reporter {
-            controller: CONTROLLER_NAME.to_owned(),
-            instance,
-        };
-        Self {
-            recorder: Recorder::new(client.clone(), reporter),
-            client,
-            pods,
-            markers,
-            probes,
-            metrics,
-            reported: Mutex::new(HashSet::new()),
-        }
-    }
-
     /// Records a Warning Event on `pod`; a refused Event is only logged.
     pub async fn warn(&self, pod: &Pod, reason: &str, note: String) {
         let ev = crate::events::event(EventType::Warning, reason, note, None);

@@ -2,31 +2,49 @@
 //! the markers selecting the Pod), nodes (own watch; Pod events mapped to the Pod's node, any
 //! marker change to every node), results (the NodePodProbe watch).
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Node;
 use kruise_api::apps::v1alpha1::{NodePodProbe, PodProbeMarker};
+use kube::Api;
 use kube::runtime::reflector::{ObjectRef, Store};
-use kube::{Api, Client};
-use tokio_util::sync::CancellationToken;
 
-use super::context::Context;
+use super::context::{CONTROLLER_NAME, Context};
 use super::{plan, reconcile};
-use crate::metrics::Metrics;
-use crate::podcache::{PodCache, PodEvent};
+use crate::podcache::PodEvent;
+use crate::registry::{self, Shared};
 use crate::runner::{self, Controller};
+use futures::future::BoxFuture;
+use kruise_api::features::Gate;
 
 const CONCURRENCY: u16 = 3;
 
+/// The registry's entry (started when its feature gate allows).
+pub const CONTROLLER: registry::Controller = registry::Controller {
+    name: "podprobemarker and nodepodprobe",
+    enabled: |gates| {
+        // It needs the daemon, which runs the probes.
+        gates.enabled(Gate::KruiseDaemon) && gates.enabled(Gate::PodProbeMarkerGate)
+    },
+    start,
+};
+
+/// Starts the controller on the manager's shared state.
+fn start(shared: &Shared) -> BoxFuture<'static, ()> {
+    Box::pin(run(shared.clone()))
+}
+
 /// Runs the loops until `shutdown` is cancelled.
-pub async fn run(
-    client: Client,
-    pods: PodCache,
-    metrics: Arc<Metrics>,
-    instance: Option<String>,
-    shutdown: CancellationToken,
-) {
+pub async fn run(shared: Shared) {
+    let recorder = shared.recorder(CONTROLLER_NAME);
+    let Shared {
+        client,
+        pods,
+        metrics,
+        shutdown,
+        ..
+    } = shared;
     let (changed, marker_changes) = futures::channel::mpsc::unbounded::<()>();
     let markers = Controller::watching(
         "podprobemarker",
@@ -52,14 +70,15 @@ pub async fn run(
         shutdown,
     )
     .concurrency(CONCURRENCY);
-    let ctx = Arc::new(Context::new(
+    let ctx = Arc::new(Context {
         client,
-        pods.clone(),
-        markers.store(),
-        results.store(),
+        pods: pods.clone(),
+        markers: markers.store(),
+        probes: results.store(),
+        recorder,
         metrics,
-        instance,
-    ));
+        reported: Mutex::default(),
+    });
 
     let marker_store = markers.store();
     let markers =

@@ -13,8 +13,7 @@
 
 pub mod context;
 pub mod controller;
+pub mod error;
 pub mod plan;
 mod reconcile;
 pub mod results;
-
-pub use controller::run;

@@ -18,7 +18,8 @@ use kube::runtime::reflector::ObjectRef;
 use kube::{Api, Resource, ResourceExt};
 use serde_json::json;
 
-use super::context::{CONTROLLER_NAME, Context, Error};
+use super::context::{CONTROLLER_NAME, Context};
+use super::error::Error;
 use super::{plan, results};
 use crate::runner::finalizer;
 

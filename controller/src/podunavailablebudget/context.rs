@@ -2,16 +2,11 @@
 //! resources discovery found for the kinds budgets target.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
-use crate::events::Recorder;
-use k8s_openapi::api::core::v1::ObjectReference;
-use kube::Client;
 use kube::discovery::ApiResource;
-use kube::runtime::events::{EventType, Reporter};
 
-use crate::metrics::Metrics;
-use crate::podcache::PodCache;
+use crate::registry::{Base, Shared};
 
 /// Name in Events and logs (upstream's).
 pub const CONTROLLER_NAME: &str = "podunavailablebudget-controller";
@@ -20,34 +15,17 @@ pub(super) const METRIC_NAME: &str = "podunavailablebudget";
 
 /// Shared state of the PodUnavailableBudget controller.
 pub struct Context {
-    pub client: Client,
-    pub pods: PodCache,
-    pub recorder: Recorder,
-    pub metrics: Arc<Metrics>,
-    /// Only budgets in this namespace (all when `None`).
-    pub namespace: Option<String>,
+    base: Base,
     /// `apiVersion/kind` → resource, from discovery (kinds rarely change while we run).
     resources: Mutex<HashMap<String, ApiResource>>,
 }
 
+crate::deref_base!(Context);
+
 impl Context {
-    pub fn new(
-        client: Client,
-        pods: PodCache,
-        metrics: Arc<Metrics>,
-        instance: Option<String>,
-        namespace: Option<String>,
-    ) -> Self {
-        let reporter = Reporter {
-            controller: CONTROLLER_NAME.to_owned(),
-            instance,
-        };
+    pub fn new(shared: &Shared) -> Self {
         Self {
-            recorder: Recorder::new(client.clone(), reporter),
-            client,
-            pods,
-            metrics,
-            namespace,
+            base: shared.base(CONTROLLER_NAME),
             resources: Mutex::default(),
         }
     }
@@ -77,17 +55,5 @@ impl Context {
             m.insert(key, ar.clone());
         }
         Ok(ar)
-    }
-
-    /// Records an Event; a failure to record is logged, never fatal.
-    pub async fn event(
-        &self,
-        about: &ObjectReference,
-        type_: EventType,
-        reason: &str,
-        note: String,
-    ) {
-        let ev = crate::events::event(type_, reason, note, None);
-        crate::events::publish_event(&self.recorder, &ev, about).await;
     }
 }

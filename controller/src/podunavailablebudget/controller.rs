@@ -26,17 +26,33 @@ use super::context::{Context, METRIC_NAME};
 use super::plan::{WorkloadChange, replicas_changed, workload_budgets};
 use super::reconcile::reconcile;
 use crate::podcache::PodEvent;
+use crate::registry::{self, Shared};
 use crate::runner::{self, Controller};
+use futures::future::BoxFuture;
+use kruise_api::features::Gate;
 
 /// Reconciles of different budgets at once (upstream's default worker count).
 const CONCURRENCY: u16 = 3;
 
+/// The registry's entry (started when its feature gate allows).
+pub const CONTROLLER: registry::Controller = registry::Controller {
+    name: "podunavailablebudget",
+    enabled: |gates| {
+        // Either gate starts it, as upstream.
+        gates.enabled(Gate::PodUnavailableBudgetDeleteGate)
+            || gates.enabled(Gate::PodUnavailableBudgetUpdateGate)
+    },
+    start,
+};
+
+/// Starts the controller on the manager's shared state.
+fn start(shared: &Shared) -> BoxFuture<'static, ()> {
+    Box::pin(run(Arc::new(Context::new(shared)), shared.shutdown.clone()))
+}
+
 /// Runs the controller until `shutdown` is cancelled.
 pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
-    let api: Api<PodUnavailableBudget> = match &ctx.namespace {
-        Some(ns) => Api::namespaced(ctx.client.clone(), ns),
-        None => Api::all(ctx.client.clone()),
-    };
+    let api: Api<PodUnavailableBudget> = ctx.watched();
     let ctl = Controller::watching(
         METRIC_NAME,
         runner::watch(api),
@@ -71,7 +87,7 @@ fn workload_events(
     ar: ApiResource,
     store: reflector::Store<PodUnavailableBudget>,
 ) -> BoxStream<'static, ObjectRef<PodUnavailableBudget>> {
-    let api: Api<DynamicObject> = match &ctx.namespace {
+    let api: Api<DynamicObject> = match &ctx.watch_namespace {
         Some(ns) => Api::namespaced_with(ctx.client.clone(), ns, &ar),
         None => Api::all_with(ctx.client.clone(), &ar),
     };

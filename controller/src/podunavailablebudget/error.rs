@@ -2,26 +2,17 @@
 
 use kruise_api::policy::v1alpha1::pubcontrol::BudgetError;
 
-use crate::runner::ReconcileError;
+use crate::runner::KubeError;
 
 /// Why a reconcile failed; the runner backs off and retries.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("kubernetes API: {0}")]
-    Kube(#[from] kube::Error),
+    #[error(transparent)]
+    Kube(#[from] KubeError),
     #[error("cannot compute the desired available count: {0}")]
     Budget(#[from] BudgetError),
 }
 
-impl ReconcileError for Error {
-    fn metric_label(&self) -> &'static str {
-        match self {
-            Error::Kube(_) => "kube",
-            Error::Budget(_) => "budget",
-        }
-    }
-
-    fn is_conflict(&self) -> bool {
-        matches!(self, Error::Kube(e) if crate::runner::is_conflict(e))
-    }
-}
+kruise_runtime::reconcile_error!(Error {
+    Error::Budget(_) => "budget";
+});

@@ -15,8 +15,5 @@ mod reconcile;
 mod status;
 mod targets;
 
-pub use context::Context;
-pub use controller::run;
-
 #[cfg(test)]
 mod plan_tests;

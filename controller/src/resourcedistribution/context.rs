@@ -3,8 +3,10 @@
 use crate::events::Recorder;
 use k8s_openapi::api::core::v1::{Namespace, ObjectReference};
 use kube::Client;
-use kube::runtime::events::{EventType, Reporter};
+use kube::runtime::events::EventType;
 use kube::runtime::reflector::Store;
+
+use crate::registry::Shared;
 
 /// Name in Events and logs (upstream's controller name).
 pub const CONTROLLER_NAME: &str = "resourcedistribution-controller";
@@ -20,15 +22,11 @@ pub struct Context {
 }
 
 impl Context {
-    pub fn new(client: Client, namespaces: Store<Namespace>, instance: Option<String>) -> Self {
-        let reporter = Reporter {
-            controller: CONTROLLER_NAME.to_owned(),
-            instance,
-        };
+    pub fn new(shared: &Shared, namespaces: Store<Namespace>) -> Self {
         Self {
-            recorder: Recorder::new(client.clone(), reporter),
-            client,
+            client: shared.client.clone(),
             namespaces,
+            recorder: shared.recorder(CONTROLLER_NAME),
         }
     }
 

@@ -12,28 +12,42 @@ use futures::{Stream, StreamExt};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
 use kruise_api::apps::v1alpha1::ResourceDistribution;
 use kruise_api::keys;
+use kube::ResourceExt;
 use kube::api::{Api, PartialObjectMeta};
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
-use kube::{Client, ResourceExt};
-use tokio_util::sync::CancellationToken;
 
 use super::context::{Context, METRIC_NAME};
 use super::plan::{NamespaceInfo, namespace_event_concerns};
 use super::reconcile::reconcile;
-use crate::metrics::Metrics;
+use crate::registry::{self, Shared};
 use crate::runner::{self, Controller};
+use futures::future::BoxFuture;
+use kruise_api::features::Gate;
 
 /// Reconciles of different distributions at once (upstream's default worker count).
 const CONCURRENCY: u16 = 3;
 
+/// The registry's entry (started when its feature gate allows).
+pub const CONTROLLER: registry::Controller = registry::Controller {
+    name: "resourcedistribution",
+    enabled: |gates| gates.enabled(Gate::ResourceDistributionGate),
+    start,
+};
+
+/// Starts the controller on the manager's shared state.
+fn start(shared: &Shared) -> BoxFuture<'static, ()> {
+    Box::pin(run(shared.clone()))
+}
+
 /// Runs the controller until `shutdown` is cancelled.
-pub async fn run(
-    client: Client,
-    metrics: Arc<Metrics>,
-    instance: Option<String>,
-    shutdown: CancellationToken,
-) {
+pub async fn run(shared: Shared) {
+    let Shared {
+        client,
+        metrics,
+        shutdown,
+        ..
+    } = shared.clone();
     let (namespaces, writer) = reflector::store::<Namespace>();
     let ns_events = reflector::reflector(
         writer,
@@ -43,7 +57,7 @@ pub async fn run(
         ),
     )
     .default_backoff();
-    let ctx = Arc::new(Context::new(client.clone(), namespaces, instance));
+    let ctx = Arc::new(Context::new(&shared, namespaces));
     let api: Api<ResourceDistribution> = Api::all(client.clone());
     let ctl = Controller::watching(METRIC_NAME, runner::watch(api), metrics, shutdown)
         .concurrency(CONCURRENCY);

@@ -2,13 +2,13 @@
 
 use std::time::Duration;
 
-use crate::runner::ReconcileError;
+use crate::runner::KubeError;
 
 /// Why a reconcile failed; the runner backs off and retries.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("kubernetes API: {0}")]
-    Kube(#[from] kube::Error),
+    #[error(transparent)]
+    Kube(#[from] KubeError),
     /// Some namespaces could not be written; the status names them.
     #[error("{count} namespace(s) failed: {first}")]
     Namespaces { count: usize, first: String },
@@ -18,24 +18,8 @@ pub enum Error {
     Resource(#[from] kruise_api::apps::v1alpha1::ResourceError),
 }
 
-impl ReconcileError for Error {
-    fn metric_label(&self) -> &'static str {
-        match self {
-            Error::Kube(_) => "kube",
-            Error::Namespaces { .. } => "namespaces",
-            Error::Resource(_) => "resource",
-        }
-    }
-
-    /// A bad resource is fixed only by an edit, which triggers a reconcile anyway.
-    fn retry_floor(&self) -> Duration {
-        match self {
-            Error::Resource(_) => Duration::from_secs(300),
-            _ => Duration::ZERO,
-        }
-    }
-
-    fn is_conflict(&self) -> bool {
-        matches!(self, Error::Kube(e) if crate::runner::is_conflict(e))
-    }
-}
+kruise_runtime::reconcile_error!(Error {
+    // A bad resource is fixed only by an edit, which triggers a reconcile anyway.
+    Error::Namespaces { .. } => "namespaces";
+    Error::Resource(_) => "resource", floor: Duration::from_secs(300);
+});

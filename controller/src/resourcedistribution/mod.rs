@@ -16,8 +16,5 @@ pub mod plan;
 mod reconcile;
 pub mod status;
 
-pub use context::Context;
-pub use controller::run;
-
 #[cfg(test)]
 mod plan_tests;

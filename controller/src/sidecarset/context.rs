@@ -16,7 +16,7 @@ use crate::expectations::{EXPECTATION_TIMEOUT, ResourceVersionExpectations, Vers
 use crate::podcache::PodCache;
 
 /// Name of the controller in the runner and its metrics.
-pub(super) const NAME: &str = "sidecarset";
+pub(super) const METRIC_NAME: &str = "sidecarset";
 /// Name in Events.
 pub(super) const CONTROLLER_NAME: &str = "sidecarset-controller";
 /// While Pods are upgrading, look again this often (the Pod events also wake us).
@@ -31,7 +31,7 @@ pub(super) struct Context {
     pub namespaces: Store<Namespace>,
     pub recorder: Recorder,
     /// The manager's namespace, where the SidecarSets' ControllerRevisions live.
-    pub namespace: String,
+    pub revision_namespace: String,
     /// The versions of our own Pod writes the cache has not shown yet: maxUnavailable counts
     /// only upgraded Pods, so a plan over a Pod whose upgrade the cache does not show yet
     /// would upgrade one Pod too many (upstream `UpdateExpectations` /

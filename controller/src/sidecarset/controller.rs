@@ -3,33 +3,44 @@
 
 use std::sync::Arc;
 
-use crate::events::Recorder;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Namespace;
 use kruise_api::apps::v1beta1::SidecarSet;
 use kruise_api::{keys, sidecarset as wire};
-use kube::runtime::events::Reporter;
 use kube::runtime::reflector::{self, ObjectRef};
 use kube::runtime::{WatchStreamExt, watcher};
-use kube::{Api, Client, ResourceExt};
-use tokio_util::sync::CancellationToken;
+use kube::{Api, ResourceExt};
 
-use super::context::{CONTROLLER_NAME, Context, NAME};
+use super::context::{CONTROLLER_NAME, Context, METRIC_NAME};
 use super::reconcile::reconcile;
 use crate::expectations::ResourceVersionExpectations;
-use crate::metrics::Metrics;
-use crate::podcache::PodCache;
+use crate::registry::{self, Shared};
 use crate::runner::{Controller, watch};
+use futures::future::BoxFuture;
 
-/// Runs until `shutdown`. `revision_namespace` is where the SidecarSets' ControllerRevisions
-/// live (the manager's namespace).
-pub async fn run(
-    client: Client,
-    pods: PodCache,
-    metrics: Arc<Metrics>,
-    revision_namespace: String,
-    shutdown: CancellationToken,
-) {
+/// The registry's entry (always on).
+pub const CONTROLLER: registry::Controller = registry::Controller {
+    name: METRIC_NAME,
+    enabled: registry::always,
+    start,
+};
+
+/// Starts the controller on the manager's shared state.
+fn start(shared: &Shared) -> BoxFuture<'static, ()> {
+    Box::pin(run(shared.clone()))
+}
+
+/// Runs until `shutdown`. The SidecarSets' ControllerRevisions live in the manager's own
+/// namespace.
+pub async fn run(shared: Shared) {
+    let recorder = shared.recorder(CONTROLLER_NAME);
+    let Shared {
+        client,
+        pods,
+        metrics,
+        shutdown,
+        ..
+    } = shared;
     let api: Api<SidecarSet> = Api::all(client.clone());
     let (namespaces, ns_writer) = reflector::store::<Namespace>();
     let ns_events = reflector::reflector(
@@ -49,19 +60,15 @@ pub async fn run(
             .map(|m| m.into_keys().map(|n| ObjectRef::new(&n)).collect())
             .unwrap_or_default()
     });
-    let reporter = Reporter {
-        controller: CONTROLLER_NAME.to_owned(),
-        instance: std::env::var("POD_NAME").ok(),
-    };
     let ctx = Arc::new(Context {
-        recorder: Recorder::new(client.clone(), reporter),
+        recorder,
         client,
         pods,
         namespaces,
-        namespace: revision_namespace,
+        revision_namespace: keys::own_namespace(),
         written: ResourceVersionExpectations::new(),
     });
-    let ctl = Controller::watching(NAME, watch(api), metrics.clone(), shutdown);
+    let ctl = Controller::watching(METRIC_NAME, watch(api), metrics.clone(), shutdown);
     metrics.workloads.sidecarsets.set(ctl.store());
     // A namespace's labels changing can change which Pods a namespaceSelector matches.
     let store = ctl.store();

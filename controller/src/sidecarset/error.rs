@@ -1,8 +1,6 @@
 //! What can go wrong reconciling a SidecarSet, with the runner's metric label and retry floor.
 
-use std::time::Duration;
-
-use crate::runner::ReconcileError;
+use crate::runner::KubeError;
 
 use super::context::PROGRESS_RESYNC;
 
@@ -10,8 +8,8 @@ use super::context::PROGRESS_RESYNC;
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// An API call failed.
-    #[error("kubernetes API: {0}")]
-    Kube(#[from] kube::Error),
+    #[error(transparent)]
+    Kube(#[from] KubeError),
     /// A wire format could not be read or written.
     #[error("{0}")]
     Wire(#[from] kruise_api::Error),
@@ -37,25 +35,13 @@ pub enum Error {
     },
 }
 
-impl ReconcileError for Error {
-    fn metric_label(&self) -> &'static str {
-        match self {
-            Error::Kube(_) => "kube",
-            Error::Wire(_) => "wire",
-            Error::Blocked { .. } => "blocked",
-            Error::Revision(_) => "revision",
-            Error::Serde(_) => "serde",
-            Error::UpgradableMessage(_) => "condition",
-            Error::PatchMetadata(_) => "metadata",
-        }
-    }
-
-    fn retry_floor(&self) -> Duration {
-        match self {
-            // Only a change of the Pod (which wakes us by itself) or of the API's mood fixes
-            // it; retrying at the backoff's first milliseconds would only repeat the Events.
-            Error::Blocked { .. } => PROGRESS_RESYNC,
-            _ => Duration::ZERO,
-        }
-    }
-}
+kruise_runtime::reconcile_error!(Error {
+    Error::Wire(_) => "wire";
+    // Only a change of the Pod (which wakes us by itself) or of the API's mood fixes
+    // it; retrying at the backoff's first milliseconds would only repeat the Events.
+    Error::Blocked { .. } => "blocked", floor: PROGRESS_RESYNC;
+    Error::Revision(_) => "revision";
+    Error::Serde(_) => "serde";
+    Error::UpgradableMessage(_) => "condition";
+    Error::PatchMetadata(_) => "metadata";
+});

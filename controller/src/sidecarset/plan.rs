@@ -329,4 +329,5 @@ pub fn plan(set: &SidecarSet, pods: &[PodState], objects: &[&Pod]) -> Plan {
 }
 
 #[cfg(test)]
+#[path = "plan_tests.rs"]
 mod tests;

@@ -97,13 +97,14 @@ async fn register_revision(
     set: &SidecarSet,
     refs: &[&Pod],
 ) -> Result<history::Registered, Error> {
-    let registered = history::register_latest(&ctx.client, &ctx.namespace, set, refs).await?;
+    let registered =
+        history::register_latest(&ctx.client, &ctx.revision_namespace, set, refs).await?;
     if registered.origin == crate::history::Origin::Created {
         // As the workloads do: the revision is what `injectionStrategy.revision` can pin.
         let about = ObjectReference {
             api_version: Some("apps/v1".to_owned()),
             kind: Some("ControllerRevision".to_owned()),
-            namespace: Some(ctx.namespace.clone()),
+            namespace: Some(ctx.revision_namespace.clone()),
             name: Some(registered.latest.clone()),
             ..Default::default()
         };
@@ -114,7 +115,7 @@ async fn register_revision(
             keys::REASON_REVISION_CREATED,
             format!(
                 "created revision {} in namespace {}",
-                registered.latest, ctx.namespace
+                registered.latest, ctx.revision_namespace
             ),
         )
         .await;

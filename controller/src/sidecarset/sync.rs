@@ -54,7 +54,8 @@ pub(super) async fn sync(
             continue;
         }
         let upgraded = upgrade(ctx, set, latest, &pods[i], now).await;
-        if let (Err(Error::Kube(kube::Error::Api(s))), Some(b)) = (&upgraded, budget)
+        if let (Err(Error::Kube(crate::runner::KubeError(kube::Error::Api(s)))), Some(b)) =
+            (&upgraded, budget)
             && kruise_api::policy::v1alpha1::pubcontrol::is_charge_refusal(&s.message)
         {
             tracing::debug!(pod = %pod_key(&pods[i]), budget = b, "upgrade waits for its PodUnavailableBudget");

@@ -2,7 +2,9 @@
 
 use crate::events::Recorder;
 use k8s_openapi::api::core::v1::Pod;
-use kube::runtime::events::{EventType, Reporter};
+use kube::runtime::events::EventType;
+
+use crate::registry::Shared;
 use kube::{Client, Resource};
 
 /// Name in Events and logs (upstream's controller name).
@@ -17,14 +19,10 @@ pub struct Context {
 }
 
 impl Context {
-    pub fn new(client: Client, instance: Option<String>) -> Self {
-        let reporter = Reporter {
-            controller: CONTROLLER_NAME.to_owned(),
-            instance,
-        };
+    pub fn new(shared: &Shared) -> Self {
         Self {
-            recorder: Recorder::new(client.clone(), reporter),
-            client,
+            client: shared.client.clone(),
+            recorder: shared.recorder(CONTROLLER_NAME),
         }
     }
 

@@ -4,31 +4,45 @@
 
 use std::sync::Arc;
 
-use kube::Client;
 use kube::runtime::reflector::ObjectRef;
-use tokio_util::sync::CancellationToken;
 
 use super::context::{Context, METRIC_NAME};
 use super::plan;
 use super::reconcile::reconcile;
-use crate::metrics::Metrics;
-use crate::podcache::PodCache;
+use crate::registry::{self, Shared};
 use crate::runner::Controller;
+use futures::future::BoxFuture;
+use kruise_api::features::Gate;
 
 /// Reconciles of different Pods at once (upstream's `--sidecarterminator-workers` default).
 const CONCURRENCY: u16 = 3;
 
+/// The registry's entry (started when its feature gate allows).
+pub const CONTROLLER: registry::Controller = registry::Controller {
+    name: "sidecarterminator",
+    enabled: |gates| {
+        // It needs the daemon, which carries out its requests.
+        gates.enabled(Gate::KruiseDaemon) && gates.enabled(Gate::SidecarTerminator)
+    },
+    start,
+};
+
+/// Starts the controller on the manager's shared state.
+fn start(shared: &Shared) -> BoxFuture<'static, ()> {
+    Box::pin(run(shared.clone()))
+}
+
 /// Runs the controller until `shutdown` is cancelled.
-pub async fn run(
-    client: Client,
-    pods: PodCache,
-    metrics: Arc<Metrics>,
-    shutdown: CancellationToken,
-) {
+pub async fn run(shared: Shared) {
+    let ctx = Arc::new(Context::new(&shared));
+    let Shared {
+        pods,
+        metrics,
+        shutdown,
+        ..
+    } = shared;
     let wanted =
         pods.live_targets(|p| plan::is_interesting(p).then(|| ObjectRef::from_obj(p.as_ref())));
-    // The Events' reporting instance, as the SidecarSet and NodeImage controllers name it.
-    let ctx = Arc::new(Context::new(client, std::env::var("POD_NAME").ok()));
     Controller::on_store(METRIC_NAME, pods.store().clone(), metrics, shutdown)
         .concurrency(CONCURRENCY)
         .trigger_refs(wanted)

@@ -1,26 +1,17 @@
 //! The controller's error, with the runner's metric label.
 
-use crate::runner::ReconcileError;
+use crate::runner::KubeError;
 
 /// Why a reconcile failed; the runner backs off and retries.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("kubernetes API: {0}")]
-    Kube(#[from] kube::Error),
+    #[error(transparent)]
+    Kube(#[from] KubeError),
     /// The Pod is not bound to a node, so whether it runs on a virtual kubelet is unknown.
     #[error("pod has no spec.nodeName")]
     NoNode,
 }
 
-impl ReconcileError for Error {
-    fn metric_label(&self) -> &'static str {
-        match self {
-            Error::Kube(_) => "kube",
-            Error::NoNode => "no_node",
-        }
-    }
-
-    fn is_conflict(&self) -> bool {
-        matches!(self, Error::Kube(e) if crate::runner::is_conflict(e))
-    }
-}
+kruise_runtime::reconcile_error!(Error {
+    Error::NoNode => "no_node";
+});

@@ -16,6 +16,3 @@ pub mod controller;
 mod error;
 pub mod plan;
 mod reconcile;
-
-pub use context::Context;
-pub use controller::run;

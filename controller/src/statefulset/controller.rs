@@ -19,10 +19,24 @@ use super::identity::ordinal_of;
 pub use super::reconcile::reconcile;
 use crate::expectations::Cached;
 use crate::podcache::{PodEvent, controller_uid};
+use crate::registry::{self, Shared};
 use crate::runner::{self, Controller};
 use crate::workload::podutil;
+use futures::future::BoxFuture;
 
 const CONCURRENCY: u16 = 3;
+
+/// The registry's entry (always on).
+pub const CONTROLLER: registry::Controller = registry::Controller {
+    name: METRIC_NAME,
+    enabled: registry::always,
+    start,
+};
+
+/// Starts the controller on the manager's shared state.
+fn start(shared: &Shared) -> BoxFuture<'static, ()> {
+    Box::pin(run(Arc::new(Context::new(shared)), shared.shutdown.clone()))
+}
 
 /// Runs the controller until `shutdown` is cancelled.
 pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
@@ -32,10 +46,7 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
         _ = ctx.revisions.wait_synced() => {}
         _ = shutdown.cancelled() => return,
     }
-    let api: Api<StatefulSet> = match &ctx.namespace {
-        Some(ns) => Api::namespaced(ctx.client.clone(), ns),
-        None => Api::all(ctx.client.clone()),
-    };
+    let api: Api<StatefulSet> = ctx.watched();
     let ctl = Controller::watching(
         METRIC_NAME,
         runner::watch(api),

@@ -1,20 +1,15 @@
 //! The Advanced StatefulSet controller's error and what the shared runner needs of it.
 
-use std::time::Duration;
-
 use kruise_api::apps::v1beta1::InvalidReserveOrdinal;
 
 use crate::inplace::{ApplyError, NotInPlace};
 use crate::revision::RevisionError;
-use crate::runner::ReconcileError;
-
-/// The soonest retry of errors only a change of the spec can fix.
-const SPEC_ERROR_RETRY: Duration = Duration::from_secs(30);
+use crate::runner::{KubeError, SPEC_ERROR_RETRY};
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("kubernetes API: {0}")]
-    Kube(#[from] kube::Error),
+    #[error(transparent)]
+    Kube(#[from] KubeError),
     #[error(transparent)]
     Revision(#[from] RevisionError),
     #[error("in-place update: {0}")]
@@ -49,48 +44,29 @@ impl Error {
     /// The text a condition shows: the API server's own message for a refused request.
     pub(super) fn condition_message(&self) -> String {
         match self {
-            Error::Kube(kube::Error::Api(status)) if !status.message.is_empty() => {
-                status.message.clone()
-            }
+            Error::Kube(e) if let Some(message) = e.api_message() => message.to_owned(),
             e => e.to_string(),
         }
     }
 }
 
-impl ReconcileError for Error {
-    fn metric_label(&self) -> &'static str {
-        match self {
-            Error::Kube(_) => "kube",
-            Error::Revision(_) => "revision",
-            Error::InPlace(_) => "inplace",
-            Error::Serde(_) => "serde",
-            Error::Unnamed => "unnamed",
-            Error::ReserveOrdinal(_) | Error::Spec { .. } => "spec",
-            Error::InPlaceOnly { .. } => "inplace_only",
-            Error::Template(_) => "template",
-            Error::Lifecycle { .. } => "lifecycle",
-            Error::Readiness { .. } => "readiness",
-        }
-    }
-
-    fn retry_floor(&self) -> Duration {
-        match self {
-            Error::InPlaceOnly { .. }
-            | Error::Template(_)
-            | Error::ReserveOrdinal(_)
-            | Error::Spec { .. } => SPEC_ERROR_RETRY,
-            _ => Duration::ZERO,
-        }
-    }
-
-    fn is_conflict(&self) -> bool {
-        matches!(self, Error::Kube(e) if crate::runner::is_conflict(e))
-    }
-}
+kruise_runtime::reconcile_error!(Error {
+    Error::Revision(_) => "revision";
+    Error::InPlace(_) => "inplace";
+    Error::Serde(_) => "serde";
+    Error::Unnamed => "unnamed";
+    Error::ReserveOrdinal(_) | Error::Spec { .. } => "spec", floor: SPEC_ERROR_RETRY;
+    Error::InPlaceOnly { .. } => "inplace_only", floor: SPEC_ERROR_RETRY;
+    Error::Template(_) => "template", floor: SPEC_ERROR_RETRY;
+    Error::Lifecycle { .. } => "lifecycle";
+    Error::Readiness { .. } => "readiness";
+});
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::runner::ReconcileError;
+    use std::time::Duration;
 
     #[test]
     fn spec_errors_wait_and_name_the_field() {

@@ -54,7 +54,7 @@ pub(super) async fn set_lifecycle(
     write_lifecycle(api, lifecycle, pod, state, handler, now, &expect)
         .await
         .map_err(|e| match e {
-            WriteError::Kube(e) => Error::Kube(e),
+            WriteError::Kube(e) => Error::from(e),
             WriteError::Readiness { pod, source } => Error::Readiness { pod, source },
         })
 }

@@ -1,6 +1,6 @@
 //! One reconcile of an Advanced StatefulSet (upstream `ReconcileStatefulSet`,
 //! `updateStatefulSet` and `rollingUpdateStatefulsetPods`): gates, settings, revisions, the
-//! sync's steps ([`Sync`]: in-place refresh, the scale half, the update half), status and
+//! sync's steps ([`SyncPass`]: in-place refresh, the scale half, the update half), status and
 //! history.
 
 use std::sync::Arc;
@@ -20,13 +20,13 @@ use super::context::Context;
 use super::error::Error;
 use super::identity::ordinal_of;
 use super::settings::settings;
-use super::sync::{RECHECK, Requeue, Sync};
+use super::sync::{RECHECK, Requeue, SyncPass};
 use super::{revisions, status};
 use crate::expectations::{EXPECTATION_TIMEOUT, ScaleSatisfaction, VersionSatisfaction};
 use crate::workload::{claim, pace, podutil};
 
 fn namespace_terminating(err: &Error) -> bool {
-    matches!(err, Error::Kube(kube::Error::Api(s)) if s.is_forbidden() && s.message.contains("being terminated"))
+    matches!(err, Error::Kube(crate::runner::KubeError(kube::Error::Api(s))) if s.is_forbidden() && s.message.contains("being terminated"))
 }
 
 /// One reconcile of `sts` (the runner adds its span, timing and metrics), ending with a pause in
@@ -107,7 +107,7 @@ async fn reconcile_inner(
     let sync = if sts.metadata.deletion_timestamp.is_some() {
         Ok(())
     } else {
-        let s = Sync {
+        let s = SyncPass {
             ctx,
             sts,
             key: &key,

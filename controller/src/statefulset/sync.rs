@@ -57,7 +57,7 @@ impl Requeue {
 }
 
 /// One sync's writes.
-pub(super) struct Sync<'a> {
+pub(super) struct SyncPass<'a> {
     pub ctx: &'a Context,
     pub sts: &'a StatefulSet,
     pub key: &'a str,
@@ -69,7 +69,7 @@ pub(super) struct Sync<'a> {
     pub now: Timestamp,
 }
 
-impl Sync<'_> {
+impl SyncPass<'_> {
     /// The sync's steps: in-place refresh, the scale half, then (unless scaling, a refresh,
     /// OnDelete or a pause holds it) the update half.
     pub async fn run(

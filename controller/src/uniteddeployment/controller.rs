@@ -17,38 +17,29 @@ use tokio_util::sync::CancellationToken;
 
 use super::context::{Context, METRIC_NAME};
 use super::reconcile::reconcile;
-use crate::metrics::Metrics;
-use crate::podcache::{PodCache, PodEvent};
+use crate::podcache::PodEvent;
+use crate::registry::{self, Shared};
 use crate::runner::{self, Controller};
+use futures::future::BoxFuture;
 
 /// Reconciles of different UnitedDeployments at once (upstream's default worker count).
 const CONCURRENCY: u16 = 3;
 
-/// The controller with its context, for the manager's wiring.
-pub fn start(
-    client: &kube::Client,
-    pods: &PodCache,
-    metrics: &Arc<Metrics>,
-    instance: &Option<String>,
-    namespace: &Option<String>,
-    shutdown: &CancellationToken,
-) -> impl std::future::Future<Output = ()> + use<> {
-    let ctx = Context::new(
-        client.clone(),
-        pods.clone(),
-        metrics.clone(),
-        instance.clone(),
-        namespace.clone(),
-    );
-    run(Arc::new(ctx), shutdown.clone())
+/// The registry's entry (always on).
+pub const CONTROLLER: registry::Controller = registry::Controller {
+    name: METRIC_NAME,
+    enabled: registry::always,
+    start,
+};
+
+/// Starts the controller on the manager's shared state.
+fn start(shared: &Shared) -> BoxFuture<'static, ()> {
+    Box::pin(run(Arc::new(Context::new(shared)), shared.shutdown.clone()))
 }
 
 /// Runs the controller until `shutdown` is cancelled.
 pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
-    let api: Api<UnitedDeployment> = match &ctx.namespace {
-        Some(ns) => Api::namespaced(ctx.client.clone(), ns),
-        None => Api::all(ctx.client.clone()),
-    };
+    let api: Api<UnitedDeployment> = ctx.watched();
     let mut ctl = Controller::watching(
         METRIC_NAME,
         runner::watch(api),
@@ -57,7 +48,7 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
     )
     .concurrency(CONCURRENCY);
     for kind in SubsetKind::ALL {
-        let children = runner::watch(ctx.subset_api(kind, ctx.namespace.as_deref()))
+        let children = runner::watch(ctx.subset_api(kind, ctx.watch_namespace.as_deref()))
             .touched_objects()
             .filter_map(|r| std::future::ready(r.ok()))
             .flat_map(|obj| futures::stream::iter(owner_of(&obj)));

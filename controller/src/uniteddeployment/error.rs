@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use crate::revision::RevisionError;
-use crate::runner::ReconcileError;
+use crate::runner::KubeError;
 
 use super::child::ChildError;
 use super::plan::AllocError;
@@ -11,8 +11,8 @@ use super::plan::AllocError;
 /// Why a reconcile failed; the runner backs off and retries.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("kubernetes API: {0}")]
-    Kube(#[from] kube::Error),
+    #[error(transparent)]
+    Kube(#[from] KubeError),
     #[error("revision: {0}")]
     Revision(#[from] RevisionError),
     #[error("specified subset replicas is ineffective: {0}")]
@@ -24,27 +24,11 @@ pub enum Error {
     Subsets(String),
 }
 
-impl ReconcileError for Error {
-    fn metric_label(&self) -> &'static str {
-        match self {
-            Error::Kube(_) => "kube",
-            Error::Revision(_) => "revision",
-            Error::Alloc(_) => "allocation",
-            Error::Child(_) => "template",
-            Error::Subsets(_) => "subsets",
-        }
-    }
-
-    /// A spec the allocator or the template refuses only changes with the object, whose
-    /// change triggers a reconcile by itself.
-    fn retry_floor(&self) -> Duration {
-        match self {
-            Error::Alloc(_) | Error::Child(_) => Duration::from_secs(5),
-            _ => Duration::ZERO,
-        }
-    }
-
-    fn is_conflict(&self) -> bool {
-        matches!(self, Error::Kube(e) if crate::runner::is_conflict(e))
-    }
-}
+kruise_runtime::reconcile_error!(Error {
+    // A spec the allocator or the template refuses only changes with the object, whose
+    // change triggers a reconcile by itself.
+    Error::Revision(_) => "revision";
+    Error::Alloc(_) => "allocation", floor: Duration::from_secs(5);
+    Error::Child(_) => "template", floor: Duration::from_secs(5);
+    Error::Subsets(_) => "subsets";
+});

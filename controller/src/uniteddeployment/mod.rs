@@ -22,9 +22,6 @@ mod revisions;
 mod schedule;
 mod status;
 
-pub use context::Context;
-pub use controller::{run, start};
-
 #[cfg(test)]
 mod adaptive_tests;
 #[cfg(test)]

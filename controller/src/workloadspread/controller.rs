@@ -10,20 +10,35 @@ use kube::Api;
 use kube::runtime::reflector::{self, ObjectRef};
 use tokio_util::sync::CancellationToken;
 
-use super::context::{Context, METRIC_NAME};
+use super::context::{CONTROLLER_NAME, Context, METRIC_NAME};
 use super::reconcile::reconcile;
 use crate::podcache::PodEvent;
+use crate::registry::{self, Shared};
 use crate::runner::{self, Controller};
+use futures::future::BoxFuture;
+use kruise_api::features::Gate;
 
 /// Reconciles of different WorkloadSpreads at once (upstream's default worker count).
 const CONCURRENCY: u16 = 3;
 
+/// The registry's entry (started when its feature gate allows).
+pub const CONTROLLER: registry::Controller = registry::Controller {
+    name: "workloadspread",
+    enabled: |gates| gates.enabled(Gate::WorkloadSpread),
+    start,
+};
+
+/// Starts the controller on the manager's shared state.
+fn start(shared: &Shared) -> BoxFuture<'static, ()> {
+    Box::pin(run(
+        Arc::new(shared.base(CONTROLLER_NAME)),
+        shared.shutdown.clone(),
+    ))
+}
+
 /// Runs the controller until `shutdown` is cancelled.
 pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
-    let api: Api<WorkloadSpread> = match &ctx.namespace {
-        Some(ns) => Api::namespaced(ctx.client.clone(), ns),
-        None => Api::all(ctx.client.clone()),
-    };
+    let api: Api<WorkloadSpread> = ctx.watched();
     let ctl = Controller::watching(
         METRIC_NAME,
         runner::watch(api),

@@ -20,9 +20,6 @@ pub mod existing;
 pub mod plan;
 mod reconcile;
 
-pub use context::Context;
-pub use controller::run;
-
 #[cfg(test)]
 mod adaptive_tests;
 #[cfg(test)]

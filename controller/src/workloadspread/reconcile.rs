@@ -17,13 +17,13 @@ use kruise_api::apps::v1alpha1::{
 };
 use kruise_api::keys::{self, k8s};
 use kruise_api::policy::v1alpha1::TargetReference;
-use kube::ResourceExt;
 use kube::api::{
     Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams,
     PostParams, Preconditions,
 };
 use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
+use kube::{Resource, ResourceExt};
 
 use super::context::Context;
 use super::error::Error;
@@ -141,7 +141,7 @@ pub async fn reconcile(ws: Arc<WorkloadSpread>, ctx: Arc<Context>) -> Result<Act
             ws.name_any()
         );
         ctx.event(
-            &ws,
+            &ws.object_ref(&()),
             EventType::Normal,
             keys::WS_REASON_RECOVER_SCHEDULABLE,
             note,
@@ -190,7 +190,7 @@ async fn delete_unschedulable(
                     ws.name_any()
                 );
                 ctx.event(
-                    ws,
+                    &ws.object_ref(&()),
                     EventType::Warning,
                     keys::WS_REASON_DELETE_POD_FAILED,
                     note,
@@ -462,7 +462,7 @@ async fn read_object(
                 r.kind, r.name, ar.plural, ar.group, s.message
             );
             ctx.event(
-                ws,
+                &ws.object_ref(&()),
                 EventType::Warning,
                 keys::WS_REASON_TARGET_UNREADABLE,
                 note,

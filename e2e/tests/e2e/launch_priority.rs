@@ -125,7 +125,7 @@ async fn starts_in_order(prefix: &str, cs: DynamicObject, order: &[(&str, i64)])
         Ok(cm) => cm,
         Err(e) => panic!(
             "ConfigMap {barrier} did not appear ({e}). The container launch-priority controller \
-             is not running: kruise-manager must start kruise_manager::launchpriority::run \
+             is not running: kruise-manager must start kruise_manager::launchpriority::controller::run \
              (see controller/src/launchpriority) and be rebuilt with hack/dev-up.sh"
         ),
     };

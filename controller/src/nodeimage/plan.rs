@@ -324,4 +324,5 @@ pub fn status_timeouts(ni: &NodeImage, now: Timestamp) -> StatusUpdate {
 }
 
 #[cfg(test)]
+#[path = "plan_tests.rs"]
 mod tests;

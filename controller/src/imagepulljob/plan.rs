@@ -36,7 +36,7 @@ pub const MSG_DEADLINE: &str = "job exceeds activeDeadlineSeconds";
 pub const MSG_COMPLETED: &str = "job has completed";
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum LogicError {
+pub enum PlanError {
     #[error(transparent)]
     Image(#[from] ImageError),
     #[error("invalid {what}: {why}")]
@@ -56,11 +56,11 @@ pub fn parallelism(template: &ImagePullJobTemplate) -> i32 {
 /// Rejects what apimachinery's `LabelSelectorAsSelector` refuses to build a selector from (an
 /// empty key, an unknown operator, the wrong number of values), by
 /// [`selector::requirement_violations`].
-pub fn validate_selector(sel: &LabelSelector, what: &'static str) -> Result<(), LogicError> {
+pub fn validate_selector(sel: &LabelSelector, what: &'static str) -> Result<(), PlanError> {
     for e in sel.match_expressions.iter().flatten() {
         let n = e.values.as_ref().map_or(0, Vec::len);
         if let Some(v) = selector::requirement_violations(&e.key, &e.operator, n).first() {
-            return Err(LogicError::Selector {
+            return Err(PlanError::Selector {
                 what,
                 why: format!(
                     "operator {:?} on key {:?} with {n} values: {v:?}",
@@ -98,7 +98,7 @@ pub fn target_nodes(
     template: &ImagePullJobTemplate,
     node_images: &[Arc<NodeImage>],
     pods: &[Arc<Pod>],
-) -> Result<Vec<String>, LogicError> {
+) -> Result<Vec<String>, PlanError> {
     let exists: BTreeSet<String> = node_images.iter().map(|n| n.name_any()).collect();
     if let Some(ps) = &template.pod_selector {
         let sel = ps.label_selector();
@@ -260,7 +260,7 @@ pub fn tag_update(
     secrets: &[ReferenceObject],
     policy: &ImageTagPullPolicy,
     now: Timestamp,
-) -> Result<Option<(String, ImageSpec)>, LogicError> {
+) -> Result<Option<(String, ImageSpec)>, PlanError> {
     let (name, tag) = name_and_tag(&job.spec.image)?;
     let owner = owner_ref(job);
     let mut spec = ni.spec.images.get(&name).cloned().unwrap_or_default();
@@ -322,7 +322,7 @@ pub fn calculate_status(
     node_images: &[&NodeImage],
     secrets: &[ReferenceObject],
     now: Timestamp,
-) -> Result<(ImagePullJobStatus, Vec<String>), LogicError> {
+) -> Result<(ImagePullJobStatus, Vec<String>), PlanError> {
     let old = job.status.clone().unwrap_or_default();
     let mut st = ImagePullJobStatus {
         start_time: Some(old.start_time.clone().unwrap_or(Time(now))),
@@ -594,4 +594,5 @@ pub fn new_copy(source: &Secret, namespace: &str, job_key: &str, suffix: &str) -
 }
 
 #[cfg(test)]
+#[path = "plan_tests.rs"]
 mod tests;

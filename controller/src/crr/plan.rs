@@ -206,4 +206,5 @@ pub fn snapshot(
 }
 
 #[cfg(test)]
+#[path = "plan_tests.rs"]
 mod tests;

@@ -1,0 +1,67 @@
+//! Wiring of the ContainerRecreateRequest controller on the shared runner: the requests' watch,
+//! and the Pod events of the shared cache mapped to the requests for that Pod.
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use kruise_api::apps::v1beta1::ContainerRecreateRequest;
+use kruise_api::features::Gate;
+use kube::Api;
+use kube::runtime::reflector::ObjectRef;
+
+use super::context::{Context, METRIC_NAME};
+use super::reconcile::reconcile;
+use crate::podcache::PodEvent;
+use crate::registry::{self, Shared};
+use crate::runner::{self, Controller};
+
+/// Requests handled at once.
+const CONCURRENCY: u16 = 3;
+
+/// The registry's entry (started when its feature gate allows).
+pub const CONTROLLER: registry::Controller = registry::Controller {
+    name: METRIC_NAME,
+    // The daemon does the recreating.
+    enabled: |gates| gates.enabled(Gate::KruiseDaemon),
+    start,
+};
+
+/// Starts the controller on the manager's shared state.
+fn start(shared: &Shared) -> BoxFuture<'static, ()> {
+    Box::pin(run(shared.clone()))
+}
+
+/// Runs until the shared shutdown token is cancelled.
+pub async fn run(shared: Shared) {
+    let Shared {
+        client,
+        pods,
+        metrics,
+        shutdown,
+        ..
+    } = shared;
+    let api = Api::<ContainerRecreateRequest>::all(client.clone());
+    let ctl = Controller::watching(METRIC_NAME, runner::watch(api), metrics, shutdown)
+        .concurrency(CONCURRENCY);
+    // A pod change concerns the requests for that pod (snapshot, gone pod, readiness).
+    let by_pod = ctl.store();
+    let pod_events = pods.targets(move |ev| -> Vec<ObjectRef<ContainerRecreateRequest>> {
+        let pod = match ev {
+            PodEvent::Applied(p) | PodEvent::Deleted(p) => Some(p),
+            PodEvent::Resync => None,
+        };
+        by_pod
+            .state()
+            .into_iter()
+            .filter(|c| {
+                pod.is_none_or(|p| {
+                    p.metadata.namespace == c.metadata.namespace
+                        && p.metadata.name.as_deref() == Some(c.spec.pod_name.as_str())
+                })
+            })
+            .map(|c| ObjectRef::from_obj(c.as_ref()))
+            .collect()
+    });
+    let ctx = Arc::new(Context { client, pods });
+    ctl.trigger_refs(pod_events).run(reconcile, ctx).await;
+}
