@@ -130,4 +130,6 @@ fn gone<T>(r: Result<T, kube::Error>) -> Result<(), crate::Error> {
 const CLONESET_VERSIONS: &[&str] = &[keys::VERSION_V1ALPHA1, keys::VERSION_V1BETA1];
 
 #[cfg(test)]
+mod snapshot_tests;
+#[cfg(test)]
 mod tests;
