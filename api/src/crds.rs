@@ -115,23 +115,15 @@ pub fn webhook_conversion() -> CustomResourceConversion {
 
 /// Every CRD this project installs, sorted by name.
 pub fn all() -> Result<Vec<CustomResourceDefinition>, CrdError> {
-    let mut crds = vec![
-        // Upstream serves both versions without a conversion webhook: v1alpha1's JSON is
-        // v1beta1's less `template.imageListPullJobTemplate`.
-        merged(
-            "advancedcronjobs.apps.kruise.io",
-            vec![
-                v1alpha1::AdvancedCronJob::crd(),
-                v1beta1::AdvancedCronJob::crd(),
-            ],
-            Conversion::None,
-        )?,
-        // Upstream serves both versions without a conversion webhook: their JSON is the same.
-        merged(
-            "broadcastjobs.apps.kruise.io",
-            vec![v1alpha1::BroadcastJob::crd(), v1beta1::BroadcastJob::crd()],
-            Conversion::None,
-        )?,
+    let mut crds = converted()?;
+    crds.extend(unconverted()?);
+    crds.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+    Ok(crds)
+}
+
+/// The CRDs whose versions convert through the webhook.
+fn converted() -> Result<Vec<CustomResourceDefinition>, CrdError> {
+    Ok(vec![
         merged(
             "clonesets.apps.kruise.io",
             vec![v1alpha1::CloneSet::crd(), v1beta1::CloneSet::crd()],
@@ -149,41 +141,6 @@ pub fn all() -> Result<Vec<CustomResourceDefinition>, CrdError> {
             "daemonsets.apps.kruise.io",
             vec![v1alpha1::DaemonSet::crd(), v1beta1::DaemonSet::crd()],
             Conversion::Webhook,
-        )?,
-        // v1alpha1 only, as upstream.
-        merged(
-            "ephemeraljobs.apps.kruise.io",
-            vec![v1alpha1::EphemeralJob::crd()],
-            Conversion::None,
-        )?,
-        merged(
-            "imagepulljobs.apps.kruise.io",
-            vec![v1alpha1::ImagePullJob::crd(), v1beta1::ImagePullJob::crd()],
-            Conversion::None,
-        )?,
-        merged(
-            "imagelistpulljobs.apps.kruise.io",
-            vec![
-                v1alpha1::ImageListPullJob::crd(),
-                v1beta1::ImageListPullJob::crd(),
-            ],
-            Conversion::None,
-        )?,
-        // v1alpha1 only, as upstream.
-        merged(
-            "nodepodprobes.apps.kruise.io",
-            vec![v1alpha1::NodePodProbe::crd()],
-            Conversion::None,
-        )?,
-        merged(
-            "podprobemarkers.apps.kruise.io",
-            vec![v1alpha1::PodProbeMarker::crd()],
-            Conversion::None,
-        )?,
-        merged(
-            "nodeimages.apps.kruise.io",
-            vec![v1alpha1::NodeImage::crd(), v1beta1::NodeImage::crd()],
-            Conversion::None,
         )?,
         merged(
             "sidecarsets.apps.kruise.io",
@@ -242,9 +199,64 @@ pub fn all() -> Result<Vec<CustomResourceDefinition>, CrdError> {
             ],
             Conversion::Webhook,
         )?,
-    ];
-    crds.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
-    Ok(crds)
+    ])
+}
+
+/// The CRDs served in one version, or in two with the same JSON (no conversion).
+fn unconverted() -> Result<Vec<CustomResourceDefinition>, CrdError> {
+    Ok(vec![
+        // Upstream serves both versions without a conversion webhook: v1alpha1's JSON is
+        // v1beta1's less `template.imageListPullJobTemplate`.
+        merged(
+            "advancedcronjobs.apps.kruise.io",
+            vec![
+                v1alpha1::AdvancedCronJob::crd(),
+                v1beta1::AdvancedCronJob::crd(),
+            ],
+            Conversion::None,
+        )?,
+        // Upstream serves both versions without a conversion webhook: their JSON is the same.
+        merged(
+            "broadcastjobs.apps.kruise.io",
+            vec![v1alpha1::BroadcastJob::crd(), v1beta1::BroadcastJob::crd()],
+            Conversion::None,
+        )?,
+        // v1alpha1 only, as upstream.
+        merged(
+            "ephemeraljobs.apps.kruise.io",
+            vec![v1alpha1::EphemeralJob::crd()],
+            Conversion::None,
+        )?,
+        merged(
+            "imagepulljobs.apps.kruise.io",
+            vec![v1alpha1::ImagePullJob::crd(), v1beta1::ImagePullJob::crd()],
+            Conversion::None,
+        )?,
+        merged(
+            "imagelistpulljobs.apps.kruise.io",
+            vec![
+                v1alpha1::ImageListPullJob::crd(),
+                v1beta1::ImageListPullJob::crd(),
+            ],
+            Conversion::None,
+        )?,
+        // v1alpha1 only, as upstream.
+        merged(
+            "nodepodprobes.apps.kruise.io",
+            vec![v1alpha1::NodePodProbe::crd()],
+            Conversion::None,
+        )?,
+        merged(
+            "podprobemarkers.apps.kruise.io",
+            vec![v1alpha1::PodProbeMarker::crd()],
+            Conversion::None,
+        )?,
+        merged(
+            "nodeimages.apps.kruise.io",
+            vec![v1alpha1::NodeImage::crd(), v1beta1::NodeImage::crd()],
+            Conversion::None,
+        )?,
+    ])
 }
 
 /// Why a CRD could not be rendered as YAML.

@@ -37,77 +37,8 @@ pub async fn dispatch(cli: Cli) -> Result<i32, CliError> {
     let ctx = ctx::Ctx::connect(&cli.connect).await?;
     match cli.command {
         Command::Completion { .. } => Ok(exit::OK),
-        Command::Rollout(r) => match r {
-            Rollout::Status(args) => cmd::status::run(&ctx, &args).await,
-            Rollout::Pause { targets } => cmd::rollout::pause(&ctx, &targets, true).await,
-            Rollout::Resume { targets } => cmd::rollout::pause(&ctx, &targets, false).await,
-            Rollout::History {
-                target,
-                revision,
-                output,
-            } => cmd::history::history(&ctx, &target, revision, output).await,
-            Rollout::Undo {
-                target,
-                to_revision,
-                dry_run,
-            } => cmd::history::undo(&ctx, &target, to_revision, dry_run).await,
-            Rollout::Restart(args) => cmd::restart::run(&ctx, &args).await,
-            Rollout::Partition {
-                target,
-                value,
-                subset,
-            } => cmd::rollout::partition(&ctx, &target, &value, subset.as_deref()).await,
-            Rollout::Promote {
-                target,
-                full,
-                step,
-                subset,
-            } => cmd::rollout::promote(&ctx, &target, full, step.as_ref(), subset.as_deref()).await,
-            Rollout::Watch(args) => tui::run(&ctx, &args).await,
-            Rollout::List {
-                kind,
-                all_namespaces,
-                output,
-            } => cmd::rollout::list(&ctx, kind, all_namespaces, output).await,
-        },
-        Command::Set(SetCmd::Image {
-            target,
-            images,
-            dry_run,
-        }) => cmd::set_image::run(&ctx, &target, &images, dry_run).await,
-        Command::Set(SetCmd::Env {
-            target,
-            env,
-            containers,
-            dry_run,
-        }) => {
-            let edit = cmd::set_template::parse_env(&env).map_err(CliError::Usage)?;
-            cmd::set_template::run(&ctx, &target, &containers, &edit, dry_run).await
-        }
-        Command::Set(SetCmd::Resources {
-            target,
-            containers,
-            limits,
-            requests,
-            dry_run,
-        }) => {
-            let limits = cmd::set_template::parse_resource_list("limits", limits.as_deref())
-                .map_err(CliError::Usage)?;
-            let requests = cmd::set_template::parse_resource_list("requests", requests.as_deref())
-                .map_err(CliError::Usage)?;
-            if limits.is_empty() && requests.is_empty() {
-                return Err(CliError::Usage(
-                    "nothing to change: give --limits and/or --requests".to_owned(),
-                ));
-            }
-            let edit = cmd::set_template::Edit::Resources { limits, requests };
-            cmd::set_template::run(&ctx, &target, &containers, &edit, dry_run).await
-        }
-        Command::Set(SetCmd::Serviceaccount {
-            target,
-            service_account,
-            dry_run,
-        }) => cmd::set_template::service_account(&ctx, &target, &service_account, dry_run).await,
+        Command::Rollout(r) => rollout(&ctx, r).await,
+        Command::Set(cmd) => set(&ctx, cmd).await,
         Command::Scaledown {
             target,
             pods,
@@ -156,5 +87,86 @@ pub async fn dispatch(cli: Cli) -> Result<i32, CliError> {
         Command::Install(args) => cmd::install::install(&ctx, &args).await,
         Command::Uninstall(args) => cmd::install::uninstall(&ctx, &args).await,
         Command::Check(args) => cmd::check::run(&ctx, &args).await,
+    }
+}
+
+/// `rollout …`.
+async fn rollout(ctx: &ctx::Ctx, r: Rollout) -> Result<i32, CliError> {
+    match r {
+        Rollout::Status(args) => cmd::status::run(ctx, &args).await,
+        Rollout::Pause { targets } => cmd::rollout::pause(ctx, &targets, true).await,
+        Rollout::Resume { targets } => cmd::rollout::pause(ctx, &targets, false).await,
+        Rollout::History {
+            target,
+            revision,
+            output,
+        } => cmd::history::history(ctx, &target, revision, output).await,
+        Rollout::Undo {
+            target,
+            to_revision,
+            dry_run,
+        } => cmd::history::undo(ctx, &target, to_revision, dry_run).await,
+        Rollout::Restart(args) => cmd::restart::run(ctx, &args).await,
+        Rollout::Partition {
+            target,
+            value,
+            subset,
+        } => cmd::rollout::partition(ctx, &target, &value, subset.as_deref()).await,
+        Rollout::Promote {
+            target,
+            full,
+            step,
+            subset,
+        } => cmd::rollout::promote(ctx, &target, full, step.as_ref(), subset.as_deref()).await,
+        Rollout::Watch(args) => tui::run(ctx, &args).await,
+        Rollout::List {
+            kind,
+            all_namespaces,
+            output,
+        } => cmd::rollout::list(ctx, kind, all_namespaces, output).await,
+    }
+}
+
+/// `set …`.
+async fn set(ctx: &ctx::Ctx, set: SetCmd) -> Result<i32, CliError> {
+    match set {
+        SetCmd::Image {
+            target,
+            images,
+            dry_run,
+        } => cmd::set_image::run(ctx, &target, &images, dry_run).await,
+        SetCmd::Env {
+            target,
+            env,
+            containers,
+            dry_run,
+        } => {
+            let edit = cmd::set_template::parse_env(&env).map_err(CliError::Usage)?;
+            cmd::set_template::run(ctx, &target, &containers, &edit, dry_run).await
+        }
+        SetCmd::Resources {
+            target,
+            containers,
+            limits,
+            requests,
+            dry_run,
+        } => {
+            let limits = cmd::set_template::parse_resource_list("limits", limits.as_deref())
+                .map_err(CliError::Usage)?;
+            let requests = cmd::set_template::parse_resource_list("requests", requests.as_deref())
+                .map_err(CliError::Usage)?;
+            if limits.is_empty() && requests.is_empty() {
+                return Err(CliError::Usage(
+                    "nothing to change: give --limits and/or --requests".to_owned(),
+                ));
+            }
+            let edit = cmd::set_template::Edit::Resources { limits, requests };
+            cmd::set_template::run(ctx, &target, &containers, &edit, dry_run).await
+        }
+        SetCmd::Serviceaccount {
+            target,
+            service_account,
+            dry_run,
+        } => cmd::set_template::service_account(ctx, &target, &service_account, dry_run).await,
     }
 }

@@ -103,7 +103,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use kruise_api::features::{FeatureGates, Gate};
+use kruise_api::features::FeatureGates;
 use kruise_api::keys;
 
 pub use server::{run, wait_ready};
@@ -112,39 +112,13 @@ pub mod paths;
 
 /// The synchronous (pure) admission handlers by path, for servers and tests alike. Paths whose
 /// handler needs the cluster ([`paths::MUTATE_CRR`], CloneSet validation, which dry-runs its
-/// Pod template) are not here; see [`handle_admission_async`].
+/// Pod template) are not here; see [`handle_admission_async`]. The Pod mutation is, without
+/// SidecarSets ([`pod::mutate`]).
 pub fn admission_handler(path: &str) -> Option<fn(&review::Request) -> review::Outcome> {
-    match path {
-        paths::MUTATE_POD => Some(pod::mutate),
-        paths::MUTATE_CLONESET
-        | paths::MUTATE_CLONESET_V1ALPHA1
-        | paths::MUTATE_CLONESET_V1BETA1 => Some(cloneset::defaults::mutate),
-        paths::MUTATE_DAEMONSET => Some(daemonset::defaults::mutate),
-        paths::VALIDATE_DAEMONSET => Some(daemonset::validation::validate),
-        paths::MUTATE_ADVANCEDCRONJOB => Some(advancedcronjob::defaults::mutate),
-        paths::VALIDATE_ADVANCEDCRONJOB => Some(advancedcronjob::validation::validate),
-        paths::MUTATE_BROADCASTJOB => Some(broadcastjob::defaults::mutate),
-        paths::VALIDATE_BROADCASTJOB => Some(broadcastjob::validation::validate),
-        paths::MUTATE_EPHEMERALJOB => Some(ephemeraljob::defaults::mutate),
-        paths::VALIDATE_EPHEMERALJOB => Some(ephemeraljob::validation::validate),
-        paths::MUTATE_PODPROBEMARKER => Some(podprobemarker::defaults::mutate),
-        paths::VALIDATE_PODPROBEMARKER => Some(podprobemarker::validation::validate),
-        paths::MUTATE_IMAGEPULLJOB => Some(imagepulljob::defaults::mutate),
-        paths::VALIDATE_IMAGEPULLJOB => Some(imagepulljob::validation::validate),
-        paths::MUTATE_NODEIMAGE => Some(nodeimage::defaults::mutate),
-        paths::VALIDATE_NODEIMAGE => Some(nodeimage::validation::validate),
-        paths::MUTATE_IMAGELISTPULLJOB => Some(imagelistpulljob::defaults::mutate),
-        paths::VALIDATE_IMAGELISTPULLJOB => Some(imagelistpulljob::validation::validate),
-        paths::VALIDATE_CRR => Some(crr::validation::validate),
-        paths::VALIDATE_RESOURCEDISTRIBUTION => Some(resourcedistribution::validation::validate),
-        paths::MUTATE_SIDECARSET => Some(sidecarset::defaults::mutate),
-        paths::MUTATE_UNITEDDEPLOYMENT => Some(uniteddeployment::defaults::mutate),
-        paths::VALIDATE_UNITEDDEPLOYMENT => Some(uniteddeployment::validation::validate),
-        paths::VALIDATE_STATEFULSET => Some(statefulset::validation::validate),
-        paths::MUTATE_STATEFULSET
-        | paths::MUTATE_STATEFULSET_V1ALPHA1
-        | paths::MUTATE_STATEFULSET_V1BETA1 => Some(statefulset::defaults::mutate),
-        _ => None,
+    match paths::hook(path)?.handler {
+        paths::Handler::Pure(h) => Some(h),
+        paths::Handler::Cluster(paths::ClusterHandler::PodMutation) => Some(pod::mutate),
+        paths::Handler::Cluster(_) => None,
     }
 }
 
@@ -174,6 +148,7 @@ where
         + persistentpodstate::PpsLookup
         + workloadspread::WsLookup,
 {
+    let hook = paths::hook(path)?;
     if let Some(refusal) = gate_refusal(path, gates) {
         return Some(review::admit(body, |_| refusal.clone()));
     }
@@ -181,72 +156,80 @@ where
     if let Some(out) = deletionprotection::handler::admit(path, body, cluster, gates).await {
         return Some(out);
     }
-    // The Pod handler injects SidecarSets, which it reads from the cluster.
-    match path {
-        paths::MUTATE_POD => {
-            return Some(
-                review::admit_async(body, |req| pod::mutate_pod(req, cluster, gates)).await,
-            );
+    Some(match hook.handler {
+        paths::Handler::Pure(h) => review::admit(body, h),
+        paths::Handler::Cluster(h) => admit_with_cluster(h, body, cluster, gates).await,
+    })
+}
+
+/// Runs a handler that reads `cluster`.
+async fn admit_with_cluster<C>(
+    handler: paths::ClusterHandler,
+    body: &[u8],
+    cluster: &C,
+    gates: &FeatureGates,
+) -> Vec<u8>
+where
+    C: crr::mutation::PodLookup
+        + cloneset::template::PodDryRun
+        + sidecarset::SidecarSetLookup
+        + deletionprotection::ProtectionLookup
+        + podunavailablebudget::PubLookup
+        + persistentpodstate::PpsLookup
+        + workloadspread::WsLookup,
+{
+    use paths::ClusterHandler as H;
+    match handler {
+        // The Pod handler injects SidecarSets, which it reads from the cluster.
+        H::PodMutation => {
+            review::admit_async(body, |req| pod::mutate_pod(req, cluster, gates)).await
         }
-        paths::VALIDATE_POD => {
+        H::PodValidation => {
             if let Some(uid) = pod::admitted_unread(body) {
-                return Some(review::allowed(uid));
+                return review::allowed(uid);
             }
-            return Some(
-                review::admit_async(body, |mut req| {
-                    let options = req.options.take();
-                    pod::validate_pod(req, options, cluster, gates)
-                })
-                .await,
-            );
+            review::admit_async(body, |mut req| {
+                let options = req.options.take();
+                pod::validate_pod(req, options, cluster, gates)
+            })
+            .await
         }
-        paths::VALIDATE_PUB => {
-            return Some(
-                review::admit_async(body, |req| {
-                    podunavailablebudget::validation::validate(req, cluster, gates)
-                })
-                .await,
-            );
+        H::Budget => {
+            review::admit_async(body, |req| {
+                podunavailablebudget::validation::validate(req, cluster, gates)
+            })
+            .await
         }
-        paths::VALIDATE_PPS => {
-            return Some(
-                review::admit_async(body, |req| {
-                    persistentpodstate::validation::validate(req, cluster)
-                })
-                .await,
-            );
+        H::PersistentPodState => {
+            review::admit_async(body, |req| {
+                persistentpodstate::validation::validate(req, cluster)
+            })
+            .await
         }
-        paths::VALIDATE_WORKLOADSPREAD => {
-            return Some(
-                review::admit_async(body, |req| {
-                    workloadspread::validation::validate(req, cluster)
-                })
-                .await,
-            );
+        H::WorkloadSpread => {
+            review::admit_async(body, |req| {
+                workloadspread::validation::validate(req, cluster)
+            })
+            .await
         }
-        paths::VALIDATE_SIDECARSET => {
-            return Some(
-                review::admit_async(body, |req| {
-                    sidecarset::validation::validate_set(req, cluster, gates)
-                })
-                .await,
-            );
+        H::SidecarSet => {
+            review::admit_async(body, |req| {
+                sidecarset::validation::validate_set(req, cluster, gates)
+            })
+            .await
         }
-        _ => {}
-    }
-    if let Some(out) = handle_admission(path, body) {
-        return Some(out);
-    }
-    match path {
-        paths::MUTATE_CRR => {
-            Some(review::admit_async(body, |req| crr::mutation::mutate(req, cluster)).await)
+        H::ContainerRecreateRequest => {
+            review::admit_async(body, |req| crr::mutation::mutate(req, cluster)).await
         }
-        paths::VALIDATE_CLONESET
-        | paths::VALIDATE_CLONESET_V1ALPHA1
-        | paths::VALIDATE_CLONESET_V1BETA1 => {
-            Some(review::admit_async(body, |req| cloneset::template::validate(req, cluster)).await)
+        H::CloneSetTemplate => {
+            review::admit_async(body, |req| cloneset::template::validate(req, cluster)).await
         }
-        _ => None,
+        H::DeletionProtection => {
+            review::admit_async(body, |req| {
+                deletionprotection::handler::check(req, cluster, gates)
+            })
+            .await
+        }
     }
 }
 
@@ -276,19 +259,11 @@ pub fn handle_conversion(body: &[u8]) -> Vec<u8> {
 
 /// Upstream refuses every ImagePullJob and ImageListPullJob create or update while their
 /// gates are off (403, `feature-gate <Name> is not enabled`), the daemon's gate checked first,
-/// and every ResourceDistribution create or update while `ResourceDistributionGate` is off.
+/// and every ResourceDistribution create or update while `ResourceDistributionGate` is off: the
+/// gates each hook declares ([`paths::Hook::refused_without`]).
 pub fn gate_refusal(path: &str, gates: &FeatureGates) -> Option<review::Outcome> {
-    let needed: &[Gate] = match path {
-        paths::VALIDATE_IMAGEPULLJOB | paths::VALIDATE_IMAGELISTPULLJOB => {
-            &[Gate::KruiseDaemon, Gate::ImagePullJobGate]
-        }
-        paths::VALIDATE_RESOURCEDISTRIBUTION => &[Gate::ResourceDistributionGate],
-        // Upstream checks PodProbeMarkerGate first, then KruiseDaemon.
-        paths::VALIDATE_PODPROBEMARKER => &[Gate::PodProbeMarkerGate, Gate::KruiseDaemon],
-        paths::VALIDATE_WORKLOADSPREAD => &[Gate::WorkloadSpread],
-        _ => return None,
-    };
-    needed
+    paths::hook(path)?
+        .refused_without
         .iter()
         .copied()
         .find(|g| !gates.enabled(*g))

@@ -26,7 +26,10 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use crate::certs::{self, CertBundle};
 use crate::cluster::ApiCluster;
 use crate::configuration::scope::{PodScope, ScopeSources};
+use crate::watched::Watched;
 use crate::{Error, WebhookConfig, configuration, handle_admission_async, paths};
+use kruise_api::apps::v1alpha1::{PersistentPodState, WorkloadSpread};
+use kruise_api::policy::v1alpha1::PodUnavailableBudget;
 
 /// State shared between [`run`] and [`wait_ready`] through clones of the config.
 #[derive(Debug, Default)]
@@ -130,11 +133,11 @@ pub async fn run(
     let (sidecar_sets, _sidecar_watch) =
         crate::sidecarset::cache::SidecarSetCache::start(client.clone());
     let (budgets, _budget_watch) =
-        crate::podunavailablebudget::cache::BudgetCache::start(client.clone());
+        Watched::<PodUnavailableBudget>::start(client.clone(), "PodUnavailableBudget");
     let (persistent_pod_states, _pps_watch) =
-        crate::persistentpodstate::cache::PpsCache::start(client.clone());
+        Watched::<PersistentPodState>::start(client.clone(), "PersistentPodState");
     let (workload_spreads, _ws_watch) =
-        crate::workloadspread::cache::WsCache::start(client.clone());
+        Watched::<WorkloadSpread>::start(client.clone(), "WorkloadSpread");
     let sources = ScopeSources {
         sidecar_sets: sidecar_sets.clone(),
         budgets: budgets.clone(),

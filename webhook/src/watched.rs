@@ -1,7 +1,9 @@
 //! A kind kept by a watch, for the lookups an admission makes on every Pod (upstream reads them
-//! from its informer cache). Until the first list has loaded, or while the kind's CRD is
-//! missing (the watch keeps retrying), [`Watched::all`] answers `None` and the caller lists
-//! from the API server instead.
+//! from its informer cache): the PodUnavailableBudgets, PersistentPodStates and WorkloadSpreads
+//! of the Pod's namespace ([`Watched::snapshot`]), so that a Pod none of them concerns pays no
+//! more than this lookup, and the SidecarSets ([`crate::sidecarset::cache`]). Until the first
+//! list has loaded, or while the kind's CRD is missing (the watch keeps retrying), the lookups
+//! answer `None` and the caller lists from the API server instead.
 
 use std::fmt::Debug;
 use std::hash::Hash;
@@ -110,5 +112,16 @@ where
     /// Every object, or `None` before the first list has loaded.
     pub fn all(&self) -> Option<Vec<Arc<K>>> {
         (*self.synced.borrow()).then(|| self.store.state())
+    }
+
+    /// The objects of `namespace`, or `None` before the first list has loaded.
+    pub fn snapshot(&self, namespace: &str) -> Option<Vec<K>> {
+        Some(
+            self.all()?
+                .iter()
+                .filter(|o| o.meta().namespace.as_deref() == Some(namespace))
+                .map(|o| o.as_ref().clone())
+                .collect(),
+        )
     }
 }

@@ -210,19 +210,9 @@ async fn clonesets(ctx: &Ctx) -> Vec<Value> {
     }
 }
 
-/// Runs the embedded manager until Ctrl-C or SIGTERM.
-#[tracing::instrument(skip_all)]
-pub async fn run(connect: &ConnectArgs, args: &DevArgs) -> Result<i32> {
-    let config = kube_config(connect).await?;
-    let ctx = Ctx::connect(connect).await?;
-    let client = ctx.client.clone();
-    if let Some(why) = refusal(&client).await? {
-        return Err(CliError::Failed(format!(
-            "kubectl kruise dev refuses to start: {why}"
-        )));
-    }
-    let url = webhook_url(&args.webhook_host, args.webhook_port);
-    let crds = install_crds(&client).await?;
+/// Installs the CRDs and says what runs and what does not.
+async fn announce(client: &kube::Client, args: &DevArgs, url: &str) -> Result<()> {
+    let crds = install_crds(client).await?;
     println!(
         "kruise dev: Kruise-rs {} manager embedded; {crds} CRDs installed or updated",
         env!("CARGO_PKG_VERSION")
@@ -232,7 +222,7 @@ pub async fn run(connect: &ConnectArgs, args: &DevArgs) -> Result<i32> {
         keys::KRUISE_NAMESPACE,
         keys::WEBHOOK_SECRET_NAME
     );
-    if !daemon_runs(&client).await? {
+    if !daemon_runs(client).await? {
         println!(
             "  no kruise-daemon runs: in-place updates complete from the Pod's imageID, and container restarts (ContainerRecreateRequests) and image pre-pulls wait for a daemon"
         );
@@ -247,6 +237,22 @@ pub async fn run(connect: &ConnectArgs, args: &DevArgs) -> Result<i32> {
         }
     );
     println!("  Ctrl-C stops it and removes the webhook configurations");
+    Ok(())
+}
+
+/// Runs the embedded manager until Ctrl-C or SIGTERM.
+#[tracing::instrument(skip_all)]
+pub async fn run(connect: &ConnectArgs, args: &DevArgs) -> Result<i32> {
+    let config = kube_config(connect).await?;
+    let ctx = Ctx::connect(connect).await?;
+    let client = ctx.client.clone();
+    if let Some(why) = refusal(&client).await? {
+        return Err(CliError::Failed(format!(
+            "kubectl kruise dev refuses to start: {why}"
+        )));
+    }
+    let url = webhook_url(&args.webhook_host, args.webhook_port);
+    announce(&client, args, &url).await?;
 
     kruise_api::features::install(args.feature_gates);
     let mut cfg = AppConfig::new(config);

@@ -24,36 +24,42 @@ use serde_json::{Value, json};
 /// How often the move reads the two workloads while it waits.
 const POLL: Duration = Duration::from_secs(1);
 
-pub async fn run(ctx: &Ctx, args: &MigrateArgs) -> Result<i32> {
+/// The moves other than a Deployment's to a CloneSet (storage, a StatefulSet's), and the
+/// combinations refused; `None` for a Deployment's move to a CloneSet, which [`run`] makes.
+async fn elsewhere(ctx: &Ctx, args: &MigrateArgs) -> Option<Result<i32>> {
     if args.to == MigrateTo::Storage {
         if args.from.is_some() || args.src_name.is_some() || args.dst_name.is_some() {
-            return Err(CliError::Usage(
+            return Some(Err(CliError::Usage(
                 "migrate storage takes no --from, --src-name or --dst-name: it rewrites every Kruise object".to_owned(),
-            ));
+            )));
         }
-        return storage::run(ctx, args).await;
+        return Some(storage::run(ctx, args).await);
     }
     let (Some(from), Some(_)) = (args.from, args.src_name.as_ref()) else {
-        return Err(CliError::Usage(
+        return Some(Err(CliError::Usage(
             "--from and --src-name are required: migrate CloneSet --from Deployment --src-name NAME (or AdvancedStatefulSet --from StatefulSet)".to_owned(),
-        ));
+        )));
     };
     match (args.to, from) {
-        (MigrateTo::Storage, _) => return storage::run(ctx, args).await,
-        (MigrateTo::CloneSet, MigrateFrom::Deployment) => {}
+        (MigrateTo::Storage, _) => Some(storage::run(ctx, args).await),
+        (MigrateTo::CloneSet, MigrateFrom::Deployment) => None,
         (MigrateTo::AdvancedStatefulSet, MigrateFrom::StatefulSet) => {
-            return statefulset::run(ctx, args).await;
+            Some(statefulset::run(ctx, args).await)
         }
-        (MigrateTo::CloneSet, MigrateFrom::StatefulSet) => {
-            return Err(CliError::Usage(
-                "a CloneSet is filled --from Deployment; a StatefulSet goes to an AdvancedStatefulSet".to_owned(),
-            ));
-        }
-        (MigrateTo::AdvancedStatefulSet, MigrateFrom::Deployment) => {
-            return Err(CliError::Usage(
-                "an AdvancedStatefulSet is filled --from StatefulSet; a Deployment goes to a CloneSet".to_owned(),
-            ));
-        }
+        (MigrateTo::CloneSet, MigrateFrom::StatefulSet) => Some(Err(CliError::Usage(
+            "a CloneSet is filled --from Deployment; a StatefulSet goes to an AdvancedStatefulSet"
+                .to_owned(),
+        ))),
+        (MigrateTo::AdvancedStatefulSet, MigrateFrom::Deployment) => Some(Err(CliError::Usage(
+            "an AdvancedStatefulSet is filled --from StatefulSet; a Deployment goes to a CloneSet"
+                .to_owned(),
+        ))),
+    }
+}
+
+pub async fn run(ctx: &Ctx, args: &MigrateArgs) -> Result<i32> {
+    if let Some(handled) = elsewhere(ctx, args).await {
+        return handled;
     }
     let src = workload(ctx, Kind::Deployment, args.src()).await?;
     let dst = workload(ctx, Kind::CloneSet, args.dst()).await?;
@@ -158,12 +164,25 @@ pub async fn run(ctx: &Ctx, args: &MigrateArgs) -> Result<i32> {
         );
         return Ok(exit::OK);
     }
-    warn_not_moved(ctx, &source, &src_label).await;
+    move_and_report(ctx, &src, &dst, &source, &record, args).await
+}
+
+/// Moves the replicas `record` says from `src` to `dst`, saying so.
+async fn move_and_report(
+    ctx: &Ctx,
+    src: &Workload,
+    dst: &Workload,
+    source: &Value,
+    record: &Record,
+    args: &MigrateArgs,
+) -> Result<i32> {
+    let (src_label, dst_label) = (src.target.to_string(), dst.target.to_string());
+    warn_not_moved(ctx, source, &src_label).await;
     println!(
         "moving {} of {src_label}'s {} replicas to {dst_label}, {} at a time",
         record.replicas, record.source_replicas, args.max_surge
     );
-    move_replicas(&src, &dst, &record, args).await?;
+    move_replicas(src, dst, record, args).await?;
     println!(
         "migrated {} replicas from {src_label} to {dst_label}; {src_label} kept with {} replicas (delete it when you no longer need it)",
         record.replicas,

@@ -137,6 +137,46 @@ impl Drop for AbortOnDrop {
     }
 }
 
+/// The terminal's events. crossterm's reader blocks, so it lives on its own thread and feeds a
+/// channel.
+fn read_terminal() -> mpsc::UnboundedReceiver<TermEvent> {
+    let (key_tx, key_rx) = mpsc::unbounded_channel::<TermEvent>();
+    std::thread::spawn(move || {
+        while let Ok(ev) = ratatui::crossterm::event::read() {
+            if key_tx.send(ev).is_err() {
+                break;
+            }
+        }
+    });
+    key_rx
+}
+
+/// A StatefulSet's Pods show the node their PersistentPodState recorded: sent to `pps_tx` while
+/// the task lives (none for other kinds).
+fn poll_persisted(
+    ctx: &Ctx,
+    wl: &Workload,
+    args: &WatchArgs,
+    pps_tx: mpsc::UnboundedSender<std::collections::BTreeMap<String, String>>,
+) -> Option<AbortOnDrop> {
+    if matches!(
+        args.target.kind,
+        crate::view::workload::Kind::StatefulSet | crate::view::workload::Kind::AdvancedStatefulSet
+    ) {
+        let target = kruise_api::policy::v1alpha1::TargetReference {
+            api_version: wl.resource.api_version.clone(),
+            kind: wl.resource.kind.clone(),
+            name: args.target.name.clone(),
+        };
+        let api = Api::namespaced(ctx.client.clone(), &wl.namespace);
+        Some(AbortOnDrop(tokio::spawn(persisted::poll(
+            api, target, pps_tx,
+        ))))
+    } else {
+        None
+    }
+}
+
 pub async fn run(ctx: &Ctx, args: &WatchArgs) -> Result<i32> {
     if !std::io::stdout().is_terminal() {
         return Err(CliError::Usage(format!(
@@ -158,15 +198,7 @@ pub async fn run(ctx: &Ctx, args: &WatchArgs) -> Result<i32> {
         Some(events_api),
     );
 
-    // crossterm's reader blocks, so it lives on its own thread and feeds a channel.
-    let (key_tx, mut key_rx) = mpsc::unbounded_channel::<TermEvent>();
-    std::thread::spawn(move || {
-        while let Ok(ev) = ratatui::crossterm::event::read() {
-            if key_tx.send(ev).is_err() {
-                break;
-            }
-        }
-    });
+    let mut key_rx = read_terminal();
     let (req_tx, req_rx) = mpsc::unbounded_channel::<Request>();
     let (done_tx, mut done_rx) = mpsc::unbounded_channel::<String>();
     let _actions = AbortOnDrop(tokio::spawn(action_task(
@@ -176,24 +208,8 @@ pub async fn run(ctx: &Ctx, args: &WatchArgs) -> Result<i32> {
         done_tx,
     )));
 
-    // A StatefulSet's Pods show the node their PersistentPodState recorded.
     let (pps_tx, mut pps_rx) = mpsc::unbounded_channel();
-    let _poll = if matches!(
-        args.target.kind,
-        crate::view::workload::Kind::StatefulSet | crate::view::workload::Kind::AdvancedStatefulSet
-    ) {
-        let target = kruise_api::policy::v1alpha1::TargetReference {
-            api_version: wl.resource.api_version.clone(),
-            kind: wl.resource.kind.clone(),
-            name: args.target.name.clone(),
-        };
-        let api = Api::namespaced(ctx.client.clone(), &wl.namespace);
-        Some(AbortOnDrop(tokio::spawn(persisted::poll(
-            api, target, pps_tx,
-        ))))
-    } else {
-        None
-    };
+    let _poll = poll_persisted(ctx, &wl, args, pps_tx.clone());
     // Each Pod shows the state of the PodProbeMarker probes that select it.
     let (probe_tx, mut probe_rx) = mpsc::unbounded_channel();
     let _probes = AbortOnDrop(tokio::spawn(probes::poll(

@@ -302,6 +302,19 @@ pub fn render(d: &Description) -> String {
             }
         ));
     }
+    render_pods(&mut out, d);
+    if !d.held.is_empty() {
+        out.push_str("Held:\n");
+        for h in &d.held {
+            out.push_str(&format!("  {}: {}\n", h.pod, h.reason));
+        }
+    }
+    render_events(&mut out, d);
+    out
+}
+
+/// The Pods section: a table per revision (and role).
+fn render_pods(out: &mut String, d: &Description) {
     out.push_str("Pods:\n");
     if d.pod_groups.is_empty() {
         out.push_str("  <none>\n");
@@ -347,12 +360,10 @@ pub fn render(d: &Description) -> String {
             ));
         }
     }
-    if !d.held.is_empty() {
-        out.push_str("Held:\n");
-        for h in &d.held {
-            out.push_str(&format!("  {}: {}\n", h.pod, h.reason));
-        }
-    }
+}
+
+/// The Events section.
+fn render_events(out: &mut String, d: &Description) {
     out.push_str("Events:\n");
     if d.events.is_empty() {
         out.push_str("  <none>\n");
@@ -367,7 +378,6 @@ pub fn render(d: &Description) -> String {
             e.message
         ));
     }
-    out
 }
 
 fn or_none(s: &str) -> &str {

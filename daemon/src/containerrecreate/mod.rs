@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::apitypes::{ContainerRecreateRequest, ContainerRecreateState, CrrPhase, ProbeHandler};
 use crate::criruntime::labels::{newest_by_name, split_container_id};
-use crate::criruntime::{CriClient, CriError};
+use crate::criruntime::{ContainerInfo, CriClient, CriError};
 use crate::events::{Events, pod_ref};
 use crate::metrics::Metrics;
 use state::Next;
@@ -129,6 +129,50 @@ fn to_lifecycle(h: &ProbeHandler) -> LifecycleHandler {
     }
 }
 
+/// Stops the `i`th container of `crr` (its preStop hook first); returns whether the next one
+/// may go at once.
+async fn kill(
+    ctx: &Ctx,
+    crr: &ContainerRecreateRequest,
+    states: &mut [ContainerRecreateState],
+    i: usize,
+    containers: &[ContainerInfo],
+    pod_uid: &str,
+) -> bool {
+    let ns = crr.namespace().unwrap_or_default();
+    let name = states[i].name.clone();
+    let Some(rt) = newest_by_name(containers, &name) else {
+        return false;
+    };
+    let spec = crr.spec.containers.iter().find(|c| c.name == name);
+    let hook = spec.and_then(|c| c.pre_stop.as_ref()).map(to_lifecycle);
+    let ports = spec.map(|c| c.ports.clone()).unwrap_or_default();
+    tracing::info!(crr = %runner::object_key(crr), container = %name, id = %rt.id, "recreating container");
+    let res = crate::prestop::stop_with_hook(
+        &ctx.cri,
+        rt,
+        hook.as_ref(),
+        &ports,
+        state::grace_seconds(crr),
+    )
+    .await
+    .map_err(|e| e.message());
+    if res.is_ok() {
+        ctx.metrics.container_stop("containerrecreate");
+        ctx.events.emit(
+            pod_ref(&ns, &crr.spec.pod_name, pod_uid),
+            false,
+            k8s::EVENT_REASON_KILLING,
+            "Recreate",
+            format!(
+                "Stopping container {name} by ContainerRecreateRequest {}",
+                crr.name_any()
+            ),
+        );
+    }
+    state::record_kill(crr, states, i, res)
+}
+
 async fn reconcile(obj: Arc<ContainerRecreateRequest>, ctx: Arc<Ctx>) -> Result<Action, Error> {
     let ns = obj.namespace().unwrap_or_default();
     // Every active request for the same pod, from the cache: only one of them may act.
@@ -209,37 +253,7 @@ async fn reconcile(obj: Arc<ContainerRecreateRequest>, ctx: Arc<Ctx>) -> Result<
     loop {
         match state::next(&crr, &mut states, &containers) {
             Next::Kill(i) => {
-                let name = states[i].name.clone();
-                let Some(rt) = newest_by_name(&containers, &name) else {
-                    break;
-                };
-                let spec = crr.spec.containers.iter().find(|c| c.name == name);
-                let hook = spec.and_then(|c| c.pre_stop.as_ref()).map(to_lifecycle);
-                let ports = spec.map(|c| c.ports.clone()).unwrap_or_default();
-                tracing::info!(crr = %runner::object_key(&crr), container = %name, id = %rt.id, "recreating container");
-                let res = crate::prestop::stop_with_hook(
-                    &ctx.cri,
-                    rt,
-                    hook.as_ref(),
-                    &ports,
-                    state::grace_seconds(&crr),
-                )
-                .await
-                .map_err(|e| e.message());
-                if res.is_ok() {
-                    ctx.metrics.container_stop("containerrecreate");
-                    ctx.events.emit(
-                        pod_ref(&ns, &crr.spec.pod_name, &pod_uid),
-                        false,
-                        k8s::EVENT_REASON_KILLING,
-                        "Recreate",
-                        format!(
-                            "Stopping container {name} by ContainerRecreateRequest {}",
-                            crr.name_any()
-                        ),
-                    );
-                }
-                if state::record_kill(&crr, &mut states, i, res) {
+                if kill(&ctx, &crr, &mut states, i, &containers, &pod_uid).await {
                     continue;
                 }
                 break;

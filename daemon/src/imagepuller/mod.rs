@@ -2,6 +2,7 @@
 //! written back to the NodeImage.
 
 pub mod keyring;
+mod node_watch;
 pub mod progress;
 pub mod status;
 
@@ -11,13 +12,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ObjectReference, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kruise_api::keys;
 use kube::Resource;
 use kube::api::{Api, PostParams};
-use kube::runtime::watcher;
 use tokio::sync::{Mutex, Notify, Semaphore, watch};
 use tokio_util::sync::CancellationToken;
 
@@ -198,32 +197,7 @@ pub async fn run(
     // The watch keeps only the latest object; the loop below always works on the newest.
     let (tx, mut rx) = watch::channel::<Option<NodeImage>>(None);
     let tx = Arc::new(tx);
-    let cfg = watcher::Config::default().fields(&format!("metadata.name={node}"));
-    let watch_task = {
-        let shutdown = shutdown.clone();
-        let tx = tx.clone();
-        let api = api.clone();
-        tokio::spawn(async move {
-            let mut stream = watcher(api, cfg).boxed();
-            loop {
-                tokio::select! {
-                    _ = shutdown.cancelled() => break,
-                    ev = stream.next() => match ev {
-                        Some(Ok(watcher::Event::Apply(o) | watcher::Event::InitApply(o))) => {
-                            tx.send_replace(Some(o));
-                        }
-                        Some(Ok(watcher::Event::Delete(_))) => { tx.send_replace(None); }
-                        Some(Ok(_)) => {}
-                        Some(Err(e)) => {
-                            tracing::warn!(error = %e, "NodeImage watch error");
-                            tokio::time::sleep(Duration::from_secs(1)).await;
-                        }
-                        None => break,
-                    }
-                }
-            }
-        })
-    };
+    let watch_task = node_watch::spawn(api.clone(), &node, tx.clone(), shutdown.clone());
 
     let mut last_spec = None;
     let mut last_write: Option<Instant> = None;

@@ -707,6 +707,101 @@ async fn main() {
     }
 }
 
+/// Every run's time, the processes' samples, the admission latencies and the phases, as JSON.
+fn write_json(
+    path: &std::path::Path,
+    times: &BTreeMap<(PodKind, Variant), Vec<Duration>>,
+    procs: &Procs,
+    phases: &BTreeMap<PodKind, Phases>,
+    admission: &[Duration],
+) -> kruise_e2e::Result<()> {
+    let rows: Vec<serde_json::Value> = times
+        .iter()
+        .map(|((k, v), t)| {
+            json!({"kind": format!("{k:?}"), "variant": format!("{v:?}"),
+                   "seconds": t.iter().map(Duration::as_secs_f64).collect::<Vec<_>>()})
+        })
+        .collect();
+    let procs = procs.samples.lock().map(|v| v.clone()).unwrap_or_default();
+    let phases: BTreeMap<String, serde_json::Value> = phases
+        .iter()
+        .map(|(k, p)| (format!("{k:?}"), p.json()))
+        .collect();
+    let doc = json!({
+        "rollouts": rows,
+        "processes": procs,
+        "admission_seconds": admission.iter().map(Duration::as_secs_f64).collect::<Vec<_>>(),
+        "phases": phases,
+    });
+    std::fs::write(path, serde_json::to_string_pretty(&doc)?)?;
+    Ok(())
+}
+
+/// The markdown report of a full run: the medians, their ratios and the per-Pod phases.
+fn report(
+    args: &Args,
+    kinds: &[PodKind],
+    times: &BTreeMap<(PodKind, Variant), Vec<Duration>>,
+    phases: &BTreeMap<PodKind, Phases>,
+    claim: bool,
+) -> String {
+    let med: BTreeMap<(PodKind, Variant), Duration> =
+        times.iter().map(|(k, t)| (*k, median(t))).collect();
+    let ratio = |k: PodKind, a: Variant, b: Variant| ratio(med[&(k, a)], med[&(k, b)]);
+    let mut out = String::new();
+    out.push_str(&format!(
+        "\n## Rollout of {} Pods, one image change ({} runs each, interleaved, medians)\n\n",
+        args.pods, args.common.runs
+    ));
+    out.push_str(&format!(
+        "Machine: {}, local cluster (Kubernetes v1.34.4, containerd). Bare Pod: one HTTP container with a 1 s readiness probe. Typical Pod: the same plus an init container of 2 s, a ConfigMap volume, an emptyDir and a 1 s initial delay on the probe{}.\n\n",
+        machine(),
+        if claim {
+            ", and a 16 MiB claim on the default StorageClass (CloneSets: from a volumeClaimTemplate, one per Pod, a new one per recreated Pod; bare Pods: one per Pod; the Deployment: one shared by its Pods)"
+        } else {
+            " (no PersistentVolumeClaim: no default StorageClass)"
+        }
+    ));
+    out.push_str("| Pod | variant | median s | runs s |\n|---|---|---|---|\n");
+    for &kind in kinds {
+        for v in Variant::ALL {
+            out.push_str(&format!(
+                "| {} | {} | {} | {} |\n",
+                kind.label(),
+                v.label(),
+                secs(med[&(kind, v)]),
+                secs_list(&times[&(kind, v)])
+            ));
+        }
+    }
+    out.push_str("\n| Pod | (a)/(c) in-place vs Deployment | (b)/(c) recreate vs Deployment | (a)/(d) in-place vs bare-Pod floor |\n|---|---|---|---|\n");
+    for &kind in kinds {
+        out.push_str(&format!(
+            "| {} | {:.2} | {:.2} | {:.2} |\n",
+            kind.label(),
+            ratio(kind, Variant::InPlace, Variant::Deployment),
+            ratio(kind, Variant::Recreate, Variant::Deployment),
+            ratio(kind, Variant::InPlace, Variant::BarePods),
+        ));
+    }
+    out.push_str("\nTargets: (a)/(c) ≤ 0.3, (a)/(d) ≤ 1.1.\n");
+    for &kind in kinds {
+        let Some(ph) = phases.get(&kind) else {
+            continue;
+        };
+        let lat = &ph.patch_to_ready;
+        out.push_str(&format!(
+            "\n{}: per-Pod latency of (a), spec patched → Ready: median {}s, max {}s over {} Pods.\n",
+            kind.label(),
+            secs(median(lat)),
+            secs(max(lat)),
+            lat.len()
+        ));
+        out.push_str(&ph.table());
+    }
+    out
+}
+
 async fn run(args: Args) -> kruise_e2e::Result<()> {
     let client = client().await?;
     let mut kinds = args.pod_kinds.clone();
@@ -760,25 +855,7 @@ async fn run(args: Args) -> kruise_e2e::Result<()> {
         Vec::new()
     };
     if let Some(path) = &args.json {
-        let rows: Vec<serde_json::Value> = times
-            .iter()
-            .map(|((k, v), t)| {
-                json!({"kind": format!("{k:?}"), "variant": format!("{v:?}"),
-                       "seconds": t.iter().map(Duration::as_secs_f64).collect::<Vec<_>>()})
-            })
-            .collect();
-        let procs = procs.samples.lock().map(|v| v.clone()).unwrap_or_default();
-        let phases: BTreeMap<String, serde_json::Value> = phases
-            .iter()
-            .map(|(k, p)| (format!("{k:?}"), p.json()))
-            .collect();
-        let doc = json!({
-            "rollouts": rows,
-            "processes": procs,
-            "admission_seconds": admission.iter().map(Duration::as_secs_f64).collect::<Vec<_>>(),
-            "phases": phases,
-        });
-        std::fs::write(path, serde_json::to_string_pretty(&doc)?)?;
+        write_json(path, &times, &procs, &phases, &admission)?;
     }
     if variants != Variant::ALL {
         // A partial run (one system's turn in hack/bench-openkruise.sh) has no ratios to print.
@@ -801,60 +878,7 @@ async fn run(args: Args) -> kruise_e2e::Result<()> {
         }
         return Ok(());
     }
-    let med: BTreeMap<(PodKind, Variant), Duration> =
-        times.iter().map(|(k, t)| (*k, median(t))).collect();
-    let ratio = |k: PodKind, a: Variant, b: Variant| ratio(med[&(k, a)], med[&(k, b)]);
-    let mut out = String::new();
-    out.push_str(&format!(
-        "\n## Rollout of {} Pods, one image change ({} runs each, interleaved, medians)\n\n",
-        args.pods, args.common.runs
-    ));
-    out.push_str(&format!(
-        "Machine: {}, local cluster (Kubernetes v1.34.4, containerd). Bare Pod: one HTTP container with a 1 s readiness probe. Typical Pod: the same plus an init container of 2 s, a ConfigMap volume, an emptyDir and a 1 s initial delay on the probe{}.\n\n",
-        machine(),
-        if claim {
-            ", and a 16 MiB claim on the default StorageClass (CloneSets: from a volumeClaimTemplate, one per Pod, a new one per recreated Pod; bare Pods: one per Pod; the Deployment: one shared by its Pods)"
-        } else {
-            " (no PersistentVolumeClaim: no default StorageClass)"
-        }
-    ));
-    out.push_str("| Pod | variant | median s | runs s |\n|---|---|---|---|\n");
-    for &kind in &kinds {
-        for v in Variant::ALL {
-            out.push_str(&format!(
-                "| {} | {} | {} | {} |\n",
-                kind.label(),
-                v.label(),
-                secs(med[&(kind, v)]),
-                secs_list(&times[&(kind, v)])
-            ));
-        }
-    }
-    out.push_str("\n| Pod | (a)/(c) in-place vs Deployment | (b)/(c) recreate vs Deployment | (a)/(d) in-place vs bare-Pod floor |\n|---|---|---|---|\n");
-    for &kind in &kinds {
-        out.push_str(&format!(
-            "| {} | {:.2} | {:.2} | {:.2} |\n",
-            kind.label(),
-            ratio(kind, Variant::InPlace, Variant::Deployment),
-            ratio(kind, Variant::Recreate, Variant::Deployment),
-            ratio(kind, Variant::InPlace, Variant::BarePods),
-        ));
-    }
-    out.push_str("\nTargets: (a)/(c) ≤ 0.3, (a)/(d) ≤ 1.1.\n");
-    for &kind in &kinds {
-        let Some(ph) = phases.get(&kind) else {
-            continue;
-        };
-        let lat = &ph.patch_to_ready;
-        out.push_str(&format!(
-            "\n{}: per-Pod latency of (a), spec patched → Ready: median {}s, max {}s over {} Pods.\n",
-            kind.label(),
-            secs(median(lat)),
-            secs(max(lat)),
-            lat.len()
-        ));
-        out.push_str(&ph.table());
-    }
+    let out = report(&args, &kinds, &times, &phases, claim);
     args.common.emit(&out)?;
     Ok(())
 }

@@ -88,10 +88,24 @@ pub(super) fn validate_update_strategy(
         ));
         return;
     }
+    let Some((rolling, rolling_path, policy_key)) = rolling_fields(us, version, errs) else {
+        return;
+    };
+    validate_rolling(rolling, &rolling_path, policy_key, replicas, version, errs);
+}
+
+/// Where the rolling fields are, checking the policy on the way: the object, its path and the
+/// key of the policy; `None` when there are none to check.
+fn rolling_fields<'a>(
+    us: &'a Value,
+    version: &str,
+    errs: &mut Vec<FieldError>,
+) -> Option<(&'a Value, String, &'static str)> {
+    let null = &Value::Null;
     // v1alpha1 keeps the rolling fields flat under updateStrategy with the policy in `type`;
     // v1beta1 nests them under rollingUpdate with the policy in `podUpdatePolicy`.
-    let (rolling, rolling_path, policy_key) = if version == keys::VERSION_V1ALPHA1 {
-        let ty = us.get("type").unwrap_or(&null);
+    Some(if version == keys::VERSION_V1ALPHA1 {
+        let ty = us.get("type").unwrap_or(null);
         match ty.as_str() {
             Some("ReCreate" | "InPlaceIfPossible" | "InPlaceOnly" | "OnDelete") => {}
             // Defaulting sets ReCreate; absent is fine.
@@ -104,7 +118,7 @@ pub(super) fn validate_update_strategy(
         }
         (us, "spec.updateStrategy".to_owned(), "type")
     } else {
-        let ty = us.get("type").unwrap_or(&null);
+        let ty = us.get("type").unwrap_or(null);
         match ty.as_str() {
             Some("RollingUpdate" | "OnDelete" | "") => {}
             None if ty.is_null() => {}
@@ -114,9 +128,9 @@ pub(super) fn validate_update_strategy(
                 "must be 'RollingUpdate' or 'OnDelete'",
             )),
         }
-        let ru = us.get("rollingUpdate").unwrap_or(&null);
+        let ru = us.get("rollingUpdate").unwrap_or(null);
         if ru.is_null() {
-            return;
+            return None;
         }
         if !ru.is_object() {
             errs.push(FieldError::invalid(
@@ -124,9 +138,9 @@ pub(super) fn validate_update_strategy(
                 ru,
                 "must be an object",
             ));
-            return;
+            return None;
         }
-        let policy = ru.get("podUpdatePolicy").unwrap_or(&null);
+        let policy = ru.get("podUpdatePolicy").unwrap_or(null);
         match policy.as_str() {
             Some("ReCreate" | "InPlaceIfPossible" | "InPlaceOnly" | "") => {}
             None if policy.is_null() => {}
@@ -141,7 +155,20 @@ pub(super) fn validate_update_strategy(
             "spec.updateStrategy.rollingUpdate".to_owned(),
             "podUpdatePolicy",
         )
-    };
+    })
+}
+
+/// The rolling fields at `rolling_path`: partition, maxUnavailable and maxSurge, the
+/// strategies.
+fn validate_rolling(
+    rolling: &Value,
+    rolling_path: &str,
+    policy_key: &str,
+    replicas: i64,
+    version: &str,
+    errs: &mut Vec<FieldError>,
+) {
+    let null = Value::Null;
     let in_place_only = rolling.get(policy_key).and_then(Value::as_str) == Some("InPlaceOnly");
     let field = |name: &str| rolling.get(name).filter(|v| !v.is_null());
 

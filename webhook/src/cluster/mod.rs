@@ -15,7 +15,11 @@ mod workloadspreads;
 
 use std::time::Duration;
 
+use kruise_api::apps::v1alpha1::{PersistentPodState, WorkloadSpread};
+use kruise_api::policy::v1alpha1::PodUnavailableBudget;
+
 use crate::sidecarset::cache::SidecarSetCache;
+use crate::watched::Watched;
 
 /// The API server as the handlers read it: Pods (ContainerRecreateRequest admission), Pod
 /// dry-runs ([`crate::cloneset::template`]), SidecarSets and namespaces (Pod injection). A
@@ -34,13 +38,13 @@ pub struct ApiCluster {
     pub sidecar_sets: Option<SidecarSetCache>,
     /// Where PodUnavailableBudgets are read once it has loaded (listed before that, and when
     /// `None`).
-    pub budgets: Option<crate::podunavailablebudget::cache::BudgetCache>,
+    pub budgets: Option<Watched<PodUnavailableBudget>>,
     /// Where PersistentPodStates are read once it has loaded (listed before that, and when
     /// `None`).
-    pub persistent_pod_states: Option<crate::persistentpodstate::cache::PpsCache>,
+    pub persistent_pod_states: Option<Watched<PersistentPodState>>,
     /// Where WorkloadSpreads are read once it has loaded (listed before that, and when
     /// `None`).
-    pub workload_spreads: Option<crate::workloadspread::cache::WsCache>,
+    pub workload_spreads: Option<Watched<WorkloadSpread>>,
     /// Where refusals are counted.
     pub metrics: crate::metrics::ProtectionMetrics,
 }

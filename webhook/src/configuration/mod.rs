@@ -1,7 +1,8 @@
 //! The MutatingWebhookConfiguration / ValidatingWebhookConfiguration we register
-//! ([`mutating`], [`validating`]), and the CRD conversion settings, all pointing at this webhook
-//! with the current CA; [`apply`] writes them to the cluster. This module holds what they share:
-//! where the webhook is reached and how a rule is built.
+//! ([`mutating`], [`validating`]: the hooks of [`crate::paths::HOOKS`]), and the CRD conversion
+//! settings, all pointing at this webhook with the current CA; [`apply`] writes them to the
+//! cluster. This module holds what they share: where the webhook is reached and what one hook's
+//! declaration registers.
 
 pub mod apply;
 mod deletion_protection;
@@ -18,6 +19,7 @@ use k8s_openapi::api::admissionregistration::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
 
 use crate::WebhookConfig;
+use crate::paths::{self, FailurePolicy, Hook, Kind, Namespaces, Objects};
 use kruise_api::keys;
 
 /// Field manager for our server-side applies.
@@ -79,19 +81,58 @@ impl Endpoint {
     }
 }
 
-fn rule(
-    groups: &[&str],
-    versions: &[&str],
-    ops: &[&str],
-    resources: &[&str],
-) -> RuleWithOperations {
-    let v = |xs: &[&str]| Some(xs.iter().map(|s| (*s).to_owned()).collect());
-    RuleWithOperations {
-        api_groups: v(groups),
-        api_versions: v(versions),
-        operations: v(ops),
-        resources: v(resources),
-        scope: None,
+/// The hooks of `kind` registered under `cfg`'s gates, in their declared order.
+fn registered(cfg: &WebhookConfig, kind: Kind) -> impl Iterator<Item = &'static Hook> + '_ {
+    paths::HOOKS
+        .iter()
+        .filter(move |h| h.kind == kind && h.gate.is_none_or(|g| cfg.feature_gates.enabled(g)))
+}
+
+/// The fields a mutating and a validating hook share, from one hook's declaration.
+struct Registration {
+    name: String,
+    client_config: WebhookClientConfig,
+    rules: Option<Vec<RuleWithOperations>>,
+    failure_policy: Option<String>,
+    side_effects: String,
+    admission_review_versions: Vec<String>,
+    timeout_seconds: Option<i32>,
+    match_policy: Option<String>,
+    namespace_selector: Option<LabelSelector>,
+    object_selector: Option<LabelSelector>,
+}
+
+impl Registration {
+    fn of(hook: &Hook, cfg: &WebhookConfig, ep: &Endpoint, ca_pem: &str) -> Self {
+        let strings = |xs: &[&str]| Some(xs.iter().map(|s| (*s).to_owned()).collect());
+        let rule = RuleWithOperations {
+            api_groups: strings(hook.rule.groups),
+            api_versions: strings(hook.rule.versions),
+            operations: strings(hook.rule.operations),
+            resources: strings(hook.rule.resources),
+            scope: None,
+        };
+        Registration {
+            name: hook.name.to_owned(),
+            client_config: ep.client_config(hook.path, ca_pem),
+            rules: Some(vec![rule]),
+            failure_policy: Some(match hook.failure_policy {
+                FailurePolicy::Fail => "Fail".to_owned(),
+                FailurePolicy::PodSetting => cfg.pod_failure_policy.clone(),
+            }),
+            side_effects: hook.side_effects.to_owned(),
+            admission_review_versions: vec!["v1".to_owned()],
+            timeout_seconds: Some(cfg.timeout_seconds),
+            match_policy: Some("Equivalent".to_owned()),
+            namespace_selector: match hook.namespaces {
+                Namespaces::All => None,
+                Namespaces::OutsideSystem => Some(excluded_namespaces(cfg)),
+            },
+            object_selector: match hook.objects {
+                Objects::All => None,
+                Objects::DeletionProtected => Some(deletion_protection::labelled()),
+            },
+        }
     }
 }
 
@@ -127,7 +168,7 @@ fn gone<T>(r: Result<T, kube::Error>) -> Result<(), crate::Error> {
     }
 }
 
-const CLONESET_VERSIONS: &[&str] = &[keys::VERSION_V1ALPHA1, keys::VERSION_V1BETA1];
-
+#[cfg(test)]
+mod snapshot_tests;
 #[cfg(test)]
 mod tests;

@@ -14,8 +14,12 @@ use k8s_openapi::api::admissionregistration::v1::{
     MatchCondition, MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use kruise_api::apps::v1alpha1::{PersistentPodState, WorkloadSpread};
 use kruise_api::features::{FeatureGates, Gate};
 use kruise_api::keys;
+use kruise_api::policy::v1alpha1::PodUnavailableBudget;
+
+use crate::watched::Watched;
 
 /// Longest condition we register. The API server bounds the cost of an expression; past this
 /// (hundreds of SidecarSets) the hooks fall back to every Pod, as upstream.
@@ -51,9 +55,9 @@ pub struct PodScope {
 #[derive(Clone)]
 pub(crate) struct ScopeSources {
     pub sidecar_sets: crate::sidecarset::cache::SidecarSetCache,
-    pub budgets: crate::podunavailablebudget::cache::BudgetCache,
-    pub persistent_pod_states: crate::persistentpodstate::cache::PpsCache,
-    pub workload_spreads: crate::workloadspread::cache::WsCache,
+    pub budgets: Watched<PodUnavailableBudget>,
+    pub persistent_pod_states: Watched<PersistentPodState>,
+    pub workload_spreads: Watched<WorkloadSpread>,
 }
 
 impl ScopeSources {
@@ -61,9 +65,9 @@ impl ScopeSources {
     /// for a while after a SidecarSet was admitted, before the watch shows it.
     pub fn scope(&self) -> Option<PodScope> {
         let sets = self.sidecar_sets.snapshot()?;
-        let budgets = self.budgets.watched().namespaces()?;
-        let pinned = self.persistent_pod_states.watched().namespaces()?;
-        let spreads = self.workload_spreads.watched().namespaces()?;
+        let budgets = self.budgets.namespaces()?;
+        let pinned = self.persistent_pod_states.namespaces()?;
+        let spreads = self.workload_spreads.namespaces()?;
         Some(PodScope {
             sidecar_sets: sets
                 .into_iter()
@@ -88,9 +92,9 @@ impl ScopeSources {
     pub fn changes(&self) -> [tokio::sync::watch::Receiver<u64>; 4] {
         [
             self.sidecar_sets.watched().changes(),
-            self.budgets.watched().changes(),
-            self.persistent_pod_states.watched().changes(),
-            self.workload_spreads.watched().changes(),
+            self.budgets.changes(),
+            self.persistent_pod_states.changes(),
+            self.workload_spreads.changes(),
         ]
     }
 }

@@ -7,7 +7,6 @@
 //! [`PpsLookup`] is what the handlers read in the cluster; the defaults describe a cluster
 //! without PersistentPodStates, so test doubles of the other kinds need not implement it.
 
-pub mod cache;
 pub mod conversion;
 pub mod validation;
 

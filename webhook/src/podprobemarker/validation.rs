@@ -176,67 +176,76 @@ fn probe_errors(
     }
     let mut states = BTreeSet::new();
     for (j, pol) in policies.into_iter().flatten().enumerate() {
-        let ppath = format!("{path}.markerPolicy[{j}]");
-        let state = str_at(pol, "state");
-        if !STATES.contains(&state) {
-            errs.push(FieldError::not_supported(
-                format!("{ppath}.state"),
-                pol.get("state").unwrap_or(&Value::Null),
-                STATES,
-            ));
-        } else if !states.insert(state) {
+        marker_policy_errors(&format!("{path}.markerPolicy[{j}]"), pol, &mut states, errs);
+    }
+}
+
+/// One `markerPolicy` entry: a known state, once; labels or annotations, with valid keys.
+fn marker_policy_errors<'a>(
+    ppath: &str,
+    pol: &'a Value,
+    states: &mut BTreeSet<&'a str>,
+    errs: &mut Vec<FieldError>,
+) {
+    let state = str_at(pol, "state");
+    if !STATES.contains(&state) {
+        errs.push(FieldError::not_supported(
+            format!("{ppath}.state"),
+            pol.get("state").unwrap_or(&Value::Null),
+            STATES,
+        ));
+    } else if !states.insert(state) {
+        errs.push(FieldError::invalid(
+            format!("{ppath}.state"),
+            &Value::from(state),
+            "marker policy state must be unique",
+        ));
+    }
+    let empty = |k: &str| {
+        pol.get(k)
+            .and_then(Value::as_object)
+            .is_none_or(|m| m.is_empty())
+    };
+    if empty("labels") && empty("annotations") {
+        errs.push(FieldError::required(
+            ppath,
+            "marker policy annotations or labels can't be both empty",
+        ));
+    }
+    for (k, v) in pol
+        .get("labels")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+    {
+        if let Some(why) = qualified_name_problem(k) {
             errs.push(FieldError::invalid(
-                format!("{ppath}.state"),
-                &Value::from(state),
-                "marker policy state must be unique",
+                format!("{ppath}.labels"),
+                &Value::from(k.as_str()),
+                why,
             ));
         }
-        let empty = |k: &str| {
-            pol.get(k)
-                .and_then(Value::as_object)
-                .is_none_or(|m| m.is_empty())
-        };
-        if empty("labels") && empty("annotations") {
-            errs.push(FieldError::required(
-                ppath.clone(),
-                "marker policy annotations or labels can't be both empty",
+        if v.as_str().is_none_or(|s| s.len() > 63) {
+            errs.push(FieldError::invalid(
+                format!("{ppath}.labels[{k}]"),
+                v,
+                "a label value must be a string of at most 63 characters",
             ));
         }
-        for (k, v) in pol
-            .get("labels")
-            .and_then(Value::as_object)
-            .into_iter()
-            .flatten()
-        {
-            if let Some(why) = qualified_name_problem(k) {
-                errs.push(FieldError::invalid(
-                    format!("{ppath}.labels"),
-                    &Value::from(k.as_str()),
-                    why,
-                ));
-            }
-            if v.as_str().is_none_or(|s| s.len() > 63) {
-                errs.push(FieldError::invalid(
-                    format!("{ppath}.labels[{k}]"),
-                    v,
-                    "a label value must be a string of at most 63 characters",
-                ));
-            }
-        }
-        for k in pol
-            .get("annotations")
-            .and_then(Value::as_object)
-            .into_iter()
-            .flatten()
-            .map(|(k, _)| k)
-        {
-            if let Some(why) = qualified_name_problem(k) {
-                errs.push(FieldError::invalid(
-                    format!("{ppath}.annotations"),
-                    &Value::from(k.as_str()),
-                    why,
-                ));
-            }
+    }
+    for k in pol
+        .get("annotations")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .map(|(k, _)| k)
+    {
+        if let Some(why) = qualified_name_problem(k) {
+            errs.push(FieldError::invalid(
+                format!("{ppath}.annotations"),
+                &Value::from(k.as_str()),
+                why,
+            ));
         }
     }
 }

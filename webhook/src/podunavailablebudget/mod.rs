@@ -6,7 +6,6 @@
 //! [`PubLookup`] is what the handlers read and write in the cluster; the defaults describe a
 //! cluster without budgets, so test doubles of the other kinds need not implement it.
 
-pub mod cache;
 pub mod conversion;
 pub mod validation;
 

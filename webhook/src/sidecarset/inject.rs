@@ -5,8 +5,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::core::v1::{
-    Container, EnvVar, EnvVarSource, LocalObjectReference, ObjectFieldSelector, Pod, Volume,
-    VolumeMount,
+    Container, EnvVar, EnvVarSource, LocalObjectReference, ObjectFieldSelector, Pod, PodSpec,
+    Volume, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kruise_api::apps::v1beta1::{PodInjectPolicyType, SidecarContainer, SidecarSet};
@@ -62,87 +62,20 @@ pub fn inject(pod: &mut Pod, ctx: &InjectContext, now: &Time) -> Result<bool, In
     };
     let mut hashes = read(keys::SIDECARSET_HASH_ANNOTATION)?;
     let mut hashes_without_image = read(keys::SIDECARSET_HASH_WITHOUT_IMAGE_ANNOTATION)?;
-    let mut injected_annotations: BTreeMap<String, String> = BTreeMap::new();
-    let mut init_containers: Vec<(PodInjectPolicyType, Container)> = Vec::new();
-    let mut containers: Vec<(PodInjectPolicyType, Container)> = Vec::new();
-    let mut volumes: Vec<Volume> = Vec::new();
-    let mut secrets: Vec<LocalObjectReference> = Vec::new();
-    let mut names = Vec::new();
-    let mut working: BTreeMap<String, String> =
-        match annotations.get(keys::SIDECARSET_WORKING_HOT_UPGRADE_CONTAINER_ANNOTATION) {
+    let mut injection = Injection {
+        working: match annotations.get(keys::SIDECARSET_WORKING_HOT_UPGRADE_CONTAINER_ANNOTATION) {
             Some(v) => wire::parse_working_containers(v)?,
             None => BTreeMap::new(),
-        };
+        },
+        ..Injection::default()
+    };
+    let mut names = Vec::new();
     let pod_spec = pod.spec.clone().unwrap_or_default();
 
     for set in &sets {
         let name = set.metadata.name.clone().unwrap_or_default();
         names.push(name.clone());
-        let set_volumes: BTreeMap<&str, &Volume> = set
-            .spec
-            .volumes
-            .iter()
-            .map(|v| (v.name.as_str(), v))
-            .collect();
-        for ic in &set.spec.init_containers {
-            let mut c = ic.container.clone();
-            push_env(&mut c, injected_env());
-            for e in transfer_envs(ic, pod) {
-                push_env(&mut c, e);
-            }
-            add_volumes_of(&c, &set_volumes, &mut volumes);
-            // Unset (a SidecarSet stored before defaulting) goes after, as upstream's
-            // `mergeSidecarContainers` puts any other value.
-            let policy = ic
-                .pod_inject_policy
-                .unwrap_or(PodInjectPolicyType::AfterAppContainer);
-            init_containers.push((policy, c));
-        }
-        secrets.extend(set.spec.image_pull_secrets.iter().cloned());
-
-        let mut sidecar_list = BTreeSet::new();
-        for sc in &set.spec.containers {
-            sidecar_list.insert(sc.container.name.clone());
-            let mut c = sc.container.clone();
-            add_volumes_of(&c, &set_volumes, &mut volumes);
-            let (mounts, mount_envs) = shared_mounts(sc, &pod_spec.containers);
-            merge_mounts(&mut c, mounts);
-            push_env(&mut c, injected_env());
-            for e in transfer_envs(sc, pod).into_iter().chain(mount_envs) {
-                push_env(&mut c, e);
-            }
-            let policy = sc.pod_inject_policy.unwrap_or_default();
-            if sc.is_hot_upgrade() {
-                let (first, second) = wire::hot_upgrade_container_names(&c.name);
-                for (n, image, version, alt) in [
-                    (&first, c.image.clone(), "1", "0"),
-                    (
-                        &second,
-                        Some(sc.upgrade_strategy.hot_upgrade_empty_image.clone()),
-                        "0",
-                        "1",
-                    ),
-                ] {
-                    let mut hc = c.clone();
-                    hc.name = n.clone();
-                    hc.image = image;
-                    push_env(
-                        &mut hc,
-                        field_env(keys::ENV_SIDECARSET_VERSION, &version_key(n)),
-                    );
-                    push_env(
-                        &mut hc,
-                        field_env(keys::ENV_SIDECARSET_VERSION_ALT, &alt_key(n)),
-                    );
-                    injected_annotations.insert(version_key(n), version.to_owned());
-                    injected_annotations.insert(alt_key(n), alt.to_owned());
-                    containers.push((policy, hc));
-                }
-                working.insert(c.name.clone(), first);
-            } else {
-                containers.push((policy, c));
-            }
-        }
+        let sidecar_list = injection.add_set(set, pod, &pod_spec);
         let entry = |hash: String| SidecarSetUpgradeSpec {
             update_timestamp: now.clone(),
             hash,
@@ -161,11 +94,12 @@ pub fn inject(pod: &mut Pod, ctx: &InjectContext, now: &Time) -> Result<bool, In
                 keys::SIDECARSET_HASH_WITHOUT_IMAGE_ANNOTATION,
             )?),
         );
-        patch_metadata(set, &annotations, &mut injected_annotations);
+        patch_metadata(set, &annotations, &mut injection.annotations);
     }
-    if init_containers.is_empty() && containers.is_empty() {
+    if injection.init_containers.is_empty() && injection.containers.is_empty() {
         return Ok(false);
     }
+    let injected_annotations = &mut injection.annotations;
     injected_annotations.insert(
         keys::SIDECARSET_HASH_ANNOTATION.to_owned(),
         wire::format_hash_annotation(&hashes)?,
@@ -178,76 +112,176 @@ pub fn inject(pod: &mut Pod, ctx: &InjectContext, now: &Time) -> Result<bool, In
         keys::SIDECARSET_INJECTED_LIST_ANNOTATION.to_owned(),
         names.join(","),
     );
-    if !working.is_empty() {
+    if !injection.working.is_empty() {
         injected_annotations.insert(
             keys::SIDECARSET_WORKING_HOT_UPGRADE_CONTAINER_ANNOTATION.to_owned(),
-            wire::format_working_containers(&working)?,
+            wire::format_working_containers(&injection.working)?,
         );
     }
+    injection.apply(pod);
+    Ok(true)
+}
 
-    let spec = pod.spec.get_or_insert_with(Default::default);
-    // 1. init containers, by name, before or after the Pod's own as their podInjectPolicy
-    // says (defaulted to AfterAppContainer).
-    init_containers.sort_by(|a, b| a.1.name.cmp(&b.1.name));
-    let own_inits = spec.init_containers.take().unwrap_or_default();
-    let mut before_inits = Vec::new();
-    let mut after_inits = Vec::new();
-    for (policy, c) in init_containers {
-        if own_inits.iter().any(|p| p.name == c.name) {
-            continue;
+/// What the matching SidecarSets add to a Pod, gathered before any of it is applied.
+#[derive(Default)]
+struct Injection {
+    init_containers: Vec<(PodInjectPolicyType, Container)>,
+    containers: Vec<(PodInjectPolicyType, Container)>,
+    volumes: Vec<Volume>,
+    secrets: Vec<LocalObjectReference>,
+    annotations: BTreeMap<String, String>,
+    /// Hot-upgrade sidecar → its working container.
+    working: BTreeMap<String, String>,
+}
+
+impl Injection {
+    /// Gathers what `set` injects into `pod`; returns the names of its sidecar containers.
+    fn add_set(&mut self, set: &SidecarSet, pod: &Pod, pod_spec: &PodSpec) -> BTreeSet<String> {
+        let set_volumes: BTreeMap<&str, &Volume> = set
+            .spec
+            .volumes
+            .iter()
+            .map(|v| (v.name.as_str(), v))
+            .collect();
+        for ic in &set.spec.init_containers {
+            let mut c = ic.container.clone();
+            push_env(&mut c, injected_env());
+            for e in transfer_envs(ic, pod) {
+                push_env(&mut c, e);
+            }
+            add_volumes_of(&c, &set_volumes, &mut self.volumes);
+            // Unset (a SidecarSet stored before defaulting) goes after, as upstream's
+            // `mergeSidecarContainers` puts any other value.
+            let policy = ic
+                .pod_inject_policy
+                .unwrap_or(PodInjectPolicyType::AfterAppContainer);
+            self.init_containers.push((policy, c));
         }
-        match policy {
-            PodInjectPolicyType::BeforeAppContainer => before_inits.push(c),
-            PodInjectPolicyType::AfterAppContainer => after_inits.push(c),
-        }
-    }
-    let inits: Vec<Container> = before_inits
-        .into_iter()
-        .chain(own_inits)
-        .chain(after_inits)
-        .collect();
-    spec.init_containers = (!inits.is_empty()).then_some(inits);
-    // 2. containers: a sidecar the Pod already names replaces it in place; the others go
-    // before or after the Pod's own.
-    let mut before = Vec::new();
-    let mut after = Vec::new();
-    for (policy, c) in containers {
-        if let Some(existing) = spec.containers.iter_mut().find(|p| p.name == c.name) {
-            *existing = c;
-            continue;
-        }
-        match policy {
-            PodInjectPolicyType::BeforeAppContainer => before.push(c),
-            PodInjectPolicyType::AfterAppContainer => after.push(c),
-        }
-    }
-    let own = std::mem::take(&mut spec.containers);
-    spec.containers = before.into_iter().chain(own).chain(after).collect();
-    // 3. volumes the Pod does not have yet (the Pod's own wins).
-    let pod_volumes = spec.volumes.get_or_insert_with(Vec::new);
-    for v in volumes {
-        if !pod_volumes.iter().any(|p| p.name == v.name) {
-            pod_volumes.push(v);
-        }
-    }
-    if pod_volumes.is_empty() {
-        spec.volumes = None;
-    }
-    // 4. image pull secrets, once each.
-    if !secrets.is_empty() {
-        let pod_secrets = spec.image_pull_secrets.get_or_insert_with(Vec::new);
-        for s in secrets {
-            if !pod_secrets.iter().any(|p| p.name == s.name) {
-                pod_secrets.push(s);
+        self.secrets
+            .extend(set.spec.image_pull_secrets.iter().cloned());
+
+        let mut sidecar_list = BTreeSet::new();
+        for sc in &set.spec.containers {
+            sidecar_list.insert(sc.container.name.clone());
+            let mut c = sc.container.clone();
+            add_volumes_of(&c, &set_volumes, &mut self.volumes);
+            let (mounts, mount_envs) = shared_mounts(sc, &pod_spec.containers);
+            merge_mounts(&mut c, mounts);
+            push_env(&mut c, injected_env());
+            for e in transfer_envs(sc, pod).into_iter().chain(mount_envs) {
+                push_env(&mut c, e);
+            }
+            let policy = sc.pod_inject_policy.unwrap_or_default();
+            if sc.is_hot_upgrade() {
+                self.add_hot_upgrade(sc, c, policy);
+            } else {
+                self.containers.push((policy, c));
             }
         }
+        sidecar_list
     }
-    // 5. annotations.
-    pod.metadata
-        .annotations
-        .get_or_insert_with(BTreeMap::new)
-        .extend(injected_annotations);
-    Ok(true)
+
+    /// A hot-upgrade sidecar `c` as its two containers, the first one working.
+    fn add_hot_upgrade(
+        &mut self,
+        sc: &SidecarContainer,
+        c: Container,
+        policy: PodInjectPolicyType,
+    ) {
+        let (first, second) = wire::hot_upgrade_container_names(&c.name);
+        for (n, image, version, alt) in [
+            (&first, c.image.clone(), "1", "0"),
+            (
+                &second,
+                Some(sc.upgrade_strategy.hot_upgrade_empty_image.clone()),
+                "0",
+                "1",
+            ),
+        ] {
+            let mut hc = c.clone();
+            hc.name = n.clone();
+            hc.image = image;
+            push_env(
+                &mut hc,
+                field_env(keys::ENV_SIDECARSET_VERSION, &version_key(n)),
+            );
+            push_env(
+                &mut hc,
+                field_env(keys::ENV_SIDECARSET_VERSION_ALT, &alt_key(n)),
+            );
+            self.annotations.insert(version_key(n), version.to_owned());
+            self.annotations.insert(alt_key(n), alt.to_owned());
+            self.containers.push((policy, hc));
+        }
+        self.working.insert(c.name.clone(), first);
+    }
+
+    /// Writes what was gathered into `pod`.
+    fn apply(self, pod: &mut Pod) {
+        let spec = pod.spec.get_or_insert_with(Default::default);
+        // 1. init containers, by name, before or after the Pod's own as their podInjectPolicy
+        // says (defaulted to AfterAppContainer).
+        let mut init_containers = self.init_containers;
+        init_containers.sort_by(|a, b| a.1.name.cmp(&b.1.name));
+        let own_inits = spec.init_containers.take().unwrap_or_default();
+        let mut before_inits = Vec::new();
+        let mut after_inits = Vec::new();
+        for (policy, c) in init_containers {
+            if own_inits.iter().any(|p| p.name == c.name) {
+                continue;
+            }
+            match policy {
+                PodInjectPolicyType::BeforeAppContainer => before_inits.push(c),
+                PodInjectPolicyType::AfterAppContainer => after_inits.push(c),
+            }
+        }
+        let inits: Vec<Container> = before_inits
+            .into_iter()
+            .chain(own_inits)
+            .chain(after_inits)
+            .collect();
+        spec.init_containers = (!inits.is_empty()).then_some(inits);
+        // 2. containers: a sidecar the Pod already names replaces it in place; the others go
+        // before or after the Pod's own.
+        let mut before = Vec::new();
+        let mut after = Vec::new();
+        for (policy, c) in self.containers {
+            if let Some(existing) = spec.containers.iter_mut().find(|p| p.name == c.name) {
+                *existing = c;
+                continue;
+            }
+            match policy {
+                PodInjectPolicyType::BeforeAppContainer => before.push(c),
+                PodInjectPolicyType::AfterAppContainer => after.push(c),
+            }
+        }
+        let own = std::mem::take(&mut spec.containers);
+        spec.containers = before.into_iter().chain(own).chain(after).collect();
+        // 3. volumes the Pod does not have yet (the Pod's own wins).
+        let pod_volumes = spec.volumes.get_or_insert_with(Vec::new);
+        for v in self.volumes {
+            if !pod_volumes.iter().any(|p| p.name == v.name) {
+                pod_volumes.push(v);
+            }
+        }
+        if pod_volumes.is_empty() {
+            spec.volumes = None;
+        }
+        // 4. image pull secrets, once each.
+        if !self.secrets.is_empty() {
+            let pod_secrets = spec.image_pull_secrets.get_or_insert_with(Vec::new);
+            for s in self.secrets {
+                if !pod_secrets.iter().any(|p| p.name == s.name) {
+                    pod_secrets.push(s);
+                }
+            }
+        }
+        // 5. annotations.
+        pod.metadata
+            .annotations
+            .get_or_insert_with(BTreeMap::new)
+            .extend(self.annotations);
+    }
 }
 
 fn version_key(container: &str) -> String {

@@ -6,7 +6,6 @@
 //! [`WsLookup`] is what the handlers read and write in the cluster; its defaults describe a
 //! cluster without WorkloadSpreads, so test doubles of other kinds need not implement it.
 
-pub mod cache;
 pub mod conversion;
 pub mod subset;
 pub mod validation;

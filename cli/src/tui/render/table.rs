@@ -81,6 +81,104 @@ fn with_probes(images: String, rules: &[ProbeRule], pod: &PodView) -> String {
     cell
 }
 
+/// How the rows are shown: what every row's cells depend on besides its Pod.
+struct Shown<'a> {
+    update_rev: &'a str,
+    sidecars: bool,
+    many_namespaces: bool,
+    rev_len: usize,
+    wide: bool,
+}
+
+/// One Pod's cells (NAME, NODE or OWNER, REV, STATE, READY, IPR, RST, IMAGES) and its style.
+fn pod_cells(
+    pod: &PodView,
+    selected: bool,
+    m: &LiveModel,
+    p: &Palette,
+    shown: &Shown<'_>,
+) -> ([String; 8], Style) {
+    // A SidecarSet's Pod is on the update once it records the set's hash; it is done
+    // once its sidecars also run the set's images.
+    let sidecar_rev = m
+        .rollout
+        .as_ref()
+        .filter(|_| shown.sidecars)
+        .and_then(|r| pod.sidecar_hashes.get(&r.name).map(|h| (r, h)));
+    let marked = match sidecar_rev {
+        Some((r, h)) => !r.sidecar_hash.is_empty() && *h == r.sidecar_hash,
+        None if shown.sidecars => false,
+        None => pod.is_updated(shown.update_rev),
+    };
+    let updated = match sidecar_rev {
+        Some((r, _)) => marked && runs_sidecars(pod, r),
+        None => marked,
+    };
+    let busy = pod.in_place_in_progress();
+    let state = if pod.terminating {
+        "Terminating".to_string()
+    } else if !pod.lifecycle.is_empty() {
+        pod.lifecycle.clone()
+    } else {
+        pod.phase.clone()
+    };
+    let ipr = match pod.inplace_ready {
+        Some(true) => "yes",
+        Some(false) => "no",
+        None => "-",
+    };
+    // The pod's own revision belongs to its workload; a SidecarSet's row shows the hash
+    // of the sidecars the pod was given or last upgraded to.
+    let rev = match (shown.sidecars, sidecar_rev) {
+        (true, Some((_, h))) => {
+            format!(
+                "{}{}",
+                short_rev(h, shown.rev_len),
+                if marked { "*" } else { "" }
+            )
+        }
+        (true, None) => "-".to_string(),
+        (false, _) => format!(
+            "{}{}",
+            short_rev(&pod.revision, shown.rev_len),
+            if marked { "*" } else { "" }
+        ),
+    };
+    let mut style = if !pod.ready {
+        p.fg(Color::Red)
+    } else if busy {
+        p.fg(Color::Yellow)
+    } else if updated {
+        p.fg(Color::Green)
+    } else {
+        Style::new()
+    };
+    if selected {
+        style = style.patch(p.selected());
+    }
+    let place = if shown.sidecars {
+        pod.owner.clone()
+    } else {
+        pod.node.clone()
+    };
+    let name = if shown.many_namespaces {
+        format!("{}/{}", pod.namespace, pod.name)
+    } else {
+        pod.name.clone()
+    };
+    let cells = [
+        name,
+        place,
+        rev,
+        state,
+        yes_no(pod.ready).to_string(),
+        ipr.to_string(),
+        pod.restarts.to_string(),
+        with_probes(image_cell(pod, m.now, shown.wide), &m.probes, pod),
+    ];
+    (cells, style)
+}
+
 pub(super) fn pod_table(f: &mut Frame, area: Rect, m: &LiveModel, p: &Palette) {
     let visible = m.visible();
     let rows_h = area.height.saturating_sub(1) as usize;
@@ -114,6 +212,13 @@ pub(super) fn pod_table(f: &mut Frame, area: Rect, m: &LiveModel, p: &Palette) {
     let mut rows: Vec<Row> = Vec::with_capacity(end - start + 1);
     // The widest cell of each column among the rows shown, to size the columns below.
     let mut need = [0usize; 8];
+    let shown = Shown {
+        update_rev,
+        sidecars,
+        many_namespaces,
+        rev_len,
+        wide,
+    };
     for (i, pod) in visible[start..end].iter().enumerate() {
         let at = start + i;
         if let Some(kept) = boundary
@@ -125,80 +230,7 @@ pub(super) fn pod_table(f: &mut Frame, area: Rect, m: &LiveModel, p: &Palette) {
             // The rule's label (`── partition N `) must stay readable in the NAME column.
             need[0] = need[0].max(partition_label(kept).chars().count() + 1);
         }
-        // A SidecarSet's Pod is on the update once it records the set's hash; it is done
-        // once its sidecars also run the set's images.
-        let sidecar_rev = m
-            .rollout
-            .as_ref()
-            .filter(|_| sidecars)
-            .and_then(|r| pod.sidecar_hashes.get(&r.name).map(|h| (r, h)));
-        let marked = match sidecar_rev {
-            Some((r, h)) => !r.sidecar_hash.is_empty() && *h == r.sidecar_hash,
-            None if sidecars => false,
-            None => pod.is_updated(update_rev),
-        };
-        let updated = match sidecar_rev {
-            Some((r, _)) => marked && runs_sidecars(pod, r),
-            None => marked,
-        };
-        let busy = pod.in_place_in_progress();
-        let state = if pod.terminating {
-            "Terminating".to_string()
-        } else if !pod.lifecycle.is_empty() {
-            pod.lifecycle.clone()
-        } else {
-            pod.phase.clone()
-        };
-        let ipr = match pod.inplace_ready {
-            Some(true) => "yes",
-            Some(false) => "no",
-            None => "-",
-        };
-        // The pod's own revision belongs to its workload; a SidecarSet's row shows the hash
-        // of the sidecars the pod was given or last upgraded to.
-        let rev = match (sidecars, sidecar_rev) {
-            (true, Some((_, h))) => {
-                format!("{}{}", short_rev(h, rev_len), if marked { "*" } else { "" })
-            }
-            (true, None) => "-".to_string(),
-            (false, _) => format!(
-                "{}{}",
-                short_rev(&pod.revision, rev_len),
-                if marked { "*" } else { "" }
-            ),
-        };
-        let mut style = if !pod.ready {
-            p.fg(Color::Red)
-        } else if busy {
-            p.fg(Color::Yellow)
-        } else if updated {
-            p.fg(Color::Green)
-        } else {
-            Style::new()
-        };
-        if at == m.selected {
-            style = style.patch(p.selected());
-        }
-        let place = if sidecars {
-            pod.owner.clone()
-        } else {
-            pod.node.clone()
-        };
-        let name = if many_namespaces {
-            format!("{}/{}", pod.namespace, pod.name)
-        } else {
-            pod.name.clone()
-        };
-        let cells = [
-            name,
-            place,
-            rev,
-            state,
-            yes_no(pod.ready).to_string(),
-            ipr.to_string(),
-            pod.restarts.to_string(),
-            with_probes(image_cell(pod, m.now, wide), &m.probes, pod),
-        ];
+        let (cells, style) = pod_cells(pod, at == m.selected, m, p, &shown);
         for (n, cell) in need.iter_mut().zip(&cells) {
             *n = (*n).max(Line::from(cell.as_str()).width());
         }

@@ -109,56 +109,8 @@ the floor runs in {}'s turns.",
     }
     out.push_str("\n\n");
     out.push_str("| N | system | all patches issued s | floor s | ratio to floor | rollout complete s | RSS steady / peak / after MiB | heap steady / peak / after MiB | CPU s (rollout) |\n|---|---|---|---|---|---|---|---|---|\n");
-    for (n, r) in results {
-        let f = median(&r.floor);
-        for (system, s) in &r.systems {
-            let p = median(&s.patched);
-            out.push_str(&format!(
-                "| {n} | {} | {} | {} | {:.2} | {} | {} / {} / {} | {} / {} / {} | {} |\n",
-                system.label(),
-                secs(p),
-                secs(f),
-                ratio(p, f),
-                secs(median(&s.complete)),
-                mib(s.rss_steady_kib),
-                mib(s.rss_peak_kib),
-                mib(s.rss_after_kib),
-                heap_mib(s.heap_steady),
-                heap_mib(s.heap_peak),
-                heap_mib(s.heap_after),
-                secs(median(&s.cpu)),
-            ));
-        }
-        let find = |want: System| r.systems.iter().find(|(s, _)| *s == want).map(|(_, s)| s);
-        if let (Some(k), Some(o)) = (find(System::KruiseRs), find(System::Openkruise)) {
-            out.push_str(&format!(
-                "| {n} | Kruise-rs / OpenKruise | {:.2} | | | {:.2} | {} (steady) | | {:.2} |\n",
-                ratio(median(&k.patched), median(&o.patched)),
-                ratio(median(&k.complete), median(&o.complete)),
-                ratio_u64(k.rss_steady_kib, o.rss_steady_kib),
-                ratio(median(&k.cpu), median(&o.cpu)),
-            ));
-        }
-    }
-    // Where "rollout complete" goes: the writes it took, at the rate the floor wrote.
-    for (n, r) in results {
-        let floor = median(&r.floor).as_secs_f64();
-        if floor <= 0.0 {
-            continue;
-        }
-        let rate = 2.0 * *n as f64 / floor;
-        for (system, s) in &r.systems {
-            let mut w = s.pod_writes.clone();
-            w.sort_unstable();
-            let writes = w.get(w.len() / 2).copied().unwrap_or(0);
-            out.push_str(&format!(
-                "\nN={n}, {}: a watch saw {writes} Pod writes from the image change to rollout complete ({:.1} per Pod, the manager's and kwok's); at the floor's rate ({rate:.0} writes/s) they take {:.1} s.",
-                system.label(),
-                writes as f64 / *n as f64,
-                writes as f64 / rate
-            ));
-        }
-    }
+    push_rows(&mut out, results);
+    push_writes(&mut out, results);
     out.push_str("\n\nRuns (s): ");
     let runs: Vec<String> = results
         .iter()
@@ -195,6 +147,64 @@ the floor runs in {}'s turns.",
         args.common.runs
     ));
     out
+}
+
+/// One table row per size and system, and the Kruise-rs / OpenKruise ratios.
+fn push_rows(out: &mut String, results: &[(usize, SizeResult)]) {
+    for (n, r) in results {
+        let f = median(&r.floor);
+        for (system, s) in &r.systems {
+            let p = median(&s.patched);
+            out.push_str(&format!(
+                "| {n} | {} | {} | {} | {:.2} | {} | {} / {} / {} | {} / {} / {} | {} |\n",
+                system.label(),
+                secs(p),
+                secs(f),
+                ratio(p, f),
+                secs(median(&s.complete)),
+                mib(s.rss_steady_kib),
+                mib(s.rss_peak_kib),
+                mib(s.rss_after_kib),
+                heap_mib(s.heap_steady),
+                heap_mib(s.heap_peak),
+                heap_mib(s.heap_after),
+                secs(median(&s.cpu)),
+            ));
+        }
+        let find = |want: System| r.systems.iter().find(|(s, _)| *s == want).map(|(_, s)| s);
+        if let (Some(k), Some(o)) = (find(System::KruiseRs), find(System::Openkruise)) {
+            out.push_str(&format!(
+                "| {n} | Kruise-rs / OpenKruise | {:.2} | | | {:.2} | {} (steady) | | {:.2} |\n",
+                ratio(median(&k.patched), median(&o.patched)),
+                ratio(median(&k.complete), median(&o.complete)),
+                ratio_u64(k.rss_steady_kib, o.rss_steady_kib),
+                ratio(median(&k.cpu), median(&o.cpu)),
+            ));
+        }
+    }
+}
+
+/// Where "rollout complete" goes, per size and system.
+fn push_writes(out: &mut String, results: &[(usize, SizeResult)]) {
+    // Where "rollout complete" goes: the writes it took, at the rate the floor wrote.
+    for (n, r) in results {
+        let floor = median(&r.floor).as_secs_f64();
+        if floor <= 0.0 {
+            continue;
+        }
+        let rate = 2.0 * *n as f64 / floor;
+        for (system, s) in &r.systems {
+            let mut w = s.pod_writes.clone();
+            w.sort_unstable();
+            let writes = w.get(w.len() / 2).copied().unwrap_or(0);
+            out.push_str(&format!(
+                "\nN={n}, {}: a watch saw {writes} Pod writes from the image change to rollout complete ({:.1} per Pod, the manager's and kwok's); at the floor's rate ({rate:.0} writes/s) they take {:.1} s.",
+                system.label(),
+                writes as f64 / *n as f64,
+                writes as f64 / rate
+            ));
+        }
+    }
 }
 
 /// The workload metrics' cost, when the run had Kruise-rs with them on and off: per size, the

@@ -1,4 +1,14 @@
-//! HTTP paths served.
+//! Every admission hook served, declared once ([`HOOKS`], [`Hook`]): its path, how it is
+//! registered (kind, rule, failure policy, side effects, selectors, gate) and what answers it.
+//! The server routes [`ADMISSION`], [`crate::configuration`] builds the webhook configurations
+//! from [`HOOKS`], and [`crate::handle_admission_async`] answers by them. A path's name is a
+//! constant here, for the handlers and tests that name it.
+
+mod hook;
+mod table;
+
+pub use hook::{ClusterHandler, FailurePolicy, Handler, Hook, Kind, Namespaces, Objects, Rule};
+pub use table::HOOKS;
 
 /// Pod CREATE mutation.
 pub const MUTATE_POD: &str = kruise_api::keys::MUTATE_POD_PATH;
@@ -85,59 +95,100 @@ pub const VALIDATE_PUB: &str = kruise_api::keys::VALIDATE_PUB_PATH;
 pub const VALIDATE_RESOURCEDISTRIBUTION: &str = kruise_api::keys::VALIDATE_RD_PATH;
 /// PersistentPodState validation (upstream's path).
 pub const VALIDATE_PPS: &str = kruise_api::keys::VALIDATE_PPS_PATH;
-pub const VALIDATE_WORKLOADSPREAD: &str = kruise_api::keys::VALIDATE_WORKLOADSPREAD_PATH; // upstream's
+/// WorkloadSpread validation (upstream's path).
+pub const VALIDATE_WORKLOADSPREAD: &str = kruise_api::keys::VALIDATE_WORKLOADSPREAD_PATH;
 /// UnitedDeployment defaulting (upstream's path).
 pub const MUTATE_UNITEDDEPLOYMENT: &str = kruise_api::keys::MUTATE_UNITEDDEPLOYMENT_PATH;
 /// UnitedDeployment validation (upstream's path).
 pub const VALIDATE_UNITEDDEPLOYMENT: &str = kruise_api::keys::VALIDATE_UNITEDDEPLOYMENT_PATH;
-/// Every admission path the server routes; each is served by `handle_admission_async`.
-pub const ADMISSION: &[&str] = &[
-    MUTATE_POD,
-    VALIDATE_POD,
-    MUTATE_CLONESET,
-    MUTATE_CLONESET_V1ALPHA1,
-    MUTATE_CLONESET_V1BETA1,
-    VALIDATE_CLONESET,
-    VALIDATE_CLONESET_V1ALPHA1,
-    VALIDATE_CLONESET_V1BETA1,
-    VALIDATE_STATEFULSET,
-    MUTATE_STATEFULSET,
-    MUTATE_STATEFULSET_V1ALPHA1,
-    MUTATE_STATEFULSET_V1BETA1,
-    MUTATE_DAEMONSET,
-    VALIDATE_DAEMONSET,
-    MUTATE_IMAGEPULLJOB,
-    VALIDATE_IMAGEPULLJOB,
-    MUTATE_BROADCASTJOB,
-    VALIDATE_BROADCASTJOB,
-    MUTATE_ADVANCEDCRONJOB,
-    VALIDATE_ADVANCEDCRONJOB,
-    MUTATE_NODEIMAGE,
-    VALIDATE_NODEIMAGE,
-    MUTATE_IMAGELISTPULLJOB,
-    VALIDATE_IMAGELISTPULLJOB,
-    MUTATE_CRR,
-    VALIDATE_CRR,
-    MUTATE_SIDECARSET,
-    VALIDATE_SIDECARSET,
-    VALIDATE_NAMESPACE,
-    VALIDATE_CRD,
-    VALIDATE_SERVICE,
-    VALIDATE_INGRESS,
-    VALIDATE_APPS_DEPLOYMENT,
-    VALIDATE_APPS_REPLICASET,
-    VALIDATE_APPS_STATEFULSET,
-    VALIDATE_PUB,
-    VALIDATE_RESOURCEDISTRIBUTION,
-    MUTATE_EPHEMERALJOB,
-    VALIDATE_EPHEMERALJOB,
-    VALIDATE_PPS,
-    MUTATE_PODPROBEMARKER,
-    VALIDATE_PODPROBEMARKER,
-    VALIDATE_WORKLOADSPREAD,
-    MUTATE_UNITEDDEPLOYMENT,
-    VALIDATE_UNITEDDEPLOYMENT,
-];
+/// Every admission path the server routes: each hook's path and aliases, once.
+pub const ADMISSION: &[&str] = &ROUTES;
+
+/// Name of the Pod mutating hook (upstream's).
+pub const POD_MUTATING_HOOK: &str = "mpod.kb.io";
+/// Name of the hook of Pod updates and deletes (upstream's).
+pub const POD_WRITES_HOOK: &str = "vpod.kb.io";
+/// Name of the hook of Pod evictions (upstream's).
+pub const POD_EVICTIONS_HOOK: &str = "vpodeviction.kb.io";
+
+/// The hook that answers `path` (the first declared, when two hooks share it).
+pub fn hook(path: &str) -> Option<&'static Hook> {
+    HOOKS.iter().find(|h| h.serves(path))
+}
+
+// `ADMISSION` is computed at compile time so that it stays a constant slice.
+const ROUTES: [&str; routes_len()] = routes();
+
+const fn str_eq(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+/// The `n`th path the hooks serve, counting duplicates: each hook's path, then its aliases.
+const fn nth_path(n: usize) -> Option<&'static str> {
+    let (mut h, mut k) = (0, n);
+    while h < HOOKS.len() {
+        let hook = &HOOKS[h];
+        if k == 0 {
+            return Some(hook.path);
+        }
+        if k <= hook.aliases.len() {
+            return Some(hook.aliases[k - 1]);
+        }
+        k -= 1 + hook.aliases.len();
+        h += 1;
+    }
+    None
+}
+
+/// Whether the `n`th path was served by an earlier one already.
+const fn seen_before(n: usize, path: &str) -> bool {
+    let mut i = 0;
+    while i < n {
+        if let Some(p) = nth_path(i)
+            && str_eq(p, path)
+        {
+            return true;
+        }
+        i += 1;
+    }
+    false
+}
+
+const fn routes_len() -> usize {
+    let (mut n, mut count) = (0, 0);
+    while let Some(p) = nth_path(n) {
+        if !seen_before(n, p) {
+            count += 1;
+        }
+        n += 1;
+    }
+    count
+}
+
+const fn routes<const N: usize>() -> [&'static str; N] {
+    let mut out = [""; N];
+    let (mut n, mut k) = (0, 0);
+    while let Some(p) = nth_path(n) {
+        if !seen_before(n, p) {
+            out[k] = p;
+            k += 1;
+        }
+        n += 1;
+    }
+    out
+}
+
 /// CRD conversion.
 pub const CONVERT: &str = kruise_api::keys::CONVERSION_WEBHOOK_PATH;
 /// Liveness/readiness.
