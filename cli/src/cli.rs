@@ -79,6 +79,9 @@ pub enum Command {
         #[arg(short = 'o', long, value_enum, default_value_t)]
         output: Output,
     },
+    /// CPU and memory of the Kruise workloads' Pods by revision (update vs current), from the
+    /// Metrics API (metrics-server).
+    Top(crate::cmd::top::TopArgs),
     /// Pre-pull images on nodes through ImagePullJobs.
     #[command(subcommand)]
     Image(ImageCmd),
