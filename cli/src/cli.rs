@@ -9,8 +9,10 @@ use std::time::Duration;
 
 mod create;
 mod migrate;
+mod top;
 pub use create::*;
 pub use migrate::*;
+pub use top::*;
 
 const EXIT_CODES: &str = "\
 Exit codes:
@@ -81,7 +83,7 @@ pub enum Command {
     },
     /// CPU and memory of the Kruise workloads' Pods by revision (update vs current), from the
     /// Metrics API (metrics-server).
-    Top(crate::cmd::top::TopArgs),
+    Top(TopArgs),
     /// Pre-pull images on nodes through ImagePullJobs.
     #[command(subcommand)]
     Image(ImageCmd),

@@ -16,37 +16,12 @@ use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::cli::Output;
+use crate::cli::{Output, Scope, TopArgs};
 use crate::ctx::{Ctx, Workload, typed_json};
 use crate::error::{CliError, Result, exit, kube_err};
-use crate::target::{Target, TargetError, parse_kind};
 use crate::view::describe::pod_groups;
 use crate::view::workload::{Kind, PodSource};
 use crate::view::{PodView, RolloutView};
-
-/// `kubectl kruise top`.
-#[derive(Debug, clap::Args)]
-pub struct TopArgs {
-    /// What to show: `workloads` (default: every CloneSet, Advanced StatefulSet, Advanced
-    /// DaemonSet and SidecarSet of the namespace), a kind (`cloneset`, `asts`, `ads`,
-    /// `sidecarset`, also `deploy`, `sts`, `ds`, `ud`) or one workload `TYPE/NAME`.
-    #[arg(value_parser = parse_scope, value_name = "workloads|TYPE|TYPE/NAME")]
-    pub target: Option<Scope>,
-    /// All namespaces.
-    #[arg(short = 'A', long = "all-namespaces")]
-    pub all_namespaces: bool,
-    #[arg(short = 'o', long, value_enum, default_value_t)]
-    pub output: Output,
-}
-
-/// Which workloads `top` reports.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Scope {
-    /// The Kruise kinds of [`DEFAULT_KINDS`] that the cluster serves.
-    Workloads,
-    Kind(Kind),
-    One(Target),
-}
 
 /// The kinds `top` reports by default: the Kruise workloads that own Pods, and SidecarSets (whose
 /// rows count only their sidecar containers).
@@ -56,17 +31,6 @@ pub const DEFAULT_KINDS: [Kind; 4] = [
     Kind::AdvancedDaemonSet,
     Kind::SidecarSet,
 ];
-
-// Keeps the typed error so `main` tells an unknown kind (exit 6) from other usage errors.
-fn parse_scope(s: &str) -> Result<Scope, TargetError> {
-    if s.eq_ignore_ascii_case("workloads") {
-        Ok(Scope::Workloads)
-    } else if s.contains('/') {
-        s.parse().map(Scope::One)
-    } else {
-        parse_kind(s).map(Scope::Kind)
-    }
-}
 
 pub async fn run(ctx: &Ctx, args: &TopArgs) -> Result<i32> {
     let ns = (!args.all_namespaces).then_some(ctx.namespace.as_str());

@@ -244,20 +244,6 @@ fn the_json_document_names_its_units() {
 }
 
 #[test]
-fn the_scope_argument_takes_workloads_a_kind_or_one_target() {
-    assert_eq!(parse_scope("workloads").unwrap(), Scope::Workloads);
-    assert_eq!(
-        parse_scope("asts").unwrap(),
-        Scope::Kind(Kind::AdvancedStatefulSet)
-    );
-    assert!(matches!(parse_scope("cloneset/web").unwrap(), Scope::One(t) if t.name == "web"));
-    assert!(matches!(
-        parse_scope("jobs"),
-        Err(TargetError::UnknownKind(_))
-    ));
-}
-
-#[test]
 fn the_unavailable_message_says_what_kubectl_top_says_and_what_to_do() {
     let e = metrics_unavailable("the server could not find the requested resource");
     assert_eq!(e.exit_code(), exit::FAILED);
