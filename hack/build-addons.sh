@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Builds the local cluster's add-ons from their Go modules (tools/coredns, tools/local-path-provisioner)
-# into the versioned binary cache next to the Kubernetes binaries: CoreDNS (cluster DNS) and
-# rancher's local-path-provisioner (the default StorageClass). hack/cluster.sh up calls this; a
+# Builds the local cluster's add-ons from their Go modules (tools/coredns, tools/local-path-provisioner,
+# tools/metrics-server) into the versioned binary cache next to the Kubernetes binaries: CoreDNS
+# (cluster DNS), rancher's local-path-provisioner (the default StorageClass) and metrics-server (the
+# Metrics API behind `kubectl top`). hack/cluster.sh up calls this; a
 # binary whose embedded module version is not the pinned one is rebuilt.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -35,4 +36,6 @@ build() {
 build coredns github.com/coredns/coredns "$COREDNS_VERSION" coredns .
 build local-path-provisioner github.com/rancher/local-path-provisioner "$LOCAL_PATH_PROVISIONER_VERSION" \
   local-path-provisioner github.com/rancher/local-path-provisioner
-echo "==> cluster add-ons (coredns ${COREDNS_VERSION}, local-path-provisioner ${LOCAL_PATH_PROVISIONER_VERSION}) ready in $bin"
+build metrics-server sigs.k8s.io/metrics-server "$METRICS_SERVER_VERSION" \
+  metrics-server sigs.k8s.io/metrics-server/cmd/metrics-server
+echo "==> cluster add-ons (coredns ${COREDNS_VERSION}, local-path-provisioner ${LOCAL_PATH_PROVISIONER_VERSION}, metrics-server ${METRICS_SERVER_VERSION}) ready in $bin"

@@ -3,7 +3,8 @@
 # (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubelet, kube-proxy), containerd
 # and runc and the CNI plugins from Debian, and a registry on 127.0.0.1:5000 with images built here.
 # Add-ons, also host processes built from their Go modules: CoreDNS behind the kube-dns Service
-# (cluster DNS) and rancher's local-path-provisioner behind the default StorageClass `local-path`.
+# (cluster DNS), rancher's local-path-provisioner behind the default StorageClass `local-path`, and
+# metrics-server behind the APIService v1beta1.metrics.k8s.io (`kubectl top`, `kubectl kruise top`).
 #
 #   hack/cluster.sh up      idempotent: builds what is missing, starts what is not running, waits
 #   hack/cluster.sh down    stops everything it started (by PID), removes mounts, netns and state
@@ -18,11 +19,13 @@ source "$(dirname "$0")/lib.sh"
 
 # Order matters: started left to right, stopped right to left.
 CORE=(registry containerd etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy)
-ADDONS=(coredns local-path-provisioner)
+ADDONS=(coredns local-path-provisioner metrics-server)
 COMPONENTS=("${CORE[@]}" "${ADDONS[@]}")
 # CoreDNS's health and readiness endpoints (its DNS port is 53 on the node's address).
 KRS_DNS_HEALTH=127.0.0.1:10054
 KRS_DNS_READY=127.0.0.1:10055
+# metrics-server's HTTPS port on the node's address (the kubelet has 10250).
+KRS_METRICS_PORT=4443
 # The provisioner's volumes: removed with the cluster. The real path, since volumes record it and
 # a work tree's .cluster may be a symlink to another's.
 KRS_VOLUMES="$(readlink -f "$KRS_DIR" || echo "$KRS_DIR")/local-path"
@@ -35,7 +38,9 @@ need_root() {
 
 # ---------------------------------------------------------------------------------------------
 # Certificates: one CA signs every serving and client certificate of the cluster (make_ca, cert
-# and kubeconfigs live in lib.sh, shared with hack/scale-cluster.sh).
+# and kubeconfigs live in lib.sh, shared with hack/scale-cluster.sh), but for the aggregation
+# layer's: a front-proxy CA signs the client certificate the API server presents to an aggregated
+# API server (metrics-server), which trusts only that CA and that name for the user it forwards.
 
 make_pki() {
   local ip=$1
@@ -52,7 +57,14 @@ make_pki() {
   # The add-ons' identities; hack/manifests grants them their roles.
   cert coredns system:coredns "" "" client
   cert local-path-provisioner system:local-path-provisioner "" "" client
-  kubeconfigs admin controller-manager scheduler kube-proxy kubelet-client coredns local-path-provisioner
+  cert metrics-server system:metrics-server "" "" client
+  # The name the API server checks on the aggregated API's certificate is the Service's DNS name.
+  cert metrics-server-serving metrics-server.kube-system.svc "" \
+    "DNS:metrics-server.kube-system.svc,DNS:metrics-server.kube-system.svc.$KRS_CLUSTER_DOMAIN,IP:$ip" server
+  new_ca front-proxy-ca kruise-local-front-proxy-ca
+  cert front-proxy-client front-proxy-client "" "" client front-proxy-ca
+  kubeconfigs admin controller-manager scheduler kube-proxy kubelet-client coredns local-path-provisioner \
+    metrics-server
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -251,6 +263,7 @@ host_network() {
 manifest() {
   sed -e "s|@DNS_IP@|$KRS_DNS_IP|g" -e "s|@NODE_IP@|$2|g" -e "s|@NODE@|$KRS_NODE|g" \
     -e "s|@DATA_DIR@|$KRS_VOLUMES|g" -e "s|@HELPER_IMAGE@|$KRS_HELPER_IMAGE|g" \
+    -e "s|@METRICS_PORT@|$KRS_METRICS_PORT|g" -e "s|@CA_BUNDLE@|$(base64 -w0 <"$KRS_PKI/ca.crt")|g" \
     "$KRS_ROOT/hack/manifests/$1"
 }
 
@@ -293,6 +306,10 @@ provisioner_started() {
   tail -n "+$(($1 + 1))" "$KRS_LOGS/local-path-provisioner.log" | grep -q "Started provisioner controller"
 }
 
+metrics_api_available() {
+  [ "$(kctl get apiservice v1beta1.metrics.k8s.io -o jsonpath='{.status.conditions[?(@.type=="Available")].status}')" = True ]
+}
+
 start_addons() {
   local ip=$1 bin="$KRS_BIN_DIR"
   log "starting CoreDNS on $ip:53 (Service kube-dns, $KRS_DNS_IP)"
@@ -314,6 +331,28 @@ start_addons() {
       --configmap-name local-path-config --helper-image "$KRS_HELPER_IMAGE"
     wait_for local-path-provisioner 60 provisioner_started "$lines"
   fi
+
+  log "starting metrics-server on $ip:$KRS_METRICS_PORT (APIService v1beta1.metrics.k8s.io; kubectl top works after its first scrape, about 15 s)"
+  manifest metrics-server.yaml "$ip" | kctl apply -f - >/dev/null
+  # Its kubeconfig serves for the API, delegated authentication and authorization alike; it
+  # checks the kubelet's serving certificate against the cluster CA.
+  start metrics-server "$bin/metrics-server" \
+    --kubeconfig "$KRS_DIR/metrics-server.kubeconfig" \
+    --authentication-kubeconfig "$KRS_DIR/metrics-server.kubeconfig" \
+    --authorization-kubeconfig "$KRS_DIR/metrics-server.kubeconfig" \
+    --bind-address "$ip" --secure-port "$KRS_METRICS_PORT" \
+    --tls-cert-file "$KRS_PKI/metrics-server-serving.crt" \
+    --tls-private-key-file "$KRS_PKI/metrics-server-serving.key" \
+    --requestheader-client-ca-file "$KRS_PKI/front-proxy-ca.crt" \
+    --requestheader-allowed-names front-proxy-client \
+    --kubelet-certificate-authority "$KRS_PKI/ca.crt" \
+    --kubelet-preferred-address-types InternalIP \
+    --metric-resolution 15s
+  # Serving and registered, not scraped yet: the first scrape is not waited for. Available
+  # matters to what follows: kubectl warns about, and the namespace controller stalls on, a
+  # registered API that does not answer.
+  wait_for metrics-server 60 curl -skf "https://$ip:$KRS_METRICS_PORT/livez"
+  wait_for metrics-server 60 metrics_api_available
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -333,6 +372,9 @@ cmd_up() {
       "$KRS_ROOT/hack/build-addons.sh"
       make_pki "$(host_ip)"
       start_addons "$(host_ip)"
+      if ! tr '\0' ' ' <"/proc/$(cat "$KRS_PIDS/kube-apiserver.pid")/cmdline" | grep -q -- --proxy-client-cert-file; then
+        warn "this API server was started without the aggregation layer's certificates: metrics.k8s.io stays unavailable until make cluster-down && make cluster-up"
+      fi
     fi
     log "the local cluster is already up (KUBECONFIG=.cluster/kubeconfig)"
     return 0
@@ -382,7 +424,14 @@ cmd_up() {
     --service-cluster-ip-range "$KRS_SERVICE_CIDR" \
     --kubelet-preferred-address-types InternalIP,Hostname \
     --authorization-mode Node,RBAC --enable-admission-plugins NodeRestriction \
-    --allow-privileged=true --enable-aggregator-routing=true --event-ttl 2h
+    --allow-privileged=true --enable-aggregator-routing=true --event-ttl 2h \
+    --requestheader-client-ca-file "$KRS_PKI/front-proxy-ca.crt" \
+    --requestheader-allowed-names front-proxy-client \
+    --requestheader-extra-headers-prefix X-Remote-Extra- \
+    --requestheader-group-headers X-Remote-Group \
+    --requestheader-username-headers X-Remote-User \
+    --proxy-client-cert-file "$KRS_PKI/front-proxy-client.crt" \
+    --proxy-client-key-file "$KRS_PKI/front-proxy-client.key"
 
   log "starting kube-controller-manager and kube-scheduler"
   start kube-controller-manager "$bin/kube-controller-manager" \

@@ -182,26 +182,32 @@ registry_prune() {
   docker-registry garbage-collect --delete-untagged "$cfg" >/dev/null 2>&1 || true
 }
 
-# Certificates of a cluster: one CA in $KRS_PKI signs every serving and client certificate.
+# Certificates of a cluster: one CA in $KRS_PKI signs every serving and client certificate (the
+# local cluster adds a front-proxy CA for the aggregation layer: `cert`'s CA argument).
+
+# new_ca NAME CN: a self-signed CA in $KRS_PKI/NAME.{crt,key}, unless it exists.
+new_ca() {
+  mkdir -p "$KRS_PKI"
+  [ -f "$KRS_PKI/$1.crt" ] && return 0
+  openssl ecparam -name prime256v1 -genkey -noout -out "$KRS_PKI/$1.key" 2>/dev/null
+  openssl req -x509 -new -key "$KRS_PKI/$1.key" -subj "/CN=$2" -days 3650 \
+    -out "$KRS_PKI/$1.crt" 2>/dev/null
+}
 
 # make_ca CN: the cluster's CA in $KRS_PKI/ca.{crt,key}, and the ServiceAccount token signing key
 # pair in $KRS_PKI/sa.{key,pub}, unless they exist.
 make_ca() {
-  mkdir -p "$KRS_PKI"
-  if [ ! -f "$KRS_PKI/ca.crt" ]; then
-    openssl ecparam -name prime256v1 -genkey -noout -out "$KRS_PKI/ca.key" 2>/dev/null
-    openssl req -x509 -new -key "$KRS_PKI/ca.key" -subj "/CN=$1" -days 3650 \
-      -out "$KRS_PKI/ca.crt" 2>/dev/null
-  fi
+  new_ca ca "$1"
   if [ ! -f "$KRS_PKI/sa.key" ]; then
     openssl genrsa -out "$KRS_PKI/sa.key" 2048 2>/dev/null
     openssl rsa -in "$KRS_PKI/sa.key" -pubout -out "$KRS_PKI/sa.pub" 2>/dev/null
   fi
 }
 
-# cert NAME CN O SANS KIND: creates $KRS_PKI/NAME.{crt,key} unless it exists.
-cert() { # name CN O SANs(comma list or "") kind(server|client|both)
-  local name=$1 cn=$2 org=$3 sans=$4 kind=$5 ext="$KRS_PKI/$1.ext"
+# cert NAME CN O SANS KIND [CA]: creates $KRS_PKI/NAME.{crt,key} unless it exists, signed by
+# $KRS_PKI/CA.{crt,key} (default: ca, the cluster's CA).
+cert() { # name CN O SANs(comma list or "") kind(server|client|both) [ca]
+  local name=$1 cn=$2 org=$3 sans=$4 kind=$5 ca=${6:-ca} ext="$KRS_PKI/$1.ext"
   [ -f "$KRS_PKI/$name.crt" ] && return 0
   {
     echo "basicConstraints=CA:FALSE"
@@ -217,7 +223,7 @@ cert() { # name CN O SANs(comma list or "") kind(server|client|both)
   [ -n "$org" ] && subj="/O=$org$subj"
   openssl ecparam -name prime256v1 -genkey -noout -out "$KRS_PKI/$name.key" 2>/dev/null
   openssl req -new -key "$KRS_PKI/$name.key" -subj "$subj" -out "$KRS_PKI/$name.csr" 2>/dev/null
-  openssl x509 -req -in "$KRS_PKI/$name.csr" -CA "$KRS_PKI/ca.crt" -CAkey "$KRS_PKI/ca.key" \
+  openssl x509 -req -in "$KRS_PKI/$name.csr" -CA "$KRS_PKI/$ca.crt" -CAkey "$KRS_PKI/$ca.key" \
     -CAcreateserial -days 365 -extfile "$ext" -out "$KRS_PKI/$name.crt" 2>/dev/null
   rm -f "$KRS_PKI/$name.csr" "$ext"
 }

@@ -570,6 +570,15 @@ pub mod k8s {
     pub const SECRET_KIND: &str = "Secret";
     /// Kind of a core ConfigMap.
     pub const CONFIGMAP_KIND: &str = "ConfigMap";
+    /// The resource metrics API metrics-server serves (`kubectl top`): its group and the
+    /// version the plugin's `top` reads.
+    pub const METRICS_GROUP: &str = "metrics.k8s.io";
+    pub const METRICS_API_VERSION: &str = "metrics.k8s.io/v1beta1";
+    /// The APIService registering [`METRICS_API_VERSION`] with the aggregation layer.
+    pub const METRICS_APISERVICE: &str = "v1beta1.metrics.k8s.io";
+    /// Kind and plural of a Pod's usage in [`METRICS_API_VERSION`].
+    pub const POD_METRICS_KIND: &str = "PodMetrics";
+    pub const POD_METRICS_PLURAL: &str = "pods";
 }
 
 // ---------------------------------------------------------------------------------------------

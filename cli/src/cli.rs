@@ -9,8 +9,10 @@ use std::time::Duration;
 
 mod create;
 mod migrate;
+mod top;
 pub use create::*;
 pub use migrate::*;
+pub use top::*;
 
 const EXIT_CODES: &str = "\
 Exit codes:
@@ -79,6 +81,9 @@ pub enum Command {
         #[arg(short = 'o', long, value_enum, default_value_t)]
         output: Output,
     },
+    /// CPU and memory of the Kruise workloads' Pods by revision (update vs current), from the
+    /// Metrics API (metrics-server).
+    Top(TopArgs),
     /// Pre-pull images on nodes through ImagePullJobs.
     #[command(subcommand)]
     Image(ImageCmd),

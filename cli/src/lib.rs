@@ -48,6 +48,7 @@ pub async fn dispatch(cli: Cli) -> Result<i32, CliError> {
         Command::RecreateContainer(args) => cmd::crr::run(&ctx, &args).await,
         Command::Exec(args) => cmd::exec::run(&ctx, &args).await,
         Command::Describe { target, output } => cmd::describe::run(&ctx, &target, output).await,
+        Command::Top(args) => cmd::top::run(&ctx, &args).await,
         Command::Image(ImageCmd::Pull(args)) => cmd::pull::run(&ctx, &args).await,
         Command::Distribution(DistributionCmd::Status { name, output }) => {
             cmd::distribution::status(&ctx, &name, output).await

@@ -22,3 +22,4 @@ pub mod scaledown;
 pub mod set_image;
 pub mod set_template;
 pub mod status;
+pub mod top;

@@ -46,7 +46,7 @@ mod jsondiff;
 pub mod patch;
 pub mod plan;
 pub mod qos;
-mod quantity;
+pub mod quantity;
 pub mod spec;
 
 pub use apply::{ApplyError, InPlaceControl, InPlaceObserver, RefreshOutcome, UpdateOutcome};

@@ -9,7 +9,7 @@ use std::cmp::Ordering;
 
 /// The value in nano units, rounded up like Kubernetes rounds sub-nano precision.
 /// `None` when the text is not a quantity or does not fit.
-pub(crate) fn nano_value(text: &str) -> Option<i128> {
+pub fn nano_value(text: &str) -> Option<i128> {
     let text = text.trim();
     let (negative, rest) = match text.as_bytes().first()? {
         b'-' => (true, &text[1..]),

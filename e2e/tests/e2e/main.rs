@@ -20,6 +20,7 @@ mod cli;
 mod cli_kruise_history;
 mod cli_migrate;
 mod cli_stuck;
+mod cli_top;
 mod cli_workloads;
 mod cloneset;
 mod cloneset_kwok;
