@@ -16,6 +16,7 @@
 //! - [`crds`]: every CustomResourceDefinition, versions merged (used by the `crdgen` binary).
 //! - [`hash`]: the Go-compatible env-from-metadata hash of `runtime-containers-meta`, computed
 //!   by the daemon and compared by the manager.
+//! - [`condition`]: get, set and remove over any kind's conditions, with upstream's rules.
 //! - [`pod`]: Pod conditions and readiness gates.
 //! - [`revision`]: which revision a pod's labels name.
 //! - [`selector`]: label selector validation and matching.
@@ -27,6 +28,7 @@
 
 pub mod apps;
 pub mod appspub;
+pub mod condition;
 pub mod crds;
 pub mod cron;
 pub mod error;

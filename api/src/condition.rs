@@ -1,0 +1,292 @@
+//! Conditions of every kind, read and written by one set of helpers: [`get`], [`set`],
+//! [`remove`] and [`is_true`] over a kind's condition list.
+//!
+//! Upstream has one `Set…Condition` per kind and they differ in small ways: whether a new
+//! message alone is a change, whether the transition time survives a change of reason, and
+//! whether the replaced condition keeps its place. Each condition type says which through its
+//! [`Condition::RULES`], so every caller of [`set`] gets its kind's upstream behaviour.
+
+use k8s_openapi::api::core::v1::PodCondition;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition as MetaCondition, Time};
+
+use crate::apps::v1alpha1::{
+    EphemeralJobCondition, EphemeralJobConditionType,
+    ResourceDistributionCondition as AlphaResourceDistributionCondition,
+    WorkloadSpreadSubsetCondition,
+};
+use crate::apps::v1beta1::{
+    CloneSetCondition, DaemonSetCondition, JobCondition, JobConditionType,
+    ResourceDistributionCondition, SidecarSetCondition, StatefulSetCondition,
+    UnitedDeploymentCondition, UnitedDeploymentSubsetCondition,
+};
+use crate::keys::k8s;
+
+/// How [`set`] treats a condition of the same type that is already in the list.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SetRules {
+    /// A new message alone is a change; otherwise equal status and reason leave the old
+    /// condition as it is.
+    pub message_matters: bool,
+    /// With the status unchanged, the old condition's lastTransitionTime stays
+    /// ([`Condition::keep_transition_of`]); otherwise the new condition's time is taken.
+    pub keep_transition_time: bool,
+    /// The replaced condition moves to the end of the list (upstream's filter-then-append);
+    /// otherwise it takes the old one's place.
+    pub move_to_end: bool,
+}
+
+impl SetRules {
+    /// Upstream's usual `Set…Condition` (CloneSet, Advanced StatefulSet, and the kinds without
+    /// a helper of their own): nothing changes when status, reason and message are the same;
+    /// the transition time is kept while the status stays; the condition goes last.
+    pub const UPSTREAM: SetRules = SetRules {
+        message_matters: true,
+        keep_transition_time: true,
+        move_to_end: true,
+    };
+}
+
+/// A condition as every kind has it: a type, a status, why, and when it last changed.
+pub trait Condition {
+    /// What `type` holds: a string, or an enum where the API has one.
+    type Type: PartialEq + ?Sized;
+
+    /// How [`set`] replaces a condition of this type.
+    const RULES: SetRules = SetRules::UPSTREAM;
+
+    /// The condition's `type`.
+    fn type_(&self) -> &Self::Type;
+    /// `True`, `False` or `Unknown`.
+    fn status(&self) -> &str;
+    /// The machine-readable reason; `None` only where the field is optional and unset.
+    fn reason(&self) -> Option<&str>;
+    /// The human-readable message; `None` where unset or where the type has none.
+    fn message(&self) -> Option<&str>;
+    /// When the status last changed.
+    fn last_transition_time(&self) -> Option<&Time>;
+    /// When the condition was last written, for the types that record it.
+    fn last_update_time(&self) -> Option<&Time> {
+        None
+    }
+    /// Takes from `old` what a condition keeps while its status does not change: its
+    /// lastTransitionTime.
+    fn keep_transition_of(&mut self, old: &Self);
+}
+
+/// The condition of `type_`, if the list has one.
+pub fn get<'a, C: Condition>(conditions: &'a [C], type_: &C::Type) -> Option<&'a C> {
+    conditions.iter().find(|c| c.type_() == type_)
+}
+
+/// Whether the condition of `type_` is there and True.
+pub fn is_true<C: Condition>(conditions: &[C], type_: &C::Type) -> bool {
+    get(conditions, type_).is_some_and(|c| c.status() == k8s::CONDITION_TRUE)
+}
+
+/// Drops every condition of `type_`.
+pub fn remove<C: Condition>(conditions: &mut Vec<C>, type_: &C::Type) {
+    conditions.retain(|c| c.type_() != type_);
+}
+
+/// Sets `new`, replacing the condition of its type by [`Condition::RULES`]; `false` when the
+/// one already there says the same and nothing changed.
+pub fn set<C: Condition>(conditions: &mut Vec<C>, mut new: C) -> bool {
+    let rules = C::RULES;
+    let Some(i) = conditions.iter().position(|c| c.type_() == new.type_()) else {
+        conditions.push(new);
+        return true;
+    };
+    let old = &conditions[i];
+    let same_status = old.status() == new.status();
+    if same_status
+        && old.reason() == new.reason()
+        && (!rules.message_matters || old.message() == new.message())
+    {
+        return false;
+    }
+    if same_status && rules.keep_transition_time {
+        new.keep_transition_of(old);
+    }
+    if rules.move_to_end {
+        conditions.retain(|c| c.type_() != new.type_());
+        conditions.push(new);
+    } else {
+        conditions[i] = new;
+    }
+    true
+}
+
+/// A text field that is a plain string in some types and optional in others.
+trait Text {
+    fn text(&self) -> Option<&str>;
+}
+
+impl Text for String {
+    fn text(&self) -> Option<&str> {
+        Some(self)
+    }
+}
+
+impl Text for Option<String> {
+    fn text(&self) -> Option<&str> {
+        self.as_deref()
+    }
+}
+
+/// A time field that is required in `metav1.Condition` and optional elsewhere.
+trait TimeField {
+    fn time(&self) -> Option<&Time>;
+}
+
+impl TimeField for Time {
+    fn time(&self) -> Option<&Time> {
+        Some(self)
+    }
+}
+
+impl TimeField for Option<Time> {
+    fn time(&self) -> Option<&Time> {
+        self.as_ref()
+    }
+}
+
+/// Implements [`Condition`] for types with the fields `type_`, `status`, `reason`, `message`
+/// and `last_transition_time` (and `last_update_time` when listed).
+macro_rules! condition {
+    ($ty:ty, $kind:ty, $rules:expr $(, $update:ident)?) => {
+        impl Condition for $ty {
+            type Type = $kind;
+            const RULES: SetRules = $rules;
+            fn type_(&self) -> &$kind {
+                &self.type_
+            }
+            fn status(&self) -> &str {
+                &self.status
+            }
+            fn reason(&self) -> Option<&str> {
+                self.reason.text()
+            }
+            fn message(&self) -> Option<&str> {
+                self.message.text()
+            }
+            fn last_transition_time(&self) -> Option<&Time> {
+                self.last_transition_time.time()
+            }
+            $(fn last_update_time(&self) -> Option<&Time> {
+                self.$update.time()
+            })?
+            fn keep_transition_of(&mut self, old: &Self) {
+                self.last_transition_time = old.last_transition_time.clone();
+            }
+        }
+    };
+}
+
+condition!(CloneSetCondition, str, SetRules::UPSTREAM, last_update_time);
+condition!(StatefulSetCondition, str, SetRules::UPSTREAM);
+condition!(DaemonSetCondition, str, SetRules::UPSTREAM);
+condition!(SidecarSetCondition, str, SetRules::UPSTREAM);
+condition!(JobCondition, JobConditionType, SetRules::UPSTREAM);
+condition!(MetaCondition, str, SetRules::UPSTREAM);
+// Upstream `SetUnitedDeploymentCondition`: the message alone is no change.
+condition!(
+    UnitedDeploymentCondition,
+    str,
+    SetRules {
+        message_matters: false,
+        ..SetRules::UPSTREAM
+    }
+);
+// Upstream's subset `SetCondition`: rewritten in place, its transition time with it.
+condition!(
+    UnitedDeploymentSubsetCondition,
+    str,
+    SetRules {
+        message_matters: false,
+        keep_transition_time: false,
+        move_to_end: false,
+    }
+);
+// Upstream `setWorkloadSpreadSubsetCondition`, kept in place.
+condition!(
+    WorkloadSpreadSubsetCondition,
+    str,
+    SetRules {
+        message_matters: false,
+        keep_transition_time: true,
+        move_to_end: false,
+    }
+);
+// Each type is set once (status True): a new reason or message rewrites it whole, in place.
+condition!(
+    EphemeralJobCondition,
+    EphemeralJobConditionType,
+    SetRules {
+        message_matters: true,
+        keep_transition_time: false,
+        move_to_end: false,
+    }
+);
+
+/// ResourceDistribution's conditions carry namespaces instead of a message.
+macro_rules! condition_without_message {
+    ($ty:ty) => {
+        impl Condition for $ty {
+            type Type = str;
+            fn type_(&self) -> &str {
+                &self.type_
+            }
+            fn status(&self) -> &str {
+                &self.status
+            }
+            fn reason(&self) -> Option<&str> {
+                Some(&self.reason)
+            }
+            fn message(&self) -> Option<&str> {
+                None
+            }
+            fn last_transition_time(&self) -> Option<&Time> {
+                self.last_transition_time.as_ref()
+            }
+            fn keep_transition_of(&mut self, old: &Self) {
+                self.last_transition_time = old.last_transition_time.clone();
+            }
+        }
+    };
+}
+
+condition_without_message!(ResourceDistributionCondition);
+condition_without_message!(AlphaResourceDistributionCondition);
+
+/// Kubernetes' Pod conditions, as [`crate::pod::set_condition`] writes them: in place, and with
+/// the status unchanged only reason and message move (the probe time stays too).
+impl Condition for PodCondition {
+    type Type = str;
+    const RULES: SetRules = SetRules {
+        message_matters: true,
+        keep_transition_time: true,
+        move_to_end: false,
+    };
+    fn type_(&self) -> &str {
+        &self.type_
+    }
+    fn status(&self) -> &str {
+        &self.status
+    }
+    fn reason(&self) -> Option<&str> {
+        self.reason.as_deref()
+    }
+    fn message(&self) -> Option<&str> {
+        self.message.as_deref()
+    }
+    fn last_transition_time(&self) -> Option<&Time> {
+        self.last_transition_time.as_ref()
+    }
+    fn keep_transition_of(&mut self, old: &Self) {
+        self.last_transition_time = old.last_transition_time.clone();
+        self.last_probe_time = old.last_probe_time.clone();
+    }
+}
+
+#[cfg(test)]
+mod tests;
