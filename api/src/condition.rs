@@ -4,21 +4,15 @@
 //! Upstream has one `Set…Condition` per kind and they differ in small ways: whether a new
 //! message alone is a change, whether the transition time survives a change of reason, and
 //! whether the replaced condition keeps its place. Each condition type says which through its
-//! [`Condition::RULES`], so every caller of [`set`] gets its kind's upstream behaviour.
+//! [`Condition::RULES`], so every caller of [`set`] gets its kind's upstream behaviour. The
+//! Kruise kinds' condition types implement [`Condition`] beside the types (`apps::condition`);
+//! Kubernetes' Pod and `metav1` conditions here.
 
 use k8s_openapi::api::core::v1::PodCondition;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition as MetaCondition, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition as MetaCondition;
+// Named by `impl_condition!` where it expands.
+pub(crate) use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-use crate::apps::v1alpha1::{
-    EphemeralJobCondition, EphemeralJobConditionType,
-    ResourceDistributionCondition as AlphaResourceDistributionCondition,
-    WorkloadSpreadSubsetCondition,
-};
-use crate::apps::v1beta1::{
-    CloneSetCondition, DaemonSetCondition, JobCondition, JobConditionType,
-    ResourceDistributionCondition, SidecarSetCondition, StatefulSetCondition,
-    UnitedDeploymentCondition, UnitedDeploymentSubsetCondition,
-};
 use crate::keys::k8s;
 
 /// How [`set`] treats a condition of the same type that is already in the list.
@@ -117,7 +111,7 @@ pub fn set<C: Condition>(conditions: &mut Vec<C>, mut new: C) -> bool {
 }
 
 /// A text field that is a plain string in some types and optional in others.
-trait Text {
+pub(crate) trait Text {
     fn text(&self) -> Option<&str>;
 }
 
@@ -134,7 +128,7 @@ impl Text for Option<String> {
 }
 
 /// A time field that is required in `metav1.Condition` and optional elsewhere.
-trait TimeField {
+pub(crate) trait TimeField {
     fn time(&self) -> Option<&Time>;
 }
 
@@ -150,13 +144,25 @@ impl TimeField for Option<Time> {
     }
 }
 
-/// Implements [`Condition`] for types with the fields `type_`, `status`, `reason`, `message`
-/// and `last_transition_time` (and `last_update_time` when listed).
-macro_rules! condition {
+/// Implements [`Condition`] for a type with the fields `type_`, `status`, `reason`, `message`
+/// (or `no_message`) and `last_transition_time`, and `last_update_time` when named.
+macro_rules! impl_condition {
+    ($ty:ty, $kind:ty, $rules:expr, no_message) => {
+        $crate::condition::impl_condition!(@impl $ty, $kind, $rules, no_message);
+    };
     ($ty:ty, $kind:ty, $rules:expr $(, $update:ident)?) => {
-        impl Condition for $ty {
+        $crate::condition::impl_condition!(@impl $ty, $kind, $rules, message $(, $update)?);
+    };
+    (@message $c:ident, message) => {
+        $crate::condition::Text::text(&$c.message)
+    };
+    (@message $c:ident, no_message) => {
+        None
+    };
+    (@impl $ty:ty, $kind:ty, $rules:expr, $message:ident $(, $update:ident)?) => {
+        impl $crate::condition::Condition for $ty {
             type Type = $kind;
-            const RULES: SetRules = $rules;
+            const RULES: $crate::condition::SetRules = $rules;
             fn type_(&self) -> &$kind {
                 &self.type_
             }
@@ -164,16 +170,16 @@ macro_rules! condition {
                 &self.status
             }
             fn reason(&self) -> Option<&str> {
-                self.reason.text()
+                $crate::condition::Text::text(&self.reason)
             }
             fn message(&self) -> Option<&str> {
-                self.message.text()
+                $crate::condition::impl_condition!(@message self, $message)
             }
-            fn last_transition_time(&self) -> Option<&Time> {
-                self.last_transition_time.time()
+            fn last_transition_time(&self) -> Option<&$crate::condition::Time> {
+                $crate::condition::TimeField::time(&self.last_transition_time)
             }
-            $(fn last_update_time(&self) -> Option<&Time> {
-                self.$update.time()
+            $(fn last_update_time(&self) -> Option<&$crate::condition::Time> {
+                $crate::condition::TimeField::time(&self.$update)
             })?
             fn keep_transition_of(&mut self, old: &Self) {
                 self.last_transition_time = old.last_transition_time.clone();
@@ -181,82 +187,9 @@ macro_rules! condition {
         }
     };
 }
+pub(crate) use impl_condition;
 
-condition!(CloneSetCondition, str, SetRules::UPSTREAM, last_update_time);
-condition!(StatefulSetCondition, str, SetRules::UPSTREAM);
-condition!(DaemonSetCondition, str, SetRules::UPSTREAM);
-condition!(SidecarSetCondition, str, SetRules::UPSTREAM);
-condition!(JobCondition, JobConditionType, SetRules::UPSTREAM);
-condition!(MetaCondition, str, SetRules::UPSTREAM);
-// Upstream `SetUnitedDeploymentCondition`: the message alone is no change.
-condition!(
-    UnitedDeploymentCondition,
-    str,
-    SetRules {
-        message_matters: false,
-        ..SetRules::UPSTREAM
-    }
-);
-// Upstream's subset `SetCondition`: rewritten in place, its transition time with it.
-condition!(
-    UnitedDeploymentSubsetCondition,
-    str,
-    SetRules {
-        message_matters: false,
-        keep_transition_time: false,
-        move_to_end: false,
-    }
-);
-// Upstream `setWorkloadSpreadSubsetCondition`, kept in place.
-condition!(
-    WorkloadSpreadSubsetCondition,
-    str,
-    SetRules {
-        message_matters: false,
-        keep_transition_time: true,
-        move_to_end: false,
-    }
-);
-// Each type is set once (status True): a new reason or message rewrites it whole, in place.
-condition!(
-    EphemeralJobCondition,
-    EphemeralJobConditionType,
-    SetRules {
-        message_matters: true,
-        keep_transition_time: false,
-        move_to_end: false,
-    }
-);
-
-/// ResourceDistribution's conditions carry namespaces instead of a message.
-macro_rules! condition_without_message {
-    ($ty:ty) => {
-        impl Condition for $ty {
-            type Type = str;
-            fn type_(&self) -> &str {
-                &self.type_
-            }
-            fn status(&self) -> &str {
-                &self.status
-            }
-            fn reason(&self) -> Option<&str> {
-                Some(&self.reason)
-            }
-            fn message(&self) -> Option<&str> {
-                None
-            }
-            fn last_transition_time(&self) -> Option<&Time> {
-                self.last_transition_time.as_ref()
-            }
-            fn keep_transition_of(&mut self, old: &Self) {
-                self.last_transition_time = old.last_transition_time.clone();
-            }
-        }
-    };
-}
-
-condition_without_message!(ResourceDistributionCondition);
-condition_without_message!(AlphaResourceDistributionCondition);
+impl_condition!(MetaCondition, str, SetRules::UPSTREAM);
 
 /// Kubernetes' Pod conditions, as [`crate::pod::set_condition`] writes them: in place, and with
 /// the status unchanged only reason and message move (the probe time stays too).

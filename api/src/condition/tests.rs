@@ -2,6 +2,13 @@ use jiff::Timestamp;
 use proptest::prelude::*;
 
 use super::*;
+use crate::apps::v1alpha1::{
+    EphemeralJobCondition, EphemeralJobConditionType, WorkloadSpreadSubsetCondition,
+};
+use crate::apps::v1beta1::{
+    CloneSetCondition, ResourceDistributionCondition, UnitedDeploymentCondition,
+    UnitedDeploymentSubsetCondition,
+};
 
 fn at(s: i64) -> Option<Time> {
     Some(Time(Timestamp::from_second(s).expect("timestamp")))
@@ -178,7 +185,10 @@ proptest! {
         let changed = set(&mut l, new.clone());
         prop_assert_eq!(l.iter().filter(|c| c.type_ == new.type_).count(), 1);
         let got = get(&l, new.type_.as_str()).cloned().expect("set");
-        prop_assert_eq!((&got.status, &got.reason, &got.message), (&new.status, &new.reason, &new.message));
+        prop_assert_eq!(
+            (&got.status, &got.reason, &got.message),
+            (&new.status, &new.reason, &new.message)
+        );
         let kept: Vec<_> = l.iter().filter(|c| c.type_ != new.type_).cloned().collect();
         prop_assert_eq!(kept, others);
         match old {
