@@ -58,8 +58,8 @@ const OWNED: &[Owned] = &[
 pub const SCHEME: Scheme = Scheme {
     group_prefix: keys::APPS_GROUP_PREFIX,
     versions: [keys::VERSION_V1ALPHA1, keys::VERSION_V1BETA1],
-    forward: to_v1beta1,
-    backward: to_v1alpha1,
+    forward: map_to_v1beta1,
+    backward: map_to_v1alpha1,
     owned: OWNED,
 };
 
@@ -73,7 +73,7 @@ fn string_at<'a>(obj: &'a Value, path: &[&str]) -> Option<&'a str> {
 }
 
 /// Plain v1alpha1 → v1beta1 mapping.
-pub fn to_v1beta1(src: &Value) -> Value {
+fn map_to_v1beta1(src: &Value) -> Value {
     let mut out = src.clone();
     let exclude = string_at(
         src,
@@ -89,9 +89,6 @@ pub fn to_v1beta1(src: &Value) -> Value {
         .and_then(Value::as_object)
         .cloned()
         .unwrap_or_default();
-    if let Some(o) = out.as_object_mut() {
-        o.insert("apiVersion".to_owned(), json!(keys::APPS_V1BETA1));
-    }
     let Some(spec) = out.get_mut("spec").and_then(Value::as_object_mut) else {
         return out;
     };
@@ -170,11 +167,8 @@ pub fn to_v1beta1(src: &Value) -> Value {
 }
 
 /// Plain v1beta1 → v1alpha1 mapping.
-pub fn to_v1alpha1(src: &Value) -> Value {
+fn map_to_v1alpha1(src: &Value) -> Value {
     let mut out = src.clone();
-    if let Some(o) = out.as_object_mut() {
-        o.insert("apiVersion".to_owned(), json!(keys::APPS_V1ALPHA1));
-    }
     let mut exclude = false;
     let mut predownload: Vec<(&str, String)> = Vec::new();
     if let Some(spec) = out.get_mut("spec").and_then(Value::as_object_mut) {

@@ -12,7 +12,7 @@ use sha2::{Digest, Sha256};
 
 use kruise_api::keys;
 
-/// One direction of a plain mapping (must also set `apiVersion`).
+/// One direction of a plain mapping: the fields only; the scheme sets `apiVersion` after it.
 pub type Mapping = fn(&Value) -> Value;
 
 /// A place the plain mapping reads or writes.
@@ -70,13 +70,8 @@ impl Scheme {
         }
         let mut source = obj.clone();
         remove_record(&mut source);
-        let (there, back) = if to_idx == 1 {
-            (self.forward, self.backward)
-        } else {
-            (self.backward, self.forward)
-        };
-        let mut out = there(&source);
-        if self.parts(&back(&out), false) != self.parts(&source, false) {
+        let mut out = self.plain(&source, to_idx);
+        if self.parts(&self.plain(&out, 1 - to_idx), false) != self.parts(&source, false) {
             let record = json!({
                 "from": from,
                 "parts": self.parts(&source, false),
@@ -120,11 +115,40 @@ impl Scheme {
                 apply_shape(&mut current, path, p);
             }
         }
-        current.as_object_mut()?.insert(
-            "apiVersion".to_owned(),
-            json!(format!("{}{desired}", self.group_prefix)),
-        );
+        current.as_object()?;
+        self.set_api_version(&mut current, desired);
         Some(current)
+    }
+
+    /// The plain mapping to `versions[1]`, apiVersion set: upstream's conversion, no record.
+    pub fn plain_forward(&self, obj: &Value) -> Value {
+        self.plain(obj, 1)
+    }
+
+    /// The plain mapping to `versions[0]`, apiVersion set: upstream's conversion, no record.
+    pub fn plain_backward(&self, obj: &Value) -> Value {
+        self.plain(obj, 0)
+    }
+
+    fn plain(&self, obj: &Value, to_idx: usize) -> Value {
+        let map = if to_idx == 1 {
+            self.forward
+        } else {
+            self.backward
+        };
+        let mut out = map(obj);
+        self.set_api_version(&mut out, self.versions[to_idx]);
+        out
+    }
+
+    /// The one place a converted object's apiVersion is written.
+    fn set_api_version(&self, obj: &mut Value, version: &str) {
+        if let Some(o) = obj.as_object_mut() {
+            o.insert(
+                "apiVersion".to_owned(),
+                json!(format!("{}{version}", self.group_prefix)),
+            );
+        }
     }
 
     /// Owned parts of `obj`, in `owned` order. For a fingerprint, an empty object (ignoring

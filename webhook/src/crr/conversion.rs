@@ -30,8 +30,8 @@ const OWNED: &[Owned] = &[
 pub const SCHEME: Scheme = Scheme {
     group_prefix: keys::APPS_GROUP_PREFIX,
     versions: [keys::VERSION_V1ALPHA1, keys::VERSION_V1BETA1],
-    forward: to_v1beta1,
-    backward: to_v1alpha1,
+    forward: map_to_v1beta1,
+    backward: map_to_v1alpha1,
     owned: OWNED,
 };
 
@@ -62,11 +62,8 @@ fn status_mut(out: &mut Value) -> Option<&mut serde_json::Map<String, Value>> {
 }
 
 /// Plain v1alpha1 → v1beta1: annotations promoted into status.
-pub fn to_v1beta1(src: &Value) -> Value {
+fn map_to_v1beta1(src: &Value) -> Value {
     let mut out = src.clone();
-    if let Some(o) = out.as_object_mut() {
-        o.insert("apiVersion".to_owned(), json!(keys::APPS_V1BETA1));
-    }
     let snapshot = annotation(src, CRR_SYNC_CONTAINER_STATUSES_ANNOTATION)
         .and_then(|raw| serde_json::from_str::<Value>(raw).ok())
         .filter(Value::is_array);
@@ -91,11 +88,8 @@ pub fn to_v1beta1(src: &Value) -> Value {
 }
 
 /// Plain v1beta1 → v1alpha1: status fields demoted to annotations.
-pub fn to_v1alpha1(src: &Value) -> Value {
+fn map_to_v1alpha1(src: &Value) -> Value {
     let mut out = src.clone();
-    if let Some(o) = out.as_object_mut() {
-        o.insert("apiVersion".to_owned(), json!(keys::APPS_V1ALPHA1));
-    }
     let mut snapshot = None;
     let mut unready = None;
     let mut drop_status = false;

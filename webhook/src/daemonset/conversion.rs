@@ -21,8 +21,8 @@ const OWNED: &[Owned] = &[
 pub const SCHEME: Scheme = Scheme {
     group_prefix: keys::APPS_GROUP_PREFIX,
     versions: [keys::VERSION_V1ALPHA1, keys::VERSION_V1BETA1],
-    forward: to_v1beta1,
-    backward: to_v1alpha1,
+    forward: map_to_v1beta1,
+    backward: map_to_v1alpha1,
     owned: OWNED,
 };
 
@@ -40,21 +40,15 @@ fn rename_status(out: &mut Value, from: &str, to: &str) {
 }
 
 /// Plain v1alpha1 → v1beta1.
-pub fn to_v1beta1(src: &Value) -> Value {
+fn map_to_v1beta1(src: &Value) -> Value {
     let mut out = src.clone();
-    if let Some(o) = out.as_object_mut() {
-        o.insert("apiVersion".to_owned(), json!(keys::APPS_V1BETA1));
-    }
     rename_status(&mut out, "daemonSetHash", "updateRevision");
     out
 }
 
 /// Plain v1beta1 → v1alpha1.
-pub fn to_v1alpha1(src: &Value) -> Value {
+fn map_to_v1alpha1(src: &Value) -> Value {
     let mut out = src.clone();
-    if let Some(o) = out.as_object_mut() {
-        o.insert("apiVersion".to_owned(), json!(keys::APPS_V1ALPHA1));
-    }
     rename_status(&mut out, "updateRevision", "daemonSetHash");
     let desired = src
         .pointer("/status/desiredNumberScheduled")

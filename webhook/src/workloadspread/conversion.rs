@@ -35,8 +35,8 @@ const OWNED: &[Owned] = &[
 pub const SCHEME: Scheme = Scheme {
     group_prefix: keys::APPS_GROUP_PREFIX,
     versions: [keys::VERSION_V1ALPHA1, keys::VERSION_V1BETA1],
-    forward: to_v1beta1,
-    backward: to_v1alpha1,
+    forward: map_to_v1beta1,
+    backward: map_to_v1alpha1,
     owned: OWNED,
 };
 
@@ -54,24 +54,17 @@ enum To {
 }
 
 /// Plain v1alpha1 → v1beta1 mapping.
-pub fn to_v1beta1(src: &Value) -> Value {
+fn map_to_v1beta1(src: &Value) -> Value {
     map(src, To::Beta)
 }
 
 /// Plain v1beta1 → v1alpha1 mapping.
-pub fn to_v1alpha1(src: &Value) -> Value {
+fn map_to_v1alpha1(src: &Value) -> Value {
     map(src, To::Alpha)
 }
 
 fn map(src: &Value, to: To) -> Value {
     let mut out = src.clone();
-    let api_version = match to {
-        To::Alpha => keys::APPS_V1ALPHA1,
-        To::Beta => keys::APPS_V1BETA1,
-    };
-    if let Some(o) = out.as_object_mut() {
-        o.insert("apiVersion".to_owned(), json!(api_version));
-    }
     if let Some(Value::Array(subsets)) = out.pointer_mut("/spec/subsets") {
         for subset in subsets.iter_mut().filter_map(Value::as_object_mut) {
             rename_subset_fields(subset, to);
