@@ -110,36 +110,20 @@ pub fn set<C: Condition>(conditions: &mut Vec<C>, mut new: C) -> bool {
     true
 }
 
-/// A text field that is a plain string in some types and optional in others.
-pub(crate) trait Text {
-    fn text(&self) -> Option<&str>;
+/// A field that is required in some condition types and optional in others (`reason` and
+/// `message` as `String` or `Option<String>`, `lastTransitionTime` as `Time` or `Option<Time>`).
+pub(crate) trait Field<T> {
+    fn field(&self) -> Option<&T>;
 }
 
-impl Text for String {
-    fn text(&self) -> Option<&str> {
+impl<T> Field<T> for T {
+    fn field(&self) -> Option<&T> {
         Some(self)
     }
 }
 
-impl Text for Option<String> {
-    fn text(&self) -> Option<&str> {
-        self.as_deref()
-    }
-}
-
-/// A time field that is required in `metav1.Condition` and optional elsewhere.
-pub(crate) trait TimeField {
-    fn time(&self) -> Option<&Time>;
-}
-
-impl TimeField for Time {
-    fn time(&self) -> Option<&Time> {
-        Some(self)
-    }
-}
-
-impl TimeField for Option<Time> {
-    fn time(&self) -> Option<&Time> {
+impl<T> Field<T> for Option<T> {
+    fn field(&self) -> Option<&T> {
         self.as_ref()
     }
 }
@@ -154,7 +138,7 @@ macro_rules! impl_condition {
         $crate::condition::impl_condition!(@impl $ty, $kind, $rules, message $(, $update)?);
     };
     (@message $c:ident, message) => {
-        $crate::condition::Text::text(&$c.message)
+        $crate::condition::Field::<String>::field(&$c.message).map(String::as_str)
     };
     (@message $c:ident, no_message) => {
         None
@@ -170,16 +154,17 @@ macro_rules! impl_condition {
                 &self.status
             }
             fn reason(&self) -> Option<&str> {
-                $crate::condition::Text::text(&self.reason)
+                $crate::condition::Field::<String>::field(&self.reason).map(String::as_str)
             }
             fn message(&self) -> Option<&str> {
                 $crate::condition::impl_condition!(@message self, $message)
             }
             fn last_transition_time(&self) -> Option<&$crate::condition::Time> {
-                $crate::condition::TimeField::time(&self.last_transition_time)
+                let t = &self.last_transition_time;
+                $crate::condition::Field::<$crate::condition::Time>::field(t)
             }
             $(fn last_update_time(&self) -> Option<&$crate::condition::Time> {
-                $crate::condition::TimeField::time(&self.$update)
+                $crate::condition::Field::<$crate::condition::Time>::field(&self.$update)
             })?
             fn keep_transition_of(&mut self, old: &Self) {
                 self.last_transition_time = old.last_transition_time.clone();

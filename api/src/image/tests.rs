@@ -48,42 +48,26 @@ fn docker_defaults_and_parts() {
     }
 }
 
+/// `image → familiar name @ tag-or-digest = full form`, one line per case.
 #[test]
 fn familiar_names_full_names_and_tags() {
     let cases = [
-        ("nginx", "nginx", "docker.io/library/nginx:latest", "latest"),
-        (
-            "docker.io/library/nginx:1",
-            "nginx",
-            "docker.io/library/nginx:1",
-            "1",
-        ),
-        ("docker.io/foo/bar:2", "foo/bar", "docker.io/foo/bar:2", "2"),
-        (
-            "library/a/b",
-            "library/a/b",
-            "docker.io/library/a/b:latest",
-            "latest",
-        ),
-        ("localhost/x:2", "localhost/x", "localhost/x:2", "2"),
-        (
-            "reg:5000/a@sha256:abc",
-            "reg:5000/a",
-            "reg:5000/a@sha256:abc",
-            "sha256:abc",
-        ),
-        (
-            "reg/a:1@sha256:abc",
-            "reg/a",
-            "docker.io/reg/a:1@sha256:abc",
-            "sha256:abc",
-        ),
+        "nginx → nginx @ latest = docker.io/library/nginx:latest",
+        "docker.io/library/nginx:1 → nginx @ 1 = docker.io/library/nginx:1",
+        "docker.io/foo/bar:2 → foo/bar @ 2 = docker.io/foo/bar:2",
+        "library/a/b → library/a/b @ latest = docker.io/library/a/b:latest",
+        "localhost/x:2 → localhost/x @ 2 = localhost/x:2",
+        "reg:5000/a@sha256:abc → reg:5000/a @ sha256:abc = reg:5000/a@sha256:abc",
+        "reg/a:1@sha256:abc → reg/a @ sha256:abc = docker.io/reg/a:1@sha256:abc",
     ];
-    for (image, familiar, full, tag) in cases {
+    for case in cases {
+        let (image, rest) = case.split_once(" → ").expect("case");
+        let (familiar, rest) = rest.split_once(" @ ").expect("case");
+        let (tag, full) = rest.split_once(" = ").expect("case");
         let r = ImageReference::parse(image, Syntax::Loose).expect(image);
         assert_eq!(r.familiar_name(), familiar, "{image}");
-        assert_eq!(r.to_string(), full, "{image}");
         assert_eq!(r.tag_or_digest(), tag, "{image}");
+        assert_eq!(r.to_string(), full, "{image}");
     }
 }
 

@@ -116,12 +116,7 @@ fn remove_annotation(obj: &mut Value, key: &str) {
     }
 }
 
-/// Plain v1alpha1 → v1beta1, apiVersion set (no record; [`convert`] keeps one).
-pub fn to_v1beta1(src: &Value) -> Value {
-    SCHEME.plain_forward(src)
-}
-
-/// Plain v1beta1 → v1alpha1, apiVersion set (no record).
+/// Plain v1beta1 → v1alpha1, apiVersion set (no record; [`convert`] keeps one).
 pub fn to_v1alpha1(src: &Value) -> Value {
     SCHEME.plain_backward(src)
 }

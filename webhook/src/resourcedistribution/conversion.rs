@@ -65,11 +65,6 @@ pub fn to_v1beta1(src: &Value) -> Value {
     SCHEME.plain_forward(src)
 }
 
-/// Plain v1beta1 → v1alpha1, apiVersion set (no record).
-pub fn to_v1alpha1(src: &Value) -> Value {
-    SCHEME.plain_backward(src)
-}
-
 /// Plain v1alpha1 → v1beta1.
 fn map_to_v1beta1(src: &Value) -> Value {
     mapped(

@@ -31,16 +31,6 @@ pub fn convert(obj: &Value, desired: &str) -> Result<Value, String> {
     SCHEME.convert(obj, desired)
 }
 
-/// Plain v1alpha1 → v1beta1, apiVersion set (no record; [`convert`] keeps one).
-pub fn to_v1beta1(src: &Value) -> Value {
-    SCHEME.plain_forward(src)
-}
-
-/// Plain v1beta1 → v1alpha1, apiVersion set (no record).
-pub fn to_v1alpha1(src: &Value) -> Value {
-    SCHEME.plain_backward(src)
-}
-
 /// Plain v1alpha1 → v1beta1.
 fn map_to_v1beta1(src: &Value) -> Value {
     let mut out = src.clone();
