@@ -55,13 +55,7 @@ const OWNED: &[Owned] = &[
 ];
 
 /// CloneSet v1alpha1 ⇄ v1beta1.
-pub const SCHEME: Scheme = Scheme {
-    group_prefix: keys::APPS_GROUP_PREFIX,
-    versions: [keys::VERSION_V1ALPHA1, keys::VERSION_V1BETA1],
-    forward: map_to_v1beta1,
-    backward: map_to_v1alpha1,
-    owned: OWNED,
-};
+pub const SCHEME: Scheme = Scheme::apps(map_to_v1beta1, map_to_v1alpha1, OWNED);
 
 /// Converts one CloneSet to `desired` (`v1alpha1` or `v1beta1`, with or without the group).
 pub fn convert(obj: &Value, desired: &str) -> Result<Value, String> {

@@ -42,6 +42,31 @@ pub struct Scheme {
 const RECORD: &str = keys::CLONESET_CONVERSION_ANNOTATION;
 
 impl Scheme {
+    /// An apps.kruise.io kind served as v1alpha1 and v1beta1.
+    pub const fn apps(forward: Mapping, backward: Mapping, owned: &'static [Owned]) -> Self {
+        Self::alpha_beta(keys::APPS_GROUP_PREFIX, forward, backward, owned)
+    }
+
+    /// A policy.kruise.io kind served as v1alpha1 and v1beta1.
+    pub const fn policy(forward: Mapping, backward: Mapping, owned: &'static [Owned]) -> Self {
+        Self::alpha_beta(keys::POLICY_GROUP_PREFIX, forward, backward, owned)
+    }
+
+    const fn alpha_beta(
+        group_prefix: &'static str,
+        forward: Mapping,
+        backward: Mapping,
+        owned: &'static [Owned],
+    ) -> Self {
+        Self {
+            group_prefix,
+            versions: [keys::VERSION_V1ALPHA1, keys::VERSION_V1BETA1],
+            forward,
+            backward,
+            owned,
+        }
+    }
+
     /// Converts `obj` to `desired` (`version` or `group/version`).
     pub fn convert(&self, obj: &Value, desired: &str) -> Result<Value, String> {
         let desired = desired.strip_prefix(self.group_prefix).unwrap_or(desired);

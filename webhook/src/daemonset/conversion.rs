@@ -7,7 +7,6 @@
 use serde_json::{Value, json};
 
 use crate::conversion::scheme::{Owned, Scheme};
-use kruise_api::keys;
 
 const OWNED: &[Owned] = &[
     Owned::Value(&["spec", "updateStrategy", "rollingUpdate", "partition"]),
@@ -18,13 +17,7 @@ const OWNED: &[Owned] = &[
 ];
 
 /// DaemonSet v1alpha1 ⇄ v1beta1.
-pub const SCHEME: Scheme = Scheme {
-    group_prefix: keys::APPS_GROUP_PREFIX,
-    versions: [keys::VERSION_V1ALPHA1, keys::VERSION_V1BETA1],
-    forward: map_to_v1beta1,
-    backward: map_to_v1alpha1,
-    owned: OWNED,
-};
+pub const SCHEME: Scheme = Scheme::apps(map_to_v1beta1, map_to_v1alpha1, OWNED);
 
 /// Converts one DaemonSet to `desired`.
 pub fn convert(obj: &Value, desired: &str) -> Result<Value, String> {

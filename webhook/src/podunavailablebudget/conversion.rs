@@ -38,13 +38,7 @@ const OWNED: &[Owned] = &[
 ];
 
 /// PodUnavailableBudget v1alpha1 ⇄ v1beta1.
-pub const SCHEME: Scheme = Scheme {
-    group_prefix: keys::POLICY_GROUP_PREFIX,
-    versions: [keys::VERSION_V1ALPHA1, keys::VERSION_V1BETA1],
-    forward: map_to_v1beta1,
-    backward: map_to_v1alpha1,
-    owned: OWNED,
-};
+pub const SCHEME: Scheme = Scheme::policy(map_to_v1beta1, map_to_v1alpha1, OWNED);
 
 /// Converts one PodUnavailableBudget to `desired`; a v1alpha1 object whose annotations do not
 /// parse cannot become v1beta1 (upstream's `ConvertTo` fails the same way).

@@ -6,7 +6,7 @@
 use serde_json::{Value, json};
 
 use crate::conversion::scheme::{Owned, Scheme, get_at, set_label};
-use kruise_api::keys::{self, SIDECARSET_CUSTOM_VERSION_LABEL};
+use kruise_api::keys::SIDECARSET_CUSTOM_VERSION_LABEL;
 use kruise_api::sidecarset::namespace_as_selector;
 
 const OWNED: &[Owned] = &[
@@ -18,13 +18,7 @@ const OWNED: &[Owned] = &[
 ];
 
 /// SidecarSet v1alpha1 ⇄ v1beta1.
-pub const SCHEME: Scheme = Scheme {
-    group_prefix: keys::APPS_GROUP_PREFIX,
-    versions: [keys::VERSION_V1ALPHA1, keys::VERSION_V1BETA1],
-    forward: map_to_v1beta1,
-    backward: map_to_v1alpha1,
-    owned: OWNED,
-};
+pub const SCHEME: Scheme = Scheme::apps(map_to_v1beta1, map_to_v1alpha1, OWNED);
 
 /// Converts one SidecarSet to `desired`.
 pub fn convert(obj: &Value, desired: &str) -> Result<Value, String> {

@@ -9,7 +9,6 @@
 use serde_json::Value;
 
 use crate::conversion::scheme::{Owned, Scheme};
-use kruise_api::keys;
 
 /// `spec` fields only v1beta1 has.
 const BETA_ONLY_SPEC: &[&str] = &[
@@ -44,13 +43,7 @@ const OWNED: &[Owned] = &[
 ];
 
 /// StatefulSet v1alpha1 ⇄ v1beta1.
-pub const SCHEME: Scheme = Scheme {
-    group_prefix: keys::APPS_GROUP_PREFIX,
-    versions: [keys::VERSION_V1ALPHA1, keys::VERSION_V1BETA1],
-    forward: map_to_v1beta1,
-    backward: map_to_v1alpha1,
-    owned: OWNED,
-};
+pub const SCHEME: Scheme = Scheme::apps(map_to_v1beta1, map_to_v1alpha1, OWNED);
 
 /// Converts one Advanced StatefulSet to `desired`.
 pub fn convert(obj: &Value, desired: &str) -> Result<Value, String> {
@@ -78,6 +71,7 @@ fn map_to_v1alpha1(src: &Value) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kruise_api::keys;
     use proptest::prelude::*;
     use serde_json::json;
 

@@ -22,7 +22,6 @@
 use serde_json::{Map, Value, json};
 
 use crate::conversion::scheme::{Owned, Scheme};
-use kruise_api::keys;
 
 /// Everything the two mappings read or write.
 const OWNED: &[Owned] = &[
@@ -35,13 +34,7 @@ const OWNED: &[Owned] = &[
 ];
 
 /// UnitedDeployment v1alpha1 ⇄ v1beta1.
-pub const SCHEME: Scheme = Scheme {
-    group_prefix: keys::APPS_GROUP_PREFIX,
-    versions: [keys::VERSION_V1ALPHA1, keys::VERSION_V1BETA1],
-    forward: map_to_v1beta1,
-    backward: map_to_v1alpha1,
-    owned: OWNED,
-};
+pub const SCHEME: Scheme = Scheme::apps(map_to_v1beta1, map_to_v1alpha1, OWNED);
 
 /// Converts one UnitedDeployment to `desired` (`v1alpha1` or `v1beta1`, with or without the
 /// group).
