@@ -16,6 +16,8 @@
 //! - [`crds`]: every CustomResourceDefinition, versions merged (used by the `crdgen` binary).
 //! - [`hash`]: the Go-compatible env-from-metadata hash of `runtime-containers-meta`, computed
 //!   by the daemon and compared by the manager.
+//! - [`condition`]: get, set and remove over any kind's conditions, with upstream's rules.
+//! - [`image`]: image references (registry, repository, tag, digest) with Docker's defaults.
 //! - [`pod`]: Pod conditions and readiness gates.
 //! - [`revision`]: which revision a pod's labels name.
 //! - [`selector`]: label selector validation and matching.
@@ -27,11 +29,13 @@
 
 pub mod apps;
 pub mod appspub;
+pub mod condition;
 pub mod crds;
 pub mod cron;
 pub mod error;
 pub mod features;
 pub mod hash;
+pub mod image;
 pub mod keys;
 pub mod pod;
 pub mod policy;

@@ -9,12 +9,7 @@ use crate::keys::k8s;
 
 /// The pod's condition of `type_`, if reported (upstream `GetPodCondition`).
 pub fn condition<'a>(pod: &'a Pod, type_: &str) -> Option<&'a PodCondition> {
-    pod.status
-        .as_ref()?
-        .conditions
-        .as_ref()?
-        .iter()
-        .find(|c| c.type_ == type_)
+    crate::condition::get(pod.status.as_ref()?.conditions.as_deref()?, type_)
 }
 
 /// Whether the condition of `type_` is reported and True.
@@ -58,14 +53,7 @@ pub fn set_condition(pod: &mut Pod, new: PodCondition) {
         .get_or_insert_with(Default::default)
         .conditions
         .get_or_insert_with(Vec::new);
-    match conditions.iter_mut().find(|c| c.type_ == new.type_) {
-        Some(c) if c.status == new.status => {
-            c.reason = new.reason;
-            c.message = new.message;
-        }
-        Some(c) => *c = new,
-        None => conditions.push(new),
-    }
+    crate::condition::set(conditions, new);
 }
 
 #[cfg(test)]

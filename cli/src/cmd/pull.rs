@@ -3,29 +3,21 @@
 use crate::cli::PullArgs;
 use crate::ctx::Ctx;
 use crate::error::{CliError, Result, exit, kube_err};
-use crate::view::normalize_image;
 use crate::watch::Cache;
 use futures::StreamExt;
 use indicatif::{ProgressBar, ProgressStyle};
+use kruise_api::image::ImageReference;
 use kube::api::{DynamicObject, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
 
-/// Splits `repo[:tag][@digest]` into (repo, tag); the tag defaults to latest.
+/// Splits `repo[:tag][@digest]` into (repo, tag) as NodeImage keys them (the familiar name;
+/// the digest, else the tag, else latest).
 pub fn split_image(image: &str) -> (String, String) {
-    if let Some((repo, digest)) = image.split_once('@') {
-        return (repo.to_string(), digest.to_string());
-    }
-    let slash = image.rfind('/').map(|p| p + 1).unwrap_or(0);
-    match image[slash..].rfind(':') {
-        Some(c) => (
-            image[..slash + c].to_string(),
-            image[slash + c + 1..].to_string(),
-        ),
-        None => (image.to_string(), "latest".to_string()),
-    }
+    let r = ImageReference::split(image);
+    (r.familiar_name(), r.tag_or_digest().to_owned())
 }
 
 /// A DNS-safe name prefix derived from the image.
@@ -74,15 +66,17 @@ pub fn job_body(args: &PullArgs, api_version: &str) -> std::result::Result<Value
 
 /// Phase and progress of the image on one node, from its NodeImage.
 pub fn node_progress(node_image: &Value, image: &str) -> Option<(String, i64)> {
-    let (repo, tag) = split_image(image);
-    let (norm_repo, _) = split_image(&normalize_image(image));
+    let r = ImageReference::split(image);
+    let tag = r.tag_or_digest();
     let statuses = node_image.get("status")?.get("imageStatuses")?;
-    let entry = statuses.get(&repo).or_else(|| statuses.get(&norm_repo))?;
+    let entry = statuses
+        .get(r.familiar_name())
+        .or_else(|| statuses.get(r.name()))?;
     let t = entry
         .get("tags")?
         .as_array()?
         .iter()
-        .find(|t| t["tag"].as_str() == Some(tag.as_str()))?;
+        .find(|t| t["tag"].as_str() == Some(tag))?;
     Some((
         t["phase"].as_str().unwrap_or("Waiting").to_string(),
         t["progress"].as_i64().unwrap_or(0),
@@ -110,13 +104,49 @@ pub async fn run(ctx: &Ctx, args: &PullArgs) -> Result<i32> {
         .await
         .ok()
         .map(|(api, _)| api);
+    let mut events = watch_events(jobs, node_images, &name);
+    let mut follow = Follow::new();
+    let deadline = tokio::time::Instant::now() + args.timeout;
+    loop {
+        let next = tokio::time::timeout_at(deadline, events.next())
+            .await
+            .map_err(|_| follow.timed_out(&name, args))?;
+        match next {
+            None => return Err(CliError::Api("the watch ended unexpectedly".into())),
+            Some(Err(e)) if crate::watch::expired(&e) => continue,
+            Some(Err(e)) => {
+                tracing::warn!(error = %e, "watch error, retrying");
+                continue;
+            }
+            Some(Ok((true, ev))) => {
+                follow.jobs.apply(ev);
+            }
+            Some(Ok((false, ev))) => {
+                follow.node_images.apply(ev);
+            }
+        }
+        if let Some(done) = follow.step(&name, &args.image) {
+            return done;
+        }
+    }
+}
+
+/// One watch event: `true` for the job, `false` for a NodeImage.
+type Event = std::result::Result<(bool, watcher::Event<DynamicObject>), watcher::Error>;
+
+/// The job's events (by name) merged with every NodeImage's, when those can be read.
+fn watch_events(
+    jobs: kube::Api<DynamicObject>,
+    node_images: Option<kube::Api<DynamicObject>>,
+    name: &str,
+) -> futures::stream::BoxStream<'static, Event> {
     let job_stream = watcher(
-        jobs.clone(),
+        jobs,
         watcher::Config::default().fields(&format!("metadata.name={name}")),
     )
     .default_backoff()
     .map(|r| r.map(|e| (true, e)));
-    let mut merged = match node_images {
+    match node_images {
         Some(api) => futures::stream::select(
             job_stream.boxed(),
             watcher(api, watcher::Config::default())
@@ -126,81 +156,76 @@ pub async fn run(ctx: &Ctx, args: &PullArgs) -> Result<i32> {
         )
         .boxed(),
         None => job_stream.boxed(),
-    };
-    let tty = std::io::stdout().is_terminal() && !crate::no_color_env();
-    let bar = tty.then(|| {
-        let b = ProgressBar::new(0);
-        b.set_style(
-            ProgressStyle::with_template("{prefix} [{bar:40.cyan/blue}] {pos}/{len} nodes {msg}")
+    }
+}
+
+/// What following a job has seen and printed so far.
+struct Follow {
+    jobs: Cache<DynamicObject>,
+    node_images: Cache<DynamicObject>,
+    bar: Option<ProgressBar>,
+    last_line: String,
+    last_nodes: BTreeMap<String, (String, i64)>,
+}
+
+impl Follow {
+    fn new() -> Self {
+        let tty = std::io::stdout().is_terminal() && !crate::no_color_env();
+        let bar = tty.then(|| {
+            let b = ProgressBar::new(0);
+            b.set_style(
+                ProgressStyle::with_template(
+                    "{prefix} [{bar:40.cyan/blue}] {pos}/{len} nodes {msg}",
+                )
                 .unwrap_or_else(|_| ProgressStyle::default_bar()),
-        );
-        b.set_prefix("pulled");
-        b
-    });
-    let mut job_cache: Cache<DynamicObject> = Cache::default();
-    let mut ni_cache: Cache<DynamicObject> = Cache::default();
-    let mut last_line = String::new();
-    let mut last_nodes: BTreeMap<String, (String, i64)> = BTreeMap::new();
-    let deadline = tokio::time::Instant::now() + args.timeout;
-    loop {
-        let next = tokio::time::timeout_at(deadline, merged.next())
-            .await
-            .map_err(|_| {
-                let hint = if last_line.starts_with("desired 0,") {
-                    " (no status yet: is the kruise-manager ImagePullJob controller running?)"
-                } else {
-                    ""
-                };
-                CliError::Timeout(format!(
-                    "imagepulljob/{name} not finished after {}s{hint}",
-                    args.timeout.as_secs()
-                ))
-            })?;
-        match next {
-            None => return Err(CliError::Api("the watch ended unexpectedly".into())),
-            Some(Err(e)) if crate::watch::expired(&e) => continue,
-            Some(Err(e)) => {
-                tracing::warn!(error = %e, "watch error, retrying");
-                continue;
-            }
-            Some(Ok((true, ev))) => {
-                job_cache.apply(ev);
-            }
-            Some(Ok((false, ev))) => {
-                ni_cache.apply(ev);
-            }
+            );
+            b.set_prefix("pulled");
+            b
+        });
+        Self {
+            jobs: Cache::default(),
+            node_images: Cache::default(),
+            bar,
+            last_line: String::new(),
+            last_nodes: BTreeMap::new(),
         }
-        let Some(job) = job_cache
-            .items
-            .get(&name)
-            .and_then(|o| serde_json::to_value(o).ok())
-        else {
-            continue;
+    }
+
+    fn timed_out(&self, name: &str, args: &PullArgs) -> CliError {
+        let hint = if self.last_line.starts_with("desired 0,") {
+            " (no status yet: is the kruise-manager ImagePullJob controller running?)"
+        } else {
+            ""
         };
+        CliError::Timeout(format!(
+            "imagepulljob/{name} not finished after {}s{hint}",
+            args.timeout.as_secs()
+        ))
+    }
+
+    fn println(&self, line: String) {
+        match &self.bar {
+            Some(b) => b.println(line),
+            None => println!("{line}"),
+        }
+    }
+
+    /// Prints what changed since the last event; the command's result once the job finished.
+    fn step(&mut self, name: &str, image: &str) -> Option<Result<i32>> {
+        let job = self
+            .jobs
+            .items
+            .get(name)
+            .and_then(|o| serde_json::to_value(o).ok())?;
         let st = job.get("status").cloned().unwrap_or(Value::Null);
         let n = |k: &str| st[k].as_i64().unwrap_or(0);
         let (desired, active, succeeded, failed) =
             (n("desired"), n("active"), n("succeeded"), n("failed"));
-        // Per-node lines for nodes that have the image in their NodeImage spec.
-        for (node, ni) in &ni_cache.items {
-            let Ok(v) = serde_json::to_value(ni) else {
-                continue;
-            };
-            if let Some(p) = node_progress(&v, &args.image)
-                && last_nodes.get(node) != Some(&p)
-            {
-                let line = format!("  node {node}: {} {}%", p.0, p.1);
-                match &bar {
-                    Some(b) => b.println(line),
-                    None => println!("{line}"),
-                }
-                last_nodes.insert(node.clone(), p);
-            }
-        }
+        self.print_nodes(image);
         let line =
             format!("desired {desired}, active {active}, succeeded {succeeded}, failed {failed}");
-        if line != last_line {
-            match &bar {
+        if line != self.last_line {
+            match &self.bar {
                 Some(b) => {
                     b.set_length(desired.max(0) as u64);
                     b.set_position((succeeded + failed).max(0) as u64);
@@ -208,29 +233,46 @@ pub async fn run(ctx: &Ctx, args: &PullArgs) -> Result<i32> {
                 }
                 None => println!("imagepulljob/{name}: {line}"),
             }
-            last_line = line;
+            self.last_line = line;
         }
-        if st.get("completionTime").is_some_and(|t| !t.is_null()) {
-            if let Some(b) = &bar {
-                b.finish();
+        if st.get("completionTime").is_none_or(Value::is_null) {
+            return None;
+        }
+        if let Some(b) = &self.bar {
+            b.finish();
+        }
+        if failed > 0 {
+            let nodes: Vec<&str> = st["failedNodes"]
+                .as_array()
+                .map(|a| a.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            let msg = st["message"].as_str().unwrap_or_default();
+            return Some(Err(CliError::Failed(format!(
+                "imagepulljob/{name}: {failed} of {desired} nodes failed ({}) {msg}",
+                nodes.join(",")
+            ))));
+        }
+        let nodes = if succeeded == 1 { "node" } else { "nodes" };
+        println!("imagepulljob/{name}: {image} pulled on {succeeded} {nodes}");
+        Some(Ok(exit::OK))
+    }
+
+    /// Per-node lines for nodes that have the image in their NodeImage spec, when they change.
+    fn print_nodes(&mut self, image: &str) {
+        let mut changed = Vec::new();
+        for (node, ni) in &self.node_images.items {
+            let Ok(v) = serde_json::to_value(ni) else {
+                continue;
+            };
+            if let Some(p) = node_progress(&v, image)
+                && self.last_nodes.get(node) != Some(&p)
+            {
+                changed.push((node.clone(), p));
             }
-            if failed > 0 {
-                let nodes: Vec<&str> = st["failedNodes"]
-                    .as_array()
-                    .map(|a| a.iter().filter_map(Value::as_str).collect())
-                    .unwrap_or_default();
-                let msg = st["message"].as_str().unwrap_or_default();
-                return Err(CliError::Failed(format!(
-                    "imagepulljob/{name}: {failed} of {desired} nodes failed ({}) {msg}",
-                    nodes.join(",")
-                )));
-            }
-            let nodes = if succeeded == 1 { "node" } else { "nodes" };
-            println!(
-                "imagepulljob/{name}: {} pulled on {succeeded} {nodes}",
-                args.image
-            );
-            return Ok(exit::OK);
+        }
+        for (node, p) in changed {
+            self.println(format!("  node {node}: {} {}%", p.0, p.1));
+            self.last_nodes.insert(node, p);
         }
     }
 }

@@ -568,27 +568,7 @@ impl PodView {
 
 /// Canonical form of an image reference so `nginx:1` and `docker.io/library/nginx:1` compare equal.
 pub fn normalize_image(image: &str) -> String {
-    let (name, suffix) = match image.find('@') {
-        Some(at) => (&image[..at], &image[at..]),
-        None => {
-            let last_slash = image.rfind('/').map(|p| p + 1).unwrap_or(0);
-            match image[last_slash..].rfind(':') {
-                Some(c) => (&image[..last_slash + c], &image[last_slash + c..]),
-                None => (image, ":latest"),
-            }
-        }
-    };
-    let first = name.split('/').next().unwrap_or_default();
-    let has_registry =
-        name.contains('/') && (first.contains('.') || first.contains(':') || first == "localhost");
-    let full = if has_registry {
-        name.to_string()
-    } else if name.contains('/') {
-        format!("docker.io/{name}")
-    } else {
-        format!("docker.io/library/{name}")
-    };
-    format!("{full}{suffix}")
+    kruise_api::image::ImageReference::split(image).to_string()
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, Time};
 use kruise_api::apps::v1beta1::{CloneSet, CloneSetCondition, CloneSetStatus};
+use kruise_api::condition;
 use kruise_api::keys::{self, k8s};
 use kruise_api::selector;
 use serde_json::Value;
@@ -54,26 +55,16 @@ pub fn calculate_counts(
 }
 
 pub fn get_condition<'a>(status: &'a CloneSetStatus, type_: &str) -> Option<&'a CloneSetCondition> {
-    status.conditions.iter().find(|c| c.type_ == type_)
+    condition::get(&status.conditions, type_)
 }
 
-/// Set a condition; keeps the transition time when the status does not change, and does nothing
-/// when status and reason are unchanged (upstream semantics).
-pub fn set_condition(status: &mut CloneSetStatus, mut cond: CloneSetCondition) {
-    if let Some(cur) = get_condition(status, &cond.type_) {
-        if cur.status == cond.status && cur.reason == cond.reason && cur.message == cond.message {
-            return;
-        }
-        if cur.status == cond.status {
-            cond.last_transition_time = cur.last_transition_time.clone();
-        }
-    }
-    status.conditions.retain(|c| c.type_ != cond.type_);
-    status.conditions.push(cond);
+/// Set a condition by upstream's rules ([`condition::set`]).
+pub fn set_condition(status: &mut CloneSetStatus, cond: CloneSetCondition) {
+    condition::set(&mut status.conditions, cond);
 }
 
 pub fn remove_condition(status: &mut CloneSetStatus, type_: &str) {
-    status.conditions.retain(|c| c.type_ != type_);
+    condition::remove(&mut status.conditions, type_);
 }
 
 pub fn new_condition(

@@ -259,12 +259,7 @@ fn set_condition(
         reason: Some(reason.to_owned()),
         message: Some(message.to_owned()),
     };
-    match conds.iter_mut().find(|c| c.type_ == type_) {
-        Some(c) if c.reason == new.reason && c.message == new.message && c.status == new.status => {
-        }
-        Some(c) => *c = new,
-        None => conds.push(new),
-    }
+    kruise_api::condition::set(conds, new);
 }
 
 fn count(states: &[PodState], want: PodState) -> i32 {

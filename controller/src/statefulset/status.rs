@@ -7,6 +7,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kruise_api::apps::v1beta1::{
     StatefulSet, StatefulSetCondition, StatefulSetStatus, StatefulSetUpdateStrategyType,
 };
+use kruise_api::condition;
 use kruise_api::keys::k8s;
 use serde_json::Value;
 
@@ -72,22 +73,13 @@ pub fn count(
 
 /// Sets (or replaces) the condition of `cond.type_`, keeping the transition time when the
 /// status did not change (upstream `SetStatefulsetCondition`).
-pub fn set_condition(status: &mut StatefulSetStatus, mut cond: StatefulSetCondition) {
-    if let Some(old) = status.conditions.iter().find(|c| c.type_ == cond.type_) {
-        if old.status == cond.status && old.reason == cond.reason && old.message == cond.message {
-            return;
-        }
-        if old.status == cond.status {
-            cond.last_transition_time = old.last_transition_time.clone();
-        }
-    }
-    status.conditions.retain(|c| c.type_ != cond.type_);
-    status.conditions.push(cond);
+pub fn set_condition(status: &mut StatefulSetStatus, cond: StatefulSetCondition) {
+    condition::set(&mut status.conditions, cond);
 }
 
 /// Drops the condition of `type_`.
 pub fn remove_condition(status: &mut StatefulSetStatus, type_: &str) {
-    status.conditions.retain(|c| c.type_ != type_);
+    condition::remove(&mut status.conditions, type_);
 }
 
 pub fn condition(type_: &str, reason: &str, message: &str, now: Timestamp) -> StatefulSetCondition {

@@ -14,6 +14,7 @@ use kruise_api::apps::v1alpha1::{
     UD_SUBSET_CONDITION_SCHEDULABLE, UD_SUBSET_REASON_RECOVER, UD_SUBSET_REASON_RESCHEDULE,
     UnitedDeploymentScheduleStrategy, UnitedDeploymentSpec, UnitedDeploymentSubsetCondition,
 };
+use kruise_api::condition;
 use kruise_api::keys::k8s;
 
 use super::plan::{self, AllocError};
@@ -41,8 +42,9 @@ fn earliest(a: Option<Duration>, b: Duration) -> Option<Duration> {
     Some(a.map_or(b, |a| a.min(b)))
 }
 
-/// Upstream `SetCondition` of a subset: nothing changes when the status and reason are the
-/// same; otherwise the condition is rewritten with `now` as its transition time.
+/// Upstream `SetCondition` of a subset's `Schedulable`: nothing changes when the status and
+/// reason are the same; otherwise the condition is rewritten with `now` as its transition time
+/// ([`condition::set`]).
 pub fn set_condition(
     conditions: &mut Vec<UnitedDeploymentSubsetCondition>,
     status: &str,
@@ -50,26 +52,14 @@ pub fn set_condition(
     message: String,
     now: Timestamp,
 ) {
-    if let Some(c) = conditions
-        .iter_mut()
-        .find(|c| c.type_ == UD_SUBSET_CONDITION_SCHEDULABLE)
-    {
-        if c.status == status && c.reason == reason {
-            return;
-        }
-        c.status = status.to_owned();
-        c.reason = reason.to_owned();
-        c.message = message;
-        c.last_transition_time = Some(Time(now));
-        return;
-    }
-    conditions.push(UnitedDeploymentSubsetCondition {
+    let cond = UnitedDeploymentSubsetCondition {
         type_: UD_SUBSET_CONDITION_SCHEDULABLE.to_owned(),
         status: status.to_owned(),
         last_transition_time: Some(Time(now)),
         reason: reason.to_owned(),
         message,
-    });
+    };
+    condition::set(conditions, cond);
 }
 
 /// One existing subset under the default Adaptive strategy: a `Schedulable=False` mark holds

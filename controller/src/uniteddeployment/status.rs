@@ -10,6 +10,7 @@ use kruise_api::apps::v1alpha1::{
     UnitedDeploymentStatus, UnitedDeploymentSubsetCondition, UnitedDeploymentSubsetStatus,
     UpdateStatus,
 };
+use kruise_api::condition;
 
 use super::plan::Observed;
 use super::revisions::Revisions;
@@ -30,25 +31,7 @@ pub struct Outcome {
     pub reserved_pods: Option<BTreeMap<String, i32>>,
 }
 
-/// Upstream `SetUnitedDeploymentCondition`: nothing changes when a condition of the type has the
-/// same status and reason; the transition time is kept while the status stays.
-pub fn set_condition(
-    conditions: &mut Vec<UnitedDeploymentCondition>,
-    mut cond: UnitedDeploymentCondition,
-) {
-    if let Some(old) = conditions.iter().find(|c| c.type_ == cond.type_) {
-        if old.status == cond.status && old.reason == cond.reason {
-            return;
-        }
-        if old.status == cond.status {
-            cond.last_transition_time = old.last_transition_time.clone();
-        }
-    }
-    conditions.retain(|c| c.type_ != cond.type_);
-    conditions.push(cond);
-}
-
-fn condition(
+fn new_condition(
     type_: &str,
     status: bool,
     reason: &str,
@@ -84,42 +67,38 @@ fn set_conditions(
             ("UnitedDeploymentRevisionUpdating", "updating")
         };
         let msg = format!("{verb} to revision {}", revs.update);
-        set_condition(
+        condition::set(
             &mut st.conditions,
-            condition(UD_CONDITION_UPDATED, updated, reason, msg, now),
+            new_condition(UD_CONDITION_UPDATED, updated, reason, msg, now),
         );
     }
-    match &outcome.provision_error {
-        Some(e) => set_condition(
-            &mut st.conditions,
-            condition(
-                UD_CONDITION_SUBSET_PROVISIONED,
-                false,
-                "Error",
-                e.clone(),
-                now,
-            ),
-        ),
-        None if outcome.provisioned => set_condition(
-            &mut st.conditions,
-            condition(
-                UD_CONDITION_SUBSET_PROVISIONED,
-                true,
-                "",
-                String::new(),
-                now,
-            ),
-        ),
-        None => {}
+    let provisioned = match &outcome.provision_error {
+        Some(e) => Some(new_condition(
+            UD_CONDITION_SUBSET_PROVISIONED,
+            false,
+            "Error",
+            e.clone(),
+            now,
+        )),
+        None if outcome.provisioned => Some(new_condition(
+            UD_CONDITION_SUBSET_PROVISIONED,
+            true,
+            "",
+            String::new(),
+            now,
+        )),
+        None => None,
+    };
+    if let Some(c) = provisioned {
+        condition::set(&mut st.conditions, c);
     }
     let upd = match &outcome.update_error {
-        Some(e) => condition(UD_CONDITION_SUBSET_UPDATED, false, "Error", e.clone(), now),
-        None => condition(UD_CONDITION_SUBSET_UPDATED, true, "", String::new(), now),
+        Some(e) => new_condition(UD_CONDITION_SUBSET_UPDATED, false, "Error", e.clone(), now),
+        None => new_condition(UD_CONDITION_SUBSET_UPDATED, true, "", String::new(), now),
     };
-    set_condition(&mut st.conditions, upd);
+    condition::set(&mut st.conditions, upd);
     // No subset workload kind reports a failure (upstream's adapters all return none).
-    st.conditions
-        .retain(|c| c.type_ != UD_CONDITION_SUBSET_FAILURE);
+    condition::remove(&mut st.conditions, UD_CONDITION_SUBSET_FAILURE);
 }
 
 /// The next status of `ud`.

@@ -13,6 +13,7 @@ use kruise_api::apps::v1alpha1::{
     SCHEDULE_ADAPTIVE, SUBSET_SCHEDULABLE, WorkloadSpread, WorkloadSpreadSubsetCondition,
     WorkloadSpreadSubsetStatus,
 };
+use kruise_api::condition;
 use kruise_api::keys::{self, k8s};
 
 use crate::workload::podutil::{self, Pending};
@@ -51,30 +52,15 @@ pub fn pending_timeout(pod: &Pod, timeout: Duration, now: Timestamp) -> (bool, O
     }
 }
 
-fn condition(status: &str, now: Timestamp) -> WorkloadSpreadSubsetCondition {
+/// The subset's `Schedulable` condition; [`condition::set`] keeps a condition of the same
+/// status as it is (upstream `setWorkloadSpreadSubsetCondition`).
+fn schedulable(status: &str, now: Timestamp) -> WorkloadSpreadSubsetCondition {
     WorkloadSpreadSubsetCondition {
         type_: SUBSET_SCHEDULABLE.to_owned(),
         status: status.to_owned(),
         last_transition_time: Some(Time(now)),
         ..Default::default()
     }
-}
-
-/// Upstream `setWorkloadSpreadSubsetCondition`: a condition of the same status is kept as it
-/// is (its transition time too).
-fn set_condition(st: &mut WorkloadSpreadSubsetStatus, want: WorkloadSpreadSubsetCondition) {
-    if let Some(have) = st.conditions.iter_mut().find(|c| c.type_ == want.type_) {
-        if have.status != want.status || have.reason != want.reason {
-            let keep_time = have.status == want.status;
-            let time = have.last_transition_time.clone();
-            *have = want;
-            if keep_time {
-                have.last_transition_time = time;
-            }
-        }
-        return;
-    }
-    st.conditions.push(want);
 }
 
 /// Upstream `calculateWorkloadSpreadSubsetStatuses`' rescheduling part for the subset at
@@ -88,17 +74,17 @@ pub fn reschedule<'a>(
     pods: &[&'a Pod],
     now: Timestamp,
 ) -> Rescheduled<'a> {
-    st.conditions.retain(|c| c.type_ != SUBSET_SCHEDULABLE);
+    condition::remove(&mut st.conditions, SUBSET_SCHEDULABLE);
     let mut out = Rescheduled::default();
     let Some(critical) = critical_seconds(ws) else {
         return out;
     };
-    let old_cond = old.and_then(|o| o.conditions.iter().find(|c| c.type_ == SUBSET_SCHEDULABLE));
+    let old_cond = old.and_then(|o| condition::get(&o.conditions, SUBSET_SCHEDULABLE));
     if index + 1 == ws.spec.subsets.len() {
         if let Some(c) = old_cond {
             st.conditions.push(c.clone());
         }
-        set_condition(st, condition(k8s::CONDITION_TRUE, now));
+        condition::set(&mut st.conditions, schedulable(k8s::CONDITION_TRUE, now));
         return out;
     }
     let soonest = |r: Option<Duration>, d: Duration| Some(r.map_or(d, |r: Duration| r.min(d)));
@@ -116,18 +102,18 @@ pub fn reschedule<'a>(
         } else {
             k8s::CONDITION_TRUE
         };
-        st.conditions.push(condition(status, now));
+        st.conditions.push(schedulable(status, now));
         return out;
     };
     st.conditions.push(old_cond.clone());
     if unschedulable {
-        set_condition(st, condition(k8s::CONDITION_FALSE, now));
+        condition::set(&mut st.conditions, schedulable(k8s::CONDITION_FALSE, now));
     } else if old_cond.status == k8s::CONDITION_FALSE {
         let closed = Duration::from_secs(keys::WS_MAX_SCHEDULED_FAILED_SECS.unsigned_abs());
         let since = old_cond.last_transition_time.as_ref().map_or(now, |t| t.0);
         let reopen = since.checked_add(closed).unwrap_or(since);
         if reopen < now {
-            set_condition(st, condition(k8s::CONDITION_TRUE, now));
+            condition::set(&mut st.conditions, schedulable(k8s::CONDITION_TRUE, now));
             out.recovered = true;
         } else if let Ok(d) = now.duration_until(reopen).try_into() {
             out.requeue = soonest(out.requeue, d);

@@ -7,11 +7,10 @@ use std::collections::BTreeMap;
 
 use base64::Engine;
 use k8s_openapi::api::core::v1::Secret;
+use kruise_api::image::{DOCKER_HUB, ImageReference};
 use serde::Deserialize;
 
 use crate::criruntime::Auth;
-
-const DOCKER_HUB: &str = "docker.io";
 
 #[derive(Deserialize, Default)]
 struct DockerConfigJson {
@@ -80,19 +79,13 @@ pub fn entries_from_secrets(secrets: &[Secret]) -> Vec<Entry> {
 /// Splits an image name (no tag) into (registry host, repository path), applying Docker's
 /// defaults: no host means Docker Hub, and a single-segment Hub path gets `library/`.
 pub fn split_image(image: &str) -> (String, String) {
-    let (first, rest) = match image.split_once('/') {
-        Some((f, r)) if f.contains('.') || f.contains(':') || f == "localhost" => {
-            (f.to_string(), r.to_string())
-        }
-        _ => (DOCKER_HUB.to_string(), image.to_string()),
-    };
-    let host = normalize_host(&first);
-    let path = if host == DOCKER_HUB && !rest.contains('/') {
-        format!("library/{rest}")
-    } else {
-        rest
-    };
-    (host, path)
+    let r = ImageReference::split(image);
+    let host = normalize_host(r.domain());
+    if host != r.domain() {
+        // Another name of Docker Hub: its paths read as the Hub's.
+        return split_image(&format!("{host}/{}", r.path()));
+    }
+    (host, r.path().to_owned())
 }
 
 fn normalize_host(h: &str) -> String {

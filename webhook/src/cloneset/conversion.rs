@@ -55,13 +55,7 @@ const OWNED: &[Owned] = &[
 ];
 
 /// CloneSet v1alpha1 ⇄ v1beta1.
-pub const SCHEME: Scheme = Scheme {
-    group_prefix: keys::APPS_GROUP_PREFIX,
-    versions: [keys::VERSION_V1ALPHA1, keys::VERSION_V1BETA1],
-    forward: to_v1beta1,
-    backward: to_v1alpha1,
-    owned: OWNED,
-};
+pub const SCHEME: Scheme = Scheme::apps(map_to_v1beta1, map_to_v1alpha1, OWNED);
 
 /// Converts one CloneSet to `desired` (`v1alpha1` or `v1beta1`, with or without the group).
 pub fn convert(obj: &Value, desired: &str) -> Result<Value, String> {
@@ -73,7 +67,7 @@ fn string_at<'a>(obj: &'a Value, path: &[&str]) -> Option<&'a str> {
 }
 
 /// Plain v1alpha1 → v1beta1 mapping.
-pub fn to_v1beta1(src: &Value) -> Value {
+fn map_to_v1beta1(src: &Value) -> Value {
     let mut out = src.clone();
     let exclude = string_at(
         src,
@@ -89,9 +83,6 @@ pub fn to_v1beta1(src: &Value) -> Value {
         .and_then(Value::as_object)
         .cloned()
         .unwrap_or_default();
-    if let Some(o) = out.as_object_mut() {
-        o.insert("apiVersion".to_owned(), json!(keys::APPS_V1BETA1));
-    }
     let Some(spec) = out.get_mut("spec").and_then(Value::as_object_mut) else {
         return out;
     };
@@ -170,11 +161,8 @@ pub fn to_v1beta1(src: &Value) -> Value {
 }
 
 /// Plain v1beta1 → v1alpha1 mapping.
-pub fn to_v1alpha1(src: &Value) -> Value {
+fn map_to_v1alpha1(src: &Value) -> Value {
     let mut out = src.clone();
-    if let Some(o) = out.as_object_mut() {
-        o.insert("apiVersion".to_owned(), json!(keys::APPS_V1ALPHA1));
-    }
     let mut exclude = false;
     let mut predownload: Vec<(&str, String)> = Vec::new();
     if let Some(spec) = out.get_mut("spec").and_then(Value::as_object_mut) {

@@ -12,7 +12,7 @@ use sha2::{Digest, Sha256};
 
 use kruise_api::keys;
 
-/// One direction of a plain mapping (must also set `apiVersion`).
+/// One direction of a plain mapping: the fields only; the scheme sets `apiVersion` after it.
 pub type Mapping = fn(&Value) -> Value;
 
 /// A place the plain mapping reads or writes.
@@ -42,6 +42,31 @@ pub struct Scheme {
 const RECORD: &str = keys::CLONESET_CONVERSION_ANNOTATION;
 
 impl Scheme {
+    /// An apps.kruise.io kind served as v1alpha1 and v1beta1.
+    pub const fn apps(forward: Mapping, backward: Mapping, owned: &'static [Owned]) -> Self {
+        Self::alpha_beta(keys::APPS_GROUP_PREFIX, forward, backward, owned)
+    }
+
+    /// A policy.kruise.io kind served as v1alpha1 and v1beta1.
+    pub const fn policy(forward: Mapping, backward: Mapping, owned: &'static [Owned]) -> Self {
+        Self::alpha_beta(keys::POLICY_GROUP_PREFIX, forward, backward, owned)
+    }
+
+    const fn alpha_beta(
+        group_prefix: &'static str,
+        forward: Mapping,
+        backward: Mapping,
+        owned: &'static [Owned],
+    ) -> Self {
+        Self {
+            group_prefix,
+            versions: [keys::VERSION_V1ALPHA1, keys::VERSION_V1BETA1],
+            forward,
+            backward,
+            owned,
+        }
+    }
+
     /// Converts `obj` to `desired` (`version` or `group/version`).
     pub fn convert(&self, obj: &Value, desired: &str) -> Result<Value, String> {
         let desired = desired.strip_prefix(self.group_prefix).unwrap_or(desired);
@@ -70,13 +95,8 @@ impl Scheme {
         }
         let mut source = obj.clone();
         remove_record(&mut source);
-        let (there, back) = if to_idx == 1 {
-            (self.forward, self.backward)
-        } else {
-            (self.backward, self.forward)
-        };
-        let mut out = there(&source);
-        if self.parts(&back(&out), false) != self.parts(&source, false) {
+        let mut out = self.plain(&source, to_idx);
+        if self.parts(&self.plain(&out, 1 - to_idx), false) != self.parts(&source, false) {
             let record = json!({
                 "from": from,
                 "parts": self.parts(&source, false),
@@ -120,11 +140,40 @@ impl Scheme {
                 apply_shape(&mut current, path, p);
             }
         }
-        current.as_object_mut()?.insert(
-            "apiVersion".to_owned(),
-            json!(format!("{}{desired}", self.group_prefix)),
-        );
+        current.as_object()?;
+        self.set_api_version(&mut current, desired);
         Some(current)
+    }
+
+    /// The plain mapping to `versions[1]`, apiVersion set: upstream's conversion, no record.
+    pub fn plain_forward(&self, obj: &Value) -> Value {
+        self.plain(obj, 1)
+    }
+
+    /// The plain mapping to `versions[0]`, apiVersion set: upstream's conversion, no record.
+    pub fn plain_backward(&self, obj: &Value) -> Value {
+        self.plain(obj, 0)
+    }
+
+    fn plain(&self, obj: &Value, to_idx: usize) -> Value {
+        let map = if to_idx == 1 {
+            self.forward
+        } else {
+            self.backward
+        };
+        let mut out = map(obj);
+        self.set_api_version(&mut out, self.versions[to_idx]);
+        out
+    }
+
+    /// The one place a converted object's apiVersion is written.
+    fn set_api_version(&self, obj: &mut Value, version: &str) {
+        if let Some(o) = obj.as_object_mut() {
+            o.insert(
+                "apiVersion".to_owned(),
+                json!(format!("{}{version}", self.group_prefix)),
+            );
+        }
     }
 
     /// Owned parts of `obj`, in `owned` order. For a fingerprint, an empty object (ignoring

@@ -27,13 +27,7 @@ const OWNED: &[Owned] = &[
 ];
 
 /// ContainerRecreateRequest v1alpha1 ⇄ v1beta1.
-pub const SCHEME: Scheme = Scheme {
-    group_prefix: keys::APPS_GROUP_PREFIX,
-    versions: [keys::VERSION_V1ALPHA1, keys::VERSION_V1BETA1],
-    forward: to_v1beta1,
-    backward: to_v1alpha1,
-    owned: OWNED,
-};
+pub const SCHEME: Scheme = Scheme::apps(map_to_v1beta1, map_to_v1alpha1, OWNED);
 
 /// Converts one ContainerRecreateRequest to `desired`.
 pub fn convert(obj: &Value, desired: &str) -> Result<Value, String> {
@@ -62,11 +56,8 @@ fn status_mut(out: &mut Value) -> Option<&mut serde_json::Map<String, Value>> {
 }
 
 /// Plain v1alpha1 → v1beta1: annotations promoted into status.
-pub fn to_v1beta1(src: &Value) -> Value {
+fn map_to_v1beta1(src: &Value) -> Value {
     let mut out = src.clone();
-    if let Some(o) = out.as_object_mut() {
-        o.insert("apiVersion".to_owned(), json!(keys::APPS_V1BETA1));
-    }
     let snapshot = annotation(src, CRR_SYNC_CONTAINER_STATUSES_ANNOTATION)
         .and_then(|raw| serde_json::from_str::<Value>(raw).ok())
         .filter(Value::is_array);
@@ -91,11 +82,8 @@ pub fn to_v1beta1(src: &Value) -> Value {
 }
 
 /// Plain v1beta1 → v1alpha1: status fields demoted to annotations.
-pub fn to_v1alpha1(src: &Value) -> Value {
+fn map_to_v1alpha1(src: &Value) -> Value {
     let mut out = src.clone();
-    if let Some(o) = out.as_object_mut() {
-        o.insert("apiVersion".to_owned(), json!(keys::APPS_V1ALPHA1));
-    }
     let mut snapshot = None;
     let mut unready = None;
     let mut drop_status = false;

@@ -7,7 +7,6 @@
 use serde_json::{Value, json};
 
 use crate::conversion::scheme::{Owned, Scheme};
-use kruise_api::keys;
 
 const OWNED: &[Owned] = &[
     Owned::Value(&["spec", "updateStrategy", "rollingUpdate", "partition"]),
@@ -18,13 +17,7 @@ const OWNED: &[Owned] = &[
 ];
 
 /// DaemonSet v1alpha1 ⇄ v1beta1.
-pub const SCHEME: Scheme = Scheme {
-    group_prefix: keys::APPS_GROUP_PREFIX,
-    versions: [keys::VERSION_V1ALPHA1, keys::VERSION_V1BETA1],
-    forward: to_v1beta1,
-    backward: to_v1alpha1,
-    owned: OWNED,
-};
+pub const SCHEME: Scheme = Scheme::apps(map_to_v1beta1, map_to_v1alpha1, OWNED);
 
 /// Converts one DaemonSet to `desired`.
 pub fn convert(obj: &Value, desired: &str) -> Result<Value, String> {
@@ -40,21 +33,15 @@ fn rename_status(out: &mut Value, from: &str, to: &str) {
 }
 
 /// Plain v1alpha1 → v1beta1.
-pub fn to_v1beta1(src: &Value) -> Value {
+fn map_to_v1beta1(src: &Value) -> Value {
     let mut out = src.clone();
-    if let Some(o) = out.as_object_mut() {
-        o.insert("apiVersion".to_owned(), json!(keys::APPS_V1BETA1));
-    }
     rename_status(&mut out, "daemonSetHash", "updateRevision");
     out
 }
 
 /// Plain v1beta1 → v1alpha1.
-pub fn to_v1alpha1(src: &Value) -> Value {
+fn map_to_v1alpha1(src: &Value) -> Value {
     let mut out = src.clone();
-    if let Some(o) = out.as_object_mut() {
-        o.insert("apiVersion".to_owned(), json!(keys::APPS_V1ALPHA1));
-    }
     rename_status(&mut out, "updateRevision", "daemonSetHash");
     let desired = src
         .pointer("/status/desiredNumberScheduled")

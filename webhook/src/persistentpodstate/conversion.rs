@@ -3,10 +3,9 @@
 //! `nodeTopologyKeys` (v1alpha1) is `keys` (v1beta1), in `requiredPersistentTopology` and in
 //! each `preferredPersistentTopology[].preference`. Everything else is the same JSON.
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::conversion::scheme::{Owned, Scheme};
-use kruise_api::keys;
 
 const ALPHA_KEYS: &str = "nodeTopologyKeys";
 const BETA_KEYS: &str = "keys";
@@ -18,13 +17,7 @@ const OWNED: &[Owned] = &[
 ];
 
 /// PersistentPodState v1alpha1 ⇄ v1beta1.
-pub const SCHEME: Scheme = Scheme {
-    group_prefix: keys::APPS_GROUP_PREFIX,
-    versions: [keys::VERSION_V1ALPHA1, keys::VERSION_V1BETA1],
-    forward: to_v1beta1,
-    backward: to_v1alpha1,
-    owned: OWNED,
-};
+pub const SCHEME: Scheme = Scheme::apps(map_to_v1beta1, map_to_v1alpha1, OWNED);
 
 /// Converts one PersistentPodState to `desired`.
 pub fn convert(obj: &Value, desired: &str) -> Result<Value, String> {
@@ -39,11 +32,8 @@ fn rename(term: Option<&mut Value>, from: &str, to: &str) {
     }
 }
 
-fn mapped(src: &Value, api_version: &str, from: &str, to: &str) -> Value {
+fn mapped(src: &Value, from: &str, to: &str) -> Value {
     let mut out = src.clone();
-    if let Some(o) = out.as_object_mut() {
-        o.insert("apiVersion".to_owned(), json!(api_version));
-    }
     let Some(spec) = out.get_mut("spec").and_then(Value::as_object_mut) else {
         return out;
     };
@@ -60,13 +50,13 @@ fn mapped(src: &Value, api_version: &str, from: &str, to: &str) -> Value {
 }
 
 /// Plain v1alpha1 → v1beta1.
-pub fn to_v1beta1(src: &Value) -> Value {
-    mapped(src, keys::APPS_V1BETA1, ALPHA_KEYS, BETA_KEYS)
+fn map_to_v1beta1(src: &Value) -> Value {
+    mapped(src, ALPHA_KEYS, BETA_KEYS)
 }
 
 /// Plain v1beta1 → v1alpha1.
-pub fn to_v1alpha1(src: &Value) -> Value {
-    mapped(src, keys::APPS_V1ALPHA1, BETA_KEYS, ALPHA_KEYS)
+fn map_to_v1alpha1(src: &Value) -> Value {
+    mapped(src, BETA_KEYS, ALPHA_KEYS)
 }
 
 #[cfg(test)]
@@ -75,6 +65,7 @@ mod tests {
     use kruise_api::apps::{v1alpha1, v1beta1};
     use proptest::prelude::*;
     use serde_json::Map;
+    use serde_json::json;
 
     const ALPHA: &str = "apps.kruise.io/v1alpha1";
     const BETA: &str = "apps.kruise.io/v1beta1";

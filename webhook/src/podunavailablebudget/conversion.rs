@@ -38,13 +38,7 @@ const OWNED: &[Owned] = &[
 ];
 
 /// PodUnavailableBudget v1alpha1 ⇄ v1beta1.
-pub const SCHEME: Scheme = Scheme {
-    group_prefix: keys::POLICY_GROUP_PREFIX,
-    versions: [keys::VERSION_V1ALPHA1, keys::VERSION_V1BETA1],
-    forward: to_v1beta1,
-    backward: to_v1alpha1,
-    owned: OWNED,
-};
+pub const SCHEME: Scheme = Scheme::policy(map_to_v1beta1, map_to_v1alpha1, OWNED);
 
 /// Converts one PodUnavailableBudget to `desired`; a v1alpha1 object whose annotations do not
 /// parse cannot become v1beta1 (upstream's `ConvertTo` fails the same way).
@@ -96,14 +90,6 @@ fn promoted(obj: &Value) -> Result<(Vec<PubOperation>, Option<i32>), String> {
     Ok((operations, total))
 }
 
-fn with_api_version(src: &Value, api_version: &str) -> Value {
-    let mut out = src.clone();
-    if let Some(o) = out.as_object_mut() {
-        o.insert("apiVersion".to_owned(), json!(api_version));
-    }
-    out
-}
-
 /// The `spec` object, created when absent (or not an object).
 fn spec_mut(obj: &mut Value) -> Option<&mut Map<String, Value>> {
     let o = obj.as_object_mut()?;
@@ -124,10 +110,15 @@ fn remove_annotation(obj: &mut Value, key: &str) {
     }
 }
 
+/// Plain v1beta1 → v1alpha1, apiVersion set (no record; [`convert`] keeps one).
+pub fn to_v1alpha1(src: &Value) -> Value {
+    SCHEME.plain_backward(src)
+}
+
 /// Plain v1alpha1 → v1beta1. [`convert`] refuses annotations that do not parse before this
 /// runs; should one reach here, what does not parse is left out.
-pub fn to_v1beta1(src: &Value) -> Value {
-    let mut out = with_api_version(src, keys::POLICY_V1BETA1);
+fn map_to_v1beta1(src: &Value) -> Value {
+    let mut out = src.clone();
     let operations = parse_protect_operations(annotation(src, OPERATIONS)).unwrap_or_default();
     let total = parse_protect_total_replicas(annotation(src, TOTAL))
         .ok()
@@ -152,8 +143,8 @@ pub fn to_v1beta1(src: &Value) -> Value {
 
 /// Plain v1beta1 → v1alpha1: the fields back into the annotations (an unset field removes
 /// its annotation), `ignoredPodSelector` dropped.
-pub fn to_v1alpha1(src: &Value) -> Value {
-    let mut out = with_api_version(src, keys::POLICY_V1ALPHA1);
+fn map_to_v1alpha1(src: &Value) -> Value {
+    let mut out = src.clone();
     let spec = out.get_mut("spec").and_then(Value::as_object_mut);
     let (operations, total) = match spec {
         Some(spec) => {

@@ -3,10 +3,9 @@
 //! ⇄ `namespaceSelector`, and each status condition's `failedNamespace` ⇄ `failedNamespaces`.
 //! Everything else is the same JSON.
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use crate::conversion::scheme::{Owned, Scheme};
-use kruise_api::keys;
 
 const ALPHA_SELECTOR: &str = "namespaceLabelSelector";
 const BETA_SELECTOR: &str = "namespaceSelector";
@@ -21,13 +20,7 @@ const OWNED: &[Owned] = &[
 ];
 
 /// ResourceDistribution v1alpha1 ⇄ v1beta1.
-pub const SCHEME: Scheme = Scheme {
-    group_prefix: keys::APPS_GROUP_PREFIX,
-    versions: [keys::VERSION_V1ALPHA1, keys::VERSION_V1BETA1],
-    forward: to_v1beta1,
-    backward: to_v1alpha1,
-    owned: OWNED,
-};
+pub const SCHEME: Scheme = Scheme::apps(map_to_v1beta1, map_to_v1alpha1, OWNED);
 
 /// Converts one ResourceDistribution to `desired`.
 pub fn convert(obj: &Value, desired: &str) -> Result<Value, String> {
@@ -40,13 +33,9 @@ fn rename(map: &mut Map<String, Value>, from: &str, to: &str) {
     }
 }
 
-/// Relabels `src` as `api_version` and renames the selector and every condition's list of
-/// failed namespaces.
-fn mapped(src: &Value, api_version: &str, selector: [&str; 2], failed: [&str; 2]) -> Value {
+/// Renames the selector and every condition's list of failed namespaces.
+fn mapped(src: &Value, selector: [&str; 2], failed: [&str; 2]) -> Value {
     let mut out = src.clone();
-    if let Some(o) = out.as_object_mut() {
-        o.insert("apiVersion".to_owned(), json!(api_version));
-    }
     if let Some(targets) = out
         .pointer_mut("/spec/targets")
         .and_then(Value::as_object_mut)
@@ -64,21 +53,24 @@ fn mapped(src: &Value, api_version: &str, selector: [&str; 2], failed: [&str; 2]
     out
 }
 
-/// Plain v1alpha1 → v1beta1.
+/// Plain v1alpha1 → v1beta1, apiVersion set (no record; [`convert`] keeps one).
 pub fn to_v1beta1(src: &Value) -> Value {
+    SCHEME.plain_forward(src)
+}
+
+/// Plain v1alpha1 → v1beta1.
+fn map_to_v1beta1(src: &Value) -> Value {
     mapped(
         src,
-        keys::APPS_V1BETA1,
         [ALPHA_SELECTOR, BETA_SELECTOR],
         [ALPHA_FAILED, BETA_FAILED],
     )
 }
 
 /// Plain v1beta1 → v1alpha1.
-pub fn to_v1alpha1(src: &Value) -> Value {
+fn map_to_v1alpha1(src: &Value) -> Value {
     mapped(
         src,
-        keys::APPS_V1ALPHA1,
         [BETA_SELECTOR, ALPHA_SELECTOR],
         [BETA_FAILED, ALPHA_FAILED],
     )
@@ -89,6 +81,7 @@ mod tests {
     use super::*;
     use kruise_api::apps::{v1alpha1, v1beta1};
     use proptest::prelude::*;
+    use serde_json::json;
 
     const ALPHA: &str = "apps.kruise.io/v1alpha1";
     const BETA: &str = "apps.kruise.io/v1beta1";

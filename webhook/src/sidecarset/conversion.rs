@@ -6,7 +6,7 @@
 use serde_json::{Value, json};
 
 use crate::conversion::scheme::{Owned, Scheme, get_at, set_label};
-use kruise_api::keys::{self, SIDECARSET_CUSTOM_VERSION_LABEL};
+use kruise_api::keys::SIDECARSET_CUSTOM_VERSION_LABEL;
 use kruise_api::sidecarset::namespace_as_selector;
 
 const OWNED: &[Owned] = &[
@@ -18,13 +18,7 @@ const OWNED: &[Owned] = &[
 ];
 
 /// SidecarSet v1alpha1 ⇄ v1beta1.
-pub const SCHEME: Scheme = Scheme {
-    group_prefix: keys::APPS_GROUP_PREFIX,
-    versions: [keys::VERSION_V1ALPHA1, keys::VERSION_V1BETA1],
-    forward: to_v1beta1,
-    backward: to_v1alpha1,
-    owned: OWNED,
-};
+pub const SCHEME: Scheme = Scheme::apps(map_to_v1beta1, map_to_v1alpha1, OWNED);
 
 /// Converts one SidecarSet to `desired`.
 pub fn convert(obj: &Value, desired: &str) -> Result<Value, String> {
@@ -32,7 +26,7 @@ pub fn convert(obj: &Value, desired: &str) -> Result<Value, String> {
 }
 
 /// Plain v1alpha1 → v1beta1.
-pub fn to_v1beta1(src: &Value) -> Value {
+fn map_to_v1beta1(src: &Value) -> Value {
     let mut out = src.clone();
     let namespace = get_at(src, &["spec", "namespace"])
         .and_then(Value::as_str)
@@ -45,7 +39,6 @@ pub fn to_v1beta1(src: &Value) -> Value {
     .and_then(Value::as_str)
     .map(str::to_owned);
     if let Some(o) = out.as_object_mut() {
-        o.insert("apiVersion".to_owned(), json!(keys::APPS_V1BETA1));
         if let Some(spec) = o.get_mut("spec").and_then(Value::as_object_mut) {
             spec.remove("namespace");
             if let Some(ns) = &namespace {
@@ -68,17 +61,14 @@ pub fn to_v1beta1(src: &Value) -> Value {
 }
 
 /// Plain v1beta1 → v1alpha1.
-pub fn to_v1alpha1(src: &Value) -> Value {
+fn map_to_v1alpha1(src: &Value) -> Value {
     let mut out = src.clone();
     let custom = get_at(src, &["spec", "customVersion"])
         .and_then(Value::as_str)
         .filter(|s| !s.is_empty())
         .map(str::to_owned);
-    if let Some(o) = out.as_object_mut() {
-        o.insert("apiVersion".to_owned(), json!(keys::APPS_V1ALPHA1));
-        if let Some(spec) = o.get_mut("spec").and_then(Value::as_object_mut) {
-            spec.remove("customVersion");
-        }
+    if let Some(spec) = out.get_mut("spec").and_then(Value::as_object_mut) {
+        spec.remove("customVersion");
     }
     if let Some(c) = custom {
         set_label(&mut out, SIDECARSET_CUSTOM_VERSION_LABEL, c);

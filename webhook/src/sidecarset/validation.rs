@@ -20,7 +20,7 @@ use crate::review::{Outcome, Request};
 /// Decodes a SidecarSet of either version as v1beta1; the error names what is wrong.
 pub fn decode(obj: &Value) -> Result<SidecarSet, String> {
     let beta = match obj.get("apiVersion").and_then(Value::as_str) {
-        Some(keys::APPS_V1ALPHA1) => conversion::to_v1beta1(obj),
+        Some(keys::APPS_V1ALPHA1) => conversion::SCHEME.plain_forward(obj),
         _ => obj.clone(),
     };
     serde_json::from_value(beta).map_err(|e| format!("cannot decode SidecarSet: {e}"))

@@ -6,10 +6,9 @@
 //! v1beta1 → v1alpha1 drops them; so does ours, and the generic engine keeps what was dropped in
 //! its record, so a v1beta1 object read and written back as v1alpha1 keeps them (exact round trip).
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::conversion::scheme::{Owned, Scheme};
-use kruise_api::keys;
 
 /// `spec` fields only v1beta1 has.
 const BETA_ONLY_SPEC: &[&str] = &[
@@ -44,35 +43,21 @@ const OWNED: &[Owned] = &[
 ];
 
 /// StatefulSet v1alpha1 ⇄ v1beta1.
-pub const SCHEME: Scheme = Scheme {
-    group_prefix: keys::APPS_GROUP_PREFIX,
-    versions: [keys::VERSION_V1ALPHA1, keys::VERSION_V1BETA1],
-    forward: to_v1beta1,
-    backward: to_v1alpha1,
-    owned: OWNED,
-};
+pub const SCHEME: Scheme = Scheme::apps(map_to_v1beta1, map_to_v1alpha1, OWNED);
 
 /// Converts one Advanced StatefulSet to `desired`.
 pub fn convert(obj: &Value, desired: &str) -> Result<Value, String> {
     SCHEME.convert(obj, desired)
 }
 
-fn with_api_version(src: &Value, api_version: &str) -> Value {
-    let mut out = src.clone();
-    if let Some(o) = out.as_object_mut() {
-        o.insert("apiVersion".to_owned(), json!(api_version));
-    }
-    out
-}
-
 /// Plain v1alpha1 → v1beta1: every v1alpha1 field has the same name and meaning in v1beta1.
-pub fn to_v1beta1(src: &Value) -> Value {
-    with_api_version(src, keys::APPS_V1BETA1)
+fn map_to_v1beta1(src: &Value) -> Value {
+    src.clone()
 }
 
 /// Plain v1beta1 → v1alpha1: the fields v1alpha1 lacks are dropped, as upstream's.
-pub fn to_v1alpha1(src: &Value) -> Value {
-    let mut out = with_api_version(src, keys::APPS_V1ALPHA1);
+fn map_to_v1alpha1(src: &Value) -> Value {
+    let mut out = src.clone();
     for (part, fields) in [("spec", BETA_ONLY_SPEC), ("status", BETA_ONLY_STATUS)] {
         if let Some(m) = out.get_mut(part).and_then(Value::as_object_mut) {
             for f in fields {
@@ -86,7 +71,9 @@ pub fn to_v1alpha1(src: &Value) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kruise_api::keys;
     use proptest::prelude::*;
+    use serde_json::json;
 
     const ALPHA: &str = "apps.kruise.io/v1alpha1";
     const BETA: &str = "apps.kruise.io/v1beta1";

@@ -22,7 +22,6 @@
 use serde_json::{Map, Value, json};
 
 use crate::conversion::scheme::{Owned, Scheme};
-use kruise_api::keys;
 
 /// Everything the two mappings read or write.
 const OWNED: &[Owned] = &[
@@ -35,13 +34,7 @@ const OWNED: &[Owned] = &[
 ];
 
 /// UnitedDeployment v1alpha1 ⇄ v1beta1.
-pub const SCHEME: Scheme = Scheme {
-    group_prefix: keys::APPS_GROUP_PREFIX,
-    versions: [keys::VERSION_V1ALPHA1, keys::VERSION_V1BETA1],
-    forward: to_v1beta1,
-    backward: to_v1alpha1,
-    owned: OWNED,
-};
+pub const SCHEME: Scheme = Scheme::apps(map_to_v1beta1, map_to_v1alpha1, OWNED);
 
 /// Converts one UnitedDeployment to `desired` (`v1alpha1` or `v1beta1`, with or without the
 /// group).
@@ -49,14 +42,23 @@ pub fn convert(obj: &Value, desired: &str) -> Result<Value, String> {
     SCHEME.convert(obj, desired)
 }
 
-/// Plain v1alpha1 → v1beta1 mapping.
+/// Plain v1alpha1 → v1beta1, apiVersion set (no record; [`convert`] keeps one).
 pub fn to_v1beta1(src: &Value) -> Value {
+    SCHEME.plain_forward(src)
+}
+
+/// Plain v1beta1 → v1alpha1, apiVersion set (no record).
+pub fn to_v1alpha1(src: &Value) -> Value {
+    SCHEME.plain_backward(src)
+}
+
+/// Plain v1alpha1 → v1beta1 mapping.
+fn map_to_v1beta1(src: &Value) -> Value {
     let mut out = src.clone();
     let order = topology_names(src);
     let Some(o) = out.as_object_mut() else {
         return out;
     };
-    o.insert("apiVersion".to_owned(), json!(keys::APPS_V1BETA1));
     if let Some(Value::Object(status)) = o.get_mut("status") {
         status_to_v1beta1(status, &order);
     }
@@ -64,12 +66,11 @@ pub fn to_v1beta1(src: &Value) -> Value {
 }
 
 /// Plain v1beta1 → v1alpha1 mapping.
-pub fn to_v1alpha1(src: &Value) -> Value {
+fn map_to_v1alpha1(src: &Value) -> Value {
     let mut out = src.clone();
     let Some(o) = out.as_object_mut() else {
         return out;
     };
-    o.insert("apiVersion".to_owned(), json!(keys::APPS_V1ALPHA1));
     if let Some(Value::Object(status)) = o.get_mut("status") {
         status_to_v1alpha1(status);
     }

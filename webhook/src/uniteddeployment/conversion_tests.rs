@@ -3,6 +3,7 @@
 
 use super::*;
 use kruise_api::apps::{v1alpha1, v1beta1};
+use kruise_api::keys;
 use proptest::prelude::*;
 
 const ALPHA: &str = keys::APPS_V1ALPHA1;

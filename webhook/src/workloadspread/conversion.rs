@@ -13,7 +13,6 @@
 use serde_json::{Map, Value, json};
 
 use crate::conversion::scheme::{Owned, Scheme};
-use kruise_api::keys;
 
 /// Subset fields: (v1alpha1 name, v1beta1 name).
 const RENAMES: [(&str, &str); 2] = [
@@ -32,13 +31,7 @@ const OWNED: &[Owned] = &[
 ];
 
 /// WorkloadSpread v1alpha1 ⇄ v1beta1.
-pub const SCHEME: Scheme = Scheme {
-    group_prefix: keys::APPS_GROUP_PREFIX,
-    versions: [keys::VERSION_V1ALPHA1, keys::VERSION_V1BETA1],
-    forward: to_v1beta1,
-    backward: to_v1alpha1,
-    owned: OWNED,
-};
+pub const SCHEME: Scheme = Scheme::apps(map_to_v1beta1, map_to_v1alpha1, OWNED);
 
 /// Converts one WorkloadSpread to `desired` (`v1alpha1` or `v1beta1`, with or without the
 /// group).
@@ -54,24 +47,17 @@ enum To {
 }
 
 /// Plain v1alpha1 → v1beta1 mapping.
-pub fn to_v1beta1(src: &Value) -> Value {
+fn map_to_v1beta1(src: &Value) -> Value {
     map(src, To::Beta)
 }
 
 /// Plain v1beta1 → v1alpha1 mapping.
-pub fn to_v1alpha1(src: &Value) -> Value {
+fn map_to_v1alpha1(src: &Value) -> Value {
     map(src, To::Alpha)
 }
 
 fn map(src: &Value, to: To) -> Value {
     let mut out = src.clone();
-    let api_version = match to {
-        To::Alpha => keys::APPS_V1ALPHA1,
-        To::Beta => keys::APPS_V1BETA1,
-    };
-    if let Some(o) = out.as_object_mut() {
-        o.insert("apiVersion".to_owned(), json!(api_version));
-    }
     if let Some(Value::Array(subsets)) = out.pointer_mut("/spec/subsets") {
         for subset in subsets.iter_mut().filter_map(Value::as_object_mut) {
             rename_subset_fields(subset, to);
@@ -151,6 +137,7 @@ fn condition_to_alpha(c: &mut Map<String, Value>) {
 mod tests {
     use super::*;
     use kruise_api::apps::{v1alpha1, v1beta1};
+    use kruise_api::keys;
     use proptest::prelude::*;
 
     const ALPHA: &str = "apps.kruise.io/v1alpha1";
