@@ -139,7 +139,12 @@ the floor runs in {}'s turns.",
         "\nTargets: ratio ≤ 1.2; manager RSS ≤ 64 MiB at 1,000 Pods, ≤ 200 MiB at 5,000.\n",
     );
     let sizes: Vec<String> = results.iter().map(|(n, _)| n.to_string()).collect();
-    let systems: Vec<&str> = args.systems.iter().map(|s| s.arg()).collect();
+    // The command-line names (`arg` is the installation, which both Kruise-rs variants share).
+    let systems: Vec<String> = args
+        .systems
+        .iter()
+        .filter_map(|s| clap::ValueEnum::to_possible_value(s).map(|v| v.get_name().to_owned()))
+        .collect();
     out.push_str(&format!(
         "Run with `kruise-scale-bench --systems {} --sizes {} --runs {}`.\n",
         systems.join(","),
