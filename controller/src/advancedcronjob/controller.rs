@@ -21,7 +21,6 @@ pub use super::error::Error;
 pub use super::reconcile::reconcile;
 use crate::registry::{self, Shared};
 use crate::runner::{self, Controller};
-use futures::future::BoxFuture;
 
 /// Reconciles of different AdvancedCronJobs at once (upstream's `--advancedcronjob-workers`
 /// default).
@@ -65,13 +64,8 @@ fn owner_of(
 pub const CONTROLLER: registry::Controller = registry::Controller {
     name: METRIC_NAME,
     enabled: registry::always,
-    start,
+    start: |shared| Box::pin(run(shared.clone())),
 };
-
-/// Starts the controller on the manager's shared state.
-fn start(shared: &Shared) -> BoxFuture<'static, ()> {
-    Box::pin(run(shared.clone()))
-}
 
 /// Run the AdvancedCronJob controller until `shutdown` is cancelled.
 pub async fn run(shared: Shared) {

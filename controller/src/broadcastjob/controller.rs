@@ -22,7 +22,6 @@ use crate::podcache::PodEvent;
 use crate::registry::{self, Shared};
 use crate::runner::{self, Controller};
 use crate::workload::{nodes, podutil};
-use futures::future::BoxFuture;
 
 /// Reconciles of different BroadcastJobs running at once (upstream's `--broadcastjob-workers`
 /// default).
@@ -32,13 +31,8 @@ const CONCURRENCY: u16 = 3;
 pub const CONTROLLER: registry::Controller = registry::Controller {
     name: METRIC_NAME,
     enabled: registry::always,
-    start,
+    start: |shared| Box::pin(run(shared.clone())),
 };
-
-/// Starts the controller on the manager's shared state.
-fn start(shared: &Shared) -> BoxFuture<'static, ()> {
-    Box::pin(run(shared.clone()))
-}
 
 /// Run the BroadcastJob controller until `shutdown` is cancelled.
 pub async fn run(shared: Shared) {

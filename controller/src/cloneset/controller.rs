@@ -20,10 +20,9 @@ pub use super::error::Error;
 pub use super::reconcile::reconcile;
 use crate::expectations::Cached;
 use crate::podcache::PodEvent;
-use crate::registry::{self, Shared};
+use crate::registry;
 use crate::runner::{self, Controller};
 use crate::workload::podutil;
-use futures::future::BoxFuture;
 
 /// Reconciles of different CloneSets running at once (upstream's default worker count).
 const CONCURRENCY: u16 = 3;
@@ -32,13 +31,8 @@ const CONCURRENCY: u16 = 3;
 pub const CONTROLLER: registry::Controller = registry::Controller {
     name: METRIC_NAME,
     enabled: registry::always,
-    start,
+    start: |shared| Box::pin(run(Arc::new(Context::new(shared)), shared.shutdown.clone())),
 };
-
-/// Starts the controller on the manager's shared state.
-fn start(shared: &Shared) -> BoxFuture<'static, ()> {
-    Box::pin(run(Arc::new(Context::new(shared)), shared.shutdown.clone()))
-}
 
 /// Run the CloneSet controller until `shutdown` is cancelled.
 pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {

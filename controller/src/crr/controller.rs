@@ -3,7 +3,6 @@
 
 use std::sync::Arc;
 
-use futures::future::BoxFuture;
 use kruise_api::apps::v1beta1::ContainerRecreateRequest;
 use kruise_api::features::Gate;
 use kube::Api;
@@ -23,13 +22,8 @@ pub const CONTROLLER: registry::Controller = registry::Controller {
     name: METRIC_NAME,
     // The daemon does the recreating.
     enabled: |gates| gates.enabled(Gate::KruiseDaemon),
-    start,
+    start: |shared| Box::pin(run(shared.clone())),
 };
-
-/// Starts the controller on the manager's shared state.
-fn start(shared: &Shared) -> BoxFuture<'static, ()> {
-    Box::pin(run(shared.clone()))
-}
 
 /// Runs until the shared shutdown token is cancelled.
 pub async fn run(shared: Shared) {

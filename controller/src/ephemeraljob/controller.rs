@@ -18,7 +18,6 @@ pub use super::reconcile::reconcile;
 use crate::podcache::PodEvent;
 use crate::registry::{self, Shared};
 use crate::runner::{self, Controller};
-use futures::future::BoxFuture;
 
 /// Reconciles of different EphemeralJobs at once.
 const CONCURRENCY: u16 = 3;
@@ -27,13 +26,8 @@ const CONCURRENCY: u16 = 3;
 pub const CONTROLLER: registry::Controller = registry::Controller {
     name: METRIC_NAME,
     enabled: registry::always,
-    start,
+    start: |shared| Box::pin(run(shared.clone())),
 };
-
-/// Starts the controller on the manager's shared state.
-fn start(shared: &Shared) -> BoxFuture<'static, ()> {
-    Box::pin(run(shared.clone()))
-}
 
 /// Run the EphemeralJob controller until `shutdown` is cancelled.
 pub async fn run(shared: Shared) {

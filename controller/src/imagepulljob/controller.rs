@@ -4,7 +4,6 @@
 use std::sync::Arc;
 
 use futures::StreamExt;
-use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::Pod;
 use kruise_api::apps::v1beta1::{ImagePullJob, NodeImage};
 use kruise_api::features::Gate;
@@ -30,13 +29,8 @@ pub const CONTROLLER: registry::Controller = registry::Controller {
     name: "imagepulljob and imagelistpulljob",
     // The daemon pulls the images.
     enabled: |gates| gates.enabled(Gate::KruiseDaemon) && gates.enabled(Gate::ImagePullJobGate),
-    start,
+    start: |shared| Box::pin(run(shared.clone())),
 };
-
-/// Starts the controllers on the manager's shared state.
-fn start(shared: &Shared) -> BoxFuture<'static, ()> {
-    Box::pin(run(shared.clone()))
-}
 
 /// Runs the ImagePullJob and ImageListPullJob controllers until the shared shutdown token is
 /// cancelled.

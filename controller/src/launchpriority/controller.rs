@@ -3,7 +3,6 @@
 
 use std::sync::Arc;
 
-use futures::future::BoxFuture;
 use kube::runtime::reflector::ObjectRef;
 
 use super::context::{Context, METRIC_NAME};
@@ -19,13 +18,8 @@ const CONCURRENCY: u16 = 4;
 pub const CONTROLLER: registry::Controller = registry::Controller {
     name: METRIC_NAME,
     enabled: registry::always,
-    start,
+    start: |shared| Box::pin(run(shared.clone())),
 };
-
-/// Starts the controller on the manager's shared state.
-fn start(shared: &Shared) -> BoxFuture<'static, ()> {
-    Box::pin(run(shared.clone()))
-}
 
 /// Runs until the shared shutdown token is cancelled.
 pub async fn run(shared: Shared) {

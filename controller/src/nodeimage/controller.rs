@@ -6,7 +6,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::Node;
 use kruise_api::apps::v1beta1::{ImagePullJob, NodeImage};
 use kruise_api::features::Gate;
@@ -29,13 +28,8 @@ pub const CONTROLLER: registry::Controller = registry::Controller {
     name: METRIC_NAME,
     // The daemon pulls the images.
     enabled: |gates| gates.enabled(Gate::KruiseDaemon),
-    start,
+    start: |shared| Box::pin(run(shared.clone())),
 };
-
-/// Starts the controller on the manager's shared state.
-fn start(shared: &Shared) -> BoxFuture<'static, ()> {
-    Box::pin(run(shared.clone()))
-}
 
 /// Runs until the shared shutdown token is cancelled.
 pub async fn run(shared: Shared) {

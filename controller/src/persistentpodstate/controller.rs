@@ -23,9 +23,8 @@ use super::context::{CONTROLLER_NAME, Context, GENERATOR_METRIC_NAME, METRIC_NAM
 use super::generate::{Generator, generate, target_of};
 use super::reconcile::reconcile;
 use crate::podcache::PodEvent;
-use crate::registry::{self, Shared};
+use crate::registry;
 use crate::runner::{self, Controller};
-use futures::future::BoxFuture;
 
 /// Reconciles of different PersistentPodStates at once (upstream's default worker count).
 const CONCURRENCY: u16 = 3;
@@ -37,16 +36,13 @@ type Changed = (String, TargetReference);
 pub const CONTROLLER: registry::Controller = registry::Controller {
     name: METRIC_NAME,
     enabled: registry::always,
-    start,
+    start: |shared| {
+        Box::pin(run(
+            Arc::new(shared.base(CONTROLLER_NAME)),
+            shared.shutdown.clone(),
+        ))
+    },
 };
-
-/// Starts the controller on the manager's shared state.
-fn start(shared: &Shared) -> BoxFuture<'static, ()> {
-    Box::pin(run(
-        Arc::new(shared.base(CONTROLLER_NAME)),
-        shared.shutdown.clone(),
-    ))
-}
 
 /// Runs the controller until `shutdown` is cancelled.
 pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {

@@ -15,7 +15,6 @@ use super::{plan, reconcile};
 use crate::podcache::PodEvent;
 use crate::registry::{self, Shared};
 use crate::runner::{self, Controller};
-use futures::future::BoxFuture;
 use kruise_api::features::Gate;
 
 const CONCURRENCY: u16 = 3;
@@ -27,13 +26,8 @@ pub const CONTROLLER: registry::Controller = registry::Controller {
         // It needs the daemon, which runs the probes.
         gates.enabled(Gate::KruiseDaemon) && gates.enabled(Gate::PodProbeMarkerGate)
     },
-    start,
+    start: |shared| Box::pin(run(shared.clone())),
 };
-
-/// Starts the controller on the manager's shared state.
-fn start(shared: &Shared) -> BoxFuture<'static, ()> {
-    Box::pin(run(shared.clone()))
-}
 
 /// Runs the loops until `shutdown` is cancelled.
 pub async fn run(shared: Shared) {

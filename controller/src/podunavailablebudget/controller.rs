@@ -26,9 +26,8 @@ use super::context::{Context, METRIC_NAME};
 use super::plan::{WorkloadChange, replicas_changed, workload_budgets};
 use super::reconcile::reconcile;
 use crate::podcache::PodEvent;
-use crate::registry::{self, Shared};
+use crate::registry;
 use crate::runner::{self, Controller};
-use futures::future::BoxFuture;
 use kruise_api::features::Gate;
 
 /// Reconciles of different budgets at once (upstream's default worker count).
@@ -42,13 +41,8 @@ pub const CONTROLLER: registry::Controller = registry::Controller {
         gates.enabled(Gate::PodUnavailableBudgetDeleteGate)
             || gates.enabled(Gate::PodUnavailableBudgetUpdateGate)
     },
-    start,
+    start: |shared| Box::pin(run(Arc::new(Context::new(shared)), shared.shutdown.clone())),
 };
-
-/// Starts the controller on the manager's shared state.
-fn start(shared: &Shared) -> BoxFuture<'static, ()> {
-    Box::pin(run(Arc::new(Context::new(shared)), shared.shutdown.clone()))
-}
 
 /// Runs the controller until `shutdown` is cancelled.
 pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {

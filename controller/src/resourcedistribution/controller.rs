@@ -22,7 +22,6 @@ use super::plan::{NamespaceInfo, namespace_event_concerns};
 use super::reconcile::reconcile;
 use crate::registry::{self, Shared};
 use crate::runner::{self, Controller};
-use futures::future::BoxFuture;
 use kruise_api::features::Gate;
 
 /// Reconciles of different distributions at once (upstream's default worker count).
@@ -32,13 +31,8 @@ const CONCURRENCY: u16 = 3;
 pub const CONTROLLER: registry::Controller = registry::Controller {
     name: "resourcedistribution",
     enabled: |gates| gates.enabled(Gate::ResourceDistributionGate),
-    start,
+    start: |shared| Box::pin(run(shared.clone())),
 };
-
-/// Starts the controller on the manager's shared state.
-fn start(shared: &Shared) -> BoxFuture<'static, ()> {
-    Box::pin(run(shared.clone()))
-}
 
 /// Runs the controller until `shutdown` is cancelled.
 pub async fn run(shared: Shared) {

@@ -16,19 +16,13 @@ use super::reconcile::reconcile;
 use crate::expectations::ResourceVersionExpectations;
 use crate::registry::{self, Shared};
 use crate::runner::{Controller, watch};
-use futures::future::BoxFuture;
 
 /// The registry's entry (always on).
 pub const CONTROLLER: registry::Controller = registry::Controller {
     name: METRIC_NAME,
     enabled: registry::always,
-    start,
+    start: |shared| Box::pin(run(shared.clone())),
 };
-
-/// Starts the controller on the manager's shared state.
-fn start(shared: &Shared) -> BoxFuture<'static, ()> {
-    Box::pin(run(shared.clone()))
-}
 
 /// Runs until `shutdown`. The SidecarSets' ControllerRevisions live in the manager's own
 /// namespace.

@@ -11,7 +11,6 @@ use super::plan;
 use super::reconcile::reconcile;
 use crate::registry::{self, Shared};
 use crate::runner::Controller;
-use futures::future::BoxFuture;
 use kruise_api::features::Gate;
 
 /// Reconciles of different Pods at once (upstream's `--sidecarterminator-workers` default).
@@ -24,13 +23,8 @@ pub const CONTROLLER: registry::Controller = registry::Controller {
         // It needs the daemon, which carries out its requests.
         gates.enabled(Gate::KruiseDaemon) && gates.enabled(Gate::SidecarTerminator)
     },
-    start,
+    start: |shared| Box::pin(run(shared.clone())),
 };
-
-/// Starts the controller on the manager's shared state.
-fn start(shared: &Shared) -> BoxFuture<'static, ()> {
-    Box::pin(run(shared.clone()))
-}
 
 /// Runs the controller until `shutdown` is cancelled.
 pub async fn run(shared: Shared) {

@@ -19,10 +19,9 @@ use super::identity::ordinal_of;
 pub use super::reconcile::reconcile;
 use crate::expectations::Cached;
 use crate::podcache::{PodEvent, controller_uid};
-use crate::registry::{self, Shared};
+use crate::registry;
 use crate::runner::{self, Controller};
 use crate::workload::podutil;
-use futures::future::BoxFuture;
 
 const CONCURRENCY: u16 = 3;
 
@@ -30,13 +29,8 @@ const CONCURRENCY: u16 = 3;
 pub const CONTROLLER: registry::Controller = registry::Controller {
     name: METRIC_NAME,
     enabled: registry::always,
-    start,
+    start: |shared| Box::pin(run(Arc::new(Context::new(shared)), shared.shutdown.clone())),
 };
-
-/// Starts the controller on the manager's shared state.
-fn start(shared: &Shared) -> BoxFuture<'static, ()> {
-    Box::pin(run(Arc::new(Context::new(shared)), shared.shutdown.clone()))
-}
 
 /// Runs the controller until `shutdown` is cancelled.
 pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {

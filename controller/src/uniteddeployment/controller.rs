@@ -18,9 +18,8 @@ use tokio_util::sync::CancellationToken;
 use super::context::{Context, METRIC_NAME};
 use super::reconcile::reconcile;
 use crate::podcache::PodEvent;
-use crate::registry::{self, Shared};
+use crate::registry;
 use crate::runner::{self, Controller};
-use futures::future::BoxFuture;
 
 /// Reconciles of different UnitedDeployments at once (upstream's default worker count).
 const CONCURRENCY: u16 = 3;
@@ -29,13 +28,8 @@ const CONCURRENCY: u16 = 3;
 pub const CONTROLLER: registry::Controller = registry::Controller {
     name: METRIC_NAME,
     enabled: registry::always,
-    start,
+    start: |shared| Box::pin(run(Arc::new(Context::new(shared)), shared.shutdown.clone())),
 };
-
-/// Starts the controller on the manager's shared state.
-fn start(shared: &Shared) -> BoxFuture<'static, ()> {
-    Box::pin(run(Arc::new(Context::new(shared)), shared.shutdown.clone()))
-}
 
 /// Runs the controller until `shutdown` is cancelled.
 pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {

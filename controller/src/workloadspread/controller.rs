@@ -13,9 +13,8 @@ use tokio_util::sync::CancellationToken;
 use super::context::{CONTROLLER_NAME, Context, METRIC_NAME};
 use super::reconcile::reconcile;
 use crate::podcache::PodEvent;
-use crate::registry::{self, Shared};
+use crate::registry;
 use crate::runner::{self, Controller};
-use futures::future::BoxFuture;
 use kruise_api::features::Gate;
 
 /// Reconciles of different WorkloadSpreads at once (upstream's default worker count).
@@ -25,16 +24,13 @@ const CONCURRENCY: u16 = 3;
 pub const CONTROLLER: registry::Controller = registry::Controller {
     name: "workloadspread",
     enabled: |gates| gates.enabled(Gate::WorkloadSpread),
-    start,
+    start: |shared| {
+        Box::pin(run(
+            Arc::new(shared.base(CONTROLLER_NAME)),
+            shared.shutdown.clone(),
+        ))
+    },
 };
-
-/// Starts the controller on the manager's shared state.
-fn start(shared: &Shared) -> BoxFuture<'static, ()> {
-    Box::pin(run(
-        Arc::new(shared.base(CONTROLLER_NAME)),
-        shared.shutdown.clone(),
-    ))
-}
 
 /// Runs the controller until `shutdown` is cancelled.
 pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
