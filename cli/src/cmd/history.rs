@@ -44,7 +44,8 @@ fn images_of(template: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
-fn owned_by(
+/// Whether one of `refs` names the owner `uid`.
+pub(crate) fn owned_by(
     refs: Option<&Vec<k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference>>,
     uid: &str,
 ) -> bool {

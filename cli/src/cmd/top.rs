@@ -171,13 +171,9 @@ async fn workloads(ctx: &Ctx, scope: &Scope, ns: Option<&str>) -> Result<Vec<Rol
     Ok(views)
 }
 
+/// Owned by the workload `uid` (an object without a UID owns nothing).
 fn owned_by(pod: &Pod, uid: &str) -> bool {
-    !uid.is_empty()
-        && pod
-            .metadata
-            .owner_references
-            .as_ref()
-            .is_some_and(|o| o.iter().any(|r| r.uid == uid))
+    !uid.is_empty() && super::history::owned_by(pod.metadata.owner_references.as_ref(), uid)
 }
 
 /// The Pods of a kind that does not own them (Deployment, UnitedDeployment): its selector's.
