@@ -340,7 +340,7 @@ stage_plugin() {
   # (the install stage stopped dev mode); its test fails if it finds one. (Its refusal beside a
   # running manager is tested in the suite.)
   KUBECTL="$KRS_BIN_DIR/kubectl" KRUISE_E2E_INCLUSTER=1 nextest e2e-plugin --run-ignored all \
-    -E 'test(/^plugin_install::/)'
+    -E 'test(/^(plugin_install|helm_values)::/)'
   nextest e2e-plugin -E 'test(/^plugin_dev::dev_embeds_/)'
 }
 
