@@ -12,6 +12,7 @@ use axum::http::StatusCode;
 use axum::routing::get;
 use clap::Parser;
 use kruise_api::features::{self, FeatureGates, Gate};
+use kruise_api::keys;
 use kruise_daemon::criruntime::{CriClient, SocketSource};
 use kruise_daemon::cristatus::{self, CriStatus, OwnPod, Reporters};
 use kruise_daemon::events::Events;
@@ -70,7 +71,7 @@ struct Flags {
     pod_name: Option<String>,
 
     /// Namespace of this daemon's own Pod (downward API, metadata.namespace).
-    #[arg(long, env = "POD_NAMESPACE")]
+    #[arg(long, env = keys::ENV_POD_NAMESPACE)]
     pod_namespace: Option<String>,
 
     /// Address of the /healthz, /readyz and /metrics endpoint.
