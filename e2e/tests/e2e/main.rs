@@ -27,6 +27,7 @@ mod cloneset_kwok;
 mod cluster;
 mod crd_versions;
 mod crr;
+mod daemon_cri;
 mod daemonset;
 mod daemonset_kwok;
 mod deletion_protection;
