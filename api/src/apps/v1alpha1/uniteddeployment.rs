@@ -108,7 +108,31 @@ pub struct CloneSetTemplateSpec {
     #[schemars(schema_with = "crate::schema::preserve_unknown_object")]
     pub metadata: Option<ObjectMeta>,
     #[schemars(schema_with = "release_cloneset_spec")]
+    #[serde(deserialize_with = "release_or_earlier_spec")]
     pub spec: CloneSetSpec,
+}
+
+/// `updateStrategy.type` of master's v1beta1 CloneSet spec, which earlier Kruise-rs builds kept
+/// in this version's template: our schema keeps it in a stored object (the rest of that
+/// strategy, `rollingUpdate`, it prunes), and it is no v1alpha1 type.
+pub const EARLIER_TEMPLATE_UPDATE_TYPE: &str = "RollingUpdate";
+
+/// A v1alpha1 CloneSet spec; an object stored by an earlier build with master's
+/// `type: RollingUpdate` reads as an unset type (the default, `ReCreate`) rather than failing to
+/// decode (which would stop every UnitedDeployment's watch). The manager restores the lost
+/// strategy from the revision (`uniteddeployment::legacy`).
+fn release_or_earlier_spec<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<CloneSetSpec, D::Error> {
+    let mut v = serde_json::Value::deserialize(d)?;
+    if let Some(us) = v
+        .get_mut("updateStrategy")
+        .and_then(serde_json::Value::as_object_mut)
+        && us.get("type").and_then(serde_json::Value::as_str) == Some(EARLIER_TEMPLATE_UPDATE_TYPE)
+    {
+        us.remove("type");
+    }
+    serde_json::from_value(v).map_err(serde::de::Error::custom)
 }
 
 /// Master's `inPlaceUpdateStrategy.imagePreDownload*` fields, which the release's template
