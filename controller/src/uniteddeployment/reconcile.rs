@@ -64,16 +64,9 @@ pub async fn reconcile(ud: Arc<UnitedDeployment>, ctx: Arc<Context>) -> Result<A
         .await;
         return Err(ChildError::NoTemplate.into());
     };
-    let revs = match Box::pin(revisions::sync(&ctx, &ud)).await {
-        Ok(Synced::Revisions(r)) => r,
-        Ok(Synced::Restore(template)) => {
-            Box::pin(restore_template(&ctx, &ud, template)).await?;
-            return Ok(Action::await_change());
-        }
-        Err(e) => {
-            warn(&ctx, &ud, keys::UD_REASON_FAILED_REVISION, e.to_string()).await;
-            return Err(e);
-        }
+    let Some(revs) = Box::pin(sync_revisions(&ctx, &ud)).await? else {
+        // The restored template's change brings the next reconcile.
+        return Ok(Action::await_change());
     };
     let children = match Box::pin(read_children(&ctx, &ud, kind)).await {
         Ok(c) => c,
@@ -389,6 +382,21 @@ async fn apply(
         out.update_error = Some(update_errs.join("; "));
     }
     out
+}
+
+/// The revisions, or `None` once a template an earlier build's revision restores is written.
+async fn sync_revisions(ctx: &Context, ud: &UnitedDeployment) -> Result<Option<Revisions>, Error> {
+    match Box::pin(revisions::sync(ctx, ud)).await {
+        Ok(Synced::Revisions(r)) => Ok(Some(r)),
+        Ok(Synced::Restore(template)) => {
+            Box::pin(restore_template(ctx, ud, template)).await?;
+            Ok(None)
+        }
+        Err(e) => {
+            warn(ctx, ud, keys::UD_REASON_FAILED_REVISION, e.to_string()).await;
+            Err(e)
+        }
+    }
 }
 
 /// Writes back the CloneSet template an earlier build's revision restores (a merge patch: the
