@@ -35,8 +35,8 @@ pub async fn create_raw(
     api(client, ns).create(&PostParams::default(), &obj).await
 }
 
-/// A `cloneSetTemplate` (a v1beta1 CloneSet spec, as upstream's) of testapp Pods labelled
-/// `app=<app>`, updated in place.
+/// A v1alpha1 `cloneSetTemplate` (a v1alpha1 CloneSet spec, as the release's) of testapp Pods
+/// labelled `app=<app>`, updated in place.
 pub fn cloneset_template(app: &str, tag: &str) -> Value {
     json!({"cloneSetTemplate": {
         "metadata": {"labels": {"app": app}},
@@ -53,7 +53,7 @@ pub fn cloneset_template(app: &str, tag: &str) -> Value {
                     }]
                 }
             },
-            "updateStrategy": {"rollingUpdate": {"podUpdatePolicy": "InPlaceIfPossible"}}
+            "updateStrategy": {"type": "InPlaceIfPossible"}
         }
     }})
 }

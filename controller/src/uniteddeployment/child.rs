@@ -4,12 +4,14 @@
 
 use std::collections::BTreeMap;
 
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kruise_api::apps::v1alpha1::{Subset, SubsetKind, UnitedDeployment};
 use kruise_api::keys;
 use kube::ResourceExt;
 use serde_json::{Map, Value, json};
 
 use super::plan::Observed;
+use crate::workload::intstr::scaled_value;
 
 /// Why a subset workload cannot be built.
 #[derive(Debug, thiserror::Error)]
@@ -175,14 +177,13 @@ pub fn patch_text(subset: &Subset) -> String {
         .unwrap_or_default()
 }
 
-/// Where each kind keeps its partition: a (v1beta1) CloneSet in
-/// `updateStrategy.rollingUpdate.partition`; the two StatefulSets there too when rolling
-/// (upstream leaves OnDelete alone); a Deployment has none.
+/// Where each kind keeps its partition: a (v1alpha1, as the release's adapter) CloneSet in
+/// `updateStrategy.partition`; the two StatefulSets in `updateStrategy.rollingUpdate.partition`
+/// when rolling (upstream leaves OnDelete alone); a Deployment has none.
 fn set_partition(kind: SubsetKind, spec: &mut Value, partition: i32) {
     match kind {
         SubsetKind::CloneSet => {
-            let st = field(spec, "updateStrategy");
-            *field(field(st, "rollingUpdate"), "partition") = json!(partition);
+            *field(field(spec, "updateStrategy"), "partition") = json!(partition);
         }
         SubsetKind::StatefulSet | SubsetKind::AdvancedStatefulSet => {
             let st = field(spec, "updateStrategy");
@@ -254,11 +255,26 @@ fn str_at<'a>(v: &'a Value, path: &[&str]) -> &'a str {
         .unwrap_or("")
 }
 
+/// A v1alpha1 CloneSet's `updateStrategy.partition`, a percentage of its `spec.replicas`
+/// rounded up (upstream's adapter `GetSpecPartition`); unset or malformed counts 0.
+fn cloneset_partition(obj: &Value) -> i32 {
+    let Some(v) = ["spec", "updateStrategy", "partition"]
+        .iter()
+        .try_fold(obj, |cur, k| cur.get(*k))
+        .and_then(|v| serde_json::from_value::<IntOrString>(v.clone()).ok())
+    else {
+        return 0;
+    };
+    let replicas = int_at(obj, &["spec", "replicas"]);
+    scaled_value(&v, replicas, true).unwrap_or(0)
+}
+
 /// What the reconcile reads from an existing subset workload; the updated counts come from
 /// its Pods (`pods`: `(revision label, ready)` of each active Pod).
 pub fn observe(kind: SubsetKind, obj: &Value, revision: &str, pods: &[(String, bool)]) -> Observed {
     let partition = match kind {
-        SubsetKind::CloneSet | SubsetKind::StatefulSet | SubsetKind::AdvancedStatefulSet => int_at(
+        SubsetKind::CloneSet => cloneset_partition(obj),
+        SubsetKind::StatefulSet | SubsetKind::AdvancedStatefulSet => int_at(
             obj,
             &["spec", "updateStrategy", "rollingUpdate", "partition"],
         ),
@@ -315,14 +331,14 @@ pub fn matches_labels(
         .all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v))
 }
 
-/// Upstream's adapters' `SetMaxUnavailable`: a (v1beta1) CloneSet's and a Deployment's
-/// `rollingUpdate.maxUnavailable` (the StatefulSets never reserve Pods).
+/// Upstream's adapters' `SetMaxUnavailable`: a (v1alpha1) CloneSet's
+/// `updateStrategy.maxUnavailable`, a Deployment's `strategy.rollingUpdate.maxUnavailable`
+/// (the StatefulSets never reserve Pods).
 pub fn set_max_unavailable(kind: SubsetKind, obj: &mut Value, n: i32) {
     let spec = field(obj, "spec");
     match kind {
         SubsetKind::CloneSet => {
-            let ru = field(field(spec, "updateStrategy"), "rollingUpdate");
-            *field(ru, "maxUnavailable") = json!(n);
+            *field(field(spec, "updateStrategy"), "maxUnavailable") = json!(n);
         }
         SubsetKind::Deployment => {
             let ru = field(field(spec, "strategy"), "rollingUpdate");

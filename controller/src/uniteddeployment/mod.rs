@@ -8,13 +8,15 @@
 //! Imports flow one way: `controller` (wiring on the shared [`runner`](crate::runner)) →
 //! `reconcile` (revisions → subsets → allocation → writes → status) → `schedule` (the Adaptive
 //! strategy's reads and Pod labels) → `status`, `child` (building and reading subset
-//! workloads), `adaptive`, `reserve` and `plan` (pure) → `context`, `error`.
+//! workloads), `legacy` (templates an earlier build stored), `adaptive`, `reserve` and `plan`
+//! (pure) → `context`, `error`.
 
 mod adaptive;
 mod child;
 mod context;
 pub mod controller;
 mod error;
+mod legacy;
 pub mod plan;
 mod reconcile;
 mod reserve;

@@ -11,7 +11,9 @@ use std::time::Duration;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kruise_api::apps::v1alpha1::{SubsetKind, UnitedDeployment};
 use kruise_api::keys;
-use kube::api::{DeleteParams, DynamicObject, ListParams, PostParams, PropagationPolicy};
+use kube::api::{
+    DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams, PropagationPolicy,
+};
 use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
 use kube::{Api, Resource, ResourceExt};
@@ -21,7 +23,7 @@ use super::child::{self, ChildError};
 use super::context::Context;
 use super::error::Error;
 use super::plan::{self, Desired, Observed, Step};
-use super::revisions::{self, Revisions};
+use super::revisions::{self, Revisions, Synced};
 use super::schedule;
 use super::status::{Outcome, next_status};
 use crate::expectations::{EXPECTATION_TIMEOUT, VersionSatisfaction};
@@ -62,12 +64,9 @@ pub async fn reconcile(ud: Arc<UnitedDeployment>, ctx: Arc<Context>) -> Result<A
         .await;
         return Err(ChildError::NoTemplate.into());
     };
-    let revs = match Box::pin(revisions::sync(&ctx, &ud)).await {
-        Ok(r) => r,
-        Err(e) => {
-            warn(&ctx, &ud, keys::UD_REASON_FAILED_REVISION, e.to_string()).await;
-            return Err(e);
-        }
+    let Some(revs) = Box::pin(sync_revisions(&ctx, &ud)).await? else {
+        // The restored template's change brings the next reconcile.
+        return Ok(Action::await_change());
     };
     let children = match Box::pin(read_children(&ctx, &ud, kind)).await {
         Ok(c) => c,
@@ -383,6 +382,41 @@ async fn apply(
         out.update_error = Some(update_errs.join("; "));
     }
     out
+}
+
+/// The revisions, or `None` once a template an earlier build's revision restores is written.
+async fn sync_revisions(ctx: &Context, ud: &UnitedDeployment) -> Result<Option<Revisions>, Error> {
+    match Box::pin(revisions::sync(ctx, ud)).await {
+        Ok(Synced::Revisions(r)) => Ok(Some(r)),
+        Ok(Synced::Restore(template)) => {
+            Box::pin(restore_template(ctx, ud, template)).await?;
+            Ok(None)
+        }
+        Err(e) => {
+            warn(ctx, ud, keys::UD_REASON_FAILED_REVISION, e.to_string()).await;
+            Err(e)
+        }
+    }
+}
+
+/// Writes back the CloneSet template an earlier build's revision restores (a merge patch: the
+/// restored template only adds to what the schema left); its change brings the next reconcile.
+async fn restore_template(
+    ctx: &Context,
+    ud: &UnitedDeployment,
+    template: serde_json::Value,
+) -> Result<(), Error> {
+    let api: Api<UnitedDeployment> =
+        Api::namespaced(ctx.client.clone(), &ud.namespace().unwrap_or_default());
+    let patch = serde_json::json!({"spec": {"template": {"cloneSetTemplate": template}}});
+    api.patch(
+        &ud.name_any(),
+        &PatchParams::default(),
+        &Patch::Merge(&patch),
+    )
+    .await?;
+    tracing::info!(ud = %ud.name_any(), "restored the CloneSet template's strategies an earlier build stored");
+    Ok(())
 }
 
 async fn create(

@@ -321,12 +321,12 @@ fn reserved_pods_are_left_out_of_replicas_and_the_selector() {
 }
 
 #[test]
-fn max_unavailable_goes_under_rolling_update() {
-    let mut cs =
-        serde_json::json!({"spec": {"updateStrategy": {"rollingUpdate": {"partition": 0}}}});
+fn max_unavailable_goes_where_each_kind_keeps_it() {
+    // A v1alpha1 CloneSet: flat under updateStrategy.
+    let mut cs = serde_json::json!({"spec": {"updateStrategy": {"partition": 0}}});
     child::set_max_unavailable(SubsetKind::CloneSet, &mut cs, 2);
     assert_eq!(
-        cs["spec"]["updateStrategy"]["rollingUpdate"],
+        cs["spec"]["updateStrategy"],
         serde_json::json!({"partition": 0, "maxUnavailable": 2})
     );
     let mut d = serde_json::json!({"spec": {}});

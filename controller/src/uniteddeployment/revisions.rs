@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 
 use super::context::Context;
 use super::error::Error;
+use super::legacy;
 use super::plan::revisions_to_prune;
 use crate::history;
 use crate::revision::{self, RevisionError};
@@ -31,7 +32,7 @@ pub struct Revisions {
 }
 
 /// The revision data of `ud`'s template (upstream `getUnitedDeploymentPatch`).
-fn revision_data(ud: &UnitedDeployment) -> Result<Value, RevisionError> {
+pub(super) fn revision_data(ud: &UnitedDeployment) -> Result<Value, RevisionError> {
     let mut template = serde_json::to_value(&ud.spec.template)?;
     if let Some(t) = template.as_object_mut() {
         t.insert("$patch".into(), json!("replace"));
@@ -95,8 +96,15 @@ fn candidate(
     })
 }
 
+/// What [`sync`] found: the revisions, or a CloneSet template an earlier build's revision
+/// restores (written first; see [`legacy`](super::legacy)).
+pub enum Synced {
+    Revisions(Revisions),
+    Restore(Value),
+}
+
 /// Upstream `constructUnitedDeploymentRevisions`: prune, then make the update revision exist.
-pub async fn sync(ctx: &Context, ud: &UnitedDeployment) -> Result<Revisions, Error> {
+pub async fn sync(ctx: &Context, ud: &UnitedDeployment) -> Result<Synced, Error> {
     let ns = ud.namespace().unwrap_or_default();
     let api: Api<ControllerRevision> = Api::namespaced(ctx.client.clone(), &ns);
     let uid = ud.uid().unwrap_or_default();
@@ -130,6 +138,18 @@ pub async fn sync(ctx: &Context, ud: &UnitedDeployment) -> Result<Revisions, Err
         }
     }
     revs.retain(|r| !r.metadata.name.as_ref().is_some_and(|n| prune.contains(n)));
+    if let Some(t) = revs
+        .iter()
+        .find(|r| r.metadata.name.as_deref() == Some(updated.as_str()))
+        .and_then(|r| legacy::restored_template(ud, r))
+    {
+        return Ok(Synced::Restore(t));
+    }
+    for r in &mut revs {
+        if let Some(now) = legacy::as_written_now(r) {
+            *r = now;
+        }
+    }
     let mut collision = status.collision_count.unwrap_or(0);
     let cand = candidate(ud, revision::next_revision_number(&revs), collision)?;
     let (update, _) = history::ensure_update_revision::<Error>(
@@ -147,9 +167,9 @@ pub async fn sync(ctx: &Context, ud: &UnitedDeployment) -> Result<Revisions, Err
         .filter_map(|r| r.metadata.name.clone())
         .find(|n| *n == status.current_revision)
         .unwrap_or_else(|| update.clone());
-    Ok(Revisions {
+    Ok(Synced::Revisions(Revisions {
         current,
         update,
         collision_count: collision,
-    })
+    }))
 }

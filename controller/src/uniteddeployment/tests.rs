@@ -301,7 +301,9 @@ fn cloneset_ud() -> UnitedDeployment {
             "selector": {"matchLabels": {"app": "web"}},
             "template": {"metadata": {"labels": {"app": "web"}},
                 "spec": {"containers": [{"name": "main", "image": "nginx"}]}},
-            "updateStrategy": {"rollingUpdate": {"podUpdatePolicy": "InPlaceIfPossible"}}
+            "updateStrategy": {"type": "InPlaceIfPossible", "partition": 3, "maxUnavailable": 2,
+                "paused": false, "inPlaceUpdateStrategy": {"gracePeriodSeconds": 5}},
+            "scaleStrategy": {"disablePVCReuse": true}
         }
     }))
     .expect("template");
@@ -321,8 +323,9 @@ fn the_subset_workload_carries_selector_labels_placement_and_patch() {
     let ud = cloneset_ud();
     let obj =
         child::desired(&ud, SubsetKind::CloneSet, "a", "web-rev", 2, 1, None).expect("builds");
-    // A v1beta1 CloneSet, as upstream's adapter makes, from the template's v1beta1 spec.
-    assert_eq!(obj["apiVersion"], "apps.kruise.io/v1beta1");
+    // A v1alpha1 CloneSet, as the release's adapter makes, from the template's v1alpha1 spec.
+    assert_eq!(obj["apiVersion"], "apps.kruise.io/v1alpha1");
+    assert_eq!(obj["kind"], "CloneSet");
     assert_eq!(obj["metadata"]["generateName"], "web-a-");
     assert_eq!(obj["metadata"]["labels"][keys::SUBSET_NAME_LABEL], "a");
     assert_eq!(
@@ -331,9 +334,14 @@ fn the_subset_workload_carries_selector_labels_placement_and_patch() {
     );
     assert_eq!(obj["metadata"]["ownerReferences"][0]["uid"], "uid-1");
     assert_eq!(obj["spec"]["replicas"], 2);
-    let rolling = &obj["spec"]["updateStrategy"]["rollingUpdate"];
-    assert_eq!(rolling["partition"], 1);
-    assert_eq!(rolling["podUpdatePolicy"], "InPlaceIfPossible");
+    // The template's strategies, the subset's partition in the flat field.
+    let us = &obj["spec"]["updateStrategy"];
+    assert_eq!(us["type"], "InPlaceIfPossible");
+    assert_eq!(us["partition"], 1);
+    assert_eq!(us["maxUnavailable"], 2);
+    assert_eq!(us["inPlaceUpdateStrategy"]["gracePeriodSeconds"], 5);
+    assert!(us.get("rollingUpdate").is_none(), "no v1beta1 field");
+    assert_eq!(obj["spec"]["scaleStrategy"]["disablePVCReuse"], true);
     assert_eq!(
         obj["spec"]["selector"]["matchLabels"][keys::SUBSET_NAME_LABEL],
         "a"
@@ -365,6 +373,19 @@ fn the_subset_workload_carries_selector_labels_placement_and_patch() {
         (2, 1, 1)
     );
     assert_eq!(o.patch, child::patch_text(&ud.spec.topology.subsets[0]));
+    // A percentage partition counts against the CloneSet's replicas, rounded up.
+    live["spec"]["updateStrategy"]["partition"] = json!("50%");
+    live["spec"]["replicas"] = json!(3);
+    let o = child::observe(SubsetKind::CloneSet, &live, "web-rev", &[]);
+    assert_eq!(o.spec_partition, 2);
+    // The Adaptive strategy's reserve goes to the flat maxUnavailable.
+    child::set_max_unavailable(SubsetKind::CloneSet, &mut live, 4);
+    assert_eq!(live["spec"]["updateStrategy"]["maxUnavailable"], 4);
+    assert!(
+        live["spec"]["updateStrategy"]
+            .get("rollingUpdate")
+            .is_none()
+    );
 }
 
 #[test]

@@ -301,11 +301,11 @@ async fn uniteddeployment_status_reads_in_v1beta1_shape() {
         "UnitedDeployment",
         "uniteddeployments",
     );
-    // Both versions hold a v1beta1 CloneSet spec in the template, as upstream's: the in-place
-    // policy and the budget under `rollingUpdate`.
+    // v1beta1's template holds a v1beta1 CloneSet spec (master's shape): the in-place policy,
+    // the budget and a partition under `rollingUpdate`.
     let mut template = cloneset_template("udb", "v1");
-    let strategy =
-        json!({"rollingUpdate": {"podUpdatePolicy": "InPlaceIfPossible", "maxUnavailable": 1}});
+    let strategy = json!({"type": "RollingUpdate", "rollingUpdate": {
+        "podUpdatePolicy": "InPlaceIfPossible", "maxUnavailable": 1, "partition": 1}});
     template["cloneSetTemplate"]["spec"]["updateStrategy"] = strategy.clone();
     create(
         &beta,
@@ -327,12 +327,18 @@ async fn uniteddeployment_status_reads_in_v1beta1_shape() {
     })
     .await
     .expect("v1alpha1 status");
-    // v1alpha1 reads the same template; the controller made the subset's CloneSet of it
-    // (read here in v1alpha1, where the policy is the update type).
+    // v1alpha1 reads the template as the release's v1alpha1 CloneSet spec (the policy is the
+    // update type, the rest flat); the controller made the subset's CloneSet of it, with the
+    // UnitedDeployment's own partition (none: 0).
     let a = alpha.get("web").await.expect("read in v1alpha1");
     assert_eq!(
         a.data["spec"]["template"]["cloneSetTemplate"]["spec"]["updateStrategy"],
-        strategy
+        json!({"type": "InPlaceIfPossible", "maxUnavailable": 1, "partition": 1})
+    );
+    let b = beta.get("web").await.expect("read in v1beta1");
+    assert_eq!(
+        b.data["spec"]["template"]["cloneSetTemplate"]["spec"]["updateStrategy"], strategy,
+        "and v1beta1 reads back what it wrote"
     );
     let children = kruise_e2e::uniteddeployment::cloneset_children(&client, &ns.name)
         .await

@@ -124,21 +124,6 @@ const KNOWN_FIELD_DIFFERENCES: &[&str] = &[
     "+ uniteddeployments.apps.kruise.io v1alpha1 /spec/template/advancedStatefulSetTemplate/spec/updateStrategy/rollingUpdate/inPlaceUpdateStrategy/imagePreDownloadMinUpdatedReadyPods",
     "+ uniteddeployments.apps.kruise.io v1alpha1 /spec/template/advancedStatefulSetTemplate/spec/updateStrategy/rollingUpdate/inPlaceUpdateStrategy/imagePreDownloadParallelism",
     "+ uniteddeployments.apps.kruise.io v1alpha1 /spec/template/advancedStatefulSetTemplate/spec/updateStrategy/rollingUpdate/inPlaceUpdateStrategy/imagePreDownloadTimeoutSeconds",
-    // NOT YET as released (issue 56, item 2): our v1alpha1 UnitedDeployment's
-    // cloneSetTemplate.spec is a v1beta1 CloneSet spec (master's shape; the controller reads
-    // it so), the release's a v1alpha1 one. A release object's flat updateStrategy fields and
-    // disablePVCReuse are pruned by our schema.
-    "+ uniteddeployments.apps.kruise.io v1alpha1 /spec/template/cloneSetTemplate/spec/scaleStrategy/enablePVCReuse",
-    "+ uniteddeployments.apps.kruise.io v1alpha1 /spec/template/cloneSetTemplate/spec/scaleStrategy/excludePreparingDelete",
-    "+ uniteddeployments.apps.kruise.io v1alpha1 /spec/template/cloneSetTemplate/spec/updateStrategy/rollingUpdate",
-    "- uniteddeployments.apps.kruise.io v1alpha1 /spec/template/cloneSetTemplate/spec/scaleStrategy/disablePVCReuse",
-    "- uniteddeployments.apps.kruise.io v1alpha1 /spec/template/cloneSetTemplate/spec/updateStrategy/inPlaceUpdateStrategy",
-    "- uniteddeployments.apps.kruise.io v1alpha1 /spec/template/cloneSetTemplate/spec/updateStrategy/maxSurge",
-    "- uniteddeployments.apps.kruise.io v1alpha1 /spec/template/cloneSetTemplate/spec/updateStrategy/maxUnavailable",
-    "- uniteddeployments.apps.kruise.io v1alpha1 /spec/template/cloneSetTemplate/spec/updateStrategy/partition",
-    "- uniteddeployments.apps.kruise.io v1alpha1 /spec/template/cloneSetTemplate/spec/updateStrategy/paused",
-    "- uniteddeployments.apps.kruise.io v1alpha1 /spec/template/cloneSetTemplate/spec/updateStrategy/priorityStrategy",
-    "- uniteddeployments.apps.kruise.io v1alpha1 /spec/template/cloneSetTemplate/spec/updateStrategy/scatterStrategy",
 ];
 
 /// The field paths of a schema: `/a/b` for properties, `[]` for items, `{}` for map values;

@@ -1,7 +1,8 @@
 //! UnitedDeployment end to end, against the install from `deploy/`, on the local cluster's one
 //! node: a CloneSet-template UnitedDeployment of four over subsets `a` (1 replica), `b` and `c`
 //! (the rest, split as upstream), each required to the node's hostname, `b` held by a partition
-//! of 1. The split, the status and the conditions are checked; an image change updates the
+//! of 1; its template uses the release's v1alpha1 CloneSet fields, which read back and reach
+//! every subset's (v1alpha1) CloneSet. The split, the status and the conditions are checked; an image change updates the
 //! CloneSets' Pods in place (same UID, restartCount 1) except the partitioned one, which follows
 //! once the partition is lifted; a subset added, a subset removed (its CloneSet deleted) and
 //! min/max bounds each re-split the replicas. A Deployment-template UnitedDeployment gets one
@@ -78,6 +79,18 @@ async fn pods_by_subset(pods: &Api<Pod>) -> BTreeMap<String, Vec<(String, String
     out
 }
 
+/// The suite's CloneSet template with the release's v1alpha1 strategy fields: a template
+/// partition (the controller sets its own per subset), a budget, `paused: false`, an in-place
+/// grace period and no PVC reuse.
+fn release_template(tag: &str) -> Value {
+    let mut t = cloneset_template("web", tag);
+    let spec = &mut t["cloneSetTemplate"]["spec"];
+    spec["updateStrategy"] = json!({"type": "InPlaceIfPossible", "partition": 3,
+        "maxUnavailable": 2, "paused": false, "inPlaceUpdateStrategy": {"gracePeriodSeconds": 1}});
+    spec["scaleStrategy"] = json!({"disablePVCReuse": true});
+    t
+}
+
 #[tokio::test]
 async fn cloneset_subsets_split_update_in_place_and_resplit() {
     let client = client().await.expect("cluster");
@@ -97,7 +110,7 @@ async fn cloneset_subsets_split_update_in_place_and_resplit() {
         json!({
             "replicas": 4,
             "selector": {"matchLabels": {"app": "web"}},
-            "template": cloneset_template("web", "v1"),
+            "template": release_template("v1"),
             "topology": {"subsets": [
                 subset("a", json!({"replicas": 1})),
                 subset("b", json!({"patch": {"metadata": {"labels": {"tier": "b"}}}})),
@@ -118,11 +131,49 @@ async fn cloneset_subsets_split_update_in_place_and_resplit() {
         SETTLE,
     )
     .await;
+    // The template reads back with every release field; each subset's CloneSet was written
+    // as a v1alpha1 CloneSet with them, its partition the UnitedDeployment's for the subset.
+    let u = uds.get("web").await.expect("read");
+    let tspec = &u.data["spec"]["template"]["cloneSetTemplate"]["spec"];
+    assert_eq!(
+        tspec["updateStrategy"],
+        release_template("v1")["cloneSetTemplate"]["spec"]["updateStrategy"],
+        "{tspec}"
+    );
+    assert_eq!(tspec["scaleStrategy"]["disablePVCReuse"], true, "{tspec}");
     let children = cloneset_children(&client, &ns.name)
         .await
         .expect("children");
+    for (name, partition) in [("a", 0), ("b", 1), ("c", 0)] {
+        let cs = &children[name];
+        let us = &cs.data["spec"]["updateStrategy"];
+        assert_eq!(us["type"], "InPlaceIfPossible", "{name}: {us}");
+        assert_eq!(us["partition"], partition, "{name}: {us}");
+        assert_eq!(us["maxUnavailable"], 2, "{name}: {us}");
+        assert_ne!(us["paused"], true, "{name}: {us}");
+        assert_eq!(
+            us["inPlaceUpdateStrategy"]["gracePeriodSeconds"], 1,
+            "{name}: {us}"
+        );
+        assert!(us.get("rollingUpdate").is_none(), "{name}: {us}");
+        assert_eq!(
+            cs.data["spec"]["scaleStrategy"]["disablePVCReuse"], true,
+            "{name}"
+        );
+        let writers: Vec<String> = cs
+            .metadata
+            .managed_fields
+            .iter()
+            .flatten()
+            .filter(|m| m.operation.as_deref() == Some("Update") && m.subresource.is_none())
+            .filter_map(|m| m.api_version.clone())
+            .collect();
+        assert!(
+            !writers.is_empty() && writers.iter().all(|v| v == keys::APPS_V1ALPHA1),
+            "{name}: written as v1alpha1 only, as the release's adapter: {writers:?}"
+        );
+    }
     let b = &children["b"];
-    assert_eq!(b.data["spec"]["updateStrategy"]["partition"], 1);
     assert!(b.name_any().starts_with("web-b-"), "{}", b.name_any());
     assert_eq!(
         b.data["spec"]["selector"]["matchLabels"][keys::SUBSET_NAME_LABEL],
@@ -172,7 +223,7 @@ async fn cloneset_subsets_split_update_in_place_and_resplit() {
     let pods: Api<Pod> = ns.api();
     let before = pods_by_subset(&pods).await;
     assert_eq!(before.values().map(Vec::len).sum::<usize>(), 4);
-    merge(&uds, json!({"template": cloneset_template("web", "v2")})).await;
+    merge(&uds, json!({"template": release_template("v2")})).await;
     let v2 = kruise_e2e::image("testapp", "v2");
     let updated = wait_for("a and c updated in place, b held", SETTLE, || async {
         let now = pods_by_subset(&pods).await;

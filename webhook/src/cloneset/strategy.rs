@@ -11,7 +11,7 @@ use crate::json::IntOrPercent;
 use crate::workload::selector::LabelSelector;
 use kruise_api::keys;
 
-pub(super) fn validate_scale_strategy(spec: &Value, errs: &mut Vec<FieldError>) {
+pub(crate) fn validate_scale_strategy(spec: &Value, errs: &mut Vec<FieldError>) {
     let Some(ss) = spec.get("scaleStrategy").filter(|v| !v.is_null()) else {
         return;
     };
@@ -72,7 +72,7 @@ fn check_int_or_percent(v: &Value, path: &str, errs: &mut Vec<FieldError>) -> Op
     }
 }
 
-pub(super) fn validate_update_strategy(
+pub(crate) fn validate_update_strategy(
     spec: &Value,
     replicas: i64,
     version: &str,

@@ -1,8 +1,12 @@
 //! UnitedDeployment v1alpha1 ⇄ v1beta1 conversion, after upstream's
 //! `apis/apps/v1alpha1/uniteddeployment_conversion.go`.
 //!
-//! The spec is the same JSON in both versions (as upstream, `cloneSetTemplate` holds a v1beta1
-//! CloneSet spec in both), so it is copied.
+//! The spec is the same JSON in both versions but for `template.cloneSetTemplate`: v1alpha1
+//! holds a v1alpha1 CloneSet (the release's shape), v1beta1 a v1beta1 one (master's). The
+//! template, its metadata and spec, converts with the CloneSet's own mapping
+//! ([`crate::cloneset::conversion`]: flat `updateStrategy` ⇄ `rollingUpdate`, `disablePVCReuse`
+//! ⇄ `enablePVCReuse`, the exclude-preparing-delete label and the image pre-download
+//! annotations of the template's metadata ⇄ fields); what it cannot carry back the record keeps.
 //!
 //! The status differs as upstream's does:
 //! - to v1beta1: `updateStatus.updatedRevision` becomes `updatedRevision`; every
@@ -21,10 +25,71 @@
 
 use serde_json::{Map, Value, json};
 
+use kruise_api::keys;
+
 use crate::conversion::scheme::{Owned, Scheme};
 
-/// Everything the two mappings read or write.
+/// Where the CloneSet template is.
+const TEMPLATE: [&str; 3] = ["spec", "template", "cloneSetTemplate"];
+
+/// Everything the two mappings read or write: the status, and in the CloneSet template what
+/// the CloneSet mapping owns in a CloneSet.
 const OWNED: &[Owned] = &[
+    Owned::Value(&[
+        "spec",
+        "template",
+        "cloneSetTemplate",
+        "spec",
+        "updateStrategy",
+    ]),
+    Owned::Value(&[
+        "spec",
+        "template",
+        "cloneSetTemplate",
+        "spec",
+        "scaleStrategy",
+    ]),
+    Owned::Value(&[
+        "spec",
+        "template",
+        "cloneSetTemplate",
+        "metadata",
+        "labels",
+        keys::CLONESET_SCALING_EXCLUDE_PREPARING_DELETE_LABEL,
+    ]),
+    Owned::Shape(&["spec", "template", "cloneSetTemplate", "metadata", "labels"]),
+    Owned::Value(&[
+        "spec",
+        "template",
+        "cloneSetTemplate",
+        "metadata",
+        "annotations",
+        keys::IMAGE_PREDOWNLOAD_PARALLELISM_ANNOTATION,
+    ]),
+    Owned::Value(&[
+        "spec",
+        "template",
+        "cloneSetTemplate",
+        "metadata",
+        "annotations",
+        keys::IMAGE_PREDOWNLOAD_TIMEOUT_SECONDS_ANNOTATION,
+    ]),
+    Owned::Value(&[
+        "spec",
+        "template",
+        "cloneSetTemplate",
+        "metadata",
+        "annotations",
+        keys::IMAGE_PREDOWNLOAD_MIN_UPDATED_READY_PODS_ANNOTATION,
+    ]),
+    Owned::Shape(&[
+        "spec",
+        "template",
+        "cloneSetTemplate",
+        "metadata",
+        "annotations",
+    ]),
+    Owned::Shape(&["spec", "template", "cloneSetTemplate", "metadata"]),
     Owned::Value(&["status", "subsetReplicas"]),
     Owned::Value(&["status", "updateStatus"]),
     Owned::Value(&["status", "updatedRevision"]),
@@ -55,6 +120,7 @@ pub fn to_v1alpha1(src: &Value) -> Value {
 /// Plain v1alpha1 → v1beta1 mapping.
 fn map_to_v1beta1(src: &Value) -> Value {
     let mut out = src.clone();
+    convert_template(&mut out, true);
     let order = topology_names(src);
     let Some(o) = out.as_object_mut() else {
         return out;
@@ -68,6 +134,7 @@ fn map_to_v1beta1(src: &Value) -> Value {
 /// Plain v1beta1 → v1alpha1 mapping.
 fn map_to_v1alpha1(src: &Value) -> Value {
     let mut out = src.clone();
+    convert_template(&mut out, false);
     let Some(o) = out.as_object_mut() else {
         return out;
     };
@@ -75,6 +142,32 @@ fn map_to_v1alpha1(src: &Value) -> Value {
         status_to_v1alpha1(status);
     }
     out
+}
+
+/// Converts the CloneSet template (an object of a CloneSet's `metadata` and `spec`) in place
+/// with the CloneSet's plain mapping, to v1beta1 when `forward`.
+fn convert_template(ud: &mut Value, forward: bool) {
+    let Some(template) = TEMPLATE
+        .iter()
+        .try_fold(&mut *ud, |cur, k| cur.as_object_mut()?.get_mut(*k))
+    else {
+        return;
+    };
+    if !template.is_object() {
+        // Not a template: left for the API server to refuse.
+        return;
+    }
+    let scheme = &crate::cloneset::conversion::SCHEME;
+    let mut converted = if forward {
+        scheme.plain_forward(template)
+    } else {
+        scheme.plain_backward(template)
+    };
+    if let Some(o) = converted.as_object_mut() {
+        // The mapping names a CloneSet's version; a template has none.
+        o.remove("apiVersion");
+    }
+    *template = converted;
 }
 
 /// `spec.topology.subsets[*].name`, in order.

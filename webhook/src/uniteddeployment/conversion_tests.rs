@@ -1,5 +1,6 @@
 //! Tests of the UnitedDeployment conversion: upstream's `uniteddeployment_conversion_test.go`
-//! cases, then ours (map order, the CloneSet template copied, records, round trips).
+//! cases, then ours (map order, the CloneSet template converted as a CloneSet, records, round
+//! trips).
 
 use super::*;
 use kruise_api::apps::{v1alpha1, v1beta1};
@@ -16,10 +17,14 @@ fn pod() -> Value {
 }
 
 /// A template of `kind` with upstream's test metadata and Pod template (and a selector, which
-/// our typed CloneSet spec requires).
+/// our typed CloneSet spec requires; a CloneSet's strategies as the CRD defaults them).
 fn template(kind: &str) -> Value {
     let mut t = json!({"metadata": {"labels": {"app": "demo"}},
         "spec": {"selector": {"matchLabels": {"app": "demo"}}, "template": pod()}});
+    if kind == "cloneSetTemplate" {
+        t["spec"]["updateStrategy"] = json!({"type": "ReCreate"});
+        t["spec"]["scaleStrategy"] = json!({});
+    }
     let mut out = json!({});
     out[kind] = t.take();
     out
@@ -297,29 +302,88 @@ fn beta_cloneset_ud() -> Value {
 }
 
 #[test]
-fn the_clone_set_template_is_copied_as_upstream() {
+fn the_clone_set_template_converts_as_a_cloneset() {
     let beta = beta_cloneset_ud();
     typed_beta(&beta);
     let alpha = convert(&beta, ALPHA).expect("to v1alpha1");
+    let t = &alpha["spec"]["template"]["cloneSetTemplate"];
     assert_eq!(
-        alpha["spec"], beta["spec"],
-        "the spec is the same JSON in both"
+        t["spec"]["updateStrategy"],
+        json!({"type": "InPlaceIfPossible", "partition": 1, "maxUnavailable": "50%"}),
+        "v1alpha1's flat update strategy"
     );
+    assert_eq!(
+        t["spec"]["scaleStrategy"],
+        json!({}),
+        "PVCs reused: no disablePVCReuse"
+    );
+    assert_eq!(
+        t["metadata"]["labels"][keys::CLONESET_SCALING_EXCLUDE_PREPARING_DELETE_LABEL],
+        "true"
+    );
+    assert_eq!(
+        t["spec"]["template"],
+        beta["spec"]["template"]["cloneSetTemplate"]["spec"]["template"]
+    );
+    assert_eq!(alpha["spec"]["topology"], beta["spec"]["topology"]);
     assert_eq!(alpha["status"]["subsetReplicas"], json!({"a": 2, "b": 2}));
     assert_eq!(
         alpha["status"]["updateStatus"],
         json!({"updatedRevision": "r2", "currentPartitions": {"a": 1, "b": 0}})
     );
     let typed = typed_alpha(&alpha);
+    let spec = typed
+        .spec
+        .template
+        .clone_set_template
+        .expect("template")
+        .spec;
     assert_eq!(
-        typed.spec.template.clone_set_template.map(|t| t.spec),
-        typed_beta(&beta)
-            .spec
-            .template
-            .clone_set_template
-            .map(|t| t.spec)
+        spec.update_strategy.partition,
+        Some(k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::Int(1))
     );
     assert_eq!(convert(&alpha, BETA).expect("back"), beta);
+}
+
+/// A release-shaped v1alpha1 template: every flat field reads in v1beta1 under
+/// `rollingUpdate`, and comes back as it was, with no record.
+#[test]
+fn a_release_template_converts_both_ways_without_loss() {
+    let mut ud = ud_for_template(template("cloneSetTemplate"));
+    let t = &mut ud["spec"]["template"]["cloneSetTemplate"];
+    t["metadata"]["annotations"] =
+        json!({keys::IMAGE_PREDOWNLOAD_PARALLELISM_ANNOTATION: "2", "keep": "me"});
+    t["spec"]["updateStrategy"] = json!({"type": "InPlaceIfPossible", "partition": 2,
+        "maxUnavailable": 1, "maxSurge": "10%", "paused": true,
+        "priorityStrategy": {"weightPriority": [{"weight": 10,
+            "matchSelector": {"matchLabels": {"x": "y"}}}]},
+        "scatterStrategy": [{"key": "zone", "value": "a"}],
+        "inPlaceUpdateStrategy": {"gracePeriodSeconds": 5}});
+    t["spec"]["scaleStrategy"] = json!({"disablePVCReuse": true, "maxUnavailable": 1});
+    typed_alpha(&ud);
+    let beta = convert(&ud, BETA).expect("to v1beta1");
+    let bt = &beta["spec"]["template"]["cloneSetTemplate"];
+    assert_eq!(
+        bt["spec"]["updateStrategy"],
+        json!({"type": "RollingUpdate", "rollingUpdate": {"podUpdatePolicy": "InPlaceIfPossible",
+            "partition": 2, "maxUnavailable": 1, "maxSurge": "10%", "paused": true,
+            "priorityStrategy": {"weightPriority": [{"weight": 10,
+                "matchSelector": {"matchLabels": {"x": "y"}}}]},
+            "scatterStrategy": [{"key": "zone", "value": "a"}],
+            "inPlaceUpdateStrategy": {"gracePeriodSeconds": 5,
+                "imagePreDownloadParallelism": 2}}})
+    );
+    assert_eq!(
+        bt["spec"]["scaleStrategy"],
+        json!({"enablePVCReuse": false, "maxUnavailable": 1})
+    );
+    typed_beta(&beta);
+    assert!(
+        !has_record(&beta),
+        "the plain mapping carries everything back"
+    );
+    assert_eq!(convert(&beta, ALPHA).expect("back"), ud);
+    assert_eq!(to_v1alpha1(&to_v1beta1(&ud)), ud, "plain round trip");
 }
 
 #[test]
@@ -482,15 +546,25 @@ fn arb_beta_status() -> impl Strategy<Value = Option<Value>> {
     )
 }
 
-/// CloneSet template specs (a v1beta1 CloneSet spec, in both versions).
+/// CloneSet template specs, of either version's shape (or a mix) in either version.
 fn arb_cloneset_spec() -> impl Strategy<Value = Option<Value>> {
     let us = vec![
         None,
         Some(json!({})),
         Some(json!({"type": "RollingUpdate"})),
         Some(json!({"rollingUpdate": {"podUpdatePolicy": "InPlaceOnly", "partition": 1}})),
+        Some(json!({"type": "OnDelete", "rollingUpdate": {"partition": 1}})),
+        Some(json!({"type": "InPlaceIfPossible", "partition": 1, "paused": false})),
+        Some(json!({"type": "ReCreate"})),
+        Some(json!({"inPlaceUpdateStrategy": {"imagePreDownloadParallelism": "50%"}})),
     ];
-    let ss = vec![None, Some(json!({"enablePVCReuse": true}))];
+    let ss = vec![
+        None,
+        Some(json!({})),
+        Some(json!({"enablePVCReuse": true})),
+        Some(json!({"disablePVCReuse": true})),
+        Some(json!({"excludePreparingDelete": false})),
+    ];
     proptest::option::of(
         (
             proptest::sample::select(us),
@@ -498,6 +572,8 @@ fn arb_cloneset_spec() -> impl Strategy<Value = Option<Value>> {
             proptest::option::of(proptest::sample::select(vec![
                 json!({}),
                 json!({"labels": {"app": "x"}}),
+                json!({"labels": {keys::CLONESET_SCALING_EXCLUDE_PREPARING_DELETE_LABEL: "true"}}),
+                json!({"annotations": {keys::IMAGE_PREDOWNLOAD_TIMEOUT_SECONDS_ANNOTATION: "9"}}),
             ])),
         )
             .prop_map(|(us, ss, meta)| {

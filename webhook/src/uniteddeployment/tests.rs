@@ -289,3 +289,62 @@ fn an_update_is_validated_within_a_small_stack() {
         .expect("no overflow");
     assert_eq!(out.expect("routed")["allowed"], true);
 }
+
+/// The CloneSet template is a v1alpha1 CloneSet spec, its strategies checked by that
+/// version's rules and reported at the template's path.
+#[test]
+fn the_cloneset_template_is_a_v1alpha1_cloneset_spec() {
+    let release = with(
+        good_spec(),
+        "/template/cloneSetTemplate/spec/updateStrategy",
+        json!({"type": "InPlaceIfPossible", "partition": 1, "maxUnavailable": 1, "paused": false,
+            "inPlaceUpdateStrategy": {"gracePeriodSeconds": 3}}),
+    );
+    let release = with(
+        release,
+        "/template/cloneSetTemplate/spec/scaleStrategy",
+        json!({"disablePVCReuse": true}),
+    );
+    assert_eq!(errors_of(release.clone()), "");
+    let bad = with(
+        release.clone(),
+        "/template/cloneSetTemplate/spec/updateStrategy/maxUnavailable",
+        json!("150%"),
+    );
+    assert!(
+        errors_of(bad)
+            .contains("spec.template.cloneSetTemplate.spec.updateStrategy.maxUnavailable"),
+        "the template's own path"
+    );
+    let surge = with(
+        with(
+            release.clone(),
+            "/template/cloneSetTemplate/spec/updateStrategy/type",
+            json!("InPlaceOnly"),
+        ),
+        "/template/cloneSetTemplate/spec/updateStrategy/maxSurge",
+        json!(1),
+    );
+    assert!(
+        errors_of(surge).contains("can not use maxSurge with strategy type InPlaceOnly"),
+        "v1alpha1's rule, by v1alpha1's name"
+    );
+    let dup = with(
+        release,
+        "/template/cloneSetTemplate/spec/scaleStrategy/podsToDelete",
+        json!(["p", "p"]),
+    );
+    assert!(
+        errors_of(dup).contains("spec.template.cloneSetTemplate.spec.scaleStrategy.podsToDelete")
+    );
+    // v1beta1's type, kept by an object an earlier build stored (the CRD refuses it in a
+    // write), reads as unset rather than failing to decode.
+    let beta = with(
+        good_spec(),
+        "/template/cloneSetTemplate/spec/updateStrategy",
+        json!({"type": "RollingUpdate"}),
+    );
+    let u: UnitedDeployment = serde_json::from_value(ud(beta)).expect("decodes");
+    let t = u.spec.template.clone_set_template.expect("template");
+    assert_eq!(t.spec.update_strategy.type_, None);
+}

@@ -2,7 +2,9 @@
 //! upstream's `validateUnitedDeploymentSpec`, `validateSubsetReplicas` and
 //! `ValidateUnitedDeploymentUpdate`. Every refusal names the field. Beyond upstream: the
 //! selector must match the labels of every template kind (upstream skips the CloneSet
-//! template), and the Adaptive strategy's durations may not be negative.
+//! template), the CloneSet template's strategies follow the v1alpha1 CloneSet's rules (a
+//! subset CloneSet would be refused otherwise), and the Adaptive strategy's durations may not
+//! be negative.
 
 use std::collections::BTreeSet;
 
@@ -78,6 +80,7 @@ pub fn spec_errors(spec: &UnitedDeploymentSpec) -> Vec<FieldError> {
     };
     schedule_errors(spec, &mut errs);
     template_errors(&spec.template, selector.as_ref(), &mut errs);
+    cloneset_template_errors(spec, &mut errs);
     errs.extend(subset_replicas_errors(
         spec.replicas,
         &spec.topology.subsets,
@@ -260,6 +263,34 @@ fn template_errors(
             "the Pod template needs at least one container",
         ));
     }
+}
+
+/// The CloneSet template's strategies as a v1alpha1 CloneSet's (the kind and version the
+/// controller creates, and the CloneSet webhook would refuse), checked at the size of the
+/// whole UnitedDeployment; the partition is the controller's to set, as upstream's.
+fn cloneset_template_errors(spec: &UnitedDeploymentSpec, errs: &mut Vec<FieldError>) {
+    let Some(t) = &spec.template.clone_set_template else {
+        return;
+    };
+    let mut cs = to_json(&t.spec);
+    // The subset CloneSet's defaulting gives an unset maxUnavailable the CloneSet default.
+    if let Some(us) = cs.get_mut("updateStrategy").and_then(Value::as_object_mut) {
+        us.entry("maxUnavailable")
+            .or_insert_with(|| json!(kruise_api::keys::DEFAULT_CLONESET_MAX_UNAVAILABLE));
+    }
+    let mut found = Vec::new();
+    crate::cloneset::strategy::validate_scale_strategy(&cs, &mut found);
+    let replicas = i64::from(spec.replicas.unwrap_or(0));
+    crate::cloneset::strategy::validate_update_strategy(
+        &cs,
+        replicas,
+        kruise_api::keys::VERSION_V1ALPHA1,
+        &mut found,
+    );
+    errs.extend(found.into_iter().map(|mut e| {
+        e.path = format!("spec.template.cloneSetTemplate.{}", e.path);
+        e
+    }));
 }
 
 fn subset_errors<'a>(

@@ -83,15 +83,16 @@ pub use statefulset::{
 };
 pub use uniteddeployment::{
     AdaptiveUnitedDeploymentStrategy, AdvancedStatefulSetTemplateSpec, CloneSetTemplateSpec,
-    K8sTemplateSpec, ManualUpdate, Subset, SubsetKind, SubsetReplicasError, SubsetTemplate,
-    Topology, UD_CONDITION_SUBSET_FAILURE, UD_CONDITION_SUBSET_PROVISIONED,
-    UD_CONDITION_SUBSET_UPDATED, UD_CONDITION_UPDATED, UD_DEFAULT_RESCHEDULE_CRITICAL_SECONDS,
-    UD_DEFAULT_UNSCHEDULABLE_DURATION_SECONDS, UD_RESERVED_POD_LABEL, UD_SCHEDULE_ADAPTIVE,
-    UD_SCHEDULE_FIXED, UD_SUBSET_CONDITION_SCHEDULABLE, UD_SUBSET_REASON_CREATED,
-    UD_SUBSET_REASON_RECOVER, UD_SUBSET_REASON_RESCHEDULE, UD_UPDATE_MANUAL, UnitedDeployment,
-    UnitedDeploymentCondition, UnitedDeploymentScheduleStrategy, UnitedDeploymentSpec,
-    UnitedDeploymentStatus, UnitedDeploymentSubsetCondition, UnitedDeploymentSubsetStatus,
-    UnitedDeploymentUpdateStrategy, UpdateStatus, parse_subset_replicas,
+    EARLIER_TEMPLATE_UPDATE_TYPE, K8sTemplateSpec, ManualUpdate, Subset, SubsetKind,
+    SubsetReplicasError, SubsetTemplate, Topology, UD_CONDITION_SUBSET_FAILURE,
+    UD_CONDITION_SUBSET_PROVISIONED, UD_CONDITION_SUBSET_UPDATED, UD_CONDITION_UPDATED,
+    UD_DEFAULT_RESCHEDULE_CRITICAL_SECONDS, UD_DEFAULT_UNSCHEDULABLE_DURATION_SECONDS,
+    UD_RESERVED_POD_LABEL, UD_SCHEDULE_ADAPTIVE, UD_SCHEDULE_FIXED,
+    UD_SUBSET_CONDITION_SCHEDULABLE, UD_SUBSET_REASON_CREATED, UD_SUBSET_REASON_RECOVER,
+    UD_SUBSET_REASON_RESCHEDULE, UD_UPDATE_MANUAL, UnitedDeployment, UnitedDeploymentCondition,
+    UnitedDeploymentScheduleStrategy, UnitedDeploymentSpec, UnitedDeploymentStatus,
+    UnitedDeploymentSubsetCondition, UnitedDeploymentSubsetStatus, UnitedDeploymentUpdateStrategy,
+    UpdateStatus, parse_subset_replicas,
 };
 pub use workloadspread::{
     AdaptiveWorkloadSpreadStrategy, MatchedWorkloadSpread, ReplicasPathError, SCHEDULE_ADAPTIVE,

@@ -8,27 +8,31 @@
 //! controller both read.
 //!
 //! v1beta1 (`crate::apps::v1beta1`; v1alpha1 is the storage version) holds the nested types both versions
-//! share, the template included: as upstream, `cloneSetTemplate` holds a v1beta1 CloneSet spec
-//! in both versions. This version's own is its status (`subsetReplicas`, `updateStatus`).
+//! share. This version's own are its status (`subsetReplicas`, `updateStatus`) and its
+//! template: as in the v1.9.0 release, `cloneSetTemplate.spec` is a v1alpha1 CloneSet spec
+//! (flat `updateStrategy.partition`, `scaleStrategy.disablePVCReuse`), where v1beta1 (master's
+//! shape) has a v1beta1 one.
 
 use std::collections::BTreeMap;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::CustomResource;
-use schemars::JsonSchema;
+use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Serialize};
+
+use super::CloneSetSpec;
 
 // The nested types whose JSON is the same in both versions live with the storage version.
 pub use crate::apps::v1beta1::{
-    AdaptiveUnitedDeploymentStrategy, AdvancedStatefulSetTemplateSpec, CloneSetTemplateSpec,
-    K8sTemplateSpec, ManualUpdate, Subset, SubsetTemplate, Topology, UD_CONDITION_SUBSET_FAILURE,
-    UD_CONDITION_SUBSET_PROVISIONED, UD_CONDITION_SUBSET_UPDATED, UD_CONDITION_UPDATED,
-    UD_DEFAULT_RESCHEDULE_CRITICAL_SECONDS, UD_DEFAULT_UNSCHEDULABLE_DURATION_SECONDS,
-    UD_RESERVED_POD_LABEL, UD_SCHEDULE_ADAPTIVE, UD_SCHEDULE_FIXED,
-    UD_SUBSET_CONDITION_SCHEDULABLE, UD_SUBSET_REASON_CREATED, UD_SUBSET_REASON_RECOVER,
-    UD_SUBSET_REASON_RESCHEDULE, UD_UPDATE_MANUAL, UnitedDeploymentCondition,
-    UnitedDeploymentScheduleStrategy, UnitedDeploymentSubsetCondition,
+    AdaptiveUnitedDeploymentStrategy, AdvancedStatefulSetTemplateSpec, K8sTemplateSpec,
+    ManualUpdate, Subset, Topology, UD_CONDITION_SUBSET_FAILURE, UD_CONDITION_SUBSET_PROVISIONED,
+    UD_CONDITION_SUBSET_UPDATED, UD_CONDITION_UPDATED, UD_DEFAULT_RESCHEDULE_CRITICAL_SECONDS,
+    UD_DEFAULT_UNSCHEDULABLE_DURATION_SECONDS, UD_RESERVED_POD_LABEL, UD_SCHEDULE_ADAPTIVE,
+    UD_SCHEDULE_FIXED, UD_SUBSET_CONDITION_SCHEDULABLE, UD_SUBSET_REASON_CREATED,
+    UD_SUBSET_REASON_RECOVER, UD_SUBSET_REASON_RESCHEDULE, UD_UPDATE_MANUAL,
+    UnitedDeploymentCondition, UnitedDeploymentScheduleStrategy, UnitedDeploymentSubsetCondition,
     UnitedDeploymentSubsetStatus, UnitedDeploymentUpdateStrategy,
 };
 
@@ -75,6 +79,97 @@ pub struct UnitedDeploymentSpec {
     /// Old revisions to keep; defaults to 10.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub revision_history_limit: Option<i32>,
+}
+
+/// The workload of each subset: exactly one is set. Boxed: a template holds whole Pod
+/// templates.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SubsetTemplate {
+    /// An apps/v1 StatefulSet per subset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stateful_set_template: Option<Box<K8sTemplateSpec>>,
+    /// An Advanced StatefulSet per subset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub advanced_stateful_set_template: Option<Box<AdvancedStatefulSetTemplateSpec>>,
+    /// A (v1alpha1) CloneSet per subset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clone_set_template: Option<Box<CloneSetTemplateSpec>>,
+    /// An apps/v1 Deployment per subset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deployment_template: Option<Box<K8sTemplateSpec>>,
+}
+
+/// The template of a CloneSet, with a v1alpha1 CloneSet spec (upstream's v1.9.0
+/// `CloneSetTemplateSpec`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CloneSetTemplateSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crate::schema::preserve_unknown_object")]
+    pub metadata: Option<ObjectMeta>,
+    #[schemars(schema_with = "release_cloneset_spec")]
+    #[serde(deserialize_with = "release_or_earlier_spec")]
+    pub spec: CloneSetSpec,
+}
+
+/// `updateStrategy.type` of master's v1beta1 CloneSet spec, which earlier Kruise-rs builds kept
+/// in this version's template: our schema keeps it in a stored object (the rest of that
+/// strategy, `rollingUpdate`, it prunes), and it is no v1alpha1 type.
+pub const EARLIER_TEMPLATE_UPDATE_TYPE: &str = "RollingUpdate";
+
+/// A v1alpha1 CloneSet spec; an object stored by an earlier build with master's
+/// `type: RollingUpdate` reads as an unset type (the default, `ReCreate`) rather than failing to
+/// decode (which would stop every UnitedDeployment's watch). The manager restores the lost
+/// strategy from the revision (`uniteddeployment::legacy`).
+fn release_or_earlier_spec<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<CloneSetSpec, D::Error> {
+    let mut v = serde_json::Value::deserialize(d)?;
+    if let Some(us) = v
+        .get_mut("updateStrategy")
+        .and_then(serde_json::Value::as_object_mut)
+        && us.get("type").and_then(serde_json::Value::as_str) == Some(EARLIER_TEMPLATE_UPDATE_TYPE)
+    {
+        us.remove("type");
+    }
+    serde_json::from_value(v).map_err(serde::de::Error::custom)
+}
+
+/// Master's `inPlaceUpdateStrategy.imagePreDownload*` fields, which the release's template
+/// does not have (it reads the `apps.kruise.io/image-predownload-*` annotations of the
+/// template's metadata, which the conversion from v1beta1 writes).
+const MASTER_ONLY_TEMPLATE_FIELDS: [&str; 3] = [
+    "imagePreDownloadParallelism",
+    "imagePreDownloadTimeoutSeconds",
+    "imagePreDownloadMinUpdatedReadyPods",
+];
+
+/// The v1alpha1 CloneSet spec's schema as the release's UnitedDeployment has it.
+fn release_cloneset_spec(generator: &mut SchemaGenerator) -> Schema {
+    let mut schema = CloneSetSpec::json_schema(generator);
+    strip_properties(schema.as_object_mut(), &MASTER_ONLY_TEMPLATE_FIELDS);
+    schema
+}
+
+/// Removes the named properties wherever they appear in a schema.
+fn strip_properties(obj: Option<&mut serde_json::Map<String, serde_json::Value>>, names: &[&str]) {
+    let Some(obj) = obj else { return };
+    if let Some(serde_json::Value::Object(props)) = obj.get_mut("properties") {
+        for n in names {
+            props.remove(*n);
+        }
+    }
+    for v in obj.values_mut() {
+        match v {
+            serde_json::Value::Object(m) => strip_properties(Some(m), names),
+            serde_json::Value::Array(a) => {
+                for item in a {
+                    strip_properties(item.as_object_mut(), names);
+                }
+            }
+            _ => {}
+        }
+    }
 }
 
 /// Observed state.
@@ -224,8 +319,8 @@ impl SubsetKind {
             SubsetKind::AdvancedStatefulSet => {
                 ("apps.kruise.io", "v1beta1", "StatefulSet", "statefulsets")
             }
-            // Upstream's adapter creates v1beta1 CloneSets: the template holds that spec.
-            SubsetKind::CloneSet => ("apps.kruise.io", "v1beta1", "CloneSet", "clonesets"),
+            // The release's adapter creates v1alpha1 CloneSets: the template holds that spec.
+            SubsetKind::CloneSet => ("apps.kruise.io", "v1alpha1", "CloneSet", "clonesets"),
             SubsetKind::Deployment => ("apps", "v1", "Deployment", "deployments"),
         }
     }

@@ -1,7 +1,7 @@
 //! UnitedDeployment, apps.kruise.io/v1beta1 (upstream `apis/apps/v1beta1/uniteddeployment_types.go`),
 //! served (v1alpha1 is stored). Its spec is v1alpha1's but for `template.cloneSetTemplate.spec`, which
-//! is a v1beta1 CloneSet spec here (ours keeps a v1alpha1 one in v1alpha1, the CloneSet the
-//! controller creates). Its status has `updatedRevision` and per-subset `replicas` and
+//! is a v1beta1 CloneSet spec here (master's shape; v1alpha1 holds a v1alpha1 one, as the
+//! release and the CloneSets the controller creates). Its status has `updatedRevision` and per-subset `replicas` and
 //! `partition` in `subsetStatuses` where v1alpha1 has `updateStatus` and `subsetReplicas`.
 //!
 //! The nested types both versions share are defined here; v1alpha1 re-exports them.

@@ -60,8 +60,8 @@ fn subset_replicas(obj: &Value, subset: &str) -> i64 {
     beta.or_else(alpha).unwrap_or(0)
 }
 
-/// Pods the subset workload updates at once: its template's `rollingUpdate.maxUnavailable`
-/// (CloneSet default 20 %, StatefulSets 1), at least one.
+/// Pods the subset workload updates at once: its template's `maxUnavailable` (CloneSet default
+/// 20 %, StatefulSets 1), at least one.
 fn batch(obj: &Value, replicas: i64) -> i64 {
     let templates = obj.pointer("/spec/template");
     let (key, default) = if templates.and_then(|t| t.get("cloneSetTemplate")).is_some() {
@@ -76,7 +76,11 @@ fn batch(obj: &Value, replicas: i64) -> i64 {
     };
     let max = templates
         .and_then(|t| t.get(key))
-        .and_then(|t| t.pointer("/spec/updateStrategy/rollingUpdate/maxUnavailable"))
+        // v1beta1's CloneSet (and the StatefulSets) nest it; a v1alpha1 CloneSet has it flat.
+        .and_then(|t| {
+            t.pointer("/spec/updateStrategy/rollingUpdate/maxUnavailable")
+                .or_else(|| t.pointer("/spec/updateStrategy/maxUnavailable"))
+        })
         .and_then(|v| match v {
             Value::Number(n) => n.as_i64().map(IntOrPercent::Int),
             Value::String(s) => s.parse().ok(),
