@@ -27,6 +27,39 @@ where
     Stored::new(version, kruise_webhook::converter(&K::kind(&())))
 }
 
+/// Replaces the status of `obj` (read as `K`) at its CRD's storage version, guarded by its
+/// resourceVersion: a status write keeps the stored spec and metadata, so only the status of
+/// the converted body counts.
+pub async fn replace_status<K>(client: &kube::Client, obj: &K) -> Result<K, StatusError>
+where
+    K: CustomResourceExt
+        + Resource<DynamicType = ()>
+        + Serialize
+        + DeserializeOwned
+        + Clone
+        + Debug
+        + Send
+        + 'static,
+{
+    let stored = of::<K>();
+    let body = stored.stored(obj)?;
+    let name = obj.meta().name.as_deref().unwrap_or_default();
+    let written = stored
+        .api(client.clone(), obj.meta().namespace.as_deref())
+        .replace_status(name, &kube::api::PostParams::default(), &body)
+        .await?;
+    Ok(stored.served(&written)?)
+}
+
+/// A failed [`replace_status`].
+#[derive(Debug, thiserror::Error)]
+pub enum StatusError {
+    #[error(transparent)]
+    Kube(#[from] kube::Error),
+    #[error(transparent)]
+    Stored(#[from] Error),
+}
+
 #[cfg(test)]
 #[path = "stored_tests.rs"]
 mod tests;
