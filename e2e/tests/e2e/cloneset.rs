@@ -149,6 +149,74 @@ async fn image_update_is_in_place() {
     ns.delete().await.expect("delete ns");
 }
 
+/// The API server's calls to the conversion webhook for CRD `crd` so far, summed over the
+/// series of `apiserver_crd_conversion_webhook_duration_seconds_count`.
+async fn conversion_calls(client: &kube::Client, crd: &str) -> f64 {
+    let req = http::Request::get("/metrics")
+        .body(Vec::new())
+        .expect("request");
+    let text = client.request_text(req).await.expect("API server /metrics");
+    let label = format!("crd_name=\"{crd}\"");
+    text.lines()
+        .filter(|l| l.starts_with("apiserver_crd_conversion_webhook_duration_seconds_count{"))
+        .filter(|l| l.contains(&label))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+/// CloneSets are stored as v1alpha1 and the controller reads and writes that version, converting
+/// in process: an in-place rollout driven and watched at v1alpha1 costs the API server no call to
+/// the conversion webhook (it cost about eight per Pod while the controller read v1beta1).
+/// Serial: the metric counts every CloneSet conversion of the cluster.
+#[tokio::test]
+async fn serial_rollout_calls_no_conversion_webhook() {
+    let client = client().await.expect("cluster");
+    let ns = TestNamespace::create(&client, "e2e-cs-stored")
+        .await
+        .expect("ns");
+    let api: Api<kube::api::DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        &ns.name,
+        &cloneset::resource(keys::VERSION_V1ALPHA1),
+    );
+    let mut cs = cloneset::new(
+        "web",
+        3,
+        "v1",
+        json!({"type": "InPlaceIfPossible", "maxUnavailable": "100%"}),
+    )
+    .expect("cs");
+    cs.types = Some(kube::api::TypeMeta {
+        api_version: format!("{}{}", keys::APPS_GROUP_PREFIX, keys::VERSION_V1ALPHA1),
+        kind: "CloneSet".into(),
+    });
+    api.create(&PostParams::default(), &cs)
+        .await
+        .expect("create v1alpha1 CloneSet");
+    wait_rolled_out(&api, "web", 3, ROLLOUT)
+        .await
+        .expect("initial rollout");
+    let crd = "clonesets.apps.kruise.io";
+    let before = conversion_calls(&client, crd).await;
+    set_image(&api, "web", "v2").await.expect("set image");
+    wait_status(&api, "web", "v2 rolled out", ROLLOUT, |cs| {
+        status_i64(cs, "updatedReadyReplicas") == 3
+            && status_i64(cs, "readyReplicas") == 3
+            && status_str(cs, "currentRevision") == status_str(cs, "updateRevision")
+            && cs.data["spec"]["template"]["spec"]["containers"][0]["image"]
+                == image("testapp", "v2")
+    })
+    .await
+    .expect("rollout to v2");
+    let calls = conversion_calls(&client, crd).await - before;
+    println!("conversion webhook calls for {crd} during a 3-Pod in-place rollout: {calls}");
+    assert!(
+        calls <= 2.0,
+        "{calls} conversion webhook calls for {crd} during one 3-Pod rollout"
+    );
+    ns.delete().await.expect("delete ns");
+}
+
 /// A rollback: the template goes back to v1 after v2. The v1 revision is used again with its
 /// number bumped past v2's (no third revision), and the Pods go back to it in place.
 #[tokio::test]
