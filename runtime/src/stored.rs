@@ -120,16 +120,16 @@ where
 
     /// A stored-version object as `K`.
     pub fn served(&self, obj: &DynamicObject) -> Result<K, Error> {
-        let value = self.to_value(obj, &self.stored)?;
+        let value = self.encode(obj, &self.stored)?;
         let value = self.convert(&value, &self.served)?;
-        self.from_value(value, &self.served)
+        self.decode(value, &self.served)
     }
 
     /// `K` as a stored-version object (for a replace or create at the stored version).
     pub fn stored(&self, obj: &K) -> Result<DynamicObject, Error> {
-        let value = self.to_value(obj, &self.served)?;
+        let value = self.encode(obj, &self.served)?;
         let value = self.convert(&value, &self.stored)?;
-        self.from_value(value, &self.stored)
+        self.decode(value, &self.stored)
     }
 
     /// A watch of the stored version, each object converted to `K`, restarted with kube's
@@ -166,7 +166,7 @@ where
     }
 
     fn stored_value(&self, obj: &K) -> Result<Value, Error> {
-        let value = self.to_value(obj, &self.served)?;
+        let value = self.encode(obj, &self.served)?;
         self.convert(&value, &self.stored)
     }
 
@@ -216,7 +216,7 @@ where
     }
 
     /// `obj` as JSON, its apiVersion and kind those of `at` (list items may come without them).
-    fn to_value(&self, obj: &impl Serialize, at: &ApiResource) -> Result<Value, Error> {
+    fn encode(&self, obj: &impl Serialize, at: &ApiResource) -> Result<Value, Error> {
         let mut value = serde_json::to_value(obj).map_err(|source| Error::Json {
             kind: self.served.kind.clone(),
             version: at.api_version.clone(),
@@ -229,7 +229,7 @@ where
         Ok(value)
     }
 
-    fn from_value<T: DeserializeOwned>(&self, value: Value, at: &ApiResource) -> Result<T, Error> {
+    fn decode<T: DeserializeOwned>(&self, value: Value, at: &ApiResource) -> Result<T, Error> {
         serde_json::from_value(value).map_err(|source| Error::Json {
             kind: self.served.kind.clone(),
             version: at.api_version.clone(),
