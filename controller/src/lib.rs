@@ -36,5 +36,6 @@ pub mod server;
 pub mod sidecarset;
 pub mod sidecarterminator;
 pub mod statefulset;
+pub mod stored;
 pub mod watchcache;
 pub mod workload;

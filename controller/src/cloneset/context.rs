@@ -7,8 +7,9 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{ObjectReference, PersistentVolumeClaim, Pod};
 use kruise_api::apps::v1beta1::CloneSet;
 use kruise_api::features::FeatureGates;
-use kube::Resource;
+use kube::api::DynamicObject;
 use kube::runtime::events::EventType;
+use kube::{Api, Resource};
 use tokio::sync::Semaphore;
 use tracing::Instrument;
 
@@ -20,6 +21,7 @@ use crate::inplace::InPlaceControl;
 use crate::pvccache::PvcCache;
 use crate::registry::{Base, Shared};
 use crate::revcache::RevisionCache;
+use crate::stored::{self, Stored};
 use crate::workload::quiet::QuietPods;
 
 /// Name in Events, logs and the field manager.
@@ -60,6 +62,8 @@ pub struct Context {
     pub active: ActiveMemo,
     /// Events being written in the background (see [`Context::event`]).
     event_slots: Arc<Semaphore>,
+    /// CloneSets are watched and written at their storage version, converted here.
+    pub stored: Stored<CloneSet>,
 }
 
 crate::deref_base!(Context);
@@ -80,7 +84,14 @@ impl Context {
             quiet: QuietPods::new(),
             active: ActiveMemo::default(),
             event_slots: Arc::new(Semaphore::new(EVENTS_IN_FLIGHT)),
+            stored: stored::of(),
         }
+    }
+
+    /// The CloneSets of namespace `ns` at their storage version, for writes whose JSON is the
+    /// same in every version (status, `spec.scaleStrategy.podsToDelete`).
+    pub(super) fn stored_api(&self, ns: &str) -> Api<DynamicObject> {
+        self.stored.api(self.client.clone(), Some(ns))
     }
 
     /// Observes the scale expectations of `key` (`namespace/name`) that the Pod cache already

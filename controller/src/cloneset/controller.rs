@@ -11,7 +11,7 @@ use kruise_api::apps::v1beta1::CloneSet;
 use kruise_api::{keys, selector};
 use kube::runtime::reflector::{self, ObjectRef};
 use kube::runtime::watcher;
-use kube::{Api, Resource, ResourceExt};
+use kube::{Resource, ResourceExt};
 use tokio_util::sync::CancellationToken;
 
 use super::context::METRIC_NAME;
@@ -21,7 +21,7 @@ pub use super::reconcile::reconcile;
 use crate::expectations::Cached;
 use crate::podcache::PodEvent;
 use crate::registry;
-use crate::runner::{self, Controller};
+use crate::runner::Controller;
 use crate::workload::podutil;
 
 /// Reconciles of different CloneSets running at once (upstream's default worker count).
@@ -42,15 +42,14 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
         _ = async { tokio::join!(ctx.revisions.wait_synced(), ctx.pvcs.wait_synced()) } => {}
         _ = shutdown.cancelled() => return,
     }
-    let api: Api<CloneSet> = ctx.watched();
-    let ctl = Controller::watching(
-        METRIC_NAME,
-        runner::watch(api),
-        ctx.metrics.clone(),
-        shutdown,
-    )
-    .concurrency(CONCURRENCY)
-    .backoff(ctx.backoff.clone());
+    // At the storage version: no conversion webhook call per watch event.
+    let api = ctx
+        .stored
+        .api(ctx.client.clone(), ctx.watch_namespace.as_deref());
+    let events = ctx.stored.watch(api, watcher::Config::default());
+    let ctl = Controller::watching(METRIC_NAME, events, ctx.metrics.clone(), shutdown)
+        .concurrency(CONCURRENCY)
+        .backoff(ctx.backoff.clone());
     ctx.metrics.workloads.clonesets.set(ctl.store());
     let (exp_ctx, store) = (ctx.clone(), ctl.store());
     let ctl = ctl.inspect(move |ev| forget_deleted(&exp_ctx, &store, ev));

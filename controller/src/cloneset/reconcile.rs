@@ -369,9 +369,10 @@ async fn truncate_history(
 
 async fn write_status(ctx: &Context, cs: &CloneSet, new: &CloneSetStatus) -> Result<(), Error> {
     let ns = cs.namespace().ok_or(Error::Unnamed)?;
-    let api: Api<CloneSet> = Api::namespaced(ctx.client.clone(), &ns);
+    // Both versions have the same status, so the patch is written at the storage version.
     let body = status::status_patch(cs.status.as_ref(), new)?;
-    match api
+    match ctx
+        .stored_api(&ns)
         .patch_status(&cs.name_any(), &PatchParams::default(), &Patch::Merge(body))
         .await
     {

@@ -9,9 +9,9 @@ use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use kruise_api::apps::v1beta1::CloneSet;
 use kruise_api::appspub::LifecycleStateType;
 use kruise_api::features::Gate;
+use kube::ResourceExt;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::events::EventType;
-use kube::{Api, ResourceExt};
 use serde_json::json;
 
 use super::context::Context;
@@ -408,12 +408,13 @@ pub(super) async fn truncate_pods_to_delete(
         return Ok(());
     }
     let ns = cs.namespace().ok_or(Error::Unnamed)?;
-    let api: Api<CloneSet> = Api::namespaced(ctx.client.clone(), &ns);
-    api.patch(
-        &cs.name_any(),
-        &PatchParams::default(),
-        &Patch::Merge(json!({ "spec": { "scaleStrategy": { "podsToDelete": live } } })),
-    )
-    .await?;
+    // The same path in both versions.
+    ctx.stored_api(&ns)
+        .patch(
+            &cs.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "spec": { "scaleStrategy": { "podsToDelete": live } } })),
+        )
+        .await?;
     Ok(())
 }

@@ -1,12 +1,14 @@
 //! What a reconcile needs: the client and the shared Pod cache.
 
 use k8s_openapi::api::core::v1::Pod;
+use kruise_api::apps::v1beta1::ContainerRecreateRequest;
 use kube::Api;
 use kube::Client;
 use kube::runtime::reflector::ObjectRef;
 
 use super::error::Error;
 use crate::podcache::PodCache;
+use crate::stored::Stored;
 
 /// The controller's name in metrics and logs.
 pub(super) const METRIC_NAME: &str = "containerrecreaterequest";
@@ -15,6 +17,8 @@ pub(super) const METRIC_NAME: &str = "containerrecreaterequest";
 pub struct Context {
     pub client: Client,
     pub pods: PodCache,
+    /// Requests are watched and written at their storage version, converted here.
+    pub stored: Stored<ContainerRecreateRequest>,
 }
 
 impl Context {

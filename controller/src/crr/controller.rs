@@ -5,14 +5,15 @@ use std::sync::Arc;
 
 use kruise_api::apps::v1beta1::ContainerRecreateRequest;
 use kruise_api::features::Gate;
-use kube::Api;
 use kube::runtime::reflector::ObjectRef;
+use kube::runtime::watcher;
 
 use super::context::{Context, METRIC_NAME};
 use super::reconcile::reconcile;
 use crate::podcache::PodEvent;
 use crate::registry::{self, Shared};
-use crate::runner::{self, Controller};
+use crate::runner::Controller;
+use crate::stored;
 
 /// Requests handled at once.
 const CONCURRENCY: u16 = 3;
@@ -34,9 +35,10 @@ pub async fn run(shared: Shared) {
         shutdown,
         ..
     } = shared;
-    let api = Api::<ContainerRecreateRequest>::all(client.clone());
-    let ctl = Controller::watching(METRIC_NAME, runner::watch(api), metrics, shutdown)
-        .concurrency(CONCURRENCY);
+    // At the storage version: no conversion webhook call per watch event.
+    let stored = stored::of::<ContainerRecreateRequest>();
+    let events = stored.watch(stored.api(client.clone(), None), watcher::Config::default());
+    let ctl = Controller::watching(METRIC_NAME, events, metrics, shutdown).concurrency(CONCURRENCY);
     // A pod change concerns the requests for that pod (snapshot, gone pod, readiness).
     let by_pod = ctl.store();
     let pod_events = pods.targets(move |ev| -> Vec<ObjectRef<ContainerRecreateRequest>> {
@@ -56,6 +58,10 @@ pub async fn run(shared: Shared) {
             .map(|c| ObjectRef::from_obj(c.as_ref()))
             .collect()
     });
-    let ctx = Arc::new(Context { client, pods });
+    let ctx = Arc::new(Context {
+        client,
+        pods,
+        stored,
+    });
     ctl.trigger_refs(pod_events).run(reconcile, ctx).await;
 }

@@ -10,9 +10,12 @@ pub enum Error {
     Readiness(#[from] kruise_api::Error),
     #[error("pod {0} kept conflicting")]
     Conflict(String),
+    #[error(transparent)]
+    Stored(#[from] crate::stored::Error),
 }
 
 kruise_runtime::reconcile_error!(Error {
     Error::Readiness(_) => "readiness";
     Error::Conflict(_) => "conflict";
+    Error::Stored(_) => "conversion";
 });

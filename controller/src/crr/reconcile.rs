@@ -8,7 +8,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kruise_api::apps::v1beta1::{ContainerRecreateRequest, ContainerRecreateRequestPhase};
 use kruise_api::appspub::kruise_pod_ready_condition;
 use kruise_api::keys::{self, k8s};
-use kube::api::{ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams};
+use kube::api::{DynamicObject, Patch, PatchParams, PostParams};
 use kube::runtime::controller::Action;
 use kube::{Api, ResourceExt};
 use serde_json::json;
@@ -28,7 +28,8 @@ pub(super) async fn reconcile(
     let (crr, ctx) = (crr.as_ref(), ctx.as_ref());
     let ns = crr.namespace().unwrap_or_default();
     let name = crr.name_any();
-    let api: Api<ContainerRecreateRequest> = Api::namespaced(ctx.client.clone(), &ns);
+    // Every write is at the storage version (no conversion webhook call).
+    let api = ctx.stored.api(ctx.client.clone(), Some(&ns));
     let pod = ctx.get_pod(&ns, &crr.spec.pod_name).await?;
     let now = Timestamp::now();
     match plan::next_step(crr, pod.as_ref(), now) {
@@ -58,8 +59,12 @@ pub(super) async fn reconcile(
         }
         Step::Admit(admitted) => {
             // resourceVersion is kept, so a concurrent change makes this conflict and retry.
-            api.replace(&name, &PostParams::default(), &admitted)
-                .await?;
+            api.replace(
+                &name,
+                &PostParams::default(),
+                &ctx.stored.stored(&admitted)?,
+            )
+            .await?;
             tracing::info!(pod = %crr.spec.pod_name, "filled in CRR labels and container contexts");
             Ok(Action::await_change())
         }
@@ -80,18 +85,12 @@ pub(super) async fn reconcile(
             requeue,
         } => {
             if let Some(s) = snapshot {
-                let patch = json!({"status": {"containerStatusSnapshot": s}});
-                api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
-                    .await?;
-                let text = json!(s).to_string();
-                annotate_v1alpha1(
-                    ctx,
-                    &ns,
-                    &name,
-                    keys::CRR_SYNC_CONTAINER_STATUSES_ANNOTATION,
-                    text,
-                )
-                .await?;
+                let mut after = crr.clone();
+                after
+                    .status
+                    .get_or_insert_with(Default::default)
+                    .container_status_snapshot = s;
+                write(ctx, &api, crr, &after).await?;
             }
             if acquire_unready && let Some(p) = &pod {
                 acquire(ctx, &api, crr, p, now).await?;
@@ -105,7 +104,7 @@ pub(super) async fn reconcile(
 /// never left behind), then records PreRecreateGrace, which starts the daemon's grace clock.
 async fn acquire(
     ctx: &Context,
-    api: &Api<ContainerRecreateRequest>,
+    api: &Api<DynamicObject>,
     crr: &ContainerRecreateRequest,
     pod: &Pod,
     now: Timestamp,
@@ -117,11 +116,8 @@ async fn acquire(
     } else {
         tracing::info!(pod = %crr.spec.pod_name, "pod has no KruisePodReady gate; cannot hold it not-ready");
     }
-    let mut conditions: Vec<Condition> = crr
-        .status
-        .as_ref()
-        .map(|s| s.conditions.clone())
-        .unwrap_or_default();
+    let mut after = crr.clone();
+    let conditions = &mut after.status.get_or_insert_with(Default::default).conditions;
     conditions.retain(|c| c.type_ != keys::CRR_CONDITION_PRE_RECREATE_GRACE);
     conditions.push(Condition {
         type_: keys::CRR_CONDITION_PRE_RECREATE_GRACE.into(),
@@ -131,50 +127,32 @@ async fn acquire(
         message: plan::GRACE_MESSAGE.into(),
         observed_generation: None,
     });
-    api.patch_status(
-        &crr.name_any(),
-        &PatchParams::default(),
-        &Patch::Merge(json!({"status": {"conditions": conditions}})),
-    )
-    .await?;
-    let since = json!(Time(now)).as_str().unwrap_or_default().to_owned();
-    annotate_v1alpha1(
-        ctx,
-        &crr.namespace().unwrap_or_default(),
-        &crr.name_any(),
-        keys::CRR_UNREADY_ACQUIRED_FINALIZER,
-        since,
-    )
-    .await?;
+    write(ctx, api, crr, &after).await?;
     tracing::info!("pod held not-ready for the unready grace period");
     Ok(())
 }
 
-/// Sets one of the annotations v1alpha1 has for v1beta1's status fields, written through
-/// v1alpha1. CRRs are stored as v1alpha1 (as OpenKruise v1.9.0 stores them): a v1beta1 status
-/// write of `containerStatusSnapshot` or the PreRecreateGrace condition is converted into these
-/// annotations and then dropped, since a status write keeps the stored metadata. This write
-/// keeps them, and the daemon reads them back in v1beta1 as those status fields. (Were v1beta1
-/// stored, the status write alone would do and this one is harmless.)
-async fn annotate_v1alpha1(
+/// Writes the change from `before` to `after` at the storage version. v1beta1's
+/// `status.containerStatusSnapshot` and PreRecreateGrace condition are annotations in v1alpha1
+/// (as OpenKruise v1.9.0 stores them): with v1alpha1 stored the change is a metadata patch, with
+/// v1beta1 stored a status patch; the conversion decides, as the webhook's would. The daemon
+/// reads them back as those status fields.
+async fn write(
     ctx: &Context,
-    ns: &str,
-    name: &str,
-    key: &str,
-    value: String,
+    api: &Api<DynamicObject>,
+    before: &ContainerRecreateRequest,
+    after: &ContainerRecreateRequest,
 ) -> Result<(), Error> {
-    let ar = ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk(
-            keys::APPS_GROUP,
-            keys::VERSION_V1ALPHA1,
-            "ContainerRecreateRequest",
-        ),
-        "containerrecreaterequests",
-    );
-    let api: Api<DynamicObject> = Api::namespaced_with(ctx.client.clone(), ns, &ar);
-    let patch = json!({"metadata": {"annotations": {key: value}}});
-    api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
-        .await?;
+    let patches = ctx.stored.patches(before, after)?;
+    let name = before.name_any();
+    if let Some(status) = &patches.status {
+        api.patch_status(&name, &PatchParams::default(), &Patch::Merge(status))
+            .await?;
+    }
+    if let Some(object) = &patches.object {
+        api.patch(&name, &PatchParams::default(), &Patch::Merge(object))
+            .await?;
+    }
     Ok(())
 }
 

@@ -50,7 +50,17 @@ impl Context {
             None => ("", api_version),
         };
         let gvk = kube::api::GroupVersionKind::gvk(group, version, kind);
-        let (ar, _caps) = kube::discovery::pinned_kind(&self.client, &gvk).await?;
+        let (mut ar, _caps) = kube::discovery::pinned_kind(&self.client, &gvk).await?;
+        // A Kruise kind is read at its storage version (no conversion webhook call): a budget
+        // reads only `spec.replicas` and `spec.selector`, the same in every version.
+        let crd = format!("{}.{}", ar.plural, ar.group);
+        if let Some((_, v)) = kruise_api::crds::STORAGE_VERSIONS
+            .iter()
+            .find(|(n, _)| *n == crd)
+        {
+            ar.version = (*v).to_owned();
+            ar.api_version = format!("{}/{v}", ar.group);
+        }
         if let Ok(mut m) = self.resources.lock() {
             m.insert(key, ar.clone());
         }

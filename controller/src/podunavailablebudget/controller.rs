@@ -59,7 +59,8 @@ pub async fn run(ctx: Arc<Context>, shutdown: CancellationToken) {
     let workloads = [
         ApiResource::erase::<Deployment>(&()),
         ApiResource::erase::<StatefulSet>(&()),
-        ApiResource::erase::<CloneSet>(&()),
+        // At the storage version: no conversion webhook call per CloneSet event.
+        crate::stored::of::<CloneSet>().resource().clone(),
         ApiResource::erase::<AdvancedStatefulSet>(&()),
     ]
     .map(|ar| workload_events(&ctx, ar, store.clone()));

@@ -11,8 +11,11 @@ pub enum Error {
     Kube(#[from] KubeError),
     #[error("cannot compute the desired available count: {0}")]
     Budget(#[from] BudgetError),
+    #[error(transparent)]
+    Stored(crate::stored::StatusError),
 }
 
 kruise_runtime::reconcile_error!(Error {
     Error::Budget(_) => "budget";
+    Error::Stored(_) => "conversion";
 });

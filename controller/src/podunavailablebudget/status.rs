@@ -7,12 +7,12 @@ use std::sync::Arc;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
 use kruise_api::policy::v1alpha1::PodUnavailableBudget;
-use kruise_api::policy::v1beta1;
-use kube::api::{Api, PostParams};
+use kube::Api;
 
 use super::context::Context;
 use super::error::Error;
 use super::plan::{StatusPlan, plan_status};
+use crate::stored::{self, StatusError};
 
 /// Attempts before giving up to the runner's backoff (upstream's `ConflictRetry` steps).
 const ATTEMPTS: usize = 4;
@@ -28,8 +28,6 @@ pub async fn write(
     let ns = budget.metadata.namespace.clone().unwrap_or_default();
     let name = budget.metadata.name.clone().unwrap_or_default();
     let api: Api<PodUnavailableBudget> = Api::namespaced(ctx.client.clone(), &ns);
-    // Written in the storage version: see `v1beta1::PodUnavailableBudget::status_write`.
-    let writer: Api<v1beta1::PodUnavailableBudget> = Api::namespaced(ctx.client.clone(), &ns);
     let mut current = budget.clone();
     for attempt in 1..=ATTEMPTS {
         let plan = plan_status(&current, pods, expected, desired, Timestamp::now());
@@ -38,21 +36,19 @@ pub async fn write(
         }
         let mut next = current.clone();
         next.status = Some(plan.status.clone());
-        let body = v1beta1::PodUnavailableBudget::status_write(&next);
-        match writer
-            .replace_status(&name, &PostParams::default(), &body)
-            .await
-        {
+        // At the storage version (no conversion webhook call).
+        match stored::replace_status(&ctx.client, &next).await {
             Ok(_) => return Ok(Some(plan)),
-            Err(kube::Error::Api(s)) if s.code == 404 => return Ok(None),
-            Err(e) if crate::runner::is_conflict(&e) && attempt < ATTEMPTS => {
+            Err(StatusError::Kube(kube::Error::Api(s))) if s.code == 404 => return Ok(None),
+            Err(StatusError::Kube(e)) if crate::runner::is_conflict(&e) && attempt < ATTEMPTS => {
                 tracing::debug!(attempt, "status write conflicted; reading the budget again");
                 match api.get_opt(&name).await? {
                     Some(fresh) => current = fresh,
                     None => return Ok(None),
                 }
             }
-            Err(e) => return Err(e.into()),
+            Err(StatusError::Kube(e)) => return Err(e.into()),
+            Err(e) => return Err(Error::Stored(e)),
         }
     }
     Ok(None)

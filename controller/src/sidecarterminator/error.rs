@@ -10,8 +10,11 @@ pub enum Error {
     /// The Pod is not bound to a node, so whether it runs on a virtual kubelet is unknown.
     #[error("pod has no spec.nodeName")]
     NoNode,
+    #[error(transparent)]
+    Stored(#[from] crate::stored::Error),
 }
 
 kruise_runtime::reconcile_error!(Error {
     Error::NoNode => "no_node";
+    Error::Stored(_) => "conversion";
 });

@@ -71,14 +71,19 @@ fn list(names: impl IntoIterator<Item = impl AsRef<str>>) -> String {
 /// whatever its containers, is waited for, never duplicated).
 async fn kill(pod: &Pod, ctx: &Context, names: &Names) -> Result<(), Error> {
     let ns = pod.namespace().unwrap_or_default();
-    let api: Api<ContainerRecreateRequest> = Api::namespaced(ctx.client.clone(), &ns);
+    // At the storage version: no conversion webhook call.
+    let stored = crate::stored::of::<ContainerRecreateRequest>();
+    let api = stored.api(ctx.client.clone(), Some(&ns));
     let name = plan::request_name(&pod.uid().unwrap_or_default());
     if api.get_opt(&name).await?.is_some() {
         tracing::debug!(request = name, "request exists, waiting for it");
         return Ok(());
     }
     match api
-        .create(&PostParams::default(), &plan::request(pod, names))
+        .create(
+            &PostParams::default(),
+            &stored.stored(&plan::request(pod, names))?,
+        )
         .await
     {
         Ok(_) => {}

@@ -5,6 +5,7 @@
 //! without a second charge; a refused one leaves the Pod waiting, with upstream's Event.
 
 use crate::events::Recorder;
+use crate::stored::StatusError;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
 use kruise_api::keys;
@@ -12,9 +13,8 @@ use kruise_api::policy::v1alpha1::pubcontrol::{
     charge, is_exempt, needs_charge, related_budget_name,
 };
 use kruise_api::policy::v1alpha1::{PodUnavailableBudget, PubOperation};
-use kruise_api::policy::v1beta1;
 use kruise_webhook::metrics::ProtectionMetrics;
-use kube::api::{Api, PostParams};
+use kube::Api;
 use kube::runtime::events::EventType;
 use kube::{Client, Resource};
 
@@ -50,8 +50,6 @@ pub async fn charge_update(
     };
     let pod_name = pod.metadata.name.clone().unwrap_or_default();
     let api: Api<PodUnavailableBudget> = Api::namespaced(client.clone(), ns);
-    // Written in the storage version: see `v1beta1::PodUnavailableBudget::status_write`.
-    let writer: Api<v1beta1::PodUnavailableBudget> = Api::namespaced(client.clone(), ns);
     let op = PubOperation::Update;
     for _ in 0..ATTEMPTS {
         let Some(mut budget) = api.get_opt(name).await? else {
@@ -72,15 +70,15 @@ pub async fn charge_update(
             .await;
             return Ok(Verdict::Refused(refused.to_string()));
         }
-        let body = v1beta1::PodUnavailableBudget::status_write(&budget);
-        match writer
-            .replace_status(name, &PostParams::default(), &body)
-            .await
-        {
+        // At the storage version (no conversion webhook call).
+        match crate::stored::replace_status(client, &budget).await {
             Ok(_) => return Ok(Verdict::Allowed),
-            Err(kube::Error::Api(s)) if s.code == 404 => return Ok(Verdict::Allowed),
-            Err(e) if crate::runner::is_conflict(&e) => continue,
-            Err(e) => return Err(e),
+            Err(StatusError::Kube(kube::Error::Api(s))) if s.code == 404 => {
+                return Ok(Verdict::Allowed);
+            }
+            Err(StatusError::Kube(e)) if crate::runner::is_conflict(&e) => continue,
+            Err(StatusError::Kube(e)) => return Err(e),
+            Err(e) => return Err(kube::Error::Service(Box::new(e))),
         }
     }
     Ok(Verdict::Refused(format!(

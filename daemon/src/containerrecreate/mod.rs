@@ -11,17 +11,20 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kruise_api::keys::{self, k8s};
 use kruise_runtime::runner::{self, Controller, ReconcileError};
 use kube::ResourceExt;
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 use tokio_util::sync::CancellationToken;
 
-use crate::apitypes::{ContainerRecreateRequest, ContainerRecreateState, CrrPhase, ProbeHandler};
+use crate::apitypes::{
+    self, ContainerRecreateRequest, ContainerRecreateState, CrrPhase, ProbeHandler,
+};
 use crate::criruntime::labels::{newest_by_name, split_container_id};
 use crate::criruntime::{ContainerInfo, CriClient, CriError};
 use crate::events::{Events, pod_ref};
 use crate::metrics::Metrics;
+use kruise_runtime::stored::Stored;
 use state::Next;
 
 /// The controller name in the runner's spans and metrics (the duty's name).
@@ -56,12 +59,16 @@ struct Ctx {
     client: kube::Client,
     cri: CriClient,
     store: Store<ContainerRecreateRequest>,
+    /// Requests are watched and written at their storage version, converted here.
+    stored: Stored<ContainerRecreateRequest>,
     metrics: Metrics,
     events: Events,
 }
 
-fn api(ctx: &Ctx, ns: &str) -> Api<ContainerRecreateRequest> {
-    Api::namespaced(ctx.client.clone(), ns)
+/// The requests of `ns` at their storage version: the status fields the daemon writes are the
+/// same in every version.
+fn api(ctx: &Ctx, ns: &str) -> Api<DynamicObject> {
+    ctx.stored.api(ctx.client.clone(), Some(ns))
 }
 
 async fn patch_status(
@@ -295,7 +302,8 @@ pub async fn run(
     events: Events,
     shutdown: CancellationToken,
 ) {
-    let crrs: Api<ContainerRecreateRequest> = Api::all(client.clone());
+    let stored = apitypes::stored::<ContainerRecreateRequest>();
+    let crrs = stored.api(client.clone(), None);
     let cfg = watcher::Config::default().labels(&format!(
         "{}={node},{}=true",
         keys::CRR_NODE_NAME_LABEL,
@@ -303,7 +311,7 @@ pub async fn run(
     ));
     let ctl = Controller::watching(
         NAME,
-        runner::watch_with(crrs, cfg),
+        stored.watch(crrs, cfg),
         Arc::new(metrics.clone()),
         shutdown,
     )
@@ -312,6 +320,7 @@ pub async fn run(
         client,
         cri,
         store: ctl.store(),
+        stored,
         metrics,
         events,
     });

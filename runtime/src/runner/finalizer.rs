@@ -43,10 +43,13 @@ pub fn without<K: Resource>(obj: &K, name: &str) -> Option<Vec<String>> {
     Some(f.filter(|f| *f != name).cloned().collect())
 }
 
-/// Writes `finalizers` as the object's list, guarded by its resourceVersion.
-async fn set<K>(api: &Api<K>, obj: &K, finalizers: Vec<String>) -> Result<(), kube::Error>
+/// Writes `finalizers` as the object's list, guarded by its resourceVersion. `api` may be of
+/// another version of `obj`'s kind (the stored one, see [`crate::stored`]): the patch is the
+/// same in every version.
+async fn set<K, O>(api: &Api<K>, obj: &O, finalizers: Vec<String>) -> Result<(), kube::Error>
 where
     K: Resource + Clone + DeserializeOwned + std::fmt::Debug,
+    O: Resource,
 {
     let patch = json!({
         "metadata": {
@@ -64,9 +67,10 @@ where
 }
 
 /// Adds finalizer `name`; true when a write was made.
-pub async fn add<K>(api: &Api<K>, obj: &K, name: &str) -> Result<bool, kube::Error>
+pub async fn add<K, O>(api: &Api<K>, obj: &O, name: &str) -> Result<bool, kube::Error>
 where
     K: Resource + Clone + DeserializeOwned + std::fmt::Debug,
+    O: Resource,
 {
     let Some(f) = with(obj, name) else {
         return Ok(false);
@@ -76,9 +80,10 @@ where
 }
 
 /// Removes finalizer `name`; true when a write was made.
-pub async fn remove<K>(api: &Api<K>, obj: &K, name: &str) -> Result<bool, kube::Error>
+pub async fn remove<K, O>(api: &Api<K>, obj: &O, name: &str) -> Result<bool, kube::Error>
 where
     K: Resource + Clone + DeserializeOwned + std::fmt::Debug,
+    O: Resource,
 {
     let Some(f) = without(obj, name) else {
         return Ok(false);

@@ -6,13 +6,31 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kruise_api::keys;
 use kruise_api::policy::v1alpha1::{PodUnavailableBudget, TargetReference};
-use kruise_api::policy::v1beta1;
-use kube::Resource;
-use kube::api::PostParams;
+use kube::api::{ApiResource, DynamicObject, GroupVersionKind, PostParams};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::{CustomResourceExt, Resource};
 
 use super::ApiCluster;
 use crate::podunavailablebudget::{PubLookup, StatusWrite};
+
+/// The status write of `budget` at the CRD's storage version ([`kruise_api::crds::STORAGE_VERSIONS`]),
+/// converted here when that is not v1alpha1: no conversion webhook call. It carries the
+/// resourceVersion it was read at (a concurrent write conflicts); a status write keeps the stored
+/// spec and metadata, so only its status counts.
+fn stored_status_write(
+    budget: &PodUnavailableBudget,
+) -> Result<(ApiResource, DynamicObject), String> {
+    let version = kruise_api::crds::storage_version(PodUnavailableBudget::crd_name());
+    let served = ApiResource::erase::<PodUnavailableBudget>(&());
+    let gvk = GroupVersionKind::gvk(&served.group, version, &served.kind);
+    let resource = ApiResource::from_gvk_with_plural(&gvk, &served.plural);
+    let mut body = serde_json::to_value(budget).map_err(|e| e.to_string())?;
+    if version != served.version {
+        body = crate::podunavailablebudget::conversion::convert(&body, &resource.api_version)?;
+    }
+    let body = serde_json::from_value(body).map_err(|e| e.to_string())?;
+    Ok((resource, body))
+}
 
 impl ApiCluster {
     fn client_or_err(&self) -> Result<&kube::Client, String> {
@@ -87,10 +105,9 @@ impl PubLookup for ApiCluster {
     ) -> Result<StatusWrite, String> {
         let ns = budget.metadata.namespace.clone().unwrap_or_default();
         let name = budget.metadata.name.clone().unwrap_or_default();
-        // Written in the storage version: see `v1beta1::PodUnavailableBudget::status_write`.
-        let api: kube::Api<v1beta1::PodUnavailableBudget> =
-            kube::Api::namespaced(self.client_or_err()?.clone(), &ns);
-        let body = v1beta1::PodUnavailableBudget::status_write(budget);
+        let (resource, body) = stored_status_write(budget)?;
+        let api: kube::Api<DynamicObject> =
+            kube::Api::namespaced_with(self.client_or_err()?.clone(), &ns, &resource);
         match self
             .timed(
                 "cannot write PodUnavailableBudget status",
