@@ -200,7 +200,8 @@ async fn wait_scoped_to(client: &Client, ns: &str) {
 }
 
 /// The webhook Service's selector, set back when dropped: while it selects nothing the Service
-/// has no endpoints, though the manager runs.
+/// has no endpoints, though the manager runs. The manager Pods are replaced once the endpoints
+/// are gone: the API server keeps its open connections to a webhook, whatever the Service says.
 struct ServiceEmptied {
     selector: serde_json::Value,
     restored: bool,
@@ -227,6 +228,7 @@ impl ServiceEmptied {
         })
         .await
         .expect("endpoints gone");
+        replace_manager_pods(client).await;
         Self {
             selector,
             restored: false,
@@ -257,6 +259,33 @@ impl Drop for ServiceEmptied {
         })
         .join();
     }
+}
+
+/// Deletes the manager Pods and waits until as many new ones run, Ready.
+async fn replace_manager_pods(client: &Client) {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), KRUISE_NS);
+    let lp = ListParams::default().labels(MANAGER_POD_SELECTOR);
+    let old: Vec<String> = pods
+        .list(&lp)
+        .await
+        .expect("manager Pods")
+        .items
+        .iter()
+        .filter_map(|p| p.metadata.uid.clone())
+        .collect();
+    pods.delete_collection(&DeleteParams::default(), &lp)
+        .await
+        .expect("delete the manager Pods");
+    wait_for("new manager Pods", Duration::from_secs(180), || async {
+        let live = pods.list(&lp).await?.items;
+        let fresh = live.len() == old.len()
+            && live.iter().all(|p| {
+                pod_ready(p) && !old.contains(&p.metadata.uid.clone().unwrap_or_default())
+            });
+        Ok(fresh.then_some(()))
+    })
+    .await
+    .expect("manager Pods replaced");
 }
 
 /// Replaces the webhook Service's selector (a JSON merge patch would keep the old keys).
