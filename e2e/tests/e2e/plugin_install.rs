@@ -374,7 +374,14 @@ async fn install_check_uninstall_and_helm() {
     cs_api
         .create(
             &PostParams::default(),
-            &cloneset::new("helmkeep", 1, "v1", json!({})).expect("cloneset"),
+            &cloneset::new(
+                "helmkeep",
+                1,
+                "v1",
+                json!({"type": "RollingUpdate",
+                       "rollingUpdate": {"podUpdatePolicy": "InPlaceIfPossible"}}),
+            )
+            .expect("cloneset"),
         )
         .await
         .expect("create the CloneSet");
