@@ -7,10 +7,12 @@
                                 exit 1 unless RENDERED (`helm template` with the default values)
                                 holds exactly the objects of deploy/
 
-Each template is the deploy/ file with the fields upstream's chart users know turned into values
-(manager.replicas, manager.resources, image repository/tag, daemon.socketLocation,
-webhookConfiguration.failurePolicy, featureGates). A substitution whose anchor is missing is an
-error, so a change to deploy/ cannot silently drop a value.
+Each template is the deploy/ file with the fields upstream's chart users know turned into values,
+named and placed as OpenKruise's chart 1.9.0 does (docs/safety.md, "OpenKruise's Helm values"):
+replicas, images, resources, placement (nodeSelector, tolerations, affinity), imagePullSecrets,
+log levels, the CRI socket, extra daemon env, ServiceAccount annotations, featureGates. Every
+value's default renders deploy/ unchanged. A substitution whose anchor is missing is an error, so a
+change to deploy/ cannot silently drop a value.
 
 Two things only the chart has (docs/safety.md): every CRD carries `helm.sh/resource-policy: keep`,
 so `helm uninstall` never deletes the CRDs and with them every object users made; and a pre-delete
@@ -146,6 +148,7 @@ spec:
     spec:
       serviceAccountName: kruise-pre-delete
       restartPolicy: Never
+{{- include "kruise-rs.managerPlacement" . }}
       securityContext:
         runAsNonRoot: true
         runAsUser: 65532
@@ -170,52 +173,172 @@ spec:
 """
 
 
+# Named templates the generated files share (a file starting with _ renders nothing itself).
+HELPERS = """\
+{{/*
+OpenKruise's log.level is a klog verbosity (its default "4"); Kruise-rs logs through RUST_LOG.
+0 to 4: info (Kruise-rs's default, so no variable at all); 5: Kruise-rs's own debug events; 6 and
+up: its trace events. A level name (error, warn, info, debug, trace) is passed as it is.
+*/}}
+{{- define "kruise-rs.rustLog" -}}
+{{- $l := toString . -}}
+{{- if regexMatch "^[0-9]+$" $l -}}
+{{- $n := atoi $l -}}
+{{- if le $n 4 }}info{{ else if eq $n 5 }}info,kruise=debug{{ else }}info,kruise=trace{{ end -}}
+{{- else -}}
+{{- $l -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The RUST_LOG entry of an env list for a log.level, none at Kruise-rs's default. */}}
+{{- define "kruise-rs.logEnv" -}}
+{{- $filter := include "kruise-rs.rustLog" .level -}}
+{{- if ne $filter "info" }}
+{{ printf "- name: RUST_LOG\\n  value: %s" ($filter | quote) | indent .indent }}
+{{- end -}}
+{{- end -}}
+
+{{/* imagePullSecrets, nodeSelector, tolerations and nodeAffinity of the manager's Pods (and of
+the pre-delete hook's, which runs the manager image), under a Pod spec (indent 6). */}}
+{{- define "kruise-rs.managerPlacement" -}}
+{{- with .Values.imagePullSecrets }}
+      imagePullSecrets:
+        {{- toYaml . | nindent 8 }}
+{{- end }}
+{{- with .Values.manager.nodeSelector }}
+      nodeSelector:
+        {{- toYaml . | nindent 8 }}
+{{- end }}
+{{- with .Values.manager.tolerations }}
+      tolerations:
+        {{- toYaml . | nindent 8 }}
+{{- end }}
+{{- with .Values.manager.nodeAffinity }}
+      affinity:
+        nodeAffinity:
+          {{- toYaml . | nindent 10 }}
+{{- end }}
+{{- end -}}
+"""
+
+
 def keep_crd(text, src):
-    """`helm uninstall` leaves the CRD, and so every object users made, in place."""
-    return replace_line(text, r"^metadata:$", f"metadata:\n  annotations:\n    {KEEP}: keep", src)
+    """`helm uninstall` leaves the CRD, and so every object users made, in place; crds.managed
+    false (OpenKruise's name) renders none, for CRDs installed by other means."""
+    text = replace_line(text, r"^metadata:$", f"metadata:\n  annotations:\n    {KEEP}: keep", src)
+    return "{{- if .Values.crds.managed }}\n" + text.rstrip("\n") + "\n{{- end }}\n"
+
+
+def sa_annotations(text, name, src):
+    """serviceAccount.annotations (OpenKruise's name; e.g. a cloud identity) on the
+    ServiceAccount."""
+    return replace_line(
+        text,
+        rf"^kind: ServiceAccount\nmetadata:\n  name: {name}\n  namespace: kruise-system$",
+        "\\g<0>\n{{- with .Values.serviceAccount.annotations }}\n  annotations:\n"
+        "    {{- toYaml . | nindent 4 }}\n{{- end }}",
+        src,
+    )
+
+
+def manager(text, src):
+    text = replace_line(text, r"^  replicas: \d+$", "  replicas: {{ .Values.manager.replicas }}", src)
+    text = replace_line(
+        text,
+        r"^(\s+)image: kruise-rs/kruise-manager:\S+$",
+        r'\1image: "{{ .Values.manager.image.repository }}:{{ .Values.manager.image.tag }}"',
+        src,
+    )
+    text = feature_gates(text, src)
+    text = replace_line(
+        text,
+        r"^(\s+)env:$",
+        "\\g<0>\n{{- with .Values.webhookConfiguration.failurePolicy.pods }}\n"
+        "\\1  - name: WEBHOOK_POD_FAILURE_POLICY\n\\1    value: {{ . | quote }}\n{{- end }}"
+        '\n{{- include "kruise-rs.logEnv" (dict "level" .Values.manager.log.level "indent" 12) }}',
+        src,
+    )
+    text = replace_block(
+        text,
+        r"          resources:",
+        "{pad}resources:\n{{{{- toYaml .Values.manager.resources | nindent 12 }}}}".replace("{pad}", " " * 10),
+        src,
+    )
+    return replace_line(
+        text,
+        r"^      serviceAccountName: kruise-manager$",
+        '\\g<0>\n{{- include "kruise-rs.managerPlacement" . }}',
+        src,
+    )
+
+
+def daemon(text, src):
+    text = feature_gates(text, src)
+    text = replace_line(
+        text,
+        r"^(\s+)image: kruise-rs/kruise-daemon:\S+$",
+        # Empty daemon.image values follow manager.image (a private mirror of one is a mirror
+        # of both): the repository with kruise-manager replaced by kruise-daemon, the same tag.
+        r'\1image: "{{ .Values.daemon.image.repository | default (replace "kruise-manager" "kruise-daemon" .Values.manager.image.repository) }}:{{ .Values.daemon.image.tag | default .Values.manager.image.tag }}"',
+        src,
+    )
+    # daemon.socketFile (OpenKruise's name) is the CRI socket's path under socketLocation: the
+    # daemon is told it (--socket-file) and the socket's directory is mounted at the same place
+    # under /hostvarrun. Empty: containerd/ under socketLocation, the daemon probing in it.
+    text = replace_line(
+        text,
+        r"^(\s+)- --var-run=/hostvarrun$",
+        "\\g<0>\n{{- with .Values.daemon.socketFile }}\n\\1- --socket-file={{ . }}\n{{- end }}",
+        src,
+    )
+    text = replace_line(
+        text,
+        r"^(\s+)mountPath: /hostvarrun/containerd$",
+        r'\1mountPath: {{ if .Values.daemon.socketFile }}{{ clean (printf "/hostvarrun/%s" (dir .Values.daemon.socketFile)) }}{{ else }}/hostvarrun/containerd{{ end }}',
+        src,
+    )
+    text = replace_line(
+        text,
+        r"^(\s+)path: /var/run/containerd$",
+        r'\1path: {{ if .Values.daemon.socketFile }}{{ clean (printf "%s/%s" .Values.daemon.socketLocation (dir .Values.daemon.socketFile)) }}{{ else }}{{ .Values.daemon.socketLocation }}/containerd{{ end }}',
+        src,
+    )
+    # daemon.extraEnvs and daemon.log.level after deploy/'s own variables (the env list ends
+    # where the ports begin).
+    text = replace_line(
+        text,
+        r"^(\s+)ports:$",
+        "{{- with .Values.daemon.extraEnvs }}\n{{ toYaml . | indent 12 }}\n{{- end }}"
+        '\n{{- include "kruise-rs.logEnv" (dict "level" .Values.daemon.log.level "indent" 12) }}\n\\g<0>',
+        src,
+    )
+    text = replace_block(
+        text,
+        r"          resources:",
+        "{pad}resources:\n{{{{- toYaml .Values.daemon.resources | nindent 12 }}}}".replace("{pad}", " " * 10),
+        src,
+    )
+    return replace_line(
+        text,
+        r"^      serviceAccountName: kruise-daemon$",
+        "\\g<0>\n{{- with .Values.imagePullSecrets }}\n      imagePullSecrets:\n        {{- toYaml . | nindent 8 }}\n{{- end }}"
+        "\n{{- with .Values.daemon.nodeSelector }}\n      nodeSelector:\n        {{- toYaml . | nindent 8 }}\n{{- end }}"
+        "\n{{- with .Values.daemon.affinity }}\n      affinity:\n        {{- toYaml . | nindent 8 }}\n{{- end }}",
+        src,
+    )
 
 
 def template(src, text):
     if src.startswith("crds/"):
         text = keep_crd(text, src)
     elif src == "manager/manager.yaml":
-        text = replace_line(text, r"^  replicas: \d+$", "  replicas: {{ .Values.manager.replicas }}", src)
-        text = replace_line(
-            text,
-            r"^(\s+)image: kruise-rs/kruise-manager:\S+$",
-            r'\1image: "{{ .Values.manager.image.repository }}:{{ .Values.manager.image.tag }}"',
-            src,
-        )
-        text = feature_gates(text, src)
-        text = replace_line(
-            text,
-            r"^(\s+)env:$",
-            "\\g<0>\n{{- with .Values.webhookConfiguration.failurePolicy.pods }}\n"
-            "\\1  - name: WEBHOOK_POD_FAILURE_POLICY\n\\1    value: {{ . | quote }}\n{{- end }}",
-            src,
-        )
-        text = replace_block(
-            text,
-            r"          resources:",
-            "{pad}resources:\n{{{{- toYaml .Values.manager.resources | nindent 12 }}}}".replace("{pad}", " " * 10),
-            src,
-        )
+        text = manager(text, src)
     elif src == "daemon/daemon.yaml":
-        text = feature_gates(text, src)
-        text = replace_line(
-            text,
-            r"^(\s+)image: kruise-rs/kruise-daemon:\S+$",
-            # Empty daemon.image values follow manager.image (a private mirror of one is a mirror
-            # of both): the repository with kruise-manager replaced by kruise-daemon, the same tag.
-            r'\1image: "{{ .Values.daemon.image.repository | default (replace "kruise-manager" "kruise-daemon" .Values.manager.image.repository) }}:{{ .Values.daemon.image.tag | default .Values.manager.image.tag }}"',
-            src,
-        )
-        text = replace_line(
-            text,
-            r"^(\s+)path: /var/run/containerd$",
-            r"\1path: {{ .Values.daemon.socketLocation }}/containerd",
-            src,
-        )
+        text = daemon(text, src)
+    elif src == "manager/rbac.yaml":
+        text = sa_annotations(text, "kruise-manager", src)
+    elif src == "daemon/rbac.yaml":
+        text = sa_annotations(text, "kruise-daemon", src)
     return HEADER.format(src=src) + text
 
 
@@ -226,6 +349,9 @@ def generated():
         out[CHART / "templates" / name] = template(src, (DEPLOY / src).read_text())
     out[CHART / "templates" / "helm_pre_delete.yaml"] = (
         "# Generated by hack/helm-chart.py (PRE_DELETE): edit the script, then run it.\n" + PRE_DELETE
+    )
+    out[CHART / "templates" / "_helpers.tpl"] = (
+        "{{/* Generated by hack/helm-chart.py (HELPERS): edit the script, then run it. */}}\n" + HELPERS
     )
     return out
 
@@ -274,7 +400,7 @@ def main():
     tdir = CHART / "templates"
     if len(sys.argv) > 1 and sys.argv[1] == "--check":
         stale = [p for p, t in files.items() if not p.exists() or p.read_text() != t]
-        extra = [p for p in tdir.glob("*.yaml") if p not in files]
+        extra = [p for p in tdir.glob("*.*") if p not in files]
         for p in stale + extra:
             print(f"{p.relative_to(ROOT)} is out of date with deploy/")
         if stale or extra:
@@ -283,7 +409,7 @@ def main():
         print("deploy/helm/kruise-rs/templates matches deploy/")
         return
     tdir.mkdir(parents=True, exist_ok=True)
-    for p in tdir.glob("*.yaml"):
+    for p in tdir.glob("*.*"):
         if p not in files:
             p.unlink()
     for p, t in files.items():

@@ -320,7 +320,7 @@ stage_serial() {
   # A test killed at its budget cannot put back a manager it reconfigured: check, and say so.
   after=$(manager_template)
   if [ "$before" != "$after" ]; then
-    warn "the serial phase left the manager reconfigured; reinstalling"
+    warn "the serial phase left the manager or daemon reconfigured; reinstalling"
     hack/install.sh
     rc=1
   fi
@@ -330,6 +330,9 @@ stage_serial() {
 manager_template() {
   "$KRS_BIN_DIR/kubectl" -n kruise-system get deployment kruise-controller-manager \
     -o jsonpath='{.spec.template.spec.containers[0].args}{.spec.template.spec.containers[0].env}'
+  # The daemon's too: daemon_cri's serial test points it at a missing CRI socket.
+  "$KRS_BIN_DIR/kubectl" -n kruise-system get daemonset kruise-daemon \
+    -o jsonpath='{.spec.template.spec.containers[0].args}'
 }
 
 stage_plugin() {
@@ -340,7 +343,7 @@ stage_plugin() {
   # (the install stage stopped dev mode); its test fails if it finds one. (Its refusal beside a
   # running manager is tested in the suite.)
   KUBECTL="$KRS_BIN_DIR/kubectl" KRUISE_E2E_INCLUSTER=1 nextest e2e-plugin --run-ignored all \
-    -E 'test(/^plugin_install::/)'
+    -E 'test(/^(plugin_install|helm_values)::/)'
   nextest e2e-plugin -E 'test(/^plugin_dev::dev_embeds_/)'
 }
 

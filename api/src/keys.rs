@@ -220,6 +220,17 @@ pub const CRR_SYNC_CONTAINER_STATUSES_ANNOTATION: &str =
 pub const CRR_CONDITION_PRE_RECREATE_GRACE: &str = "PreRecreateGrace";
 
 // ---------------------------------------------------------------------------------------------
+// kruise-daemon's own state (Kruise-rs only: upstream's daemon exits without CRI)
+// ---------------------------------------------------------------------------------------------
+
+/// Condition type on each kruise-daemon Pod: True while the daemon reaches its node's CRI runtime.
+pub const DAEMON_CONDITION_CRI_AVAILABLE: &str = "kruise.io/CRIAvailable";
+/// Condition reason and Normal Event reason (on the Node): the daemon reached the CRI runtime.
+pub const DAEMON_REASON_CRI_AVAILABLE: &str = "CRIAvailable";
+/// Condition reason and Warning Event reason (on the Node): no usable CRI runtime.
+pub const DAEMON_REASON_CRI_UNAVAILABLE: &str = "CRIUnavailable";
+
+// ---------------------------------------------------------------------------------------------
 // EphemeralJob (its phase, condition words and reasons sit beside the types)
 // ---------------------------------------------------------------------------------------------
 

@@ -221,8 +221,9 @@ fn crds_are_kept_and_the_pre_delete_hook_guards_objects() {
     assert_eq!(job_args(&render(&["helmHooks.preDelete=false"])), None);
 }
 
-/// values.schema.json: OpenKruise 1.9's names at the value that means what Kruise-rs does pass;
-/// another value of one Kruise-rs does not honour, or an unknown name, is refused by name.
+/// values.schema.json: OpenKruise 1.9's names that Kruise-rs honours take any value of their type,
+/// the others only the value that means what Kruise-rs does; another value of one Kruise-rs does
+/// not honour, a malformed one, or an unknown name, is refused by name.
 #[test]
 fn the_schema_refuses_what_would_be_ignored_by_name() {
     let chart = root().join("deploy/helm/kruise-rs");
@@ -238,7 +239,11 @@ fn the_schema_refuses_what_would_be_ignored_by_name() {
         "installation.namespace=kruise-system",
         "crds.managed=true",
         "manager.log.level=4",
+        "daemon.log.level=debug",
         "daemon.image.repository=reg.example/kruise-daemon",
+        "imagePullSecrets[0].name=regcred",
+        "manager.nodeSelector.disk=ssd",
+        "daemon.socketFile=crio/crio.sock",
     ] {
         let out = template(ok);
         assert!(
@@ -248,13 +253,139 @@ fn the_schema_refuses_what_would_be_ignored_by_name() {
         );
     }
     for (bad, named) in [
-        ("imagePullSecrets[0].name=regcred", "/imagePullSecrets"),
-        ("manager.nodeSelector.disk=ssd", "/manager/nodeSelector"),
-        ("daemon.socketFile=crio.sock", "/daemon/socketFile"),
+        ("imagePullSecrets[0].secret=regcred", "/imagePullSecrets/0"),
+        ("manager.hostNetwork=true", "/manager/hostNetwork"),
+        (
+            "webhookConfiguration.timeoutSeconds=30",
+            "/webhookConfiguration/timeoutSeconds",
+        ),
+        ("installation.namespace=kruise", "/installation/namespace"),
+        ("daemon.socketFile=../etc/crio.sock", "/daemon/socketFile"),
+        ("daemon.socketFile=/run/crio.sock", "/daemon/socketFile"),
+        ("manager.log.level=loud", "/manager/log/level"),
+        ("daemon.tolerations[0].operator=Exists", "tolerations"),
         ("nosuchvalue=1", "nosuchvalue"),
     ] {
         let out = template(bad);
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success() && err.contains(named), "{bad}: {err}");
     }
+}
+
+/// Issue 59: a values file in OpenKruise's names (deploy/helm/openkruise-values.yaml) renders
+/// each value where OpenKruise's chart puts it, and `crds.managed=false` renders no CRD.
+#[test]
+fn openkruise_values_land_where_openkruise_puts_them() {
+    let chart = root().join("deploy/helm/kruise-rs");
+    let render = |args: &[&str]| -> Vec<serde_json::Value> {
+        let mut cmd = Command::new(helm());
+        cmd.args(["template", "kruise-rs"]).arg(&chart).args(args);
+        serde_saphyr::from_multiple(&run(&mut cmd)).expect("YAML")
+    };
+    let values = root().join("deploy/helm/openkruise-values.yaml");
+    let docs = render(&["-f", values.to_str().expect("path")]);
+    let kind = |k: &str| docs.iter().find(|d| d["kind"] == k).expect(k);
+    let pod = |k: &str| kind(k)["spec"]["template"]["spec"].clone();
+    let secrets = serde_json::json!([{"name": "regcred"}]);
+    let linux = serde_json::json!({"kubernetes.io/os": "linux"});
+    for k in ["Deployment", "Job"] {
+        let p = pod(k);
+        assert_eq!(p["imagePullSecrets"], secrets, "{k}");
+        assert_eq!(p["nodeSelector"], linux, "{k}");
+        assert_eq!(p["tolerations"][0]["key"], "dedicated", "{k}");
+        assert_eq!(
+            p["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+                [0]["matchExpressions"][0]["key"],
+            "kubernetes.io/arch",
+            "{k}"
+        );
+    }
+    let manager = pod("Deployment");
+    let env = |c: &serde_json::Value, name: &str| -> Option<String> {
+        c["env"]
+            .as_array()?
+            .iter()
+            .find(|e| e["name"] == name)
+            .and_then(|e| e["value"].as_str().map(str::to_owned))
+    };
+    assert_eq!(
+        env(&manager["containers"][0], "RUST_LOG").as_deref(),
+        Some("info,kruise=debug"),
+        "manager.log.level 5"
+    );
+    let daemon = pod("DaemonSet");
+    assert_eq!(daemon["imagePullSecrets"], secrets);
+    assert_eq!(daemon["nodeSelector"], linux);
+    assert_eq!(
+        daemon["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+            [0]["matchExpressions"][0]["values"][0],
+        "virtual-kubelet"
+    );
+    assert_eq!(
+        daemon["tolerations"],
+        serde_json::json!([{"operator": "Exists"}]),
+        "the daemon still tolerates every taint"
+    );
+    let c = &daemon["containers"][0];
+    assert!(
+        c["args"]
+            .as_array()
+            .expect("args")
+            .iter()
+            .any(|a| a == "--socket-file=containerd/containerd.sock"),
+        "{c}"
+    );
+    assert_eq!(c["volumeMounts"][0]["mountPath"], "/hostvarrun/containerd");
+    assert_eq!(
+        daemon["volumes"][0]["hostPath"]["path"],
+        "/var/run/containerd"
+    );
+    assert_eq!(c["resources"]["limits"]["memory"], "200Mi");
+    assert_eq!(c["resources"]["requests"]["cpu"], "10m");
+    assert_eq!(env(c, "HTTPS_PROXY").as_deref(), Some("http://proxy:3128"));
+    assert_eq!(env(c, "RUST_LOG").as_deref(), Some("info,kruise=trace"));
+    assert!(
+        c["env"]
+            .as_array()
+            .expect("env")
+            .iter()
+            .any(|e| e["name"] == "NODE_NAME")
+    );
+    for sa in docs.iter().filter(|d| {
+        d["kind"] == "ServiceAccount"
+            && (d["metadata"]["name"] == "kruise-manager"
+                || d["metadata"]["name"] == "kruise-daemon")
+    }) {
+        assert_eq!(
+            sa["metadata"]["annotations"]["example.com/role"], "kruise",
+            "{}",
+            sa["metadata"]["name"]
+        );
+    }
+
+    // A socket file at the top of socketLocation: that whole directory is the daemon's run
+    // directory.
+    let top = render(&[
+        "--set",
+        "daemon.socketLocation=/run/containerd",
+        "--set",
+        "daemon.socketFile=containerd.sock",
+    ]);
+    let d = &top
+        .iter()
+        .find(|d| d["kind"] == "DaemonSet")
+        .expect("daemon")["spec"]["template"]["spec"];
+    assert_eq!(d["volumes"][0]["hostPath"]["path"], "/run/containerd");
+    assert_eq!(
+        d["containers"][0]["volumeMounts"][0]["mountPath"],
+        "/hostvarrun"
+    );
+
+    let no_crds = render(&["--set", "crds.managed=false"]);
+    assert!(
+        no_crds
+            .iter()
+            .all(|d| d["kind"] != "CustomResourceDefinition")
+    );
+    assert!(no_crds.iter().any(|d| d["kind"] == "Deployment"));
 }

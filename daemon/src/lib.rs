@@ -7,6 +7,7 @@ pub mod apitypes;
 pub mod containermeta;
 pub mod containerrecreate;
 pub mod criruntime;
+pub mod cristatus;
 pub mod events;
 pub mod imagepuller;
 pub mod metrics;

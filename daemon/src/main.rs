@@ -12,11 +12,14 @@ use axum::http::StatusCode;
 use axum::routing::get;
 use clap::Parser;
 use kruise_api::features::{self, FeatureGates, Gate};
+use kruise_api::keys;
 use kruise_daemon::criruntime::{CriClient, SocketSource};
+use kruise_daemon::cristatus::{self, CriStatus, OwnPod, Reporters};
 use kruise_daemon::events::Events;
 use kruise_daemon::metrics::{self, Metrics};
 use kruise_daemon::{containermeta, containerrecreate, imagepuller, podprobe};
 use prometheus_client::registry::Registry;
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tracing_subscriber::EnvFilter;
 
@@ -63,7 +66,15 @@ struct Flags {
     #[arg(long)]
     socket_file: Option<String>,
 
-    /// Address of the /healthz and /metrics endpoint.
+    /// Name of this daemon's own Pod (downward API, metadata.name): it gets the CRI condition.
+    #[arg(long, env = "POD_NAME")]
+    pod_name: Option<String>,
+
+    /// Namespace of this daemon's own Pod (downward API, metadata.namespace).
+    #[arg(long, env = keys::ENV_POD_NAMESPACE)]
+    pod_namespace: Option<String>,
+
+    /// Address of the /healthz, /readyz and /metrics endpoint.
     #[arg(long, default_value = "0.0.0.0:10221")]
     addr: SocketAddr,
 
@@ -112,20 +123,28 @@ fn gated_duties(duties: &[Duty], gates: &FeatureGates) -> Vec<Duty> {
 #[derive(Clone)]
 struct Http {
     registry: Arc<Registry>,
-    cri: CriClient,
+    cri: watch::Receiver<CriStatus>,
 }
 
-async fn healthz(State(s): State<Http>) -> (StatusCode, String) {
-    // Healthy means the runtime still answers; everything else retries by itself.
-    match tokio::time::timeout(
-        Duration::from_secs(3),
-        s.cri.image_status("kruise-daemon-healthz-probe"),
-    )
-    .await
-    {
-        Ok(Ok(_)) => (StatusCode::OK, "ok".into()),
-        Ok(Err(e)) => (StatusCode::SERVICE_UNAVAILABLE, format!("CRI: {e}")),
-        Err(_) => (StatusCode::SERVICE_UNAVAILABLE, "CRI: timeout".into()),
+/// Liveness: the process serves requests. It does not depend on CRI, so a node without a usable
+/// runtime does not restart the daemon in a loop; readiness says that instead.
+async fn healthz() -> (StatusCode, &'static str) {
+    (StatusCode::OK, "ok")
+}
+
+/// Readiness: the CRI runtime answered the last check.
+async fn readyz(State(s): State<Http>) -> (StatusCode, String) {
+    match &*s.cri.borrow() {
+        CriStatus::Available { runtime, socket } => {
+            (StatusCode::OK, format!("ok: {runtime} at {socket}"))
+        }
+        CriStatus::Unavailable { reason } => {
+            (StatusCode::SERVICE_UNAVAILABLE, format!("CRI: {reason}"))
+        }
+        CriStatus::Unknown => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "CRI: not checked yet".into(),
+        ),
     }
 }
 
@@ -224,14 +243,12 @@ async fn run(flags: Flags) -> anyhow::Result<()> {
         );
     };
 
+    // A malformed endpoint is a configuration error; a missing or unusable runtime is not.
     let source = SocketSource::from_flags(
         flags.runtime_endpoint.as_deref(),
         flags.socket_file.as_deref(),
         &flags.var_run,
     )?;
-    let cri = CriClient::connect(&source)
-        .await
-        .context("cannot connect to the container runtime (see --runtime-endpoint / --var-run)")?;
     let client = kube_client(
         flags.kubeconfig.as_ref(),
         flags.kube_api_qps,
@@ -241,19 +258,21 @@ async fn run(flags: Flags) -> anyhow::Result<()> {
 
     let mut registry = Registry::default();
     let m = Metrics::new(&mut registry);
+    let (status_tx, status_rx) = watch::channel(CriStatus::Unknown);
     let http = Http {
         registry: Arc::new(registry),
-        cri: cri.clone(),
+        cri: status_rx,
     };
 
     let shutdown = CancellationToken::new();
     let listener = tokio::net::TcpListener::bind(flags.addr)
         .await
         .with_context(|| format!("cannot listen on {}", flags.addr))?;
-    tracing::info!(node = %node, addr = %flags.addr, runtime = %cri.runtime_name(),
-        socket = %cri.socket().display(), duties = ?flags.duties, "kruise-daemon starting");
+    tracing::info!(node = %node, addr = %flags.addr, sockets = ?source.candidates(),
+        duties = ?flags.duties, "kruise-daemon starting");
     let app = Router::new()
         .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
         .route("/metrics", get(metrics_handler))
         .with_state(http);
     let server = {
@@ -266,19 +285,98 @@ async fn run(flags: Flags) -> anyhow::Result<()> {
     };
 
     let events = Events::new(client.clone(), &node);
+    let own_pod = match (flags.pod_namespace.clone(), flags.pod_name.clone()) {
+        (Some(namespace), Some(name)) if !namespace.is_empty() && !name.is_empty() => {
+            Some(OwnPod { namespace, name })
+        }
+        _ => None,
+    };
+    let reporters = Reporters {
+        client: client.clone(),
+        node: node.clone(),
+        own_pod,
+        events: events.clone(),
+        metrics: m.clone(),
+    };
+    let (connected_tx, mut connected_rx) = watch::channel(None::<CriClient>);
+    let supervisor = tokio::spawn(cristatus::supervise(
+        source,
+        reporters,
+        status_tx,
+        connected_tx,
+        shutdown.clone(),
+    ));
+
+    // Every duty needs CRI: they start once the runtime first answers, without a restart.
+    let cri = tokio::select! {
+        _ = shutdown_signal() => None,
+        c = connected_rx.wait_for(Option::is_some) => c.ok().and_then(|c| c.clone()),
+    };
     let mut tasks = tokio::task::JoinSet::new();
-    for duty in &gated_duties(&flags.duties, &flags.feature_gates) {
+    if let Some(cri) = cri {
+        let duties = gated_duties(&flags.duties, &flags.feature_gates);
+        tracing::info!(runtime = %cri.runtime_name(), socket = %cri.socket().display(),
+            ?duties, "starting the CRI duties");
+        let max = usize::try_from(flags.max_workers_for_pull_image).ok();
+        spawn_duties(
+            &mut tasks,
+            &duties,
+            &Wiring {
+                client,
+                cri,
+                node,
+                m,
+                events,
+                shutdown: shutdown.clone(),
+                max_pulls: max,
+            },
+        );
+        tokio::select! {
+            _ = shutdown_signal() => tracing::info!("shutting down"),
+            Some(done) = tasks.join_next() => {
+                tracing::error!(duty = ?done.ok(), "a duty ended unexpectedly; shutting down");
+            }
+        }
+    } else {
+        tracing::info!("shutting down");
+    }
+    shutdown.cancel();
+    // In-flight CRI calls get a moment to finish; pulls resume after a restart anyway.
+    let _ = tokio::time::timeout(Duration::from_secs(10), async {
+        while tasks.join_next().await.is_some() {}
+    })
+    .await;
+    let _ = tokio::time::timeout(Duration::from_secs(2), supervisor).await;
+    let _ = tokio::time::timeout(Duration::from_secs(2), server).await;
+    tracing::info!("kruise-daemon stopped");
+    Ok(())
+}
+
+/// What every duty is started with.
+struct Wiring {
+    client: kube::Client,
+    cri: CriClient,
+    node: String,
+    m: Metrics,
+    events: Events,
+    shutdown: CancellationToken,
+    /// Image tags pulled at once; None: no limit.
+    max_pulls: Option<usize>,
+}
+
+fn spawn_duties(tasks: &mut tokio::task::JoinSet<&'static str>, duties: &[Duty], w: &Wiring) {
+    for duty in duties {
         let (client, cri, node, m, ev, sd) = (
-            client.clone(),
-            cri.clone(),
-            node.clone(),
-            m.clone(),
-            events.clone(),
-            shutdown.clone(),
+            w.client.clone(),
+            w.cri.clone(),
+            w.node.clone(),
+            w.m.clone(),
+            w.events.clone(),
+            w.shutdown.clone(),
         );
         match duty {
             Duty::Imagepuller => {
-                let max = usize::try_from(flags.max_workers_for_pull_image).ok();
+                let max = w.max_pulls;
                 tasks.spawn(async move {
                     if let Err(e) = imagepuller::run(client, cri, node, max, m, ev, sd).await {
                         tracing::error!(error = %e, "image puller stopped");
@@ -306,22 +404,6 @@ async fn run(flags: Flags) -> anyhow::Result<()> {
             }
         }
     }
-
-    tokio::select! {
-        _ = shutdown_signal() => tracing::info!("shutting down"),
-        Some(done) = tasks.join_next() => {
-            tracing::error!(duty = ?done.ok(), "a duty ended unexpectedly; shutting down");
-        }
-    }
-    shutdown.cancel();
-    // In-flight CRI calls get a moment to finish; pulls resume after a restart anyway.
-    let _ = tokio::time::timeout(Duration::from_secs(10), async {
-        while tasks.join_next().await.is_some() {}
-    })
-    .await;
-    let _ = tokio::time::timeout(Duration::from_secs(2), server).await;
-    tracing::info!("kruise-daemon stopped");
-    Ok(())
 }
 
 #[cfg(test)]

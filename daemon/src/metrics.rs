@@ -8,6 +8,7 @@ use kruise_runtime::metrics::{ReconcileMetrics, RecordReconcile};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -27,6 +28,8 @@ pub struct Metrics {
     stops: Family<DutyLabel, Counter>,
     meta_patches: Counter,
     crr_completed: Counter,
+    /// 1 while the daemon reaches its node's CRI runtime, else 0.
+    cri_available: Gauge,
     /// Recorded by the runner for every reconcile of containermeta and containerrecreate.
     reconcile: ReconcileMetrics,
 }
@@ -59,6 +62,11 @@ impl Metrics {
             "ContainerRecreateRequests completed",
             m.crr_completed.clone(),
         );
+        sub.register(
+            "cri_available",
+            "1 while the daemon reaches its node's CRI runtime, 0 while it waits for one",
+            m.cri_available.clone(),
+        );
         m
     }
 
@@ -81,6 +89,10 @@ impl Metrics {
 
     pub fn crr_completed(&self) {
         self.crr_completed.inc();
+    }
+
+    pub fn set_cri_available(&self, available: bool) {
+        self.cri_available.set(i64::from(available));
     }
 }
 
@@ -107,7 +119,9 @@ mod tests {
         let m = Metrics::new(&mut reg);
         m.pull(true);
         m.container_stop("containerrecreate");
+        m.set_cri_available(true);
         let text = render(&Arc::new(reg)).unwrap();
+        assert!(text.contains("kruise_daemon_cri_available 1"), "{text}");
         assert!(text.contains("kruise_daemon_image_pulls_total{result=\"succeeded\"} 1"));
         assert!(text.contains("kruise_daemon_container_stops_total{duty=\"containerrecreate\"} 1"));
     }

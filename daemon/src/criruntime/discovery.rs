@@ -4,11 +4,14 @@ use std::path::{Path, PathBuf};
 
 use super::CriError;
 
-/// Socket files probed under the host run directory, in the order upstream kruise-daemon probes
-/// them: containerd first (both layouts), then CRI-O, then cri-dockerd (plain and k3s layouts).
+/// Socket files probed under the host run directory, in the order upstream kruise-daemon v1.9
+/// probes them: containerd first (both layouts), then CRI-O, then cri-dockerd (plain and k3s
+/// layouts). One addition of ours: k3s's embedded containerd (`/run/k3s/containerd/`), after
+/// the plain containerd paths, which upstream only reaches through `--socket-file`.
 pub const KNOWN_SOCKETS: &[&str] = &[
     "containerd.sock",
     "containerd/containerd.sock",
+    "k3s/containerd/containerd.sock",
     "crio.sock",
     "crio/crio.sock",
     "cri-dockerd.sock",
@@ -91,14 +94,23 @@ mod tests {
     fn discovery_follows_upstream_order() {
         let src = SocketSource::from_flags(None, None, Path::new("/host/run")).unwrap();
         let all = src.candidates();
-        assert_eq!(all.len(), 6);
-        assert_eq!(all[0], PathBuf::from("/host/run/containerd.sock"));
+        let names: Vec<_> = all
+            .iter()
+            .map(|p| p.strip_prefix("/host/run").expect("under var_run"))
+            .map(|p| p.display().to_string())
+            .collect();
         assert_eq!(
-            all[1],
-            PathBuf::from("/host/run/containerd/containerd.sock")
+            names,
+            [
+                "containerd.sock",
+                "containerd/containerd.sock",
+                "k3s/containerd/containerd.sock",
+                "crio.sock",
+                "crio/crio.sock",
+                "cri-dockerd.sock",
+                "cri-dockerd/cri-dockerd.sock",
+            ]
         );
-        assert_eq!(all[2], PathBuf::from("/host/run/crio.sock"));
-        assert_eq!(all[4], PathBuf::from("/host/run/cri-dockerd.sock"));
     }
 
     #[test]

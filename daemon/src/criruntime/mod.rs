@@ -156,7 +156,8 @@ impl CriClient {
             match Self::connect_path(&path).await {
                 Ok(c) => return Ok(c),
                 Err(e) => {
-                    tracing::warn!(socket = %path.display(), error = %e, "CRI socket did not answer");
+                    // Debug only: a caller retrying in a loop reports the failure once.
+                    tracing::debug!(socket = %path.display(), error = %e, "CRI socket did not answer");
                     last = Some(e);
                 }
             }

@@ -8,8 +8,8 @@
 //! - `serial::` tests (in any module) disturb what every other test relies on (they kill the
 //!   manager or daemon, rotate the webhook's certificates, reconfigure the installed manager):
 //!   they run one at a time after the parallel phase.
-//! - `cloneset_kwok::`, `daemonset_kwok::`, `broadcastjob_kwok::`, `persistentpodstate_kwok::` and `workloadspread_kwok::` run on the kwok scale cluster; `plugin_install::` and `plugin_dev::` on
-//!   the cluster once Kruise-rs is uninstalled.
+//! - `cloneset_kwok::`, `daemonset_kwok::`, `broadcastjob_kwok::`, `persistentpodstate_kwok::` and `workloadspread_kwok::` run on the kwok scale cluster; `plugin_install::`, `helm_values::` and `plugin_dev::`
+//!   on the cluster once Kruise-rs is uninstalled.
 //! - everything else runs in parallel against Kruise-rs installed from `deploy/`.
 
 mod advancedcronjob;
@@ -27,10 +27,12 @@ mod cloneset_kwok;
 mod cluster;
 mod crd_versions;
 mod crr;
+mod daemon_cri;
 mod daemonset;
 mod daemonset_kwok;
 mod deletion_protection;
 mod ephemeraljob;
+mod helm_values;
 mod imagepull;
 mod incluster;
 mod launch_priority;
