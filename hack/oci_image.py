@@ -10,6 +10,10 @@ Usage:
   oci_image.py --registry 127.0.0.1:5000 --name kruise-rs/testapp --tag v1 \
       --layer DIR [--layer DIR ...] [--cmd JSON] [--entrypoint JSON] [--env K=V ...] \
       [--label K=V ...] [--user UID] [--workdir DIR]
+  oci_image.py --registry 127.0.0.1:5000 --name kruise-rs/kruise-manager --tag next \
+      --from dev --label K=V
+    (another image with the layers of an existing tag, its config's labels changed: a new image
+    ID without a rebuild, as the upgrade tests need)
 Prints the manifest digest and the image ID (config digest).
 """
 
@@ -97,7 +101,8 @@ def main():
     p.add_argument("--registry", required=True)
     p.add_argument("--name", required=True)
     p.add_argument("--tag", action="append", required=True)
-    p.add_argument("--layer", action="append", required=True)
+    p.add_argument("--layer", action="append", default=[])
+    p.add_argument("--from", dest="source", help="an existing tag whose layers to reuse")
     p.add_argument("--cmd")
     p.add_argument("--entrypoint")
     p.add_argument("--env", action="append", default=[])
@@ -107,6 +112,11 @@ def main():
                    help="0 stores the layers uncompressed in their gzip frame")
     p.add_argument("--workdir")
     a = p.parse_args()
+    if a.source:
+        derive(a)
+        return
+    if not a.layer:
+        p.error("--layer is required (or --from)")
 
     layers = [layer_from_dir(d, a.gzip_level) for d in a.layer]
     config = {
@@ -144,6 +154,10 @@ def main():
             for gz, _ in layers
         ],
     }
+    put_manifest(base, a, manifest, config_bytes)
+
+
+def put_manifest(base, a, manifest, config_bytes):
     manifest_bytes = json.dumps(manifest, sort_keys=True, separators=(",", ":")).encode()
     for tag in a.tag:
         status, _, body = request(
@@ -155,6 +169,28 @@ def main():
         if status != 201:
             sys.exit(f"registry refused manifest {a.name}:{tag}: HTTP {status} {body[:200]!r}")
     print(f"{a.registry}/{a.name}:{','.join(a.tag)} manifest {digest(manifest_bytes)} image-id {digest(config_bytes)}")
+
+
+def derive(a):
+    """--from: the source tag's manifest with a config whose labels --label changes."""
+    base = f"http://{a.registry}"
+    status, _, body = request(
+        "GET", f"{base}/v2/{a.name}/manifests/{a.source}", headers={"Accept": MANIFEST_TYPE}
+    )
+    if status != 200:
+        sys.exit(f"no manifest {a.name}:{a.source}: HTTP {status} {body[:200]!r}")
+    manifest = json.loads(body)
+    status, _, body = request("GET", f"{base}/v2/{a.name}/blobs/{manifest['config']['digest']}")
+    if status != 200:
+        sys.exit(f"no config blob for {a.name}:{a.source}: HTTP {status}")
+    config = json.loads(body)
+    labels = config.setdefault("config", {}).get("Labels") or {}
+    labels.update(dict(kv.split("=", 1) for kv in a.label))
+    config["config"]["Labels"] = labels
+    config_bytes = json.dumps(config, sort_keys=True, separators=(",", ":")).encode()
+    manifest["config"]["digest"] = push_blob(base, a.name, config_bytes)
+    manifest["config"]["size"] = len(config_bytes)
+    put_manifest(base, a, manifest, config_bytes)
 
 
 if __name__ == "__main__":

@@ -146,7 +146,8 @@ where
         + deletionprotection::ProtectionLookup
         + podunavailablebudget::PubLookup
         + persistentpodstate::PpsLookup
-        + workloadspread::WsLookup,
+        + workloadspread::WsLookup
+        + configuration::scope::ScopeLookup,
 {
     let hook = paths::hook(path)?;
     if let Some(refusal) = gate_refusal(path, gates) {
@@ -176,7 +177,8 @@ where
         + deletionprotection::ProtectionLookup
         + podunavailablebudget::PubLookup
         + persistentpodstate::PpsLookup
-        + workloadspread::WsLookup,
+        + workloadspread::WsLookup
+        + configuration::scope::ScopeLookup,
 {
     use paths::ClusterHandler as H;
     match handler {

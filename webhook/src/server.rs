@@ -25,7 +25,7 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 
 use crate::certs::{self, CertBundle};
 use crate::cluster::ApiCluster;
-use crate::configuration::scope::{PodScope, ScopeSources};
+use crate::configuration::scope::{PodMarks, PodScope, ScopeCell, ScopeSources};
 use crate::watched::Watched;
 use crate::{Error, WebhookConfig, configuration, handle_admission_async, paths};
 use kruise_api::apps::v1alpha1::{PersistentPodState, WorkloadSpread};
@@ -162,6 +162,10 @@ pub async fn run(
                     budgets: Some(budgets),
                     persistent_pod_states: Some(persistent_pod_states),
                     workload_spreads: Some(workload_spreads),
+                    pod_marks: Some(PodMarks {
+                        sources: sources.clone(),
+                        applied: scope.clone(),
+                    }),
                     metrics: cfg.metrics.clone(),
                 },
                 cfg.feature_gates,
@@ -212,10 +216,8 @@ fn flatten(
 }
 
 /// The Pod hooks' scope last applied; `None`: every Pod.
-type ScopeCell = Arc<Mutex<Option<PodScope>>>;
-
 fn current_scope(cell: &ScopeCell) -> Option<PodScope> {
-    cell.lock().ok().and_then(|g| g.clone())
+    cell.lock().ok().and_then(|g| g.current())
 }
 
 async fn register(
@@ -234,17 +236,16 @@ async fn register(
     Ok(())
 }
 
-/// Keeps the Pod hooks scoped to what the SidecarSets, WorkloadSpreads, PersistentPodStates and
-/// PodUnavailableBudgets concern ([`configuration::scope`]): re-applies the configurations as
-/// soon as one of them changes, and widens the scope to every Pod while a SidecarSet is being
-/// admitted, so a Pod created right after a new SidecarSet is never let through unseen.
+/// Keeps what a down manager refuses scoped to what the SidecarSets, WorkloadSpreads,
+/// PersistentPodStates and PodUnavailableBudgets concern ([`configuration::scope`]):
+/// re-applies the configurations and the admission policy as soon as one of them changes.
 async fn keep_scope(
     client: kube::Client,
     cfg: WebhookConfig,
     cell: ScopeCell,
     sources: ScopeSources,
 ) {
-    if !cfg.manage_webhook_configurations || !configuration::scope::SCOPED_POD_HOOKS {
+    if !cfg.manage_webhook_configurations {
         return;
     }
     let mut changes = sources.changes();
@@ -266,14 +267,13 @@ async fn keep_scope(
                 Ok(()) => {
                     tracing::info!(scoped = wanted.is_some(), "Pod hooks' scope applied");
                     if let Ok(mut g) = cell.lock() {
-                        *g = wanted;
+                        g.replace(wanted);
                     }
                 }
                 Err(e) => tracing::warn!(error = %e, "applying the Pod hooks' scope"),
             }
         }
-        // Woken by any change; the timer ends a SidecarSet's widened window and retries a
-        // failed apply.
+        // Woken by any change; the timer retries a failed apply.
         let [a, b, c, d] = &mut changes;
         tokio::select! {
             _ = a.changed() => {}
@@ -512,6 +512,7 @@ mod tests {
                         budgets: None,
                         persistent_pod_states: None,
                         workload_spreads: None,
+                        pod_marks: None,
                         metrics: Default::default(),
                     },
                     FeatureGates::default(),

@@ -190,6 +190,31 @@ async fn install_check_uninstall_and_helm() {
     let uids = pod_uids(&pods, "keepme").await;
     assert_eq!(uids.len(), 2);
 
+    // Issue 59: `install` over a running install, to new images, keeps every Pod.
+    let states = pod_states(&pods, "keepme").await;
+    let next = next_images(&tag);
+    let run = kk
+        .run_for(
+            &[
+                "install",
+                "--image-repo",
+                &repo,
+                "--version",
+                &next,
+                "--wait",
+            ],
+            LONG,
+        )
+        .await
+        .expect("install over the running install");
+    assert_eq!(run.code, Some(0), "{run:?}");
+    wait_manager_runs(&client, &next).await;
+    assert_eq!(
+        pod_states(&pods, "keepme").await,
+        states,
+        "an upgrade by install keeps the Pods (UIDs, restarts)"
+    );
+
     let refused = kk.run_for(&["uninstall"], LONG).await.expect("uninstall");
     assert_eq!(
         refused.code,
@@ -349,10 +374,18 @@ async fn install_check_uninstall_and_helm() {
     cs_api
         .create(
             &PostParams::default(),
-            &cloneset::new("helmkeep", 1, "v1", json!({})).expect("cloneset"),
+            &cloneset::new(
+                "helmkeep",
+                1,
+                "v1",
+                json!({"type": "RollingUpdate",
+                       "rollingUpdate": {"podUpdatePolicy": "InPlaceIfPossible"}}),
+            )
+            .expect("cloneset"),
         )
         .await
         .expect("create the CloneSet");
+    helm_upgrade_keeps_the_pods(&client, &helm, &chart, &repo, &tag, &cs_api, &pods).await;
     let helm_uninstall = || {
         Command::new(&helm)
             .arg("--kubeconfig")
@@ -399,6 +432,152 @@ async fn install_check_uninstall_and_helm() {
     assert_eq!(run.code, Some(0), "{run:?}");
     assert_nothing_left(&client).await;
     user.delete().await.expect("delete ns");
+}
+
+/// Another image of the manager and of the daemon, tagged `<tag>-next`: the layers of `tag`
+/// with one more label, so a new image ID without a rebuild. Returns the new tag.
+fn next_images(tag: &str) -> String {
+    let next = format!("{tag}-next");
+    for name in ["kruise-manager", "kruise-daemon"] {
+        let out = Command::new("python3")
+            .arg(repo_root().join("hack/oci_image.py"))
+            .args(["--registry", &registry(), "--name"])
+            .arg(format!("kruise-rs/{name}"))
+            .args(["--tag", &next, "--from", tag])
+            .args(["--label", "dev.kruise-rs.e2e=upgrade"])
+            .output()
+            .expect("oci_image.py");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    next
+}
+
+/// Waits until every manager Pod and every daemon Pod runs an image tagged `tag`, Ready.
+async fn wait_manager_runs(client: &Client, tag: &str) {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), keys::KRUISE_NAMESPACE);
+    let suffix = format!(":{tag}");
+    kruise_e2e::wait_for(
+        "Kruise-rs on the new images",
+        Duration::from_secs(300),
+        || async {
+            let list = pods.list(&ListParams::default()).await?.items;
+            let live: Vec<&Pod> = list
+                .iter()
+                .filter(|p| p.metadata.deletion_timestamp.is_none())
+                .filter(|p| p.metadata.owner_references.is_some())
+                .collect();
+            let done = !live.is_empty()
+                && live.iter().all(|p| {
+                    let images_new = p
+                        .spec
+                        .iter()
+                        .flat_map(|s| &s.containers)
+                        .all(|c| c.image.as_deref().is_some_and(|i| i.ends_with(&suffix)));
+                    images_new && kruise_e2e::pod_ready(p)
+                });
+            Ok(done.then_some(()))
+        },
+    )
+    .await
+    .expect("manager and daemon on the new images");
+}
+
+/// `helm upgrade` to new images and values keeps the CloneSet's Pods, and the upgraded manager
+/// still updates them in place.
+async fn helm_upgrade_keeps_the_pods(
+    client: &Client,
+    helm: &str,
+    chart: &std::path::Path,
+    repo: &str,
+    tag: &str,
+    cs_api: &Api<kube::api::DynamicObject>,
+    pods: &Api<Pod>,
+) {
+    cloneset::wait_rolled_out(cs_api, "helmkeep", 1, Duration::from_secs(180))
+        .await
+        .expect("helmkeep ready");
+    let states = pod_states(pods, "helmkeep").await;
+    let next = format!("{tag}-next");
+    let kubeconfig = kruise_e2e::cli::kubeconfig().expect("kubeconfig");
+    let out = Command::new(helm)
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .args(["upgrade", "kruise-rs"])
+        .arg(chart)
+        .args(["--wait", "--timeout", "10m"])
+        .args([
+            "--set",
+            &format!("manager.image.repository={repo}/kruise-manager"),
+        ])
+        .args(["--set", &format!("manager.image.tag={next}")])
+        .args(["--set", "manager.resources.limits.memory=320Mi"])
+        .output()
+        .expect("helm upgrade");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    wait_manager_runs(client, &next).await;
+    let deploy = Api::<k8s_openapi::api::apps::v1::Deployment>::namespaced(
+        client.clone(),
+        keys::KRUISE_NAMESPACE,
+    )
+    .get(kruise_e2e::manager::MANAGER_DEPLOYMENT)
+    .await
+    .expect("manager Deployment");
+    let limit = deploy
+        .spec
+        .and_then(|s| s.template.spec)
+        .and_then(|s| s.containers.into_iter().next())
+        .and_then(|c| c.resources)
+        .and_then(|r| r.limits)
+        .and_then(|l| l.get("memory").map(|q| q.0.clone()));
+    assert_eq!(
+        limit.as_deref(),
+        Some("320Mi"),
+        "the upgraded value applies"
+    );
+    assert_eq!(
+        pod_states(pods, "helmkeep").await,
+        states,
+        "helm upgrade keeps the Pods (UIDs, restarts)"
+    );
+    // The upgraded manager still works: an image change is applied in place.
+    cloneset::set_image(cs_api, "helmkeep", "v2")
+        .await
+        .expect("set image");
+    cloneset::wait_rolled_out(cs_api, "helmkeep", 1, Duration::from_secs(180))
+        .await
+        .expect("helmkeep updated");
+    let after = pod_states(pods, "helmkeep").await;
+    assert_eq!(after.len(), 1);
+    assert_eq!(after[0].0, states[0].0, "updated in place: same Pod");
+    assert_eq!(after[0].1, states[0].1 + 1, "its container restarted once");
+}
+
+/// Each of the CloneSet's Pods: UID and the sum of its containers' restarts, sorted.
+async fn pod_states(pods: &Api<Pod>, cloneset: &str) -> Vec<(String, i32)> {
+    let mut out: Vec<(String, i32)> = kruise_e2e::cloneset::pods(pods, cloneset)
+        .await
+        .expect("list pods")
+        .iter()
+        .map(|p| {
+            let restarts = p
+                .status
+                .iter()
+                .flat_map(|s| s.container_statuses.iter().flatten())
+                .map(|c| c.restart_count)
+                .sum();
+            (p.metadata.uid.clone().unwrap_or_default(), restarts)
+        })
+        .collect();
+    out.sort();
+    out
 }
 
 /// The UIDs of the CloneSet's Pods, sorted.

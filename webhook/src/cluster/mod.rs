@@ -18,6 +18,7 @@ use std::time::Duration;
 use kruise_api::apps::v1alpha1::{PersistentPodState, WorkloadSpread};
 use kruise_api::policy::v1alpha1::PodUnavailableBudget;
 
+use crate::configuration::scope::{PodMarks, ScopeLookup};
 use crate::sidecarset::cache::SidecarSetCache;
 use crate::watched::Watched;
 
@@ -45,6 +46,16 @@ pub struct ApiCluster {
     /// Where WorkloadSpreads are read once it has loaded (listed before that, and when
     /// `None`).
     pub workload_spreads: Option<Watched<WorkloadSpread>>,
+    /// Which Pods the Pod hook marks as admitted (`None`: none, no policy looks for the mark).
+    pub pod_marks: Option<PodMarks>,
     /// Where refusals are counted.
     pub metrics: crate::metrics::ProtectionMetrics,
+}
+
+impl ScopeLookup for ApiCluster {
+    fn must_mark(&self, namespace: &str, pod: &k8s_openapi::api::core::v1::Pod) -> bool {
+        self.pod_marks
+            .as_ref()
+            .is_some_and(|m| m.must_mark(namespace, pod))
+    }
 }

@@ -31,23 +31,22 @@ pub async fn apply_webhook_configurations(
     let pp = PatchParams::apply(FIELD_MANAGER).force();
     let mut m = mutating_configuration(cfg, ca_pem);
     let mut v = validating_configuration(cfg, ca_pem);
-    restrict(&mut m, &mut v, scope, &cfg.feature_gates);
+    let refused = restrict(&m, &mut v, scope, &cfg.feature_gates);
     let owner = owner(client).await;
     m.metadata.owner_references.clone_from(&owner);
     v.metadata.owner_references.clone_from(&owner);
-    // A scoped Pod hook fails open and the policy refuses what it missed, naming Kruise-rs
-    // (super::policy); the policy goes first. Without a scope (or when the user chose Ignore,
-    // or the hook is off) there is no policy and the hook keeps its configured policy.
+    // With a scope, the Pod CREATE hook (called for every Pod) fails open and the policy
+    // refuses, within the scope, what it did not mark, naming Kruise-rs (super::policy); the
+    // policy goes first. Without one (caches loading, the readiness gate on every Pod, the
+    // user chose Ignore, or the hook is off) there is no policy and the hook keeps its
+    // configured failure policy.
     let pod_hook = m
         .webhooks
         .iter_mut()
         .flatten()
         .find(|h| h.name == super::mutating::POD_HOOK);
-    let scoped = pod_hook
-        .as_ref()
-        .and_then(|h| h.match_conditions.clone())
-        .filter(|_| cfg.pod_failure_policy == "Fail");
-    match (scoped, pod_hook) {
+    let refused = refused.filter(|_| cfg.pod_failure_policy == "Fail");
+    match (refused, pod_hook) {
         (Some(conditions), Some(hook)) => {
             match policy::apply(client, cfg, &conditions, owner.as_deref()).await {
                 Ok(()) => hook.failure_policy = Some("Ignore".to_owned()),

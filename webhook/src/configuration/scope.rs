@@ -1,18 +1,28 @@
-//! Which Pods the Pod hooks are called for: the `matchConditions` (CEL) the manager keeps
+//! Which Pods a manager that is down refuses: the `matchConditions` (CEL) the manager keeps
 //! current from the SidecarSets, WorkloadSpreads, PersistentPodStates and
 //! PodUnavailableBudgets it sees.
 //!
-//! The Pod hooks fail closed (a Pod a SidecarSet selects must never start without its sidecar),
-//! so whatever they are called for is refused while the manager is down. Upstream calls them for
-//! every Pod outside kube-system; here they are called only for the Pods Kruise-rs would change
-//! or guard, so that a down manager blocks nothing it does not own. The conditions may match
-//! more than the handlers act on (they are checked again there), never less.
+//! A Pod a SidecarSet selects must never start without its sidecar, so whatever Kruise-rs
+//! would change is refused while the manager is down; upstream refuses every Pod outside
+//! kube-system then (or, with its chart's `Ignore`, lets them all through unchanged). Here the
+//! Pod CREATE hook is called for every Pod and fails open, and an admission policy evaluated
+//! inside the API server ([`super::policy`]) refuses, within the scope, a Pod the hook did not
+//! mark. With the manager up every Pod is seen, so a Pod created right after a new SidecarSet
+//! gets its sidecar however late the scope reaches the API server; with it down only the Pods
+//! in the scope are refused. The conditions may match more than the handlers act on (they are
+//! checked again there), never less.
+//!
+//! The eviction hook carries the guard scope itself (an eviction cannot be marked): it stays
+//! failing closed, called only in namespaces with a budget or WorkloadSpread.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use k8s_openapi::api::admissionregistration::v1::{
     MatchCondition, MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
 };
+use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kruise_api::apps::v1alpha1::{PersistentPodState, WorkloadSpread};
 use kruise_api::features::{FeatureGates, Gate};
@@ -25,14 +35,10 @@ use crate::watched::Watched;
 /// (hundreds of SidecarSets) the hooks fall back to every Pod, as upstream.
 const MAX_EXPRESSION: usize = 16 * 1024;
 
-/// Whether the manager scopes the Pod hooks at all. Off: the hooks cover every Pod with
-/// failurePolicy Fail, as before. A scope lags a new SidecarSet by the time the configuration
-/// takes to reach the API server, and the suite showed a Deployment's Pod created right after
-/// its SidecarSet started without the sidecar (sidecarset.rs), which is worse than a Pod refused
-/// while the manager is down. The scope logic stays unit-tested; it is turned on once a new
-/// SidecarSet, WorkloadSpread, PersistentPodState or budget is admitted only after the API
-/// server serves the widened configuration.
-pub const SCOPED_POD_HOOKS: bool = false;
+/// How long a scope the admission policy held still counts after it was replaced: the API
+/// server enforces a new policy a moment after it is written, and until then a Pod the old
+/// scope covers must still carry the mark.
+pub const RETIRED_SCOPE_GRACE: Duration = Duration::from_secs(30);
 
 /// Name of the one condition each Pod hook carries.
 pub const CONDITION_NAME: &str = "kruise-rs-concerned";
@@ -53,7 +59,7 @@ pub struct PodScope {
 
 /// Where the scope is read from: the caches the Pod handlers read.
 #[derive(Clone)]
-pub(crate) struct ScopeSources {
+pub struct ScopeSources {
     pub sidecar_sets: crate::sidecarset::cache::SidecarSetCache,
     pub budgets: Watched<PodUnavailableBudget>,
     pub persistent_pod_states: Watched<PersistentPodState>,
@@ -61,10 +67,9 @@ pub(crate) struct ScopeSources {
 }
 
 impl ScopeSources {
-    /// The scope of what the caches hold, or `None` (every Pod) until all four have loaded and
-    /// for a while after a SidecarSet was admitted, before the watch shows it.
+    /// The scope of what the caches hold, or `None` (every Pod) until all four have loaded.
     pub fn scope(&self) -> Option<PodScope> {
-        let sets = self.sidecar_sets.snapshot()?;
+        let sets = self.sidecar_sets.watched().all()?;
         let budgets = self.budgets.namespaces()?;
         let pinned = self.persistent_pod_states.namespaces()?;
         let spreads = self.workload_spreads.namespaces()?;
@@ -73,8 +78,8 @@ impl ScopeSources {
                 .into_iter()
                 .map(|s| {
                     (
-                        s.spec.namespace_selector,
-                        s.spec.selector.unwrap_or_default(),
+                        s.spec.namespace_selector.clone(),
+                        s.spec.selector.clone().unwrap_or_default(),
                     )
                 })
                 .collect(),
@@ -219,36 +224,39 @@ fn condition(expression: String) -> Option<Vec<MatchCondition>> {
     }])
 }
 
-/// Scopes the Pod hooks of `m` and `v` to `scope`; `None` (the caches not loaded yet) leaves
-/// the create and eviction hooks called for every Pod (the update/delete hook needs no scope). With `KruisePodReadinessGate` every Pod gets the readiness gate,
-/// so the Pod CREATE hook stays unscoped.
+/// Scopes the validating Pod hooks of `v` to `scope` and answers the condition of the
+/// admission policy that stands in for the Pod CREATE hook while the manager is down (see the
+/// module docs), or `None`: no policy, the CREATE hook keeps its failure policy. `None` also
+/// when the caches have not loaded (`scope` is `None`), when the condition would be too long,
+/// with `KruisePodReadinessGate`, which gives every Pod the readiness gate, and when `m` has no
+/// Pod CREATE hook (the `PodWebhook` gate is off). `m` is left as generated: the CREATE hook is
+/// called for every Pod.
 pub fn restrict(
-    m: &mut MutatingWebhookConfiguration,
+    m: &MutatingWebhookConfiguration,
     v: &mut ValidatingWebhookConfiguration,
     scope: Option<&PodScope>,
     gates: &FeatureGates,
-) {
+) -> Option<Vec<MatchCondition>> {
     for h in v.webhooks.iter_mut().flatten() {
         if h.name == super::validating::POD_HOOKS[0] {
             h.match_conditions = pod_write_conditions();
         }
     }
-    let Some(scope) = scope else {
-        return;
-    };
-    if !gates.enabled(Gate::KruisePodReadinessGate) {
-        let create = scope.create_conditions();
-        for h in m.webhooks.iter_mut().flatten() {
-            if h.name == super::mutating::POD_HOOK {
-                h.match_conditions = create.clone();
-            }
-        }
-    }
+    let scope = scope?;
     for h in v.webhooks.iter_mut().flatten() {
         if h.name == super::validating::POD_HOOKS[1] {
             h.match_conditions = scope.eviction_conditions();
         }
     }
+    let create_hook = m
+        .webhooks
+        .iter()
+        .flatten()
+        .any(|h| h.name == super::mutating::POD_HOOK);
+    if !create_hook || gates.enabled(Gate::KruisePodReadinessGate) {
+        return None;
+    }
+    scope.create_conditions()
 }
 
 impl PodScope {
@@ -279,6 +287,24 @@ impl PodScope {
         condition(any.join(" || "))
     }
 
+    /// Whether [`Self::create_conditions`] holds for a create of `pod` in `namespace`: the same
+    /// terms, read the same way (a namespace selector checks only the name label).
+    pub fn covers(&self, namespace: &str, pod: &Pod) -> bool {
+        if is_kruise_owned(pod) || asks_launch_priority(pod) {
+            return true;
+        }
+        if self.create_namespaces.contains(namespace) {
+            return true;
+        }
+        let empty = BTreeMap::new();
+        let labels = pod.metadata.labels.as_ref().unwrap_or(&empty);
+        self.sidecar_sets.iter().any(|(ns, pods)| {
+            !kruise_api::selector::is_empty(pods)
+                && namespace_covers(ns.as_ref(), namespace)
+                && kruise_api::selector::matches(pods, labels)
+        })
+    }
+
     /// The condition of `vpodeviction.kb.io` (evictions, which carry no Pod labels): a
     /// namespace with a budget or WorkloadSpread.
     pub fn eviction_conditions(&self) -> Option<Vec<MatchCondition>> {
@@ -286,6 +312,132 @@ impl PodScope {
             "request.namespace in {}",
             list(&self.guard_namespaces)
         ))
+    }
+}
+
+/// [`kruise_owned`] on a Pod.
+fn is_kruise_owned(pod: &Pod) -> bool {
+    let prefix = format!("{}/", keys::APPS_GROUP);
+    pod.metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .any(|o| o.api_version.starts_with(&prefix) && o.controller == Some(true))
+}
+
+/// [`launch_priority`] on a Pod.
+fn asks_launch_priority(pod: &Pod) -> bool {
+    let annotated = pod
+        .metadata
+        .annotations
+        .as_ref()
+        .is_some_and(|a| a.contains_key(keys::CONTAINER_LAUNCH_PRIORITY_ANNOTATION));
+    annotated
+        || pod.spec.iter().flat_map(|s| &s.containers).any(|c| {
+            c.env
+                .iter()
+                .flatten()
+                .any(|e| e.name == keys::ENV_CONTAINER_PRIORITY)
+        })
+}
+
+/// [`namespace_match`] on a namespace name.
+fn namespace_covers(selector: Option<&LabelSelector>, namespace: &str) -> bool {
+    let Some(selector) = selector else {
+        return true;
+    };
+    let name = keys::k8s::NAMESPACE_NAME_LABEL;
+    let labels_ok = selector
+        .match_labels
+        .iter()
+        .flatten()
+        .filter(|(k, _)| *k == name)
+        .all(|(_, v)| v == namespace);
+    labels_ok
+        && selector
+            .match_expressions
+            .iter()
+            .flatten()
+            .filter(|e| e.key == name)
+            .all(|e| {
+                let listed = e.values.iter().flatten().any(|v| v == namespace);
+                match e.operator.as_str() {
+                    "In" => listed,
+                    "NotIn" => !listed,
+                    "DoesNotExist" => false,
+                    _ => true,
+                }
+            })
+}
+
+/// The scopes the admission policy was given: the one last applied, and those it replaced
+/// within [`RETIRED_SCOPE_GRACE`].
+#[derive(Debug, Default)]
+pub struct Applied {
+    current: Option<PodScope>,
+    retired: Vec<(PodScope, Instant)>,
+}
+
+impl Applied {
+    /// The scope last applied (`None`: every Pod, no policy).
+    pub fn current(&self) -> Option<PodScope> {
+        self.current.clone()
+    }
+
+    /// `next` was applied: the scope it replaces still counts for a while.
+    pub fn replace(&mut self, next: Option<PodScope>) {
+        if let Some(old) = self.current.take() {
+            self.retired.push((old, Instant::now()));
+        }
+        self.retired
+            .retain(|(_, at)| at.elapsed() < RETIRED_SCOPE_GRACE);
+        self.current = next;
+    }
+
+    fn covers(&self, namespace: &str, pod: &Pod) -> bool {
+        self.current
+            .iter()
+            .chain(
+                self.retired
+                    .iter()
+                    .filter(|(_, at)| at.elapsed() < RETIRED_SCOPE_GRACE)
+                    .map(|(s, _)| s),
+            )
+            .any(|s| s.covers(namespace, pod))
+    }
+}
+
+/// The applied scopes, shared by the task that applies them and the Pod hook that marks.
+pub type ScopeCell = Arc<Mutex<Applied>>;
+
+/// What the Pod hook reads to decide whether to mark a Pod it admits.
+#[derive(Clone)]
+pub struct PodMarks {
+    pub sources: ScopeSources,
+    pub applied: ScopeCell,
+}
+
+impl PodMarks {
+    /// Whether a policy in force now or soon may refuse `pod` unmarked: the caches' scope (all
+    /// Pods until they have loaded, when a policy from before may still be in force) or one
+    /// applied recently. Other Pods are left unmarked: nothing would refuse them.
+    pub fn must_mark(&self, namespace: &str, pod: &Pod) -> bool {
+        let now = self
+            .sources
+            .scope()
+            .is_none_or(|s| s.covers(namespace, pod));
+        now || self
+            .applied
+            .lock()
+            .map_or(true, |a| a.covers(namespace, pod))
+    }
+}
+
+/// Whether the Pod hook marks a Pod it admits (see [`PodMarks`]). The default (handlers' test
+/// doubles) marks nothing.
+pub trait ScopeLookup {
+    fn must_mark(&self, _namespace: &str, _pod: &Pod) -> bool {
+        false
     }
 }
 
@@ -352,5 +504,92 @@ mod tests {
             ..Default::default()
         };
         assert!(many.create_conditions().is_none());
+    }
+
+    fn pod(v: serde_json::Value) -> Pod {
+        serde_json::from_value(v).expect("pod")
+    }
+
+    /// `covers` answers what the CEL condition would: each term, and the namespace selector
+    /// read only by its name label.
+    #[test]
+    fn covers_reads_each_term_as_the_condition_does() {
+        let scope = PodScope {
+            sidecar_sets: vec![
+                (
+                    Some(sel(json!({"matchExpressions": [
+                        {"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["mesh"]},
+                        {"key": "team", "operator": "In", "values": ["x"]}]}))),
+                    sel(json!({"matchLabels": {"app": "web"},
+                        "matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["db"]}]})),
+                ),
+                (None, LabelSelector::default()),
+            ],
+            create_namespaces: ["ws".to_owned()].into(),
+            guard_namespaces: BTreeSet::new(),
+        };
+        let plain = pod(json!({"metadata": {"labels": {"app": "other"}},
+            "spec": {"containers": [{"name": "a", "image": "x"}]}}));
+        assert!(!scope.covers("mesh", &plain));
+        assert!(
+            scope.covers("ws", &plain),
+            "a namespace with a WorkloadSpread"
+        );
+        let web = pod(json!({"metadata": {"labels": {"app": "web"}},
+            "spec": {"containers": [{"name": "a", "image": "x"}]}}));
+        assert!(
+            scope.covers("mesh", &web),
+            "other namespace labels count as met"
+        );
+        assert!(
+            !scope.covers("elsewhere", &web),
+            "the name label is checked"
+        );
+        let db = pod(json!({"metadata": {"labels": {"app": "web", "tier": "db"}},
+            "spec": {"containers": [{"name": "a", "image": "x"}]}}));
+        assert!(!scope.covers("mesh", &db), "NotIn");
+        let owned = pod(
+            json!({"metadata": {"ownerReferences": [{"apiVersion": "apps.kruise.io/v1alpha1",
+            "kind": "CloneSet", "name": "c", "uid": "u", "controller": true}]},
+            "spec": {"containers": [{"name": "a", "image": "x"}]}}),
+        );
+        assert!(scope.covers("any", &owned), "a Kruise workload's Pod");
+        let ordered = pod(json!({"spec": {"containers": [{"name": "a", "image": "x",
+            "env": [{"name": keys::ENV_CONTAINER_PRIORITY, "value": "1"}]}]}}));
+        assert!(
+            PodScope::default().covers("any", &ordered),
+            "launch priority"
+        );
+        // The CEL says the same of each (the expression names each term).
+        let e = &scope.create_conditions().expect("condition")[0].expression;
+        assert!(e.contains(r#"request.namespace in ["mesh"]"#), "{e}");
+        assert!(!e.contains("team"), "{e}");
+    }
+
+    /// A replaced scope still marks its Pods for the grace period: the API server may enforce
+    /// the old policy a moment longer.
+    #[test]
+    fn a_replaced_scope_still_counts_for_its_grace() {
+        let meshed = PodScope {
+            create_namespaces: ["mesh".to_owned()].into(),
+            ..Default::default()
+        };
+        let p = pod(json!({"spec": {"containers": [{"name": "a", "image": "x"}]}}));
+        let mut applied = Applied::default();
+        assert!(!applied.covers("mesh", &p));
+        applied.replace(Some(meshed));
+        assert!(applied.covers("mesh", &p));
+        applied.replace(Some(PodScope::default()));
+        assert!(applied.covers("mesh", &p), "retired, within its grace");
+        assert!(!applied.covers("other", &p));
+        applied.retired[0].1 = Instant::now() - RETIRED_SCOPE_GRACE;
+        assert!(!applied.covers("mesh", &p), "past its grace");
+        applied.replace(None);
+        assert!(
+            applied
+                .retired
+                .iter()
+                .all(|(s, _)| s.create_namespaces.is_empty())
+        );
     }
 }

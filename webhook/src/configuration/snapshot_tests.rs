@@ -98,16 +98,18 @@ fn scopes() -> Vec<(&'static str, Option<PodScope>)> {
 /// The hooks of one case, as `mutating NAME` / `validating NAME` and compact JSON, in order
 /// (the configurations' own metadata first).
 fn hooks(cfg: &WebhookConfig, scope: Option<Option<&PodScope>>) -> Vec<(String, String)> {
-    let mut m = mutating_configuration(cfg, "CA");
+    let m = mutating_configuration(cfg, "CA");
     let mut v = validating_configuration(cfg, "CA");
-    if let Some(scope) = scope {
-        restrict(&mut m, &mut v, scope, &cfg.feature_gates);
-    }
+    let refused = scope.and_then(|scope| restrict(&m, &mut v, scope, &cfg.feature_gates));
     let compact = |x: &dyn erased::Ser| x.json();
     let mut out = vec![
         ("mutating -".to_owned(), compact(&m.metadata)),
         ("validating -".to_owned(), compact(&v.metadata)),
     ];
+    // What the admission policy refuses while the manager is down (configuration::policy).
+    if let Some(refused) = refused {
+        out.push(("policy conditions".to_owned(), compact(&refused)));
+    }
     for h in m.webhooks.iter().flatten() {
         out.push((format!("mutating {}", h.name), compact(h)));
     }

@@ -111,6 +111,7 @@ fn every_configured_path_is_served() {
             budgets: None,
             persistent_pod_states: None,
             workload_spreads: None,
+            pod_marks: None,
             metrics: Default::default(),
         };
         let served = tokio::runtime::Builder::new_current_thread()
@@ -194,9 +195,9 @@ fn dev_mode_points_at_url() {
 #[test]
 fn a_known_scope_restricts_only_the_pod_hooks() {
     let cfg = WebhookConfig::default();
-    let mut m = mutating_configuration(&cfg, "CA");
+    let m = mutating_configuration(&cfg, "CA");
     let mut v = validating_configuration(&cfg, "CA");
-    scope::restrict(&mut m, &mut v, None, &cfg.feature_gates);
+    scope::restrict(&m, &mut v, None, &cfg.feature_gates);
     let conditioned = |m: &MutatingWebhookConfiguration, v: &ValidatingWebhookConfiguration| {
         m.webhooks
             .iter()
@@ -217,21 +218,31 @@ fn a_known_scope_restricts_only_the_pod_hooks() {
         vec!["vpod.kb.io"],
         "unknown scope: every Pod create and eviction"
     );
-    scope::restrict(
-        &mut m,
+    let refused = scope::restrict(
+        &m,
         &mut v,
         Some(&scope::PodScope::default()),
         &cfg.feature_gates,
     );
+    // The create hook is called for every Pod; the scope goes to the admission policy.
     assert_eq!(
         conditioned(&m, &v),
-        vec!["mpod.kb.io", "vpod.kb.io", "vpodeviction.kb.io"]
+        vec!["vpod.kb.io", "vpodeviction.kb.io"]
+    );
+    let refused = refused.expect("a scope gives the policy its condition");
+    assert!(
+        refused[0].expression.contains("ownerReferences"),
+        "{refused:?}"
     );
     // Every Pod gets the readiness gate with KruisePodReadinessGate: the create hook stays whole.
     let all =
         kruise_api::features::FeatureGates::parse("KruisePodReadinessGate=true").expect("valid");
-    let mut m = mutating_configuration(&cfg, "CA");
-    scope::restrict(&mut m, &mut v, Some(&scope::PodScope::default()), &all);
+    let m = mutating_configuration(&cfg, "CA");
+    let refused = scope::restrict(&m, &mut v, Some(&scope::PodScope::default()), &all);
+    assert!(
+        refused.is_none(),
+        "no policy: the create hook fails closed for every Pod"
+    );
     assert!(
         m.webhooks
             .iter()

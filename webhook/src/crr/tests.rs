@@ -41,6 +41,7 @@ impl crate::sidecarset::SidecarSetLookup for StaticPods {}
 impl crate::podunavailablebudget::PubLookup for StaticPods {}
 impl crate::persistentpodstate::PpsLookup for StaticPods {}
 impl crate::workloadspread::WsLookup for StaticPods {}
+impl crate::configuration::scope::ScopeLookup for StaticPods {}
 
 impl crate::deletionprotection::ProtectionLookup for StaticPods {}
 
@@ -415,6 +416,7 @@ fn mutate_without_client_fails_closed_with_reason() {
         budgets: None,
         persistent_pod_states: None,
         workload_spreads: None,
+        pod_marks: None,
         metrics: Default::default(),
     };
     let out = response(&block_on(admit_async(&body, |req| async move {

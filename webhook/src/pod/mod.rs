@@ -25,6 +25,7 @@ use kruise_api::policy::v1alpha1::pubcontrol::related_budget_name_in;
 use kube::core::admission::Operation;
 use serde_json::Value;
 
+use crate::configuration::scope::ScopeLookup;
 use crate::crr::mutation::PodLookup;
 use crate::persistentpodstate::PpsLookup;
 use crate::podunavailablebudget::PubLookup;
@@ -90,14 +91,15 @@ pub struct PodContext {
     pub persistent: Option<persistent_pod_state::Injection>,
     /// The WorkloadSpread subset reserved for the Pod, if any (see [`workload_spread`]).
     pub workload_spread: Option<workload_spread::Injection>,
-    /// Mark the Pod as admitted by this webhook (as served): the admission policy that refuses
-    /// Pods the webhook missed while down looks for the mark.
+    /// Mark the Pod as admitted by this webhook: the admission policy that refuses, while the
+    /// manager is down, the Pods in its scope the webhook did not see looks for the mark
+    /// (`configuration::scope`). Only Pods such a policy may cover are marked.
     pub mark_admitted: bool,
 }
 
 /// `/mutate-pod` as served: reads what the handlers need from `cluster` (the SidecarSets, the
 /// revisions they pin, the namespace's labels), then runs them ([`mutate_with`]).
-pub async fn mutate_pod<C: SidecarSetLookup + PubLookup + PpsLookup + WsLookup>(
+pub async fn mutate_pod<C: SidecarSetLookup + PubLookup + PpsLookup + WsLookup + ScopeLookup>(
     req: Request,
     cluster: &C,
     gates: &FeatureGates,
@@ -139,7 +141,10 @@ pub async fn mutate_pod<C: SidecarSetLookup + PubLookup + PpsLookup + WsLookup>(
         related_budget,
         persistent,
         workload_spread,
-        mark_admitted: crate::configuration::scope::SCOPED_POD_HOOKS,
+        mark_admitted: match (&pod, &req.namespace) {
+            (Some(pod), Some(ns)) => cluster.must_mark(ns, pod),
+            _ => false,
+        },
     };
     mutate_with(&req, &ctx)
 }

@@ -44,7 +44,7 @@ impl SidecarSetCache {
         if let Ok(mut c) = self.changed.lock() {
             *c = Some(Instant::now());
         }
-        // The Pod hooks' scope widens to every Pod until the change is seen.
+        // The scope (configuration::scope) is worked out again.
         self.sets.bump();
     }
 

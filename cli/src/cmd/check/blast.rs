@@ -1,9 +1,12 @@
-//! What a manager that is down would refuse (the Pod hooks fail closed, scoped by the manager to
-//! what Kruise-rs concerns; see docs/safety.md). Informational: it always passes.
+//! What a manager that is down would refuse (the admission policy the manager scopes to what
+//! Kruise-rs concerns, or the Pod hook failing closed for every Pod; see docs/safety.md).
+//! Informational: it always passes.
 
 use std::collections::BTreeSet;
 
-use k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
+use k8s_openapi::api::admissionregistration::v1::{
+    MutatingWebhookConfiguration, ValidatingAdmissionPolicy,
+};
 use kruise_api::apps::v1alpha1::{PersistentPodState, WorkloadSpread};
 use kruise_api::apps::v1beta1::SidecarSet;
 use kruise_api::keys;
@@ -42,12 +45,24 @@ pub(super) async fn check_blast_radius(client: &Client) -> Result<Check> {
             "nothing is refused: no webhook configuration",
         ));
     };
-    let scoped = config
+    let fails_closed = config
         .webhooks
         .iter()
         .flatten()
         .find(|h| h.name == "mpod.kb.io")
-        .map(|h| h.match_conditions.is_some());
+        .map(|h| h.failure_policy.as_deref() != Some("Ignore"));
+    let policy = Api::<ValidatingAdmissionPolicy>::all(client.clone())
+        .get_opt(keys::POD_WEBHOOK_POLICY_NAME)
+        .await
+        .ok()
+        .flatten()
+        .is_some();
+    let hook = match fails_closed {
+        None => Hook::Off,
+        Some(true) => Hook::EveryPod,
+        Some(false) if policy => Hook::Scoped,
+        Some(false) => Hook::FailsOpen,
+    };
     let sets: Vec<String> = match Api::<SidecarSet>::all(client.clone())
         .list(&ListParams::default())
         .await
@@ -72,27 +87,45 @@ pub(super) async fn check_blast_radius(client: &Client) -> Result<Check> {
     let pinned = namespaces_of::<PersistentPodState>(client).await;
     Ok(Check::pass(
         NAME,
-        describe(scoped, &sets, &budgets, &spreads, &pinned),
+        describe(hook, &sets, &budgets, &spreads, &pinned),
     ))
+}
+
+/// How the Pod CREATE hook meets a manager that is down.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Hook {
+    /// No Pod hook (the `PodWebhook` gate is off).
+    Off,
+    /// Failing closed for every Pod (the scope not known yet, or `KruisePodReadinessGate`).
+    EveryPod,
+    /// Failing open, with the admission policy refusing what Kruise-rs concerns.
+    Scoped,
+    /// Failing open with no policy: the user chose `Ignore` (upstream's chart).
+    FailsOpen,
 }
 
 /// The report line: what is refused, and that everything else is not.
 fn describe(
-    scoped: Option<bool>,
+    hook: Hook,
     sets: &[String],
     budgets: &BTreeSet<String>,
     spreads: &BTreeSet<String>,
     pinned: &BTreeSet<String>,
 ) -> String {
-    match scoped {
-        None => return "Pod creates are not refused: the Pod hook is off".to_owned(),
-        Some(false) => {
+    match hook {
+        Hook::Off => return "Pod creates are not refused: the Pod hook is off".to_owned(),
+        Hook::EveryPod => {
             return "every Pod create outside kube-system, kruise-system and namespaces labelled \
                     kruise.io/webhook-exempt is refused (the Pod hook is not scoped yet, or \
                     KruisePodReadinessGate puts the readiness gate on every Pod)"
                 .to_owned();
         }
-        Some(true) => {}
+        Hook::FailsOpen => {
+            return "Pod creates are not refused: the Pod hook fails open (failurePolicy \
+                    Ignore), so Pods start without their sidecars or placement"
+                .to_owned();
+        }
+        Hook::Scoped => {}
     }
     let join = |xs: &BTreeSet<String>| xs.iter().cloned().collect::<Vec<_>>().join(", ");
     let mut parts = vec![
@@ -138,7 +171,7 @@ mod tests {
     fn names_each_scope_and_what_stays_free() {
         let ns = |xs: &[&str]| xs.iter().map(|s| (*s).to_owned()).collect::<BTreeSet<_>>();
         let text = describe(
-            Some(true),
+            Hook::Scoped,
             &["mesh (app=web)".to_owned()],
             &ns(&["prod"]),
             &ns(&[]),
@@ -151,6 +184,10 @@ mod tests {
         assert!(text.contains("budget: db, prod"), "{text}");
         assert!(text.contains("evictions in namespaces with a budget or WorkloadSpread: prod"));
         assert!(text.ends_with("every other Pod is admitted at once"));
-        assert!(describe(Some(false), &[], &ns(&[]), &ns(&[]), &ns(&[])).contains("every Pod"));
+        assert!(describe(Hook::EveryPod, &[], &ns(&[]), &ns(&[]), &ns(&[])).contains("every Pod"));
+        assert!(
+            describe(Hook::FailsOpen, &[], &ns(&[]), &ns(&[]), &ns(&[]))
+                .contains("without their sidecars")
+        );
     }
 }
