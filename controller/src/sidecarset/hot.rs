@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::Pod;
 use kruise_api::apps::v1beta1::SidecarSet;
+use kruise_api::policy::v1alpha1::pubcontrol;
 use kruise_api::{keys, sidecarset as wire};
 
 /// The next step for one hot-upgrade sidecar of one Pod.
@@ -88,8 +89,29 @@ fn status<'a>(
         .find(|s| s.name == container)
 }
 
+/// Whether a container whose image was changed in place, from `before_image_id`, runs the
+/// change (upstream `IsSidecarContainerUpdateCompleted`): its imageID moved, or its status
+/// already shows the spec's image (the kubelet never restarted it because the spec came back
+/// to what it ran, as when a hot upgrade returns to the first image before the emptied
+/// container was stopped).
+pub fn restarted_since(pod: &Pod, container: &str, before_image_id: &str) -> bool {
+    let spec = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.containers.iter().find(|c| c.name == container))
+        .and_then(|c| c.image.as_deref());
+    pod.status
+        .as_ref()
+        .and_then(|s| s.container_statuses.as_ref())
+        .and_then(|l| l.iter().find(|s| s.name == container))
+        .is_some_and(|s| {
+            s.image_id != before_image_id
+                || spec.is_some_and(|i| pubcontrol::same_image(i, &s.image))
+        })
+}
+
 /// Whether the container runs, is ready, and has restarted since its upgrade was recorded
-/// (the in-place state keeps the imageID it ran before; [`super::plan::restarted_since`]).
+/// (the in-place state keeps the imageID it ran before; [`restarted_since`]).
 fn runs_new_image(pod: &Pod, set_name: &str, container: &str) -> bool {
     let recorded = pod
         .metadata
@@ -105,7 +127,7 @@ fn runs_new_image(pod: &Pod, set_name: &str, container: &str) -> bool {
             && s.state.as_ref().is_some_and(|st| st.running.is_some())
             && recorded
                 .as_deref()
-                .is_none_or(|r| super::plan::restarted_since(pod, container, r))
+                .is_none_or(|r| restarted_since(pod, container, r))
     })
 }
 

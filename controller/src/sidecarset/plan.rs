@@ -11,7 +11,6 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kruise_api::apps::v1beta1::{SidecarSet, SidecarSetCondition, SidecarSetStatus};
 use kruise_api::appspub::UpdateScatterTerm;
-use kruise_api::policy::v1alpha1::pubcontrol;
 use kruise_api::{keys, pod as kpod, selector, sidecarset as wire};
 
 use crate::workload::{intstr, podutil, updatesort};
@@ -208,29 +207,9 @@ pub fn pod_state(set: &SidecarSet, latest: &Latest, pod: &Pod) -> PodState {
     }
 }
 
-/// Whether a container whose image was changed in place, from `before_image_id`, runs the
-/// change (upstream `IsSidecarContainerUpdateCompleted`): its imageID moved, or its status
-/// already shows the spec's image (the kubelet never restarted it because the spec came back
-/// to what it ran, as when a hot upgrade returns to the first image before the emptied
-/// container was stopped).
-pub fn restarted_since(pod: &Pod, container: &str, before_image_id: &str) -> bool {
-    let spec = pod
-        .spec
-        .as_ref()
-        .and_then(|s| s.containers.iter().find(|c| c.name == container))
-        .and_then(|c| c.image.as_deref());
-    pod.status
-        .as_ref()
-        .and_then(|s| s.container_statuses.as_ref())
-        .and_then(|l| l.iter().find(|s| s.name == container))
-        .is_some_and(|s| {
-            s.image_id != before_image_id
-                || spec.is_some_and(|i| pubcontrol::same_image(i, &s.image))
-        })
-}
-
 /// Whether every sidecar container of the Pod runs its spec image: a container whose upgrade
-/// (or hot-upgrade reset) is recorded counts once it has [`restarted_since`] and is ready.
+/// (or hot-upgrade reset) is recorded counts once it has [`super::hot::restarted_since`] and
+/// is ready.
 pub fn is_consistent(set: &SidecarSet, pod: &Pod) -> bool {
     let name = set.metadata.name.as_deref().unwrap_or_default();
     let states = pod
@@ -252,7 +231,7 @@ pub fn is_consistent(set: &SidecarSet, pod: &Pod) -> bool {
             .into_iter()
             .flatten()
             .any(|s| &s.name == c && s.ready);
-        ready && restarted_since(pod, c, &before.image_id)
+        ready && super::hot::restarted_since(pod, c, &before.image_id)
     })
 }
 
