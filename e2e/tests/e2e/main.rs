@@ -33,6 +33,7 @@ mod deletion_protection;
 mod ephemeraljob;
 mod imagepull;
 mod incluster;
+mod inplace_vpa;
 mod launch_priority;
 mod manager_restart;
 mod observability;
