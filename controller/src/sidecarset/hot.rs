@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::Pod;
 use kruise_api::apps::v1beta1::SidecarSet;
+use kruise_api::policy::v1alpha1::pubcontrol;
 use kruise_api::{keys, sidecarset as wire};
 
 /// The next step for one hot-upgrade sidecar of one Pod.
@@ -88,8 +89,29 @@ fn status<'a>(
         .find(|s| s.name == container)
 }
 
-/// Whether the container runs, is ready, and no longer runs the image recorded before its
-/// upgrade (the in-place state keeps that imageID).
+/// Whether a container whose image was changed in place, from `before_image_id`, runs the
+/// change (upstream `IsSidecarContainerUpdateCompleted`): its imageID moved, or its status
+/// already shows the spec's image (the kubelet never restarted it because the spec came back
+/// to what it ran, as when a hot upgrade returns to the first image before the emptied
+/// container was stopped).
+pub fn restarted_since(pod: &Pod, container: &str, before_image_id: &str) -> bool {
+    let spec = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.containers.iter().find(|c| c.name == container))
+        .and_then(|c| c.image.as_deref());
+    pod.status
+        .as_ref()
+        .and_then(|s| s.container_statuses.as_ref())
+        .and_then(|l| l.iter().find(|s| s.name == container))
+        .is_some_and(|s| {
+            s.image_id != before_image_id
+                || spec.is_some_and(|i| pubcontrol::same_image(i, &s.image))
+        })
+}
+
+/// Whether the container runs, is ready, and has restarted since its upgrade was recorded
+/// (the in-place state keeps the imageID it ran before; [`restarted_since`]).
 fn runs_new_image(pod: &Pod, set_name: &str, container: &str) -> bool {
     let recorded = pod
         .metadata
@@ -103,7 +125,9 @@ fn runs_new_image(pod: &Pod, set_name: &str, container: &str) -> bool {
     status(pod, container).is_some_and(|s| {
         s.ready
             && s.state.as_ref().is_some_and(|st| st.running.is_some())
-            && recorded.as_deref().is_none_or(|r| r != s.image_id)
+            && recorded
+                .as_deref()
+                .is_none_or(|r| restarted_since(pod, container, r))
     })
 }
 
@@ -266,6 +290,8 @@ mod tests {
     }
 
     fn pod(working: &str, one: &str, two: &str, two_ready: bool, two_id: &str) -> Pod {
+        // What the kubelet reports runs: the empty image until proxy-2's imageID moved.
+        let two_runs = if two_id == "id-empty" { "empty:1" } else { two };
         serde_json::from_value(json!({"metadata": {"name": "p", "annotations": {
                 keys::SIDECARSET_WORKING_HOT_UPGRADE_CONTAINER_ANNOTATION:
                     format!("{{\"proxy\":\"{working}\"}}"),
@@ -276,7 +302,7 @@ mod tests {
             "status": {"containerStatuses": [
                 {"name": "proxy-1", "image": one, "imageID": "id-1", "ready": true, "restartCount": 0,
                  "state": {"running": {}}},
-                {"name": "proxy-2", "image": two, "imageID": two_id, "ready": two_ready,
+                {"name": "proxy-2", "image": two_runs, "imageID": two_id, "ready": two_ready,
                  "restartCount": 0, "state": {"running": {}}}]}}))
         .expect("pod")
     }
@@ -388,6 +414,26 @@ mod tests {
                 container: "proxy-1".into(),
                 older: "proxy-2".into(),
                 image: "p:3".into()
+            }]
+        );
+    }
+
+    #[test]
+    fn back_to_the_first_image_before_the_kubelet_emptied_it_the_pair_flips_back() {
+        // v1 → v2 started on proxy-2 and proxy-1 was set to the empty image, but the spec
+        // went back to v1 (recording the v1 imageID proxy-1 still ran) before the kubelet
+        // stopped it: proxy-1 never restarts, and serves the version the spec names.
+        let mut p = pod("proxy-1", "p:1", "p:2", true, "id-2");
+        p.metadata.annotations.get_or_insert_default().insert(
+            keys::SIDECARSET_INPLACE_UPDATE_STATE_ANNOTATION.to_owned(),
+            "{\"s\":{\"revision\":\"h\",\"updateTimestamp\":\"2026-01-01T00:00:00Z\",\"lastContainerStatuses\":{\"proxy-1\":{\"imageID\":\"id-1\"}}}}".to_owned(),
+        );
+        assert_eq!(
+            steps(&set("p:1"), &p),
+            vec![Step::Reset {
+                older: "proxy-2".into(),
+                working: "proxy-1".into(),
+                empty: "empty:1".into()
             }]
         );
     }

@@ -208,8 +208,8 @@ pub fn pod_state(set: &SidecarSet, latest: &Latest, pod: &Pod) -> PodState {
 }
 
 /// Whether every sidecar container of the Pod runs its spec image: a container whose upgrade
-/// is recorded counts once its imageID moved off the recorded one and it is ready (upstream
-/// `IsPodSidecarConsistent` compares with the status in the same way).
+/// (or hot-upgrade reset) is recorded counts once it has [`super::hot::restarted_since`] and
+/// is ready.
 pub fn is_consistent(set: &SidecarSet, pod: &Pod) -> bool {
     let name = set.metadata.name.as_deref().unwrap_or_default();
     let states = pod
@@ -227,11 +227,11 @@ pub fn is_consistent(set: &SidecarSet, pod: &Pod) -> bool {
         .as_ref()
         .and_then(|s| s.container_statuses.as_ref());
     state.last_container_statuses.iter().all(|(c, before)| {
-        statuses
+        let ready = statuses
             .into_iter()
             .flatten()
-            .find(|s| &s.name == c)
-            .is_some_and(|s| s.image_id != before.image_id && s.ready)
+            .any(|s| &s.name == c && s.ready);
+        ready && super::hot::restarted_since(pod, c, &before.image_id)
     })
 }
 

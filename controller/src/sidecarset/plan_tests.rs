@@ -443,3 +443,35 @@ fn pods_whose_change_is_beyond_images_are_marked_not_upgradable() {
         assert!(run(&set(strategy), &pods).not_upgradable.is_empty());
     }
 }
+
+/// A Pod whose in-place state records `proxy` running image ID `id-1` before its last change;
+/// its spec says `spec_image`, the kubelet reports `runs` with `runs_id`.
+fn recorded(spec_image: &str, runs: &str, runs_id: &str) -> Pod {
+    serde_json::from_value(json!({
+        "metadata": {"name": "p", "annotations": {
+            keys::SIDECARSET_INPLACE_UPDATE_STATE_ANNOTATION:
+                json!({"s": {"revision": "h", "updateTimestamp": "2026-01-01T00:00:00Z",
+                    "lastContainerStatuses": {"proxy": {"imageID": "id-1"}}}}).to_string()}},
+        "spec": {"containers": [{"name": "proxy", "image": spec_image}]},
+        "status": {"containerStatuses": [{"name": "proxy", "image": runs, "imageID": runs_id,
+            "ready": true, "restartCount": 0, "state": {"running": {}}}]}
+    }))
+    .expect("pod")
+}
+
+#[test]
+fn a_recorded_container_is_consistent_once_it_restarted_or_already_runs_its_spec_image() {
+    let s = set(json!({}));
+    // Changed to e:2 (or emptied), the kubelet still runs the old container: not yet.
+    assert!(!is_consistent(&s, &recorded("e:2", "e:1", "id-1")));
+    // Restarted: its image ID moved.
+    assert!(is_consistent(&s, &recorded("e:2", "e:2", "id-2")));
+    // The spec came back to what runs before the kubelet stopped it (a hot upgrade back to the
+    // first image): nothing to wait for, as upstream's check sees it.
+    assert!(is_consistent(&s, &recorded("e:1", "e:1", "id-1")));
+    // The runtime's fully qualified spelling of the same image.
+    assert!(is_consistent(
+        &s,
+        &recorded("e:1", "docker.io/library/e:1", "id-1")
+    ));
+}

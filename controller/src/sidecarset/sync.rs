@@ -10,7 +10,7 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{ContainerStatus, Pod, PodCondition};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kruise_api::apps::v1beta1::SidecarSet;
-use kruise_api::appspub::{InPlaceUpdateState, PodReadinessMessage};
+use kruise_api::appspub::{InPlaceUpdateContainerStatus, InPlaceUpdateState, PodReadinessMessage};
 use kruise_api::sidecarset::SidecarSetUpgradeSpec;
 use kruise_api::{keys, sidecarset as wire};
 use kube::api::{Patch, PatchParams};
@@ -86,7 +86,7 @@ pub(super) async fn sync(
             Err(e) => blocked.push(format!("{}: {e}", pod_key(&pods[i]))),
         }
     }
-    flip_all(ctx, set, pods, &mut blocked).await;
+    flip_all(ctx, set, latest, pods, now, &mut blocked).await;
     for b in &blocked {
         tracing::warn!(pod = %b, "cannot upgrade the sidecars of a matched Pod");
         ctx.event(
@@ -153,7 +153,14 @@ async fn set_upgradable(
 }
 
 /// The hot flips every matched Pod is ready for.
-async fn flip_all(ctx: &Context, set: &SidecarSet, pods: &[Arc<Pod>], blocked: &mut Vec<String>) {
+async fn flip_all(
+    ctx: &Context,
+    set: &SidecarSet,
+    latest: &Latest,
+    pods: &[Arc<Pod>],
+    now: Timestamp,
+    blocked: &mut Vec<String>,
+) {
     for pod in pods {
         let flips: Vec<hot::Step> = hot::steps(set, pod)
             .into_iter()
@@ -162,7 +169,7 @@ async fn flip_all(ctx: &Context, set: &SidecarSet, pods: &[Arc<Pod>], blocked: &
         if flips.is_empty() {
             continue;
         }
-        match flip(ctx, pod, &flips).await {
+        match flip(ctx, set, latest, pod, &flips, now).await {
             Ok(()) => {
                 let note = format!(
                     "hot upgrade of Pod {}: the new version serves, the old container is emptied",
@@ -357,7 +364,10 @@ fn hash_annotations(
     Ok(())
 }
 
-/// The in-place state annotation with this SidecarSet's entry for the upgrade being made.
+/// The in-place state annotation with this SidecarSet's entry for the change being made: the
+/// imageIDs in `last` (what each changed container ran before) merged into the entry earlier
+/// changes left, as upstream `UpdatePodAnnotationsInUpgrade` merges them, so that a container
+/// an earlier change is still waiting for keeps its record.
 fn inplace_state_annotation(
     set_name: &str,
     ann: &BTreeMap<String, String>,
@@ -370,16 +380,24 @@ fn inplace_state_annotation(
             .map(String::as_str)
             .unwrap_or(""),
     )?;
+    let serialize = |source| kruise_api::Error::Serialize {
+        what: "sidecar in-place state",
+        source,
+    };
+    let mut recorded = states
+        .remove(set_name)
+        .map(|s| s.last_container_statuses)
+        .unwrap_or_default();
+    let changed: BTreeMap<String, InPlaceUpdateContainerStatus> =
+        serde_json::from_value(Value::Object(last)).map_err(serialize)?;
+    recorded.extend(changed);
     let state: InPlaceUpdateState = serde_json::from_value(json!({
         "revision": latest.hash,
         "updateTimestamp": time,
-        "lastContainerStatuses": last,
+        "lastContainerStatuses": recorded,
         "updateImages": true,
     }))
-    .map_err(|source| kruise_api::Error::Serialize {
-        what: "sidecar in-place state",
-        source,
-    })?;
+    .map_err(serialize)?;
     states.insert(set_name.to_owned(), state);
     Ok(wire::format_inplace_states(&states)?)
 }
@@ -441,10 +459,26 @@ async fn upgrade(
 }
 
 /// Puts the older container of each pair whose new version serves on the empty image, in one
-/// patch with its version annotations (upstream `flipPodSidecarContainerDo`).
-async fn flip(ctx: &Context, pod: &Pod, resets: &[hot::Step]) -> Result<(), Error> {
+/// patch with its version annotations (upstream `flipPodSidecarContainerDo`). The imageID each
+/// emptied container runs now is recorded in the in-place state, as upstream does, so the Pod
+/// counts as consistent (updatedReady) only once the kubelet has really put it on the empty
+/// image; until then the SidecarSet's status does not claim an upgrade the Pod has not made.
+async fn flip(
+    ctx: &Context,
+    set: &SidecarSet,
+    latest: &Latest,
+    pod: &Pod,
+    resets: &[hot::Step],
+    now: Timestamp,
+) -> Result<(), Error> {
+    let statuses = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.container_statuses.clone())
+        .unwrap_or_default();
     let mut images = Vec::new();
     let mut annotations = BTreeMap::new();
+    let mut last = Map::new();
     for step in resets {
         if let hot::Step::Reset {
             older,
@@ -454,8 +488,16 @@ async fn flip(ctx: &Context, pod: &Pod, resets: &[hot::Step]) -> Result<(), Erro
         {
             images.push(json!({"name": older, "image": empty}));
             annotations.extend(hot::reset_versions(older, working));
+            last.insert(
+                older.clone(),
+                json!({"imageID": image_id(&statuses, older)}),
+            );
         }
     }
+    annotations.insert(
+        keys::SIDECARSET_INPLACE_UPDATE_STATE_ANNOTATION.to_owned(),
+        inplace_state_annotation(&set.name_any(), pod.annotations(), latest, &Time(now), last)?,
+    );
     let patch = json!({
         "metadata": {"annotations": annotations},
         "spec": {"containers": images},
@@ -536,5 +578,45 @@ mod tests {
         // Another SidecarSet's entry is not ours to move.
         assert_eq!(hashes["other"].controller_revision, "other-7");
         assert_eq!(hashes["other"].hash, "o");
+    }
+
+    #[test]
+    fn a_change_adds_its_containers_to_the_recorded_ones() {
+        // A hot upgrade started proxy-2 (recorded as running the empty image); its reset now
+        // empties proxy-1, which ran v1: both stay recorded, and another set's entry stays.
+        let ann = BTreeMap::from([(
+            keys::SIDECARSET_INPLACE_UPDATE_STATE_ANNOTATION.to_owned(),
+            json!({"mesh": {"revision": "h1", "updateTimestamp": "2026-01-01T00:00:00Z",
+                    "lastContainerStatuses": {"proxy-2": {"imageID": "id-empty"}}},
+                "other": {"revision": "o", "updateTimestamp": "2026-01-01T00:00:00Z",
+                    "lastContainerStatuses": {"x": {"imageID": "id-x"}}}})
+            .to_string(),
+        )]);
+        let latest = Latest {
+            hash: "h2".into(),
+            without_image: "w".into(),
+            revision: "mesh-2".into(),
+        };
+        let time = Time(Timestamp::from_second(1_800_000_000).expect("ts"));
+        let mut last = Map::new();
+        last.insert("proxy-1".into(), json!({"imageID": "id-v1"}));
+        let out = inplace_state_annotation("mesh", &ann, &latest, &time, last).expect("state");
+        let states = wire::parse_inplace_states(&out).expect("parses");
+        let ids = |set: &str| {
+            states[set]
+                .last_container_statuses
+                .iter()
+                .map(|(c, s)| (c.clone(), s.image_id.clone()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            ids("mesh"),
+            [
+                ("proxy-1".to_owned(), "id-v1".to_owned()),
+                ("proxy-2".to_owned(), "id-empty".to_owned())
+            ]
+        );
+        assert_eq!(states["mesh"].revision, "h2");
+        assert_eq!(ids("other"), [("x".to_owned(), "id-x".to_owned())]);
     }
 }

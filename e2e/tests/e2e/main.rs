@@ -35,6 +35,7 @@ mod ephemeraljob;
 mod helm_values;
 mod imagepull;
 mod incluster;
+mod inplace_vpa;
 mod launch_priority;
 mod manager_restart;
 mod observability;

@@ -1676,3 +1676,221 @@ async fn upgrade_waits_for_a_pod_unavailable_budget() {
     guard.delete().await.expect("delete sidecarset");
     ns.delete().await.expect("delete ns");
 }
+
+/// Upstream's hot-upgrade SidecarSet (`test/e2e/framework/*/sidecarset_utils.go` and "sidecarSet
+/// upgrade hot sidecar container image"): an init container, one hot sidecar sharing the Pod's
+/// volumes, scoped to the namespace the way each API version says it, written through `version`.
+/// Its `tail -f /dev/null` ignores SIGTERM (PID 1), so each stop of a sidecar container takes the
+/// Pod's grace period: the time the kubelet needs to put the emptied container on the empty image.
+fn upstream_hot_set(version: &str, name: &str, ns: &str, tag: &str) -> serde_json::Value {
+    let scope = if version == keys::VERSION_V1ALPHA1 {
+        json!({"namespace": ns})
+    } else {
+        json!({"namespaceSelector": {"matchLabels": {keys::k8s::NAMESPACE_NAME_LABEL: ns}}})
+    };
+    let mut spec = json!({
+        "selector": {"matchLabels": {"app": "sidecarset"}},
+        "updateStrategy": {"type": "RollingUpdate"},
+        "initContainers": [{"name": "init-sidecar", "image": image("sidecar", "v1"),
+            "command": ["/bin/sh", "-c", "sleep 1"]}],
+        "containers": [{"name": "nginx-sidecar", "image": image("sidecar", tag),
+            "imagePullPolicy": "IfNotPresent", "command": ["tail", "-f", "/dev/null"],
+            "podInjectPolicy": "BeforeAppContainer",
+            "shareVolumePolicy": {"type": "enabled"},
+            "upgradeStrategy": {"upgradeType": "HotUpgrade",
+                "hotUpgradeEmptyImage": image("sidecar", "empty")}}]
+    });
+    json_patch::merge(&mut spec, &scope);
+    json!({"apiVersion": format!("{}/{version}", keys::APPS_GROUP), "kind": "SidecarSet",
+        "metadata": {"name": name}, "spec": spec})
+}
+
+/// The SidecarSet's status counts (matched, updated, updatedReady, ready) once it has observed
+/// its generation, read through the API version the test writes.
+fn observed_counts(s: &kube::api::DynamicObject) -> Option<[i64; 4]> {
+    let st = &s.data["status"];
+    (s.metadata.generation == st["observedGeneration"].as_i64()).then(|| {
+        [
+            "matchedPods",
+            "updatedPods",
+            "updatedReadyPods",
+            "readyPods",
+        ]
+        .map(|f| st[f].as_i64().unwrap_or_default())
+    })
+}
+
+/// Upstream's tester writes a new spec by read-modify-replace, not by patch.
+async fn replace_spec(
+    api: &Api<kube::api::DynamicObject>,
+    name: &str,
+    edit: impl Fn(&mut serde_json::Value),
+) {
+    for _ in 0..5 {
+        let mut s = api.get(name).await.expect("get sidecarset");
+        edit(&mut s.data["spec"]);
+        match api.replace(name, &PostParams::default(), &s).await {
+            Ok(_) => return,
+            Err(kube::Error::Api(e)) if e.code == 409 => continue,
+            Err(e) => panic!("replace sidecarset: {e}"),
+        }
+    }
+    panic!("replace sidecarset: conflicts");
+}
+
+/// The working container of the hot sidecar and the idle one, with the images their spec gives.
+fn hot_pair(p: &Pod) -> ((String, Option<String>), (String, Option<String>)) {
+    let w = p
+        .annotations()
+        .get(keys::SIDECARSET_WORKING_HOT_UPGRADE_CONTAINER_ANNOTATION)
+        .and_then(|v| serde_json::from_str::<BTreeMap<String, String>>(v).ok())
+        .and_then(|m| m.get("nginx-sidecar").cloned())
+        .unwrap_or_default();
+    let idle = if w == "nginx-sidecar-1" {
+        "nginx-sidecar-2"
+    } else {
+        "nginx-sidecar-1"
+    };
+    (
+        (w.clone(), sc::spec_image(p, &w)),
+        (idle.to_owned(), sc::spec_image(p, idle)),
+    )
+}
+
+/// Upstream's scenario: the image goes v1 → v2 → v1 (back to the first image: the pair flips
+/// back) with the status matched 1 / updated 1 / updatedReady 1 / ready 1 after each, counted
+/// only once the idle container runs the empty image, then an env-only change upgrades nothing
+/// (updated 0, ready 1).
+async fn hot_upgrade_there_and_back(version: &str, prefix: &str) {
+    let client = client().await.expect("client");
+    let ns = TestNamespace::create(&client, prefix).await.expect("ns");
+    let name = format!("{}-hot", ns.name);
+    let ar = kube::api::ApiResource::from_gvk_with_plural(
+        &kube::api::GroupVersionKind::gvk(keys::APPS_GROUP, version, "SidecarSet"),
+        "sidecarsets",
+    );
+    let api: Api<kube::api::DynamicObject> = Api::all_with(client.clone(), &ar);
+    let set: kube::api::DynamicObject =
+        serde_json::from_value(upstream_hot_set(version, &name, &ns.name, "v1")).expect("set");
+    api.create(&PostParams::default(), &set)
+        .await
+        .expect("create sidecarset");
+    let deploy: Deployment = serde_json::from_value(json!({
+        "metadata": {"name": "deployment-test"},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "sidecarset"}},
+            "template": {"metadata": {"labels": {"app": "sidecarset"}},
+                "spec": {"terminationGracePeriodSeconds": 3,
+                    "containers": [{"name": "main", "image": image("sidecar", "v1")}]}}}
+    }))
+    .expect("deployment");
+    ns.api::<Deployment>()
+        .create(&PostParams::default(), &deploy)
+        .await
+        .expect("create deployment");
+    let pods: Api<Pod> = ns.api();
+    let pod = ready_pods(&pods, "sidecarset", 1).await.remove(0);
+    let want = |tag: &str| Some(image("sidecar", tag));
+    assert_eq!(
+        hot_pair(&pod),
+        (
+            ("nginx-sidecar-1".to_owned(), want("v1")),
+            ("nginx-sidecar-2".to_owned(), want("empty"))
+        )
+    );
+    let version_of = |p: &Pod, k: &str| p.annotations().get(k).cloned().unwrap_or_default();
+    assert_eq!(
+        [
+            "version.sidecarset.kruise.io/nginx-sidecar-1",
+            "versionalt.sidecarset.kruise.io/nginx-sidecar-1",
+            "version.sidecarset.kruise.io/nginx-sidecar-2",
+            "versionalt.sidecarset.kruise.io/nginx-sidecar-2"
+        ]
+        .map(|k| version_of(&pod, k)),
+        ["1", "0", "0", "1"]
+    );
+
+    for (tag, working) in [("v2", "nginx-sidecar-2"), ("v1", "nginx-sidecar-1")] {
+        let img = image("sidecar", tag);
+        replace_spec(&api, &name, |s| s["containers"][0]["image"] = json!(img)).await;
+        let last = std::cell::RefCell::new(None);
+        let done = wait_for(
+            &format!("{tag}: matched 1, updated 1, updatedReady 1, ready 1"),
+            STARTUP,
+            || async {
+                let counts = observed_counts(&api.get(&name).await?);
+                *last.borrow_mut() = counts;
+                Ok((counts == Some([1, 1, 1, 1])).then_some(()))
+            },
+        )
+        .await;
+        let p = pods_of(&pods, "sidecarset").await.remove(0);
+        assert!(
+            done.is_ok(),
+            "{tag}: status (matched, updated, updatedReady, ready) {:?}; Pod annotations {:?}, \
+             containers {:?}",
+            last.borrow(),
+            p.annotations(),
+            p.status.as_ref().map(|s| &s.container_statuses)
+        );
+        assert_eq!(p.uid(), pod.uid(), "same Pod");
+        let idle = if working == "nginx-sidecar-1" {
+            "nginx-sidecar-2"
+        } else {
+            "nginx-sidecar-1"
+        };
+        assert_eq!(
+            hot_pair(&p),
+            (
+                (working.to_owned(), want(tag)),
+                (idle.to_owned(), want("empty"))
+            ),
+            "{tag}"
+        );
+        // Read after the status: the Pod it counted as updated and ready already runs the new
+        // version in the working container and the empty image in the idle one (upstream
+        // records the emptied container's image ID and waits for the kubelet to move off it).
+        let running = |c: &str| {
+            container_status(&p, c)
+                .filter(|s| s.state.as_ref().is_some_and(|st| st.running.is_some()))
+                .map(|s| s.image.clone())
+        };
+        assert_eq!(
+            (running(working), running(idle)),
+            (want(tag), want("empty")),
+            "{tag}: what runs when the status says updatedReady 1: {:?}",
+            p.status.as_ref().map(|s| &s.container_statuses)
+        );
+    }
+
+    // Anything but the image: nothing is upgraded, the Pod stays as it is.
+    let before = pods_of(&pods, "sidecarset").await.remove(0);
+    replace_spec(&api, &name, |s| {
+        s["containers"][0]["env"] = json!([{"name": "PROXY", "value": "127.0.0.1"}]);
+    })
+    .await;
+    wait_for("env: matched 1, updated 0, ready 1", STARTUP, || async {
+        let counts = observed_counts(&api.get(&name).await?);
+        Ok((counts == Some([1, 0, 0, 1])).then_some(()))
+    })
+    .await
+    .expect("env change upgrades nothing");
+    let after = pods_of(&pods, "sidecarset").await.remove(0);
+    assert_eq!(
+        after.spec.as_ref().map(|s| &s.containers),
+        before.spec.as_ref().map(|s| &s.containers)
+    );
+    api.delete(&name, &Default::default())
+        .await
+        .expect("delete sidecarset");
+    ns.delete().await.expect("delete ns");
+}
+
+#[tokio::test]
+async fn hot_upgrade_through_v1beta1_flips_back_to_the_first_image() {
+    hot_upgrade_there_and_back(keys::VERSION_V1BETA1, "sc-hot-beta").await;
+}
+
+#[tokio::test]
+async fn hot_upgrade_through_v1alpha1_flips_back_to_the_first_image() {
+    hot_upgrade_there_and_back(keys::VERSION_V1ALPHA1, "sc-hot-alpha").await;
+}

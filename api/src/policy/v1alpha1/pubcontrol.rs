@@ -185,7 +185,7 @@ fn sidecars_upgraded(pod: &Pod) -> bool {
 
 /// Whether the image a status reports is the spec's, allowing for the runtime's fully
 /// qualified spelling (`nginx:1` runs as `docker.io/library/nginx:1`).
-fn same_image(spec: &str, status: &str) -> bool {
+pub fn same_image(spec: &str, status: &str) -> bool {
     status == spec || status.ends_with(&format!("/{spec}"))
 }
 
