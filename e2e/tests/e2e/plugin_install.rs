@@ -110,21 +110,7 @@ async fn install_check_uninstall_and_helm() {
     let (repo, tag) = (image_repo(), tag());
 
     // Acceptance 2: install --wait, then every check passes.
-    let run = kk
-        .run_for(
-            &[
-                "install",
-                "--image-repo",
-                &repo,
-                "--version",
-                &tag,
-                "--wait",
-            ],
-            LONG,
-        )
-        .await
-        .expect("install");
-    assert_eq!(run.code, Some(0), "{run:?}");
+    install(&kk, &repo, &tag, "install").await;
     let lease_wait = std::time::Instant::now();
     let mut ok = check(&kk).await;
     // The Lease is taken a moment after the Pods are Ready.
@@ -193,21 +179,7 @@ async fn install_check_uninstall_and_helm() {
     // Issue 59: `install` over a running install, to new images, keeps every Pod.
     let states = pod_states(&pods, "keepme").await;
     let next = next_images(&tag);
-    let run = kk
-        .run_for(
-            &[
-                "install",
-                "--image-repo",
-                &repo,
-                "--version",
-                &next,
-                "--wait",
-            ],
-            LONG,
-        )
-        .await
-        .expect("install over the running install");
-    assert_eq!(run.code, Some(0), "{run:?}");
+    install(&kk, &repo, &next, "install over the running install").await;
     wait_manager_runs(&client, &next).await;
     assert_eq!(
         pod_states(&pods, "keepme").await,
@@ -257,21 +229,7 @@ async fn install_check_uninstall_and_helm() {
     assert_pod_creates_at_once(&pods, "after uninstall --keep-crds").await;
 
     // Reinstalled over the kept CRDs and objects: the same Pods, then deleted on request.
-    let run = kk
-        .run_for(
-            &[
-                "install",
-                "--image-repo",
-                &repo,
-                "--version",
-                &tag,
-                "--wait",
-            ],
-            LONG,
-        )
-        .await
-        .expect("reinstall");
-    assert_eq!(run.code, Some(0), "{run:?}");
+    install(&kk, &repo, &tag, "reinstall").await;
     tokio::time::sleep(Duration::from_secs(5)).await;
     assert_eq!(
         pod_uids(&pods, "keepme").await,
@@ -578,6 +536,25 @@ async fn pod_states(pods: &Api<Pod>, cloneset: &str) -> Vec<(String, i32)> {
         .collect();
     out.sort();
     out
+}
+
+/// `kubectl kruise install --wait` of `version` from `repo`; `what` names the step on failure.
+async fn install(kk: &Kruise, repo: &str, version: &str, what: &str) {
+    let run = kk
+        .run_for(
+            &[
+                "install",
+                "--image-repo",
+                repo,
+                "--version",
+                version,
+                "--wait",
+            ],
+            LONG,
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert_eq!(run.code, Some(0), "{what}: {run:?}");
 }
 
 /// The UIDs of the CloneSet's Pods, sorted.

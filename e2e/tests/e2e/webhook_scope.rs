@@ -129,18 +129,28 @@ impl Drop for ManagerScaled {
             return;
         }
         let replicas = self.replicas;
-        let _ = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("runtime");
-            rt.block_on(async {
-                let client = client().await.expect("cluster");
-                scale_manager(&client, replicas).await;
-            });
-        })
-        .join();
+        on_own_runtime(move |client| async move { scale_manager(&client, replicas).await });
     }
+}
+
+/// Runs `f` with a fresh client on a runtime of its own, in a thread of its own: a guard's
+/// `drop` (a failing test unwinding) cannot await on the test's runtime.
+fn on_own_runtime<F, Fut>(f: F)
+where
+    F: FnOnce(Client) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()>,
+{
+    let _ = std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        rt.block_on(async {
+            let client = client().await.expect("cluster");
+            f(client).await;
+        });
+    })
+    .join();
 }
 
 /// Scales the manager and waits until exactly `replicas` manager Pods run, Ready (none at all
@@ -247,17 +257,7 @@ impl Drop for ServiceEmptied {
             return;
         }
         let selector = self.selector.clone();
-        let _ = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("runtime");
-            rt.block_on(async {
-                let client = client().await.expect("cluster");
-                set_selector(&client, selector).await;
-            });
-        })
-        .join();
+        on_own_runtime(move |client| async move { set_selector(&client, selector).await });
     }
 }
 
