@@ -238,6 +238,26 @@ pub fn pod_ready(pod: &Pod) -> bool {
     kruise_api::pod::is_ready(pod)
 }
 
+/// The Pod's in-place update state (`apps.kruise.io/inplace-update-state`); panics when the
+/// Pod has none or it is not JSON (tests assert it is there).
+pub fn inplace_state(pod: &Pod) -> kruise_api::appspub::InPlaceUpdateState {
+    use kube::ResourceExt;
+    let raw = pod
+        .annotations()
+        .get(kruise_api::keys::INPLACE_UPDATE_STATE_ANNOTATION)
+        .unwrap_or_else(|| panic!("{}: no in-place update state", pod.name_any()));
+    serde_json::from_str(raw).expect("in-place update state JSON")
+}
+
+/// The containers of each batch the in-place update state records, in order.
+pub fn inplace_batches(state: &kruise_api::appspub::InPlaceUpdateState) -> Vec<Vec<String>> {
+    state
+        .container_batches_record
+        .iter()
+        .map(|b| b.containers.clone())
+        .collect()
+}
+
 /// The status of one of the pod's conditions.
 pub fn pod_condition<'a>(pod: &'a Pod, type_: &str) -> Option<&'a str> {
     kruise_api::pod::condition(pod, type_).map(|c| c.status.as_str())

@@ -898,17 +898,8 @@ async fn launch_priority_updates_containers_in_batches() {
     for b in before {
         let p = pods.get(&b.name_any()).await.expect("pod");
         assert_eq!(p.uid(), b.uid(), "{} updated in place", b.name_any());
-        let state: kruise_api::appspub::InPlaceUpdateState = serde_json::from_str(
-            p.annotations()
-                .get(keys::INPLACE_UPDATE_STATE_ANNOTATION)
-                .expect("inplace-update-state annotation"),
-        )
-        .expect("state JSON");
-        let batches: Vec<Vec<String>> = state
-            .container_batches_record
-            .iter()
-            .map(|b| b.containers.clone())
-            .collect();
+        let state = kruise_e2e::inplace_state(&p);
+        let batches = kruise_e2e::inplace_batches(&state);
         assert_eq!(
             batches,
             vec![vec!["app".to_string()], vec!["sidecar".to_string()]],

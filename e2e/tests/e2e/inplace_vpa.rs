@@ -20,7 +20,6 @@ use std::time::Duration;
 
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::Pod;
-use kruise_api::appspub::InPlaceUpdateState;
 use kruise_api::appspub::RuntimeContainerMetaSet;
 use kruise_api::keys;
 use kruise_e2e::cloneset::{self, status_i64, status_str, wait_status};
@@ -199,17 +198,7 @@ async fn update_two_containers_in_batches(prefix: &str, resize_policy: Value) {
         nginx_stopped > redis_started + Duration::from_secs(10),
         "nginx stopped at {nginx_stopped}, not after redis started ({redis_started}) + 10 s"
     );
-    let state: InPlaceUpdateState = serde_json::from_str(
-        pod.annotations()
-            .get(keys::INPLACE_UPDATE_STATE_ANNOTATION)
-            .expect("in-place update state"),
-    )
-    .expect("state JSON");
-    let batches: Vec<Vec<String>> = state
-        .container_batches_record
-        .iter()
-        .map(|b| b.containers.clone())
-        .collect();
+    let batches = kruise_e2e::inplace_batches(&kruise_e2e::inplace_state(&pod));
     assert_eq!(batches, vec![vec!["redis"], vec!["nginx"]]);
     // nginx's new resources in its spec and (resized) in its status; redis untouched.
     let spec = |c: &str| {
