@@ -35,6 +35,12 @@ const RETRY_ENV: Duration = Duration::from_secs(3);
 /// Restarts of one container are spaced out exponentially from this, up to `MAX_RESTART_BACKOFF`.
 const RESTART_BACKOFF: Duration = Duration::from_secs(3);
 const MAX_RESTART_BACKOFF: Duration = Duration::from_secs(600);
+/// How long a container must have looked stale before it is stopped. The kubelet may be in the
+/// middle of a sync that began with the Pod as it was before the update (it waits up to a
+/// second for a fresh runtime status); a stop inside that window makes that sync recreate the
+/// container from the old Pod, with the old env, and cost a second restart. Upstream's daemon
+/// gets the same margin from queueing every Pod event a second late.
+const STALE_SETTLE: Duration = Duration::from_secs(2);
 const DEFAULT_GRACE_SECONDS: i64 = 30;
 
 #[derive(Debug, thiserror::Error)]
@@ -64,6 +70,29 @@ struct Ctx {
     events: Events,
     /// container id → (last restart attempt, attempts), for restart backoff.
     restarts: Mutex<HashMap<String, (Instant, u32)>>,
+    /// container id → (the env hash the Pod asks for, when the container was first seen
+    /// without it), so a stop waits `STALE_SETTLE`.
+    stale_since: Mutex<HashMap<String, (u64, Instant)>>,
+}
+
+/// How much longer a container found stale must wait before it is stopped (zero: stop now).
+/// `seen` is when it was first found stale for the same wanted hash, updated here.
+pub fn settle_wait(
+    seen: &mut HashMap<String, (u64, Instant)>,
+    container_id: &str,
+    wanted: u64,
+    now: Instant,
+) -> Duration {
+    let since = match seen.get(container_id) {
+        Some((hash, at)) if *hash == wanted => *at,
+        _ => {
+            seen.insert(container_id.to_string(), (wanted, now));
+            now
+        }
+    };
+    // Containers long gone would otherwise stay in the map.
+    seen.retain(|_, (_, at)| now.saturating_duration_since(*at) < MAX_RESTART_BACKOFF * 2);
+    STALE_SETTLE.saturating_sub(now.saturating_duration_since(since))
 }
 
 /// Pods this duty cares about: controlled by an apps.kruise.io workload, or carrying
@@ -206,14 +235,25 @@ async fn reconcile(pod: Arc<Pod>, ctx: Arc<Ctx>) -> Result<Action, Error> {
                     envhash::current_hash(spec, &BTreeMap::new());
             }
         }
+        let wanted = envhash::expected_hash(spec, &pod_labels, &pod_annotations);
         if pending_update
             && entry.hashes.extracted_env_from_metadata_hash > 0
-            && entry.hashes.extracted_env_from_metadata_hash
-                != envhash::expected_hash(spec, &pod_labels, &pod_annotations)
+            && entry.hashes.extracted_env_from_metadata_hash != wanted
             && info.state == State::Running
         {
-            restart_stale(&ctx, info, &ns, &name).await;
-            retry = Some(retry.unwrap_or(RESTART_BACKOFF).min(RESTART_BACKOFF));
+            let wait = settle_wait(
+                &mut *ctx.stale_since.lock().await,
+                &info.id,
+                wanted,
+                Instant::now(),
+            );
+            let next = if wait.is_zero() {
+                restart_stale(&ctx, info, &ns, &name).await;
+                RESTART_BACKOFF
+            } else {
+                wait
+            };
+            retry = Some(retry.map_or(next, |r: Duration| r.min(next)));
         }
         set.containers.push(entry);
     }
@@ -298,6 +338,7 @@ pub async fn run(
         metrics,
         events,
         restarts: Mutex::default(),
+        stale_since: Mutex::default(),
     });
     ctl.run(reconcile, ctx).await;
 }
@@ -394,6 +435,29 @@ mod tests {
         let m = parse_env_output(b"A=b=c\nnoequals\n B = x\n");
         assert_eq!(m.get("A").map(String::as_str), Some("b=c"));
         assert_eq!(m.len(), 2);
+    }
+
+    #[test]
+    fn a_stale_container_waits_before_it_is_stopped() {
+        let mut seen = HashMap::new();
+        let t0 = Instant::now();
+        assert_eq!(settle_wait(&mut seen, "c1", 7, t0), STALE_SETTLE);
+        let half = STALE_SETTLE / 2;
+        assert_eq!(
+            settle_wait(&mut seen, "c1", 7, t0 + half),
+            STALE_SETTLE - half
+        );
+        assert!(settle_wait(&mut seen, "c1", 7, t0 + STALE_SETTLE).is_zero());
+        // The Pod asks for another value: the wait starts again.
+        assert_eq!(
+            settle_wait(&mut seen, "c1", 8, t0 + STALE_SETTLE),
+            STALE_SETTLE
+        );
+        // Another container has a wait of its own.
+        assert_eq!(
+            settle_wait(&mut seen, "c2", 8, t0 + STALE_SETTLE),
+            STALE_SETTLE
+        );
     }
 
     #[test]
