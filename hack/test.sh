@@ -20,7 +20,9 @@
 #             when it (or install) fails, the run stops here with the components' logs and Events
 #   suite     the behaviour suite against the install, tests of every file in parallel
 #   serial    the tests that disturb the others (a killed manager or daemon, rotated
-#             certificates, a reconfigured manager), one at a time
+#             certificates, a reconfigured manager), one at a time; then the gated phase: the
+#             tests of gates that are off by default, in parallel, against a manager restarted
+#             once with those gates on (kruise-e2e-gates on/off)
 #   plugin    Kruise-rs uninstalled: `kubectl kruise install/check/uninstall`, the Helm chart,
 #             `kubectl kruise dev` (the embedded manager)
 #   dev       dev mode (hack/dev-up.sh: host processes) and its smoke rollout, then dev-up down
@@ -317,6 +319,15 @@ stage_serial() {
   local before after rc=0
   before=$(manager_template)
   KRUISE_E2E_INCLUSTER=1 nextest e2e-serial || rc=$?
+  # One manager rollout with every gate the gated tests need, one back: their bodies then run
+  # at once instead of one after another behind rollouts of their own.
+  if KRUISE_E2E_INCLUSTER=1 cargo run -q -p kruise-e2e --bin kruise-e2e-gates -- on; then
+    KRUISE_E2E_INCLUSTER=1 nextest e2e-gated || rc=$?
+  else
+    warn "the gated phase's manager did not come up: its tests did not run"
+    rc=1
+  fi
+  KRUISE_E2E_INCLUSTER=1 cargo run -q -p kruise-e2e --bin kruise-e2e-gates -- off || rc=1
   # A test killed at its budget cannot put back a manager it reconfigured: check, and say so.
   after=$(manager_template)
   if [ "$before" != "$after" ]; then

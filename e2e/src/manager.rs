@@ -8,6 +8,12 @@
 //!   and restarted without it afterwards.
 //!
 //! Reconfiguring takes the manager away for a moment: only tests of the serial phase may do it.
+//!
+//! Tests of a gate that is off by default (as upstream) run in the gated phase instead: named
+//! `gated_…`, in parallel, against a manager that `kruise-e2e-gates on` has started once with
+//! every gate of [`GATED_PHASE`] on (`hack/test.sh`, after the serial phase). Such a test calls
+//! [`require_gates`] first and must hold with all of those gates on together, as a user who
+//! turns several on would run them.
 
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -18,6 +24,8 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{ListParams, LogParams, Patch, PatchParams};
 use kube::{Api, Client, ResourceExt};
 use serde_json::{Value, json};
+
+use kruise_api::features::Gate;
 
 use crate::mode::{self, KRUISE_NS, MANAGER_POD_SELECTOR, Mode};
 use crate::{Error, Result, pod_ready, repo_root, wait_for};
@@ -55,6 +63,103 @@ impl ManagerConfig {
 }
 
 const FEATURE_GATES_FLAG: &str = "--feature-gates=";
+
+/// The gates the gated phase turns on, off by default in what Kruise-rs ships (as upstream).
+pub const GATED_PHASE: &[Gate] = &[
+    Gate::PreDownloadImageForInPlaceUpdate,
+    Gate::RecreatePodWhenChangeVCTInCloneSetGate,
+    Gate::DeletionProtectionForCRDCascadingGate,
+];
+
+/// `Name=true,…` for the gates of the gated phase.
+fn gated_phase_value() -> String {
+    GATED_PHASE
+        .iter()
+        .map(|g| format!("{}=true", g.name()))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// Starts the installed manager with the gated phase's gates on, and leaves it so.
+pub async fn gated_phase_on(client: &Client) -> Result<()> {
+    let mut guard = reconfigure(
+        client,
+        &ManagerConfig::default().gates(&gated_phase_value()),
+    )
+    .await?;
+    // Kept on for the whole phase; [`gated_phase_off`] puts the installed flag back.
+    guard.restored = true;
+    Ok(())
+}
+
+/// The installed `--feature-gates` value with the gated phase's additions taken out.
+fn without_gated_phase(args: &[String]) -> Vec<String> {
+    let added: Vec<String> = GATED_PHASE
+        .iter()
+        .map(|g| format!("{}=true", g.name()))
+        .collect();
+    args.iter()
+        .map(|a| match a.strip_prefix(FEATURE_GATES_FLAG) {
+            Some(gates) => format!(
+                "{FEATURE_GATES_FLAG}{}",
+                gates
+                    .split(',')
+                    .filter(|g| !added.iter().any(|a| a == g))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ),
+            None => a.clone(),
+        })
+        .collect()
+}
+
+/// Puts the manager back as installed after the gated phase (nothing to do if it is).
+pub async fn gated_phase_off(client: &Client) -> Result<()> {
+    let (env, args) = installed_env_args(client).await?;
+    let restored = without_gated_phase(&args);
+    if restored == args {
+        return Ok(());
+    }
+    roll_out(client, env, json!(restored)).await
+}
+
+/// The manager container's `env` (as JSON) and `args`, as the Deployment has them now.
+async fn installed_env_args(client: &Client) -> Result<(Value, Vec<String>)> {
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), KRUISE_NS);
+    let current = serde_json::to_value(deployments.get(MANAGER_DEPLOYMENT).await?)?;
+    let container = &current["spec"]["template"]["spec"]["containers"][0];
+    let args = serde_json::from_value(container["args"].clone()).unwrap_or_default();
+    Ok((container["env"].clone(), args))
+}
+
+/// Fails unless the running manager has each of `gates` on: a gated-phase test checks this first,
+/// so that run anywhere else it says why instead of failing on a behaviour.
+pub async fn require_gates(client: &Client, gates: &[Gate]) -> Result<()> {
+    if mode::mode() == Mode::Dev {
+        return Err(Error::Mode(
+            "gated tests run against the installed manager".into(),
+        ));
+    }
+    let (_, args) = installed_env_args(client).await?;
+    let on: Vec<&str> = args
+        .iter()
+        .filter_map(|a| a.strip_prefix(FEATURE_GATES_FLAG))
+        .flat_map(|g| g.split(','))
+        .collect();
+    let missing: Vec<&str> = gates
+        .iter()
+        .map(|g| g.name())
+        .filter(|name| !on.contains(&format!("{name}=true").as_str()))
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(Error::Mode(format!(
+        "the manager does not run with {missing:?} on: gated tests run in hack/test.sh's gated \
+         phase (kruise-e2e-gates on); a gate missing there belongs in GATED_PHASE \
+         (e2e/src/manager.rs)"
+    )))
+}
 
 /// The installed arguments with `added` after them; `--feature-gates=` values join the installed
 /// one (the manager takes the flag once), later settings of a gate winning.
@@ -354,6 +459,18 @@ mod tests {
             merged_args(&["--log-json".into()], &["--feature-gates=B=false".into()]),
             vec!["--log-json", "--feature-gates=B=false"]
         );
+    }
+
+    #[test]
+    fn gated_phase_off_takes_out_only_what_on_added() {
+        let installed = vec!["--log-json".to_owned(), "--feature-gates=A=true".to_owned()];
+        let on = merged_args(
+            &installed,
+            &[format!("{FEATURE_GATES_FLAG}{}", gated_phase_value())],
+        );
+        assert_ne!(on, installed);
+        assert_eq!(without_gated_phase(&on), installed);
+        assert_eq!(without_gated_phase(&installed), installed);
     }
 
     #[test]

@@ -14,7 +14,7 @@ use kruise_api::keys;
 use kruise_e2e::cloneset::{
     self, patch_spec, pod_revision, set_image, status_i64, status_str, wait_rolled_out, wait_status,
 };
-use kruise_e2e::manager::{self, ManagerConfig};
+use kruise_e2e::manager;
 use kruise_e2e::recorder::PodRecorder;
 use kruise_e2e::{TestNamespace, client, container_status, image, wait_for};
 use kube::api::{ListParams, PostParams};
@@ -1453,23 +1453,17 @@ async fn claims(client: &kube::Client, ns: &str) -> BTreeMap<String, (String, St
 }
 
 /// Upstream's `testUpdateVolumeClaimTemplates`, in the cluster: with
-/// `RecreatePodWhenChangeVCTInCloneSetGate` on (off by default, as upstream; the test turns it on
-/// in the installed manager, so it runs in the serial phase), an InPlaceIfPossible CloneSet whose
+/// `RecreatePodWhenChangeVCTInCloneSetGate` on (off by default, as upstream: a gated-phase test),
+/// an InPlaceIfPossible CloneSet whose
 /// image and claim size change together recreates its Pods with new claims of the new size; an
 /// image change alone stays in place; a claim change alone changes nothing until the next image
 /// change, which then recreates.
 #[tokio::test]
-async fn serial_claim_template_change_recreates_pods_and_claims_with_the_gate() {
+async fn gated_claim_template_change_recreates_pods_and_claims_with_the_gate() {
     let client = client().await.expect("cluster");
-    let gated = manager::reconfigure(
-        &client,
-        &ManagerConfig::default().gates(&format!(
-            "{}=true",
-            Gate::RecreatePodWhenChangeVCTInCloneSetGate.name()
-        )),
-    )
-    .await
-    .expect("the manager runs with the gate on");
+    manager::require_gates(&client, &[Gate::RecreatePodWhenChangeVCTInCloneSetGate])
+        .await
+        .expect("the gated phase's manager");
     let ns = TestNamespace::create(&client, "e2e-cs-vct")
         .await
         .expect("ns");
@@ -1598,5 +1592,4 @@ async fn serial_claim_template_change_recreates_pods_and_claims_with_the_gate() 
         );
     }
     ns.delete().await.expect("delete ns");
-    gated.restore(&client).await.expect("restore the manager");
 }

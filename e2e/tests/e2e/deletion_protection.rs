@@ -17,7 +17,7 @@ use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kruise_api::features::Gate;
 use kruise_api::keys;
-use kruise_e2e::manager::{self, ManagerConfig};
+use kruise_e2e::manager;
 use kruise_e2e::{TestNamespace, client, cloneset, image, statefulset, wait_for};
 use kube::api::{
     ApiResource, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
@@ -318,23 +318,17 @@ async fn crd_cascading_is_refused_until_the_label_goes() {
     ns.delete().await.expect("delete ns");
 }
 
-/// With `DeletionProtectionForCRDCascadingGate` on (the test turns it on in the installed manager,
-/// so it runs in the serial phase), a CRD labelled Cascading is counted for its objects. The
+/// With `DeletionProtectionForCRDCascadingGate` on (off by default, as upstream: a gated-phase
+/// test), a CRD labelled Cascading is counted for its objects. The
 /// shipped ClusterRole does not grant `list` on every resource, so the count first fails closed
 /// naming the missing permission; once `list` on the CRD's resource is granted (as the README
 /// tells users), the CRD is refused while it holds an object and deleted once it holds none.
 #[tokio::test]
-async fn serial_crd_cascading_counts_objects_with_the_gate() {
+async fn gated_crd_cascading_counts_objects_with_the_gate() {
     let client = client().await.expect("cluster");
-    let gated = manager::reconfigure(
-        &client,
-        &ManagerConfig::default().gates(&format!(
-            "{}=true",
-            Gate::DeletionProtectionForCRDCascadingGate.name()
-        )),
-    )
-    .await
-    .expect("the manager runs with the CRD-cascading gate on");
+    manager::require_gates(&client, &[Gate::DeletionProtectionForCRDCascadingGate])
+        .await
+        .expect("the gated phase's manager");
     let ns = TestNamespace::create(&client, "e2e-dp-crd-gate")
         .await
         .expect("ns");
@@ -409,7 +403,6 @@ async fn serial_crd_cascading_counts_objects_with_the_gate() {
         deleted.expect("delete the grant");
     }
     ns.delete().await.expect("delete ns");
-    gated.restore(&client).await.expect("restore the manager");
 }
 
 #[tokio::test]

@@ -16,7 +16,7 @@ use kruise_api::features::Gate;
 use kruise_api::keys;
 use kruise_e2e::cloneset::{self, set_image, status_str, wait_rolled_out, wait_status};
 use kruise_e2e::cri::{self, push_unique_image, unique_tag};
-use kruise_e2e::manager::{self, ManagerConfig};
+use kruise_e2e::manager;
 use kruise_e2e::{TestNamespace, client, image, mode, wait_for};
 use kube::api::{
     ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, PostParams,
@@ -495,23 +495,17 @@ async fn image_list_pull_job_fans_out_and_aggregates() {
     ns.delete().await.expect("delete ns");
 }
 
-/// f: with `PreDownloadImageForInPlaceUpdate` on (off by default, as upstream; the test turns it
-/// on in the installed manager, so it runs in the serial phase), a CloneSet image change that
+/// f: with `PreDownloadImageForInPlaceUpdate` on (off by default, as upstream: a gated-phase
+/// test), a CloneSet image change that
 /// will not update every Pod at once first creates a pre-download ImagePullJob (named
 /// `<update revision>-<container>`) for the new image on the Pods' nodes.
 #[tokio::test]
-async fn serial_cloneset_image_change_predownloads_first_with_the_gate() {
+async fn gated_cloneset_image_change_predownloads_first_with_the_gate() {
     let _pulls = PULLS.read().await;
     let client = client().await.expect("cluster");
-    let gated = manager::reconfigure(
-        &client,
-        &ManagerConfig::default().gates(&format!(
-            "{}=true",
-            Gate::PreDownloadImageForInPlaceUpdate.name()
-        )),
-    )
-    .await
-    .expect("the manager runs with the pre-download gate on");
+    manager::require_gates(&client, &[Gate::PreDownloadImageForInPlaceUpdate])
+        .await
+        .expect("the gated phase's manager");
     let ns = TestNamespace::create(&client, "e2e-ipj-predl")
         .await
         .expect("ns");
@@ -581,10 +575,6 @@ async fn serial_cloneset_image_change_predownloads_first_with_the_gate() {
         .await
         .expect("rollout");
     ns.delete().await.expect("delete ns");
-    gated
-        .restore(&client)
-        .await
-        .expect("the installed manager is back");
 }
 
 /// f, upstream's default: with `PreDownloadImageForInPlaceUpdate` off (as shipped), the same

@@ -8,6 +8,9 @@
 //! - `serial::` tests (in any module) disturb what every other test relies on (they kill the
 //!   manager or daemon, rotate the webhook's certificates, reconfigure the installed manager):
 //!   they run one at a time after the parallel phase.
+//! - `gated_` tests (in any module) need feature gates that are off by default: they run in
+//!   parallel after the serial phase, against a manager started once with every gate of
+//!   `kruise_e2e::manager::GATED_PHASE` on (`kruise-e2e-gates on`, from `hack/test.sh`).
 //! - `cloneset_kwok::`, `daemonset_kwok::`, `broadcastjob_kwok::`, `persistentpodstate_kwok::` and `workloadspread_kwok::` run on the kwok scale cluster; `plugin_install::`, `helm_values::` and `plugin_dev::`
 //!   on the cluster once Kruise-rs is uninstalled.
 //! - everything else runs in parallel against Kruise-rs installed from `deploy/`.
