@@ -398,15 +398,25 @@ fn surge_starts_a_new_pod_beside_a_pre_deleting_one() {
     assert_eq!(p.create_on, ["n19"]);
 }
 
-/// Upstream's `TestGetMaxCreateNum` table: (name, new Pods, desired, partition, progressive,
-/// nodes needing a Pod, nodes that get one now).
+/// (name, new Pods, desired, partition, progressive, nodes needing a Pod, nodes that get one now)
+type Case = (
+    &'static str,
+    usize,
+    usize,
+    usize,
+    bool,
+    Vec<String>,
+    Vec<String>,
+);
+
+/// Upstream's `TestGetMaxCreateNum` table.
 #[test]
 fn partitioned_scaling_holds_creations_to_desired_minus_partition() {
     let ns =
         |r: std::ops::Range<usize>| -> Vec<String> { r.map(|i| format!("node-{i}")).collect() };
     let list = |v: &[&str]| -> Vec<String> { v.iter().map(|s| s.to_string()).collect() };
     #[rustfmt::skip]
-    let cases: Vec<(&str, usize, usize, usize, bool, Vec<String>, Vec<String>)> = vec![
+    let cases: Vec<Case> = vec![
         ("all new", 10, 10, 0, false, vec![], vec![]),
         ("create step1: partition=10", 0, 10, 10, true, ns(0..10), vec![]),
         ("create step2: partition=9", 0, 10, 9, true, ns(0..10), ns(0..1)),
