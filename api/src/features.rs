@@ -161,7 +161,7 @@ gates! {
         Effect::Implemented("PodProbeMarkers are admitted; their controllers and kruise-daemon's `podprobe` duty run");
     /// Advanced DaemonSet creates ImagePullJobs to pull a new image before an update.
     PreDownloadImageForDaemonSetUpdate = "PreDownloadImageForDaemonSetUpdate", false, Alpha,
-        Effect::Missing("Advanced DaemonSet creates no ImagePullJob before an update (only upstream's rule turning `ImagePullJobGate` on applies)");
+        Effect::Implemented("while an Advanced DaemonSet rollout is pending (partition or maxUnavailable below all its Pods), it creates an ImagePullJob per changed image for the nodes of the Pods not updated yet");
     /// CloneSet ignores Pod updates that cannot change its decisions.
     CloneSetEventHandlerOptimization = "CloneSetEventHandlerOptimization", false, Alpha,
         Effect::UnusedUpstream;

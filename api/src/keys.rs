@@ -498,6 +498,10 @@ pub const MIGRATION_ANNOTATION: &str = "apps.kruise.io/migration";
 
 // ---- Advanced DaemonSet conditions (CloneSet's types: one string, one definition) ----
 
+/// Annotation on a v1alpha1 Advanced DaemonSet: `"true"` is v1beta1's
+/// `spec.scaleStrategy.partitionedScaling` (the conversion maps one to the other).
+pub const DAEMONSET_PROGRESSIVE_CREATE_POD_ANNOTATION: &str =
+    "daemonset.kruise.io/progressive-create-pod";
 /// DaemonSet condition: creating or deleting its Pods failed (or the spec's numbers are invalid).
 pub const DAEMONSET_CONDITION_FAILED_SCALE: &str = CLONESET_CONDITION_FAILED_SCALE;
 /// DaemonSet condition: updating a Pod in place failed.

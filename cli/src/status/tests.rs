@@ -355,6 +355,22 @@ fn daemonset_decisions() {
         Outcome::Paused,
         "10 of 20",
     );
+    // Partitioned scaling: partition 15 of 20 nodes leaves 15 nodes without a Pod.
+    let held = RolloutView::from_json(&json!({
+        "apiVersion": "apps.kruise.io/v1beta1", "kind": "DaemonSet",
+        "metadata": {"name": "agent", "namespace": "default", "generation": 5},
+        "spec": {"scaleStrategy": {"partitionedScaling": true},
+                 "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": 15}}},
+        "status": {"observedGeneration": 5, "desiredNumberScheduled": 20, "currentNumberScheduled": 5,
+                   "numberReady": 5, "numberAvailable": 5, "updatedNumberScheduled": 5,
+                   "updateRevision": "6d4b9c"}}));
+    check(
+        "ads partitioned scaling",
+        &held,
+        &none,
+        Outcome::Complete,
+        "5 of 20 nodes have a pod (15 held by partition 15)",
+    );
 }
 
 /// SidecarSet: done when every matched Pod past the partition runs the latest sidecar.

@@ -84,6 +84,9 @@ pub struct RolloutView {
     /// A SidecarSet's current hash (its `kruise.io/sidecarset-hash` annotation, else computed):
     /// what an upgraded Pod records for it. Empty for other kinds.
     pub sidecar_hash: String,
+    /// An Advanced DaemonSet's `scaleStrategy.partitionedScaling`: the partition also holds
+    /// back the nodes' Pods (only desired - partition exist).
+    pub partitioned_scaling: bool,
 }
 
 pub(crate) fn i(v: &Value, path: &[&str]) -> i64 {
@@ -205,6 +208,7 @@ impl RolloutView {
             selector,
             images,
             sidecar_hash: String::new(),
+            partitioned_scaling: false,
         };
         (spec.read)(obj, &mut view);
         view

@@ -9,7 +9,9 @@
 //! revisions → plan → sync → history → status) → `sync` (the plan's Pod writes) and
 //! `revisions` → `context` (Events, expectations, the error). Lifecycle hooks (preDelete,
 //! inPlaceUpdate) use the shared [`crate::workload`] update step and lifecycle writer; the plan
-//! counts a pre-deleting Pod as none, as upstream does.
+//! counts a pre-deleting Pod as none, as upstream does. `predownload` asks the nodes to pull a
+//! rollout's new images first (gate `PreDownloadImageForDaemonSetUpdate`), through the shared
+//! [`crate::workload::predownload`].
 
 mod context;
 pub mod controller;
@@ -17,6 +19,7 @@ pub mod error;
 pub mod nodes;
 pub mod plan;
 pub mod pod;
+pub mod predownload;
 mod reconcile;
 mod revisions;
 pub mod status;

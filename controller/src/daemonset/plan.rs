@@ -48,6 +48,9 @@ pub struct Limits {
     pub max_surge: usize,
     pub partition: usize,
     pub burst: usize,
+    /// `scaleStrategy.partitionedScaling`: the partition that also holds back creations
+    /// (upstream `GetNodesNeedingPods`), `None` when creations are not held back.
+    pub creation_partition: Option<usize>,
 }
 
 /// Why the spec's numbers cannot be used (the field and the fix).
@@ -111,7 +114,61 @@ pub fn limits(ds: &DaemonSet, desired: usize) -> Result<Limits, BadNumber> {
         max_surge,
         partition,
         burst,
+        creation_partition: creation_partition(ds)?,
     })
+}
+
+/// Whether new Pods are created only within the partition (upstream
+/// `isDaemonSetCreationProgressively`; the v1alpha1 annotation converts to this field).
+pub fn is_creation_progressive(ds: &DaemonSet) -> bool {
+    ds.spec
+        .scale_strategy
+        .as_ref()
+        .is_some_and(|s| s.partitioned_scaling)
+}
+
+/// The partition that holds back creations: only with partitioned scaling under a
+/// RollingUpdate with a non-zero partition. As upstream, a percentage is of the last status's
+/// desired number, rounded down (so a new DaemonSet's percentage holds nothing back yet).
+fn creation_partition(ds: &DaemonSet) -> Result<Option<usize>, BadNumber> {
+    let Some(p) = ds.spec.rolling_update().and_then(|r| r.partition) else {
+        return Ok(None);
+    };
+    if !is_creation_progressive(ds) {
+        return Ok(None);
+    }
+    let last_desired = ds.status.as_ref().map_or(0, |s| s.desired_number_scheduled);
+    let partition = crate::workload::intstr::scaled_value(&p, last_desired, false)
+        .ok()
+        .and_then(|v| usize::try_from(v).ok())
+        .ok_or_else(|| BadNumber {
+            field: "updateStrategy.rollingUpdate.partition",
+            value: match &p {
+                IntOrString::Int(i) => i.to_string(),
+                IntOrString::String(s) => s.clone(),
+            },
+        })?;
+    Ok((partition > 0).then_some(partition))
+}
+
+/// The nodes that get a new Pod now (upstream `GetNodesNeedingPods`): all of `needing` unless
+/// creation is progressive, else, in name order, only as many as keep the Pods at the update
+/// revision within `desired - partition`.
+pub fn nodes_needing_pods(
+    new_pods: usize,
+    desired: usize,
+    partition: Option<usize>,
+    mut needing: Vec<String>,
+) -> Vec<String> {
+    needing.sort();
+    let Some(partition) = partition else {
+        return needing;
+    };
+    let max_create = desired
+        .saturating_sub(new_pods)
+        .saturating_sub(partition.min(desired));
+    needing.truncate(max_create);
+    needing
 }
 
 /// What one sync does.
@@ -359,6 +416,15 @@ pub fn plan(
     let surge = lim.max_surge > 0;
     for np in nodes {
         manage_node(np, hash, surge, &mut plan);
+    }
+    if lim.creation_partition.is_some() {
+        let desired = nodes.iter().filter(|n| n.placement.should_run).count();
+        let new_pods = nodes
+            .iter()
+            .filter(|n| matches!(updated_pods_on_node(n, hash), Some((Some(_), _))))
+            .count();
+        let needing = std::mem::take(&mut plan.create_on);
+        plan.create_on = nodes_needing_pods(new_pods, desired, lim.creation_partition, needing);
     }
     // The update waits until placement is settled, as upstream's expectations make it. A Pod
     // already pre-deleting does not hold it up: it may wait for its hook for a long time, and

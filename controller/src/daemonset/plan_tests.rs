@@ -29,6 +29,7 @@ fn lim(unavailable: usize, surge: usize, partition: usize) -> Limits {
         max_surge: surge,
         partition,
         burst: 250,
+        creation_partition: None,
     }
 }
 
@@ -395,4 +396,137 @@ fn surge_starts_a_new_pod_beside_a_pre_deleting_one() {
     let p = plan(&v, &[], "new", &lim(0, 1, 0), Some(&rolling()), 0, now());
     assert_eq!(p.delete, ["p03"]);
     assert_eq!(p.create_on, ["n19"]);
+}
+
+/// (name, new Pods, desired, partition, progressive, nodes needing a Pod, nodes that get one now)
+type Case = (
+    &'static str,
+    usize,
+    usize,
+    usize,
+    bool,
+    Vec<String>,
+    Vec<String>,
+);
+
+/// Upstream's `TestGetMaxCreateNum` table.
+#[test]
+fn partitioned_scaling_holds_creations_to_desired_minus_partition() {
+    let ns =
+        |r: std::ops::Range<usize>| -> Vec<String> { r.map(|i| format!("node-{i}")).collect() };
+    let list = |v: &[&str]| -> Vec<String> { v.iter().map(|s| s.to_string()).collect() };
+    #[rustfmt::skip]
+    let cases: Vec<Case> = vec![
+        ("all new", 10, 10, 0, false, vec![], vec![]),
+        ("create step1: partition=10", 0, 10, 10, true, ns(0..10), vec![]),
+        ("create step2: partition=9", 0, 10, 9, true, ns(0..10), ns(0..1)),
+        ("create step3: partition=5", 1, 10, 5, true, ns(1..10), ns(1..5)),
+        ("create step4: 2 new nodes", 5, 12, 5, true, ns(5..12), list(&["node-10", "node-11"])),
+        ("create step5: 3 nodes gone", 4, 9, 5, true,
+            list(&["node-5", "node-6", "node-7", "node-9", "node-10"]), vec![]),
+        ("create step6: partition=0", 4, 9, 0, true,
+            list(&["node-5", "node-6", "node-7", "node-9", "node-10"]),
+            list(&["node-10", "node-5", "node-6", "node-7", "node-9"])),
+        ("create step7: 3 new nodes", 9, 12, 0, true, ns(12..15), ns(12..15)),
+        ("update step1: partition=10", 0, 10, 10, false, vec![], vec![]),
+        ("update step3: a Pod replaced", 0, 10, 9, false, ns(1..2), ns(1..2)),
+        ("update step5: Pods replaced", 1, 10, 5, false, ns(2..6), ns(2..6)),
+        ("update step6: 2 new nodes", 5, 12, 5, false, ns(11..13), ns(11..13)),
+        ("update step7: Pods replaced", 7, 12, 0, false, ns(6..11),
+            list(&["node-10", "node-6", "node-7", "node-8", "node-9"])),
+        ("selector step2: partition=15", 0, 20, 15, true, ns(11..21), ns(11..16)),
+        ("selector step3: partition=10", 5, 20, 10, true, ns(16..21), ns(16..21)),
+        ("bad 1: partition too large", 10, 10, 100, false, vec![], vec![]),
+        ("bad 2: partition too large at creation", 5, 10, 100, true, ns(5..11), vec![]),
+        ("bad 3: an old Pod deleted by hand", 5, 10, 5, false, ns(6..7), ns(6..7)),
+    ];
+    for (name, new, desired, partition, progressive, needing, want) in cases {
+        let got = nodes_needing_pods(new, desired, progressive.then_some(partition), needing);
+        assert_eq!(got, want, "{name}");
+    }
+}
+
+fn ds_with(spec_extra: serde_json::Value, desired_last: i32) -> DaemonSet {
+    let mut ds = json!({"apiVersion": "apps.kruise.io/v1beta1", "kind": "DaemonSet",
+        "metadata": {"name": "d"},
+        "spec": {"selector": {}, "template": {}},
+        "status": {"desiredNumberScheduled": desired_last, "currentNumberScheduled": 0,
+                   "numberMisscheduled": 0, "numberReady": 0, "updatedNumberScheduled": 0,
+                   "updateRevision": ""}});
+    if let Some(extra) = spec_extra.as_object() {
+        for (k, v) in extra {
+            ds["spec"][k] = v.clone();
+        }
+    }
+    serde_json::from_value(ds).expect("ds")
+}
+
+#[test]
+fn creation_is_held_back_only_with_partitioned_scaling_and_a_partition() {
+    let progressive = json!({"partitionedScaling": true});
+    let ru = |p: serde_json::Value| json!({"rollingUpdate": {"partition": p}});
+    let held = |extra: serde_json::Value, last: i32| {
+        limits(&ds_with(extra, last), 10)
+            .expect("ok")
+            .creation_partition
+    };
+    assert_eq!(held(json!({"updateStrategy": ru(json!(3))}), 0), None);
+    assert_eq!(
+        held(
+            json!({"scaleStrategy": {"partitionedScaling": false}, "updateStrategy": ru(json!(3))}),
+            0
+        ),
+        None
+    );
+    assert_eq!(
+        held(json!({"scaleStrategy": progressive}), 0),
+        None,
+        "no partition"
+    );
+    let with =
+        |p: serde_json::Value| json!({"scaleStrategy": progressive, "updateStrategy": ru(p)});
+    assert_eq!(held(with(json!(0)), 0), None);
+    assert_eq!(held(with(json!(3)), 0), Some(3));
+    // A percentage is of the last status's desired number, rounded down.
+    assert_eq!(held(with(json!("50%")), 0), None);
+    assert_eq!(held(with(json!("25%")), 10), Some(2));
+    let on_delete = json!({"scaleStrategy": progressive,
+        "updateStrategy": {"type": "OnDelete", "rollingUpdate": {"partition": 3}}});
+    assert_eq!(held(on_delete, 0), None);
+}
+
+#[test]
+fn progressive_creation_creates_in_name_order_then_lets_the_update_run() {
+    let (nodes, _) = cluster(|_| false);
+    let nodes = &nodes[..4];
+    let newp = pod("p-new", "new", true);
+    let oldp = pod("p-old", "old", true);
+    // n00 holds a new Pod, n01 an old one, n02 and n03 none: desired 4, partition 2.
+    let v: Vec<NodePods<'_>> = nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| NodePods {
+            node: n,
+            placement: RUN,
+            pods: match i {
+                0 => vec![&newp],
+                1 => vec![&oldp],
+                _ => vec![],
+            },
+        })
+        .collect();
+    let mut l = lim(1, 0, 2);
+    l.creation_partition = Some(2);
+    let p = plan(&v, &[], "new", &l, Some(&rolling()), 0, now());
+    assert_eq!(p.create_on, ["n02"], "4 - 1 new - 2 = one more Pod");
+    l.creation_partition = Some(3);
+    let p = plan(&v, &[], "new", &l, Some(&rolling()), 0, now());
+    assert!(p.create_on.is_empty());
+    assert!(
+        p.replace.is_empty(),
+        "the update still keeps the partition's old Pods"
+    );
+    l.creation_partition = None;
+    let p = plan(&v, &[], "new", &l, Some(&rolling()), 0, now());
+    assert_eq!(p.create_on, ["n02", "n03"]);
 }

@@ -22,6 +22,7 @@ use super::error::Error;
 use super::nodes;
 use super::plan::{self, Limits, NodePods, Plan};
 use super::pod;
+use super::predownload;
 use super::revisions::{list_revisions, truncate_history, update_revision};
 use super::status;
 use super::sync::{ScaleFailure, Syncer};
@@ -75,6 +76,10 @@ async fn reconcile_inner(
     let mut revisions = list_revisions(&ctx, &ds, &ns, &uid);
     let (update_rev, collision) = update_revision(&ctx, &ds, &rev_api, &mut revisions).await?;
     let hash = pod::revision_hash(&update_rev);
+    // Before the Pod writes, as upstream: the jobs must reach the nodes ahead of the update.
+    if predownload::enabled(&ctx.gates) {
+        predownload::predownload_images(&ctx, &ds, &hash, &update_rev, &revisions).await;
+    }
 
     let pods = ctx.pods.owned_by(&ns, &uid);
     *walked = pods.len();

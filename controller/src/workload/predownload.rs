@@ -25,7 +25,9 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::api::core::v1::PodTemplateSpec;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelectorRequirement, ObjectMeta};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
+    LabelSelector, LabelSelectorRequirement, ObjectMeta,
+};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kruise_api::apps::v1beta1::{
     CloneSet, CloneSetPodUpdateStrategyType, CompletionPolicy, CompletionPolicyType, ImagePullJob,
@@ -150,21 +152,37 @@ pub fn changed_images(
     current: &ControllerRevision,
     update: &ControllerRevision,
 ) -> Result<BTreeMap<String, String>, PreDownloadError> {
-    let old = template_of(current)?;
-    let new = template_of(update)?;
-    let old_images: BTreeMap<&str, Option<&str>> = old
-        .spec
+    changed_images_since(&[current], update)
+}
+
+/// Container name → new image, for containers whose image differs from theirs in any of the
+/// `old` revisions, or that none of them has (upstream Advanced DaemonSet's
+/// `diffImagesBetweenRevisions`; with one old revision, CloneSet's comparison).
+pub fn changed_images_since(
+    old: &[&ControllerRevision],
+    update: &ControllerRevision,
+) -> Result<BTreeMap<String, String>, PreDownloadError> {
+    let olds = old
         .iter()
-        .flat_map(|s| s.containers.iter())
-        .map(|c| (c.name.as_str(), c.image.as_deref()))
-        .collect();
+        .map(|r| template_of(r))
+        .collect::<Result<Vec<_>, _>>()?;
+    let new = template_of(update)?;
+    let images_of = |t: &PodTemplateSpec, name: &str| -> Option<Option<String>> {
+        t.spec
+            .iter()
+            .flat_map(|s| s.containers.iter())
+            .find(|c| c.name == name)
+            .map(|c| c.image.clone())
+    };
     Ok(new
         .spec
         .iter()
         .flat_map(|s| s.containers.iter())
         .filter_map(|c| {
             let img = c.image.as_deref()?;
-            let same = old_images.get(c.name.as_str()) == Some(&Some(img));
+            let olds: Vec<Option<String>> =
+                olds.iter().filter_map(|t| images_of(t, &c.name)).collect();
+            let same = !olds.is_empty() && olds.iter().all(|o| o.as_deref() == Some(img));
             (!same).then(|| (c.name.clone(), img.to_string()))
         })
         .collect())
@@ -183,7 +201,41 @@ pub fn jobs_for(
     current: &ControllerRevision,
     update: &ControllerRevision,
 ) -> Result<Vec<ImagePullJob>, PreDownloadError> {
-    let tpl = &cs.spec.template;
+    let how = JobSettings {
+        parallelism: job_parallelism(cs),
+        timeout_seconds: job_timeout(cs),
+    };
+    let images = changed_images(current, update)?;
+    Ok(pull_jobs(
+        cs,
+        &cs.spec.selector,
+        &cs.spec.template,
+        update,
+        images,
+        &how,
+    ))
+}
+
+/// How each node of a pre-download job pulls.
+#[derive(Clone, Debug, PartialEq)]
+pub struct JobSettings {
+    /// Nodes pulling at once.
+    pub parallelism: IntOrString,
+    /// Per-attempt pull timeout.
+    pub timeout_seconds: i32,
+}
+
+/// One ImagePullJob per image (container name → image), owned by the workload `owner`, pulling
+/// on the nodes of its Pods (`selector`) that are not at `update` yet (upstream
+/// `CreateJobForWorkload`, shared by CloneSet and Advanced DaemonSet).
+pub fn pull_jobs<K: Resource<DynamicType = ()>>(
+    owner: &K,
+    selector: &LabelSelector,
+    tpl: &PodTemplateSpec,
+    update: &ControllerRevision,
+    images: BTreeMap<String, String>,
+    how: &JobSettings,
+) -> Vec<ImagePullJob> {
     let pull_secrets: Vec<String> = tpl
         .spec
         .as_ref()
@@ -191,7 +243,7 @@ pub fn jobs_for(
         .map(|v| v.iter().map(|s| s.name.clone()).collect())
         .unwrap_or_default();
     // Pods not at the update revision yet, whichever form (full name or hash) they carry.
-    let mut selector = cs.spec.selector.clone();
+    let mut selector = selector.clone();
     selector
         .match_expressions
         .get_or_insert_with(Vec::new)
@@ -200,7 +252,7 @@ pub fn jobs_for(
             operator: "NotIn".to_string(),
             values: Some(vec![update.name_any(), revision_hash_label(update)]),
         });
-    // Everything a CloneSet owns matches its selector; the template labels make the job do too.
+    // Everything a workload owns matches its selector; the template labels make the job do too.
     let mut labels = tpl
         .metadata
         .as_ref()
@@ -215,16 +267,15 @@ pub fn jobs_for(
         .as_ref()
         .and_then(|m| m.annotations.clone())
         .unwrap_or_default();
-    let owner = cs.controller_owner_ref(&());
-    let images = changed_images(current, update)?;
-    Ok(images
+    let owner_ref = owner.controller_owner_ref(&());
+    images
         .into_iter()
         .map(|(container, image)| ImagePullJob {
             metadata: ObjectMeta {
                 name: Some(format!("{}-{container}", update.name_any())),
-                namespace: cs.namespace(),
+                namespace: owner.meta().namespace.clone(),
                 labels: Some(labels.clone()),
-                owner_references: owner.clone().map(|o| vec![o]),
+                owner_references: owner_ref.clone().map(|o| vec![o]),
                 ..Default::default()
             },
             spec: ImagePullJobSpec {
@@ -235,9 +286,9 @@ pub fn jobs_for(
                         match_expressions: selector.match_expressions.clone().unwrap_or_default(),
                         match_labels: selector.match_labels.clone().unwrap_or_default(),
                     }),
-                    parallelism: Some(job_parallelism(cs)),
+                    parallelism: Some(how.parallelism.clone()),
                     pull_policy: Some(PullPolicy {
-                        timeout_seconds: Some(job_timeout(cs)),
+                        timeout_seconds: Some(how.timeout_seconds),
                         backoff_limit: Some(BACKOFF_LIMIT),
                     }),
                     completion_policy: CompletionPolicy {
@@ -254,7 +305,7 @@ pub fn jobs_for(
             },
             status: None,
         })
-        .collect())
+        .collect()
 }
 
 /// The pure decision. `can_update_in_place` is the engine's verdict for current → update.
@@ -355,16 +406,28 @@ pub async fn ensure_predownload_jobs(
     update_revision: &ControllerRevision,
     can_update_in_place: bool,
 ) -> Result<Outcome, PreDownloadError> {
-    let ns = cloneset.namespace().unwrap_or_default();
-    let cs_name = cloneset.name_any();
-    let jobs: Api<ImagePullJob> = Api::namespaced(client.clone(), &ns);
-    let mut out = Outcome::default();
-    match decide(
+    let decision = decide(
         cloneset,
         current_revision,
         update_revision,
         can_update_in_place,
-    )? {
+    )?;
+    apply(client, cloneset, update_revision, decision).await
+}
+
+/// Carries out a [`Decision`] for the workload `owner` (CloneSet or Advanced DaemonSet):
+/// creates its jobs, deletes them, or labels `update_revision` so it is handled once.
+pub async fn apply<K: Resource<DynamicType = ()>>(
+    client: &Client,
+    owner: &K,
+    update_revision: &ControllerRevision,
+    decision: Decision,
+) -> Result<Outcome, PreDownloadError> {
+    let ns = owner.meta().namespace.clone().unwrap_or_default();
+    let workload = owner.meta().name.clone().unwrap_or_default();
+    let jobs: Api<ImagePullJob> = Api::namespaced(client.clone(), &ns);
+    let mut out = Outcome::default();
+    match decision {
         Decision::DeleteJobs => {
             // Jobs exist only for a revision labelled when they were created: a settled
             // CloneSet costs no API call here, on every reconcile.
@@ -374,7 +437,7 @@ pub async fn ensure_predownload_jobs(
             {
                 return Ok(out);
             }
-            let uid = cloneset.uid().unwrap_or_default();
+            let uid = owner.meta().uid.clone().unwrap_or_default();
             for j in jobs.list(&ListParams::default()).await?.items {
                 let ours = j
                     .owner_references()
@@ -385,7 +448,7 @@ pub async fn ensure_predownload_jobs(
                 }
                 match jobs.delete(&j.name_any(), &Default::default()).await {
                     Ok(_) => {
-                        tracing::info!(cloneset = %cs_name, namespace = %ns, job = %j.name_any(), "deleted pre-download ImagePullJob");
+                        tracing::info!(workload = %workload, namespace = %ns, job = %j.name_any(), "deleted pre-download ImagePullJob");
                         out.deleted.push(j.name_any());
                     }
                     Err(kube::Error::Api(e)) if e.is_not_found() => {}
@@ -403,7 +466,7 @@ pub async fn ensure_predownload_jobs(
         Decision::Wait => out.skipped = Some("waiting for updated ready pods"),
         Decision::Done => out.skipped = Some("already handled"),
         Decision::Ignore(reason) => {
-            tracing::debug!(cloneset = %cs_name, namespace = %ns, reason, "no image pre-download");
+            tracing::debug!(workload = %workload, namespace = %ns, reason, "no image pre-download");
             label_revision(
                 client,
                 update_revision,
@@ -417,13 +480,13 @@ pub async fn ensure_predownload_jobs(
                 let name = job.name_any();
                 match jobs.create(&PostParams::default(), &job).await {
                     Ok(_) => {
-                        tracing::info!(cloneset = %cs_name, namespace = %ns, job = %name, image = %job.spec.image, "created pre-download ImagePullJob");
+                        tracing::info!(workload = %workload, namespace = %ns, job = %name, image = %job.spec.image, "created pre-download ImagePullJob");
                         out.created.push(name);
                     }
                     Err(kube::Error::Api(e)) if e.is_already_exists() => {}
                     // Upstream carries on with the other images and still labels the revision.
                     Err(e) => {
-                        tracing::warn!(cloneset = %cs_name, namespace = %ns, job = %name, error = %e, "failed to create pre-download ImagePullJob");
+                        tracing::warn!(workload = %workload, namespace = %ns, job = %name, error = %e, "failed to create pre-download ImagePullJob");
                     }
                 }
             }

@@ -715,3 +715,136 @@ async fn paused_holds_an_image_change_until_resumed_and_reads_the_same_in_both_v
     }
     ns.delete().await.expect("cleanup");
 }
+
+/// A partition above this cluster's node count: it holds every node's Pod back.
+const PAST_EVERY_NODE: i64 = 100;
+/// How long a DaemonSet whose partition holds every creation is watched to stay without Pods.
+const NO_POD_FOR: Duration = Duration::from_secs(5);
+
+/// Waits until the DaemonSet's status is for its generation and counts its nodes, then checks
+/// for `NO_POD_FOR` that it has no Pod; returns the number of nodes.
+async fn assert_held_without_pods(api: &Api<kube::api::DynamicObject>, pods: &Api<Pod>) -> i64 {
+    let held = daemonset::wait_status(
+        api,
+        "agent",
+        "status for the held DaemonSet",
+        ROLLOUT,
+        |d| status_i64(d, "desiredNumberScheduled") > 0,
+    )
+    .await
+    .expect("held status");
+    let deadline = tokio::time::Instant::now() + NO_POD_FOR;
+    while tokio::time::Instant::now() < deadline {
+        let now = daemonset::pods(pods, "agent").await.expect("pods");
+        assert!(
+            now.is_empty(),
+            "the partition holds every node's Pod back, but {:?} exist",
+            now.iter()
+                .map(|p| (p.name_any(), pod_node(p)))
+                .collect::<Vec<_>>()
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    status_i64(&held, "desiredNumberScheduled")
+}
+
+/// Lowers the partition to 0 and waits for a Pod on every node.
+async fn release_partition(api: &Api<kube::api::DynamicObject>, pods: &Api<Pod>, nodes: i64) {
+    daemonset::patch_spec(
+        api,
+        "agent",
+        json!({"updateStrategy": {"rollingUpdate": {"partition": 0}}}),
+    )
+    .await
+    .expect("lower the partition");
+    wait_rolled_out(api, "agent", Some(nodes), ROLLOUT)
+        .await
+        .expect("a Pod on every node once the partition is 0");
+    let now = daemonset::pods(pods, "agent").await.expect("pods");
+    assert_eq!(
+        i64::try_from(now.len()).unwrap_or(0),
+        nodes,
+        "one Pod per node"
+    );
+}
+
+/// `scaleStrategy.partitionedScaling` rolls a new DaemonSet onto nodes progressively: with the
+/// partition above the number of nodes no Pod is created at all, lowering it to 0 creates them.
+#[tokio::test]
+async fn partitioned_scaling_creates_only_desired_minus_partition_pods() {
+    let client = client().await.expect("cluster");
+    let ns = TestNamespace::create(&client, "e2e-ads-partscale")
+        .await
+        .expect("ns");
+    let api = daemonset::api(&client, &ns.name);
+    let pods: Api<Pod> = ns.api();
+    let mut ds = daemonset::new(
+        "agent",
+        &image("testapp", "v1"),
+        json!({"type": "RollingUpdate", "rollingUpdate": {"partition": PAST_EVERY_NODE}}),
+        json!({}),
+    )
+    .expect("ds");
+    ds.data["spec"]["scaleStrategy"] = json!({"partitionedScaling": true});
+    api.create(&PostParams::default(), &ds)
+        .await
+        .expect("create DaemonSet");
+    let nodes = assert_held_without_pods(&api, &pods).await;
+    release_partition(&api, &pods, nodes).await;
+    ns.delete().await.expect("cleanup");
+}
+
+/// v1alpha1's form of the same switch, the annotation `daemonset.kruise.io/progressive-create-pod`:
+/// it reads as `partitionedScaling` in v1beta1 and holds the creations the same way.
+#[tokio::test]
+async fn progressive_create_annotation_in_v1alpha1_is_partitioned_scaling() {
+    let client = client().await.expect("cluster");
+    let ns = TestNamespace::create(&client, "e2e-ads-progressive")
+        .await
+        .expect("ns");
+    let api = daemonset::api(&client, &ns.name);
+    let alpha: Api<kube::api::DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        &ns.name,
+        &daemonset::resource(keys::VERSION_V1ALPHA1),
+    );
+    let pods: Api<Pod> = ns.api();
+    let mut ds = daemonset::new(
+        "agent",
+        &image("testapp", "v1"),
+        json!({"type": "RollingUpdate", "rollingUpdate": {"partition": PAST_EVERY_NODE}}),
+        json!({}),
+    )
+    .expect("ds");
+    ds.types = Some(kube::api::TypeMeta {
+        api_version: format!("{}/{}", keys::APPS_GROUP, keys::VERSION_V1ALPHA1),
+        kind: "DaemonSet".into(),
+    });
+    ds.metadata.annotations = Some(
+        [(
+            keys::DAEMONSET_PROGRESSIVE_CREATE_POD_ANNOTATION.to_string(),
+            "true".to_string(),
+        )]
+        .into(),
+    );
+    alpha
+        .create(&PostParams::default(), &ds)
+        .await
+        .expect("create v1alpha1 DaemonSet");
+    let beta = api.get("agent").await.expect("get v1beta1");
+    assert_eq!(
+        beta.data["spec"]["scaleStrategy"]["partitionedScaling"], true,
+        "the annotation reads as partitionedScaling: {}",
+        beta.data["spec"]
+    );
+    let nodes = assert_held_without_pods(&api, &pods).await;
+    release_partition(&api, &pods, nodes).await;
+    let back = alpha.get("agent").await.expect("get v1alpha1");
+    assert_eq!(
+        back.annotations()
+            .get(keys::DAEMONSET_PROGRESSIVE_CREATE_POD_ANNOTATION)
+            .map(String::as_str),
+        Some("true")
+    );
+    ns.delete().await.expect("cleanup");
+}

@@ -577,6 +577,132 @@ async fn gated_cloneset_image_change_predownloads_first_with_the_gate() {
     ns.delete().await.expect("delete ns");
 }
 
+/// The same for Advanced DaemonSet, under its own gate `PreDownloadImageForDaemonSetUpdate`: an
+/// image change held by the partition first gets an ImagePullJob for the new image on the nodes
+/// of the Pods not updated yet; once the rollout settles the job is removed.
+#[tokio::test]
+async fn serial_daemonset_image_change_predownloads_first_with_the_gate() {
+    use kruise_e2e::daemonset;
+    let _pulls = PULLS.read().await;
+    let client = client().await.expect("cluster");
+    let gated = manager::reconfigure(
+        &client,
+        &ManagerConfig::default().gates(&format!(
+            "{}=true",
+            Gate::PreDownloadImageForDaemonSetUpdate.name()
+        )),
+    )
+    .await
+    .expect("the manager runs with the pre-download gate on");
+    let ns = TestNamespace::create(&client, "e2e-ipj-ads-predl")
+        .await
+        .expect("ns");
+    let api = daemonset::api(&client, &ns.name);
+    let pods: Api<Pod> = ns.api();
+    let strategy = json!({"type": "RollingUpdate", "rollingUpdate": {
+        "rollingUpdateType": "InPlaceIfPossible", "maxUnavailable": 1}});
+    api.create(
+        &PostParams::default(),
+        &daemonset::new("agent", &image("testapp", "v1"), strategy, json!({})).expect("ds"),
+    )
+    .await
+    .expect("create DaemonSet");
+    let first = daemonset::wait_rolled_out(&api, "agent", None, Duration::from_secs(180))
+        .await
+        .expect("initial rollout");
+    let nodes = daemonset::status_i64(&first, "desiredNumberScheduled");
+    let before = daemonset::pods(&pods, "agent").await.expect("pods");
+
+    // The partition holds every Pod, so whatever the job does happens before any Pod update.
+    daemonset::patch_spec(
+        &api,
+        "agent",
+        json!({"updateStrategy": {"rollingUpdate": {"partition": nodes}},
+               "template": {"spec": {"containers": [{"name": "app", "image": image("testapp", "v3")}]}}}),
+    )
+    .await
+    .expect("partition and image");
+    let held = daemonset::wait_status(&api, "agent", "a new update revision", PULL, |d| {
+        daemonset::status_str(d, "updateRevision")
+            != daemonset::status_str(&first, "updateRevision")
+    })
+    .await
+    .expect("new revision");
+    let hash = daemonset::status_str(&held, "updateRevision").to_string();
+    let revisions = Api::<ControllerRevision>::namespaced(client.clone(), &ns.name);
+    let rev = revisions
+        .list(&ListParams::default())
+        .await
+        .expect("revisions")
+        .items
+        .into_iter()
+        .find(|r| r.labels().get("controller-revision-hash") == Some(&hash))
+        .expect("the update revision");
+    let update = rev.name_any();
+    let job_name = format!("{update}-app");
+    let api_jobs = jobs(&client, &ns.name);
+    let job = wait_for(
+        &format!("pre-download job {job_name}"),
+        Duration::from_secs(60),
+        || async { Ok(api_jobs.get_opt(&job_name).await?) },
+    )
+    .await
+    .expect("pre-download job");
+    assert_eq!(
+        job.data["spec"]["image"].as_str(),
+        Some(image("testapp", "v3").as_str())
+    );
+    assert!(
+        job.owner_references()
+            .iter()
+            .any(|o| o.kind == "DaemonSet" && o.name == "agent" && o.controller == Some(true)),
+        "owned by the DaemonSet: {:?}",
+        job.owner_references()
+    );
+    let during = daemonset::pods(&pods, "agent").await.expect("pods");
+    for (b, d) in before.iter().zip(&during) {
+        assert_eq!(
+            (d.uid(), d.labels().get("controller-revision-hash")),
+            (b.uid(), b.labels().get("controller-revision-hash")),
+            "no Pod updated before the job"
+        );
+    }
+    let rev = revisions.get(&update).await.expect("update revision");
+    assert!(
+        rev.labels()
+            .contains_key(keys::IMAGE_PREDOWNLOAD_CREATED_LABEL),
+        "revision labelled: {:?}",
+        rev.labels()
+    );
+    let js = wait_job_done(&api_jobs, &job_name).await;
+    assert_eq!(js["failed"], 0, "{js}");
+    assert_eq!(js["succeeded"], nodes, "pulled on every node: {js}");
+
+    daemonset::patch_spec(
+        &api,
+        "agent",
+        json!({"updateStrategy": {"rollingUpdate": {"partition": 0}}}),
+    )
+    .await
+    .expect("release");
+    daemonset::wait_rolled_out(&api, "agent", Some(nodes), Duration::from_secs(180))
+        .await
+        .expect("rollout");
+    // Settled: the DaemonSet's jobs are removed.
+    wait_for(
+        "the pre-download job removed",
+        Duration::from_secs(60),
+        || async { Ok(api_jobs.get_opt(&job_name).await?.is_none().then_some(())) },
+    )
+    .await
+    .expect("job removed once the rollout settled");
+    ns.delete().await.expect("delete ns");
+    gated
+        .restore(&client)
+        .await
+        .expect("the installed manager is back");
+}
+
 /// f, upstream's default: with `PreDownloadImageForInPlaceUpdate` off (as shipped), the same
 /// image change updates the Pods in place and creates no ImagePullJob at all.
 #[tokio::test]

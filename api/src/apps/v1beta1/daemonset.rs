@@ -66,8 +66,8 @@ pub struct DaemonSetSpec {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DaemonSetScaleStrategy {
-    /// Create new nodes' pods only within the partition (not implemented by this controller
-    /// yet; accepted so upstream objects round-trip).
+    /// Create pods only within the rolling update's partition: at most desired - partition
+    /// pods at the update revision exist, so lowering the partition rolls onto more nodes.
     #[serde(default, skip_serializing_if = "is_false")]
     pub partitioned_scaling: bool,
 }

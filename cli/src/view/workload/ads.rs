@@ -2,6 +2,7 @@
 //! partition of nodes, in place when rollingUpdateType is InPlaceIfPossible.
 
 use super::{History, Kind, KindSpec, PodOrder, PodSource, Restart};
+use crate::view::verdict::{Decision, Outcome, PodSummary};
 use crate::view::{RolloutView, flag, int_or_percent, s};
 use kruise_api::keys;
 use serde_json::Value;
@@ -26,7 +27,7 @@ pub static SPEC: KindSpec = KindSpec {
     containers_path: "/spec/template/spec/containers",
     read,
     failure: super::no_decision,
-    settle: super::settled,
+    settle,
     image_change,
     sort_pods: super::by_node,
     revision_label: None,
@@ -43,6 +44,15 @@ fn read(obj: &Value, v: &mut RolloutView) {
     };
     v.partition = int_or_percent(&k, "partition");
     v.paused = flag(&k, "paused");
+    // v1alpha1 carries it as an annotation.
+    let annotation = [
+        "metadata",
+        "annotations",
+        keys::DAEMONSET_PROGRESSIVE_CREATE_POD_ANNOTATION,
+    ];
+    v.partitioned_scaling = crate::view::get(obj, &["spec", "scaleStrategy"])
+        .is_some_and(|st| flag(st, "partitionedScaling"))
+        || s(obj, &annotation) == "true";
     // v1beta1 reports `updateRevision`, v1alpha1 `daemonSetHash` (the hash Pods carry as
     // controller-revision-hash; the ControllerRevision is `NAME-HASH`).
     let rev = s(obj, &["status", "updateRevision"]);
@@ -57,4 +67,26 @@ fn image_change(v: &RolloutView) -> String {
     let in_place = v.pod_update_policy == "InPlaceIfPossible";
     let how = super::in_place_or_recreate(v, in_place, "rollingUpdateType");
     format!("{how}; node by node")
+}
+
+/// With partitioned scaling the partition also keeps nodes without their Pod: the rollout is as
+/// far as it goes, and says how many nodes the partition holds.
+fn settle(v: &RolloutView, _: &PodSummary) -> Option<Decision> {
+    if !v.partitioned_scaling || v.status_replicas >= v.replicas {
+        return None;
+    }
+    let partition = v
+        .partition
+        .as_ref()
+        .map(|p| p.to_string())
+        .unwrap_or_default();
+    Some(Decision {
+        outcome: Outcome::Complete,
+        message: format!(
+            "partitioned scaling: {} of {} nodes have a pod ({} held by partition {partition})",
+            v.status_replicas,
+            v.replicas,
+            v.replicas - v.status_replicas
+        ),
+    })
 }
