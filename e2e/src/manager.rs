@@ -69,6 +69,7 @@ pub const GATED_PHASE: &[Gate] = &[
     Gate::PreDownloadImageForInPlaceUpdate,
     Gate::RecreatePodWhenChangeVCTInCloneSetGate,
     Gate::DeletionProtectionForCRDCascadingGate,
+    Gate::PreDownloadImageForDaemonSetUpdate,
 ];
 
 /// `Name=true,…` for the gates of the gated phase.

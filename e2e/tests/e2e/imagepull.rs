@@ -581,19 +581,13 @@ async fn gated_cloneset_image_change_predownloads_first_with_the_gate() {
 /// image change held by the partition first gets an ImagePullJob for the new image on the nodes
 /// of the Pods not updated yet; once the rollout settles the job is removed.
 #[tokio::test]
-async fn serial_daemonset_image_change_predownloads_first_with_the_gate() {
+async fn gated_daemonset_image_change_predownloads_first_with_the_gate() {
     use kruise_e2e::daemonset;
     let _pulls = PULLS.read().await;
     let client = client().await.expect("cluster");
-    let gated = manager::reconfigure(
-        &client,
-        &ManagerConfig::default().gates(&format!(
-            "{}=true",
-            Gate::PreDownloadImageForDaemonSetUpdate.name()
-        )),
-    )
-    .await
-    .expect("the manager runs with the pre-download gate on");
+    manager::require_gates(&client, &[Gate::PreDownloadImageForDaemonSetUpdate])
+        .await
+        .expect("the gated phase's manager");
     let ns = TestNamespace::create(&client, "e2e-ipj-ads-predl")
         .await
         .expect("ns");
@@ -697,10 +691,6 @@ async fn serial_daemonset_image_change_predownloads_first_with_the_gate() {
     .await
     .expect("job removed once the rollout settled");
     ns.delete().await.expect("delete ns");
-    gated
-        .restore(&client)
-        .await
-        .expect("the installed manager is back");
 }
 
 /// f, upstream's default: with `PreDownloadImageForInPlaceUpdate` off (as shipped), the same
