@@ -353,3 +353,146 @@ fn the_gate_sorts_injected_containers_by_name() {
     assert_eq!(names(false), "zeta,alpha,main,mid,beta");
     assert_eq!(names(true), "alpha,zeta,main,beta,mid");
 }
+
+fn spec_with(container: Value, init: Value) -> kruise_api::apps::v1beta1::SidecarSetSpec {
+    sidecar_set("a", json!([container]), init).spec
+}
+
+fn violations_of(policy: Value, resources: Value) -> Vec<String> {
+    let sc = json!({"name": "sized", "image": "b:1", "resourcesPolicy": policy,
+        "resources": resources});
+    super::validation::violations(&spec_with(sc, json!([])))
+}
+
+#[test]
+fn validation_names_the_field_of_each_bad_policy() {
+    let good = json!({"targetContainersMode": "sum", "targetContainersNameRegex": ".*",
+        "resourcesExpr": {"limits": {"cpu": "max(cpu*50%, 50m)", "memory": "200Mi"},
+                          "requests": {"memory": "memory + 10Mi"}}});
+    assert_eq!(violations_of(good.clone(), json!({})), Vec::<String>::new());
+    let p = "spec.containers[0].resourcesPolicy";
+    let with = |path: &str, v: Value| {
+        let mut bad = good.clone();
+        let mut at = &mut bad;
+        let parts: Vec<&str> = path.split('.').collect();
+        for k in &parts[..parts.len() - 1] {
+            at = &mut at[*k];
+        }
+        at[parts[parts.len() - 1]] = v;
+        violations_of(bad, json!({}))
+    };
+    assert_eq!(
+        with("targetContainersMode", json!("avg")),
+        vec![format!(
+            "{p}.targetContainersMode: Unsupported value: \"avg\": supported values: \"sum\", \"max\""
+        )]
+    );
+    assert_eq!(
+        with("targetContainersNameRegex", json!("")),
+        vec![format!(
+            "{p}.targetContainersNameRegex: Required value: invalid empty regex"
+        )]
+    );
+    let e = with("targetContainersNameRegex", json!("(app"));
+    assert!(
+        e[0].starts_with(&format!(
+            "{p}.targetContainersNameRegex: Invalid value: \"(app\""
+        )),
+        "{e:?}"
+    );
+    let e = with("resourcesExpr.limits.cpu", json!("cpu / 0"));
+    assert_eq!(
+        e,
+        vec![format!(
+            "{p}.resourcesExpr.limits.cpu: Invalid value: \"cpu / 0\": invalid expression: division by zero"
+        )]
+    );
+    // The field's own variable only.
+    let e = with("resourcesExpr.requests.memory", json!("cpu*50%"));
+    assert!(e[0].ends_with("undefined variable: cpu"), "{e:?}");
+    // Validated with the variable bound to 1, as upstream: this is negative there.
+    let e = with("resourcesExpr.limits.cpu", json!("cpu - 2"));
+    assert!(e[0].contains("calculation result is negative"), "{e:?}");
+    assert_eq!(
+        with("resourcesExpr", json!({})),
+        vec![format!(
+            "{p}.resourcesExpr: Invalid value: at least one of limits or requests must be configured"
+        )]
+    );
+    assert_eq!(
+        violations_of(good.clone(), json!({"limits": {"cpu": "1"}})),
+        vec![format!(
+            "{p}: Invalid value: resourcesPolicy and resources cannot be configured together"
+        )]
+    );
+    // Among init containers, only native sidecars may carry one.
+    let init = |restart: Value| {
+        let mut ic = json!({"name": "init", "image": "b:1", "resourcesPolicy": good});
+        if !restart.is_null() {
+            ic["restartPolicy"] = restart;
+        }
+        super::validation::violations(&spec_with(
+            json!({"name": "c", "image": "b:1"}),
+            json!([ic]),
+        ))
+    };
+    assert_eq!(
+        init(Value::Null),
+        vec!["spec.initContainers[0].resourcesPolicy: Invalid value: resourcesPolicy is only supported for containers with RestartPolicy Always".to_owned()]
+    );
+    assert_eq!(init(json!("Always")), Vec::<String>::new());
+}
+
+fn admission(object: Value) -> crate::review::Request {
+    crate::review::Request {
+        uid: "u".into(),
+        operation: kube::core::admission::Operation::Create,
+        group: "apps.kruise.io".into(),
+        version: "v1beta1".into(),
+        kind: "SidecarSet".into(),
+        resource: "sidecarsets".into(),
+        sub_resource: None,
+        namespace: None,
+        name: "a".into(),
+        object: Some(object),
+        old_object: None,
+        options: None,
+        dry_run: false,
+        username: "tester".to_owned(),
+    }
+}
+
+#[test]
+fn defaulting_fills_an_absent_regex_and_conversion_keeps_the_policy() {
+    let raw = json!({"apiVersion": "apps.kruise.io/v1beta1", "kind": "SidecarSet",
+        "metadata": {"name": "a"},
+        "spec": {"selector": {"matchLabels": {"app": "web"}},
+            "containers": [
+                {"name": "x", "image": "b:1", "resourcesPolicy": {"targetContainersMode": "sum",
+                    "resourcesExpr": {"limits": {"cpu": "cpu"}}}},
+                {"name": "y", "image": "b:1", "resourcesPolicy": {"targetContainersMode": "max",
+                    "targetContainersNameRegex": "^app$",
+                    "resourcesExpr": {"limits": {"cpu": "cpu"}}}}]}});
+    let crate::review::Outcome::Patch(patch) = super::defaults::mutate(&admission(raw.clone()))
+    else {
+        panic!("expected a patch");
+    };
+    let mut stored = raw;
+    json_patch::patch(&mut stored, &patch).expect("patch applies");
+    let containers = &stored["spec"]["containers"];
+    assert_eq!(
+        containers[0]["resourcesPolicy"]["targetContainersNameRegex"],
+        ".*"
+    );
+    assert_eq!(
+        containers[1]["resourcesPolicy"]["targetContainersNameRegex"],
+        "^app$"
+    );
+    let alpha = super::conversion::convert(&stored, "apps.kruise.io/v1alpha1").expect("to alpha");
+    assert_eq!(
+        alpha["spec"]["containers"][1]["resourcesPolicy"],
+        stored["spec"]["containers"][1]["resourcesPolicy"]
+    );
+    let back = super::conversion::convert(&alpha, "apps.kruise.io/v1beta1").expect("back");
+    assert_eq!(back["spec"], stored["spec"]);
+}
