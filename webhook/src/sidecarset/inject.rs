@@ -41,7 +41,7 @@ pub enum InjectError {
     ResourcesPolicy {
         set: String,
         container: String,
-        source: PolicyError,
+        source: Box<PolicyError>,
     },
 }
 
@@ -224,7 +224,7 @@ impl Injection {
             InjectError::ResourcesPolicy {
                 set: set.metadata.name.clone().unwrap_or_default(),
                 container: c.name.clone(),
-                source,
+                source: Box::new(source),
             }
         })?;
         c.resources = Some(r);

@@ -202,7 +202,7 @@ fn mul(l: Value, r: Value) -> Result<Value, ExprError> {
 fn div(l: Value, r: Value) -> Result<Value, ExprError> {
     match (l, r) {
         (_, Value::Quantity(_)) => err("division by quantity"),
-        (_, Value::Number(n)) if n == 0.0 => err("division by zero"),
+        (_, Value::Number(0.0)) => err("division by zero"),
         (Value::Quantity(q), Value::Number(n)) => Ok(scale(q, |m| m / n)),
         (Value::Number(a), Value::Number(b)) => Ok(Value::Number(a / b)),
     }
