@@ -208,7 +208,7 @@ gates! {
         Effect::Missing("serverless Pods (the `kruise.io/podprobe` annotation) are not probed");
     /// SidecarSet injects its containers sorted by name.
     EnableSortSidecarContainerByName = "EnableSortSidecarContainerByName", false, Alpha,
-        Effect::Missing("SidecarSet injection does not sort the injected containers by name");
+        Effect::Implemented("SidecarSet injection sorts the injected containers by name");
     /// The cluster resizes Pods in place; PodUnavailableBudget then guards resizes.
     InPlacePodVerticalScaling = "InPlacePodVerticalScaling", false, Alpha,
         Effect::Implemented("PodUnavailableBudgets also charge in-place resizes, by the webhook and by CloneSet");

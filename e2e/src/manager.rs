@@ -70,6 +70,7 @@ pub const GATED_PHASE: &[Gate] = &[
     Gate::RecreatePodWhenChangeVCTInCloneSetGate,
     Gate::DeletionProtectionForCRDCascadingGate,
     Gate::PreDownloadImageForDaemonSetUpdate,
+    Gate::EnableSortSidecarContainerByName,
 ];
 
 /// `Name=true,…` for the gates of the gated phase.

@@ -51,6 +51,7 @@ fn container(name: &str, spec: &str, status: &str) -> ContainerView {
         ready: true,
         restarts: 0,
         waiting: None,
+        resources: String::new(),
     }
 }
 
@@ -612,6 +613,8 @@ fn sidecarset_shows_sidecar_version_and_owner() {
     pods[1].sidecar_hashes = [("log".to_string(), "v1hashyyyyyyyy".to_string())].into();
     // Patched to the new image; the runtime still runs the old one.
     pods[2].containers[1] = container("log", "busybox:1.37", "docker.io/library/busybox:1.36");
+    // What a resourcesPolicy computed for the sidecar.
+    pods[2].containers[1].resources = "requests cpu=75m limits cpu=300m".into();
     pods[2].owner = "CloneSet/web".into();
     pods[2].sidecar_hashes = [("log".to_string(), "v2hashxxxxxxxx".to_string())].into();
     pods.truncate(3);
@@ -648,7 +651,7 @@ fn sidecarset_shows_sidecar_version_and_owner() {
     for want in [
         "owner: CloneSet/web",
         "sidecar version v2hashxxxx (the set's)",
-        "log: restarting into busybox:1.37",
+        "log: restarting into busybox:1.37 · requests cpu=75m limits cpu=300m",
     ] {
         assert!(detail.contains(want), "{want}: {detail}");
     }

@@ -284,6 +284,22 @@ pub struct ContainerView {
     /// Why the container is waiting (`ImagePullBackOff`, `CrashLoopBackOff`, …) and the
     /// kubelet's message, when it is.
     pub waiting: Option<(String, String)>,
+    /// The spec's requests and limits (`requests cpu=75m,memory=150Mi limits cpu=300m`), empty
+    /// when it has none: what a SidecarSet's resourcesPolicy computed for a sidecar.
+    pub resources: String,
+}
+
+/// [`ContainerView::resources`] of a container spec.
+fn resources_text(r: Option<&k8s_openapi::api::core::v1::ResourceRequirements>) -> String {
+    let r = r.cloned().unwrap_or_default();
+    [("requests", r.requests), ("limits", r.limits)]
+        .into_iter()
+        .filter_map(|(name, l)| {
+            let items: Vec<String> = l?.iter().map(|(k, v)| format!("{k}={}", v.0)).collect();
+            (!items.is_empty()).then(|| format!("{name} {}", items.join(",")))
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 impl ContainerView {
@@ -479,6 +495,7 @@ impl PodView {
                             let reason = w.reason.clone()?;
                             Some((reason, w.message.clone().unwrap_or_default()))
                         }),
+                    resources: resources_text(c.resources.as_ref()),
                 }
             })
             .collect();

@@ -52,6 +52,7 @@ mod resourcedistribution;
 mod runtime_meta;
 mod scale;
 mod sidecarset;
+mod sidecarset_resources;
 mod sidecarterminator;
 mod smoke;
 mod statefulset;

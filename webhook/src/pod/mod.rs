@@ -107,10 +107,11 @@ pub async fn mutate_pod<C: SidecarSetLookup + PubLookup + PpsLookup + WsLookup +
     if !is_pod_create(&req) {
         return Outcome::Allow;
     }
-    let sidecars = match sidecarset::read_context(&req, cluster).await {
+    let mut sidecars = match sidecarset::read_context(&req, cluster).await {
         Ok(c) => c,
         Err(refusal) => return refusal,
     };
+    sidecars.sort_containers_by_name = gates.enabled(Gate::EnableSortSidecarContainerByName);
     // Decoded once for the lookups below; `mutate_with` decodes its own copy to mutate.
     let pod = req
         .object

@@ -59,7 +59,8 @@ pub fn mutate(req: &Request) -> Outcome {
 
 /// Upstream `setDefaultSidecarContainerV1beta1`, for both lists: `podInjectPolicy` (init
 /// containers `AfterAppContainer`, containers `BeforeAppContainer`),
-/// `upgradeStrategy.upgradeType: ColdUpgrade`, `shareVolumePolicy.type: disabled`; and
+/// `upgradeStrategy.upgradeType: ColdUpgrade`, `shareVolumePolicy.type: disabled`,
+/// `resourcesPolicy.targetContainersNameRegex: .*`; and
 /// `patchPodMetadata[].patchPolicy: Retain`. Written on
 /// the raw object so fields we do not type survive; a value already set is kept.
 fn default_sidecar_containers(obj: &mut Value) {
@@ -84,6 +85,18 @@ fn default_sidecar_containers(obj: &mut Value) {
         };
         for c in items.iter_mut().filter_map(Value::as_object_mut) {
             set_if_empty(c, "podInjectPolicy", policy);
+            // Upstream's CRD defaults the regex when it is absent (an empty one stays, and
+            // validation refuses it).
+            if let Some(rp) = c.get_mut("resourcesPolicy").and_then(Value::as_object_mut)
+                && rp
+                    .get("targetContainersNameRegex")
+                    .is_none_or(Value::is_null)
+            {
+                rp.insert(
+                    "targetContainersNameRegex".to_owned(),
+                    Value::String(".*".to_owned()),
+                );
+            }
             for (outer, inner, value) in [
                 ("upgradeStrategy", "upgradeType", "ColdUpgrade"),
                 ("shareVolumePolicy", "type", "disabled"),

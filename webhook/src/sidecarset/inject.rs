@@ -13,6 +13,8 @@ use kruise_api::apps::v1beta1::{PodInjectPolicyType, SidecarContainer, SidecarSe
 use kruise_api::keys;
 use kruise_api::sidecarset::{self as wire, SidecarSetUpgradeSpec};
 
+use super::resources::{self, PolicyError};
+
 /// What injection reads besides the Pod.
 #[derive(Debug, Clone, Default)]
 pub struct InjectContext {
@@ -23,6 +25,9 @@ pub struct InjectContext {
     /// SidecarSet name → the ControllerRevision its entry in `sidecar_sets` was restored from
     /// (`injectionStrategy.revision`), recorded in the Pod's hash entry.
     pub revisions: BTreeMap<String, String>,
+    /// Gate `EnableSortSidecarContainerByName`: the injected containers in name order (before
+    /// and after the Pod's own as each one's podInjectPolicy says).
+    pub sort_containers_by_name: bool,
 }
 
 /// Why a Pod could not be injected.
@@ -31,6 +36,13 @@ pub enum InjectError {
     /// The Pod carries a hash annotation that is not the JSON upstream writes.
     #[error("pod annotation: {0}")]
     Annotation(#[from] kruise_api::Error),
+    /// A sidecar's `resourcesPolicy` cannot be applied to the Pod.
+    #[error("SidecarSet {set} container {container}: resourcesPolicy: {source}")]
+    ResourcesPolicy {
+        set: String,
+        container: String,
+        source: Box<PolicyError>,
+    },
 }
 
 /// The SidecarSets that inject into `pod`, by name (upstream lists them in name order too).
@@ -71,11 +83,17 @@ pub fn inject(pod: &mut Pod, ctx: &InjectContext, now: &Time) -> Result<bool, In
     };
     let mut names = Vec::new();
     let pod_spec = pod.spec.clone().unwrap_or_default();
+    // Never targets of a resourcesPolicy: what any matching SidecarSet injects.
+    injection.kruise_sidecars = sets
+        .iter()
+        .flat_map(|s| s.spec.init_containers.iter().chain(&s.spec.containers))
+        .map(|c| c.container.name.clone())
+        .collect();
 
     for set in &sets {
         let name = set.metadata.name.clone().unwrap_or_default();
         names.push(name.clone());
-        let sidecar_list = injection.add_set(set, pod, &pod_spec);
+        let sidecar_list = injection.add_set(set, pod, &pod_spec)?;
         let entry = |hash: String| SidecarSetUpgradeSpec {
             update_timestamp: now.clone(),
             hash,
@@ -118,7 +136,7 @@ pub fn inject(pod: &mut Pod, ctx: &InjectContext, now: &Time) -> Result<bool, In
             wire::format_working_containers(&injection.working)?,
         );
     }
-    injection.apply(pod);
+    injection.apply(pod, ctx.sort_containers_by_name);
     Ok(true)
 }
 
@@ -132,11 +150,18 @@ struct Injection {
     annotations: BTreeMap<String, String>,
     /// Hot-upgrade sidecar → its working container.
     working: BTreeMap<String, String>,
+    /// Names of every container the matching SidecarSets inject.
+    kruise_sidecars: BTreeSet<String>,
 }
 
 impl Injection {
     /// Gathers what `set` injects into `pod`; returns the names of its sidecar containers.
-    fn add_set(&mut self, set: &SidecarSet, pod: &Pod, pod_spec: &PodSpec) -> BTreeSet<String> {
+    fn add_set(
+        &mut self,
+        set: &SidecarSet,
+        pod: &Pod,
+        pod_spec: &PodSpec,
+    ) -> Result<BTreeSet<String>, InjectError> {
         let set_volumes: BTreeMap<&str, &Volume> = set
             .spec
             .volumes
@@ -145,6 +170,7 @@ impl Injection {
             .collect();
         for ic in &set.spec.init_containers {
             let mut c = ic.container.clone();
+            self.apply_resources_policy(set, ic, pod, &mut c)?;
             push_env(&mut c, injected_env());
             for e in transfer_envs(ic, pod) {
                 push_env(&mut c, e);
@@ -164,6 +190,7 @@ impl Injection {
         for sc in &set.spec.containers {
             sidecar_list.insert(sc.container.name.clone());
             let mut c = sc.container.clone();
+            self.apply_resources_policy(set, sc, pod, &mut c)?;
             add_volumes_of(&c, &set_volumes, &mut self.volumes);
             let (mounts, mount_envs) = shared_mounts(sc, &pod_spec.containers);
             merge_mounts(&mut c, mounts);
@@ -178,7 +205,30 @@ impl Injection {
                 self.containers.push((policy, c));
             }
         }
-        sidecar_list
+        Ok(sidecar_list)
+    }
+
+    /// The resources `sc.resourcesPolicy` computes from the Pod as it was created (upstream
+    /// applies it at creation only, before anything is injected).
+    fn apply_resources_policy(
+        &self,
+        set: &SidecarSet,
+        sc: &SidecarContainer,
+        pod: &Pod,
+        c: &mut Container,
+    ) -> Result<(), InjectError> {
+        let Some(policy) = &sc.resources_policy else {
+            return Ok(());
+        };
+        let r = resources::compute(policy, pod, &self.kruise_sidecars).map_err(|source| {
+            InjectError::ResourcesPolicy {
+                set: set.metadata.name.clone().unwrap_or_default(),
+                container: c.name.clone(),
+                source: Box::new(source),
+            }
+        })?;
+        c.resources = Some(r);
+        Ok(())
     }
 
     /// A hot-upgrade sidecar `c` as its two containers, the first one working.
@@ -217,7 +267,7 @@ impl Injection {
     }
 
     /// Writes what was gathered into `pod`.
-    fn apply(self, pod: &mut Pod) {
+    fn apply(mut self, pod: &mut Pod, sort_containers_by_name: bool) {
         let spec = pod.spec.get_or_insert_with(Default::default);
         // 1. init containers, by name, before or after the Pod's own as their podInjectPolicy
         // says (defaulted to AfterAppContainer).
@@ -242,7 +292,10 @@ impl Injection {
             .collect();
         spec.init_containers = (!inits.is_empty()).then_some(inits);
         // 2. containers: a sidecar the Pod already names replaces it in place; the others go
-        // before or after the Pod's own.
+        // before or after the Pod's own, in SidecarSet order or (gate) by name.
+        if sort_containers_by_name {
+            self.containers.sort_by(|a, b| a.1.name.cmp(&b.1.name));
+        }
         let mut before = Vec::new();
         let mut after = Vec::new();
         for (policy, c) in self.containers {

@@ -10,6 +10,8 @@ pub mod cache;
 pub mod conversion;
 pub mod defaults;
 pub mod inject;
+pub mod quantity;
+pub mod resources;
 pub mod revision;
 pub mod validation;
 pub mod whitelist;
@@ -59,3 +61,6 @@ mod tests;
 
 #[cfg(test)]
 mod inject_tests;
+
+#[cfg(test)]
+mod resources_tests;

@@ -7,14 +7,14 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
-use kruise_api::apps::v1beta1::{SidecarContainer, SidecarSet, SidecarSetSpec};
+use kruise_api::apps::v1beta1::{ResourcesPolicy, SidecarContainer, SidecarSet, SidecarSetSpec};
 use kruise_api::{keys, selector, sidecarset as wire};
 use serde_json::Value;
 
 use kruise_api::features::{FeatureGates, Gate};
 use kube::core::admission::Operation;
 
-use super::{SidecarSetLookup, conversion, revision};
+use super::{SidecarSetLookup, conversion, resources, revision};
 use crate::review::{Outcome, Request};
 
 /// Decodes a SidecarSet of either version as v1beta1; the error names what is wrong.
@@ -175,6 +175,9 @@ fn container_violations(
             errs.push(format!("{path}.upgradeStrategy.hotUpgradeEmptyImage: Invalid value: {empty:?}: must differ from the container's image"));
         }
     }
+    if let Some(policy) = &c.resources_policy {
+        resources_policy_violations(&format!("{path}.resourcesPolicy"), field, c, policy, errs);
+    }
     for (j, t) in c.transfer_env.iter().enumerate() {
         let tp = format!("{path}.transferEnv[{j}]");
         let from = t.source_container_name_from.is_some();
@@ -185,6 +188,65 @@ fn container_violations(
             errs.push(format!(
                 "{tp}: Invalid value: set exactly one of envName and envNames"
             ));
+        }
+    }
+}
+
+/// Upstream `validateResourcesPolicy`: not with the container's own resources, only on native
+/// sidecars among init containers, a mode, a regex that compiles, and at least one
+/// expression list whose expressions evaluate (the variable bound to 1).
+fn resources_policy_violations(
+    path: &str,
+    field: &str,
+    c: &SidecarContainer,
+    policy: &ResourcesPolicy,
+    errs: &mut Vec<String>,
+) {
+    if field == "initContainers" && !c.is_native_sidecar() {
+        errs.push(format!("{path}: Invalid value: resourcesPolicy is only supported for containers with RestartPolicy Always"));
+    }
+    let own = c.container.resources.as_ref();
+    if own.is_some_and(|r| {
+        r.limits.as_ref().is_some_and(|l| !l.is_empty())
+            || r.requests.as_ref().is_some_and(|l| !l.is_empty())
+    }) {
+        errs.push(format!(
+            "{path}: Invalid value: resourcesPolicy and resources cannot be configured together"
+        ));
+        return;
+    }
+    let mode = &policy.target_containers_mode;
+    if policy.mode().is_none() {
+        errs.push(format!(
+            "{path}.targetContainersMode: Unsupported value: {mode:?}: supported values: \"sum\", \"max\""
+        ));
+    }
+    let regex = &policy.target_containers_name_regex;
+    if regex.is_empty() {
+        errs.push(format!(
+            "{path}.targetContainersNameRegex: Required value: invalid empty regex"
+        ));
+    } else if let Err(e) = regex::Regex::new(regex) {
+        errs.push(format!(
+            "{path}.targetContainersNameRegex: Invalid value: {regex:?}: invalid regex pattern: {e}"
+        ));
+    }
+    let exprs = &policy.resources_expr;
+    if exprs.limits.is_none() && exprs.requests.is_none() {
+        errs.push(format!("{path}.resourcesExpr: Invalid value: at least one of limits or requests must be configured"));
+        return;
+    }
+    for (kind, list) in [("limits", &exprs.limits), ("requests", &exprs.requests)] {
+        let Some(list) = list else { continue };
+        for (resource, expr) in [("cpu", &list.cpu), ("memory", &list.memory)] {
+            if expr.is_empty() {
+                continue;
+            }
+            if let Some(why) = resources::check_expression(resource, expr) {
+                errs.push(format!(
+                    "{path}.resourcesExpr.{kind}.{resource}: Invalid value: {expr:?}: {why}"
+                ));
+            }
         }
     }
 }

@@ -65,12 +65,12 @@ pub use resourcedistribution::{
     ResourceDistributionTargets,
 };
 pub use sidecarset::{
-    PodInjectPolicyType, ShareVolumePolicy, ShareVolumePolicyType, SidecarContainer,
-    SidecarContainerUpgradeStrategy, SidecarContainerUpgradeType, SidecarSet, SidecarSetCondition,
-    SidecarSetInjectRevision, SidecarSetInjectRevisionPolicy, SidecarSetInjectionStrategy,
-    SidecarSetPatchPodMetadata, SidecarSetPatchPolicyType, SidecarSetSpec, SidecarSetStatus,
-    SidecarSetUpdateStrategy, SidecarSetUpdateStrategyType, SourceContainerNameSource,
-    TransferEnvVar,
+    PodInjectPolicyType, ResourceExprs, ResourcesExpr, ResourcesPolicy, ShareVolumePolicy,
+    ShareVolumePolicyType, SidecarContainer, SidecarContainerUpgradeStrategy,
+    SidecarContainerUpgradeType, SidecarSet, SidecarSetCondition, SidecarSetInjectRevision,
+    SidecarSetInjectRevisionPolicy, SidecarSetInjectionStrategy, SidecarSetPatchPodMetadata,
+    SidecarSetPatchPolicyType, SidecarSetSpec, SidecarSetStatus, SidecarSetUpdateStrategy,
+    SidecarSetUpdateStrategyType, SourceContainerNameSource, TargetContainersMode, TransferEnvVar,
 };
 pub use statefulset::{
     InvalidReserveOrdinal, MAX_MIN_READY_SECONDS, PersistentVolumeClaimRetentionPolicyType,

@@ -100,6 +100,71 @@ pub struct SidecarContainer {
     /// Env vars copied from the Pod's containers.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub transfer_env: Vec<TransferEnvVar>,
+    /// The sidecar's cpu/memory computed at injection from the Pod's containers; exclusive
+    /// with the container's own `resources`. Same shape in v1alpha1 and v1beta1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources_policy: Option<ResourcesPolicy>,
+}
+
+/// `resourcesPolicy`: which of the Pod's containers the sidecar's resources follow, how they
+/// are aggregated, and the expressions over the aggregate.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourcesPolicy {
+    /// `sum` or `max` of the target containers' values. A string, not an enum, so a wrong
+    /// value reaches validation, which names the field.
+    #[serde(default)]
+    pub target_containers_mode: String,
+    /// Regex over container names choosing the targets (the Pod's containers and native
+    /// sidecars, never Kruise sidecars); defaulted to `.*`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub target_containers_name_regex: String,
+    /// The expressions; at least one of limits and requests.
+    #[serde(default)]
+    pub resources_expr: ResourcesExpr,
+}
+
+impl ResourcesPolicy {
+    /// The mode, when it is one of the two known.
+    pub fn mode(&self) -> Option<TargetContainersMode> {
+        match self.target_containers_mode.as_str() {
+            "sum" => Some(TargetContainersMode::Sum),
+            "max" => Some(TargetContainersMode::Max),
+            _ => None,
+        }
+    }
+}
+
+/// `resourcesPolicy.targetContainersMode`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TargetContainersMode {
+    /// Add the targets' values.
+    Sum,
+    /// The largest of the targets' values.
+    Max,
+}
+
+/// `resourcesPolicy.resourcesExpr`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ResourcesExpr {
+    /// Expressions for the limits, over the targets' limits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<ResourceExprs>,
+    /// Expressions for the requests, over the targets' requests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests: Option<ResourceExprs>,
+}
+
+/// One expression per resource: `+ - * /`, `max(a, b)`, `min(a, b)`, numbers, percentages,
+/// quantities and the variable `cpu` (resp. `memory`), the targets' aggregate.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ResourceExprs {
+    /// The cpu expression; empty leaves cpu unset.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub cpu: String,
+    /// The memory expression; empty leaves memory unset.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub memory: String,
 }
 
 /// `podInjectPolicy`.

@@ -20,7 +20,7 @@ pub(super) fn ago(now: jiff::Timestamp, t: Option<jiff::Timestamp>) -> String {
 }
 
 /// The selected Pod of a SidecarSet: owner, the hash it records against the set's, and each
-/// sidecar's image as the runtime reports it.
+/// sidecar's image as the runtime reports it, with its requests and limits.
 pub(super) fn sidecar_lines(pod: &PodView, r: &RolloutView, p: &Palette) -> Vec<Line<'static>> {
     let mut lines = vec![Line::from(format!(
         "owner: {}",
@@ -52,7 +52,7 @@ pub(super) fn sidecar_lines(pod: &PodView, r: &RolloutView, p: &Palette) -> Vec<
         }) else {
             continue;
         };
-        let text = if normalize_image(&c.spec_image) != normalize_image(image) {
+        let mut text = if normalize_image(&c.spec_image) != normalize_image(image) {
             format!(
                 "{}: {} (set: {})",
                 c.name,
@@ -64,6 +64,11 @@ pub(super) fn sidecar_lines(pod: &PodView, r: &RolloutView, p: &Palette) -> Vec<
         } else {
             format!("{}: restarting into {}", c.name, short_image(image))
         };
+        // Computed at injection when the sidecar has a resourcesPolicy.
+        if !c.resources.is_empty() {
+            text.push_str(" · ");
+            text.push_str(&c.resources);
+        }
         let style = if c.runtime_has_spec_image()
             && normalize_image(&c.spec_image) == normalize_image(image)
         {
