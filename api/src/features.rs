@@ -112,7 +112,7 @@ gates! {
         Effect::Implemented("without it no Pod webhook is registered, and the gates acting through it are off");
     /// CloneSet puts only the short revision hash in the Pod's revision label.
     CloneSetShortHash = "CloneSetShortHash", false, Alpha,
-        Effect::Missing("CloneSet always writes the revision's full name in `controller-revision-hash`, never the short hash alone");
+        Effect::Implemented("CloneSet writes only the short hash in its Pods' `controller-revision-hash`; Pods labelled with either form count as the same revision, so turning it on restarts nothing");
     /// The Pod webhook adds the `KruisePodReady` readiness gate to every Pod, not only to
     /// Pods of Kruise workloads.
     KruisePodReadinessGate = "KruisePodReadinessGate", false, Alpha,

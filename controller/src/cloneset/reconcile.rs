@@ -18,6 +18,7 @@ use kube::{Api, ResourceExt};
 
 use super::context::{Context, METRIC_NAME};
 use super::error::Error;
+use super::hooks::CloneSetPodHooks;
 use super::pvc::{cleanup_pvcs, owned_pvcs};
 use super::revisions::active_revisions;
 use super::spec::{invalid_reason, settings_of, update_options};
@@ -25,7 +26,7 @@ use super::status;
 use super::sync::{Requeue, Syncer};
 use super::sync_scale::truncate_pods_to_delete;
 use crate::expectations::{EXPECTATION_TIMEOUT, ScaleSatisfaction, VersionSatisfaction};
-use crate::inplace::{self, CloneSetHooks};
+use crate::inplace;
 use crate::revision;
 use crate::workload::podfacts::PodFacts;
 use crate::workload::predownload;
@@ -67,8 +68,13 @@ async fn predownload_images(
     update: &ControllerRevision,
 ) {
     let opts = update_options(cs, &ctx.gates);
-    let in_place =
-        inplace::can_update_in_place(&CloneSetHooks, Some(current), update, &opts).is_ok();
+    let in_place = inplace::can_update_in_place(
+        &CloneSetPodHooks::new(&ctx.gates),
+        Some(current),
+        update,
+        &opts,
+    )
+    .is_ok();
     match predownload::ensure_predownload_jobs(&ctx.client, cs, current, update, in_place).await {
         Ok(out) => {
             for job in out.created {

@@ -12,11 +12,12 @@ use kube::runtime::events::EventType;
 
 use super::context::METRIC_NAME;
 use super::error::Error;
+use super::hooks::CloneSetPodHooks;
 use super::spec::{pod_update_policy, update_options};
 use super::sync::{Requeue, Syncer, concurrently_in_order};
 use super::{diff, update};
 use crate::inplace::{
-    self, CloneSetHooks, InPlaceControl, InPlaceHooks, NotInPlace, UpdateOptions, UpdateOutcome,
+    self, InPlaceControl, InPlaceHooks, NotInPlace, UpdateOptions, UpdateOutcome,
 };
 use crate::workload::budget;
 use crate::workload::lifecycle::next_lifecycle_state;
@@ -37,7 +38,7 @@ impl Syncer<'_> {
         requeue: &mut Requeue,
         by_revision: Option<diff::Diffs>,
     ) -> Result<(), Error> {
-        let hooks = CloneSetHooks;
+        let hooks = CloneSetPodHooks::new(&self.ctx.gates);
         let opts = update_options(self.cs, &self.ctx.gates);
         let update_name = self.update_name();
         let lifecycle = self.cs.spec.lifecycle.as_ref();
@@ -156,7 +157,7 @@ impl Syncer<'_> {
     fn refresh_unwritten(
         &self,
         pod: &Pod,
-        hooks: &CloneSetHooks,
+        hooks: &CloneSetPodHooks,
         opts: &UpdateOptions,
         update_name: &str,
         lifecycle: Option<&Lifecycle>,
@@ -173,7 +174,7 @@ impl Syncer<'_> {
     async fn refresh_pod(
         &self,
         pod: &Pod,
-        hooks: &CloneSetHooks,
+        hooks: &CloneSetPodHooks,
         opts: &UpdateOptions,
         update_name: &str,
         lifecycle: Option<&Lifecycle>,
@@ -257,7 +258,7 @@ impl Syncer<'_> {
         opts: &UpdateOptions,
         requeue: &mut Requeue,
     ) -> Result<(), Error> {
-        let hooks = CloneSetHooks;
+        let hooks = CloneSetPodHooks::new(&self.ctx.gates);
         let policy = pod_update_policy(self.cs);
         let old = self.revisions.iter().find(|r| {
             r.metadata
@@ -311,7 +312,14 @@ impl Syncer<'_> {
         match self
             .ctx
             .inplace
-            .update(&CloneSetHooks, pod, old, self.update, &opts, self.now)
+            .update(
+                &CloneSetPodHooks::new(&self.ctx.gates),
+                pod,
+                old,
+                self.update,
+                &opts,
+                self.now,
+            )
             .await
         {
             Ok(UpdateOutcome::Updated {
@@ -460,7 +468,7 @@ mod tests {
             now: jiff::Timestamp::now(),
         };
         let pod = Pod::default();
-        let (hooks, opts) = (CloneSetHooks, update_options(&cs, &ctx.gates));
+        let (hooks, opts) = (CloneSetPodHooks::default(), update_options(&cs, &ctx.gates));
         let refresh = sync.refresh_pod(&pod, &hooks, &opts, "r", None);
         let update = sync.update_pod_alone(&pod, &opts);
         eprintln!(
