@@ -35,6 +35,8 @@ pub fn settings_of(cs: &CloneSet) -> Settings {
                 .labels()
                 .get(keys::CLONESET_SCALING_EXCLUDE_PREPARING_DELETE_LABEL)
                 .is_some_and(|v| v == "true"),
+        // Depends on the gate and on the revisions, which the reconcile knows.
+        partition_rollback: false,
     }
 }
 

@@ -114,10 +114,14 @@ impl Syncer<'_> {
             )
             .0
         });
-        if diffs.update_num <= 0 {
+        if diffs.update_num == 0 {
             return Ok(());
         }
-        let (wait, skipped) = update::candidates(pods, facts, &update_name);
+        // Negative only under CloneSetPartitionRollback: Pods go back to the current revision.
+        let back = diffs.update_num < 0;
+        let target = if back { self.current } else { self.update };
+        let target_name = target.metadata.name.clone().unwrap_or_default();
+        let (wait, skipped) = update::candidates(pods, facts, &update_name, back);
         for (i, why) in skipped {
             tracing::debug!(pod = podutil::name(pods[i]), ?why, "not updating pod now");
         }
@@ -131,7 +135,7 @@ impl Syncer<'_> {
             facts,
             sorted,
             &diffs,
-            &update_name,
+            &target_name,
             self.settings.min_ready_seconds,
             self.now,
         );
@@ -139,7 +143,7 @@ impl Syncer<'_> {
         // Every chosen pod is already within maxUnavailable/partition, so their updates are
         // sent together (bounded) rather than one pod's round trips after another's.
         let results: Vec<(Result<(), Error>, Requeue)> = concurrently_in_order(chosen.len(), |k| {
-            self.update_pod_alone(pods[chosen[k]], &opts)
+            self.update_pod_alone(pods[chosen[k]], target, &opts)
         })
         .await;
         let mut first_err = None;
@@ -244,17 +248,20 @@ impl Syncer<'_> {
     async fn update_pod_alone(
         &self,
         pod: &Pod,
+        target: &ControllerRevision,
         opts: &UpdateOptions,
     ) -> (Result<(), Error>, Requeue) {
         let mut r = Requeue::default();
-        let res = self.update_pod(pod, opts, &mut r).await;
+        let res = self.update_pod(pod, target, opts, &mut r).await;
         (res, r)
     }
 
-    /// Upstream `updatePod`: decide the Pod's [`UpdateStep`] and perform it.
+    /// Upstream `updatePod`: decide the Pod's [`UpdateStep`] toward `target` (the update
+    /// revision, or the current one for a rollback) and perform it.
     async fn update_pod(
         &self,
         pod: &Pod,
+        target: &ControllerRevision,
         opts: &UpdateOptions,
         requeue: &mut Requeue,
     ) -> Result<(), Error> {
@@ -273,7 +280,7 @@ impl Syncer<'_> {
             .as_ref()
             .and_then(|l| l.in_place_update.as_ref());
         let step = update_step(policy, pod, in_place_hook, || {
-            inplace::can_update_in_place(&hooks, old, self.update, opts)
+            inplace::can_update_in_place(&hooks, old, target, opts)
         });
         match step {
             UpdateStep::PrepareUpdateHook { handler } => {
@@ -283,7 +290,10 @@ impl Syncer<'_> {
             }
             UpdateStep::Wait => Ok(()),
             UpdateStep::InPlace => {
-                let Some(reason) = self.update_in_place(pod, old, opts, requeue).await? else {
+                let Some(reason) = self
+                    .update_in_place(pod, old, target, opts, requeue)
+                    .await?
+                else {
                     return Ok(());
                 };
                 match fallback(policy, reason) {
@@ -302,11 +312,12 @@ impl Syncer<'_> {
         &self,
         pod: &Pod,
         old: Option<&ControllerRevision>,
+        target: &ControllerRevision,
         opts: &UpdateOptions,
         requeue: &mut Requeue,
     ) -> Result<Option<NotInPlace>, Error> {
         let pname = podutil::name(pod);
-        let update_name = self.update_name();
+        let update_name = target.metadata.name.clone().unwrap_or_default();
         let mut opts = opts.clone();
         opts.lifecycle_state = Some(LifecycleStateType::Updating);
         match self
@@ -316,7 +327,7 @@ impl Syncer<'_> {
                 &CloneSetPodHooks::new(&self.ctx.gates),
                 pod,
                 old,
-                self.update,
+                target,
                 &opts,
                 self.now,
             )
@@ -470,7 +481,7 @@ mod tests {
         let pod = Pod::default();
         let (hooks, opts) = (CloneSetPodHooks::default(), update_options(&cs, &ctx.gates));
         let refresh = sync.refresh_pod(&pod, &hooks, &opts, "r", None);
-        let update = sync.update_pod_alone(&pod, &opts);
+        let update = sync.update_pod_alone(&pod, &rev, &opts);
         eprintln!(
             "refresh_pod future: {} B, update_pod_alone future: {} B",
             std::mem::size_of_val(&refresh),
