@@ -10,6 +10,7 @@ use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::api::core::v1::Pod;
 use kruise_api::apps::v1beta1::{CloneSet, CloneSetStatus};
+use kruise_api::features::Gate;
 use kruise_api::keys;
 use kube::api::{DeleteParams, Patch, PatchParams};
 use kube::runtime::controller::Action;
@@ -17,6 +18,7 @@ use kube::runtime::events::EventType;
 use kube::{Api, ResourceExt};
 
 use super::context::{Context, METRIC_NAME};
+use super::diff::Settings;
 use super::error::Error;
 use super::hooks::CloneSetPodHooks;
 use super::pvc::{cleanup_pvcs, owned_pvcs};
@@ -75,7 +77,10 @@ async fn predownload_images(
         &opts,
     )
     .is_ok();
-    match predownload::ensure_predownload_jobs(&ctx.client, cs, current, update, in_place).await {
+    let Some(w) = predownload::Workload::cloneset(cs) else {
+        return;
+    };
+    match predownload::ensure_predownload_jobs(&ctx.client, &w, current, update, in_place).await {
         Ok(out) => {
             for job in out.created {
                 ctx.event(
@@ -165,7 +170,11 @@ async fn reconcile_inner(
             ctx,
             cs,
             key: &key,
-            settings: settings_of(cs),
+            settings: Settings {
+                partition_rollback: ctx.gates.enabled(Gate::CloneSetPartitionRollback)
+                    && current_name != update_name,
+                ..settings_of(cs)
+            },
             current,
             update: update_rev,
             revisions: &revs.revisions,
