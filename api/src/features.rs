@@ -120,11 +120,11 @@ gates! {
     /// CloneSet / Advanced StatefulSet create ImagePullJobs to pull a new image before an
     /// in-place update.
     PreDownloadImageForInPlaceUpdate = "PreDownloadImageForInPlaceUpdate", false, Alpha,
-        Effect::Partial("CloneSet creates ImagePullJobs before an in-place update", "Advanced StatefulSet does not pre-download");
+        Effect::Implemented("CloneSet and Advanced StatefulSet create ImagePullJobs for the new images before an in-place update");
     /// CloneSet moves Pods back to the current revision when more than replicas - partition
     /// run the update revision.
     CloneSetPartitionRollback = "CloneSetPartitionRollback", false, Alpha,
-        Effect::Missing("a raised partition does not move updated Pods back to the current revision; Pods only move forward");
+        Effect::Implemented("a raised partition moves updated CloneSet Pods back to the current revision, in place when possible");
     /// Deletion protection for namespaces, services, CRDs and workloads.
     ResourcesDeletionProtection = "ResourcesDeletionProtection", false, Beta,
         Effect::Implemented("the `policy.kruise.io/delete-protection` label protects Namespaces, CRDs, Services, Ingresses and workloads from deletion");
@@ -167,7 +167,7 @@ gates! {
         Effect::UnusedUpstream;
     /// A Pod held in PreparingUpdate counts as updated when a workload scales.
     PreparingUpdateAsUpdate = "PreparingUpdateAsUpdate", false, Alpha,
-        Effect::Implemented("a Pod held in PreparingUpdate counts as updated when a CloneSet scales");
+        Effect::Implemented("a Pod held in PreparingUpdate counts as updated when a CloneSet scales, in an Advanced StatefulSet's unordered update order and when it picks a new Pod's revision");
     /// ImagePullJob and ImageListPullJob are served and run.
     ImagePullJobGate = "ImagePullJobGate", false, Alpha,
         Effect::Implemented("ImagePullJobs and ImageListPullJobs are admitted and their controllers run");
