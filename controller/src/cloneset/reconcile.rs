@@ -10,7 +10,6 @@ use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::api::core::v1::Pod;
 use kruise_api::apps::v1beta1::{CloneSet, CloneSetStatus};
-use kruise_api::features::Gate;
 use kruise_api::keys;
 use kube::api::{DeleteParams, Patch, PatchParams};
 use kube::runtime::controller::Action;
@@ -18,12 +17,11 @@ use kube::runtime::events::EventType;
 use kube::{Api, ResourceExt};
 
 use super::context::{Context, METRIC_NAME};
-use super::diff::Settings;
 use super::error::Error;
 use super::hooks::CloneSetPodHooks;
 use super::pvc::{cleanup_pvcs, owned_pvcs};
 use super::revisions::active_revisions;
-use super::spec::{invalid_reason, settings_of, update_options};
+use super::spec::{invalid_reason, sync_settings, update_options};
 use super::status;
 use super::sync::{Requeue, Syncer};
 use super::sync_scale::truncate_pods_to_delete;
@@ -170,11 +168,7 @@ async fn reconcile_inner(
             ctx,
             cs,
             key: &key,
-            settings: Settings {
-                partition_rollback: ctx.gates.enabled(Gate::CloneSetPartitionRollback)
-                    && current_name != update_name,
-                ..settings_of(cs)
-            },
+            settings: sync_settings(cs, &ctx.gates, current_name != update_name),
             current,
             update: update_rev,
             revisions: &revs.revisions,

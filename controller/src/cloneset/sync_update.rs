@@ -118,27 +118,12 @@ impl Syncer<'_> {
             return Ok(());
         }
         // Negative only under CloneSetPartitionRollback: Pods go back to the current revision.
-        let back = diffs.update_num < 0;
-        let target = if back { self.current } else { self.update };
-        let target_name = target.metadata.name.clone().unwrap_or_default();
-        let (wait, skipped) = update::candidates(pods, facts, &update_name, back);
-        for (i, why) in skipped {
-            tracing::debug!(pod = podutil::name(pods[i]), ?why, "not updating pod now");
-        }
-        let sorted = update::sort_candidates(
-            pods,
-            wait,
-            rolling.and_then(|r| r.priority_strategy.as_ref()),
-            rolling.map(|r| r.scatter_strategy.as_slice()),
-        );
-        let chosen = update::limit_candidates(
-            facts,
-            sorted,
-            &diffs,
-            &target_name,
-            self.settings.min_ready_seconds,
-            self.now,
-        );
+        let target = if diffs.update_num < 0 {
+            self.current
+        } else {
+            self.update
+        };
+        let chosen = self.choose(pods, facts, &diffs, &update_name, target);
         let chosen = self.within_budget(pods, chosen, requeue).await?;
         // Every chosen pod is already within maxUnavailable/partition, so their updates are
         // sent together (bounded) rather than one pod's round trips after another's.
@@ -154,6 +139,38 @@ impl Syncer<'_> {
             }
         }
         first_err.map_or(Ok(()), Err)
+    }
+
+    /// The Pods to move to `target` now, in order (upstream `Update` steps 3 to 5): those
+    /// waiting, sorted, cut to the update number and maxUnavailable.
+    fn choose(
+        &self,
+        pods: &[&Pod],
+        facts: &[PodFacts<'_>],
+        diffs: &diff::Diffs,
+        update_name: &str,
+        target: &ControllerRevision,
+    ) -> Vec<usize> {
+        let rolling = self.cs.spec.update_strategy.rolling_update.as_ref();
+        let back = diffs.update_num < 0;
+        let (wait, skipped) = update::candidates(pods, facts, update_name, back);
+        for (i, why) in skipped {
+            tracing::debug!(pod = podutil::name(pods[i]), ?why, "not updating pod now");
+        }
+        let sorted = update::sort_candidates(
+            pods,
+            wait,
+            rolling.and_then(|r| r.priority_strategy.as_ref()),
+            rolling.map(|r| r.scatter_strategy.as_slice()),
+        );
+        update::limit_candidates(
+            facts,
+            sorted,
+            diffs,
+            target.metadata.name.as_deref().unwrap_or_default(),
+            self.settings.min_ready_seconds,
+            self.now,
+        )
     }
 
     /// When [`Self::refresh_pod`] would write nothing for `pod`: `Some` of the requeue it would

@@ -177,7 +177,7 @@ impl<'a> Workload<'a> {
             Some(r) if r.pod_update_policy != Some(PodUpdateStrategyType::ReCreate) => None,
             _ => Some("update policy is ReCreate"),
         };
-        let one_batch = rolling.map_or(false, |r| {
+        let one_batch = rolling.is_some_and(|r| {
             // Upstream's default is the string "1", which its percent parser refuses: zero.
             let max_unavailable = r
                 .max_unavailable
