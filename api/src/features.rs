@@ -112,7 +112,7 @@ gates! {
         Effect::Implemented("without it no Pod webhook is registered, and the gates acting through it are off");
     /// CloneSet puts only the short revision hash in the Pod's revision label.
     CloneSetShortHash = "CloneSetShortHash", false, Alpha,
-        Effect::Missing("CloneSet always writes the revision's full name in `controller-revision-hash`, never the short hash alone");
+        Effect::Implemented("CloneSet writes only the short hash in its Pods' `controller-revision-hash`; Pods labelled with either form count as the same revision, so turning it on restarts nothing");
     /// The Pod webhook adds the `KruisePodReady` readiness gate to every Pod, not only to
     /// Pods of Kruise workloads.
     KruisePodReadinessGate = "KruisePodReadinessGate", false, Alpha,
@@ -120,11 +120,11 @@ gates! {
     /// CloneSet / Advanced StatefulSet create ImagePullJobs to pull a new image before an
     /// in-place update.
     PreDownloadImageForInPlaceUpdate = "PreDownloadImageForInPlaceUpdate", false, Alpha,
-        Effect::Partial("CloneSet creates ImagePullJobs before an in-place update", "Advanced StatefulSet does not pre-download");
+        Effect::Implemented("CloneSet and Advanced StatefulSet create ImagePullJobs for the new images before an in-place update");
     /// CloneSet moves Pods back to the current revision when more than replicas - partition
     /// run the update revision.
     CloneSetPartitionRollback = "CloneSetPartitionRollback", false, Alpha,
-        Effect::Missing("a raised partition does not move updated Pods back to the current revision; Pods only move forward");
+        Effect::Implemented("a raised partition moves updated CloneSet Pods back to the current revision, in place when possible");
     /// Deletion protection for namespaces, services, CRDs and workloads.
     ResourcesDeletionProtection = "ResourcesDeletionProtection", false, Beta,
         Effect::Implemented("the `policy.kruise.io/delete-protection` label protects Namespaces, CRDs, Services, Ingresses and workloads from deletion");
@@ -167,7 +167,7 @@ gates! {
         Effect::UnusedUpstream;
     /// A Pod held in PreparingUpdate counts as updated when a workload scales.
     PreparingUpdateAsUpdate = "PreparingUpdateAsUpdate", false, Alpha,
-        Effect::Implemented("a Pod held in PreparingUpdate counts as updated when a CloneSet scales");
+        Effect::Implemented("a Pod held in PreparingUpdate counts as updated when a CloneSet scales, in an Advanced StatefulSet's unordered update order and when it picks a new Pod's revision");
     /// ImagePullJob and ImageListPullJob are served and run.
     ImagePullJobGate = "ImagePullJobGate", false, Alpha,
         Effect::Implemented("ImagePullJobs and ImageListPullJobs are admitted and their controllers run");
@@ -753,21 +753,29 @@ mod tests {
             shipped().without_effect().is_empty(),
             "we ship no ignored gate"
         );
-        let g = FeatureGates::parse(
-            "CloneSetShortHash=true,CloneSetEventHandlerOptimization=true,PodIndexLabel=true",
-        )
-        .expect("valid");
-        let listed: Vec<Gate> = g.without_effect().iter().map(|(g, _)| *g).collect();
+        // Gates that gain an effect leave the list, so the gate ignored here is read from the
+        // table rather than named.
+        let ignored = Gate::ALL
+            .iter()
+            .copied()
+            .find(|g| g.effect().missing().is_some());
+        let flag = |g: Option<Gate>| {
+            g.map_or(String::new(), |g| format!("{}=true,", g.name()))
+                + "CloneSetEventHandlerOptimization=true,PodIndexLabel=true"
+        };
+        let g = FeatureGates::parse(&flag(ignored)).expect("valid");
         // Upstream's unused gate is a no-op there too; PodIndexLabel acts here.
-        assert_eq!(listed, vec![CloneSetShortHash]);
-        let g = FeatureGates::parse("PreDownloadImageForInPlaceUpdate=true").expect("valid");
+        let listed: Vec<(Gate, &str)> = g.without_effect();
         assert_eq!(
-            g.without_effect(),
-            vec![(
-                PreDownloadImageForInPlaceUpdate,
-                "Advanced StatefulSet does not pre-download"
-            )]
+            listed,
+            ignored
+                .map(|g| (g, g.effect().missing().unwrap_or_default()))
+                .into_iter()
+                .collect::<Vec<_>>()
         );
+        // A gate that acts in full is never listed.
+        let g = FeatureGates::parse("PreDownloadImageForInPlaceUpdate=true").expect("valid");
+        assert!(g.without_effect().is_empty());
     }
 
     #[test]

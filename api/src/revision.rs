@@ -48,6 +48,18 @@ pub fn write_revision_labels(labels: &mut BTreeMap<String, String>, revision: &s
     );
 }
 
+/// [`write_revision_labels`] under the CloneSetShortHash gate: only the short hash in
+/// `controller-revision-hash` too. Both forms name the same revision when compared
+/// ([`equal_to_revision_hash`]), so Pods labelled before the gate was turned on stay updated.
+pub fn write_short_revision_labels(labels: &mut BTreeMap<String, String>, revision: &str) {
+    let short = short_hash(revision);
+    labels.insert(
+        keys::CONTROLLER_REVISION_HASH_LABEL.to_owned(),
+        short.to_owned(),
+    );
+    labels.insert(keys::POD_TEMPLATE_HASH_LABEL.to_owned(), short.to_owned());
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -105,5 +117,22 @@ mod tests {
         assert!(labels_match_revision(Some(&labels), "7f9c"));
         assert!(!labels_match_revision(Some(&labels), "cs-8000"));
         assert!(!labels_match_revision(None, "cs-7f9c"));
+    }
+
+    /// Upstream `WriteRevisionHash` with CloneSetShortHash: the hash alone in both labels, and
+    /// the Pod still matches the revision's full name.
+    #[test]
+    fn short_form_writes_the_hash_and_still_matches_the_name() {
+        let mut labels = BTreeMap::new();
+        write_short_revision_labels(&mut labels, "my-app-7f9c");
+        assert_eq!(pod_revision(Some(&labels)), Some("7f9c"));
+        assert_eq!(
+            labels
+                .get(keys::POD_TEMPLATE_HASH_LABEL)
+                .map(String::as_str),
+            Some("7f9c")
+        );
+        assert!(labels_match_revision(Some(&labels), "my-app-7f9c"));
+        assert!(!labels_match_revision(Some(&labels), "my-app-8000"));
     }
 }

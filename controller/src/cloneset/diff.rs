@@ -27,6 +27,10 @@ pub struct Settings {
     pub pods_to_delete: Vec<String>,
     pub min_ready_seconds: i32,
     pub exclude_preparing_delete: bool,
+    /// Pods also move back to the current revision when more than `replicas - partition` run
+    /// the update revision: the `CloneSetPartitionRollback` gate is on and the two revisions
+    /// differ (upstream's condition in `calculateDiffsWithExpectation`).
+    pub partition_rollback: bool,
 }
 
 /// Resolved numbers of a CloneSet for its current replica count.
@@ -102,8 +106,8 @@ pub struct Diffs {
     pub use_surge: i32,
     /// Part of `use_surge` at the old revision.
     pub use_surge_old_revision: i32,
-    /// Pods to move to the update revision (negative: back to current, never with the default
-    /// feature gates).
+    /// Pods to move to the update revision (negative: back to the current revision, only with
+    /// [`Settings::partition_rollback`]).
     pub update_num: i32,
     /// Most pods that may be unavailable while updating.
     pub update_max_unavailable: i32,
@@ -230,9 +234,13 @@ pub fn calculate_diffs(
     let c = count_pods(settings, pods, is_updated, now);
 
     let mut d = Diffs::default();
-    // Without the CloneSetPartitionRollback gate (off by default upstream) pods only move forward.
-    let update_old_diff = (c.old_active - l.partition).max(0);
-    let update_new_diff = (c.new_active - (replicas - l.partition)).min(0);
+    let mut update_old_diff = c.old_active - l.partition;
+    let mut update_new_diff = c.new_active - (replicas - l.partition);
+    // Without rollback (the gate is off by default upstream) pods only move forward.
+    if !settings.partition_rollback {
+        update_old_diff = update_old_diff.max(0);
+        update_new_diff = update_new_diff.min(0);
+    }
     let total_unavailable =
         c.new_pre_deleting + c.old_pre_deleting + c.new_unavailable + c.old_unavailable;
 
@@ -428,6 +436,42 @@ mod tests {
         assert_eq!(d.update_num, 3);
         assert_eq!(d.update_max_unavailable, 1);
         assert_eq!(d.scale_up_num + d.scale_down_num, 0);
+    }
+
+    /// Upstream's "rollback partition=4" steps: 5 replicas, maxUnavailable 2, the partition
+    /// raised to 4 while 4 Pods run the update revision.
+    #[test]
+    fn a_raised_partition_rolls_pods_back_with_the_gate() {
+        let mut st = settings(
+            5,
+            Some(Rolling {
+                partition: Some(IntOrString::Int(4)),
+                max_unavailable: Some(IntOrString::Int(2)),
+                max_surge: Some(IntOrString::Int(0)),
+                ..Default::default()
+            }),
+        );
+        st.partition_rollback = true;
+        let at = |new: usize| -> Vec<Pod> {
+            (0..5)
+                .map(|i| ready(&format!("p{i}"), if i < new { "cs-new" } else { "cs-old" }))
+                .collect()
+        };
+        for (new, want) in [(4, -3), (2, -1), (1, 0)] {
+            let d = diffs(&st, &at(new), "cs-new");
+            assert_eq!(d.update_num, want, "{new} updated");
+            assert_eq!(d.update_max_unavailable, if want == 0 { 0 } else { 2 });
+            assert_eq!(d.scale_up_num + d.scale_down_num, 0);
+        }
+        // Upstream's "disable rollback feature-gate" (and the same when both revisions are
+        // one, which the caller folds into the flag): nothing moves back.
+        st.partition_rollback = false;
+        assert_eq!(diffs(&st, &at(4), "cs-new"), Diffs::default());
+        // Forward updates are the same with or without the gate.
+        st.partition_rollback = true;
+        st.rolling.as_mut().expect("rolling").partition = Some(IntOrString::Int(2));
+        let d = diffs(&st, &at(1), "cs-new");
+        assert_eq!((d.update_num, d.update_max_unavailable), (2, 2));
     }
 
     #[test]

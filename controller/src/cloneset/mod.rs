@@ -20,6 +20,7 @@ mod context;
 pub mod controller;
 pub mod diff;
 mod error;
+pub mod hooks;
 pub mod lifecycle;
 pub mod pod;
 mod pvc;

@@ -10,7 +10,8 @@ use kruise_api::appspub::{LifecycleStateType, set_lifecycle_state};
 use kruise_api::keys;
 use kube::{Resource, ResourceExt};
 
-use crate::inplace::{CloneSetHooks, InPlaceHooks};
+use super::hooks::CloneSetPodHooks;
+use crate::inplace::InPlaceHooks;
 
 /// The instance id of a Pod or PVC of the CloneSet (its `apps.kruise.io/cloneset-instance-id`).
 pub(super) fn instance_id<K: Resource>(obj: &K) -> Option<&str> {
@@ -23,8 +24,9 @@ pub(super) fn instance_id<K: Resource>(obj: &K) -> Option<&str> {
 
 /// A new pod of `cs` at `revision_name` from `tpl`, named `{cs}-{id}`: revision and instance-id
 /// labels, lifecycle PreparingNormal, the InPlaceUpdateReady readiness gate, and volumes for
-/// the instance's PVCs.
+/// the instance's PVCs. `hooks` write the revision labels.
 pub fn new_pod(
+    hooks: &CloneSetPodHooks,
     cs: &CloneSet,
     tpl: &PodTemplateSpec,
     revision_name: &str,
@@ -41,7 +43,7 @@ pub fn new_pod(
     pod.metadata.finalizers = meta.finalizers;
     pod.metadata.owner_references = cs.controller_owner_ref(&()).map(|o| vec![o]);
     pod.spec = tpl.spec.clone();
-    CloneSetHooks.write_revision(&mut pod, revision_name);
+    hooks.write_revision(&mut pod, revision_name);
     pod.metadata
         .labels
         .get_or_insert_default()
@@ -132,7 +134,14 @@ mod tests {
             }]),
             ..Default::default()
         });
-        let p = new_pod(&c, &tpl, "demo-abc12", "x7k2q", Timestamp::UNIX_EPOCH);
+        let p = new_pod(
+            &CloneSetPodHooks::default(),
+            &c,
+            &tpl,
+            "demo-abc12",
+            "x7k2q",
+            Timestamp::UNIX_EPOCH,
+        );
         assert_eq!(p.metadata.name.as_deref(), Some("demo-x7k2q"));
         assert_eq!(p.metadata.namespace.as_deref(), Some("ns"));
         let l = p.metadata.labels.as_ref().expect("labels");

@@ -18,14 +18,15 @@ use kube::{Api, ResourceExt};
 
 use super::context::{Context, METRIC_NAME};
 use super::error::Error;
+use super::hooks::CloneSetPodHooks;
 use super::pvc::{cleanup_pvcs, owned_pvcs};
 use super::revisions::active_revisions;
-use super::spec::{invalid_reason, settings_of, update_options};
+use super::spec::{invalid_reason, sync_settings, update_options};
 use super::status;
 use super::sync::{Requeue, Syncer};
 use super::sync_scale::truncate_pods_to_delete;
 use crate::expectations::{EXPECTATION_TIMEOUT, ScaleSatisfaction, VersionSatisfaction};
-use crate::inplace::{self, CloneSetHooks};
+use crate::inplace;
 use crate::revision;
 use crate::workload::podfacts::PodFacts;
 use crate::workload::predownload;
@@ -67,9 +68,17 @@ async fn predownload_images(
     update: &ControllerRevision,
 ) {
     let opts = update_options(cs, &ctx.gates);
-    let in_place =
-        inplace::can_update_in_place(&CloneSetHooks, Some(current), update, &opts).is_ok();
-    match predownload::ensure_predownload_jobs(&ctx.client, cs, current, update, in_place).await {
+    let in_place = inplace::can_update_in_place(
+        &CloneSetPodHooks::new(&ctx.gates),
+        Some(current),
+        update,
+        &opts,
+    )
+    .is_ok();
+    let Some(w) = predownload::Workload::cloneset(cs) else {
+        return;
+    };
+    match predownload::ensure_predownload_jobs(&ctx.client, &w, current, update, in_place).await {
         Ok(out) => {
             for job in out.created {
                 ctx.event(
@@ -159,7 +168,7 @@ async fn reconcile_inner(
             ctx,
             cs,
             key: &key,
-            settings: settings_of(cs),
+            settings: sync_settings(cs, &ctx.gates, current_name != update_name),
             current,
             update: update_rev,
             revisions: &revs.revisions,

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use kruise_api::apps::v1beta1::{CloneSet, CloneSetPodUpdateStrategyType};
-use kruise_api::features::FeatureGates;
+use kruise_api::features::{FeatureGates, Gate};
 use kruise_api::keys;
 use kruise_api::selector::{self, Violation};
 use kube::ResourceExt;
@@ -35,6 +35,17 @@ pub fn settings_of(cs: &CloneSet) -> Settings {
                 .labels()
                 .get(keys::CLONESET_SCALING_EXCLUDE_PREPARING_DELETE_LABEL)
                 .is_some_and(|v| v == "true"),
+        // Depends on the gate and on the revisions, which the reconcile knows.
+        partition_rollback: false,
+    }
+}
+
+/// [`settings_of`] for one sync: `two_revisions` says the current and update revisions differ,
+/// the other half of upstream's condition for `CloneSetPartitionRollback`.
+pub(super) fn sync_settings(cs: &CloneSet, gates: &FeatureGates, two_revisions: bool) -> Settings {
+    Settings {
+        partition_rollback: two_revisions && gates.enabled(Gate::CloneSetPartitionRollback),
+        ..settings_of(cs)
     }
 }
 

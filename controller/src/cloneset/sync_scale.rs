@@ -16,6 +16,7 @@ use serde_json::json;
 
 use super::context::Context;
 use super::error::Error;
+use super::hooks::CloneSetPodHooks;
 use super::pod::{instance_id, new_pod, new_pvcs};
 use super::revisions::template_of;
 use super::sync::{Requeue, Syncer};
@@ -189,6 +190,7 @@ impl Syncer<'_> {
         let update_tpl = template_of(self.update)?;
         let current_name = self.current.metadata.name.clone().unwrap_or_default();
         let update_name = self.update_name();
+        let hooks = CloneSetPodHooks::new(&self.ctx.gates);
         let new: Vec<(Pod, String)> = ids
             .iter()
             .enumerate()
@@ -198,7 +200,7 @@ impl Syncer<'_> {
                 } else {
                     (&update_tpl, &update_name)
                 };
-                (new_pod(self.cs, tpl, rev, id, self.now), id.clone())
+                (new_pod(&hooks, self.cs, tpl, rev, id, self.now), id.clone())
             })
             .collect();
         // The one line that still names the CloneSet itself, beside the span's `object`: the

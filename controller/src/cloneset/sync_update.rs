@@ -12,11 +12,12 @@ use kube::runtime::events::EventType;
 
 use super::context::METRIC_NAME;
 use super::error::Error;
+use super::hooks::CloneSetPodHooks;
 use super::spec::{pod_update_policy, update_options};
 use super::sync::{Requeue, Syncer, concurrently_in_order};
 use super::{diff, update};
 use crate::inplace::{
-    self, CloneSetHooks, InPlaceControl, InPlaceHooks, NotInPlace, UpdateOptions, UpdateOutcome,
+    self, InPlaceControl, InPlaceHooks, NotInPlace, UpdateOptions, UpdateOutcome,
 };
 use crate::workload::budget;
 use crate::workload::lifecycle::next_lifecycle_state;
@@ -37,7 +38,7 @@ impl Syncer<'_> {
         requeue: &mut Requeue,
         by_revision: Option<diff::Diffs>,
     ) -> Result<(), Error> {
-        let hooks = CloneSetHooks;
+        let hooks = CloneSetPodHooks::new(&self.ctx.gates);
         let opts = update_options(self.cs, &self.ctx.gates);
         let update_name = self.update_name();
         let lifecycle = self.cs.spec.lifecycle.as_ref();
@@ -113,32 +114,21 @@ impl Syncer<'_> {
             )
             .0
         });
-        if diffs.update_num <= 0 {
+        if diffs.update_num == 0 {
             return Ok(());
         }
-        let (wait, skipped) = update::candidates(pods, facts, &update_name);
-        for (i, why) in skipped {
-            tracing::debug!(pod = podutil::name(pods[i]), ?why, "not updating pod now");
-        }
-        let sorted = update::sort_candidates(
-            pods,
-            wait,
-            rolling.and_then(|r| r.priority_strategy.as_ref()),
-            rolling.map(|r| r.scatter_strategy.as_slice()),
-        );
-        let chosen = update::limit_candidates(
-            facts,
-            sorted,
-            &diffs,
-            &update_name,
-            self.settings.min_ready_seconds,
-            self.now,
-        );
+        // Negative only under CloneSetPartitionRollback: Pods go back to the current revision.
+        let target = if diffs.update_num < 0 {
+            self.current
+        } else {
+            self.update
+        };
+        let chosen = self.choose(pods, facts, &diffs, &update_name, target);
         let chosen = self.within_budget(pods, chosen, requeue).await?;
         // Every chosen pod is already within maxUnavailable/partition, so their updates are
         // sent together (bounded) rather than one pod's round trips after another's.
         let results: Vec<(Result<(), Error>, Requeue)> = concurrently_in_order(chosen.len(), |k| {
-            self.update_pod_alone(pods[chosen[k]], &opts)
+            self.update_pod_alone(pods[chosen[k]], target, &opts)
         })
         .await;
         let mut first_err = None;
@@ -151,12 +141,44 @@ impl Syncer<'_> {
         first_err.map_or(Ok(()), Err)
     }
 
+    /// The Pods to move to `target` now, in order (upstream `Update` steps 3 to 5): those
+    /// waiting, sorted, cut to the update number and maxUnavailable.
+    fn choose(
+        &self,
+        pods: &[&Pod],
+        facts: &[PodFacts<'_>],
+        diffs: &diff::Diffs,
+        update_name: &str,
+        target: &ControllerRevision,
+    ) -> Vec<usize> {
+        let rolling = self.cs.spec.update_strategy.rolling_update.as_ref();
+        let back = diffs.update_num < 0;
+        let (wait, skipped) = update::candidates(pods, facts, update_name, back);
+        for (i, why) in skipped {
+            tracing::debug!(pod = podutil::name(pods[i]), ?why, "not updating pod now");
+        }
+        let sorted = update::sort_candidates(
+            pods,
+            wait,
+            rolling.and_then(|r| r.priority_strategy.as_ref()),
+            rolling.map(|r| r.scatter_strategy.as_slice()),
+        );
+        update::limit_candidates(
+            facts,
+            sorted,
+            diffs,
+            target.metadata.name.as_deref().unwrap_or_default(),
+            self.settings.min_ready_seconds,
+            self.now,
+        )
+    }
+
     /// When [`Self::refresh_pod`] would write nothing for `pod`: `Some` of the requeue it would
     /// answer, decided without a future; `None` when it would write (or fail).
     fn refresh_unwritten(
         &self,
         pod: &Pod,
-        hooks: &CloneSetHooks,
+        hooks: &CloneSetPodHooks,
         opts: &UpdateOptions,
         update_name: &str,
         lifecycle: Option<&Lifecycle>,
@@ -173,7 +195,7 @@ impl Syncer<'_> {
     async fn refresh_pod(
         &self,
         pod: &Pod,
-        hooks: &CloneSetHooks,
+        hooks: &CloneSetPodHooks,
         opts: &UpdateOptions,
         update_name: &str,
         lifecycle: Option<&Lifecycle>,
@@ -243,21 +265,24 @@ impl Syncer<'_> {
     async fn update_pod_alone(
         &self,
         pod: &Pod,
+        target: &ControllerRevision,
         opts: &UpdateOptions,
     ) -> (Result<(), Error>, Requeue) {
         let mut r = Requeue::default();
-        let res = self.update_pod(pod, opts, &mut r).await;
+        let res = self.update_pod(pod, target, opts, &mut r).await;
         (res, r)
     }
 
-    /// Upstream `updatePod`: decide the Pod's [`UpdateStep`] and perform it.
+    /// Upstream `updatePod`: decide the Pod's [`UpdateStep`] toward `target` (the update
+    /// revision, or the current one for a rollback) and perform it.
     async fn update_pod(
         &self,
         pod: &Pod,
+        target: &ControllerRevision,
         opts: &UpdateOptions,
         requeue: &mut Requeue,
     ) -> Result<(), Error> {
-        let hooks = CloneSetHooks;
+        let hooks = CloneSetPodHooks::new(&self.ctx.gates);
         let policy = pod_update_policy(self.cs);
         let old = self.revisions.iter().find(|r| {
             r.metadata
@@ -272,7 +297,7 @@ impl Syncer<'_> {
             .as_ref()
             .and_then(|l| l.in_place_update.as_ref());
         let step = update_step(policy, pod, in_place_hook, || {
-            inplace::can_update_in_place(&hooks, old, self.update, opts)
+            inplace::can_update_in_place(&hooks, old, target, opts)
         });
         match step {
             UpdateStep::PrepareUpdateHook { handler } => {
@@ -282,7 +307,10 @@ impl Syncer<'_> {
             }
             UpdateStep::Wait => Ok(()),
             UpdateStep::InPlace => {
-                let Some(reason) = self.update_in_place(pod, old, opts, requeue).await? else {
+                let Some(reason) = self
+                    .update_in_place(pod, old, target, opts, requeue)
+                    .await?
+                else {
                     return Ok(());
                 };
                 match fallback(policy, reason) {
@@ -301,17 +329,25 @@ impl Syncer<'_> {
         &self,
         pod: &Pod,
         old: Option<&ControllerRevision>,
+        target: &ControllerRevision,
         opts: &UpdateOptions,
         requeue: &mut Requeue,
     ) -> Result<Option<NotInPlace>, Error> {
         let pname = podutil::name(pod);
-        let update_name = self.update_name();
+        let update_name = target.metadata.name.clone().unwrap_or_default();
         let mut opts = opts.clone();
         opts.lifecycle_state = Some(LifecycleStateType::Updating);
         match self
             .ctx
             .inplace
-            .update(&CloneSetHooks, pod, old, self.update, &opts, self.now)
+            .update(
+                &CloneSetPodHooks::new(&self.ctx.gates),
+                pod,
+                old,
+                target,
+                &opts,
+                self.now,
+            )
             .await
         {
             Ok(UpdateOutcome::Updated {
@@ -460,9 +496,9 @@ mod tests {
             now: jiff::Timestamp::now(),
         };
         let pod = Pod::default();
-        let (hooks, opts) = (CloneSetHooks, update_options(&cs, &ctx.gates));
+        let (hooks, opts) = (CloneSetPodHooks::default(), update_options(&cs, &ctx.gates));
         let refresh = sync.refresh_pod(&pod, &hooks, &opts, "r", None);
-        let update = sync.update_pod_alone(&pod, &opts);
+        let update = sync.update_pod_alone(&pod, &rev, &opts);
         eprintln!(
             "refresh_pod future: {} B, update_pod_alone future: {} B",
             std::mem::size_of_val(&refresh),

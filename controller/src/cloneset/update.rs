@@ -19,16 +19,19 @@ pub enum Skip {
 }
 
 /// Indexes (into `pods`) of pods waiting for the update revision, plus skipped ones for logs.
-/// `facts` are those of `pods`, in the same order.
+/// `facts` are those of `pods`, in the same order. `back`: the update moves Pods back to the
+/// current revision (a negative `update_num`), so the Pods waiting are those at the update
+/// revision (upstream's `waitUpdate` for a rollback).
 pub fn candidates(
     pods: &[&Pod],
     facts: &[PodFacts],
     update_revision: &str,
+    back: bool,
 ) -> (Vec<usize>, Vec<(usize, Skip)>) {
     let mut wait = Vec::new();
     let mut skipped = Vec::new();
     for (i, (pod, f)) in pods.iter().zip(facts).enumerate() {
-        if f.is_at_revision(update_revision) {
+        if f.is_at_revision(update_revision) != back {
             continue;
         }
         match f.lifecycle {

@@ -27,7 +27,7 @@ fn candidates_skip_updated_predelete_and_grace() {
             .build(),
     ];
     let refs: Vec<&Pod> = pods.iter().collect();
-    let (wait, skipped) = candidates(&refs, &PodFacts::all(&refs), "cs-new");
+    let (wait, skipped) = candidates(&refs, &PodFacts::all(&refs), "cs-new", false);
     assert_eq!(names(&refs, &wait), vec!["b", "e"]);
     assert_eq!(
         skipped,
@@ -50,7 +50,7 @@ fn any_grace_annotation_skips_the_pod() {
             .build(),
     ];
     let refs: Vec<&Pod> = pods.iter().collect();
-    let (wait, skipped) = candidates(&refs, &PodFacts::all(&refs), "cs-new");
+    let (wait, skipped) = candidates(&refs, &PodFacts::all(&refs), "cs-new", false);
     assert!(wait.is_empty());
     assert_eq!(
         skipped,
@@ -135,4 +135,56 @@ fn stop_when_target_revision_pods_are_unavailable() {
     };
     // One updated pod is still not available: nothing more may start.
     assert!(limit_candidates(&PodFacts::all(&refs), vec![1, 2], &d, "new", 0, ts(100)).is_empty());
+}
+
+/// A rollback (negative update_num) waits on the Pods at the update revision, with the same
+/// skips.
+#[test]
+fn rollback_candidates_are_the_updated_pods() {
+    let pods = [
+        pod("a").rev("cs-new").build(),
+        pod("b").rev("cs-old").build(),
+        pod("c")
+            .rev("cs-new")
+            .state(LifecycleStateType::PreparingDelete)
+            .build(),
+        pod("d").rev("new").build(),
+    ];
+    let refs: Vec<&Pod> = pods.iter().collect();
+    let (wait, skipped) = candidates(&refs, &PodFacts::all(&refs), "cs-new", true);
+    // "new" is the short-hash form of "cs-new".
+    assert_eq!(names(&refs, &wait), vec!["a", "d"]);
+    assert_eq!(skipped, vec![(2, Skip::PreparingDelete)]);
+}
+
+/// Upstream `TestCalculateUpdateCount`'s rollback case: partition 7 of 8, maxUnavailable 2,
+/// the five Pods at the update revision unavailable: two still go back, as the Pods at the
+/// target (current) revision are all available.
+#[test]
+fn rollback_limit_counts_the_target_revision_as_the_current_one() {
+    let pods: Vec<Pod> = (0..8)
+        .map(|i| {
+            let b = pod(&format!("p{i}"));
+            if i < 3 {
+                b.rev("current").running_ready(0).build()
+            } else {
+                b.rev("updated").build()
+            }
+        })
+        .collect();
+    let refs: Vec<&Pod> = pods.iter().collect();
+    let d = Diffs {
+        update_num: -4,
+        update_max_unavailable: 2,
+        ..Default::default()
+    };
+    let idx = limit_candidates(
+        &PodFacts::all(&refs),
+        (3..8).collect(),
+        &d,
+        "current",
+        0,
+        ts(100),
+    );
+    assert_eq!(idx.len(), 2);
 }

@@ -16,28 +16,12 @@ use kube::runtime::events::EventType;
 use super::context::Context;
 use crate::workload::intstr::scaled_value;
 use crate::workload::predownload::{
-    self, Decision, JobSettings, PreDownloadError, changed_images_since, pull_jobs,
+    self, Decision, PreDownloadError, Workload, changed_images_since, pull_jobs,
 };
-
-/// Upstream's pull timeout for a DaemonSet's jobs when no annotation sets one (its shared
-/// `CreateJobForWorkload` default, unlike CloneSet's).
-const PULL_TIMEOUT_SECONDS: i32 = 300;
 
 /// Whether the DaemonSet controller pre-downloads images (upstream decides it once, at start).
 pub fn enabled(gates: &FeatureGates) -> bool {
     gates.enabled(Gate::PreDownloadImageForDaemonSetUpdate) && gates.enabled(Gate::KruiseDaemon)
-}
-
-/// Upstream reads these two from the DaemonSet's annotations only.
-fn settings(ds: &DaemonSet) -> JobSettings {
-    let annotation = |key: &str| ds.annotations().get(key).and_then(|v| v.parse().ok());
-    JobSettings {
-        parallelism: IntOrString::Int(
-            annotation(keys::IMAGE_PREDOWNLOAD_PARALLELISM_ANNOTATION).unwrap_or(1),
-        ),
-        timeout_seconds: annotation(keys::IMAGE_PREDOWNLOAD_TIMEOUT_SECONDS_ANNOTATION)
-            .unwrap_or(PULL_TIMEOUT_SECONDS),
-    }
 }
 
 /// The pure decision for `ds` now, `update` being its update revision (its Pods carry `hash`)
@@ -81,15 +65,11 @@ pub fn decide(
         return Ok(Decision::Ignore("all pods update in one batch"));
     }
     let images = changed_images_since(old, update)?;
-    let jobs = pull_jobs(
-        ds,
-        &ds.spec.selector,
-        &ds.spec.template,
-        update,
-        images,
-        &settings(ds),
-    );
-    Ok(Decision::Create(jobs))
+    // Without a name or uid yet there is nothing to own the jobs: the next sync will do.
+    let Some(w) = Workload::daemonset(ds) else {
+        return Ok(Decision::Wait);
+    };
+    Ok(Decision::Create(pull_jobs(&w, update, images)))
 }
 
 /// Creates or removes the DaemonSet's pre-download jobs. Best effort, as upstream: a failure is
@@ -105,8 +85,11 @@ pub(super) async fn predownload_images(
         .iter()
         .filter(|r| r.metadata.name != update.metadata.name)
         .collect();
+    let Some(w) = Workload::daemonset(ds) else {
+        return;
+    };
     let outcome = match decide(ds, hash, update, &old) {
-        Ok(d) => predownload::apply(&ctx.client, ds, update, d).await,
+        Ok(d) => predownload::apply(&ctx.client, &w, update, d).await,
         Err(e) => Err(e),
     };
     match outcome {

@@ -9,7 +9,9 @@ fn rev(name: &str, images: &[(&str, &str)]) -> ControllerRevision {
         .collect();
     serde_json::from_value::<ControllerRevision>(json!({
         "metadata": {"name": name, "namespace": "ns",
-                     "labels": {"controller-revision-hash": name.rsplit('-').next()}},
+                     // Every revision carries its hash under both keys (revision.rs, revisions.rs).
+                     "labels": {"controller-revision-hash": name.rsplit('-').next(),
+                                "controller.kubernetes.io/hash": name.rsplit('-').next()}},
         "revision": 1
     }))
     .map(|mut r| {
@@ -125,7 +127,7 @@ fn jobs_target_the_pods_not_yet_updated_with_the_annotations_settings() {
     let t = &job.spec.template;
     assert_eq!(t.parallelism, Some(IntOrString::Int(3)));
     let pull = t.pull_policy.as_ref().expect("policy");
-    assert_eq!(pull.timeout_seconds, Some(PULL_TIMEOUT_SECONDS));
+    assert_eq!(pull.timeout_seconds, Some(300));
     let sel = t.pod_selector.as_ref().expect("selector");
     assert_eq!(
         sel.match_labels.get("app").map(String::as_str),

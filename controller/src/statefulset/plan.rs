@@ -9,7 +9,7 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
 use kruise_api::keys::k8s;
 
-use kruise_api::appspub::UpdatePriorityStrategy;
+use kruise_api::appspub::{LifecycleStateType, UpdatePriorityStrategy};
 
 use super::identity::{OrdinalRange, ordinal_of};
 use crate::workload::updatesort::sort_by_priority;
@@ -244,6 +244,32 @@ pub struct Rolling {
     /// `spec.replicas`.
     pub replicas: i32,
     pub min_ready_seconds: i32,
+    /// `PreparingUpdateAsUpdate`: a Pod held in PreparingUpdate counts as updated where
+    /// upstream asks `revision.IsPodUpdate` (the unordered update order, the revision of a
+    /// new Pod).
+    pub preparing_update_as_update: bool,
+}
+
+impl Rolling {
+    /// Upstream `revision.IsPodUpdate`: at the update revision (`is_updated`), or held in
+    /// PreparingUpdate under [`Rolling::preparing_update_as_update`].
+    pub fn counts_as_updated(&self, pod: &Pod, is_updated: &dyn Fn(&Pod) -> bool) -> bool {
+        (self.preparing_update_as_update
+            && podutil::lifecycle_state(pod) == Some(LifecycleStateType::PreparingUpdate))
+            || is_updated(pod)
+    }
+
+    /// Whether the Pod created for slot `idx` starts at the current revision (upstream
+    /// `isCurrentRevisionNeeded`): ordered, below the partition; unordered, while fewer than
+    /// `partition` Pods are not updated (`not_updated` counts [`Self::counts_as_updated`]'s
+    /// complement, Pods created this round included).
+    pub fn starts_at_current(&self, idx: i32, not_updated: usize) -> bool {
+        if self.unordered {
+            i32::try_from(not_updated).unwrap_or(i32::MAX) < self.partition
+        } else {
+            idx < self.partition
+        }
+    }
 }
 
 /// The update half of a sync.
@@ -282,7 +308,10 @@ pub fn update_order(
     let (mut done, mut waiting): (Vec<usize>, Vec<usize>) = (0..slots.replicas.len())
         .rev()
         .filter(present)
-        .partition(|&i| slots.replicas[i].is_some_and(|p| is_terminating(p) || is_updated(p)));
+        .partition(|&i| {
+            slots.replicas[i]
+                .is_some_and(|p| is_terminating(p) || rolling.counts_as_updated(p, is_updated))
+        });
     if let Some(strategy) = &rolling.priority {
         // CloneSet's priority sort (upstream `updatesort`), stable, so equal priorities keep
         // the highest-ordinal-first order.
@@ -495,6 +524,7 @@ mod tests {
             priority: None,
             replicas,
             min_ready_seconds: 0,
+            preparing_update_as_update: false,
         }
     }
 
@@ -576,6 +606,34 @@ mod tests {
         let pods = [ok(0), pod(1, "Running", true, "new"), ok(2)];
         // Two may be updated; web-1 already is, so only web-2 (highest first) goes.
         assert_eq!(update(&r, &pods, &[]), vec![2]);
+    }
+
+    /// Upstream `sortPodsToUpdate` with `revision.IsPodUpdate`: under PreparingUpdateAsUpdate
+    /// a Pod held in PreparingUpdate is among the updated ones, first and within the partition.
+    #[test]
+    fn preparing_update_counts_as_updated_in_the_unordered_order_with_the_gate() {
+        let mut r = rolling(2, 3, 3);
+        r.unordered = true;
+        let held = labelled(1, &[(keys::LIFECYCLE_STATE_LABEL, "PreparingUpdate")]);
+        let pods = [ok(0), held, ok(2)];
+        assert_eq!(update_order_of(&r, &pods), vec![2]);
+        r.preparing_update_as_update = true;
+        assert_eq!(update_order_of(&r, &pods), vec![1]);
+        // Ordered updates go by ordinal whatever the gate says.
+        r.unordered = false;
+        assert_eq!(update_order_of(&r, &pods), vec![2]);
+    }
+
+    /// Upstream `isCurrentRevisionNeeded`: ordered, below the partition; unordered, while
+    /// fewer than `partition` Pods are not updated.
+    #[test]
+    fn new_pods_start_at_the_current_revision_within_the_partition() {
+        let mut r = rolling(2, 1, 5);
+        assert!(r.starts_at_current(1, 5));
+        assert!(!r.starts_at_current(2, 0));
+        r.unordered = true;
+        assert!(r.starts_at_current(4, 1));
+        assert!(!r.starts_at_current(0, 2));
     }
 
     fn labelled(ord: i32, labels: &[(&str, &str)]) -> Pod {

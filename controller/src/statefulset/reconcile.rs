@@ -18,12 +18,14 @@ use kube::{Api, ResourceExt};
 
 use super::context::Context;
 use super::error::Error;
+use super::hooks::AstsHooks;
 use super::identity::ordinal_of;
 use super::settings::settings;
 use super::sync::{RECHECK, Requeue, SyncPass};
 use super::{revisions, status};
 use crate::expectations::{EXPECTATION_TIMEOUT, ScaleSatisfaction, VersionSatisfaction};
-use crate::workload::{claim, pace, podutil};
+use crate::inplace::{self, UpdateOptions};
+use crate::workload::{claim, pace, podutil, predownload};
 
 fn namespace_terminating(err: &Error) -> bool {
     matches!(err, Error::Kube(crate::runner::KubeError(kube::Error::Api(s))) if s.is_forbidden() && s.message.contains("being terminated"))
@@ -91,6 +93,12 @@ async fn reconcile_inner(
         return Ok(wait);
     }
 
+    // Before the Pod writes, as upstream's `doPreDownload`: the jobs must reach the nodes ahead
+    // of the update.
+    if sts.metadata.deletion_timestamp.is_none() && predownload::enabled(&ctx.gates) {
+        predownload_images(ctx, sts, &settings.opts, &current, &update).await;
+    }
+
     let old_status = sts.status.clone().unwrap_or_default();
     let mut new_status = StatefulSetStatus {
         observed_generation: sts.metadata.generation.unwrap_or_default(),
@@ -145,6 +153,37 @@ async fn reconcile_inner(
     .await;
     sync?;
     Ok(requeue.action())
+}
+
+/// Asks the nodes of the set's Pods to pull the new images before the in-place update reaches
+/// them (upstream `doPreDownload`, shared with CloneSet). Best effort: a failure is logged and
+/// never blocks the rollout.
+async fn predownload_images(
+    ctx: &Context,
+    sts: &StatefulSet,
+    opts: &UpdateOptions,
+    current: &ControllerRevision,
+    update: &ControllerRevision,
+) {
+    let Some(w) = predownload::Workload::statefulset(sts) else {
+        return;
+    };
+    let in_place = inplace::can_update_in_place(&AstsHooks, Some(current), update, opts).is_ok();
+    match predownload::ensure_predownload_jobs(&ctx.client, &w, current, update, in_place).await {
+        Ok(out) => {
+            for job in out.created {
+                ctx.event(
+                    sts,
+                    EventType::Normal,
+                    "CreatedImagePullJob",
+                    format!("created ImagePullJob {job} to pre-download the new images"),
+                    None,
+                )
+                .await;
+            }
+        }
+        Err(e) => tracing::warn!(error = %e, "image pre-download failed"),
+    }
 }
 
 /// An unusable spec: say why (Warning Event and FailedCreatePod condition) and wait for a

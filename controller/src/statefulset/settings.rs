@@ -4,7 +4,7 @@
 use kruise_api::apps::v1beta1::{
     PodManagementPolicyType, PodUpdateStrategyType, StatefulSet, StatefulSetUpdateStrategyType,
 };
-use kruise_api::features::FeatureGates;
+use kruise_api::features::{FeatureGates, Gate};
 
 use super::error::Error;
 use super::identity::OrdinalRange;
@@ -71,6 +71,7 @@ pub(super) fn settings(sts: &StatefulSet, gates: &FeatureGates) -> Result<Settin
                 .and_then(|u| u.priority_strategy.clone()),
             replicas,
             min_ready_seconds,
+            preparing_update_as_update: gates.enabled(Gate::PreparingUpdateAsUpdate),
         },
         paused: ru.paused,
         on_delete: sts.spec.update_strategy.type_ == Some(StatefulSetUpdateStrategyType::OnDelete),

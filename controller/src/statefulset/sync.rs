@@ -174,9 +174,25 @@ impl SyncPass<'_> {
             self.now,
         );
         requeue.push(scale.wait);
+        let update_name = self.update_name();
+        let is_updated = |p: &Pod| AstsHooks.equals_revision(p, &update_name);
+        let rolling = &self.settings.rolling;
+        // Pods not updated, the ones created below included (upstream counts its replicas as
+        // it fills them in).
+        let mut not_updated = slots
+            .replicas
+            .iter()
+            .flatten()
+            .filter(|p| !rolling.counts_as_updated(p, &is_updated))
+            .count();
         for op in &scale.ops {
             let res = match op {
-                ScaleOp::Create(ord) => self.create(*ord).await,
+                ScaleOp::Create(ord) => {
+                    let at_current =
+                        rolling.starts_at_current(ord - self.settings.range.start, not_updated);
+                    not_updated += usize::from(at_current);
+                    self.create(*ord, at_current).await
+                }
                 ScaleOp::Delete { name, .. } => {
                     match pods.iter().find(|p| podutil::name(p) == name) {
                         Some(pod) => self.delete_pod(pod, "scale").await,
@@ -279,9 +295,10 @@ impl SyncPass<'_> {
         Ok(())
     }
 
-    /// Creates the PVCs of `ord` (keeping existing ones) and then its pod. Ordinals below the
-    /// partition are created at the current revision, the rest at the update revision.
-    async fn create(&self, ord: i32) -> Result<(), Error> {
+    /// Creates the PVCs of `ord` (keeping existing ones) and then its pod, at the current
+    /// revision if `at_current` (see [`plan::Rolling::starts_at_current`]), else at the update
+    /// revision.
+    async fn create(&self, ord: i32, at_current: bool) -> Result<(), Error> {
         let pvc_api: Api<PersistentVolumeClaim> = Api::namespaced(self.ctx.client.clone(), self.ns);
         for pvc in identity::new_claims(self.sts, ord, &self.ctx.gates) {
             match pvc_api.create(&PostParams::default(), &pvc).await {
@@ -295,8 +312,7 @@ impl SyncPass<'_> {
                 Err(e) => return Err(e.into()),
             }
         }
-        let idx = ord - self.settings.range.start;
-        let rev = if idx < self.settings.rolling.partition && !self.settings.rolling.unordered {
+        let rev = if at_current {
             self.current
         } else {
             self.update

@@ -1,37 +1,38 @@
-//! CloneSet image pre-download: when a CloneSet rolls out a revision that can be applied in
-//! place, one ImagePullJob per changed container image pulls the new image on the nodes of the
-//! CloneSet's pods that are not at the new revision yet, so the in-place update does not wait for
-//! the pull. The update revision is then labelled `apps.kruise.io/pre-predownload-created` (or
-//! `apps.kruise.io/image-predownload-ignored` when pre-download does not apply) so this happens
-//! once per revision.
+//! Image pre-download for CloneSet, Advanced StatefulSet and Advanced DaemonSet: when a workload rolls out a
+//! revision that can be applied in place, one ImagePullJob per changed container image pulls
+//! the new image on the nodes of the workload's Pods that are not at the new revision yet, so
+//! the in-place update does not wait for the pull. The update revision is then labelled
+//! `apps.kruise.io/pre-predownload-created` (or `apps.kruise.io/image-predownload-ignored` when
+//! pre-download does not apply) so this happens once per revision.
 //!
-//! Where to call it: in the CloneSet reconcile, after the current and update revisions are known
-//! and before scaling/updating pods (upstream does it right after computing revisions and the new
-//! status skeleton), once per reconcile:
+//! Where to call it: in the workload's reconcile, after the current and update revisions are
+//! known and before scaling/updating Pods (upstream does it right after computing revisions),
+//! once per reconcile, with the workload read as a [`Workload`]:
 //!
 //! ```ignore
 //! let can = inplace::can_update_in_place(&hooks, Some(&current), &update, &opts).is_ok();
-//! if let Err(e) = predownload::ensure_predownload_jobs(&client, &cs, &current, &update, can).await {
-//!     tracing::warn!(error = %e, "failed to pre-download images");   // never fails the reconcile
+//! if let Some(w) = predownload::Workload::cloneset(&cs) {
+//!     predownload::ensure_predownload_jobs(&client, &w, &current, &update, can).await?;
 //! }
 //! ```
 //!
 //! Upstream only does this with the `PreDownloadImageForInPlaceUpdate` feature gate (default
-//! off) and the daemon enabled; the caller checks [`enabled`] first. When both revisions are the same
-//! it deletes the CloneSet's pre-download jobs. Errors are for logging: upstream never fails a
-//! CloneSet reconcile over pre-download.
+//! off) and the daemon enabled; the caller checks [`enabled`] first. When both revisions are the
+//! same it deletes the workload's pre-download jobs. Errors are for logging: upstream never
+//! fails a reconcile over pre-download.
 
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::api::core::v1::PodTemplateSpec;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
-    LabelSelector, LabelSelectorRequirement, ObjectMeta,
+    LabelSelector, LabelSelectorRequirement, ObjectMeta, OwnerReference,
 };
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kruise_api::apps::v1beta1::{
-    CloneSet, CloneSetPodUpdateStrategyType, CompletionPolicy, CompletionPolicyType, ImagePullJob,
-    ImagePullJobPodSelector, ImagePullJobSpec, ImagePullJobTemplate, PullPolicy, SandboxConfig,
+    CloneSet, CloneSetPodUpdateStrategyType, CompletionPolicy, CompletionPolicyType, DaemonSet,
+    ImagePullJob, ImagePullJobPodSelector, ImagePullJobSpec, ImagePullJobTemplate,
+    PodUpdateStrategyType, PullPolicy, SandboxConfig, StatefulSet, StatefulSetUpdateStrategyType,
 };
 use kruise_api::features::{FeatureGates, Gate};
 use kruise_api::keys;
@@ -47,12 +48,15 @@ pub fn enabled(gates: &FeatureGates) -> bool {
     gates.enabled(Gate::PreDownloadImageForInPlaceUpdate) && gates.enabled(Gate::KruiseDaemon)
 }
 
-/// CloneSets with at most this many replicas update too fast for pre-download to help.
+/// Workloads with at most this many replicas update too fast for pre-download to help.
 pub const MIN_REPLICAS_TO_PREDOWNLOAD: i32 = 3;
 /// Pull attempts of a pre-download job on each node.
 const BACKOFF_LIMIT: i32 = 1;
 /// Pre-download jobs are deleted this long after they finish.
 const JOB_TTL_SECONDS: i32 = 600;
+/// An Advanced StatefulSet's or DaemonSet's pull timeout without its annotation (upstream
+/// `CreateJobForWorkload`).
+const STATEFULSET_JOB_TIMEOUT_SECONDS: i32 = 300;
 
 #[derive(Debug, thiserror::Error)]
 pub enum PreDownloadError {
@@ -60,14 +64,14 @@ pub enum PreDownloadError {
     Kube(#[from] kube::Error),
     #[error("revision {0} has no readable pod template: {1}")]
     Revision(String, String),
-    #[error("invalid CloneSet numbers: {0}")]
+    #[error("invalid workload numbers: {0}")]
     Numbers(String),
 }
 
-/// What pre-download should do for a CloneSet now.
+/// What pre-download should do for a workload now.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Decision {
-    /// Current and update revision are the same: remove the CloneSet's pre-download jobs.
+    /// Current and update revision are the same: remove the workload's pre-download jobs.
     DeleteJobs,
     /// Not enough updated ready pods yet (`imagePreDownloadMinUpdatedReadyPods`).
     Wait,
@@ -90,7 +94,161 @@ pub struct Outcome {
     pub skipped: Option<&'static str>,
 }
 
-fn annotation<'a>(cs: &'a CloneSet, key: &str) -> Option<&'a str> {
+/// What pre-download reads from the workload that rolls out (CloneSet or Advanced
+/// StatefulSet), each read as its upstream controller reads it.
+#[derive(Clone, Debug)]
+pub struct Workload<'a> {
+    /// The controller reference the jobs carry.
+    pub owner: OwnerReference,
+    pub namespace: String,
+    pub selector: &'a LabelSelector,
+    pub template: &'a PodTemplateSpec,
+    pub replicas: i32,
+    /// Updated ready Pods required first (`imagePreDownloadMinUpdatedReadyPods`, scaled).
+    pub min_updated_ready: Result<i32, String>,
+    /// `status.updateRevision` and `status.updatedReadyReplicas`.
+    pub status_update_revision: &'a str,
+    pub updated_ready_replicas: i32,
+    /// Why the update strategy rules pre-download out (ReCreate, OnDelete), if it does.
+    pub strategy_ignores: Option<&'static str>,
+    /// Whether every Pod updates in one batch (partition 0, maxUnavailable ≥ replicas).
+    pub one_batch: Result<bool, String>,
+    /// Nodes pulling at once, and the per-attempt pull timeout.
+    pub parallelism: IntOrString,
+    pub timeout_seconds: i32,
+}
+
+impl<'a> Workload<'a> {
+    /// A CloneSet (upstream `cloneset_predownload_image.go`); `None` when it has no name or
+    /// uid yet.
+    pub fn cloneset(cs: &'a CloneSet) -> Option<Self> {
+        let replicas = cs.spec.replicas.unwrap_or(1);
+        let rolling = cs.spec.update_strategy.rolling_update.as_ref();
+        let strategy_ignores = match rolling {
+            Some(r) if r.pod_update_policy != Some(CloneSetPodUpdateStrategyType::ReCreate) => None,
+            _ => Some("update policy is ReCreate"),
+        };
+        let one_batch = rolling
+            .map(|r| -> Result<bool, String> {
+                let partition = partition_replicas(r.partition.as_ref(), replicas)
+                    .map_err(|e| e.to_string())?;
+                let default = IntOrString::String(keys::DEFAULT_CLONESET_MAX_UNAVAILABLE.into());
+                let max_unavailable = scaled_value(
+                    r.max_unavailable.as_ref().unwrap_or(&default),
+                    replicas,
+                    false,
+                )
+                .map_err(|e| e.to_string())?;
+                Ok(partition == 0 && max_unavailable >= replicas)
+            })
+            .unwrap_or(Ok(false));
+        let status = cs.status.as_ref();
+        Some(Workload {
+            owner: cs.controller_owner_ref(&())?,
+            namespace: cs.namespace()?,
+            selector: &cs.spec.selector,
+            template: &cs.spec.template,
+            replicas,
+            min_updated_ready: scaled_value(
+                &IntOrString::Int(cs_min_updated_ready_pods(cs)),
+                replicas,
+                true,
+            )
+            .map_err(|e| e.to_string()),
+            status_update_revision: status.map_or("", |s| s.update_revision.as_str()),
+            updated_ready_replicas: status.map_or(0, |s| s.updated_ready_replicas),
+            strategy_ignores,
+            one_batch,
+            parallelism: cs_job_parallelism(cs),
+            timeout_seconds: cs_job_timeout(cs),
+        })
+    }
+
+    /// An Advanced StatefulSet (upstream `statefulset_predownload_image.go` and `doPreDownload`):
+    /// the numbers come from its annotations only; an unreadable one counts as upstream's zero
+    /// value.
+    pub fn statefulset(sts: &'a StatefulSet) -> Option<Self> {
+        let replicas = sts.spec.replicas();
+        let rolling = sts.spec.update_strategy.rolling_update.as_ref();
+        let on_delete =
+            sts.spec.update_strategy.type_ == Some(StatefulSetUpdateStrategyType::OnDelete);
+        let strategy_ignores = match rolling {
+            _ if on_delete => Some("update strategy is OnDelete"),
+            Some(r) if r.pod_update_policy != Some(PodUpdateStrategyType::ReCreate) => None,
+            _ => Some("update policy is ReCreate"),
+        };
+        let one_batch = rolling.is_some_and(|r| {
+            // Upstream's default is the string "1", which its percent parser refuses: zero.
+            let max_unavailable = r
+                .max_unavailable
+                .as_ref()
+                .and_then(|v| scaled_value(v, replicas, false).ok())
+                .unwrap_or(0);
+            r.partition.unwrap_or(0) == 0 && max_unavailable >= replicas
+        });
+        let annotation = |key: &str| sts.annotations().get(key).map(|v| v.trim());
+        let min_updated_ready =
+            annotation(keys::IMAGE_PREDOWNLOAD_MIN_UPDATED_READY_PODS_ANNOTATION).map_or(0, |v| {
+                let v = v
+                    .parse()
+                    .map_or_else(|_| IntOrString::String(v.to_owned()), IntOrString::Int);
+                scaled_value(&v, replicas, true).unwrap_or(0)
+            });
+        let status = sts.status.as_ref();
+        Some(Workload {
+            owner: sts.controller_owner_ref(&())?,
+            namespace: sts.namespace()?,
+            selector: &sts.spec.selector,
+            template: &sts.spec.template,
+            replicas,
+            min_updated_ready: Ok(min_updated_ready),
+            status_update_revision: status.map_or("", |s| s.update_revision.as_str()),
+            updated_ready_replicas: status.map_or(0, |s| s.updated_ready_replicas),
+            strategy_ignores,
+            one_batch: Ok(one_batch),
+            parallelism: IntOrString::Int(
+                annotation(keys::IMAGE_PREDOWNLOAD_PARALLELISM_ANNOTATION)
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(1),
+            ),
+            timeout_seconds: annotation(keys::IMAGE_PREDOWNLOAD_TIMEOUT_SECONDS_ANNOTATION)
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(STATEFULSET_JOB_TIMEOUT_SECONDS),
+        })
+    }
+}
+
+impl<'a> Workload<'a> {
+    /// An Advanced DaemonSet, for building and applying its jobs; the DaemonSet decides when
+    /// itself (`crate::daemonset::predownload`), so the fields only [`decide`] reads are left
+    /// neutral. The numbers come from its annotations only, as upstream reads them.
+    pub fn daemonset(ds: &'a DaemonSet) -> Option<Self> {
+        let annotation = |key: &str| ds.annotations().get(key).map(|v| v.trim());
+        let status = ds.status.as_ref();
+        Some(Workload {
+            owner: ds.controller_owner_ref(&())?,
+            namespace: ds.namespace()?,
+            selector: &ds.spec.selector,
+            template: &ds.spec.template,
+            replicas: status.map_or(0, |s| s.desired_number_scheduled),
+            min_updated_ready: Ok(0),
+            status_update_revision: "",
+            updated_ready_replicas: 0,
+            strategy_ignores: None,
+            one_batch: Ok(false),
+            parallelism: IntOrString::Int(
+                annotation(keys::IMAGE_PREDOWNLOAD_PARALLELISM_ANNOTATION)
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(1),
+            ),
+            timeout_seconds: annotation(keys::IMAGE_PREDOWNLOAD_TIMEOUT_SECONDS_ANNOTATION)
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(STATEFULSET_JOB_TIMEOUT_SECONDS),
+        })
+    }
+}
+
+fn cs_annotation<'a>(cs: &'a CloneSet, key: &str) -> Option<&'a str> {
     cs.annotations().get(key).map(String::as_str)
 }
 
@@ -103,11 +261,11 @@ fn in_place_strategy(cs: &CloneSet) -> Option<&kruise_api::appspub::InPlaceUpdat
 }
 
 /// Updated ready pods required first: the v1beta1 field, else the v1alpha1 annotation.
-fn min_updated_ready_pods(cs: &CloneSet) -> i32 {
+fn cs_min_updated_ready_pods(cs: &CloneSet) -> i32 {
     in_place_strategy(cs)
         .and_then(|s| s.image_pre_download_min_updated_ready_pods)
         .or_else(|| {
-            annotation(
+            cs_annotation(
                 cs,
                 keys::IMAGE_PREDOWNLOAD_MIN_UPDATED_READY_PODS_ANNOTATION,
             )
@@ -117,11 +275,11 @@ fn min_updated_ready_pods(cs: &CloneSet) -> i32 {
 }
 
 /// Nodes pulling at once: the v1beta1 field, else the annotation, else 1.
-fn job_parallelism(cs: &CloneSet) -> IntOrString {
+fn cs_job_parallelism(cs: &CloneSet) -> IntOrString {
     in_place_strategy(cs)
         .and_then(|s| s.image_pre_download_parallelism.clone())
         .or_else(|| {
-            annotation(cs, keys::IMAGE_PREDOWNLOAD_PARALLELISM_ANNOTATION)
+            cs_annotation(cs, keys::IMAGE_PREDOWNLOAD_PARALLELISM_ANNOTATION)
                 .and_then(|v| v.trim().parse().ok())
                 .map(IntOrString::Int)
         })
@@ -129,11 +287,11 @@ fn job_parallelism(cs: &CloneSet) -> IntOrString {
 }
 
 /// Per-attempt pull timeout: the v1beta1 field, else the annotation, else the default.
-fn job_timeout(cs: &CloneSet) -> i32 {
+fn cs_job_timeout(cs: &CloneSet) -> i32 {
     in_place_strategy(cs)
         .and_then(|s| s.image_pre_download_timeout_seconds)
         .or_else(|| {
-            annotation(cs, keys::IMAGE_PREDOWNLOAD_TIMEOUT_SECONDS_ANNOTATION)
+            cs_annotation(cs, keys::IMAGE_PREDOWNLOAD_TIMEOUT_SECONDS_ANNOTATION)
                 .and_then(|v| v.trim().parse().ok())
         })
         .unwrap_or(keys::DEFAULT_IMAGE_PREDOWNLOAD_TIMEOUT_SECONDS)
@@ -188,54 +346,33 @@ pub fn changed_images_since(
         .collect())
 }
 
+/// The revision's hash (its `controller.kubernetes.io/hash` label, upstream
+/// `history.ControllerRevisionHashLabel`): the form a Pod labelled by the short hash carries.
 fn revision_hash_label(rev: &ControllerRevision) -> String {
     rev.labels()
-        .get(keys::CONTROLLER_REVISION_HASH_LABEL)
+        .get(keys::k8s::CONTROLLER_REVISION_HASH_KEY)
         .cloned()
         .unwrap_or_default()
 }
 
 /// The pre-download jobs for the images that change between the two revisions.
 pub fn jobs_for(
-    cs: &CloneSet,
+    w: &Workload,
     current: &ControllerRevision,
     update: &ControllerRevision,
 ) -> Result<Vec<ImagePullJob>, PreDownloadError> {
-    let how = JobSettings {
-        parallelism: job_parallelism(cs),
-        timeout_seconds: job_timeout(cs),
-    };
-    let images = changed_images(current, update)?;
-    Ok(pull_jobs(
-        cs,
-        &cs.spec.selector,
-        &cs.spec.template,
-        update,
-        images,
-        &how,
-    ))
+    Ok(pull_jobs(w, update, changed_images(current, update)?))
 }
 
-/// How each node of a pre-download job pulls.
-#[derive(Clone, Debug, PartialEq)]
-pub struct JobSettings {
-    /// Nodes pulling at once.
-    pub parallelism: IntOrString,
-    /// Per-attempt pull timeout.
-    pub timeout_seconds: i32,
-}
-
-/// One ImagePullJob per image (container name → image), owned by the workload `owner`, pulling
-/// on the nodes of its Pods (`selector`) that are not at `update` yet (upstream
-/// `CreateJobForWorkload`, shared by CloneSet and Advanced DaemonSet).
-pub fn pull_jobs<K: Resource<DynamicType = ()>>(
-    owner: &K,
-    selector: &LabelSelector,
-    tpl: &PodTemplateSpec,
+/// One ImagePullJob per image (container name → image), owned by the workload `w`, pulling on
+/// the nodes of its Pods that are not at `update` yet (upstream `CreateJobForWorkload`, shared
+/// by CloneSet, Advanced StatefulSet and Advanced DaemonSet).
+pub fn pull_jobs(
+    w: &Workload,
     update: &ControllerRevision,
     images: BTreeMap<String, String>,
-    how: &JobSettings,
 ) -> Vec<ImagePullJob> {
+    let tpl = w.template;
     let pull_secrets: Vec<String> = tpl
         .spec
         .as_ref()
@@ -243,7 +380,7 @@ pub fn pull_jobs<K: Resource<DynamicType = ()>>(
         .map(|v| v.iter().map(|s| s.name.clone()).collect())
         .unwrap_or_default();
     // Pods not at the update revision yet, whichever form (full name or hash) they carry.
-    let mut selector = selector.clone();
+    let mut selector = w.selector.clone();
     selector
         .match_expressions
         .get_or_insert_with(Vec::new)
@@ -259,7 +396,7 @@ pub fn pull_jobs<K: Resource<DynamicType = ()>>(
         .and_then(|m| m.labels.clone())
         .unwrap_or_default();
     labels.insert(
-        keys::CONTROLLER_REVISION_HASH_LABEL.to_string(),
+        keys::k8s::CONTROLLER_REVISION_HASH_KEY.to_string(),
         revision_hash_label(update),
     );
     let annotations = tpl
@@ -267,15 +404,14 @@ pub fn pull_jobs<K: Resource<DynamicType = ()>>(
         .as_ref()
         .and_then(|m| m.annotations.clone())
         .unwrap_or_default();
-    let owner_ref = owner.controller_owner_ref(&());
     images
         .into_iter()
         .map(|(container, image)| ImagePullJob {
             metadata: ObjectMeta {
                 name: Some(format!("{}-{container}", update.name_any())),
-                namespace: owner.meta().namespace.clone(),
+                namespace: Some(w.namespace.clone()),
                 labels: Some(labels.clone()),
-                owner_references: owner_ref.clone().map(|o| vec![o]),
+                owner_references: Some(vec![w.owner.clone()]),
                 ..Default::default()
             },
             spec: ImagePullJobSpec {
@@ -286,9 +422,9 @@ pub fn pull_jobs<K: Resource<DynamicType = ()>>(
                         match_expressions: selector.match_expressions.clone().unwrap_or_default(),
                         match_labels: selector.match_labels.clone().unwrap_or_default(),
                     }),
-                    parallelism: Some(how.parallelism.clone()),
+                    parallelism: Some(w.parallelism.clone()),
                     pull_policy: Some(PullPolicy {
-                        timeout_seconds: Some(how.timeout_seconds),
+                        timeout_seconds: Some(w.timeout_seconds),
                         backoff_limit: Some(BACKOFF_LIMIT),
                     }),
                     completion_policy: CompletionPolicy {
@@ -310,7 +446,7 @@ pub fn pull_jobs<K: Resource<DynamicType = ()>>(
 
 /// The pure decision. `can_update_in_place` is the engine's verdict for current → update.
 pub fn decide(
-    cs: &CloneSet,
+    w: &Workload,
     current: &ControllerRevision,
     update: &ControllerRevision,
     can_update_in_place: bool,
@@ -318,16 +454,12 @@ pub fn decide(
     if current.name_any() == update.name_any() {
         return Ok(Decision::DeleteJobs);
     }
-    let replicas = cs.spec.replicas.unwrap_or(1);
-    let min_ready = scaled_value(
-        &IntOrString::Int(min_updated_ready_pods(cs)),
-        replicas,
-        true,
-    )
-    .map_err(|e| PreDownloadError::Numbers(e.to_string()))?;
-    let status = cs.status.clone().unwrap_or_default();
-    let updated_ready = if status.update_revision == update.name_any() {
-        status.updated_ready_replicas
+    let min_ready = w
+        .min_updated_ready
+        .clone()
+        .map_err(PreDownloadError::Numbers)?;
+    let updated_ready = if w.status_update_revision == update.name_any() {
+        w.updated_ready_replicas
     } else {
         0
     };
@@ -340,35 +472,19 @@ pub fn decide(
     {
         return Ok(Decision::Done);
     }
-    let Some(rolling) = cs.spec.update_strategy.rolling_update.as_ref() else {
-        return Ok(Decision::Ignore("update policy is ReCreate"));
-    };
-    if rolling.pod_update_policy == Some(CloneSetPodUpdateStrategyType::ReCreate) {
-        return Ok(Decision::Ignore("update policy is ReCreate"));
+    if let Some(why) = w.strategy_ignores {
+        return Ok(Decision::Ignore(why));
     }
-    if replicas <= MIN_REPLICAS_TO_PREDOWNLOAD {
+    if w.replicas <= MIN_REPLICAS_TO_PREDOWNLOAD {
         return Ok(Decision::Ignore("too few replicas"));
     }
-    let partition = partition_replicas(rolling.partition.as_ref(), replicas)
-        .map_err(|e| PreDownloadError::Numbers(e.to_string()))?;
-    let max_unavailable = scaled_value(
-        rolling
-            .max_unavailable
-            .as_ref()
-            .unwrap_or(&IntOrString::String(
-                keys::DEFAULT_CLONESET_MAX_UNAVAILABLE.into(),
-            )),
-        replicas,
-        false,
-    )
-    .map_err(|e| PreDownloadError::Numbers(e.to_string()))?;
-    if partition == 0 && max_unavailable >= replicas {
+    if w.one_batch.clone().map_err(PreDownloadError::Numbers)? {
         return Ok(Decision::Ignore("all pods update in one batch"));
     }
     if !can_update_in_place {
         return Ok(Decision::Ignore("the revision cannot be applied in place"));
     }
-    Ok(Decision::Create(jobs_for(cs, current, update)?))
+    Ok(Decision::Create(jobs_for(w, current, update)?))
 }
 
 async fn label_revision(
@@ -397,58 +513,53 @@ async fn patch_revision_label(
     Ok(())
 }
 
-/// Creates (or cleans up) the pre-download ImagePullJobs of `cloneset` for the move from
+/// Creates (or cleans up) the pre-download ImagePullJobs of the workload `w` for the move from
 /// `current_revision` to `update_revision`. Idempotent: safe to call on every reconcile.
 pub async fn ensure_predownload_jobs(
     client: &Client,
-    cloneset: &CloneSet,
+    w: &Workload<'_>,
     current_revision: &ControllerRevision,
     update_revision: &ControllerRevision,
     can_update_in_place: bool,
 ) -> Result<Outcome, PreDownloadError> {
-    let decision = decide(
-        cloneset,
-        current_revision,
-        update_revision,
-        can_update_in_place,
-    )?;
-    apply(client, cloneset, update_revision, decision).await
+    let decision = decide(w, current_revision, update_revision, can_update_in_place)?;
+    apply(client, w, update_revision, decision).await
 }
 
-/// Carries out a [`Decision`] for the workload `owner` (CloneSet or Advanced DaemonSet):
-/// creates its jobs, deletes them, or labels `update_revision` so it is handled once.
-pub async fn apply<K: Resource<DynamicType = ()>>(
+/// Carries out a [`Decision`] for the workload `w`: creates its jobs, deletes them, or labels
+/// `update_revision` so it is handled once.
+pub async fn apply(
     client: &Client,
-    owner: &K,
+    w: &Workload<'_>,
     update_revision: &ControllerRevision,
     decision: Decision,
 ) -> Result<Outcome, PreDownloadError> {
-    let ns = owner.meta().namespace.clone().unwrap_or_default();
-    let workload = owner.meta().name.clone().unwrap_or_default();
-    let jobs: Api<ImagePullJob> = Api::namespaced(client.clone(), &ns);
+    let ns = w.namespace.as_str();
+    let cs_name = w.owner.name.as_str();
+    let jobs: Api<ImagePullJob> = Api::namespaced(client.clone(), ns);
     let mut out = Outcome::default();
     match decision {
         Decision::DeleteJobs => {
             // Jobs exist only for a revision labelled when they were created: a settled
-            // CloneSet costs no API call here, on every reconcile.
+            // workload costs no API call here, on every reconcile.
             if !update_revision
                 .labels()
                 .contains_key(keys::IMAGE_PREDOWNLOAD_CREATED_LABEL)
             {
                 return Ok(out);
             }
-            let uid = owner.meta().uid.clone().unwrap_or_default();
+            let uid = &w.owner.uid;
             for j in jobs.list(&ListParams::default()).await?.items {
                 let ours = j
                     .owner_references()
                     .iter()
-                    .any(|o| o.controller == Some(true) && o.uid == uid);
+                    .any(|o| o.controller == Some(true) && &o.uid == uid);
                 if !ours || j.metadata.deletion_timestamp.is_some() {
                     continue;
                 }
                 match jobs.delete(&j.name_any(), &Default::default()).await {
                     Ok(_) => {
-                        tracing::info!(workload = %workload, namespace = %ns, job = %j.name_any(), "deleted pre-download ImagePullJob");
+                        tracing::info!(workload = %cs_name, namespace = %ns, job = %j.name_any(), "deleted pre-download ImagePullJob");
                         out.deleted.push(j.name_any());
                     }
                     Err(kube::Error::Api(e)) if e.is_not_found() => {}
@@ -466,7 +577,7 @@ pub async fn apply<K: Resource<DynamicType = ()>>(
         Decision::Wait => out.skipped = Some("waiting for updated ready pods"),
         Decision::Done => out.skipped = Some("already handled"),
         Decision::Ignore(reason) => {
-            tracing::debug!(workload = %workload, namespace = %ns, reason, "no image pre-download");
+            tracing::debug!(workload = %cs_name, namespace = %ns, reason, "no image pre-download");
             label_revision(
                 client,
                 update_revision,
@@ -480,13 +591,13 @@ pub async fn apply<K: Resource<DynamicType = ()>>(
                 let name = job.name_any();
                 match jobs.create(&PostParams::default(), &job).await {
                     Ok(_) => {
-                        tracing::info!(workload = %workload, namespace = %ns, job = %name, image = %job.spec.image, "created pre-download ImagePullJob");
+                        tracing::info!(workload = %cs_name, namespace = %ns, job = %name, image = %job.spec.image, "created pre-download ImagePullJob");
                         out.created.push(name);
                     }
                     Err(kube::Error::Api(e)) if e.is_already_exists() => {}
                     // Upstream carries on with the other images and still labels the revision.
                     Err(e) => {
-                        tracing::warn!(workload = %workload, namespace = %ns, job = %name, error = %e, "failed to create pre-download ImagePullJob");
+                        tracing::warn!(workload = %cs_name, namespace = %ns, job = %name, error = %e, "failed to create pre-download ImagePullJob");
                     }
                 }
             }

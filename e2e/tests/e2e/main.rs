@@ -62,5 +62,6 @@ mod uniteddeployment;
 mod uniteddeployment_adaptive;
 mod webhook;
 mod webhook_scope;
+mod workload_gates;
 mod workloadspread;
 mod workloadspread_kwok;

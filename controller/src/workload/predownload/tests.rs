@@ -16,7 +16,7 @@ fn rev(name: &str, images: &[(&str, &str)]) -> ControllerRevision {
             namespace: Some("ns".into()),
             labels: Some(
                 [(
-                    keys::CONTROLLER_REVISION_HASH_LABEL.to_string(),
+                    keys::k8s::CONTROLLER_REVISION_HASH_KEY.to_string(),
                     name.rsplit('-').next().unwrap_or_default().to_string(),
                 )]
                 .into(),
@@ -181,7 +181,8 @@ fn decision_table() {
         ("min ready reached", &ready, &cur, &upd, true, "create 1"),
     ];
     for (what, c, a, b, can, want) in cases {
-        assert_eq!(kind(&decide(c, a, b, can).expect(what)), want, "{what}");
+        let w = Workload::cloneset(c).expect("named");
+        assert_eq!(kind(&decide(&w, a, b, can).expect(what)), want, "{what}");
     }
 }
 
@@ -203,7 +204,7 @@ fn job_shape_matches_upstream() {
         ]
         .into(),
     );
-    let jobs = jobs_for(&c, &cur, &upd).expect("jobs");
+    let jobs = jobs_for(&Workload::cloneset(&c).expect("named"), &cur, &upd).expect("jobs");
     let names: Vec<String> = jobs.iter().map(|j| j.name_any()).collect();
     assert_eq!(names, vec!["web-bbb-main", "web-bbb-new"]);
     let j = &jobs[0];
@@ -226,9 +227,10 @@ fn job_shape_matches_upstream() {
         ps.match_expressions[0].values,
         Some(vec!["web-bbb".to_string(), "bbb".to_string()])
     );
+    // Upstream labels the job with the revision's `controller.kubernetes.io/hash`.
     assert_eq!(
         j.labels()
-            .get(keys::CONTROLLER_REVISION_HASH_LABEL)
+            .get(keys::k8s::CONTROLLER_REVISION_HASH_KEY)
             .map(String::as_str),
         Some("bbb")
     );
@@ -252,14 +254,16 @@ fn job_shape_matches_upstream() {
         image_pre_download_timeout_seconds: Some(30),
         ..Default::default()
     });
-    let t = &jobs_for(&c, &cur, &upd).expect("jobs")[0].spec.template;
+    let t = &jobs_for(&Workload::cloneset(&c).expect("named"), &cur, &upd).expect("jobs")[0]
+        .spec
+        .template;
     assert_eq!(t.parallelism, Some(IntOrString::Int(2)));
     assert_eq!(
         t.pull_policy.as_ref().and_then(|p| p.timeout_seconds),
         Some(30)
     );
     // Defaults.
-    let t = &jobs_for(&cs(10), &cur, &upd).expect("jobs")[0]
+    let t = &jobs_for(&Workload::cloneset(&cs(10)).expect("named"), &cur, &upd).expect("jobs")[0]
         .spec
         .template;
     assert_eq!(t.parallelism, Some(IntOrString::Int(1)));
@@ -285,4 +289,152 @@ fn predownload_runs_only_under_its_gate() {
         let gates = FeatureGates::parse(flag).expect(flag);
         assert_eq!(enabled(&gates), want, "{flag}");
     }
+}
+
+fn sts(replicas: i32, rolling: serde_json::Value) -> StatefulSet {
+    let mut s: StatefulSet = serde_json::from_value(json!({
+        "apiVersion": "apps.kruise.io/v1beta1", "kind": "StatefulSet",
+        "metadata": {"name": "db", "namespace": "ns", "uid": "uid-sts"},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": "db"}},
+            "template": {"metadata": {"labels": {"app": "db"}},
+                         "spec": {"containers": [{"name": "main", "image": "app:v2"}]}},
+            "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": rolling}
+        }
+    }))
+    .expect("statefulset");
+    if rolling.is_null() {
+        s.spec.update_strategy.rolling_update = None;
+    }
+    s
+}
+
+/// Upstream `createImagePullJobsForInPlaceUpdate` of the Advanced StatefulSet: its own
+/// strategy rules (OnDelete, no rollingUpdate, ReCreate), an int partition, and the numbers
+/// from annotations only.
+#[test]
+fn statefulset_decision_table() {
+    let cur = rev("db-aaa", &[("main", "app:v1")]);
+    let upd = rev("db-bbb", &[("main", "app:v2")]);
+    let in_place = json!({"podUpdatePolicy": "InPlaceIfPossible", "maxUnavailable": 2});
+    let mut on_delete = sts(10, in_place.clone());
+    on_delete.spec.update_strategy.type_ = Some(StatefulSetUpdateStrategyType::OnDelete);
+    let mut wait = sts(10, in_place.clone());
+    wait.annotations_mut().insert(
+        keys::IMAGE_PREDOWNLOAD_MIN_UPDATED_READY_PODS_ANNOTATION.into(),
+        "50%".into(),
+    );
+    let cases: Vec<(&str, StatefulSet, bool, &str)> = vec![
+        ("create", sts(10, in_place.clone()), true, "create 1"),
+        (
+            "on delete",
+            on_delete,
+            true,
+            "Ignore(\"update strategy is OnDelete\")",
+        ),
+        (
+            "no rolling update",
+            sts(10, serde_json::Value::Null),
+            true,
+            "Ignore(\"update policy is ReCreate\")",
+        ),
+        (
+            "recreate",
+            sts(10, json!({"podUpdatePolicy": "ReCreate"})),
+            true,
+            "Ignore(\"update policy is ReCreate\")",
+        ),
+        (
+            "few replicas",
+            sts(3, in_place.clone()),
+            true,
+            "Ignore(\"too few replicas\")",
+        ),
+        (
+            "one batch",
+            sts(
+                10,
+                json!({"podUpdatePolicy": "InPlaceIfPossible", "maxUnavailable": "100%"}),
+            ),
+            true,
+            "Ignore(\"all pods update in one batch\")",
+        ),
+        (
+            "partition keeps batches",
+            sts(
+                10,
+                json!({"podUpdatePolicy": "InPlaceIfPossible", "maxUnavailable": "100%", "partition": 1}),
+            ),
+            true,
+            "create 1",
+        ),
+        (
+            "not in place",
+            sts(10, in_place.clone()),
+            false,
+            "Ignore(\"the revision cannot be applied in place\")",
+        ),
+        ("50% of 10 updated ready first", wait, true, "Wait"),
+    ];
+    for (what, s, can, want) in cases {
+        let w = Workload::statefulset(&s).expect("named");
+        assert_eq!(
+            kind(&decide(&w, &cur, &upd, can).expect(what)),
+            want,
+            "{what}"
+        );
+    }
+}
+
+#[test]
+fn statefulset_jobs_are_owned_by_it_and_read_its_annotations() {
+    let cur = rev("db-aaa", &[("main", "app:v1")]);
+    let upd = rev("db-bbb", &[("main", "app:v2")]);
+    let mut s = sts(
+        10,
+        json!({"podUpdatePolicy": "InPlaceIfPossible", "maxUnavailable": 2}),
+    );
+    let job = |s: &StatefulSet| {
+        jobs_for(&Workload::statefulset(s).expect("named"), &cur, &upd)
+            .expect("jobs")
+            .remove(0)
+    };
+    let j = job(&s);
+    assert_eq!(j.name_any(), "db-bbb-main");
+    let o = &j.owner_references()[0];
+    assert_eq!(
+        (
+            o.kind.as_str(),
+            o.name.as_str(),
+            o.uid.as_str(),
+            o.controller
+        ),
+        ("StatefulSet", "db", "uid-sts", Some(true))
+    );
+    let t = &j.spec.template;
+    assert_eq!(t.parallelism, Some(IntOrString::Int(1)));
+    assert_eq!(
+        t.pull_policy.as_ref().and_then(|p| p.timeout_seconds),
+        Some(300)
+    );
+    let ps = t.pod_selector.as_ref().expect("podSelector");
+    assert_eq!(ps.match_labels.get("app").map(String::as_str), Some("db"));
+    assert_eq!(
+        ps.match_expressions[0].values,
+        Some(vec!["db-bbb".to_string(), "bbb".to_string()])
+    );
+    s.annotations_mut().extend([
+        (
+            keys::IMAGE_PREDOWNLOAD_PARALLELISM_ANNOTATION.to_string(),
+            "3".to_string(),
+        ),
+        (
+            keys::IMAGE_PREDOWNLOAD_TIMEOUT_SECONDS_ANNOTATION.to_string(),
+            "45".to_string(),
+        ),
+    ]);
+    let t = job(&s).spec.template;
+    assert_eq!(t.parallelism, Some(IntOrString::Int(3)));
+    assert_eq!(t.pull_policy.and_then(|p| p.timeout_seconds), Some(45));
 }
