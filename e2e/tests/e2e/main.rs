@@ -57,6 +57,7 @@ mod tui_workloads;
 mod uniteddeployment;
 mod uniteddeployment_adaptive;
 mod webhook;
+mod webhook_gates;
 mod webhook_scope;
 mod workloadspread;
 mod workloadspread_kwok;
