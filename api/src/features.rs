@@ -192,7 +192,7 @@ gates! {
         Effect::Implemented("Advanced StatefulSet labels each Pod with its ordinal");
     /// The webhook serves certificates provisioned by someone else.
     EnableExternalCerts = "EnableExternalCerts", false, Alpha,
-        Effect::Missing("the manager always makes, stores and rotates its own webhook certificates");
+        Effect::Implemented("the manager serves `ca.crt`, `tls.crt` and `tls.key` from its certificate Secret as someone else (cert-manager) keeps them, reloading them on change; it never writes the Secret, the configurations it applies carry no `caBundle` and the CRDs' conversion is not patched (docs/external-certs.md)");
     /// Advanced StatefulSet resizes its PVCs when volumeClaimTemplates grow.
     StatefulSetAutoResizePVCGate = "StatefulSetAutoResizePVCGate", false, Alpha,
         Effect::Missing("Advanced StatefulSet does not resize its claims when `volumeClaimTemplates` grow");

@@ -416,6 +416,13 @@ impl WebhookConfig {
         (!host.is_empty()).then(|| host.to_owned())
     }
 
+    /// `EnableExternalCerts`: the certificates are provisioned by someone else (see
+    /// [`certs::external_bundle`]); we neither write them nor any caBundle.
+    pub fn external_certs(&self) -> bool {
+        self.feature_gates
+            .enabled(kruise_api::features::Gate::EnableExternalCerts)
+    }
+
     /// Names the serving certificate covers.
     pub fn serving_names(&self) -> Vec<String> {
         certs::serving_names(
@@ -438,6 +445,9 @@ pub enum Error {
     /// Certificates could not be settled or loaded.
     #[error("webhook certificates: {0}")]
     Certificate(String),
+    /// `EnableExternalCerts` is on and the Secret is missing or incomplete.
+    #[error(transparent)]
+    ExternalCerts(#[from] certs::ExternalCertError),
     /// TLS configuration failed.
     #[error("TLS configuration: {0}")]
     Tls(#[from] rustls::Error),
