@@ -142,7 +142,7 @@ gates! {
         Effect::Implemented("kruise-daemon runs its containermeta duty (`apps.kruise.io/runtime-containers-meta`)");
     /// The webhook does not default the fields of workload Pod templates.
     TemplateNoDefaults = "TemplateNoDefaults", false, Alpha,
-        Effect::Missing("the webhook always defaults the fields of workload Pod templates");
+        Effect::Implemented("the CloneSet, Advanced StatefulSet, BroadcastJob, AdvancedCronJob and UnitedDeployment webhooks leave the Pod template as sent (no `imagePullPolicy`, `terminationMessagePath`, ... filled in); their other defaults still apply, Advanced DaemonSet still defaults its template");
     /// A changed label or annotation read by an env var (downward API) is applied in place by
     /// restarting the containers reading it.
     InPlaceUpdateEnvFromMetadata = "InPlaceUpdateEnvFromMetadata", true, Beta,
@@ -180,7 +180,7 @@ gates! {
     /// The enhanced liveness probe. Upstream's Go name is `EnhancedLivenessProbeGate`; the
     /// registered name has no `Gate` suffix.
     EnhancedLivenessProbe = "EnhancedLivenessProbe", false, Alpha,
-        Effect::Missing("the enhanced liveness probe is not built: neither its webhook, its controllers nor kruise-daemon's part exist");
+        Effect::Implemented("a new Pod of a Kruise workload annotated `apps.kruise.io/using-enhanced-liveness: \"true\"` has its containers' `livenessProbe` removed and kept as JSON in `apps.kruise.io/container-probe-context` (the release's whole effect: nothing probes them again unless another component reads that annotation)");
     /// A CloneSet recreates its Pods when its volumeClaimTemplates change.
     RecreatePodWhenChangeVCTInCloneSetGate = "RecreatePodWhenChangeVCTInCloneSetGate", false, Alpha,
         Effect::Implemented("a CloneSet whose image change comes with changed `volumeClaimTemplates` recreates its Pods and their claims");
@@ -192,7 +192,7 @@ gates! {
         Effect::Implemented("Advanced StatefulSet labels each Pod with its ordinal");
     /// The webhook serves certificates provisioned by someone else.
     EnableExternalCerts = "EnableExternalCerts", false, Alpha,
-        Effect::Missing("the manager always makes, stores and rotates its own webhook certificates");
+        Effect::Implemented("the manager serves `ca.crt`, `tls.crt` and `tls.key` from its certificate Secret as someone else (cert-manager) keeps them, reloading them on change; it never writes the Secret, the configurations it applies carry no `caBundle` and the CRDs' conversion is not patched (docs/external-certs.md)");
     /// Advanced StatefulSet resizes its PVCs when volumeClaimTemplates grow.
     StatefulSetAutoResizePVCGate = "StatefulSetAutoResizePVCGate", false, Alpha,
         Effect::Missing("Advanced StatefulSet does not resize its claims when `volumeClaimTemplates` grow");

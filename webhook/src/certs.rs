@@ -369,6 +369,98 @@ pub fn secret_data(b: &CertBundle) -> BTreeMap<String, ByteString> {
     ])
 }
 
+/// Secret data keys of certificates provisioned by someone else (`EnableExternalCerts`), as
+/// upstream's external cert writer reads them: the `kubernetes.io/tls` pair and the CA,
+/// which is what cert-manager writes into a Certificate's Secret.
+pub const EXTERNAL_CA_CERT: &str = "ca.crt";
+/// The CA key of an external Secret, read if present (nothing signs with it).
+pub const EXTERNAL_CA_KEY: &str = "ca.key";
+
+/// What is wrong with an externally provisioned Secret: its namespace/name and what is
+/// missing. The message names the fix.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ExternalCertError {
+    /// The Secret does not exist.
+    #[error(
+        "EnableExternalCerts is on but Secret {namespace}/{name} does not exist: provision it \
+         (e.g. a cert-manager Certificate with secretName {name} for the DNS names {names}), \
+         point SECRET_NAME at the Secret holding the certificates, or turn EnableExternalCerts off"
+    )]
+    NoSecret {
+        namespace: String,
+        name: String,
+        names: String,
+    },
+    /// The Secret lacks one of the keys, or it is empty or not UTF-8.
+    #[error(
+        "EnableExternalCerts is on but Secret {namespace}/{name} has no usable `{key}`: it must \
+         hold PEM in `ca.crt` (the CA the API server is given), `tls.crt` and `tls.key` (the \
+         serving pair), as cert-manager writes them"
+    )]
+    MissingKey {
+        namespace: String,
+        name: String,
+        key: &'static str,
+    },
+}
+
+/// The bundle served under `EnableExternalCerts` (upstream `externalSecretToCerts`): read from
+/// the Secret someone else keeps, never written. `ca_key` is what the Secret holds under
+/// `ca.key` if anything (nothing here signs with it). A serving pair that does not chain to
+/// `ca.crt` for `names` is served anyway, with a warning: the API server will refuse it.
+pub fn external_bundle(
+    secret: Option<&Secret>,
+    namespace: &str,
+    name: &str,
+    names: &[String],
+) -> Result<CertBundle, ExternalCertError> {
+    let Some(secret) = secret else {
+        return Err(ExternalCertError::NoSecret {
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+            names: names.join(", "),
+        });
+    };
+    let get = |key: &'static str| -> Result<String, ExternalCertError> {
+        secret
+            .data
+            .as_ref()
+            .and_then(|d| d.get(key))
+            .and_then(|v| String::from_utf8(v.0.clone()).ok())
+            .filter(|s| !s.trim().is_empty())
+            .ok_or_else(|| ExternalCertError::MissingKey {
+                namespace: namespace.to_owned(),
+                name: name.to_owned(),
+                key,
+            })
+    };
+    let bundle = CertBundle {
+        ca_cert: get(EXTERNAL_CA_CERT)?,
+        cert: get(SERVER_CERT_TLS)?,
+        key: get(SERVER_KEY_TLS)?,
+        ca_key: get(EXTERNAL_CA_KEY).unwrap_or_default(),
+    };
+    if !serves(&bundle, names, SystemTime::now()) {
+        tracing::warn!(
+            secret = %format!("{namespace}/{name}"),
+            names = ?names,
+            "the external serving certificate does not chain to ca.crt for these names, or has expired"
+        );
+    }
+    Ok(bundle)
+}
+
+/// Reads the externally provisioned bundle from the cluster ([`external_bundle`]).
+pub async fn read_external(
+    api: &Api<Secret>,
+    namespace: &str,
+    name: &str,
+    names: &[String],
+) -> Result<CertBundle, Error> {
+    let secret = api.get_opt(name).await?;
+    Ok(external_bundle(secret.as_ref(), namespace, name, names)?)
+}
+
 /// Makes sure the Secret holds a usable bundle and returns it. Safe to run from several
 /// replicas at once: creation loses gracefully to a concurrent creator (409 → read theirs),
 /// and updates carry the resourceVersion read (409 → start over).
@@ -553,5 +645,74 @@ mod tests {
     fn civil_days() {
         assert_eq!(days_from_civil(1970, 1, 1), 0);
         assert_eq!(days_from_civil(2000, 3, 1), 11_017);
+    }
+
+    /// A Secret as cert-manager writes it for a Certificate: `ca.crt`, `tls.crt`, `tls.key`.
+    fn cert_manager_secret(b: &CertBundle) -> Secret {
+        let entry = |k: &str, v: &str| (k.to_owned(), ByteString(v.as_bytes().to_vec()));
+        Secret {
+            data: Some(BTreeMap::from([
+                entry(EXTERNAL_CA_CERT, &b.ca_cert),
+                entry(SERVER_CERT_TLS, &b.cert),
+                entry(SERVER_KEY_TLS, &b.key),
+            ])),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn external_bundle_is_read_from_cert_managers_keys() {
+        let b = generate_bundle(&names(), SystemTime::now(), &CertPolicy::default()).expect("b");
+        let got = external_bundle(Some(&cert_manager_secret(&b)), "ns", "certs", &names())
+            .expect("complete Secret");
+        assert_eq!(
+            got,
+            CertBundle {
+                ca_key: String::new(),
+                ..b.clone()
+            }
+        );
+        assert!(serves(&got, &names(), SystemTime::now()));
+        // Our own Secret's spelling of the CA is not what an external issuer writes.
+        let ours = Secret {
+            data: Some(secret_data(&b)),
+            ..Default::default()
+        };
+        assert_eq!(
+            external_bundle(Some(&ours), "ns", "certs", &names()),
+            Err(ExternalCertError::MissingKey {
+                namespace: "ns".into(),
+                name: "certs".into(),
+                key: EXTERNAL_CA_CERT
+            })
+        );
+    }
+
+    #[test]
+    fn external_bundle_errors_name_the_secret_the_key_and_the_fix() {
+        let err = external_bundle(None, "kruise-system", "kruise-webhook-certs", &names())
+            .expect_err("no Secret");
+        let msg = err.to_string();
+        for part in [
+            "EnableExternalCerts",
+            "kruise-system/kruise-webhook-certs",
+            "does not exist",
+            "cert-manager Certificate",
+            "kruise-webhook-service.kruise-system.svc",
+            "SECRET_NAME",
+        ] {
+            assert!(msg.contains(part), "{part:?} missing from {msg}");
+        }
+        let b = generate_bundle(&names(), SystemTime::now(), &CertPolicy::default()).expect("b");
+        for key in [EXTERNAL_CA_CERT, SERVER_CERT_TLS, SERVER_KEY_TLS] {
+            let mut secret = cert_manager_secret(&b);
+            secret.data.as_mut().expect("data").remove(key);
+            let err = external_bundle(Some(&secret), "ns", "certs", &names()).expect_err(key);
+            assert!(
+                err.to_string()
+                    .contains(&format!("ns/certs has no usable `{key}`")),
+                "{err}"
+            );
+        }
     }
 }

@@ -110,14 +110,18 @@ pub use server::{run, wait_ready};
 
 pub mod paths;
 
-/// The synchronous (pure) admission handlers by path, for servers and tests alike. Paths whose
-/// handler needs the cluster ([`paths::MUTATE_CRR`], CloneSet validation, which dry-runs its
-/// Pod template) are not here; see [`handle_admission_async`]. The Pod mutation is, without
-/// SidecarSets ([`pod::mutate`]).
-pub fn admission_handler(path: &str) -> Option<fn(&review::Request) -> review::Outcome> {
+/// A synchronous admission handler (see [`admission_handler`]).
+pub type SyncHandler = Box<dyn Fn(&review::Request) -> review::Outcome + Send + Sync>;
+
+/// The synchronous (pure) admission handlers by path, for servers and tests alike, under the
+/// default feature gates. Paths whose handler needs the cluster ([`paths::MUTATE_CRR`],
+/// CloneSet validation, which dry-runs its Pod template) are not here; see
+/// [`handle_admission_async`]. The Pod mutation is, without SidecarSets ([`pod::mutate`]).
+pub fn admission_handler(path: &str) -> Option<SyncHandler> {
     match paths::hook(path)?.handler {
-        paths::Handler::Pure(h) => Some(h),
-        paths::Handler::Cluster(paths::ClusterHandler::PodMutation) => Some(pod::mutate),
+        paths::Handler::Pure(h) => Some(Box::new(h)),
+        paths::Handler::Gated(h) => Some(Box::new(move |r| h(r, &FeatureGates::default()))),
+        paths::Handler::Cluster(paths::ClusterHandler::PodMutation) => Some(Box::new(pod::mutate)),
         paths::Handler::Cluster(_) => None,
     }
 }
@@ -159,6 +163,7 @@ where
     }
     Some(match hook.handler {
         paths::Handler::Pure(h) => review::admit(body, h),
+        paths::Handler::Gated(h) => review::admit(body, |r| h(r, gates)),
         paths::Handler::Cluster(h) => admit_with_cluster(h, body, cluster, gates).await,
     })
 }
@@ -411,6 +416,13 @@ impl WebhookConfig {
         (!host.is_empty()).then(|| host.to_owned())
     }
 
+    /// `EnableExternalCerts`: the certificates are provisioned by someone else (see
+    /// [`certs::external_bundle`]); we neither write them nor any caBundle.
+    pub fn external_certs(&self) -> bool {
+        self.feature_gates
+            .enabled(kruise_api::features::Gate::EnableExternalCerts)
+    }
+
     /// Names the serving certificate covers.
     pub fn serving_names(&self) -> Vec<String> {
         certs::serving_names(
@@ -433,6 +445,9 @@ pub enum Error {
     /// Certificates could not be settled or loaded.
     #[error("webhook certificates: {0}")]
     Certificate(String),
+    /// `EnableExternalCerts` is on and the Secret is missing or incomplete.
+    #[error(transparent)]
+    ExternalCerts(#[from] certs::ExternalCertError),
     /// TLS configuration failed.
     #[error("TLS configuration: {0}")]
     Tls(#[from] rustls::Error),

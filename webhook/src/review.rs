@@ -90,6 +90,15 @@ impl Outcome {
         }
     }
 
+    /// 500 InternalError (the webhook failed, as upstream's `admission.Errored(500, ..)`).
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::Deny {
+            code: 500,
+            reason: "InternalError",
+            message: message.into(),
+        }
+    }
+
     /// 403 Forbidden.
     pub fn forbidden(message: impl Into<String>) -> Self {
         Self::Deny {

@@ -124,7 +124,7 @@ pub async fn run(
         .map_err(|source| Error::Serve { addr, source })?;
     let secrets: Api<Secret> = Api::namespaced(client.clone(), &cfg.namespace);
     let names = cfg.serving_names();
-    let bundle = certs::ensure_secret(&secrets, &cfg.secret_name, &names, &cfg.cert_policy).await?;
+    let bundle = settle_certs(&secrets, &cfg, &names).await?;
     let tls = RustlsConfig::from_config(server_config(&bundle)?);
     // Every Pod until the caches below have loaded and the scope is known.
     let scope: ScopeCell = Arc::default();
@@ -220,6 +220,21 @@ fn current_scope(cell: &ScopeCell) -> Option<PodScope> {
     cell.lock().ok().and_then(|g| g.current())
 }
 
+/// The certificates to serve: made and kept in the Secret by us, or, under
+/// `EnableExternalCerts`, read from the Secret someone else keeps (upstream's external cert
+/// writer), which is never written.
+async fn settle_certs(
+    secrets: &Api<Secret>,
+    cfg: &WebhookConfig,
+    names: &[String],
+) -> Result<CertBundle, Error> {
+    if cfg.external_certs() {
+        certs::read_external(secrets, &cfg.namespace, &cfg.secret_name, names).await
+    } else {
+        certs::ensure_secret(secrets, &cfg.secret_name, names, &cfg.cert_policy).await
+    }
+}
+
 async fn register(
     client: &kube::Client,
     cfg: &WebhookConfig,
@@ -230,10 +245,28 @@ async fn register(
         let scope = current_scope(scope);
         configuration::apply::apply_webhook_configurations(client, cfg, ca, scope.as_ref()).await?;
     }
+    if cfg.external_certs() {
+        warn_external_ca_missing(client, ca).await;
+        return Ok(());
+    }
     if cfg.manage_crd_conversion {
         configuration::apply::patch_crd_conversion(client, cfg, ca).await?;
     }
     Ok(())
+}
+
+/// Under `EnableExternalCerts`, says which objects do not carry the external CA yet (upstream
+/// fails its sync then): the API server cannot call us through them until it is injected.
+async fn warn_external_ca_missing(client: &kube::Client, ca: &str) {
+    match configuration::apply::external_ca_missing(client, ca).await {
+        Ok(missing) if !missing.is_empty() => tracing::warn!(
+            objects = %missing.join(", "),
+            "EnableExternalCerts: these objects' caBundle is not the external Secret's ca.crt; \
+             have it injected (cert-manager: annotate them cert-manager.io/inject-ca-from=<namespace>/<Certificate>)"
+        ),
+        Ok(_) => {}
+        Err(e) => tracing::warn!(error = %e, "checking the caBundles of the external CA"),
+    }
 }
 
 /// Keeps what a down manager refuses scoped to what the SidecarSets, WorkloadSpreads,
@@ -307,7 +340,7 @@ async fn maintain(
     // A Kruise CRD replaced or re-applied whole (moving back from OpenKruise's CRDs, an install
     // that replaces them) has lost our caBundle: its conversion fails until it is patched again,
     // so the CRDs are watched, not left to the next resync.
-    let mut crd_events = if cfg.manage_crd_conversion {
+    let mut crd_events = if cfg.manage_crd_conversion && !cfg.external_certs() {
         watcher(
             Api::<CustomResourceDefinition>::all(client.clone()),
             watcher::Config::default(),
@@ -340,6 +373,10 @@ async fn maintain(
                 continue;
             }
             ev = events.next() => match ev {
+                Some(Ok(watcher::Event::Delete(_))) if cfg.external_certs() => {
+                    tracing::warn!(secret = %cfg.secret_name, "external webhook certificate Secret deleted; serving the last certificates read");
+                    continue;
+                }
                 Some(Ok(watcher::Event::Delete(_))) => {
                     tracing::warn!(secret = %cfg.secret_name, "webhook certificate Secret deleted; regenerating");
                 }
@@ -359,7 +396,7 @@ async fn maintain(
                 }
             },
         }
-        match certs::ensure_secret(&secrets, &cfg.secret_name, &names, &cfg.cert_policy).await {
+        match settle_certs(&secrets, &cfg, &names).await {
             Ok(b) if b != current => match server_config(&b) {
                 Ok(sc) => {
                     tls.reload_from_config(sc);

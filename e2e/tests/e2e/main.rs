@@ -61,6 +61,7 @@ mod tui_workloads;
 mod uniteddeployment;
 mod uniteddeployment_adaptive;
 mod webhook;
+mod webhook_gates;
 mod webhook_scope;
 mod workload_gates;
 mod workloadspread;

@@ -7,7 +7,8 @@ use serde_json::{Value, json};
 
 use crate::json::{default_field, default_string, get, obj_mut};
 use crate::review::{Outcome, Request, creating_or_updating, patch_or_allow};
-use crate::workload::defaults::{default_pod_spec, template_defaults_due};
+use crate::workload::defaults::{default_pod_spec, template_defaults_wanted};
+use kruise_api::features::FeatureGates;
 
 /// `successfulJobsHistoryLimit` when unset (upstream's).
 pub const DEFAULT_SUCCESSFUL_HISTORY: i64 = 3;
@@ -15,13 +16,13 @@ pub const DEFAULT_SUCCESSFUL_HISTORY: i64 = 3;
 pub const DEFAULT_FAILED_HISTORY: i64 = 1;
 
 /// `/mutate-apps-kruise-io-advancedcronjob`.
-pub fn mutate(req: &Request) -> Outcome {
+pub fn mutate(req: &Request, gates: &FeatureGates) -> Outcome {
     let obj = match creating_or_updating(req) {
         Ok(Some(o)) => o,
         Ok(None) => return Outcome::Allow,
         Err(o) => return o,
     };
-    let inject_template = template_defaults_due(req, obj);
+    let inject_template = template_defaults_wanted(req, obj, gates);
     let mut after = obj.clone();
     if !default_advancedcronjob(&mut after, inject_template) {
         return Outcome::bad_request(

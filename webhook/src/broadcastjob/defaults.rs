@@ -6,20 +6,21 @@ use serde_json::{Value, json};
 
 use crate::json::{default_field, default_string, get, obj_mut};
 use crate::review::{Outcome, Request, creating_or_updating, patch_or_allow};
-use crate::workload::defaults::{default_pod_spec, template_defaults_due};
+use crate::workload::defaults::{default_pod_spec, template_defaults_wanted};
+use kruise_api::features::FeatureGates;
 
 /// `parallelism` when unset: no limit (upstream writes `1<<31 - 1`).
 pub const UNLIMITED_PARALLELISM: i64 = (1 << 31) - 1;
 
 /// `/mutate-apps-kruise-io-broadcastjob`.
-pub fn mutate(req: &Request) -> Outcome {
+pub fn mutate(req: &Request, gates: &FeatureGates) -> Outcome {
     let obj = match creating_or_updating(req) {
         Ok(Some(o)) => o,
         Ok(None) => return Outcome::Allow,
         Err(o) => return o,
     };
     // Template defaults only when the template is new or changed, as upstream.
-    let inject_template = template_defaults_due(req, obj);
+    let inject_template = template_defaults_wanted(req, obj, gates);
     let mut after = obj.clone();
     if !default_broadcastjob(&mut after, inject_template) {
         return Outcome::bad_request(

@@ -6,12 +6,13 @@ use serde_json::{Map, Value, json};
 
 use crate::json::{default_field, default_string, get, get_mut, obj_mut};
 use crate::review::{Outcome, Request, diff};
-use crate::workload::defaults::{default_pod_spec, default_pvc, template_defaults_due};
+use crate::workload::defaults::{default_pod_spec, default_pvc, template_defaults_wanted};
+use kruise_api::features::FeatureGates;
 
 use kruise_api::keys::{self, DEFAULT_CLONESET_MAX_UNAVAILABLE, DEFAULT_REVISION_HISTORY_LIMIT};
 
 /// Admission entry point.
-pub fn mutate(req: &Request) -> Outcome {
+pub fn mutate(req: &Request, gates: &FeatureGates) -> Outcome {
     if !matches!(req.operation, Operation::Create | Operation::Update) {
         return Outcome::Allow;
     }
@@ -21,7 +22,7 @@ pub fn mutate(req: &Request) -> Outcome {
     if !obj.is_object() || !matches!(get(obj, &["spec"]), None | Some(Value::Object(_))) {
         return Outcome::bad_request("CloneSet must be an object with an object spec");
     }
-    let inject_template = template_defaults_due(req, obj);
+    let inject_template = template_defaults_wanted(req, obj, gates);
     let mut after = obj.clone();
     let ok = match req.version.as_str() {
         keys::VERSION_V1BETA1 => default_v1beta1(&mut after, inject_template),
@@ -213,7 +214,7 @@ mod tests {
             Some(new.clone()),
             Some(old),
         );
-        let review = admit_review(&body, mutate);
+        let review = admit_review(&body, |r| mutate(r, &FeatureGates::default()));
         let resp = review.response.expect("response");
         assert!(resp.allowed);
         assert!(resp.patch.is_none(), "nothing to default");
@@ -231,7 +232,9 @@ mod tests {
             Some(cs),
             None,
         );
-        let resp = admit_review(&body, mutate).response.expect("response");
+        let resp = admit_review(&body, |r| mutate(r, &FeatureGates::default()))
+            .response
+            .expect("response");
         assert!(!resp.allowed);
     }
 }

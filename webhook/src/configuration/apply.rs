@@ -1,10 +1,12 @@
 //! Writing the configurations to the cluster: both webhook configurations (server-side
 //! apply) and the caBundle of Kruise CRDs' conversion settings.
 
+use k8s_openapi::ByteString;
 use k8s_openapi::api::admissionregistration::v1::{
     MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
 };
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::ResourceExt;
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use serde_json::json;
 
@@ -32,6 +34,9 @@ pub async fn apply_webhook_configurations(
     let mut m = mutating_configuration(cfg, ca_pem);
     let mut v = validating_configuration(cfg, ca_pem);
     let refused = restrict(&m, &mut v, scope, &cfg.feature_gates);
+    if cfg.external_certs() {
+        leave_ca_bundles(&mut m, &mut v);
+    }
     let owner = owner(client).await;
     m.metadata.owner_references.clone_from(&owner);
     v.metadata.owner_references.clone_from(&owner);
@@ -104,6 +109,18 @@ async fn owner(client: &kube::Client) -> Option<Vec<OwnerReference>> {
     }])
 }
 
+/// Whether `crd` is a Kruise CRD whose conversion asks for a webhook (strategy Webhook); CRDs
+/// with strategy None are left alone, as upstream does.
+fn converted_by_us(crd: &CustomResourceDefinition) -> bool {
+    let group = crd.spec.group.as_str();
+    (group == keys::APPS_GROUP || group == keys::POLICY_GROUP)
+        && crd
+            .spec
+            .conversion
+            .as_ref()
+            .is_some_and(|c| c.strategy == "Webhook")
+}
+
 /// Points the conversion webhook of every Kruise CRD that asks for one (strategy Webhook) at us
 /// with the current CA. CRDs with strategy None are left alone, as upstream does.
 pub async fn patch_crd_conversion(
@@ -115,16 +132,14 @@ pub async fn patch_crd_conversion(
     let wanted = Endpoint::from_config(cfg).client_config(paths::CONVERT, ca_pem);
     let mut patched = 0;
     for crd in api.list(&ListParams::default()).await? {
-        let group = crd.spec.group.as_str();
-        if group != keys::APPS_GROUP && group != keys::POLICY_GROUP {
-            continue;
-        }
-        let Some(conv) = crd.spec.conversion.as_ref() else {
+        let Some(conv) = crd
+            .spec
+            .conversion
+            .as_ref()
+            .filter(|_| converted_by_us(&crd))
+        else {
             continue;
         };
-        if conv.strategy != "Webhook" {
-            continue;
-        }
         let current = conv.webhook.as_ref().and_then(|w| w.client_config.as_ref());
         let same = current.is_some_and(|c| {
             c.ca_bundle == wanted.ca_bundle
@@ -157,4 +172,103 @@ pub async fn patch_crd_conversion(
         patched += 1;
     }
     Ok(patched)
+}
+
+/// Under `EnableExternalCerts` the caBundles are someone else's (cert-manager's CA injector,
+/// say): the configurations we apply carry none, so server-side apply leaves the injected
+/// ones alone, as upstream leaves the whole configuration alone then.
+fn leave_ca_bundles(m: &mut MutatingWebhookConfiguration, v: &mut ValidatingWebhookConfiguration) {
+    for hook in m.webhooks.iter_mut().flatten() {
+        hook.client_config.ca_bundle = None;
+    }
+    for hook in v.webhooks.iter_mut().flatten() {
+        hook.client_config.ca_bundle = None;
+    }
+}
+
+/// Under `EnableExternalCerts`: the objects whose caBundle is not `ca_pem` (upstream's check
+/// in `configuration.Ensure` and `crd.Ensure`), as `kind/name` — both webhook configurations
+/// and every Kruise CRD converted by a webhook. The API server refuses our certificate when
+/// calling those until whoever provisions the certificates injects the CA.
+pub async fn external_ca_missing(
+    client: &kube::Client,
+    ca_pem: &str,
+) -> Result<Vec<String>, Error> {
+    let ca = Some(ByteString(ca_pem.as_bytes().to_vec()));
+    let mut missing = Vec::new();
+    let mutating = Api::<MutatingWebhookConfiguration>::all(client.clone())
+        .get_opt(keys::MUTATING_WEBHOOK_CONFIGURATION_NAME)
+        .await?;
+    if let Some(m) = mutating
+        && m.webhooks
+            .iter()
+            .flatten()
+            .any(|h| h.client_config.ca_bundle != ca)
+    {
+        missing.push(format!("MutatingWebhookConfiguration/{}", m.name_any()));
+    }
+    let validating = Api::<ValidatingWebhookConfiguration>::all(client.clone())
+        .get_opt(keys::VALIDATING_WEBHOOK_CONFIGURATION_NAME)
+        .await?;
+    if let Some(v) = validating
+        && v.webhooks
+            .iter()
+            .flatten()
+            .any(|h| h.client_config.ca_bundle != ca)
+    {
+        missing.push(format!("ValidatingWebhookConfiguration/{}", v.name_any()));
+    }
+    let crds = Api::<CustomResourceDefinition>::all(client.clone());
+    for crd in crds.list(&ListParams::default()).await? {
+        if converted_by_us(&crd)
+            && crd
+                .spec
+                .conversion
+                .as_ref()
+                .and_then(|c| c.webhook.as_ref())
+                .and_then(|w| w.client_config.as_ref())
+                .map(|c| &c.ca_bundle)
+                != Some(&ca)
+        {
+            missing.push(format!("CustomResourceDefinition/{}", crd.name_any()));
+        }
+    }
+    Ok(missing)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `EnableExternalCerts`: what we apply carries no caBundle, so the injected one stays.
+    #[test]
+    fn external_certs_leave_every_ca_bundle_out() {
+        let cfg = WebhookConfig::default();
+        let mut m = mutating_configuration(&cfg, "CA");
+        let mut v = validating_configuration(&cfg, "CA");
+        let all = |m: &MutatingWebhookConfiguration, v: &ValidatingWebhookConfiguration| {
+            let mut b: Vec<_> = m
+                .webhooks
+                .iter()
+                .flatten()
+                .map(|h| h.client_config.ca_bundle.clone())
+                .collect();
+            b.extend(
+                v.webhooks
+                    .iter()
+                    .flatten()
+                    .map(|h| h.client_config.ca_bundle.clone()),
+            );
+            b
+        };
+        assert!(
+            all(&m, &v)
+                .iter()
+                .all(|b| b.as_ref().is_some_and(|b| b.0 == b"CA"))
+        );
+        leave_ca_bundles(&mut m, &mut v);
+        let bundles = all(&m, &v);
+        assert!(bundles.len() > 10, "{}", bundles.len());
+        assert!(bundles.iter().all(Option::is_none));
+    }
 }

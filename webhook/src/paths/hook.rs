@@ -1,6 +1,6 @@
 //! What one hook declares: how the API server is told to call it, and what answers it.
 
-use kruise_api::features::Gate;
+use kruise_api::features::{FeatureGates, Gate};
 use kruise_api::keys;
 
 use crate::review::{Outcome, Request};
@@ -109,6 +109,9 @@ pub enum ClusterHandler {
 pub enum Handler {
     /// A function of the request alone.
     Pure(fn(&Request) -> Outcome),
+    /// A function of the request and the feature gates (the workloads' defaulting, which
+    /// `TemplateNoDefaults` changes).
+    Gated(fn(&Request, &FeatureGates) -> Outcome),
     /// A handler that reads the cluster.
     Cluster(ClusterHandler),
 }

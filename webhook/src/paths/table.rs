@@ -5,8 +5,8 @@ use kruise_api::keys;
 
 use super::hook::{
     BOTH_VERSIONS, CREATE, CREATE_UPDATE, CREATE_UPDATE_DELETE, ClusterHandler as C, DELETE,
-    FailurePolicy, Handler::Cluster, Handler::Pure, Hook, Kind, Namespaces, Objects, Rule,
-    V1ALPHA1,
+    FailurePolicy, Handler::Cluster, Handler::Gated, Handler::Pure, Hook, Kind, Namespaces,
+    Objects, Rule, V1ALPHA1,
 };
 use super::*;
 use crate::{
@@ -80,7 +80,7 @@ pub const HOOKS: &[Hook] = &[
         path: MUTATE_CLONESET,
         aliases: &[MUTATE_CLONESET_V1ALPHA1, MUTATE_CLONESET_V1BETA1],
         rule: Rule::apps(BOTH_VERSIONS, CREATE_UPDATE, &["clonesets"]),
-        handler: Pure(cloneset::defaults::mutate),
+        handler: Gated(cloneset::defaults::mutate),
         ..MUTATING
     },
     Hook {
@@ -96,7 +96,7 @@ pub const HOOKS: &[Hook] = &[
         path: MUTATE_STATEFULSET,
         aliases: &[MUTATE_STATEFULSET_V1ALPHA1, MUTATE_STATEFULSET_V1BETA1],
         rule: Rule::apps(BOTH_VERSIONS, CREATE_UPDATE, &["statefulsets"]),
-        handler: Pure(statefulset::defaults::mutate),
+        handler: Gated(statefulset::defaults::mutate),
         ..MUTATING
     },
     Hook {
@@ -124,7 +124,7 @@ pub const HOOKS: &[Hook] = &[
         name: "madvancedcronjob.kb.io",
         path: MUTATE_ADVANCEDCRONJOB,
         rule: Rule::apps(BOTH_VERSIONS, CREATE_UPDATE, &["advancedcronjobs"]),
-        handler: Pure(advancedcronjob::defaults::mutate),
+        handler: Gated(advancedcronjob::defaults::mutate),
         ..MUTATING
     },
     Hook {
@@ -138,7 +138,7 @@ pub const HOOKS: &[Hook] = &[
         name: "mbroadcastjob.kb.io",
         path: MUTATE_BROADCASTJOB,
         rule: Rule::apps(BOTH_VERSIONS, CREATE_UPDATE, &["broadcastjobs"]),
-        handler: Pure(broadcastjob::defaults::mutate),
+        handler: Gated(broadcastjob::defaults::mutate),
         ..MUTATING
     },
     Hook {
@@ -279,7 +279,7 @@ pub const HOOKS: &[Hook] = &[
         name: "muniteddeployment.kb.io",
         path: MUTATE_UNITEDDEPLOYMENT,
         rule: Rule::apps(V1ALPHA1, CREATE_UPDATE, &["uniteddeployments"]),
-        handler: Pure(uniteddeployment::defaults::mutate),
+        handler: Gated(uniteddeployment::defaults::mutate),
         ..MUTATING
     },
     Hook {

@@ -2,7 +2,7 @@
 //!
 //! Upstream's `pkg/webhook/pod/mutating/pod_create_update_handler.go` (`Handle`) runs, after
 //! the `KruisePodReady` readiness gate: WorkloadSpread → SidecarSet → container launch priority
-//! → PodUnavailableBudget → PersistentPodState. The order matters: launch priority must see the
+//! → PodUnavailableBudget → PersistentPodState → the enhanced liveness probe. The order matters: launch priority must see the
 //! containers the SidecarSet step injected. [`MUTATING_ORDER`] is that order and
 //! [`mutate_with`] runs exactly it; handlers not ported yet hold their slot as a no-op.
 //!
@@ -10,6 +10,7 @@
 //! UPDATE and DELETE and `pods/eviction` CREATE, through the handlers of [`VALIDATING_ORDER`]
 //! ([`validate_pod`]).
 
+pub mod enhanced_liveness;
 pub mod launch_priority;
 pub mod persistent_pod_state;
 pub mod readiness_gate;
@@ -50,6 +51,9 @@ pub enum MutatingHandler {
     /// Upstream `persistentPodStateMutatingPod`: the recorded topology of a recreated
     /// StatefulSet Pod.
     PersistentPodState,
+    /// Upstream `enhancedLivenessProbeWhenPodCreate` (gate `EnhancedLivenessProbe`): the
+    /// liveness probes moved into an annotation.
+    EnhancedLiveness,
 }
 
 /// Upstream's order of the `/mutate-pod` handlers; [`mutate_with`] runs them in this order.
@@ -60,6 +64,7 @@ pub const MUTATING_ORDER: &[MutatingHandler] = &[
     MutatingHandler::LaunchPriority,
     MutatingHandler::PodUnavailableBudget,
     MutatingHandler::PersistentPodState,
+    MutatingHandler::EnhancedLiveness,
 ];
 
 /// One handler of `/validate-pod`.
@@ -95,6 +100,8 @@ pub struct PodContext {
     /// manager is down, the Pods in its scope the webhook did not see looks for the mark
     /// (`configuration::scope`). Only Pods such a policy may cover are marked.
     pub mark_admitted: bool,
+    /// `EnhancedLivenessProbe`: run the [`enhanced_liveness`] slot.
+    pub enhanced_liveness: bool,
 }
 
 /// `/mutate-pod` as served: reads what the handlers need from `cluster` (the SidecarSets, the
@@ -146,6 +153,7 @@ pub async fn mutate_pod<C: SidecarSetLookup + PubLookup + PpsLookup + WsLookup +
             (Some(pod), Some(ns)) => cluster.must_mark(ns, pod),
             _ => false,
         },
+        enhanced_liveness: gates.enabled(Gate::EnhancedLivenessProbe),
     };
     mutate_with(&req, &ctx)
 }
@@ -232,6 +240,11 @@ fn run(
         MutatingHandler::WorkloadSpread => {
             workload_spread::inject(pod, ctx.workload_spread.as_ref())
         }
+        MutatingHandler::EnhancedLiveness if ctx.enhanced_liveness => {
+            enhanced_liveness::mutate(pod)
+                .map_err(|e| Outcome::internal(format!("cannot back up the liveness probes: {e}")))
+        }
+        MutatingHandler::EnhancedLiveness => Ok(false),
     }
 }
 

@@ -241,7 +241,7 @@ fn long_generate_name_is_truncated() {
 }
 
 /// Upstream's `Handle`: readiness gate, WorkloadSpread, SidecarSet, launch priority (which must
-/// see the injected sidecars), PodUnavailableBudget, PersistentPodState.
+/// see the injected sidecars), PodUnavailableBudget, PersistentPodState, enhanced liveness.
 #[test]
 fn mutating_handlers_run_in_upstreams_order() {
     assert_eq!(
@@ -253,6 +253,7 @@ fn mutating_handlers_run_in_upstreams_order() {
             MutatingHandler::LaunchPriority,
             MutatingHandler::PodUnavailableBudget,
             MutatingHandler::PersistentPodState,
+            MutatingHandler::EnhancedLiveness,
         ]
     );
     let pos = |h| MUTATING_ORDER.iter().position(|x| *x == h);
@@ -307,5 +308,43 @@ fn launch_priority_sees_the_injected_sidecar() {
     assert!(
         cs.iter().all(|c| barrier(c).is_some()),
         "every container, the sidecar too, gets a barrier: {cs:?}"
+    );
+}
+
+/// `EnhancedLivenessProbe`: the slot runs only with the gate on, and its patch applies to the
+/// raw Pod (probe gone, backup annotation added).
+#[test]
+fn enhanced_liveness_runs_only_with_its_gate() {
+    use super::{PodContext, mutate_with};
+    let probe = json!({"exec": {"command": ["true"]}, "periodSeconds": 10});
+    let obj = pod(
+        Some("apps.kruise.io/v1alpha1"),
+        json!([{"name": "a", "image": "x", "livenessProbe": probe}]),
+        json!({kruise_api::keys::USING_ENHANCED_LIVENESS_ANNOTATION: "true"}),
+    );
+    let body = review_body("CREATE", ("", "v1", "Pod"), "pods", Some(obj.clone()), None);
+    let admitted = |enhanced_liveness: bool| {
+        let ctx = PodContext {
+            enhanced_liveness,
+            ..PodContext::default()
+        };
+        let resp = response(&admit(&body, |r| mutate_with(r, &ctx)));
+        let mut patched = obj.clone();
+        let patch: json_patch::Patch =
+            serde_json::from_slice(&patch_bytes(&resp["patch"]).expect("patch")).expect("patch");
+        json_patch::patch(&mut patched, &patch).expect("applies");
+        patched
+    };
+    let off = admitted(false);
+    assert_eq!(off["spec"]["containers"][0]["livenessProbe"], probe);
+    let on = admitted(true);
+    assert_eq!(on["spec"]["containers"][0].get("livenessProbe"), None);
+    let backup = on["metadata"]["annotations"]
+        [kruise_api::keys::CONTAINER_PROBE_CONTEXT_ANNOTATION]
+        .as_str()
+        .expect("backup annotation");
+    assert_eq!(
+        serde_json::from_str::<Value>(backup).expect("json"),
+        json!([{"name": "a", "livenessProbe": probe}])
     );
 }

@@ -5,6 +5,7 @@
 //! policy Retain/Retain (v1beta1 only, v1alpha1 has no such field), and the Pod template and
 //! volumeClaimTemplate defaults CloneSet applies.
 
+use kruise_api::features::{FeatureGates, Gate};
 use kube::core::admission::Operation;
 use serde_json::{Value, json};
 
@@ -14,7 +15,7 @@ use crate::workload::defaults::{default_pod_spec, default_pvc};
 use kruise_api::keys::{self, DEFAULT_REVISION_HISTORY_LIMIT};
 
 /// Admission entry point.
-pub fn mutate(req: &Request) -> Outcome {
+pub fn mutate(req: &Request, gates: &FeatureGates) -> Outcome {
     if !matches!(req.operation, Operation::Create | Operation::Update) {
         return Outcome::Allow;
     }
@@ -33,7 +34,9 @@ pub fn mutate(req: &Request) -> Outcome {
     }
     // Template defaults only when the template (or the claim templates) is new or changed, so
     // that an unrelated update never moves the revision and so never rolls Pods.
+    // Never while `TemplateNoDefaults` is on, as upstream.
     let inject_template = match req.operation {
+        _ if gates.enabled(Gate::TemplateNoDefaults) => false,
         Operation::Update => {
             let old = req.old_object.as_ref();
             let changed = |path: &[&str]| old.and_then(|o| get(o, path)) != get(obj, path);
@@ -137,7 +140,7 @@ mod tests {
             Some(obj.clone()),
             old,
         );
-        let r = response(&admit(&body, mutate));
+        let r = response(&admit(&body, |r| mutate(r, &FeatureGates::default())));
         assert_eq!(r["allowed"], true, "{r}");
         let Some(patch) = r["patch"].as_array() else {
             return obj;
@@ -251,7 +254,7 @@ mod tests {
             Some(obj),
             None,
         );
-        let r = response(&admit(&body, mutate));
+        let r = response(&admit(&body, |r| mutate(r, &FeatureGates::default())));
         assert_eq!(r["allowed"], false);
         assert!(
             r["status"]["message"]

@@ -10,10 +10,11 @@ use serde_json::{Value, json};
 
 use crate::json::{default_field, default_string, get, obj_mut};
 use crate::review::{Outcome, Request, patch_or_allow};
-use crate::workload::defaults::{default_pod_spec, default_pvc, template_defaults_due};
+use crate::workload::defaults::{default_pod_spec, default_pvc, template_defaults_wanted};
+use kruise_api::features::FeatureGates;
 
 /// Admission entry point.
-pub fn mutate(req: &Request) -> Outcome {
+pub fn mutate(req: &Request, gates: &FeatureGates) -> Outcome {
     if !matches!(req.operation, Operation::Create | Operation::Update) {
         return Outcome::Allow;
     }
@@ -23,7 +24,7 @@ pub fn mutate(req: &Request) -> Outcome {
     if !obj.is_object() || !matches!(get(obj, &["spec"]), None | Some(Value::Object(_))) {
         return Outcome::bad_request("UnitedDeployment must be an object with an object spec");
     }
-    let inject_template = template_defaults_due(req, obj);
+    let inject_template = template_defaults_wanted(req, obj, gates);
     let mut after = obj.clone();
     default_united_deployment(&mut after, inject_template);
     patch_or_allow(obj, &after)

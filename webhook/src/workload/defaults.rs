@@ -5,7 +5,16 @@ use serde_json::{Map, Value, json};
 
 use crate::json::{default_field, default_string, get, get_mut};
 use crate::review::Request;
+use kruise_api::features::{FeatureGates, Gate};
 use kube::core::admission::Operation;
+
+/// Whether a workload's Pod template gets its defaults under `gates`: never while
+/// `TemplateNoDefaults` is on (upstream's CloneSet, Advanced StatefulSet, BroadcastJob,
+/// AdvancedCronJob and UnitedDeployment handlers; Advanced DaemonSet ignores the gate), else
+/// [`template_defaults_due`].
+pub fn template_defaults_wanted(req: &Request, obj: &Value, gates: &FeatureGates) -> bool {
+    !gates.enabled(Gate::TemplateNoDefaults) && template_defaults_due(req, obj)
+}
 
 /// Whether a workload's Pod template gets its defaults: on CREATE, and on an UPDATE that
 /// changes `spec.template`, so that an unrelated update never changes the template (and so the
@@ -197,5 +206,120 @@ mod tests {
             &req(Operation::Update, Some(obj("a:2"))),
             &scaled
         ));
+    }
+
+    /// `TemplateNoDefaults`: the five kinds whose upstream handler reads the gate leave their
+    /// Pod template as sent (their other defaults still apply); Advanced DaemonSet, whose
+    /// handler does not read it, still defaults its template.
+    #[test]
+    fn template_no_defaults_skips_the_template_of_the_five_kinds() {
+        use crate::paths::{self, Handler};
+        use crate::review::tests::{response, review_body};
+        use kruise_api::features::{FeatureGates, Gate};
+        let pod = json!({"containers": [{"name": "app", "image": "nginx"}]});
+        let tpl = json!({"spec": pod});
+        let cases = [
+            (
+                paths::MUTATE_CLONESET,
+                "v1alpha1",
+                "CloneSet",
+                json!({"template": tpl}),
+                &["spec", "template", "spec"][..],
+                true,
+            ),
+            (
+                paths::MUTATE_STATEFULSET,
+                "v1beta1",
+                "StatefulSet",
+                json!({"template": tpl}),
+                &["spec", "template", "spec"][..],
+                true,
+            ),
+            (
+                paths::MUTATE_BROADCASTJOB,
+                "v1alpha1",
+                "BroadcastJob",
+                json!({"template": tpl}),
+                &["spec", "template", "spec"][..],
+                true,
+            ),
+            (
+                paths::MUTATE_ADVANCEDCRONJOB,
+                "v1alpha1",
+                "AdvancedCronJob",
+                json!({"schedule": "* * * * *", "template": {"jobTemplate": {"spec": {"template": tpl}}}}),
+                &[
+                    "spec",
+                    "template",
+                    "jobTemplate",
+                    "spec",
+                    "template",
+                    "spec",
+                ][..],
+                true,
+            ),
+            (
+                paths::MUTATE_UNITEDDEPLOYMENT,
+                "v1alpha1",
+                "UnitedDeployment",
+                json!({"template": {"statefulSetTemplate": {"spec": {"template": tpl}}}}),
+                &[
+                    "spec",
+                    "template",
+                    "statefulSetTemplate",
+                    "spec",
+                    "template",
+                    "spec",
+                ][..],
+                true,
+            ),
+            (
+                paths::MUTATE_DAEMONSET,
+                "v1alpha1",
+                "DaemonSet",
+                json!({"template": tpl}),
+                &["spec", "template", "spec"][..],
+                false,
+            ),
+        ];
+        for (path, version, kind, spec, at, gated) in cases {
+            let obj = json!({"apiVersion": format!("apps.kruise.io/{version}"), "kind": kind,
+                "metadata": {"name": "w", "namespace": "default"}, "spec": spec});
+            let body = review_body(
+                "CREATE",
+                ("apps.kruise.io", version, kind),
+                "x",
+                Some(obj.clone()),
+                None,
+            );
+            let handler = paths::hook(path).expect("hook").handler;
+            for on in [false, true] {
+                let gates = FeatureGates::default().with(Gate::TemplateNoDefaults, on);
+                let out = match handler {
+                    Handler::Gated(h) => crate::review::admit(&body, |r| h(r, &gates)),
+                    Handler::Pure(h) => crate::review::admit(&body, h),
+                    Handler::Cluster(_) => panic!("{path} reads the cluster"),
+                };
+                let resp = response(&out);
+                assert_eq!(resp["allowed"], true, "{path}: {resp}");
+                let patch: json_patch::Patch = serde_json::from_value(resp["patch"].clone())
+                    .ok()
+                    .or_else(|| {
+                        let bytes: Vec<u8> = resp["patch"]
+                            .as_array()?
+                            .iter()
+                            .filter_map(|b| b.as_u64().and_then(|b| u8::try_from(b).ok()))
+                            .collect();
+                        serde_json::from_slice(&bytes).ok()
+                    })
+                    .unwrap_or_default();
+                let mut after = obj.clone();
+                json_patch::patch(&mut after, &patch).expect("patch applies");
+                let pod_spec = get(&after, at).expect("template kept");
+                let skipped = on && gated;
+                assert_eq!(pod_spec == &pod, skipped, "{path} gate {on}: {pod_spec}");
+                assert_ne!(after, obj, "{path} gate {on}: other defaults still apply");
+            }
+        }
     }
 }
