@@ -626,6 +626,10 @@ pub const SIDECARSET_PATCH_METADATA_WHITELIST_KEY: &str = "SidecarSet_PatchPodMe
 /// [{"Group", "Version", "Kind"}], "replicasPath": "spec.replicas"}]}` (upstream
 /// `WSWatchCustomWorkloadWhiteList`).
 pub const WS_CUSTOM_WORKLOAD_WHITELIST_KEY: &str = "WorkloadSpread_Watch_Custom_Workload_WhiteList";
+/// Key of [`KRUISE_CONFIGURATION_CONFIGMAP`] with the workload kinds a PersistentPodState may
+/// target beyond the StatefulSets: `{"workloads": [{"Group", "Version", "Kind"}]}` (upstream
+/// `PPSWatchCustomWorkloadWhiteList`).
+pub const PPS_CUSTOM_WORKLOAD_WHITELIST_KEY: &str = "PPS_Watch_Custom_Workload_WhiteList";
 
 // ---------------------------------------------------------------------------------------------
 // ResourceDistribution

@@ -389,3 +389,41 @@ fn openkruise_values_land_where_openkruise_puts_them() {
     );
     assert!(no_crds.iter().any(|d| d["kind"] == "Deployment"));
 }
+
+/// deletionProtection.listAllResources is the one switch granting the manager upstream's `list`
+/// on every resource (deploy/overlays/crd-cascading): off by default, rendering nothing; on, a
+/// ClusterRole with exactly that rule bound to the manager's ServiceAccount.
+#[test]
+fn list_all_resources_is_off_by_default_and_one_value_turns_it_on() {
+    let chart = root().join("deploy/helm/kruise-rs");
+    let render = |set: &[&str]| -> Vec<serde_json::Value> {
+        let mut cmd = Command::new(helm());
+        cmd.args(["template", "kruise-rs"]).arg(&chart);
+        for s in set {
+            cmd.args(["--set", s]);
+        }
+        serde_saphyr::from_multiple(&run(&mut cmd)).expect("YAML")
+    };
+    let named = |docs: &[serde_json::Value], kind: &str| -> Option<serde_json::Value> {
+        docs.iter()
+            .find(|d| d["kind"] == kind && d["metadata"]["name"] == "kruise-manager-list-all")
+            .cloned()
+    };
+    let default = render(&[]);
+    assert_eq!(named(&default, "ClusterRole"), None);
+    assert_eq!(named(&default, "ClusterRoleBinding"), None);
+    let on = render(&["deletionProtection.listAllResources=true"]);
+    let role = named(&on, "ClusterRole").expect("ClusterRole kruise-manager-list-all");
+    assert_eq!(
+        role["rules"],
+        serde_json::json!([{"apiGroups": ["*"], "resources": ["*"], "verbs": ["list"]}])
+    );
+    let binding = named(&on, "ClusterRoleBinding").expect("its binding");
+    assert_eq!(binding["roleRef"]["name"], "kruise-manager-list-all");
+    assert_eq!(
+        binding["subjects"],
+        serde_json::json!([{"kind": "ServiceAccount", "name": "kruise-manager",
+            "namespace": "kruise-system"}])
+    );
+    assert_eq!(on.len(), default.len() + 2, "nothing else changes");
+}

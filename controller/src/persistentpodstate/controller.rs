@@ -1,5 +1,6 @@
 //! Wiring of the PersistentPodState controller on the shared [`runner`](crate::runner): the
-//! PersistentPodState watch; the Pod events of StatefulSets a PersistentPodState targets; and
+//! PersistentPodState watch; the Pod events of the workloads a PersistentPodState targets
+//! (StatefulSets, and the kinds `PPS_Watch_Custom_Workload_WhiteList` lists); and
 //! one metadata watch per StatefulSet kind (apps/v1 and Advanced), which both generates the
 //! PersistentPodStates their annotations ask for and wakes the one targeting a changed
 //! StatefulSet (its replicas decide which states are kept).
@@ -128,8 +129,9 @@ fn targeting(
         .collect()
 }
 
-/// Which PersistentPodStates a Pod event concerns: the one targeting the Pod's controller,
-/// when that is a StatefulSet (upstream `enqueueRequestForPod`).
+/// Which PersistentPodStates a Pod event concerns: the one targeting the Pod's controller — a
+/// StatefulSet, or a custom kind whose whitelisting the reconcile checks (upstream
+/// `enqueueRequestForPod`).
 fn pod_event_targets(
     store: &reflector::Store<PersistentPodState>,
     ev: PodEvent,
@@ -149,7 +151,7 @@ fn pod_event_targets(
         .owner_references
         .iter()
         .flatten()
-        .find(|o| o.controller == Some(true) && o.kind == "StatefulSet")
+        .find(|o| o.controller == Some(true))
     else {
         return Vec::new();
     };

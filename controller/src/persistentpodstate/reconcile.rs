@@ -5,11 +5,14 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::StatefulSet as AppsStatefulSet;
-use k8s_openapi::api::core::v1::Node;
-use kruise_api::apps::v1alpha1::{PersistentPodState, PersistentPodStateStatus};
+use k8s_openapi::api::core::v1::{ConfigMap, Node};
+use kruise_api::apps::v1alpha1::{
+    PersistentPodState, PersistentPodStateStatus, PpsWorkloadWhiteList,
+};
 use kruise_api::apps::v1beta1::StatefulSet as AdvancedStatefulSet;
 use kruise_api::keys;
-use kube::api::{Api, PostParams};
+use kruise_api::policy::v1alpha1::TargetReference;
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, PostParams};
 use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
 use kube::{Resource, ResourceExt};
@@ -77,8 +80,8 @@ pub async fn reconcile(pps: Arc<PersistentPodState>, ctx: Arc<Context>) -> Resul
     Ok(Action::await_change())
 }
 
-/// The targeted StatefulSet, or `None` when it is gone, being deleted, or of a kind the
-/// webhook refuses.
+/// The targeted StatefulSet or whitelisted custom workload, or `None` when it is gone, being
+/// deleted, or of a kind the webhook refuses.
 async fn read_workload(
     ctx: &Context,
     ns: &str,
@@ -116,8 +119,60 @@ async fn read_workload(
                     }
                 }))
         }
-        _ => Ok(None),
+        _ => custom_workload(ctx, ns, target).await,
     }
+}
+
+/// A workload of a kind `PPS_Watch_Custom_Workload_WhiteList` lists (upstream
+/// `getPodStatefulSetLike`): its uid and `spec.replicas` (0 without it), no ordinals start or
+/// reserved ordinals; `None` when the kind is not listed, or the object is gone or being deleted.
+async fn custom_workload(
+    ctx: &Context,
+    ns: &str,
+    target: &TargetReference,
+) -> Result<Option<Workload>, kube::Error> {
+    let cms: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &keys::own_namespace());
+    let data = cms
+        .get_opt(keys::KRUISE_CONFIGURATION_CONFIGMAP)
+        .await?
+        .and_then(|c| c.data)
+        .unwrap_or_default();
+    let whitelist = match PpsWorkloadWhiteList::from_configuration(&data) {
+        Ok(w) => w,
+        Err(e) => {
+            // Upstream's reconcile fails on it too; a fixed ConfigMap is read on the next one.
+            tracing::warn!(error = %e, "PersistentPodState custom workload whitelist unreadable");
+            return Ok(None);
+        }
+    };
+    if !whitelist.allows(&target.api_version, &target.kind) {
+        return Ok(None);
+    }
+    let (group, version) = match target.api_version.split_once('/') {
+        Some((g, v)) => (g, v),
+        None => ("", target.api_version.as_str()),
+    };
+    let ar = ApiResource::from_gvk(&GroupVersionKind::gvk(group, version, &target.kind));
+    let api: Api<DynamicObject> = Api::namespaced_with(ctx.client.clone(), ns, &ar);
+    Ok(api
+        .get_opt(&target.name)
+        .await?
+        .filter(|o| o.metadata.deletion_timestamp.is_none())
+        .map(|o| Workload {
+            uid: o.metadata.uid.clone().unwrap_or_default(),
+            replicas: custom_replicas(&o.data),
+            start: 0,
+            reserved: Vec::new(),
+        }))
+}
+
+/// `spec.replicas` of a custom workload, 0 when missing or not a number (upstream
+/// `getSpecReplicas`).
+fn custom_replicas(data: &serde_json::Value) -> i32 {
+    data.pointer("/spec/replicas")
+        .and_then(serde_json::Value::as_i64)
+        .and_then(|n| i32::try_from(n).ok())
+        .unwrap_or(0)
 }
 
 /// Writes the status `next` computes from the freshest copy, if it changed (upstream
@@ -156,4 +211,18 @@ async fn write_status(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::custom_replicas;
+
+    #[test]
+    fn custom_replicas_are_spec_replicas_or_zero() {
+        assert_eq!(custom_replicas(&json!({"spec": {"replicas": 3}})), 3);
+        assert_eq!(custom_replicas(&json!({"spec": {}})), 0);
+        assert_eq!(custom_replicas(&json!({"spec": {"replicas": "3"}})), 0);
+    }
 }

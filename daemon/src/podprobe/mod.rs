@@ -5,6 +5,7 @@
 
 pub mod prober;
 pub mod thresholds;
+mod tls;
 pub mod writer;
 
 use std::collections::HashMap;

@@ -1,11 +1,12 @@
 //! One run of a probe: exec in the container through CRI `ExecSync`, or a TCP connect or HTTP
-//! GET against the Pod IP, each cut off at the probe's timeout (kubelet: 1 s by default).
+//! GET (HTTPS without certificate verification, see [`super::tls`]) against the Pod IP, each
+//! cut off at the probe's timeout (kubelet: 1 s by default).
 
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Probe;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::criruntime::CriClient;
@@ -137,15 +138,41 @@ pub async fn run_once(
     (false, "no handler (exec, tcpSocket or httpGet)".into())
 }
 
+/// Whether an httpGet probe speaks TLS (`scheme: HTTPS`; the webhook admits only upper case,
+/// the kubelet lower-cases it).
+fn is_https(action: &k8s_openapi::api::core::v1::HTTPGetAction) -> bool {
+    action
+        .scheme
+        .as_deref()
+        .is_some_and(|s| s.eq_ignore_ascii_case("HTTPS"))
+}
+
 async fn http_get(
     action: &k8s_openapi::api::core::v1::HTTPGetAction,
     host: &str,
     port: u16,
 ) -> Outcome {
-    let mut stream = match TcpStream::connect((host, port)).await {
+    let stream = match TcpStream::connect((host, port)).await {
         Ok(s) => s,
         Err(e) => return (false, format!("GET {host}:{port}: {e}")),
     };
+    if !is_https(action) {
+        return exchange(stream, action, host, port).await;
+    }
+    match super::tls::connect(host, stream).await {
+        Ok(tls) => exchange(tls, action, host, port).await,
+        Err(e) => (false, clip(format!("GET https://{host}:{port}: {e}"))),
+    }
+}
+
+/// Sends the GET over `stream` and judges the status line (the kubelet's rule: 2xx and 3xx
+/// succeed).
+async fn exchange<S: AsyncRead + AsyncWrite + Unpin>(
+    mut stream: S,
+    action: &k8s_openapi::api::core::v1::HTTPGetAction,
+    host: &str,
+    port: u16,
+) -> Outcome {
     if let Err(e) = stream
         .write_all(http_request(action, host, port).as_bytes())
         .await
@@ -160,9 +187,99 @@ async fn http_get(
     let line = String::from_utf8_lossy(&head[..n]);
     let code: Option<u16> = line.split_whitespace().nth(1).and_then(|c| c.parse().ok());
     match code {
-        // The kubelet's rule: 2xx and 3xx succeed.
         Some(c) if (200..400).contains(&c) => (true, format!("HTTP {c}")),
         Some(c) => (false, format!("HTTP probe failed with statuscode: {c}")),
         None => (false, format!("GET {host}:{port}: bad response")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use k8s_openapi::api::core::v1::HTTPGetAction;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+    use tokio::net::TcpListener;
+
+    use super::*;
+
+    /// A one-connection HTTPS server with a fresh self-signed certificate (for a name that is
+    /// not the address dialled, as a Pod's usually is) answering `status`.
+    async fn https_server(status: &'static str) -> u16 {
+        let ck = rcgen::generate_simple_self_signed(vec!["svc.example".to_owned()]).unwrap();
+        let cert = CertificateDer::from(ck.cert.der().to_vec());
+        let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(ck.signing_key.serialize_der()));
+        let config = rustls::ServerConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(vec![cert], key)
+        .unwrap();
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        tokio::spawn(async move {
+            let (tcp, _) = listener.accept().await.unwrap();
+            // A plain-HTTP client makes the handshake fail; nothing to answer then.
+            let Ok(mut tls) = acceptor.accept(tcp).await else {
+                return;
+            };
+            let mut req = vec![0u8; 1024];
+            let _ = tls.read(&mut req).await;
+            let resp = format!("HTTP/1.1 {status}\r\nContent-Length: 0\r\n\r\n");
+            let _ = tls.write_all(resp.as_bytes()).await;
+            let _ = tls.shutdown().await;
+        });
+        port
+    }
+
+    fn action(scheme: &str) -> HTTPGetAction {
+        HTTPGetAction {
+            path: Some("/healthz".into()),
+            scheme: Some(scheme.into()),
+            ..Default::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn https_probes_succeed_against_a_self_signed_server() {
+        let port = https_server("200 OK").await;
+        assert_eq!(
+            http_get(&action("HTTPS"), "127.0.0.1", port).await,
+            (true, "HTTP 200".to_owned())
+        );
+    }
+
+    #[tokio::test]
+    async fn https_probes_judge_the_status_code() {
+        let port = https_server("503 Service Unavailable").await;
+        assert_eq!(
+            http_get(&action("HTTPS"), "127.0.0.1", port).await,
+            (false, "HTTP probe failed with statuscode: 503".to_owned())
+        );
+    }
+
+    #[tokio::test]
+    async fn plain_http_against_a_tls_server_fails() {
+        let port = https_server("200 OK").await;
+        let (ok, _) = http_get(&action("HTTP"), "127.0.0.1", port).await;
+        assert!(!ok);
+    }
+
+    #[tokio::test]
+    async fn https_against_a_plain_server_fails_naming_tls() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        tokio::spawn(async move {
+            let (mut tcp, _) = listener.accept().await.unwrap();
+            let _ = tcp
+                .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+                .await;
+        });
+        let (ok, msg) = http_get(&action("HTTPS"), "127.0.0.1", port).await;
+        assert!(!ok);
+        assert!(msg.contains("TLS handshake"), "{msg}");
     }
 }

@@ -321,8 +321,9 @@ async fn crd_cascading_is_refused_until_the_label_goes() {
 /// With `DeletionProtectionForCRDCascadingGate` on (off by default, as upstream: a gated-phase
 /// test), a CRD labelled Cascading is counted for its objects. The
 /// shipped ClusterRole does not grant `list` on every resource, so the count first fails closed
-/// naming the missing permission; once `list` on the CRD's resource is granted (as the README
-/// tells users), the CRD is refused while it holds an object and deleted once it holds none.
+/// naming the missing permission; once the shipped switch grants `list` on every resource
+/// (deploy/overlays/crd-cascading, applied as its file says), the CRD is refused while it holds
+/// an object and deleted once it holds none.
 #[tokio::test]
 async fn gated_crd_cascading_counts_objects_with_the_gate() {
     let client = client().await.expect("cluster");
@@ -342,28 +343,34 @@ async fn gated_crd_cascading_counts_objects_with_the_gate() {
 
     let m = refused(&crds, &name).await;
     assert!(m.contains("failed to list CRs of"), "{m}");
+    assert!(m.contains(&group), "names the CRD's group: {m}");
     assert!(m.contains("forbidden"), "the missing permission: {m}");
     assert!(m.contains("protects it until the count can be read"), "{m}");
 
-    let grant = format!("e2e-dp-list-{group}");
+    // The shipped switch (deploy/overlays/crd-cascading, the Helm value
+    // deletionProtection.listAllResources): its ClusterRole and binding, as `kubectl apply -k`
+    // of the overlay adds them to the install.
+    let switch = kruise_e2e::repo_root().join("deploy/overlays/crd-cascading/list-all.yaml");
+    let docs: Vec<Value> = serde_saphyr::from_multiple(
+        &std::fs::read_to_string(&switch).expect("the overlay's list-all.yaml"),
+    )
+    .expect("YAML");
+    let of_kind = |kind: &str| {
+        docs.iter()
+            .find(|d| d["kind"] == kind)
+            .cloned()
+            .unwrap_or_else(|| panic!("{kind} in {}", switch.display()))
+    };
+    let role: ClusterRole = serde_json::from_value(of_kind("ClusterRole")).expect("role");
+    let binding: ClusterRoleBinding =
+        serde_json::from_value(of_kind("ClusterRoleBinding")).expect("binding");
+    let grant = role.name_any();
     let roles: Api<ClusterRole> = Api::all(client.clone());
     let bindings: Api<ClusterRoleBinding> = Api::all(client.clone());
-    let role: ClusterRole = serde_json::from_value(json!({
-        "metadata": {"name": grant},
-        "rules": [{"apiGroups": [group], "resources": ["widgets"], "verbs": ["list"]}]
-    }))
-    .expect("role");
     roles
         .create(&PostParams::default(), &role)
         .await
         .expect("create ClusterRole");
-    let binding: ClusterRoleBinding = serde_json::from_value(json!({
-        "metadata": {"name": grant},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": grant},
-        "subjects": [{"kind": "ServiceAccount", "name": "kruise-manager",
-                      "namespace": kruise_e2e::mode::KRUISE_NS}]
-    }))
-    .expect("binding");
     bindings
         .create(&PostParams::default(), &binding)
         .await
@@ -392,7 +399,7 @@ async fn gated_crd_cascading_counts_objects_with_the_gate() {
     allowed(&crds, &name).await;
     for deleted in [
         bindings
-            .delete(&grant, &DeleteParams::default())
+            .delete(&binding.name_any(), &DeleteParams::default())
             .await
             .map(|_| ()),
         roles

@@ -402,3 +402,215 @@ async fn bad_input_is_refused_naming_the_field() {
     );
     ns.delete().await.expect("delete ns");
 }
+
+/// A custom workload listed in `PPS_Watch_Custom_Workload_WhiteList` (upstream's key of the
+/// manager's `kruise-configuration`) gets PersistentPodState behaviour: a `GameServerSet` (a CRD
+/// of this run) is refused as a target until listed, then admitted; its Ready Pod's node is
+/// recorded (the manager reads the kind under RBAC the test grants, as a user would), and the
+/// Pod recreated under the same name is steered back there by the Pod webhook. Serial: the key
+/// is cluster-wide, and the parallel WorkloadSpread test rewrites the same ConfigMap.
+#[tokio::test]
+async fn serial_a_whitelisted_custom_workload_keeps_its_pods_state() {
+    use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    use rand::Rng;
+
+    let client = client().await.expect("cluster");
+    let ns = TestNamespace::create(&client, "e2e-pps-custom")
+        .await
+        .expect("ns");
+    let suffix: u32 = rand::rng().random_range(0..0xff_ffff);
+    let group = format!("g{suffix:06x}.pps.e2e.kruise-rs.io");
+    let crd_name = format!("gameserversets.{group}");
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let crd: CustomResourceDefinition = serde_json::from_value(json!({
+        "metadata": {"name": crd_name},
+        "spec": {
+            "group": group, "scope": "Namespaced",
+            "names": {"plural": "gameserversets", "singular": "gameserverset", "kind": "GameServerSet"},
+            "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema":
+                {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]
+        }
+    }))
+    .expect("crd");
+    crds.create(&PostParams::default(), &crd)
+        .await
+        .expect("create CRD");
+    let role_name = format!("e2e-pps-{suffix:06x}");
+    let roles: Api<ClusterRole> = Api::all(client.clone());
+    let bindings: Api<ClusterRoleBinding> = Api::all(client.clone());
+    let manager_ns = kruise_e2e::mode::manager_namespace(&client)
+        .await
+        .expect("manager namespace");
+    roles
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": role_name},
+                "rules": [{"apiGroups": [group], "resources": ["gameserversets"], "verbs": ["get"]}]}))
+            .expect("role"),
+        )
+        .await
+        .expect("create ClusterRole");
+    bindings
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": role_name},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role_name},
+                "subjects": [{"kind": "ServiceAccount", "name": "kruise-manager", "namespace": manager_ns}]}))
+            .expect("binding"),
+        )
+        .await
+        .expect("create ClusterRoleBinding");
+
+    let cms: Api<k8s_openapi::api::core::v1::ConfigMap> =
+        Api::namespaced(client.clone(), &manager_ns);
+    let cm_before = cms
+        .get_opt(keys::KRUISE_CONFIGURATION_CONFIGMAP)
+        .await
+        .expect("read kruise-configuration")
+        .map(|c| {
+            c.data
+                .and_then(|d| d.get(keys::PPS_CUSTOM_WORKLOAD_WHITELIST_KEY).cloned())
+        });
+    let outcome = tokio::spawn(custom_body(
+        client.clone(),
+        ns.name.clone(),
+        group.clone(),
+        cm_before.is_some(),
+    ))
+    .await;
+    let restored = match cm_before {
+        None => cms
+            .delete(keys::KRUISE_CONFIGURATION_CONFIGMAP, &Default::default())
+            .await
+            .map(|_| ()),
+        Some(v) => cms
+            .patch(
+                keys::KRUISE_CONFIGURATION_CONFIGMAP,
+                &PatchParams::default(),
+                &Patch::Merge(json!({"data": {keys::PPS_CUSTOM_WORKLOAD_WHITELIST_KEY: v}})),
+            )
+            .await
+            .map(|_| ()),
+    };
+    let _ = bindings.delete(&role_name, &Default::default()).await;
+    let _ = roles.delete(&role_name, &Default::default()).await;
+    if let Err(e) = outcome {
+        std::panic::resume_unwind(e.into_panic());
+    }
+    restored.expect("restore kruise-configuration");
+    ns.delete().await.expect("cleanup");
+    let _ = crds.delete(&crd_name, &Default::default()).await;
+
+    async fn custom_body(client: kube::Client, ns: String, group: String, cm_exists: bool) {
+        use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
+
+        let api_version = format!("{group}/v1");
+        let spec = json!({
+            "targetRef": {"apiVersion": api_version, "kind": "GameServerSet", "name": "gs"},
+            "requiredPersistentTopology": {"nodeTopologyKeys": [HOSTNAME]},
+        });
+        let refused = refusal(create_raw(&client, &ns, "pps", spec.clone()).await)
+            .expect("an unlisted kind is refused");
+        assert!(
+            refused.contains("spec.targetRef")
+                && refused.contains(keys::PPS_CUSTOM_WORKLOAD_WHITELIST_KEY),
+            "{refused}"
+        );
+        let value =
+            json!({"workloads": [{"Group": group, "Version": "v1", "Kind": "GameServerSet"}]})
+                .to_string();
+        let manager_ns = kruise_e2e::mode::manager_namespace(&client)
+            .await
+            .expect("manager namespace");
+        let cms: Api<k8s_openapi::api::core::v1::ConfigMap> =
+            Api::namespaced(client.clone(), &manager_ns);
+        if cm_exists {
+            cms.patch(
+                keys::KRUISE_CONFIGURATION_CONFIGMAP,
+                &PatchParams::default(),
+                &Patch::Merge(json!({"data": {keys::PPS_CUSTOM_WORKLOAD_WHITELIST_KEY: value}})),
+            )
+            .await
+            .expect("whitelist the kind");
+        } else {
+            let cm = serde_json::from_value(json!({
+                "metadata": {"name": keys::KRUISE_CONFIGURATION_CONFIGMAP},
+                "data": {keys::PPS_CUSTOM_WORKLOAD_WHITELIST_KEY: value}}))
+            .expect("configmap");
+            cms.create(&PostParams::default(), &cm)
+                .await
+                .expect("create kruise-configuration");
+        }
+        create_raw(&client, &ns, "pps", spec)
+            .await
+            .expect("a listed kind is admitted");
+
+        // The workload (its CRD may take a moment to be served).
+        let ar = ApiResource::from_gvk(&GroupVersionKind::gvk(&group, "v1", "GameServerSet"));
+        let sets: Api<DynamicObject> = Api::namespaced_with(client.clone(), &ns, &ar);
+        let gs: DynamicObject = serde_json::from_value(json!({
+            "apiVersion": api_version, "kind": "GameServerSet",
+            "metadata": {"name": "gs"}, "spec": {"replicas": 1}}))
+        .expect("gs");
+        let gs = wait_for("the GameServerSet created", SETTLE, || async {
+            Ok(sets.create(&PostParams::default(), &gs).await.ok())
+        })
+        .await
+        .expect("GameServerSet");
+        let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+        let pod: Pod = serde_json::from_value(json!({
+            "metadata": {"name": "gs-0", "ownerReferences": [{"apiVersion": api_version,
+                "kind": "GameServerSet", "name": "gs", "uid": gs.uid().expect("uid"),
+                "controller": true}]},
+            "spec": {"terminationGracePeriodSeconds": 0, "containers": [{"name": "main",
+                "image": kruise_e2e::image("testapp", "v1")}]},
+        }))
+        .expect("pod");
+        pods.create(&PostParams::default(), &pod)
+            .await
+            .expect("create pod");
+        let ready = wait_pod(&pods, "gs-0", "Ready", SETTLE, pod_ready)
+            .await
+            .expect("gs-0 Ready");
+        let node = ready.spec.and_then(|s| s.node_name).expect("scheduled");
+
+        let states = pps::api(&client, &ns);
+        wait_for("gs-0's node recorded", SETTLE, || async {
+            let s = states.get("pps").await?;
+            let recorded = s
+                .status
+                .and_then(|st| st.pod_states.get("gs-0").cloned())
+                .map(|p| p.node_name);
+            Ok((recorded.as_deref() == Some(node.as_str())).then_some(()))
+        })
+        .await
+        .expect("recorded");
+
+        pods.delete("gs-0", &Default::default())
+            .await
+            .expect("delete gs-0");
+        wait_for("gs-0 gone", SETTLE, || async {
+            Ok(pods.get_opt("gs-0").await?.is_none().then_some(()))
+        })
+        .await
+        .expect("gone");
+        let again = pods
+            .create(&PostParams::default(), &pod)
+            .await
+            .expect("recreate gs-0");
+        assert_eq!(
+            again.annotations().get(keys::PPS_INJECTED_ANNOTATION),
+            Some(&"pps".to_owned()),
+            "steered by the PersistentPodState"
+        );
+        assert_eq!(
+            again
+                .spec
+                .and_then(|s| s.node_selector)
+                .and_then(|n| n.get(HOSTNAME).cloned()),
+            Some(node),
+            "back to its recorded node"
+        );
+    }
+}

@@ -4,7 +4,7 @@
 //! Failed markers within period × threshold, the Pod never restarted; a probe for a missing
 //! container gives an Event; a deleted Pod and a deleted marker leave the NodePodProbe (the
 //! marker held by upstream's cleanup finalizer until then); bad input is refused naming the
-//! field.
+//! field; an HTTPS probe marks a Pod without verifying the serving certificate.
 
 use std::time::{Duration, Instant};
 
@@ -289,6 +289,58 @@ async fn bad_markers_are_refused_naming_the_field() {
         .await
         .expect_err("immutable");
     assert!(err.to_string().contains("spec.selector"), "{err}");
+    ns.delete().await.expect("cleanup");
+}
+
+/// An httpGet probe with `scheme: HTTPS` (upstream admits it and probes with the kubelet's
+/// prober: TLS, the serving certificate not verified). The HTTPS server is a container the
+/// cluster already runs: the manager's webhook (`/healthz` on :9876, a certificate for the
+/// webhook Service's name, not the Pod IP dialled), named by the probe's `host`. The same port
+/// probed as plain HTTP fails, so the True condition comes from a TLS exchange.
+#[tokio::test]
+async fn an_https_probe_marks_the_pod_without_verifying_the_certificate() {
+    let client = client().await.expect("cluster");
+    let ns = TestNamespace::create(&client, "e2e-ppm-tls")
+        .await
+        .expect("ns");
+    let managers: Api<Pod> = Api::namespaced(client.clone(), keys::KRUISE_NAMESPACE);
+    let lp = ListParams::default().labels(kruise_e2e::mode::MANAGER_POD_SELECTOR);
+    let ip = managers
+        .list(&lp)
+        .await
+        .expect("manager Pods")
+        .items
+        .into_iter()
+        .filter(kruise_e2e::pod_ready)
+        .find_map(|p| p.status.and_then(|s| s.pod_ip))
+        .expect("a Ready manager Pod with an IP");
+    let pods: Api<Pod> = ns.api();
+    testapp_pod(&pods, "p", "tls").await.expect("pod");
+    let get = |scheme: &str| {
+        json!({"httpGet": {"host": ip, "port": 9876, "path": keys::WEBHOOK_HEALTHZ_PATH,
+            "scheme": scheme}, "periodSeconds": 1, "failureThreshold": 1})
+    };
+    let probes = json!([
+        {"name": "tls", "containerName": "main", "probe": get("HTTPS"),
+            "markerPolicy": [{"state": "Succeeded", "labels": {"tls": "ok"}}],
+            "podConditionType": "e2e.kruise.io/tls"},
+        {"name": "plain", "containerName": "main", "probe": get("HTTP"),
+            "podConditionType": "e2e.kruise.io/plain"},
+    ]);
+    let api = podprobemarker::api(&client, &ns.name);
+    let m = podprobemarker::marker("m", "tls", probes).expect("marker");
+    api.create(&PostParams::default(), &m)
+        .await
+        .expect("an HTTPS probe is admitted");
+    wait_for("the HTTPS probe True, plain HTTP False", MARK, || async {
+        let p = pods.get("p").await?;
+        let ok = pod_condition(&p, "e2e.kruise.io/tls") == Some("True")
+            && pod_condition(&p, "e2e.kruise.io/plain") == Some("False")
+            && label(&p, "tls") == Some("ok");
+        Ok(ok.then_some(()))
+    })
+    .await
+    .expect("marked by the HTTPS probe");
     ns.delete().await.expect("cleanup");
 }
 

@@ -1,10 +1,11 @@
 //! [`PpsLookup`] against the API server: PersistentPodStates from the watch cache once it has
 //! loaded, listed before that (and always for the conflict check of the validation).
 
-use kruise_api::apps::v1alpha1::PersistentPodState;
+use kruise_api::apps::v1alpha1::{PersistentPodState, PpsWorkloadWhiteList};
 
 use super::ApiCluster;
 use crate::persistentpodstate::PpsLookup;
+use crate::sidecarset::SidecarSetLookup;
 
 impl PpsLookup for ApiCluster {
     async fn persistent_pod_states(
@@ -39,5 +40,10 @@ impl PpsLookup for ApiCluster {
             Ok(Err(kube::Error::Api(s))) if s.code == 404 => Ok(Vec::new()),
             Ok(Err(e)) => Err(format!("cannot list PersistentPodStates: {e}")),
         }
+    }
+
+    async fn pps_whitelist(&self) -> Result<PpsWorkloadWhiteList, String> {
+        let data = self.kruise_configuration().await?;
+        PpsWorkloadWhiteList::from_configuration(&data).map_err(|e| e.to_string())
     }
 }

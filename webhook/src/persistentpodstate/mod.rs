@@ -12,7 +12,7 @@ pub mod validation;
 
 use std::future::Future;
 
-use kruise_api::apps::v1alpha1::PersistentPodState;
+use kruise_api::apps::v1alpha1::{PersistentPodState, PpsWorkloadWhiteList};
 
 /// PersistentPodStates as the webhook reads them.
 pub trait PpsLookup: Sync {
@@ -31,6 +31,11 @@ pub trait PpsLookup: Sync {
         namespace: &str,
     ) -> impl Future<Output = Result<Vec<PersistentPodState>, String>> + Send {
         self.persistent_pod_states(namespace)
+    }
+    /// The custom workload kinds a PersistentPodState may target, from the
+    /// `kruise-configuration` ConfigMap: read only for a target that is not a StatefulSet.
+    fn pps_whitelist(&self) -> impl Future<Output = Result<PpsWorkloadWhiteList, String>> + Send {
+        std::future::ready(Ok(PpsWorkloadWhiteList::default()))
     }
 }
 

@@ -1,7 +1,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use k8s_openapi::api::core::v1::Pod;
-use kruise_api::apps::v1alpha1::PersistentPodState;
+use kruise_api::apps::v1alpha1::{PersistentPodState, PpsWorkloadWhiteList};
 use kruise_api::keys;
 use kube::core::admission::Operation;
 use serde_json::{Value, json};
@@ -16,6 +16,8 @@ use crate::review::{Outcome, Request};
 struct States {
     items: Vec<PersistentPodState>,
     reads: AtomicUsize,
+    whitelist: PpsWorkloadWhiteList,
+    whitelist_reads: AtomicUsize,
 }
 
 impl PpsLookup for States {
@@ -23,6 +25,21 @@ impl PpsLookup for States {
         self.reads.fetch_add(1, Ordering::SeqCst);
         Ok(self.items.clone())
     }
+
+    async fn pps_whitelist(&self) -> Result<PpsWorkloadWhiteList, String> {
+        self.whitelist_reads.fetch_add(1, Ordering::SeqCst);
+        Ok(self.whitelist.clone())
+    }
+}
+
+/// `PPS_Watch_Custom_Workload_WhiteList` listing `game.kruise.io` GameServerSet.
+fn game_whitelist() -> PpsWorkloadWhiteList {
+    let data = std::collections::BTreeMap::from([(
+        keys::PPS_CUSTOM_WORKLOAD_WHITELIST_KEY.to_owned(),
+        r#"{"workloads": [{"Group": "game.kruise.io", "Version": "v1alpha1", "Kind": "GameServerSet"}]}"#
+            .to_owned(),
+    )]);
+    PpsWorkloadWhiteList::from_configuration(&data).expect("whitelist")
 }
 
 fn request(op: Operation, object: Value, old: Option<Value>) -> Request {
@@ -252,10 +269,12 @@ async fn pods_it_does_not_concern_pay_at_most_a_lookup() {
         items: vec![recorded_state()],
         ..Default::default()
     };
-    // Not a StatefulSet's: not even a lookup.
+    // Not a StatefulSet's and no PersistentPodState targets it: one cache lookup, and the
+    // whitelist is not read.
     let pod = sts_pod("web-0", "apps.kruise.io/v1alpha1", "CloneSet");
     assert_eq!(injection_for(&pod, "ns", &states).await, None);
-    assert_eq!(states.reads.load(Ordering::SeqCst), 0);
+    assert_eq!(states.reads.load(Ordering::SeqCst), 1);
+    assert_eq!(states.whitelist_reads.load(Ordering::SeqCst), 0);
     // A StatefulSet Pod without a recorded state, or of another StatefulSet: nothing.
     let pod = sts_pod("web-1", "apps.kruise.io/v1beta1", "StatefulSet");
     assert_eq!(injection_for(&pod, "ns", &states).await, None);
@@ -301,4 +320,61 @@ fn the_slot_runs_last_through_the_handler_chain() {
         "{text}"
     );
     assert!(text.contains(keys::PPS_INJECTED_ANNOTATION), "{text}");
+}
+
+fn game_spec() -> Value {
+    let mut s = good_spec();
+    s["targetRef"] = json!({"apiVersion": "game.kruise.io/v1alpha1", "kind": "GameServerSet",
+        "name": "web"});
+    s
+}
+
+#[tokio::test]
+async fn a_custom_workload_is_admitted_only_when_whitelisted() {
+    let m = refusal(game_spec()).await;
+    assert!(
+        m.contains("spec.targetRef") && m.contains("PPS_Watch_Custom_Workload_WhiteList"),
+        "{m}"
+    );
+    let states = States {
+        whitelist: game_whitelist(),
+        ..Default::default()
+    };
+    let out = validate(
+        request(Operation::Create, pps("pps", game_spec()), None),
+        &states,
+    )
+    .await;
+    assert_eq!(out, Outcome::Allow);
+    // A StatefulSet target never reads the ConfigMap.
+    let sts = States::default();
+    validate(
+        request(Operation::Create, pps("pps", good_spec()), None),
+        &sts,
+    )
+    .await;
+    assert_eq!(sts.whitelist_reads.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test]
+async fn a_whitelisted_custom_workload_pod_gets_its_recorded_topology() {
+    let mut recorded = serde_json::to_value(recorded_state()).expect("json");
+    recorded["spec"] = game_spec();
+    let mut states = States {
+        items: vec![typed(recorded)],
+        ..Default::default()
+    };
+    let pod = sts_pod("web-0", "game.kruise.io/v1alpha1", "GameServerSet");
+    assert_eq!(
+        injection_for(&pod, "ns", &states).await,
+        None,
+        "not whitelisted"
+    );
+    states.whitelist = game_whitelist();
+    let inj = injection_for(&pod, "ns", &states).await.expect("injected");
+    assert_eq!(inj.persistent_pod_state, "pps");
+    assert_eq!(
+        inj.placement.node_selector.get("kubernetes.io/hostname"),
+        Some(&"node-a".to_owned())
+    );
 }

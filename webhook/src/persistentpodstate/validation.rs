@@ -1,11 +1,12 @@
 //! PersistentPodState validation (upstream `PersistentPodStateCreateUpdateHandler`): the
-//! target is a StatefulSet (apps/v1 or Advanced), at least one topology is set, `targetRef`
+//! target is a StatefulSet (apps/v1 or Advanced) or a kind listed in the `kruise-configuration`
+//! key `PPS_Watch_Custom_Workload_WhiteList`, at least one topology is set, `targetRef`
 //! never changes, and no two PersistentPodStates of a namespace target one workload. Kruise-rs
 //! also refuses what would break later, when a recreated Pod is given its recorded topology: a
 //! weight outside 1-100, an empty or malformed key, an unknown retention policy (see
 //! docs/kinds/persistentpodstate.md). Refusals are 400s, as upstream's `admission.Errored`.
 
-use kruise_api::apps::v1alpha1::{NodeTopologyTerm, PersistentPodState};
+use kruise_api::apps::v1alpha1::{NodeTopologyTerm, PersistentPodState, PpsWorkloadWhiteList};
 use kruise_api::keys;
 use serde_json::{Value, json};
 
@@ -20,7 +21,21 @@ pub async fn validate<C: PpsLookup>(req: Request, cluster: &C) -> Outcome {
         Ok(None) => return Outcome::Allow,
         Err(o) => return o,
     };
-    let mut errs = spec_errors(&pps);
+    let target = &pps.spec.target_reference;
+    // The ConfigMap is read only for a kind that is not a StatefulSet.
+    let whitelist = if target.kind.is_empty() || is_statefulset(&target.api_version, &target.kind) {
+        PpsWorkloadWhiteList::default()
+    } else {
+        match cluster.pps_whitelist().await {
+            Ok(w) => w,
+            Err(e) => {
+                return Outcome::bad_request(format!(
+                    "cannot read the custom workload whitelist of PersistentPodState: {e}"
+                ));
+            }
+        }
+    };
+    let mut errs = spec_errors_with(&pps, &whitelist);
     if let Some(old) = &old {
         errs.extend(update_errors(&pps, old));
     }
@@ -50,12 +65,20 @@ fn to_json<T: serde::Serialize>(v: &T) -> Value {
 
 /// Whether `api_version`/`kind` is a StatefulSet a PersistentPodState may target.
 pub fn is_statefulset(api_version: &str, kind: &str) -> bool {
-    let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
-    kind == "StatefulSet" && (group == "apps" || group == keys::APPS_GROUP)
+    kruise_api::apps::v1alpha1::is_pps_builtin_target(api_version, kind)
 }
 
-/// Every problem of one PersistentPodState on its own.
+/// Every problem of one PersistentPodState on its own, without a custom workload whitelist.
 pub fn spec_errors(pps: &PersistentPodState) -> Vec<FieldError> {
+    spec_errors_with(pps, &PpsWorkloadWhiteList::default())
+}
+
+/// Every problem of one PersistentPodState on its own; `whitelist` lists the custom kinds
+/// (`PPS_Watch_Custom_Workload_WhiteList`) it may target beside StatefulSets.
+pub fn spec_errors_with(
+    pps: &PersistentPodState,
+    whitelist: &PpsWorkloadWhiteList,
+) -> Vec<FieldError> {
     let mut errs = Vec::new();
     let spec = &pps.spec;
     let r = &spec.target_reference;
@@ -65,11 +88,11 @@ pub fn spec_errors(pps: &PersistentPodState) -> Vec<FieldError> {
             &to_json(r),
             "empty TargetReference is not valid for PersistentPodState: set apiVersion, kind and name",
         ));
-    } else if !is_statefulset(&r.api_version, &r.kind) {
+    } else if !whitelist.allows(&r.api_version, &r.kind) {
         errs.push(FieldError::invalid(
             "spec.targetRef",
             &to_json(r),
-            "TargetReference.Kind must be StatefulSet: use apiVersion apps/v1 or apps.kruise.io/v1beta1 with kind StatefulSet",
+            "TargetReference.Kind must be StatefulSet or in PPS_Watch_Custom_Workload_WhiteList: use apiVersion apps/v1 or apps.kruise.io/v1beta1 with kind StatefulSet, or list the kind in that key of ConfigMap kruise-configuration",
         ));
     }
     if spec.required_persistent_topology.is_none() && spec.preferred_persistent_topology.is_empty()

@@ -1,11 +1,12 @@
 //! PersistentPodState on Pods (upstream `pkg/webhook/pod/mutating/persistent_pod_state.go`),
-//! the last `/mutate-pod` slot: a Pod of a StatefulSet that a PersistentPodState targets, and
+//! the last `/mutate-pod` slot: a Pod of a StatefulSet (or of a kind the `kruise-configuration`
+//! key `PPS_Watch_Custom_Workload_WhiteList` lists) that a PersistentPodState targets, and
 //! whose name has a recorded state, is given the recorded topology — the required keys as
 //! `spec.nodeSelector`, the preferred ones as preferred node affinity — and the
 //! `kruise.io/injected-persistent-pod-state` annotation naming the PersistentPodState.
 //!
-//! A Pod not controlled by a StatefulSet pays nothing; one that is pays a lookup in the watch
-//! cache of its namespace's PersistentPodStates.
+//! A Pod pays a lookup in the watch cache of its namespace's PersistentPodStates; one of a
+//! custom kind with a recorded state also a read of the whitelist.
 
 use k8s_openapi::api::core::v1::{Affinity, NodeAffinity, Pod};
 use kruise_api::apps::v1alpha1::{Placement, node_affinity};
@@ -36,9 +37,7 @@ pub async fn injection_for<C: PpsLookup>(
         .iter()
         .flatten()
         .find(|o| o.controller == Some(true))?;
-    if !is_statefulset(&owner.api_version, &owner.kind) {
-        return None;
-    }
+    let builtin = is_statefulset(&owner.api_version, &owner.kind);
     let name = pod.metadata.name.as_deref()?;
     let states = match cluster.persistent_pod_states(namespace).await {
         Ok(s) => s,
@@ -56,6 +55,18 @@ pub async fn injection_for<C: PpsLookup>(
         p.metadata.deletion_timestamp.is_none() && p.spec.target_reference.same_workload(&target)
     })?;
     let state = pps.status.as_ref()?.pod_states.get(name)?;
+    // Another kind only when `PPS_Watch_Custom_Workload_WhiteList` lists it; the ConfigMap is
+    // read only for a Pod a PersistentPodState has a state for.
+    if !builtin {
+        match cluster.pps_whitelist().await {
+            Ok(w) if w.allows(&owner.api_version, &owner.kind) => {}
+            Ok(_) => return None,
+            Err(e) => {
+                tracing::warn!(error = %e, namespace, "cannot read the PersistentPodState whitelist; Pod not steered");
+                return None;
+            }
+        }
+    }
     let placement = node_affinity(&pps.spec, state);
     if placement.is_empty() {
         return None;

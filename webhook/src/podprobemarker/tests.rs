@@ -48,6 +48,15 @@ fn a_good_marker_is_admitted_and_defaulted() {
 }
 
 #[test]
+fn an_https_probe_is_admitted_as_upstream() {
+    let v = ppm(
+        json!({"name": "tls", "containerName": "c", "podConditionType": "x.io/tls",
+        "probe": {"httpGet": {"port": 8443, "scheme": "HTTPS", "path": "/healthz"}}}),
+    );
+    assert_eq!(errors(&v), "");
+}
+
+#[test]
 fn each_refusal_names_the_field() {
     let cases: Vec<(Value, &str)> = vec![
         (
@@ -75,8 +84,8 @@ fn each_refusal_names_the_field() {
             "spec.probes[0].probe.tcpSocket.port: Invalid value: 0",
         ),
         (
-            json!({"probe": {"httpGet": {"port": 80, "scheme": "HTTPS"}}}),
-            "spec.probes[0].probe.httpGet.scheme: Unsupported value: \"HTTPS\"",
+            json!({"probe": {"httpGet": {"port": 80, "scheme": "https"}}}),
+            "spec.probes[0].probe.httpGet.scheme: Unsupported value: \"https\": supported values: \"HTTP\", \"HTTPS\"",
         ),
         (
             json!({"probe": {"exec": {"command": ["true"]}, "periodSeconds": -1}}),

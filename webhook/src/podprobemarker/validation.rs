@@ -3,8 +3,8 @@
 //! not a native Pod condition type), with a container, exactly one handler (exec with a
 //! command, tcpSocket or httpGet with a valid port), non-negative timing; `podConditionType`
 //! or `markerPolicy` (both allowed), the condition types unique and valid label names; marker
-//! states Succeeded or Failed, each once, each with labels or annotations. Beyond upstream:
-//! httpGet scheme HTTPS is refused (kruise-daemon speaks plain HTTP only).
+//! states Succeeded or Failed, each once, each with labels or annotations; an httpGet scheme
+//! HTTP or HTTPS (upstream `supportedHTTPSchemes`).
 
 use std::collections::BTreeSet;
 
@@ -13,6 +13,9 @@ use serde_json::Value;
 
 use crate::field::FieldError;
 use kube::core::admission::Operation;
+
+/// The httpGet schemes kruise-daemon probes (upstream's, case-sensitive as there).
+const HTTP_SCHEMES: [&str; 2] = ["HTTP", "HTTPS"];
 
 use crate::review::{Outcome, Request, creating_or_updating, verdict};
 use crate::workload::selector::LabelSelector;
@@ -278,11 +281,11 @@ fn handler_errors(path: &str, probe: &Value, errs: &mut Vec<FieldError>) {
             let h = &probe["httpGet"];
             port_errors(&format!("{path}.httpGet.port"), h.get("port"), errs);
             let scheme = h.get("scheme").and_then(Value::as_str).unwrap_or("HTTP");
-            if scheme != "HTTP" {
+            if !HTTP_SCHEMES.contains(&scheme) {
                 errs.push(FieldError::not_supported(
                     format!("{path}.httpGet.scheme"),
                     &Value::from(scheme),
-                    &["HTTP"],
+                    &HTTP_SCHEMES,
                 ));
             }
             if !h

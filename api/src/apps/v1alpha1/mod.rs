@@ -11,6 +11,7 @@ pub mod ephemeraljob;
 mod imagepulljob;
 mod nodeimage;
 mod persistentpodstate;
+mod persistentpodstate_whitelist;
 pub mod podprobemarker;
 mod resourcedistribution;
 mod sidecarset;
@@ -63,6 +64,9 @@ pub use persistentpodstate::{
     GENERATED_PREFERRED_WEIGHT, NodeTopologyTerm, PersistentPodAnnotation, PersistentPodState,
     PersistentPodStateSpec, PersistentPodStateStatus, Placement, PodState, PreferredTopologyTerm,
     generated_spec, in_replicas, node_affinity, ordinal_of,
+};
+pub use persistentpodstate_whitelist::{
+    PpsWhiteListError, PpsWorkloadWhiteList, is_pps_builtin_target,
 };
 pub use podprobemarker::{
     ContainerProbe, ContainerProbeState, NodePodProbe, NodePodProbeSpec, NodePodProbeStatus,
