@@ -2,7 +2,11 @@ use super::*;
 use k8s_openapi::api::core::v1::{Container, PodSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use k8s_openapi::apimachinery::pkg::runtime::RawExtension;
-use kruise_api::apps::v1beta1::{CloneSetSpec, CloneSetStatus, RollingUpdateCloneSetStrategy};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use kruise_api::apps::v1beta1::{
+    CloneSet, CloneSetPodUpdateStrategyType, CloneSetSpec, CloneSetStatus,
+    RollingUpdateCloneSetStrategy, StatefulSet, StatefulSetUpdateStrategyType,
+};
 use kruise_api::appspub::InPlaceUpdateStrategy;
 
 fn rev(name: &str, images: &[(&str, &str)]) -> ControllerRevision {
