@@ -54,7 +54,8 @@ pub async fn reconcile(acj: Arc<AdvancedCronJob>, ctx: Arc<Context>) -> Result<A
     };
     let runs = runs(&ctx, kind, &ns, &uid);
     let kids: Vec<Child> = runs.iter().map(|r| r.0.clone()).collect();
-    let plan = plan::plan(&acj, &kids, ctx.clock.now());
+    let now = ctx.clock.now();
+    let plan = plan::plan(&acj, &kids, now);
     prune(&ctx, &acj, kind, &ns, &runs, &plan.prune).await;
     let mut status = AdvancedCronJobStatus {
         type_: Some(kind),
@@ -64,9 +65,13 @@ pub async fn reconcile(acj: Arc<AdvancedCronJob>, ctx: Arc<Context>) -> Result<A
     let acted = act(&ctx, &acj, kind, &ns, &runs, &plan.run, &mut status).await;
     write_status(&ctx, &acj, &ns, &status).await?;
     acted?;
-    Ok(plan
-        .requeue
-        .map_or_else(Action::await_change, Action::requeue))
+    // The next point is `requeue` after `now`, not after this reconcile's API calls: counted
+    // from the end, a reconcile slower than the time left to the next point overslept it, and
+    // that point was never run (only the latest missed point runs).
+    let spent = ctx.clock.now().duration_since(now).unsigned_abs();
+    Ok(plan.requeue.map_or_else(Action::await_change, |d| {
+        Action::requeue(d.saturating_sub(spent))
+    }))
 }
 
 fn stores_ready(ctx: &Context) -> bool {

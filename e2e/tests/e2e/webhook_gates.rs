@@ -159,7 +159,6 @@ async fn ca_bundles(client: &Client) -> (Vec<Option<ByteString>>, Option<ByteStr
 /// test left them. A manager that ignores the gates serves its own certificate (the create is
 /// never admitted), defaults the template and leaves the probe.
 #[tokio::test]
-#[ignore = "needs a cluster with Kruise-rs installed"]
 async fn serial_webhook_gates_liveness_template_and_external_certs() {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let client = client().await.expect("cluster");
