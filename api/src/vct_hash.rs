@@ -216,11 +216,13 @@ pub fn canonical_quantity(s: &str) -> String {
     parse_quantity(s).map_or_else(|| s.to_owned(), |q| q.canonical())
 }
 
-/// `mantissa * 10^exp10 * 1024^binary_power`.
-struct Parsed {
-    mantissa: i128,
-    exp10: i32,
-    binary_power: u32,
+/// A quantity string as Go's `resource.ParseQuantity` reads it:
+/// `mantissa * 10^exp10 * 1024^binary_power`. The one parse of the format in the project; the
+/// SidecarSet resources policy computes with it too.
+pub struct Parsed {
+    pub mantissa: i128,
+    pub exp10: i32,
+    pub binary_power: u32,
     format: Format,
 }
 
@@ -231,7 +233,8 @@ enum Format {
     DecimalExponent,
 }
 
-fn parse_quantity(s: &str) -> Option<Parsed> {
+/// Reads `s` (`1.5Gi`, `250m`, `2`, `1e3`); `None` for what the API server would refuse.
+pub fn parse_quantity(s: &str) -> Option<Parsed> {
     let s = s.trim();
     let num_end = s
         .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '+' || c == '-'))

@@ -68,40 +68,14 @@ impl Quantity {
     /// Parses a quantity as the API server accepts it (`1.5Gi`, `250m`, `2`, `1e3`); values
     /// below a milli round up, as Go's `MilliValue` does.
     pub fn parse(s: &str) -> Option<Self> {
-        let s = s.trim();
-        let end = s
-            .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '+' || c == '-'))
-            .unwrap_or(s.len());
-        let (num, suffix) = s.split_at(end);
-        let (negative, digits) = match num.strip_prefix('-') {
-            Some(rest) => (true, rest),
-            None => (false, num.strip_prefix('+').unwrap_or(num)),
-        };
-        let (int, frac) = digits.split_once('.').unwrap_or((digits, ""));
-        if (int.is_empty() && frac.is_empty())
-            || !int.chars().chain(frac.chars()).all(|c| c.is_ascii_digit())
-            || int.len() + frac.len() > 30
-        {
-            return None;
-        }
-        let mantissa: i128 = format!("{int}{frac}").parse().ok()?;
-        let frac_len = i32::try_from(frac.len()).ok()?;
-        let (binary_power, exp10) = if let Some((_, p)) = BINARY.iter().find(|(u, _)| *u == suffix)
-        {
-            (*p, 0)
-        } else if let Some((_, e)) = DECIMAL.iter().find(|(u, _)| *u == suffix) {
-            (0, *e)
-        } else {
-            let e: i32 = suffix
-                .strip_prefix('e')
-                .or_else(|| suffix.strip_prefix('E'))?
-                .parse()
-                .ok()?;
-            (0, e)
-        };
-        // value × 1000 = mantissa × 1024^p × 10^(exp10 − frac_len + 3)
-        let mut m = mantissa.checked_mul(1024i128.checked_pow(binary_power)?)?;
-        let shift = exp10 - frac_len + 3;
+        let q = kruise_api::vct_hash::parse_quantity(s)?;
+        let negative = q.mantissa < 0;
+        // value × 1000 = |mantissa| × 1024^p × 10^(exp10 + 3), rounded up in magnitude.
+        let mut m = q
+            .mantissa
+            .checked_abs()?
+            .checked_mul(1024i128.checked_pow(q.binary_power)?)?;
+        let shift = q.exp10 + 3;
         if shift >= 0 {
             m = m.checked_mul(10i128.checked_pow(shift.unsigned_abs())?)?;
         } else {
@@ -110,7 +84,7 @@ impl Quantity {
         }
         Some(Quantity {
             milli: if negative { -m } else { m },
-            binary: binary_power > 0,
+            binary: q.binary_power > 0,
         })
     }
 

@@ -2,6 +2,8 @@
 //! reading the workload as its upstream controller does.
 
 use k8s_openapi::api::core::v1::PodTemplateSpec;
+use std::collections::BTreeMap;
+
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, OwnerReference};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kruise_api::apps::v1beta1::{
@@ -126,14 +128,8 @@ impl<'a> Workload<'a> {
             updated_ready_replicas: status.map_or(0, |s| s.updated_ready_replicas),
             strategy_ignores,
             one_batch: Ok(one_batch),
-            parallelism: IntOrString::Int(
-                annotation(keys::IMAGE_PREDOWNLOAD_PARALLELISM_ANNOTATION)
-                    .and_then(|v| v.parse().ok())
-                    .unwrap_or(1),
-            ),
-            timeout_seconds: annotation(keys::IMAGE_PREDOWNLOAD_TIMEOUT_SECONDS_ANNOTATION)
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(STATEFULSET_JOB_TIMEOUT_SECONDS),
+            parallelism: annotated_parallelism(sts.annotations()),
+            timeout_seconds: annotated_timeout(sts.annotations()),
         })
     }
 }
@@ -143,7 +139,6 @@ impl<'a> Workload<'a> {
     /// itself (`crate::daemonset::predownload`), so the fields only [`decide`] reads are left
     /// neutral. The numbers come from its annotations only, as upstream reads them.
     pub fn daemonset(ds: &'a DaemonSet) -> Option<Self> {
-        let annotation = |key: &str| ds.annotations().get(key).map(|v| v.trim());
         let status = ds.status.as_ref();
         Some(Workload {
             owner: ds.controller_owner_ref(&())?,
@@ -156,14 +151,8 @@ impl<'a> Workload<'a> {
             updated_ready_replicas: 0,
             strategy_ignores: None,
             one_batch: Ok(false),
-            parallelism: IntOrString::Int(
-                annotation(keys::IMAGE_PREDOWNLOAD_PARALLELISM_ANNOTATION)
-                    .and_then(|v| v.parse().ok())
-                    .unwrap_or(1),
-            ),
-            timeout_seconds: annotation(keys::IMAGE_PREDOWNLOAD_TIMEOUT_SECONDS_ANNOTATION)
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(STATEFULSET_JOB_TIMEOUT_SECONDS),
+            parallelism: annotated_parallelism(ds.annotations()),
+            timeout_seconds: annotated_timeout(ds.annotations()),
         })
     }
 }
@@ -215,4 +204,23 @@ fn cs_job_timeout(cs: &CloneSet) -> i32 {
                 .and_then(|v| v.trim().parse().ok())
         })
         .unwrap_or(keys::DEFAULT_IMAGE_PREDOWNLOAD_TIMEOUT_SECONDS)
+}
+
+/// Nodes pulling at once, from the workload's annotation only (Advanced StatefulSet and
+/// DaemonSet, as upstream reads them), else 1.
+fn annotated_parallelism(annotations: &BTreeMap<String, String>) -> IntOrString {
+    IntOrString::Int(
+        annotations
+            .get(keys::IMAGE_PREDOWNLOAD_PARALLELISM_ANNOTATION)
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(1),
+    )
+}
+
+/// The per-attempt pull timeout, from the workload's annotation only, else upstream's default.
+fn annotated_timeout(annotations: &BTreeMap<String, String>) -> i32 {
+    annotations
+        .get(keys::IMAGE_PREDOWNLOAD_TIMEOUT_SECONDS_ANNOTATION)
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(STATEFULSET_JOB_TIMEOUT_SECONDS)
 }
