@@ -1,9 +1,9 @@
 //! What pre-download reads from each kind of workload: [`Workload`] and its constructors, each
 //! reading the workload as its upstream controller does.
 
-use k8s_openapi::api::core::v1::PodTemplateSpec;
 use std::collections::BTreeMap;
 
+use k8s_openapi::api::core::v1::PodTemplateSpec;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, OwnerReference};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kruise_api::apps::v1beta1::{
