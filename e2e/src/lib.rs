@@ -283,6 +283,7 @@ pub mod cli;
 pub mod cloneset;
 pub mod crds;
 pub mod cri;
+pub mod customkind;
 pub mod daemonset;
 pub mod ephemeraljob;
 pub mod kwok;

@@ -11,6 +11,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kruise_api::keys;
 use kruise_e2e::cli::{Kruise, Tmux};
+use kruise_e2e::customkind::CustomKind;
 use kruise_e2e::persistentpodstate::{self as pps, create_raw, refusal};
 use kruise_e2e::statefulset as asts;
 use kruise_e2e::{TestNamespace, client, pod_ready, wait_for, wait_pod};
@@ -411,56 +412,17 @@ async fn bad_input_is_refused_naming_the_field() {
 /// is cluster-wide, and the parallel WorkloadSpread test rewrites the same ConfigMap.
 #[tokio::test]
 async fn serial_a_whitelisted_custom_workload_keeps_its_pods_state() {
-    use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
-    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-    use rand::Rng;
-
     let client = client().await.expect("cluster");
     let ns = TestNamespace::create(&client, "e2e-pps-custom")
         .await
         .expect("ns");
-    let suffix: u32 = rand::rng().random_range(0..0xff_ffff);
-    let group = format!("g{suffix:06x}.pps.e2e.kruise-rs.io");
-    let crd_name = format!("gameserversets.{group}");
-    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    let crd: CustomResourceDefinition = serde_json::from_value(json!({
-        "metadata": {"name": crd_name},
-        "spec": {
-            "group": group, "scope": "Namespaced",
-            "names": {"plural": "gameserversets", "singular": "gameserverset", "kind": "GameServerSet"},
-            "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema":
-                {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]
-        }
-    }))
-    .expect("crd");
-    crds.create(&PostParams::default(), &crd)
+    let kind = CustomKind::create(&client, "pps", &["get"])
         .await
-        .expect("create CRD");
-    let role_name = format!("e2e-pps-{suffix:06x}");
-    let roles: Api<ClusterRole> = Api::all(client.clone());
-    let bindings: Api<ClusterRoleBinding> = Api::all(client.clone());
+        .expect("the GameServerSet kind, and the manager's grant on it");
+    let group = kind.group.clone();
     let manager_ns = kruise_e2e::mode::manager_namespace(&client)
         .await
         .expect("manager namespace");
-    roles
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(json!({"metadata": {"name": role_name},
-                "rules": [{"apiGroups": [group], "resources": ["gameserversets"], "verbs": ["get"]}]}))
-            .expect("role"),
-        )
-        .await
-        .expect("create ClusterRole");
-    bindings
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(json!({"metadata": {"name": role_name},
-                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role_name},
-                "subjects": [{"kind": "ServiceAccount", "name": "kruise-manager", "namespace": manager_ns}]}))
-            .expect("binding"),
-        )
-        .await
-        .expect("create ClusterRoleBinding");
 
     let cms: Api<k8s_openapi::api::core::v1::ConfigMap> =
         Api::namespaced(client.clone(), &manager_ns);
@@ -493,14 +455,12 @@ async fn serial_a_whitelisted_custom_workload_keeps_its_pods_state() {
             .await
             .map(|_| ()),
     };
-    let _ = bindings.delete(&role_name, &Default::default()).await;
-    let _ = roles.delete(&role_name, &Default::default()).await;
+    kind.remove(&client).await;
     if let Err(e) = outcome {
         std::panic::resume_unwind(e.into_panic());
     }
     restored.expect("restore kruise-configuration");
     ns.delete().await.expect("cleanup");
-    let _ = crds.delete(&crd_name, &Default::default()).await;
 
     async fn custom_body(client: kube::Client, ns: String, group: String, cm_exists: bool) {
         use kube::api::{ApiResource, DynamicObject, GroupVersionKind};

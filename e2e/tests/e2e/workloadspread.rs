@@ -18,6 +18,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kruise_api::apps::v1alpha1::MatchedWorkloadSpread;
 use kruise_api::keys::{self, k8s};
 use kruise_e2e::cloneset as cs;
+use kruise_e2e::customkind::CustomKind;
 use kruise_e2e::workloadspread::{self as wsapi, create_raw, create_seen};
 use kruise_e2e::{TestNamespace, client, pod_ready, wait_for};
 use kube::api::{Patch, PatchParams, PostParams};
@@ -601,62 +602,19 @@ impl WhiteListed {
 /// as a user would.
 #[tokio::test]
 async fn a_whitelisted_custom_workload_is_spread_through_the_statefulset_it_owns() {
-    use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
-    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
     use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
-    use rand::Rng;
 
     let client = client().await.expect("cluster");
     let ns = TestNamespace::create(&client, "e2e-ws-custom")
         .await
         .expect("ns");
-    let suffix: u32 = rand::rng().random_range(0..0xff_ffff);
-    let group = format!("g{suffix:06x}.ws.e2e.kruise-rs.io");
-    let crd_name = format!("gameserversets.{group}");
-    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    let crd: CustomResourceDefinition = serde_json::from_value(json!({
-        "metadata": {"name": crd_name},
-        "spec": {
-            "group": group, "scope": "Namespaced",
-            "names": {"plural": "gameserversets", "singular": "gameserverset", "kind": "GameServerSet"},
-            "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema":
-                {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]
-        }
-    }))
-    .expect("crd");
-    crds.create(&PostParams::default(), &crd)
+    let kind = CustomKind::create(&client, "ws", &["get", "list"])
         .await
-        .expect("create CRD");
-    let role_name = format!("e2e-ws-{suffix:06x}");
-    let roles: Api<ClusterRole> = Api::all(client.clone());
-    let bindings: Api<ClusterRoleBinding> = Api::all(client.clone());
-    let manager_ns = kruise_e2e::mode::manager_namespace(&client)
-        .await
-        .expect("manager namespace");
-    roles
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(json!({"metadata": {"name": role_name},
-                "rules": [{"apiGroups": [group], "resources": ["gameserversets"], "verbs": ["get", "list"]}]}))
-            .expect("role"),
-        )
-        .await
-        .expect("create ClusterRole");
-    bindings
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(json!({"metadata": {"name": role_name},
-                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role_name},
-                "subjects": [{"kind": "ServiceAccount", "name": "kruise-manager", "namespace": manager_ns}]}))
-            .expect("binding"),
-        )
-        .await
-        .expect("create ClusterRoleBinding");
+        .expect("the GameServerSet kind, and the manager's grant on it");
+    let group = kind.group.clone();
 
     let outcome = tokio::spawn(custom_body(client.clone(), ns.name.clone(), group.clone())).await;
-    let _ = bindings.delete(&role_name, &Default::default()).await;
-    let _ = roles.delete(&role_name, &Default::default()).await;
-    let _ = crds.delete(&crd_name, &Default::default()).await;
+    kind.remove(&client).await;
     if let Err(e) = outcome {
         std::panic::resume_unwind(e.into_panic());
     }
