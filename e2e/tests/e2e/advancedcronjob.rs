@@ -98,22 +98,26 @@ async fn job_runs_each_point_named_annotated_owned_with_status_and_history() {
             "points 5 s apart: {points:?}"
         );
     }
-    // The history limit keeps one succeeded run; the status names the latest point.
-    let (kept, status) = wait_for("history pruned to one succeeded run", WAIT, || async {
+    // The history limit keeps one succeeded run; the status names the latest point. The
+    // controller writes the status just after it creates a run, so a read between the two sees
+    // the run before the status: the wait takes a pair read in that order where they agree.
+    let last_scheduled = |status: &Value| {
+        status["lastScheduleTime"]
+            .as_str()
+            .and_then(|s| s.parse::<jiff::Timestamp>().ok())
+            .map(|t| t.as_second())
+    };
+    let status = wait_for("history pruned, status at the newest run", WAIT, || async {
         let list = runs(&client, &ns.name, "Job", &uid).await?;
         let done = list.iter().filter(|r| finished(r, "Complete")).count();
-        let c = api.get("tick").await?;
-        Ok((done == 1 && list.len() <= 2).then_some((list, c.data["status"].clone())))
+        let newest = list.iter().filter_map(scheduled_at).max();
+        let status = api.get("tick").await?.data["status"].clone();
+        let current = newest.is_some() && last_scheduled(&status) >= newest;
+        Ok((done == 1 && list.len() <= 2 && current).then_some(status))
     })
     .await
-    .expect("pruned");
+    .expect("pruned, with the status naming the newest run");
     assert_eq!(status["type"], "Job", "{status}");
-    let last: jiff::Timestamp = status["lastScheduleTime"]
-        .as_str()
-        .and_then(|s| s.parse().ok())
-        .expect("lastScheduleTime");
-    let newest = kept.iter().filter_map(scheduled_at).max().expect("a run");
-    assert!(last.as_second() >= newest, "{status} vs {newest}");
     pause(&api, "tick", true).await;
     ns.delete().await.expect("cleanup");
 }
