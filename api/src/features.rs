@@ -205,7 +205,7 @@ gates! {
         Effect::Implemented("CloneSet and Advanced StatefulSet resize cpu and memory in place instead of recreating the Pod");
     /// PodProbeMarker on serverless (virtual-kubelet) Pods.
     EnablePodProbeMarkerOnServerless = "EnablePodProbeMarkerOnServerless", false, Alpha,
-        Effect::Missing("serverless Pods (the `kruise.io/podprobe` annotation) are not probed");
+        Effect::Implemented("the Pod webhook writes the probes of the PodProbeMarkers selecting a new Pod into its `kruise.io/podprobe` annotation (their names in `kruise.io/podprobemarker-list`) for a serverless node's own agent to run; on a virtual-kubelet node (label `type: virtual-kubelet`) the manager turns the Pod conditions that agent reports into the markers' labels and annotations");
     /// SidecarSet injects its containers sorted by name.
     EnableSortSidecarContainerByName = "EnableSortSidecarContainerByName", false, Alpha,
         Effect::Implemented("SidecarSet injection sorts the injected containers by name");

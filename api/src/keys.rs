@@ -395,6 +395,14 @@ pub const VIRTUAL_KUBELET_LABEL_KEY: &str = "type";
 /// Value of [`VIRTUAL_KUBELET_LABEL_KEY`] on a virtual-kubelet node.
 pub const VIRTUAL_KUBELET_LABEL_VALUE: &str = "virtual-kubelet";
 
+/// Whether a Node's labels name it a virtual-kubelet (serverless) node.
+pub fn is_virtual_kubelet(node_labels: &std::collections::BTreeMap<String, String>) -> bool {
+    node_labels
+        .get(VIRTUAL_KUBELET_LABEL_KEY)
+        .map(String::as_str)
+        == Some(VIRTUAL_KUBELET_LABEL_VALUE)
+}
+
 // ---------------------------------------------------------------------------------------------
 // Probes, persistent pod state, image pulling (daemon)
 // ---------------------------------------------------------------------------------------------
@@ -403,9 +411,12 @@ pub const VIRTUAL_KUBELET_LABEL_VALUE: &str = "virtual-kubelet";
 pub const USING_ENHANCED_LIVENESS_ANNOTATION: &str = "apps.kruise.io/using-enhanced-liveness";
 /// Pod annotation backing up the native livenessProbe as JSON.
 pub const CONTAINER_PROBE_CONTEXT_ANNOTATION: &str = "apps.kruise.io/container-probe-context";
-/// Pod annotation with PodProbeMarker probe results.
+/// Pod annotation (gate `EnablePodProbeMarkerOnServerless`): the PodProbeMarker probes a
+/// serverless node's own agent runs, as a JSON list of `spec.probes[]` without `markerPolicy`,
+/// written by the Pod webhook at creation (upstream `PodProbeMarkerAnnotationKey`).
 pub const POD_PROBE_MARKER_ANNOTATION: &str = "kruise.io/podprobe";
-/// Pod annotation listing the PodProbeMarkers that apply to the pod.
+/// Pod annotation: the comma-separated names of the PodProbeMarkers whose probes
+/// [`POD_PROBE_MARKER_ANNOTATION`] holds (upstream `PodProbeMarkerListAnnotationKey`).
 pub const POD_PROBE_MARKER_LIST_ANNOTATION: &str = "kruise.io/podprobemarker-list";
 /// Annotation on the CRI sandbox the daemon creates to pull an image with a sandbox config.
 pub const PULLING_IMAGE_BY_ANNOTATION: &str = "apps.kruise.io/pulling-image-by";

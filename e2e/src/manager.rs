@@ -71,6 +71,9 @@ pub const GATED_PHASE: &[Gate] = &[
     Gate::DeletionProtectionForCRDCascadingGate,
     Gate::PreDownloadImageForDaemonSetUpdate,
     Gate::EnableSortSidecarContainerByName,
+    // Acts only on Pods a PodProbeMarker selects (annotations) and on Pods of a node labelled
+    // `type: virtual-kubelet`, which only its own test creates.
+    Gate::EnablePodProbeMarkerOnServerless,
 ];
 
 /// `Name=true,…` for the gates of the gated phase.

@@ -151,6 +151,7 @@ where
         + podunavailablebudget::PubLookup
         + persistentpodstate::PpsLookup
         + workloadspread::WsLookup
+        + podprobemarker::PpmLookup
         + configuration::scope::ScopeLookup,
 {
     let hook = paths::hook(path)?;
@@ -183,6 +184,7 @@ where
         + podunavailablebudget::PubLookup
         + persistentpodstate::PpsLookup
         + workloadspread::WsLookup
+        + podprobemarker::PpmLookup
         + configuration::scope::ScopeLookup,
 {
     use paths::ClusterHandler as H;

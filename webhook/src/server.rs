@@ -1,6 +1,6 @@
 //! The HTTPS server, certificate maintenance and the readiness probe.
 
-use kruise_api::features::FeatureGates;
+use kruise_api::features::{FeatureGates, Gate};
 use std::future::Future;
 use std::io::{Read, Write};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpStream};
@@ -28,7 +28,7 @@ use crate::cluster::ApiCluster;
 use crate::configuration::scope::{PodMarks, PodScope, ScopeCell, ScopeSources};
 use crate::watched::Watched;
 use crate::{Error, WebhookConfig, configuration, handle_admission_async, paths};
-use kruise_api::apps::v1alpha1::{PersistentPodState, WorkloadSpread};
+use kruise_api::apps::v1alpha1::{PersistentPodState, PodProbeMarker, WorkloadSpread};
 use kruise_api::policy::v1alpha1::PodUnavailableBudget;
 
 /// State shared between [`run`] and [`wait_ready`] through clones of the config.
@@ -138,6 +138,16 @@ pub async fn run(
         Watched::<PersistentPodState>::start(client.clone(), "PersistentPodState");
     let (workload_spreads, _ws_watch) =
         Watched::<WorkloadSpread>::start(client.clone(), "WorkloadSpread");
+    // Read by the Pod hook only with the gate on.
+    let (pod_probe_markers, _ppm_watch) = if cfg
+        .feature_gates
+        .enabled(Gate::EnablePodProbeMarkerOnServerless)
+    {
+        let (w, guard) = Watched::<PodProbeMarker>::start(client.clone(), "PodProbeMarker");
+        (Some(w), Some(guard))
+    } else {
+        (None, None)
+    };
     let sources = ScopeSources {
         sidecar_sets: sidecar_sets.clone(),
         budgets: budgets.clone(),
@@ -162,6 +172,7 @@ pub async fn run(
                     budgets: Some(budgets),
                     persistent_pod_states: Some(persistent_pod_states),
                     workload_spreads: Some(workload_spreads),
+                    pod_probe_markers,
                     pod_marks: Some(PodMarks {
                         sources: sources.clone(),
                         applied: scope.clone(),
@@ -549,6 +560,7 @@ mod tests {
                         budgets: None,
                         persistent_pod_states: None,
                         workload_spreads: None,
+                        pod_probe_markers: None,
                         pod_marks: None,
                         metrics: Default::default(),
                     },

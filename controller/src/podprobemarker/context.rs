@@ -4,7 +4,7 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
 use crate::events::Recorder;
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Node, Pod};
 use kruise_api::apps::v1alpha1::{NodePodProbe, PodProbeMarker};
 use kube::runtime::events::EventType;
 use kube::runtime::reflector::Store;
@@ -21,6 +21,10 @@ pub struct Context {
     pub pods: PodCache,
     pub markers: Store<PodProbeMarker>,
     pub probes: Store<NodePodProbe>,
+    /// The Nodes: which are virtual-kubelet (serverless) nodes.
+    pub nodes: Store<Node>,
+    /// `EnablePodProbeMarkerOnServerless`: mark serverless Pods from their conditions.
+    pub serverless: bool,
     pub recorder: Recorder,
     pub metrics: Arc<Metrics>,
     /// (Pod UID, probe) pairs already reported missing their container: one Event each.

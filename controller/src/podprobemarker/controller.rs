@@ -37,6 +37,7 @@ pub async fn run(shared: Shared) {
         pods,
         metrics,
         shutdown,
+        gates,
         ..
     } = shared;
     let (changed, marker_changes) = futures::channel::mpsc::unbounded::<()>();
@@ -69,6 +70,8 @@ pub async fn run(shared: Shared) {
         pods: pods.clone(),
         markers: markers.store(),
         probes: results.store(),
+        nodes: nodes.store(),
+        serverless: gates.enabled(Gate::EnablePodProbeMarkerOnServerless),
         recorder,
         metrics,
         reported: Mutex::default(),

@@ -10,6 +10,10 @@
 //! - results: each NodePodProbe's status (the daemon's results) turned into the Pods' labels,
 //!   annotations and conditions ([`results::pod_marks`]); a NodePodProbe whose Node is gone is
 //!   deleted.
+//!
+//! A virtual-kubelet (serverless) node gets no NodePodProbe: with
+//! `EnablePodProbeMarkerOnServerless` the markers' loop marks its Pods from the conditions the
+//! node's own agent reports ([`serverless`]).
 
 pub mod context;
 pub mod controller;
@@ -17,3 +21,4 @@ pub mod error;
 pub mod plan;
 mod reconcile;
 pub mod results;
+pub mod serverless;

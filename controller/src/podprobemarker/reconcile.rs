@@ -20,7 +20,7 @@ use serde_json::json;
 
 use super::context::{CONTROLLER_NAME, Context};
 use super::error::Error;
-use super::{plan, results};
+use super::{plan, results, serverless};
 use crate::runner::finalizer;
 
 /// A marker: its status (matched Pods), and one Warning Event per Pod lacking a probed
@@ -69,6 +69,9 @@ pub async fn marker(ppm: Arc<PodProbeMarker>, ctx: Arc<Context>) -> Result<Actio
             }
         }
     }
+    if ctx.serverless {
+        mark_serverless(&ppm, &pods, &ctx).await?;
+    }
     let status = plan::status(&ppm, pods.iter().map(Arc::as_ref));
     if ppm.status.as_ref() != Some(&status) {
         api.patch_status(
@@ -79,6 +82,41 @@ pub async fn marker(ppm: Arc<PodProbeMarker>, ctx: Arc<Context>) -> Result<Actio
         .await?;
     }
     Ok(Action::await_change())
+}
+
+/// Marks the marker's Pods on serverless nodes from their conditions (upstream
+/// `markServerlessPod`): a plain Pod patch, the conditions being the node agent's.
+async fn mark_serverless(
+    ppm: &PodProbeMarker,
+    pods: &[Arc<Pod>],
+    ctx: &Context,
+) -> Result<(), Error> {
+    for pod in pods.iter().filter(|p| serverless::matched(ppm, p)) {
+        let on_serverless = plan::probed_node(pod)
+            .and_then(|n| ctx.nodes.get(&ObjectRef::new(n)))
+            .is_some_and(|n| serverless::is_serverless(&n));
+        if !on_serverless {
+            continue;
+        }
+        let Some(mut patch) = serverless::marks(ppm, pod) else {
+            continue;
+        };
+        // Only the Pod the marks were computed for.
+        patch["metadata"]["uid"] = json!(pod.uid());
+        let api = Api::<Pod>::namespaced(ctx.client.clone(), &pod.namespace().unwrap_or_default());
+        let pp = PatchParams {
+            field_manager: Some(CONTROLLER_NAME.to_owned()),
+            ..Default::default()
+        };
+        match api.patch(&pod.name_any(), &pp, &Patch::Merge(&patch)).await {
+            Ok(_) => {}
+            // Gone, or replaced by a Pod of the same name: nothing to mark.
+            Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => continue,
+            Err(e) => return Err(e.into()),
+        }
+        tracing::info!(pod = %crate::runner::object_key(pod.as_ref()), patch = %patch, "serverless pod marked");
+    }
+    Ok(())
 }
 
 /// A marker being deleted: its finalizer goes once no NodePodProbe lists its probes (the
@@ -130,6 +168,11 @@ fn prune_reported(ctx: &Context) {
 /// A node: its NodePodProbe exists (owned by the Node) and lists the probes of its Pods.
 pub async fn node(node: Arc<Node>, ctx: Arc<Context>) -> Result<Action, Error> {
     let name = node.name_any();
+    // Upstream's NodePodProbe controller skips virtual-kubelet nodes: no kruise-daemon runs
+    // there (their Pods are marked from their conditions instead).
+    if serverless::is_serverless(&node) {
+        return Ok(Action::await_change());
+    }
     let markers = ctx.markers.state();
     let markers: Vec<&PodProbeMarker> = markers.iter().map(Arc::as_ref).collect();
     // No marker, no probes: the Pods need not be read.

@@ -47,6 +47,7 @@ mod persistentpodstate_kwok;
 mod plugin_dev;
 mod plugin_install;
 mod podprobemarker;
+mod podprobemarker_serverless;
 mod podunavailablebudget;
 mod resourcedistribution;
 mod runtime_meta;

@@ -468,6 +468,7 @@ fn the_served_path_dry_runs_and_the_client_less_server_says_why() {
         budgets: None,
         persistent_pod_states: None,
         workload_spreads: None,
+        pod_probe_markers: None,
         pod_marks: None,
         metrics: Default::default(),
     };

@@ -9,13 +9,14 @@ mod budgets;
 mod deletionprotection;
 mod dry_run;
 mod persistentpodstates;
+mod podprobemarkers;
 mod pods;
 mod sidecarsets;
 mod workloadspreads;
 
 use std::time::Duration;
 
-use kruise_api::apps::v1alpha1::{PersistentPodState, WorkloadSpread};
+use kruise_api::apps::v1alpha1::{PersistentPodState, PodProbeMarker, WorkloadSpread};
 use kruise_api::policy::v1alpha1::PodUnavailableBudget;
 
 use crate::configuration::scope::{PodMarks, ScopeLookup};
@@ -46,6 +47,9 @@ pub struct ApiCluster {
     /// Where WorkloadSpreads are read once it has loaded (listed before that, and when
     /// `None`).
     pub workload_spreads: Option<Watched<WorkloadSpread>>,
+    /// Where PodProbeMarkers are read once it has loaded (listed before that, and when
+    /// `None`); watched only while `EnablePodProbeMarkerOnServerless` is on.
+    pub pod_probe_markers: Option<Watched<PodProbeMarker>>,
     /// Which Pods the Pod hook marks as admitted (`None`: none, no policy looks for the mark).
     pub pod_marks: Option<PodMarks>,
     /// Where refusals are counted.

@@ -111,6 +111,7 @@ fn every_configured_path_is_served() {
             budgets: None,
             persistent_pod_states: None,
             workload_spreads: None,
+            pod_probe_markers: None,
             pod_marks: None,
             metrics: Default::default(),
         };

@@ -41,6 +41,7 @@ impl crate::sidecarset::SidecarSetLookup for StaticPods {}
 impl crate::podunavailablebudget::PubLookup for StaticPods {}
 impl crate::persistentpodstate::PpsLookup for StaticPods {}
 impl crate::workloadspread::WsLookup for StaticPods {}
+impl crate::podprobemarker::PpmLookup for StaticPods {}
 impl crate::configuration::scope::ScopeLookup for StaticPods {}
 
 impl crate::deletionprotection::ProtectionLookup for StaticPods {}
@@ -416,6 +417,7 @@ fn mutate_without_client_fails_closed_with_reason() {
         budgets: None,
         persistent_pod_states: None,
         workload_spreads: None,
+        pod_probe_markers: None,
         pod_marks: None,
         metrics: Default::default(),
     };

@@ -2,7 +2,8 @@
 //!
 //! Upstream's `pkg/webhook/pod/mutating/pod_create_update_handler.go` (`Handle`) runs, after
 //! the `KruisePodReady` readiness gate: WorkloadSpread → SidecarSet → container launch priority
-//! → PodUnavailableBudget → PersistentPodState → the enhanced liveness probe. The order matters: launch priority must see the
+//! → PodUnavailableBudget → PersistentPodState → the enhanced liveness probe → PodProbeMarker on
+//! serverless Pods. The order matters: launch priority must see the
 //! containers the SidecarSet step injected. [`MUTATING_ORDER`] is that order and
 //! [`mutate_with`] runs exactly it; handlers not ported yet hold their slot as a no-op.
 //!
@@ -13,6 +14,7 @@
 pub mod enhanced_liveness;
 pub mod launch_priority;
 pub mod persistent_pod_state;
+pub mod probe_marker;
 pub mod readiness_gate;
 mod sidecarset;
 pub mod unavailable_budget;
@@ -29,6 +31,7 @@ use serde_json::Value;
 use crate::configuration::scope::ScopeLookup;
 use crate::crr::mutation::PodLookup;
 use crate::persistentpodstate::PpsLookup;
+use crate::podprobemarker::PpmLookup;
 use crate::podunavailablebudget::PubLookup;
 use crate::review::{Outcome, Request, diff};
 use crate::sidecarset::SidecarSetLookup;
@@ -54,6 +57,9 @@ pub enum MutatingHandler {
     /// Upstream `enhancedLivenessProbeWhenPodCreate` (gate `EnhancedLivenessProbe`): the
     /// liveness probes moved into an annotation.
     EnhancedLiveness,
+    /// Upstream `podProbeMarkerMutatingPod` (gate `EnablePodProbeMarkerOnServerless`): the
+    /// PodProbeMarkers' probes written for a serverless node's agent.
+    PodProbeMarker,
 }
 
 /// Upstream's order of the `/mutate-pod` handlers; [`mutate_with`] runs them in this order.
@@ -65,6 +71,7 @@ pub const MUTATING_ORDER: &[MutatingHandler] = &[
     MutatingHandler::PodUnavailableBudget,
     MutatingHandler::PersistentPodState,
     MutatingHandler::EnhancedLiveness,
+    MutatingHandler::PodProbeMarker,
 ];
 
 /// One handler of `/validate-pod`.
@@ -102,11 +109,16 @@ pub struct PodContext {
     pub mark_admitted: bool,
     /// `EnhancedLivenessProbe`: run the [`enhanced_liveness`] slot.
     pub enhanced_liveness: bool,
+    /// `EnablePodProbeMarkerOnServerless`: the PodProbeMarkers whose probes the
+    /// [`probe_marker`] slot writes, in order (empty with the gate off).
+    pub probe_markers: Vec<kruise_api::apps::v1alpha1::PodProbeMarker>,
 }
 
 /// `/mutate-pod` as served: reads what the handlers need from `cluster` (the SidecarSets, the
 /// revisions they pin, the namespace's labels), then runs them ([`mutate_with`]).
-pub async fn mutate_pod<C: SidecarSetLookup + PubLookup + PpsLookup + WsLookup + ScopeLookup>(
+pub async fn mutate_pod<
+    C: SidecarSetLookup + PubLookup + PpsLookup + WsLookup + PpmLookup + ScopeLookup,
+>(
     req: Request,
     cluster: &C,
     gates: &FeatureGates,
@@ -143,6 +155,20 @@ pub async fn mutate_pod<C: SidecarSetLookup + PubLookup + PpsLookup + WsLookup +
         (Some(pod), Some(ns)) => persistent_pod_state::injection_for(pod, ns, cluster).await,
         _ => None,
     };
+    let probe_markers = match (&pod, &req.namespace) {
+        (Some(pod), Some(ns)) if gates.enabled(Gate::EnablePodProbeMarkerOnServerless) => {
+            // As upstream, a Pod whose markers cannot be read is refused: a serverless Pod
+            // created without its probes would never be probed.
+            match cluster.pod_probe_markers(ns).await {
+                Ok(all) => probe_marker::markers_for(pod, &all)
+                    .into_iter()
+                    .cloned()
+                    .collect(),
+                Err(e) => return Outcome::internal(e),
+            }
+        }
+        _ => Vec::new(),
+    };
     let ctx = PodContext {
         readiness_gate_for_all: gates.enabled(Gate::KruisePodReadinessGate),
         sidecars,
@@ -154,6 +180,7 @@ pub async fn mutate_pod<C: SidecarSetLookup + PubLookup + PpsLookup + WsLookup +
             _ => false,
         },
         enhanced_liveness: gates.enabled(Gate::EnhancedLivenessProbe),
+        probe_markers,
     };
     mutate_with(&req, &ctx)
 }
@@ -245,6 +272,11 @@ fn run(
                 .map_err(|e| Outcome::internal(format!("cannot back up the liveness probes: {e}")))
         }
         MutatingHandler::EnhancedLiveness => Ok(false),
+        MutatingHandler::PodProbeMarker => {
+            let markers: Vec<_> = ctx.probe_markers.iter().collect();
+            probe_marker::inject(pod, &markers)
+                .map_err(|e| Outcome::internal(format!("cannot encode the Pod's probes: {e}")))
+        }
     }
 }
 

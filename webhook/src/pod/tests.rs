@@ -241,7 +241,8 @@ fn long_generate_name_is_truncated() {
 }
 
 /// Upstream's `Handle`: readiness gate, WorkloadSpread, SidecarSet, launch priority (which must
-/// see the injected sidecars), PodUnavailableBudget, PersistentPodState, enhanced liveness.
+/// see the injected sidecars), PodUnavailableBudget, PersistentPodState, enhanced liveness,
+/// PodProbeMarker on serverless Pods.
 #[test]
 fn mutating_handlers_run_in_upstreams_order() {
     assert_eq!(
@@ -254,6 +255,7 @@ fn mutating_handlers_run_in_upstreams_order() {
             MutatingHandler::PodUnavailableBudget,
             MutatingHandler::PersistentPodState,
             MutatingHandler::EnhancedLiveness,
+            MutatingHandler::PodProbeMarker,
         ]
     );
     let pos = |h| MUTATING_ORDER.iter().position(|x| *x == h);
@@ -346,5 +348,44 @@ fn enhanced_liveness_runs_only_with_its_gate() {
     assert_eq!(
         serde_json::from_str::<Value>(backup).expect("json"),
         json!([{"name": "a", "livenessProbe": probe}])
+    );
+}
+
+/// `EnablePodProbeMarkerOnServerless`: the last slot writes the selected markers' probes, and
+/// its patch applies to the raw Pod.
+#[test]
+fn probe_marker_slot_writes_the_selected_markers_probes() {
+    use super::{PodContext, mutate_with};
+    use kruise_api::keys;
+    let marker: kruise_api::apps::v1alpha1::PodProbeMarker = serde_json::from_value(json!({
+        "apiVersion": "apps.kruise.io/v1alpha1", "kind": "PodProbeMarker",
+        "metadata": {"name": "game", "namespace": "default"},
+        "spec": {"selector": {"matchLabels": {"app": "web"}}, "probes": [
+            {"name": "idle", "containerName": "a", "probe": {"exec": {"command": ["true"]}},
+             "podConditionType": "x.io/idle",
+             "markerPolicy": [{"state": "Succeeded", "labels": {"idle": "true"}}]}]}}))
+    .expect("marker");
+    let obj = pod(None, json!([{"name": "a", "image": "x"}]), json!(null));
+    let body = review_body("CREATE", ("", "v1", "Pod"), "pods", Some(obj.clone()), None);
+    let ctx = PodContext {
+        probe_markers: vec![marker],
+        ..PodContext::default()
+    };
+    let resp = response(&admit(&body, |r| mutate_with(r, &ctx)));
+    let mut patched = obj;
+    let patch: json_patch::Patch =
+        serde_json::from_slice(&patch_bytes(&resp["patch"]).expect("patch")).expect("patch");
+    json_patch::patch(&mut patched, &patch).expect("applies");
+    let ann = &patched["metadata"]["annotations"];
+    assert_eq!(ann[keys::POD_PROBE_MARKER_LIST_ANNOTATION], "game");
+    assert_eq!(
+        serde_json::from_str::<Value>(
+            ann[keys::POD_PROBE_MARKER_ANNOTATION]
+                .as_str()
+                .expect("set")
+        )
+        .expect("json"),
+        json!([{"name": "idle", "containerName": "a", "probe": {"exec": {"command": ["true"]}},
+            "podConditionType": "x.io/idle"}])
     );
 }
