@@ -334,6 +334,7 @@ impl crate::sidecarset::SidecarSetLookup for Answer {}
 impl crate::podunavailablebudget::PubLookup for Answer {}
 impl crate::persistentpodstate::PpsLookup for Answer {}
 impl crate::workloadspread::WsLookup for Answer {}
+impl crate::statefulset::claims::StorageClassLookup for Answer {}
 impl crate::configuration::scope::ScopeLookup for Answer {}
 
 impl crate::deletionprotection::ProtectionLookup for Answer {}

@@ -151,6 +151,7 @@ where
         + podunavailablebudget::PubLookup
         + persistentpodstate::PpsLookup
         + workloadspread::WsLookup
+        + statefulset::claims::StorageClassLookup
         + configuration::scope::ScopeLookup,
 {
     let hook = paths::hook(path)?;
@@ -183,6 +184,7 @@ where
         + podunavailablebudget::PubLookup
         + persistentpodstate::PpsLookup
         + workloadspread::WsLookup
+        + statefulset::claims::StorageClassLookup
         + configuration::scope::ScopeLookup,
 {
     use paths::ClusterHandler as H;
@@ -210,6 +212,12 @@ where
         H::PersistentPodState => {
             review::admit_async(body, |req| {
                 persistentpodstate::validation::validate(req, cluster)
+            })
+            .await
+        }
+        H::StatefulSet => {
+            review::admit_async(body, |req| {
+                statefulset::claims::validate(req, cluster, gates)
             })
             .await
         }

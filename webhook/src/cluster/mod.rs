@@ -11,6 +11,7 @@ mod dry_run;
 mod persistentpodstates;
 mod pods;
 mod sidecarsets;
+mod storageclasses;
 mod workloadspreads;
 
 use std::time::Duration;

@@ -41,6 +41,7 @@ impl crate::sidecarset::SidecarSetLookup for StaticPods {}
 impl crate::podunavailablebudget::PubLookup for StaticPods {}
 impl crate::persistentpodstate::PpsLookup for StaticPods {}
 impl crate::workloadspread::WsLookup for StaticPods {}
+impl crate::statefulset::claims::StorageClassLookup for StaticPods {}
 impl crate::configuration::scope::ScopeLookup for StaticPods {}
 
 impl crate::deletionprotection::ProtectionLookup for StaticPods {}
