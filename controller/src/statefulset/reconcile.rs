@@ -16,6 +16,7 @@ use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
 use kube::{Api, ResourceExt};
 
+use super::claims::{self, ClaimsByName};
 use super::context::Context;
 use super::error::Error;
 use super::hooks::AstsHooks;
@@ -26,6 +27,9 @@ use super::{revisions, status};
 use crate::expectations::{EXPECTATION_TIMEOUT, ScaleSatisfaction, VersionSatisfaction};
 use crate::inplace::{self, UpdateOptions};
 use crate::workload::{claim, pace, podutil, predownload};
+
+/// How soon a set whose claims are resizing is looked at again.
+const CLAIM_RECHECK: Duration = Duration::from_secs(2);
 
 fn namespace_terminating(err: &Error) -> bool {
     matches!(err, Error::Kube(crate::runner::KubeError(kube::Error::Api(s))) if s.is_forbidden() && s.message.contains("being terminated"))
@@ -108,14 +112,21 @@ async fn reconcile_inner(
         label_selector: kruise_api::selector::to_selector_string(&sts.spec.selector)
             .unwrap_or_default(),
         conditions: old_status.conditions.clone(),
-        volume_claims: old_status.volume_claims.clone(),
         ..Default::default()
     };
 
+    let claims = if sts.spec.volume_claim_templates.is_empty() {
+        ClaimsByName::new()
+    } else {
+        claims::by_name(ctx.pvcs.state(), &ns)
+    };
+    let resize = claims::resize_on_update(sts, &ctx.gates);
     let sync = if sts.metadata.deletion_timestamp.is_some() {
         Ok(())
     } else {
         let s = SyncPass {
+            claims: &claims,
+            resize,
             ctx,
             sts,
             key: &key,
@@ -139,6 +150,17 @@ async fn reconcile_inner(
         settings.rolling.min_ready_seconds,
         now,
     );
+    // Read before this round's claim writes: the watch brings those, and a resize in flight
+    // asks for another look (claim events do not wake the set).
+    new_status.volume_claims = claims::volume_claim_status(sts, &pods, &claims);
+    if resize
+        && new_status.volume_claims.iter().any(|v| {
+            v.compatible_replicas < new_status.replicas
+                || v.compatible_ready_replicas < v.compatible_replicas
+        })
+    {
+        requeue.push(Some(CLAIM_RECHECK));
+    }
     if new_status != old_status {
         write_status(ctx, sts, &new_status).await?;
     }
