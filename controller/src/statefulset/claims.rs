@@ -14,6 +14,7 @@ use kruise_api::features::{FeatureGates, Gate};
 use kube::ResourceExt;
 
 use super::identity::{claim_name, ordinal_of};
+use crate::pvccache::PvcCache;
 use crate::workload::podutil;
 
 /// Whether the set's claims follow its templates as its Pods are updated (the gate and
@@ -27,6 +28,14 @@ pub fn resize_on_update(sts: &StatefulSet, gates: &FeatureGates) -> bool {
 /// The claims of a namespace by name (the set's claims are found by name: they are owned by
 /// the set only under `whenDeleted: Delete`).
 pub type ClaimsByName = BTreeMap<String, Arc<PersistentVolumeClaim>>;
+
+/// The claims of `namespace` in the watch, by name (none read for a set without templates).
+pub fn of_namespace(sts: &StatefulSet, cache: &PvcCache, namespace: &str) -> ClaimsByName {
+    if sts.spec.volume_claim_templates.is_empty() {
+        return ClaimsByName::new();
+    }
+    by_name(cache.state(), namespace)
+}
 
 /// The claims of `namespace` in `all`, by name.
 pub fn by_name(all: Vec<Arc<PersistentVolumeClaim>>, namespace: &str) -> ClaimsByName {

@@ -22,6 +22,7 @@ pub mod identity;
 mod lifecycle;
 pub mod plan;
 mod reconcile;
+mod resize;
 mod revisions;
 mod settings;
 pub mod status;

@@ -115,11 +115,7 @@ async fn reconcile_inner(
         ..Default::default()
     };
 
-    let claims = if sts.spec.volume_claim_templates.is_empty() {
-        ClaimsByName::new()
-    } else {
-        claims::by_name(ctx.pvcs.state(), &ns)
-    };
+    let claims = claims::of_namespace(sts, &ctx.pvcs, &ns);
     let resize = claims::resize_on_update(sts, &ctx.gates);
     let sync = if sts.metadata.deletion_timestamp.is_some() {
         Ok(())
@@ -150,17 +146,7 @@ async fn reconcile_inner(
         settings.rolling.min_ready_seconds,
         now,
     );
-    // Read before this round's claim writes: the watch brings those, and a resize in flight
-    // asks for another look (claim events do not wake the set).
-    new_status.volume_claims = claims::volume_claim_status(sts, &pods, &claims);
-    if resize
-        && new_status.volume_claims.iter().any(|v| {
-            v.compatible_replicas < new_status.replicas
-                || v.compatible_ready_replicas < v.compatible_replicas
-        })
-    {
-        requeue.push(Some(CLAIM_RECHECK));
-    }
+    count_claims(&mut new_status, sts, &pods, &claims, resize, &mut requeue);
     if new_status != old_status {
         write_status(ctx, sts, &new_status).await?;
     }
@@ -175,6 +161,27 @@ async fn reconcile_inner(
     .await;
     sync?;
     Ok(requeue.action())
+}
+
+/// `status.volumeClaims`, read before this round's claim writes: the watch brings those, and a
+/// resize in flight asks for another look (claim events do not wake the set).
+fn count_claims(
+    st: &mut StatefulSetStatus,
+    sts: &StatefulSet,
+    pods: &[&Pod],
+    claims: &ClaimsByName,
+    resize: bool,
+    requeue: &mut Requeue,
+) {
+    st.volume_claims = claims::volume_claim_status(sts, pods, claims);
+    if resize
+        && st.volume_claims.iter().any(|v| {
+            v.compatible_replicas < st.replicas
+                || v.compatible_ready_replicas < v.compatible_replicas
+        })
+    {
+        requeue.push(Some(CLAIM_RECHECK));
+    }
 }
 
 /// Asks the nodes of the set's Pods to pull the new images before the in-place update reaches
