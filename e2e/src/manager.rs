@@ -71,6 +71,7 @@ pub const GATED_PHASE: &[Gate] = &[
     Gate::DeletionProtectionForCRDCascadingGate,
     Gate::PreDownloadImageForDaemonSetUpdate,
     Gate::EnableSortSidecarContainerByName,
+    Gate::StatefulSetAutoResizePVCGate,
 ];
 
 /// `Name=true,…` for the gates of the gated phase.
