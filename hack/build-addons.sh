@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the local cluster's add-ons from their Go modules (tools/coredns, tools/local-path-provisioner,
-# tools/metrics-server) into the versioned binary cache next to the Kubernetes binaries: CoreDNS
-# (cluster DNS), rancher's local-path-provisioner (the default StorageClass) and metrics-server (the
-# Metrics API behind `kubectl top`). hack/cluster.sh up calls this; a
+# tools/metrics-server, tools/csi, tools/csi-hostpath) into the versioned binary cache next to the
+# Kubernetes binaries: CoreDNS (cluster DNS), rancher's local-path-provisioner (the default
+# StorageClass), metrics-server (the Metrics API behind `kubectl top`), and expandable CSI storage
+# (a small host-path driver with the Kubernetes CSI provisioner and resizer). hack/cluster.sh up calls this; a
 # binary whose embedded module version is not the pinned one is rebuilt.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -38,4 +39,15 @@ build local-path-provisioner github.com/rancher/local-path-provisioner "$LOCAL_P
   local-path-provisioner github.com/rancher/local-path-provisioner
 build metrics-server sigs.k8s.io/metrics-server "$METRICS_SERVER_VERSION" \
   metrics-server sigs.k8s.io/metrics-server/cmd/metrics-server
-echo "==> cluster add-ons (coredns ${COREDNS_VERSION}, local-path-provisioner ${LOCAL_PATH_PROVISIONER_VERSION}, metrics-server ${METRICS_SERVER_VERSION}) ready in $bin"
+build csi-provisioner github.com/kubernetes-csi/external-provisioner/v5 "$CSI_PROVISIONER_VERSION" \
+  csi github.com/kubernetes-csi/external-provisioner/v5/cmd/csi-provisioner
+build csi-resizer github.com/kubernetes-csi/external-resizer "$CSI_RESIZER_VERSION" \
+  csi github.com/kubernetes-csi/external-resizer/cmd/csi-resizer
+# Our own driver has no module version to pin: rebuilt when its source's checksum changes.
+csi_sum=$(cat "$here"/tools/csi-hostpath/{main.go,go.mod,go.sum} | sha256sum | cut -d' ' -f1)
+if [ "$(cat "$bin/csi-hostpath.sum" 2>/dev/null)" != "$csi_sum" ]; then
+  rm -f "$bin/csi-hostpath"
+fi
+build csi-hostpath github.com/container-storage-interface/spec v1.11.0 csi-hostpath .
+echo "$csi_sum" >"$bin/csi-hostpath.sum"
+echo "==> cluster add-ons (coredns ${COREDNS_VERSION}, local-path-provisioner ${LOCAL_PATH_PROVISIONER_VERSION}, metrics-server ${METRICS_SERVER_VERSION}, CSI provisioner ${CSI_PROVISIONER_VERSION} and resizer ${CSI_RESIZER_VERSION}) ready in $bin"

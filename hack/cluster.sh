@@ -19,7 +19,7 @@ source "$(dirname "$0")/lib.sh"
 
 # Order matters: started left to right, stopped right to left.
 CORE=(registry containerd etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy)
-ADDONS=(coredns local-path-provisioner metrics-server)
+ADDONS=(coredns local-path-provisioner metrics-server csi-hostpath csi-provisioner csi-resizer)
 COMPONENTS=("${CORE[@]}" "${ADDONS[@]}")
 # CoreDNS's health and readiness endpoints (its DNS port is 53 on the node's address).
 KRS_DNS_HEALTH=127.0.0.1:10054
@@ -31,6 +31,12 @@ KRS_METRICS_PORT=4443
 KRS_VOLUMES="$(readlink -f "$KRS_DIR" || echo "$KRS_DIR")/local-path"
 # Its helper Pods create and remove the volume directories with a shell: our busybox image.
 KRS_HELPER_IMAGE="$KRS_REGISTRY/kruise-rs/sidecar:v1"
+# The expandable CSI storage (StorageClass allow-volume-expansion): its volumes' directories,
+# removed with the cluster, and its socket (short and fixed: a unix socket path has at most 107
+# bytes, and the kubelet is told this one).
+KRS_CSI_VOLUMES="$(readlink -f "$KRS_DIR" || echo "$KRS_DIR")/csi-volumes"
+KRS_CSI_SOCK=/run/kruise-rs-csi/csi.sock
+KRS_CSI_DRIVER=hostpath.csi.kruise-rs
 
 need_root() {
   [ "$(id -u)" = 0 ] || { echo "the local cluster runs a kubelet and containerd and needs root (try: sudo make cluster-up)" >&2; exit 1; }
@@ -58,13 +64,15 @@ make_pki() {
   cert coredns system:coredns "" "" client
   cert local-path-provisioner system:local-path-provisioner "" "" client
   cert metrics-server system:metrics-server "" "" client
+  # The CSI sidecars act as cluster administrators of this throwaway cluster.
+  cert csi system:csi-hostpath system:masters "" client
   # The name the API server checks on the aggregated API's certificate is the Service's DNS name.
   cert metrics-server-serving metrics-server.kube-system.svc "" \
     "DNS:metrics-server.kube-system.svc,DNS:metrics-server.kube-system.svc.$KRS_CLUSTER_DOMAIN,IP:$ip" server
   new_ca front-proxy-ca kruise-local-front-proxy-ca
   cert front-proxy-client front-proxy-client "" "" client front-proxy-ca
   kubeconfigs admin controller-manager scheduler kube-proxy kubelet-client coredns local-path-provisioner \
-    metrics-server
+    metrics-server csi
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -306,6 +314,11 @@ provisioner_started() {
   tail -n "+$(($1 + 1))" "$KRS_LOGS/local-path-provisioner.log" | grep -q "Started provisioner controller"
 }
 
+# The kubelet registered the CSI driver (its CSINode lists it).
+csi_registered() {
+  kctl get csinode "$KRS_NODE" -o jsonpath='{.spec.drivers[*].name}' | grep -qw "$KRS_CSI_DRIVER"
+}
+
 metrics_api_available() {
   [ "$(kctl get apiservice v1beta1.metrics.k8s.io -o jsonpath='{.status.conditions[?(@.type=="Available")].status}')" = True ]
 }
@@ -353,6 +366,19 @@ start_addons() {
   # registered API that does not answer.
   wait_for metrics-server 60 curl -skf "https://$ip:$KRS_METRICS_PORT/livez"
   wait_for metrics-server 60 metrics_api_available
+
+  log "starting the expandable CSI storage (StorageClass allow-volume-expansion, volumes in .cluster/csi-volumes)"
+  mkdir -p "$KRS_CSI_VOLUMES"
+  manifest csi.yaml "$ip" | kctl apply -f - >/dev/null
+  start csi-hostpath "$bin/csi-hostpath" --driver-name "$KRS_CSI_DRIVER" --endpoint "$KRS_CSI_SOCK" \
+    --node-id "$KRS_NODE" --data-dir "$KRS_CSI_VOLUMES" \
+    --registration-dir "$(readlink -f "$KRS_DIR")/kubelet/plugins_registry"
+  wait_for csi-hostpath 30 test -S "$KRS_CSI_SOCK"
+  start csi-provisioner "$bin/csi-provisioner" --csi-address "$KRS_CSI_SOCK" \
+    --kubeconfig "$KRS_DIR/csi.kubeconfig"
+  start csi-resizer "$bin/csi-resizer" --csi-address "$KRS_CSI_SOCK" \
+    --kubeconfig "$KRS_DIR/csi.kubeconfig"
+  wait_for csi-hostpath 60 csi_registered
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -519,7 +545,7 @@ cmd_down() {
   iptables -D OUTPUT -d "$KRS_SERVICE_CIDR" -j REJECT 2>/dev/null || true
   ip route del unreachable "$KRS_SERVICE_CIDR" 2>/dev/null || true
   rm -rf "$KRS_CONTAINERD_STATE" "$KRS_DIR/etcd" "$KRS_DIR/kubelet" "$KRS_DIR/containerd/root" \
-    "$KRS_DIR/cni/ipam" "$KRS_PIDS" "$KRS_VOLUMES"
+    "$KRS_DIR/cni/ipam" "$KRS_PIDS" "$KRS_VOLUMES" "$KRS_CSI_VOLUMES" "$(dirname "$KRS_CSI_SOCK")"
   [ -n "$quiet" ] || log "the local cluster is down"
 }
 

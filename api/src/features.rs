@@ -195,7 +195,7 @@ gates! {
         Effect::Implemented("the manager serves `ca.crt`, `tls.crt` and `tls.key` from its certificate Secret as someone else (cert-manager) keeps them, reloading them on change; it never writes the Secret, the configurations it applies carry no `caBundle` and the CRDs' conversion is not patched (docs/external-certs.md)");
     /// Advanced StatefulSet resizes its PVCs when volumeClaimTemplates grow.
     StatefulSetAutoResizePVCGate = "StatefulSetAutoResizePVCGate", false, Alpha,
-        Effect::Missing("Advanced StatefulSet does not resize its claims when `volumeClaimTemplates` grow");
+        Effect::Implemented("an unset `volumeClaimUpdateStrategy.type` defaults to OnDelete; with OnPodRollingUpdate an Advanced StatefulSet's `volumeClaimTemplates` may change only in storage size (refused where the StorageClass disallows expansion) and each Pod's smaller claims are resized to the template before the Pod is updated");
     /// CloneSet stops waiting for a deletion it expects after a timeout. Upstream's Go name is
     /// `ForceDeleteTimeoutExpectationFeatureGate`; the registered name is shorter.
     ForceDeleteTimeoutExpectationGate = "ForceDeleteTimeoutExpectationGate", false, Alpha,

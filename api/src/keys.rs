@@ -615,6 +615,12 @@ pub mod k8s {
 pub const STATEFULSET_CONDITION_FAILED_CREATE_POD: &str = "FailedCreatePod";
 /// Advanced StatefulSet condition type: updating a pod failed.
 pub const STATEFULSET_CONDITION_FAILED_UPDATE_POD: &str = "FailedUpdatePod";
+/// Annotation the Advanced StatefulSet controller writes on a PVC it resizes, naming the set
+/// (upstream `PVCOwnedByStsAnnotationKey`).
+pub const PVC_OWNED_BY_ASTS_ANNOTATION: &str = "apps.kruise.io/owned-by-asts";
+/// Annotation marking the cluster's default StorageClass (a claim template without
+/// `storageClassName` gets its volume there).
+pub const DEFAULT_STORAGE_CLASS_ANNOTATION: &str = "storageclass.kubernetes.io/is-default-class";
 /// Pod condition the SidecarSet controller keeps on the Pods it upgrades or finds it cannot
 /// (upstream `sidecarcontrol.SidecarSetUpgradable`); its message is a JSON map SidecarSet
 /// name → whether that SidecarSet can upgrade the Pod in place.

@@ -303,6 +303,23 @@ pub fn parse_quantity(s: &str) -> Option<Parsed> {
 }
 
 impl Parsed {
+    /// The value times 1000, rounded up in magnitude below a milli (Go's `MilliValue`); `None`
+    /// past i128.
+    pub fn milli(&self) -> Option<i128> {
+        let mut m = self
+            .mantissa
+            .checked_abs()?
+            .checked_mul(1024i128.checked_pow(self.binary_power)?)?;
+        let shift = self.exp10 + 3;
+        if shift >= 0 {
+            m = m.checked_mul(10i128.checked_pow(shift.unsigned_abs())?)?;
+        } else {
+            let div = 10i128.checked_pow(shift.unsigned_abs())?;
+            m = m / div + i128::from(m % div != 0);
+        }
+        Some(if self.mantissa < 0 { -m } else { m })
+    }
+
     fn canonical(&self) -> String {
         if self.mantissa == 0 {
             return "0".to_owned();

@@ -74,6 +74,7 @@ pub const GATED_PHASE: &[Gate] = &[
     // Acts only on Pods a PodProbeMarker selects (annotations) and on Pods of a node labelled
     // `type: virtual-kubelet`, which only its own test creates.
     Gate::EnablePodProbeMarkerOnServerless,
+    Gate::StatefulSetAutoResizePVCGate,
 ];
 
 /// `Name=true,…` for the gates of the gated phase.

@@ -335,6 +335,7 @@ impl crate::podunavailablebudget::PubLookup for Answer {}
 impl crate::persistentpodstate::PpsLookup for Answer {}
 impl crate::workloadspread::WsLookup for Answer {}
 impl crate::podprobemarker::PpmLookup for Answer {}
+impl crate::statefulset::claims::StorageClassLookup for Answer {}
 impl crate::configuration::scope::ScopeLookup for Answer {}
 
 impl crate::deletionprotection::ProtectionLookup for Answer {}

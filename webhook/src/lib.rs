@@ -152,6 +152,7 @@ where
         + persistentpodstate::PpsLookup
         + workloadspread::WsLookup
         + podprobemarker::PpmLookup
+        + statefulset::claims::StorageClassLookup
         + configuration::scope::ScopeLookup,
 {
     let hook = paths::hook(path)?;
@@ -185,6 +186,7 @@ where
         + persistentpodstate::PpsLookup
         + workloadspread::WsLookup
         + podprobemarker::PpmLookup
+        + statefulset::claims::StorageClassLookup
         + configuration::scope::ScopeLookup,
 {
     use paths::ClusterHandler as H;
@@ -212,6 +214,12 @@ where
         H::PersistentPodState => {
             review::admit_async(body, |req| {
                 persistentpodstate::validation::validate(req, cluster)
+            })
+            .await
+        }
+        H::StatefulSet => {
+            review::admit_async(body, |req| {
+                statefulset::claims::validate(req, cluster, gates)
             })
             .await
         }

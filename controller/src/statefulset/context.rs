@@ -9,6 +9,7 @@ use kube::runtime::events::EventType;
 
 use crate::expectations::{ResourceVersionExpectations, ScaleExpectations};
 use crate::inplace::InPlaceControl;
+use crate::pvccache::PvcCache;
 use crate::registry::{Base, Shared};
 use crate::revcache::RevisionCache;
 use crate::workload::quiet::QuietPods;
@@ -30,6 +31,8 @@ pub struct Context {
     pub inplace: InPlaceControl,
     /// The process's feature gates.
     pub gates: FeatureGates,
+    /// The manager's PVC watch: the claims of the set's Pods, against its templates.
+    pub pvcs: PvcCache,
 }
 
 crate::deref_base!(Context);
@@ -46,6 +49,7 @@ impl Context {
             quiet: QuietPods::new(),
             rv_exp: ResourceVersionExpectations::new(),
             gates: shared.gates,
+            pvcs: shared.pvcs.clone(),
         }
     }
 

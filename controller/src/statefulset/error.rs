@@ -33,6 +33,12 @@ pub enum Error {
         pod: String,
         state: kruise_api::appspub::LifecycleStateType,
     },
+    #[error("cannot resize claim {claim} of pod {pod}: {reason}")]
+    Resize {
+        claim: String,
+        pod: String,
+        reason: String,
+    },
     #[error("KruisePodReady condition of pod {pod}: {source}")]
     Readiness {
         pod: String,
@@ -59,6 +65,7 @@ kruise_runtime::reconcile_error!(Error {
     Error::InPlaceOnly { .. } => "inplace_only", floor: SPEC_ERROR_RETRY;
     Error::Template(_) => "template", floor: SPEC_ERROR_RETRY;
     Error::Lifecycle { .. } => "lifecycle";
+    Error::Resize { .. } => "resize", floor: SPEC_ERROR_RETRY;
     Error::Readiness { .. } => "readiness";
 });
 

@@ -325,16 +325,36 @@ pub fn update_order(
     done
 }
 
+/// Where a Pod's claims stand against the set's templates when they follow the Pods' update
+/// (`volumeClaimUpdateStrategy: OnPodRollingUpdate` under `StatefulSetAutoResizePVCGate`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ClaimState {
+    /// Every claim is compatible with its template (requests at least its size).
+    pub matched: bool,
+    /// Every claim's capacity reached its request.
+    pub ready: bool,
+}
+
+impl ClaimState {
+    /// Nothing to do for the claims (their strategy leaves them alone).
+    pub const SETTLED: ClaimState = ClaimState {
+        matched: true,
+        ready: true,
+    };
+}
+
 /// Which pods to update this round (upstream `rollingUpdateStatefulsetPods`): from the highest
 /// ordinal down to the partition, never leaving more than `max_unavailable` pods unavailable
-/// (unhealthy, mid in-place update, or not yet available for minReadySeconds), for both pod
-/// management policies. `in_place_pending` says whether a pod's in-place update has not
-/// completed.
+/// (unhealthy, mid in-place update, not yet available for minReadySeconds, or with a claim
+/// still resizing), for both pod management policies. `in_place_pending` says whether a pod's
+/// in-place update has not completed; `claims` where its claims stand (a Pod at the update
+/// revision whose claims do not match yet is a target too: its claims are resized).
 pub fn plan_update(
     rolling: &Rolling,
     slots: &Slots<'_>,
     is_updated: &dyn Fn(&Pod) -> bool,
     in_place_pending: &dyn Fn(&Pod) -> bool,
+    claims: &dyn Fn(&Pod) -> ClaimState,
     now: Timestamp,
 ) -> UpdatePlan {
     let mut plan = UpdatePlan::default();
@@ -348,6 +368,8 @@ pub fn plan_update(
         if !available {
             plan.unavailable.insert(name);
             plan.wait = min_wait(plan.wait, wait);
+        } else if !claims(pod).ready {
+            plan.unavailable.insert(name);
         }
     }
     let mut unavailable = plan.unavailable.clone();
@@ -370,7 +392,7 @@ pub fn plan_update(
         let Some(pod) = slots.replicas[i] else {
             continue;
         };
-        if is_updated(pod) || plan.specified_delete.contains(&i) {
+        if (is_updated(pod) && claims(pod).matched) || plan.specified_delete.contains(&i) {
             continue;
         }
         let name = podutil::name(pod);
@@ -516,6 +538,45 @@ mod tests {
         );
     }
 
+    fn settled(_: &Pod) -> ClaimState {
+        ClaimState::SETTLED
+    }
+
+    #[test]
+    fn claims_resizing_count_unavailable_and_unmatched_claims_make_a_target() {
+        let pods = [
+            pod(0, "Running", true, "new"),
+            pod(1, "Running", true, "new"),
+            pod(2, "Running", true, "new"),
+        ];
+        let refs: Vec<&Pod> = pods.iter().collect();
+        let r = range(0, 3, &[]);
+        let s = slots("web", &r, &refs);
+        let updated = |_: &Pod| true;
+        let pend = |_: &Pod| false;
+        let r1 = rolling(0, 1, 3);
+        // Every Pod is at the update revision; web-2's claims are smaller than the template.
+        let unmatched = |p: &Pod| ClaimState {
+            matched: podutil::name(p) != "web-2",
+            ready: true,
+        };
+        let p = plan_update(&r1, &s, &updated, &pend, &unmatched, now());
+        assert_eq!(p.targets, vec![2]);
+        // web-2's claims were patched and are resizing: it is unavailable and web-1, whose
+        // claims do not match either, waits for it.
+        let resizing = |p: &Pod| ClaimState {
+            matched: podutil::name(p) != "web-1",
+            ready: podutil::name(p) != "web-2",
+        };
+        let p = plan_update(&r1, &s, &updated, &pend, &resizing, now());
+        assert!(p.unavailable.contains("web-2"), "{p:?}");
+        assert_eq!(p.targets, Vec::<usize>::new());
+        assert_eq!(
+            plan_update(&r1, &s, &updated, &pend, &settled, now()).targets,
+            Vec::<usize>::new()
+        );
+    }
+
     fn rolling(partition: i32, max_unavailable: i32, replicas: i32) -> Rolling {
         Rolling {
             partition,
@@ -534,7 +595,7 @@ mod tests {
         let s = slots("web", &r, &refs);
         let updated = |p: &Pod| podutil::revision_hash(p) == Some("new");
         let pend = |p: &Pod| pending.contains(&podutil::name(p));
-        plan_update(rolling, &s, &updated, &pend, now()).targets
+        plan_update(rolling, &s, &updated, &pend, &settled, now()).targets
     }
 
     #[test]
@@ -577,7 +638,7 @@ mod tests {
             let s = slots("web", &rg, &refs);
             let updated = |p: &Pod| podutil::revision_hash(p) == Some("old");
             let pend = |_: &Pod| false;
-            let p = plan_update(r, &s, &updated, &pend, now());
+            let p = plan_update(r, &s, &updated, &pend, &settled, now());
             (p.specified_delete, p.targets)
         };
         // Every pod is at the update revision; web-0 is below the partition and still goes.

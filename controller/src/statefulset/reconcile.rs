@@ -16,6 +16,7 @@ use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
 use kube::{Api, ResourceExt};
 
+use super::claims::{self, ClaimsByName};
 use super::context::Context;
 use super::error::Error;
 use super::hooks::AstsHooks;
@@ -26,6 +27,9 @@ use super::{revisions, status};
 use crate::expectations::{EXPECTATION_TIMEOUT, ScaleSatisfaction, VersionSatisfaction};
 use crate::inplace::{self, UpdateOptions};
 use crate::workload::{claim, pace, podutil, predownload};
+
+/// How soon a set whose claims are resizing is looked at again.
+const CLAIM_RECHECK: Duration = Duration::from_secs(2);
 
 fn namespace_terminating(err: &Error) -> bool {
     matches!(err, Error::Kube(crate::runner::KubeError(kube::Error::Api(s))) if s.is_forbidden() && s.message.contains("being terminated"))
@@ -108,14 +112,17 @@ async fn reconcile_inner(
         label_selector: kruise_api::selector::to_selector_string(&sts.spec.selector)
             .unwrap_or_default(),
         conditions: old_status.conditions.clone(),
-        volume_claims: old_status.volume_claims.clone(),
         ..Default::default()
     };
 
+    let claims = claims::of_namespace(sts, &ctx.pvcs, &ns);
+    let resize = claims::resize_on_update(sts, &ctx.gates);
     let sync = if sts.metadata.deletion_timestamp.is_some() {
         Ok(())
     } else {
         let s = SyncPass {
+            claims: &claims,
+            resize,
             ctx,
             sts,
             key: &key,
@@ -139,6 +146,7 @@ async fn reconcile_inner(
         settings.rolling.min_ready_seconds,
         now,
     );
+    count_claims(&mut new_status, sts, &pods, &claims, resize, &mut requeue);
     if new_status != old_status {
         write_status(ctx, sts, &new_status).await?;
     }
@@ -153,6 +161,27 @@ async fn reconcile_inner(
     .await;
     sync?;
     Ok(requeue.action())
+}
+
+/// `status.volumeClaims`, read before this round's claim writes: the watch brings those, and a
+/// resize in flight asks for another look (claim events do not wake the set).
+fn count_claims(
+    st: &mut StatefulSetStatus,
+    sts: &StatefulSet,
+    pods: &[&Pod],
+    claims: &ClaimsByName,
+    resize: bool,
+    requeue: &mut Requeue,
+) {
+    st.volume_claims = claims::volume_claim_status(sts, pods, claims);
+    if resize
+        && st.volume_claims.iter().any(|v| {
+            v.compatible_replicas < st.replicas
+                || v.compatible_ready_replicas < v.compatible_replicas
+        })
+    {
+        requeue.push(Some(CLAIM_RECHECK));
+    }
 }
 
 /// Asks the nodes of the set's Pods to pull the new images before the in-place update reaches

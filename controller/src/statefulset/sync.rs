@@ -19,6 +19,7 @@ use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
 use kube::{Api, Resource, ResourceExt};
 
+use super::claims::ClaimsByName;
 use super::context::Context;
 use super::error::Error;
 use super::hooks::AstsHooks;
@@ -67,6 +68,10 @@ pub(super) struct SyncPass<'a> {
     pub update: &'a ControllerRevision,
     pub revisions: &'a [ControllerRevision],
     pub now: Timestamp,
+    /// The namespace's claims by name.
+    pub claims: &'a ClaimsByName,
+    /// The claims follow the templates as the Pods are updated ([`super::claims::resize_on_update`]).
+    pub resize: bool,
 }
 
 impl SyncPass<'_> {
@@ -252,11 +257,13 @@ impl SyncPass<'_> {
         let update_name = self.update_name();
         let is_updated = |p: &Pod| AstsHooks.equals_revision(p, &update_name);
         let pending = |p: &Pod| AstsHooks.pod_update_completed(p).is_err();
+        let claim_state = |p: &Pod| self.claim_state(p);
         let up = plan::plan_update(
             &self.settings.rolling,
             slots,
             &is_updated,
             &pending,
+            &claim_state,
             self.now,
         );
         requeue.push(up.wait);
@@ -269,7 +276,14 @@ impl SyncPass<'_> {
             let Some(pod) = slots.replicas[i] else {
                 continue;
             };
-            if let Err(e) = self.update_pod(pod, requeue).await {
+            let res = match self.resize_claims(pod).await {
+                // Upstream patches the claims first and updates the Pod once they are resized
+                // (or wait only for the file system, which the Pod's next start grows).
+                Ok(true) if !is_updated(pod) => self.update_pod(pod, requeue).await,
+                Ok(_) => Ok(()),
+                Err(e) => Err(e),
+            };
+            if let Err(e) = res {
                 self.ctx
                     .event(
                         self.sts,

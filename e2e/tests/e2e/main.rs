@@ -57,6 +57,7 @@ mod sidecarset_resources;
 mod sidecarterminator;
 mod smoke;
 mod statefulset;
+mod statefulset_claims;
 mod tui;
 mod tui_workloads;
 mod uniteddeployment;

@@ -12,6 +12,7 @@ mod persistentpodstates;
 mod podprobemarkers;
 mod pods;
 mod sidecarsets;
+mod storageclasses;
 mod workloadspreads;
 
 use std::time::Duration;

@@ -42,6 +42,7 @@ impl crate::podunavailablebudget::PubLookup for StaticPods {}
 impl crate::persistentpodstate::PpsLookup for StaticPods {}
 impl crate::workloadspread::WsLookup for StaticPods {}
 impl crate::podprobemarker::PpmLookup for StaticPods {}
+impl crate::statefulset::claims::StorageClassLookup for StaticPods {}
 impl crate::configuration::scope::ScopeLookup for StaticPods {}
 
 impl crate::deletionprotection::ProtectionLookup for StaticPods {}

@@ -94,6 +94,8 @@ pub enum ClusterHandler {
     PersistentPodState,
     /// WorkloadSpread validation.
     WorkloadSpread,
+    /// Advanced StatefulSet validation, with the StorageClass of a resized claim template.
+    StatefulSet,
     /// SidecarSet validation, with the conflict check against the other SidecarSets.
     SidecarSet,
     /// ContainerRecreateRequest admission against its Pod.

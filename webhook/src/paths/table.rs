@@ -103,7 +103,7 @@ pub const HOOKS: &[Hook] = &[
         name: "vstatefulset.kb.io",
         path: VALIDATE_STATEFULSET,
         rule: Rule::apps(BOTH_VERSIONS, CREATE_UPDATE_DELETE, &["statefulsets"]),
-        handler: Pure(statefulset::validation::validate),
+        handler: Cluster(C::StatefulSet),
         ..VALIDATING
     },
     Hook {

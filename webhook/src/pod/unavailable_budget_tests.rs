@@ -32,6 +32,7 @@ struct Cluster {
 impl crate::persistentpodstate::PpsLookup for Cluster {}
 impl crate::workloadspread::WsLookup for Cluster {}
 impl crate::podprobemarker::PpmLookup for Cluster {}
+impl crate::statefulset::claims::StorageClassLookup for Cluster {}
 impl crate::configuration::scope::ScopeLookup for Cluster {}
 
 impl PubLookup for Cluster {

@@ -69,21 +69,8 @@ impl Quantity {
     /// below a milli round up, as Go's `MilliValue` does.
     pub fn parse(s: &str) -> Option<Self> {
         let q = kruise_api::vct_hash::parse_quantity(s)?;
-        let negative = q.mantissa < 0;
-        // value × 1000 = |mantissa| × 1024^p × 10^(exp10 + 3), rounded up in magnitude.
-        let mut m = q
-            .mantissa
-            .checked_abs()?
-            .checked_mul(1024i128.checked_pow(q.binary_power)?)?;
-        let shift = q.exp10 + 3;
-        if shift >= 0 {
-            m = m.checked_mul(10i128.checked_pow(shift.unsigned_abs())?)?;
-        } else {
-            let div = 10i128.checked_pow(shift.unsigned_abs())?;
-            m = m / div + i128::from(m % div != 0);
-        }
         Some(Quantity {
-            milli: if negative { -m } else { m },
+            milli: q.milli()?,
             binary: q.binary_power > 0,
         })
     }

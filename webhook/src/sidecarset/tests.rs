@@ -17,6 +17,7 @@ impl crate::podunavailablebudget::PubLookup for Cluster {}
 impl crate::persistentpodstate::PpsLookup for Cluster {}
 impl crate::workloadspread::WsLookup for Cluster {}
 impl crate::podprobemarker::PpmLookup for Cluster {}
+impl crate::statefulset::claims::StorageClassLookup for Cluster {}
 impl crate::configuration::scope::ScopeLookup for Cluster {}
 
 impl SidecarSetLookup for Cluster {

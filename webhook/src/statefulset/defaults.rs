@@ -2,7 +2,8 @@
 //! aliases), after upstream's `SetDefaultsStatefulSet` (v1beta1 and v1alpha1): replicas 1,
 //! podManagementPolicy OrderedReady, RollingUpdate with partition 0, maxUnavailable 1,
 //! podUpdatePolicy ReCreate and minReadySeconds 0, revisionHistoryLimit 10, the PVC retention
-//! policy Retain/Retain (v1beta1 only, v1alpha1 has no such field), and the Pod template and
+//! policy Retain/Retain (v1beta1 only, v1alpha1 has no such field), volumeClaimUpdateStrategy
+//! OnDelete (v1beta1 under `StatefulSetAutoResizePVCGate`), and the Pod template and
 //! volumeClaimTemplate defaults CloneSet applies.
 
 use kruise_api::features::{FeatureGates, Gate};
@@ -49,6 +50,19 @@ pub fn mutate(req: &Request, gates: &FeatureGates) -> Outcome {
         return Outcome::bad_request(format!(
             "StatefulSet field {field} must be an object; set it to an object or remove it"
         ));
+    }
+    // v1beta1 only (v1alpha1 has no such field), and only under the gate, as upstream.
+    if with_retention && gates.enabled(Gate::StatefulSetAutoResizePVCGate) {
+        match obj_mut(&mut after, &["spec", "volumeClaimUpdateStrategy"]) {
+            Some(vcus) => {
+                default_string(vcus, "type", "OnDelete");
+            }
+            None => {
+                return Outcome::bad_request(
+                    "StatefulSet field spec.volumeClaimUpdateStrategy must be an object; set it to an object or remove it",
+                );
+            }
+        }
     }
     Outcome::Patch(diff(obj, &after))
 }
@@ -180,6 +194,34 @@ mod tests {
             spec["volumeClaimTemplates"][0]["spec"]["volumeMode"],
             "Filesystem"
         );
+    }
+
+    #[test]
+    fn the_resize_gate_defaults_the_claim_update_strategy_of_v1beta1_only() {
+        let gates = FeatureGates::parse("StatefulSetAutoResizePVCGate=true").expect("gates");
+        let run = |version: &str, gates: &FeatureGates| {
+            let body = review_body(
+                "CREATE",
+                ("apps.kruise.io", version, "StatefulSet"),
+                "statefulsets",
+                Some(minimal(version)),
+                None,
+            );
+            let r = response(&admit(&body, |r| mutate(r, gates)));
+            let bytes: Vec<u8> = r["patch"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|b| b.as_u64().and_then(|b| u8::try_from(b).ok()))
+                .collect();
+            let patch: json_patch::Patch = serde_json::from_slice(&bytes).expect("patch");
+            let mut out = minimal(version);
+            json_patch::patch(&mut out, &patch).expect("apply");
+            out["spec"]["volumeClaimUpdateStrategy"].clone()
+        };
+        assert_eq!(run("v1beta1", &gates), json!({"type": "OnDelete"}));
+        assert_eq!(run("v1alpha1", &gates), Value::Null);
+        assert_eq!(run("v1beta1", &FeatureGates::default()), Value::Null);
     }
 
     #[test]

@@ -82,6 +82,16 @@ pub fn validate_statefulset(obj: &Value, old: Option<&Value>) -> Vec<FieldError>
             "must be greater than or equal to 0",
         ));
     }
+    if let Some(v) = get(spec, &["volumeClaimUpdateStrategy", "type"])
+        && !v.is_null()
+        && !matches!(v.as_str(), Some("OnPodRollingUpdate" | "OnDelete"))
+    {
+        errs.push(FieldError::not_supported(
+            "spec.volumeClaimUpdateStrategy.type",
+            v,
+            &["OnPodRollingUpdate", "OnDelete"],
+        ));
+    }
     for field in ["whenDeleted", "whenScaled"] {
         if let Some(v) = get(spec, &["persistentVolumeClaimRetentionPolicy", field])
             && !matches!(v.as_str(), Some("Retain" | "Delete"))
@@ -280,18 +290,16 @@ fn validate_reserve_ordinals(spec: &Value, errs: &mut Vec<FieldError>) {
 
 /// Upstream's immutable fields, and InPlaceOnly's images-only rule.
 fn validate_update(spec: &Value, old: &Value, errs: &mut Vec<FieldError>) {
-    for field in [
-        "selector",
-        "serviceName",
-        "volumeClaimTemplates",
-        "podManagementPolicy",
-    ] {
+    // volumeClaimTemplates may change (upstream v1.9): the new templates reach claims made
+    // later, and, under StatefulSetAutoResizePVCGate with OnPodRollingUpdate, a bigger size
+    // reaches the existing claims (see [`super::claims`]).
+    for field in ["selector", "serviceName", "podManagementPolicy"] {
         let (a, b) = (spec.get(field), old.get(field));
         let empty = |v: Option<&Value>| v.is_none_or(Value::is_null);
         if a != b && !(empty(a) && empty(b)) {
             errs.push(FieldError::forbidden(
                 format!("spec.{field}"),
-                "updates to statefulset spec for fields other than 'replicas', 'template', 'updateStrategy', 'reserveOrdinals', 'lifecycle', 'revisionHistoryLimit', 'persistentVolumeClaimRetentionPolicy', 'ordinals' and 'scaleStrategy' are forbidden",
+                "updates to statefulset spec for fields other than 'replicas', 'template', 'updateStrategy', 'reserveOrdinals', 'lifecycle', 'revisionHistoryLimit', 'persistentVolumeClaimRetentionPolicy', 'ordinals', 'scaleStrategy', 'volumeClaimTemplates' and 'volumeClaimUpdateStrategy' are forbidden",
             ));
         }
     }
@@ -415,6 +423,17 @@ mod tests {
                 "{ptr}: {errs:?}"
             );
         }
+        // Claim templates may change (their size reaches claims under the resize gate).
+        let mut obj = valid();
+        obj["spec"]["volumeClaimTemplates"] = json!([{"metadata": {"name": "data"}}]);
+        assert_eq!(errors(&obj, Some(&valid())), Vec::<String>::new());
+        obj["spec"]["volumeClaimUpdateStrategy"] = json!({"type": "Sometimes"});
+        let errs = errors(&obj, Some(&valid()));
+        assert!(
+            errs.iter()
+                .any(|e| e.starts_with("spec.volumeClaimUpdateStrategy.type")),
+            "{errs:?}"
+        );
         let mut old = valid();
         old["spec"]["updateStrategy"]["rollingUpdate"]["podUpdatePolicy"] = json!("InPlaceOnly");
         let mut obj = old.clone();
