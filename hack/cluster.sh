@@ -407,11 +407,12 @@ cmd_restart() {
   [ -f "$f" ] || die "$name" "not started by this cluster (no $f)"
   pid=$(cat "$f")
   kill -s "$sig" "$pid" 2>/dev/null || true
-  for _ in $(seq 300); do
+  # SIGTERM: the API server drains requests for up to a minute first.
+  for _ in $(seq 900); do
     kill -0 "$pid" 2>/dev/null || break
     sleep 0.1
   done
-  kill -0 "$pid" 2>/dev/null && die "$name" "still running 30 s after SIG$sig"
+  kill -0 "$pid" 2>/dev/null && die "$name" "still running 90 s after SIG$sig"
   rm -f "$f"
   case $name in
     etcd) start_local_etcd ;;

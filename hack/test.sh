@@ -352,10 +352,12 @@ manager_template() {
 }
 
 stage_chaos() {
-  # A fixed seed: a failure replays with the same plan (make chaos SEED=… KILLS=…). Eight kills
-  # in rounds of four: each fault kind once, two rounds of rollouts.
+  # A fixed seed: a failure replays with the same plan. Eight kills in rounds of four, each
+  # after a pause under 3 s: each fault kind once, two rounds of rollouts. The whole history
+  # is kept in the stage's logs.
   cargo run -q -p kruise-e2e --bin kruise-e2e-chaos -- --seed "${CHAOS_SEED:-20261207}" \
-    --kills "${CHAOS_KILLS:-8}" --per-round 4 --history "$LOGS/chaos-history.json"
+    --kills "${CHAOS_KILLS:-8}" --per-round 4 --max-delay-ms 3000 \
+    --history "$LOGS/chaos-history.json"
 }
 
 stage_plugin() {

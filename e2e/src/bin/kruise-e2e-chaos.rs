@@ -1,10 +1,11 @@
 //! The seeded fault campaign (`make chaos`; see RELIABILITY.md and `kruise_e2e::chaos`).
 //!
 //! Usage: kruise-e2e-chaos [--seed N] [--kills N] [--per-round N] [--faults a,b,…]
-//!                         [--history FILE]
+//!                         [--max-delay-ms N] [--history FILE]
 //!
 //! Without `--seed` a seed is drawn and printed. `--faults` narrows the fault kinds (names as
-//! the table prints them). `KRUISE_CHAOS_FAKE_DUPLICATE=1` breaks an expectation on purpose
+//! the table prints them); `--max-delay-ms` bounds the pause before each fault (default 8000).
+//! `--history` writes the plan, the faults as injected and the whole history as JSON. `KRUISE_CHAOS_FAKE_DUPLICATE=1` breaks an expectation on purpose
 //! (the campaign creates a second Pod for one slot) to show that the campaign catches it.
 //! Exits 0 when every fault was repaired, every rollout completed and no invariant broke; 1
 //! otherwise (printing the seed, the faults and the history of each broken invariant); 2 on
@@ -21,6 +22,7 @@ fn parse(args: &[String]) -> Result<(Options, Option<String>), String> {
         kills: 10,
         per_round: 3,
         faults: Fault::ALL.to_vec(),
+        max_delay_ms: schedule::MAX_DELAY_MS,
         fake_duplicate: matches!(
             std::env::var("KRUISE_CHAOS_FAKE_DUPLICATE").as_deref(),
             Ok("1" | "true")
@@ -51,6 +53,7 @@ fn parse(args: &[String]) -> Result<(Options, Option<String>), String> {
                     .map(|f| Fault::parse(f.trim()).ok_or(format!("unknown fault {f}")))
                     .collect::<Result<_, _>>()?
             }
+            "--max-delay-ms" => o.max_delay_ms = num(val()?)?.max(1),
             "--history" => history = Some(val()?),
             _ => return Err(format!("unknown argument {a}")),
         }
@@ -79,10 +82,11 @@ async fn main() -> ExitCode {
         }
     };
     println!(
-        "chaos campaign: seed {} kills {} ({} a round) faults {}{}",
+        "chaos campaign: seed {} kills {} ({} a round, pauses under {} ms) faults {}{}",
         opts.seed,
         opts.kills,
         opts.per_round,
+        opts.max_delay_ms,
         opts.faults
             .iter()
             .map(|f| f.name())

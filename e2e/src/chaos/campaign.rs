@@ -25,6 +25,8 @@ pub struct Options {
     pub kills: usize,
     pub per_round: usize,
     pub faults: Vec<Fault>,
+    /// The longest pause before a fault (ms).
+    pub max_delay_ms: u64,
     /// Break an expectation on purpose: in the first round the campaign itself creates a
     /// second Pod for a slot of the in-place CloneSet, which the invariants must catch.
     pub fake_duplicate: bool,
@@ -79,7 +81,13 @@ fn ms(t0: Instant) -> u64 {
 /// Runs the campaign on the cluster of `client` (Kruise-rs installed from deploy/).
 pub async fn run(client: &Client, opts: &Options) -> Result<Outcome, String> {
     let t0 = Instant::now();
-    let plan = schedule::plan(opts.seed, opts.kills, opts.per_round, &opts.faults);
+    let plan = schedule::plan(
+        opts.seed,
+        opts.kills,
+        opts.per_round,
+        &opts.faults,
+        opts.max_delay_ms,
+    );
     faults::wait_healthy(client).await?;
     let ns = TestNamespace::create(client, "chaos")
         .await
@@ -156,7 +164,13 @@ async fn rounds(
     for r in 0..schedule::rounds(plan) {
         let start_ms = recorder.now_ms();
         tracing::info!(round = r, "round starts");
-        workloads::start_round(client, ns, sidecar, r).await?;
+        // A fault of the round before can leave a request in flight when the API server went
+        // away: once healthy again, the round's start is retried (its steps are idempotent).
+        if let Err(e) = workloads::start_round(client, ns, sidecar, r).await {
+            tracing::warn!(round = r, error = %e, "starting the round failed; retrying once healthy");
+            faults::wait_healthy(client).await?;
+            workloads::start_round(client, ns, sidecar, r).await?;
+        }
         for step in plan.iter().filter(|s| s.round == r) {
             tokio::time::sleep(Duration::from_millis(step.delay_ms)).await;
             injections.push(inject(client, step, t0).await);
@@ -249,6 +263,11 @@ async fn fake_duplicate(client: &Client, ns: &str) -> Result<(), String> {
         .and_then(|s| s.containers.iter().find(|c| c.name == "app"))
         .cloned()
         .ok_or("no app container")?;
+    // The service-account volume is the original Pod's own.
+    let app = k8s_openapi::api::core::v1::Container {
+        volume_mounts: None,
+        ..app
+    };
     let mut dup = Pod::default();
     dup.metadata.name = Some(format!("{}-dup", orig.name_any()));
     dup.metadata.labels = Some(labels);

@@ -27,7 +27,7 @@ pub async fn inject(client: &Client, fault: Fault) -> Res<String> {
         Fault::ManagerLeader | Fault::ManagerStandby => kill_manager(client, fault).await,
         Fault::Daemon => kill_daemon().await,
         Fault::ApiServer => restart("kube-apiserver", "KILL").await,
-        Fault::WatchCut => restart("kube-apiserver", "TERM").await,
+        Fault::WatchCut => cut_connections().await,
         Fault::Etcd => restart("etcd", "KILL").await,
         Fault::Kubelet => restart("kubelet", "KILL").await,
         Fault::CertSecret => delete_cert_secret(client).await,
@@ -154,6 +154,28 @@ async fn restart(name: &'static str, signal: &'static str) -> Res<String> {
         ));
     }
     Ok(format!("SIG{signal} pid {pid} ({name}), started again"))
+}
+
+/// Cuts every connection to the API server (watches included) at once, the API server left
+/// running: its end of each is destroyed (`ss -K`), so every client sees its streams reset and
+/// must watch again from where it was.
+async fn cut_connections() -> Res<String> {
+    let out = tokio::task::spawn_blocking(|| {
+        std::process::Command::new("ss")
+            .args(["-K", "-tnH", "state", "established", "( sport = :6443 )"])
+            .output()
+    })
+    .await
+    .map_err(|e| e.to_string())?
+    .map_err(|e| format!("ss -K: {e}"))?;
+    let cut = String::from_utf8_lossy(&out.stdout).lines().count();
+    if !out.status.success() || cut == 0 {
+        return Err(format!(
+            "ss -K cut {cut} connections: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    Ok(format!("cut {cut} connections to the API server (ss -K)"))
 }
 
 async fn delete_cert_secret(client: &Client) -> Res<String> {

@@ -128,11 +128,13 @@ fn pod_line(p: &PodObs) -> String {
 
 /// The history of one violation's owner: its Pods' observations, or its objects'.
 fn history_of(o: &Outcome, v: &Violation, out: &mut String) {
+    // What led up to it: the owner's observations of the half minute before, and just after.
+    let window = v.t_ms.saturating_sub(30_000)..=v.t_ms + 5_000;
     let pods: Vec<&PodObs> = o
         .history
         .pods
         .iter()
-        .filter(|p| p.owner == v.subject)
+        .filter(|p| p.owner == v.subject && window.contains(&p.t_ms))
         .collect();
     for p in pods.iter().rev().take(80).rev() {
         let _ = writeln!(out, "    {}", pod_line(p));

@@ -127,11 +127,15 @@ pub fn expect() -> Expect {
 
 async fn create(client: &Client, ns: &str, kind: &str, obj: Value) -> Res<()> {
     let obj: DynamicObject = serde_json::from_value(obj).map_err(|e| e.to_string())?;
-    api(client, ns, kind)?
+    match api(client, ns, kind)?
         .create(&PostParams::default(), &obj)
         .await
-        .map_err(|e| format!("create {kind} {}: {e}", obj.name_any()))?;
-    Ok(())
+    {
+        // A retried round start: made the first time.
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(ae)) if ae.code == 409 => Ok(()),
+        Err(e) => Err(format!("create {kind} {}: {e}", obj.name_any())),
+    }
 }
 
 fn to_value<T: serde::Serialize>(o: Res<T>) -> Res<Value> {
@@ -177,11 +181,13 @@ pub async fn create_all(client: &Client, ns: &str, sidecar_name: &str) -> Res<()
     )
     .await
     .map_err(e)?;
-    let inplace = json!({"type": "InPlaceIfPossible", "maxUnavailable": 1});
+    let inplace = json!({"type": "RollingUpdate",
+        "rollingUpdate": {"podUpdatePolicy": "InPlaceIfPossible", "maxUnavailable": 1}});
     let mut objs = vec![
         ("CloneSet", to_value(cloneset::new("cs", REPLICAS as i32, "v1", inplace.clone()).map_err(e))?),
         ("CloneSet", to_value(cloneset::new(GUARDED, GUARDED_REPLICAS as i32, "v1",
-            json!({"type": "ReCreate", "maxUnavailable": 2})).map_err(e))?),
+            json!({"type": "RollingUpdate",
+                "rollingUpdate": {"podUpdatePolicy": "ReCreate", "maxUnavailable": 2}})).map_err(e))?),
         ("StatefulSet", to_value(statefulset::new("sts", REPLICAS as i32, "v1", false, json!({
             "podManagementPolicy": "Parallel",
             "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {
@@ -451,26 +457,47 @@ pub async fn final_checks(
             ));
         }
     }
-    let acj = api(client, ns, "AdvancedCronJob")?
-        .get("acj")
-        .await
-        .map_err(|x| x.to_string())?;
-    let runs = advancedcronjob::runs(client, ns, "Job", &acj.uid().unwrap_or_default())
-        .await
-        .map_err(|x| x.to_string())?;
-    if !runs
-        .iter()
-        .filter_map(advancedcronjob::scheduled_at)
-        .any(|t| t > last_fault_secs)
-    {
+    if !cron_ran_after(client, ns, last_fault_secs).await? {
         out.push((
             "AdvancedCronJob/acj".into(),
             RUNS,
-            "no run after the last fault was repaired".into(),
+            format!(
+                "no run scheduled after the last fault was repaired (waited {}s)",
+                CRON_WAIT.as_secs()
+            ),
         ));
     }
     out.extend(lost(client, ns, history, rounds).await?);
     Ok(out)
+}
+
+/// How long the end of the campaign waits for a run of the cron job (`@every 10s`).
+const CRON_WAIT: std::time::Duration = std::time::Duration::from_secs(40);
+
+/// Whether the cron job makes a run for a point after `after` (unix seconds), waiting for it.
+async fn cron_ran_after(client: &Client, ns: &str, after: i64) -> Res<bool> {
+    let acj = api(client, ns, "AdvancedCronJob")?
+        .get("acj")
+        .await
+        .map_err(|x| x.to_string())?;
+    let uid = acj.uid().unwrap_or_default();
+    let deadline = std::time::Instant::now() + CRON_WAIT;
+    loop {
+        let runs = advancedcronjob::runs(client, ns, "Job", &uid)
+            .await
+            .map_err(|x| x.to_string())?;
+        if runs
+            .iter()
+            .filter_map(advancedcronjob::scheduled_at)
+            .any(|t| t > after)
+        {
+            return Ok(true);
+        }
+        if std::time::Instant::now() > deadline {
+            return Ok(false);
+        }
+        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    }
 }
 
 /// The objects the campaign made (it deletes none) that are gone or were replaced: each must
