@@ -61,15 +61,40 @@ pub fn check(h: &History, e: &Expect) -> Vec<Violation> {
     let mut v = slots_doubled(&h.pods);
     v.extend(slots_recreated(&h.pods, &e.one_pod_per_slot));
     v.extend(in_place_once(&h.pods, &e.in_place));
+    for owner in &e.in_place {
+        if !h.pods.iter().any(|p| p.owner.starts_with(owner.as_str())) {
+            v.push(unobserved(INPLACE_ONCE, owner));
+        }
+    }
     for b in &e.budgets {
         v.extend(budget(&h.pods, b));
+        if !h.pods.iter().any(|p| p.owner == b.owner) {
+            v.push(unobserved(BUDGET, &b.owner));
+        }
     }
     for s in &e.spreads {
         v.extend(spread_cap(&h.pods, s));
+        if !h
+            .pods
+            .iter()
+            .any(|p| p.spread.as_deref() == Some(s.subset.as_str()))
+        {
+            v.push(unobserved(SPREAD_CAP, &s.subset));
+        }
     }
     v.extend(cron_runs_doubled(&h.objects));
     v.sort_by_key(|x| x.t_ms);
     v
+}
+
+/// A check that had nothing to check: it would pass whatever happened.
+fn unobserved(invariant: &'static str, what: &str) -> Violation {
+    Violation {
+        invariant,
+        subject: what.to_owned(),
+        t_ms: 0,
+        detail: format!("no Pod of {what} was ever observed: the check proved nothing"),
+    }
 }
 
 /// Two live Pods, neither terminating, filling one slot of one owner at the same moment.
@@ -401,6 +426,20 @@ mod tests {
         assert_eq!(spread_cap(&ok, &s), vec![]);
         let over = vec![placed(0, "a", "1"), placed(1, "b", "2")];
         assert_eq!(spread_cap(&over, &s)[0].invariant, SPREAD_CAP);
+    }
+
+    #[test]
+    fn a_check_with_nothing_to_check_fails() {
+        let e = Expect {
+            spreads: vec![SpreadCap {
+                subset: "ws/a".into(),
+                max: 1,
+            }],
+            ..Default::default()
+        };
+        let v = check(&History::default(), &e);
+        assert_eq!(v.len(), 1);
+        assert!(v[0].detail.contains("proved nothing"), "{}", v[0].detail);
     }
 
     #[test]

@@ -17,6 +17,7 @@ pub enum Fault {
     /// SIGKILL of kruise-daemon's container process; the kubelet restarts it.
     Daemon,
     /// SIGKILL of kube-apiserver, started again by `hack/cluster.sh restart`.
+    #[serde(rename = "apiserver")]
     ApiServer,
     /// SIGKILL of etcd, started again on the same data.
     Etcd,

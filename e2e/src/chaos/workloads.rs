@@ -20,6 +20,8 @@ const GUARDED: &str = "guarded";
 const GUARDED_REPLICAS: i64 = 4;
 const GUARDED_BUDGET: i64 = 1;
 const SPREAD_CAP: i64 = 2;
+/// The WorkloadSpread over it (Pods carry `<name>/<subset>` in their annotation).
+const SPREAD: &str = "spread";
 /// Standalone Pods the per-round requests act on (a CRR restarts one, an EphemeralJob adds
 /// a container to the other).
 const CRR_TARGET: &str = "crr-target";
@@ -119,7 +121,7 @@ pub fn expect() -> Expect {
             max_unavailable: GUARDED_BUDGET as usize,
         }],
         spreads: vec![SpreadCap {
-            subset: format!("{GUARDED}/a"),
+            subset: format!("{SPREAD}/a"),
             max: SPREAD_CAP as usize,
         }],
     }
@@ -170,7 +172,7 @@ pub async fn create_all(client: &Client, ns: &str, sidecar_name: &str) -> Res<()
     crate::workloadspread::create_seen(
         client,
         ns,
-        "spread",
+        SPREAD,
         json!({
             "targetRef": {"apiVersion": keys::APPS_V1ALPHA1, "kind": "CloneSet", "name": GUARDED},
             "subsets": [
@@ -517,7 +519,7 @@ async fn lost(
         ("UnitedDeployment", "ud".into()),
         ("AdvancedCronJob", "acj".into()),
         ("PodUnavailableBudget", "budget".into()),
-        ("WorkloadSpread", "spread".into()),
+        ("WorkloadSpread", SPREAD.into()),
     ];
     for r in 0..rounds {
         for kind in [
