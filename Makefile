@@ -63,6 +63,12 @@ docs: ## regenerate docs/feature-gates.md and cli/README.md's gate list from api
 e2e: ## every e2e stage (smoke gate, behaviour suite, serial phase, plugin, dev mode, kwok, CRI, cycle); with KUBECONFIG set, the suite against that cluster
 	hack/test.sh e2e
 
+.PHONY: chaos
+chaos: SEED ?=
+chaos: KILLS ?= 10
+chaos: ## the seeded fault campaign on the local cluster running Kruise-rs (RELIABILITY.md): SEED= (drawn and printed if empty), KILLS=10
+	$(CARGO) run -q -p kruise-e2e --bin kruise-e2e-chaos -- --seed "$(SEED)" --kills $(KILLS)
+
 .PHONY: stages
 stages: ## the stages of make test and what each does (run some with hack/test.sh STAGE…)
 	@hack/test.sh --list

@@ -9,6 +9,8 @@
 #   hack/cluster.sh up      idempotent: builds what is missing, starts what is not running, waits
 #   hack/cluster.sh down    stops everything it started (by PID), removes mounts, netns and state
 #   hack/cluster.sh status  prints what runs
+#   hack/cluster.sh restart etcd|kube-apiserver|kubelet [SIGNAL]
+#                           kills one (SIGKILL unless SIGNAL) and starts it again as `up` does
 #
 # State lives in .cluster/ (git-ignored): kubeconfig, bin/kubectl, logs/, pids/, pki/, data dirs.
 # KRS_KUBELET_V (default 1): the kubelet's log verbosity, e.g. 4 to see its pod syncs in
@@ -383,6 +385,68 @@ start_addons() {
 
 # ---------------------------------------------------------------------------------------------
 
+# The components `restart` can bring back, started here and by cmd_up alike.
+start_local_etcd() {
+  start_etcd kruise-local 2379 2380 2381 4294967296
+}
+
+start_local_apiserver() { # ip
+  local ip=$1
+  start_apiserver 2379 \
+    --advertise-address "$ip" --bind-address 0.0.0.0 --secure-port 6443 \
+    --kubelet-client-certificate "$KRS_PKI/apiserver-kubelet-client.crt" \
+    --kubelet-client-key "$KRS_PKI/apiserver-kubelet-client.key" \
+    --kubelet-certificate-authority "$KRS_PKI/ca.crt" \
+    --service-cluster-ip-range "$KRS_SERVICE_CIDR" \
+    --kubelet-preferred-address-types InternalIP,Hostname \
+    --authorization-mode Node,RBAC --enable-admission-plugins NodeRestriction \
+    --allow-privileged=true --enable-aggregator-routing=true --event-ttl 2h \
+    --requestheader-client-ca-file "$KRS_PKI/front-proxy-ca.crt" \
+    --requestheader-allowed-names front-proxy-client \
+    --requestheader-extra-headers-prefix X-Remote-Extra- \
+    --requestheader-group-headers X-Remote-Group \
+    --requestheader-username-headers X-Remote-User \
+    --proxy-client-cert-file "$KRS_PKI/front-proxy-client.crt" \
+    --proxy-client-key-file "$KRS_PKI/front-proxy-client.key"
+}
+
+start_local_kubelet() { # ip
+  local ip=$1
+  start kubelet "$KRS_BIN_DIR/kubelet" --config "$KRS_DIR/kubelet.yaml" \
+    --kubeconfig "$KRS_DIR/kubelet-client.kubeconfig" \
+    --root-dir "$KRS_DIR/kubelet" --cert-dir "$KRS_DIR/kubelet/pki" \
+    --hostname-override "$KRS_NODE" --node-ip "$ip" --v "${KRS_KUBELET_V:-1}"
+  wait_for kubelet 60 curl -sf http://127.0.0.1:10248/healthz
+}
+
+# restart COMPONENT [SIGNAL]: a fault and its repair (the fault campaign, e2e/src/chaos): sends
+# SIGNAL (default KILL) to the component's recorded process, waits for it to exit and starts it
+# again as `up` does. Only etcd, kube-apiserver and the kubelet: the others need no campaign.
+cmd_restart() {
+  need_root
+  local name=${1:-} sig=${2:-KILL} f pid
+  case $name in
+    etcd | kube-apiserver | kubelet) ;;
+    *) echo "usage: $0 restart etcd|kube-apiserver|kubelet [SIGNAL]" >&2; exit 2 ;;
+  esac
+  f="$KRS_PIDS/$name.pid"
+  [ -f "$f" ] || die "$name" "not started by this cluster (no $f)"
+  pid=$(cat "$f")
+  kill -s "$sig" "$pid" 2>/dev/null || true
+  # SIGTERM: the API server drains requests for up to a minute first.
+  for _ in $(seq 900); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  kill -0 "$pid" 2>/dev/null && die "$name" "still running 90 s after SIG$sig"
+  rm -f "$f"
+  case $name in
+    etcd) start_local_etcd ;;
+    kube-apiserver) start_local_apiserver "$(host_ip)" ;;
+    kubelet) start_local_kubelet "$(host_ip)" ;;
+  esac
+}
+
 node_ready() {
   [ "$(kctl get node "$KRS_NODE" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ]
 }
@@ -439,25 +503,10 @@ cmd_up() {
   wait_for containerd 30 ctr --address "$KRS_CONTAINERD_SOCK" version
 
   log "starting etcd"
-  start_etcd kruise-local 2379 2380 2381 4294967296
+  start_local_etcd
 
   log "starting kube-apiserver"
-  start_apiserver 2379 \
-    --advertise-address "$ip" --bind-address 0.0.0.0 --secure-port 6443 \
-    --kubelet-client-certificate "$KRS_PKI/apiserver-kubelet-client.crt" \
-    --kubelet-client-key "$KRS_PKI/apiserver-kubelet-client.key" \
-    --kubelet-certificate-authority "$KRS_PKI/ca.crt" \
-    --service-cluster-ip-range "$KRS_SERVICE_CIDR" \
-    --kubelet-preferred-address-types InternalIP,Hostname \
-    --authorization-mode Node,RBAC --enable-admission-plugins NodeRestriction \
-    --allow-privileged=true --enable-aggregator-routing=true --event-ttl 2h \
-    --requestheader-client-ca-file "$KRS_PKI/front-proxy-ca.crt" \
-    --requestheader-allowed-names front-proxy-client \
-    --requestheader-extra-headers-prefix X-Remote-Extra- \
-    --requestheader-group-headers X-Remote-Group \
-    --requestheader-username-headers X-Remote-User \
-    --proxy-client-cert-file "$KRS_PKI/front-proxy-client.crt" \
-    --proxy-client-key-file "$KRS_PKI/front-proxy-client.key"
+  start_local_apiserver "$ip"
 
   log "starting kube-controller-manager and kube-scheduler"
   start kube-controller-manager "$bin/kube-controller-manager" \
@@ -478,11 +527,7 @@ cmd_up() {
 
   log "starting kubelet"
   mkdir -p "$KRS_DIR/kubelet"
-  start kubelet "$bin/kubelet" --config "$KRS_DIR/kubelet.yaml" \
-    --kubeconfig "$KRS_DIR/kubelet-client.kubeconfig" \
-    --root-dir "$KRS_DIR/kubelet" --cert-dir "$KRS_DIR/kubelet/pki" \
-    --hostname-override "$KRS_NODE" --node-ip "$ip" --v "${KRS_KUBELET_V:-1}"
-  wait_for kubelet 60 curl -sf http://127.0.0.1:10248/healthz
+  start_local_kubelet "$ip"
 
   log "starting kube-proxy"
   start kube-proxy "$bin/kube-proxy" --config "$KRS_DIR/kube-proxy.yaml"
@@ -555,5 +600,6 @@ case ${1:-} in
   up) cmd_up ;;
   down) cmd_down ;;
   status) cmd_status ;;
-  *) echo "usage: $0 up|down|status" >&2; exit 2 ;;
+  restart) shift; cmd_restart "$@" ;;
+  *) echo "usage: $0 up|down|status|restart COMPONENT [SIGNAL]" >&2; exit 2 ;;
 esac

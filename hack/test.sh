@@ -23,6 +23,11 @@
 #             certificates, a reconfigured manager), one at a time; then the gated phase: the
 #             tests of gates that are off by default, in parallel, against a manager restarted
 #             once with those gates on (kruise-e2e-gates on/off)
+#   chaos     a short seeded fault campaign (kruise-e2e-chaos, RELIABILITY.md): rollouts of every
+#             workload kind while the manager replicas, the daemon, the API server, etcd and the
+#             kubelet are killed, the webhook Secret deleted and every watch cut, then invariants
+#             over the recorded history; alone (it restarts the API server), on the install
+#             (before plugin uninstalls it). CHAOS_SEED, CHAOS_KILLS override its seed and size
 #   plugin    Kruise-rs uninstalled: `kubectl kruise install/check/uninstall`, the Helm chart,
 #             `kubectl kruise dev` (the embedded manager)
 #   dev       dev mode (hack/dev-up.sh: host processes) and its smoke rollout, then dev-up down
@@ -44,8 +49,8 @@ set -uo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$KRS_ROOT"
 
-ALL_STAGES=(unit build cluster install smoke suite serial plugin dev kwok cri cycle)
-E2E_STAGES=(build cluster install smoke suite serial plugin dev kwok cri cycle)
+ALL_STAGES=(unit build cluster install smoke suite serial chaos plugin dev kwok cri cycle)
+E2E_STAGES=(build cluster install smoke suite serial chaos plugin dev kwok cri cycle)
 LOGS="$KRS_DIR/test-logs"
 
 stage_doc() {
@@ -346,6 +351,15 @@ manager_template() {
     -o jsonpath='{.spec.template.spec.containers[0].args}'
 }
 
+stage_chaos() {
+  # A fixed seed: a failure replays with the same plan. Eight kills in rounds of four, each
+  # after a pause under 3 s: each fault kind once, two rounds of rollouts. The whole history
+  # is kept in the stage's logs.
+  cargo run -q -p kruise-e2e --bin kruise-e2e-chaos -- --seed "${CHAOS_SEED:-20261207}" \
+    --kills "${CHAOS_KILLS:-8}" --per-round 4 --max-delay-ms 3000 \
+    --history "$LOGS/chaos-history.json"
+}
+
 stage_plugin() {
   hack/install.sh uninstall
   # The plugin's install/check/uninstall and the Helm chart need the cluster without Kruise, with
@@ -468,7 +482,7 @@ for s in "${ALL_STAGES[@]}"; do
   wanted "$s" || continue
   if $external; then
     case $s in
-      cluster|install|plugin|dev|cri|cycle)
+      cluster|install|chaos|plugin|dev|cri|cycle)
         skip_stage "$s" "KUBECONFIG is set: this stage needs the local cluster (unset KUBECONFIG)"
         continue ;;
       kwok)

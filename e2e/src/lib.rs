@@ -279,6 +279,7 @@ pub fn container_status<'a>(
 pub mod advancedcronjob;
 pub mod bench;
 pub mod broadcastjob;
+pub mod chaos;
 pub mod cli;
 pub mod cloneset;
 pub mod crds;
