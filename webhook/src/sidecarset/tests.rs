@@ -19,8 +19,8 @@ impl crate::workloadspread::WsLookup for Cluster {}
 impl crate::configuration::scope::ScopeLookup for Cluster {}
 
 impl SidecarSetLookup for Cluster {
-    async fn sidecar_sets(&self) -> Result<Vec<SidecarSet>, String> {
-        Ok(self.0.clone())
+    async fn sidecar_sets(&self) -> Result<Vec<std::sync::Arc<SidecarSet>>, String> {
+        Ok(self.0.iter().cloned().map(std::sync::Arc::new).collect())
     }
 
     async fn injection_revision(
