@@ -27,6 +27,16 @@
 #   hack/bench-openkruise.sh --turns 2 --pods 5 --pod-kinds bare --variants in-place \
 #     --scale-sizes none                           a quick look at the rollout part only
 #   hack/bench-openkruise.sh --scale-sizes 1000,5000 --scale-runs 2   more of the scale part
+#   hack/bench-openkruise.sh --turns 6 --variants none --scale-sizes none \
+#     --admission-shapes plain,100,500             Pod-create admission only, per shape
+#
+# --admission-shapes (default: none): after each turn's rollouts, time --admission-samples Pod
+# creates (dry run) once per shape: `plain` (nothing but the Pods' namespace), or a number N:
+# N SidecarSets (2 of them selecting the timed Pods, the rest a label no Pod carries) and a
+# PodUnavailableBudget, a WorkloadSpread and a PersistentPodState in the Pods' namespace
+# (kruise-bench --admission-sidecarsets N --admission-objects). Its table gives each shape's
+# p50 and p99 per system, pooled over the turns and per turn, and the ratio. `--variants none`
+# skips the rollouts.
 #
 # It holds /tmp/kruise-cluster.lock while it uses the cluster (the cluster is shared), brings the
 # cluster up if it was down (and down again at the end), stops a running dev-mode Kruise-rs and
@@ -53,6 +63,7 @@ kinds=bare,typical
 variants=in-place,recreate
 scale_sizes=1000
 scale_runs=1
+shapes=
 while [ $# -gt 0 ]; do
   case $1 in
     --scale-sizes) scale_sizes=$2; shift 2 ;;
@@ -63,6 +74,7 @@ while [ $# -gt 0 ]; do
     --admission-samples) samples=$2; shift 2 ;;
     --pod-kinds) kinds=$2; shift 2 ;;
     --variants) variants=$2; shift 2 ;;
+    --admission-shapes) shapes=$2; shift 2 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -71,7 +83,9 @@ LOCK=/tmp/kruise-cluster.lock
 SCALE_LOCK=/tmp/kruise-scale.lock
 target=${CARGO_TARGET_DIR:-$KRS_ROOT/target}
 OK_VERSION=${OPENKRUISE_VERSION:-v1.9.0}
-OK_DIR="$KRS_CACHE/openkruise-$OK_VERSION"
+# The tag's build when there is one (hack/build-openkruise.sh), else the module's.
+OK_DIR=$(hack/build-openkruise.sh --dir)
+OK_COMMIT=$(cat "$OK_DIR/commit" 2>/dev/null || echo unknown)
 
 # The scale part, run under $SCALE_LOCK by the outer invocation below.
 scale_part() {
@@ -104,7 +118,7 @@ if [ -z "${KRS_BENCH_LOCKED:-}" ]; then
   log "waiting for $LOCK"
   KRS_BENCH_LOCKED=1 flock "$LOCK" "$0" --turns "$turns" --pods "$pods" \
     --admission-samples "$samples" --pod-kinds "$kinds" --variants "$variants" \
-    ${append:+--append "$append"}
+    ${shapes:+--admission-shapes "$shapes"} ${append:+--append "$append"}
   [ "$scale_sizes" = none ] && exit 0
   log "the scale part: waiting for $SCALE_LOCK"
   KRS_SCALE_LOCKED=1 exec flock "$SCALE_LOCK" "$0" --scale-sizes "$scale_sizes" \
@@ -325,14 +339,48 @@ for ((t = 0; t < turns; t++)); do
   if [ "$sys" = K ]; then start_kruise_rs; else start_openkruise; fi
   # The machine is shared: the load beside each turn says how far to trust its times.
   echo "$t $sys $(cut -d' ' -f1 /proc/loadavg)" >>"$out/load.txt"
-  "$target/release/kruise-bench" --variants "$variants" --pod-kinds "$kinds" --runs 1 \
-    --pods "$pods" --manager-pid "$manager_pid" --daemon-pid "$daemon_pid" \
-    --admission-samples "$samples" --json "$out/turn-$t-$sys.json"
+  if [ "$variants" != none ]; then
+    "$target/release/kruise-bench" --variants "$variants" --pod-kinds "$kinds" --runs 1 \
+      --pods "$pods" --manager-pid "$manager_pid" --daemon-pid "$daemon_pid" \
+      --admission-samples "$samples" --json "$out/turn-$t-$sys.json"
+  fi
+  for shape in ${shapes//,/ }; do
+    shape_args=(--admission-only --admission-samples "$samples")
+    [ "$shape" = plain ] || shape_args+=(--admission-sidecarsets "$shape" --admission-objects)
+    log "turn $t ($sys): Pod creates, shape $shape"
+    "$target/release/kruise-bench" "${shape_args[@]}" --json "$out/shape-$t-$sys-$shape.json" >/dev/null
+  done
   if [ "$sys" = K ]; then stop_kruise_rs; else stop_openkruise; fi
   [ $((t % 2)) = 1 ] && baseline "$((t + 1))"
 done
 
-python3 - "$out" "$turns" "$pods" "$(uname -r)" "$(nproc)" "${order[*]}" "$kinds" "$OK_VERSION" "$variants" >"$out/table.md" <<'PY'
+: >"$out/table.md"
+[ -n "$shapes" ] && python3 - "$out" "$turns" "${order[*]}" "$OK_COMMIT" "$shapes" "$samples" >>"$out/table.md" <<'PY'
+import glob, json, math, statistics, sys
+out, turns, order, commit, shapes, samples = sys.argv[1:7]
+def q(v, p):
+    v = sorted(v)
+    return v[max(1, min(len(v), math.ceil(len(v) * p))) - 1] if v else 0.0
+load = [float(l.split()[2]) for l in open(f"{out}/load.txt")]
+print(f"\n## Pod create (dry run) admission per shape, side by side with OpenKruise commit {commit[:9]} ({turns} turns {order}, {samples} creates per turn and shape)\n")
+print(f"Load average {min(load):.1f} to {max(load):.1f} at the turns' starts. Shape N: N SidecarSets (2 selecting the timed Pods), "
+      "a PodUnavailableBudget selecting them, a WorkloadSpread and a PersistentPodState in their namespace; `plain`: none of these. "
+      "Pooled: the quantile over every create of the system's turns; per turn: p50/p99 of each turn in turn order.\n")
+print("| shape | measure | OpenKruise ms | Kruise-rs ms | Kruise-rs / OpenKruise | per turn, OpenKruise | per turn, Kruise-rs |")
+print("|---|---|---|---|---|---|---|")
+for shape in shapes.split(","):
+    runs = {"K": [], "O": []}
+    for f in sorted(glob.glob(f"{out}/shape-*-*-{shape}.json"), key=lambda f: int(f.split("/shape-")[1].split("-")[0])):
+        s = f.split("/shape-")[1].split("-")[1]
+        runs[s].append(json.load(open(f))["admission_seconds"])
+    for name, p in (("p50", .5), ("p99", .99)):
+        pooled = {s: q([x for r in runs[s] for x in r], p) * 1000 for s in "KO"}
+        per = {s: ", ".join(f"{q(r, p) * 1000:.1f}" for r in runs[s]) for s in "KO"}
+        ratio = f"{pooled['K'] / pooled['O']:.2f}" if pooled["O"] else "n/a"
+        print(f"| {shape} | {name} | {pooled['O']:.1f} | {pooled['K']:.1f} | {ratio} | {per['O']} | {per['K']} |")
+print()
+PY
+[ "$variants" != none ] && python3 - "$out" "$turns" "$pods" "$(uname -r)" "$(nproc)" "${order[*]}" "$kinds" "$OK_VERSION" "$variants" >>"$out/table.md" <<'PY'
 import glob, json, math, statistics, sys
 out, turns, pods, kernel, cores, order, kinds, version, variants = sys.argv[1:10]
 kinds = [{"bare": "Bare", "typical": "Typical"}[k] for k in kinds.split(",")]
@@ -420,6 +468,7 @@ for kind in kinds:
         print(f"- {kind.lower()} Pod, {v}, manager CPU: OpenKruise {cpu('O')}; Kruise-rs {cpu('K')}")
 print(f"\nRun with `hack/bench-openkruise.sh --turns {turns} --pods {pods} --pod-kinds {sys.argv[7]} --variants {variants}` (`make bench-openkruise`); its scale part's table follows when it ran.")
 PY
+echo "OpenKruise: $OK_DIR, commit $OK_COMMIT" >>"$out/table.md"
 cat "$out/table.md"
 [ -n "$append" ] && cat "$out/table.md" >>"$append"
 exit 0

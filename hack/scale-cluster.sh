@@ -144,7 +144,9 @@ cmd_status() { print_status "${MANAGERS[@]}" "${COMPONENTS[@]}"; }
 # from its module's config/ (kustomize names them kruise-*, as ours): crds/ one file a CRD, and
 # webhooks.yaml. Its manager fills in their CA bundle and, with WEBHOOK_HOST, a host URL.
 render_openkruise() {
-  local src="$KRS_CACHE/openkruise-$OPENKRUISE_VERSION/src/config/default" dir="$KRS_DIR/openkruise-$OPENKRUISE_VERSION"
+  # The tag's build when there is one, else the module's (hack/build-openkruise.sh --dir).
+  local src dir="$KRS_DIR/openkruise-$OPENKRUISE_VERSION"
+  src="$("$KRS_ROOT/hack/build-openkruise.sh" --dir)/src/config/default"
   [ -f "$dir/webhooks.yaml" ] && return 0
   [ -d "$src" ] || die "$src not found: run hack/build-openkruise.sh"
   rm -rf "$dir"

@@ -153,6 +153,7 @@ pub async fn run(
         budgets: budgets.clone(),
         persistent_pod_states: persistent_pod_states.clone(),
         workload_spreads: workload_spreads.clone(),
+        memo: Default::default(),
     };
     let handle = axum_server::Handle::new();
     let server = axum_server::from_tcp_rustls(listener, tls.clone())

@@ -94,6 +94,11 @@ where
         self.changes.subscribe()
     }
 
+    /// How many changes [`Watched::changes`] has announced: bumped after the store holds each.
+    pub fn version(&self) -> u64 {
+        *self.changes.borrow()
+    }
+
     /// Wakes [`Watched::changes`] without a change seen (one is about to be).
     pub fn bump(&self) {
         self.changes.send_modify(|n| *n += 1);

@@ -3,6 +3,7 @@
 //! probe, sample statistics, RFC 3339 timestamps, the machine a table was measured on, appending
 //! a table to BENCHMARKS.md, and a process's memory and CPU time from /proc.
 
+pub mod admission;
 pub mod args;
 pub mod process;
 pub mod stats;

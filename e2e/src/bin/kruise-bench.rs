@@ -22,7 +22,7 @@ use k8s_openapi::api::storage::v1::StorageClass;
 use kruise_api::keys;
 use kruise_e2e::bench::args::{Common, at_least_one};
 use kruise_e2e::bench::stats::{max, median, ratio, secs, secs_list};
-use kruise_e2e::bench::{self, machine};
+use kruise_e2e::bench::{self, admission, machine};
 use kruise_e2e::{
     TestNamespace, client, cloneset, container_status, image, pod_condition, pod_ready, wait_for,
 };
@@ -123,6 +123,18 @@ struct Args {
     /// hack/bench-openkruise.sh.
     #[arg(long)]
     admission_only: bool,
+    /// Before timing the Pod creates, make this many SidecarSets (cluster-wide; deleted after),
+    /// of which `--admission-matching-sidecarsets` select the timed Pods and inject a sidecar
+    /// into each, the others selecting a label no Pod carries.
+    #[arg(long, default_value_t = 0)]
+    admission_sidecarsets: usize,
+    /// How many of `--admission-sidecarsets` select the timed Pods.
+    #[arg(long, default_value_t = 2)]
+    admission_matching_sidecarsets: usize,
+    /// Before timing the Pod creates, make a PodUnavailableBudget selecting them, a
+    /// WorkloadSpread and a PersistentPodState (targets the Pods are not) in their namespace.
+    #[arg(long)]
+    admission_objects: bool,
     /// Typical Pods without their PersistentVolumeClaim (by default they have one when the
     /// cluster has a default StorageClass).
     #[arg(long)]
@@ -612,22 +624,42 @@ impl Procs {
 }
 
 /// Client-side latency of `n` Pod creates with `dryRun=All`: the API server runs admission
-/// (every mutating and validating webhook) but stores nothing.
-async fn admission_latency(client: &Client, n: usize) -> kruise_e2e::Result<Vec<Duration>> {
+/// (every mutating and validating webhook) but stores nothing. With a `shape`, its objects are
+/// made first (and the SidecarSets deleted after), then a few creates go unmeasured.
+async fn admission_latency(
+    client: &Client,
+    n: usize,
+    shape: admission::Shape,
+) -> kruise_e2e::Result<Vec<Duration>> {
     let ns = TestNamespace::create(client, "bench-admission").await?;
     let pods: Api<Pod> = ns.api();
     let pp = PostParams {
         dry_run: true,
         ..Default::default()
     };
+    let template = pod_template("admission", "v1", PodKind::Bare, false);
+    let shaped = shape.sidecar_sets > 0 || shape.objects;
+    let mut warm_up = 0;
+    if shaped {
+        admission::remove_sidecar_sets(client).await?;
+        admission::make(client, &ns.name, &template["metadata"]["labels"], shape).await?;
+        // Past the moments after a SidecarSet create in which a webhook may distrust its cache.
+        tokio::time::sleep(Duration::from_secs(6)).await;
+        warm_up = 20;
+    }
     let mut took = Vec::with_capacity(n);
-    for i in 0..n {
-        let mut p = pod_template("admission", "v1", PodKind::Bare, false);
+    for i in 0..n + warm_up {
+        let mut p = template.clone();
         p["metadata"]["name"] = json!(format!("admission-{i}"));
         let pod: Pod = serde_json::from_value(p)?;
         let t = Instant::now();
         pods.create(&pp, &pod).await?;
-        took.push(t.elapsed());
+        if i >= warm_up {
+            took.push(t.elapsed());
+        }
+    }
+    if shaped {
+        admission::remove_sidecar_sets(client).await?;
     }
     let ns_name = ns.name.clone();
     ns.delete().await?;
@@ -850,7 +882,12 @@ async fn run(args: Args) -> kruise_e2e::Result<()> {
         }
     }
     let admission = if args.admission_samples > 0 {
-        admission_latency(&client, args.admission_samples).await?
+        let shape = admission::Shape {
+            sidecar_sets: args.admission_sidecarsets,
+            matching: args.admission_matching_sidecarsets,
+            objects: args.admission_objects,
+        };
+        admission_latency(&client, args.admission_samples, shape).await?
     } else {
         Vec::new()
     };

@@ -3,6 +3,7 @@
 //! (the patchPodMetadata whitelist), and namespace labels.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
@@ -19,7 +20,7 @@ impl SidecarSetLookup for ApiCluster {
         }
     }
 
-    async fn sidecar_sets(&self) -> Result<Vec<SidecarSet>, String> {
+    async fn sidecar_sets(&self) -> Result<Vec<Arc<SidecarSet>>, String> {
         if let Some(sets) = self.sidecar_sets.as_ref().and_then(|c| c.snapshot()) {
             return Ok(sets);
         }
@@ -28,7 +29,7 @@ impl SidecarSetLookup for ApiCluster {
         };
         let api: kube::Api<SidecarSet> = kube::Api::all(client.clone());
         match tokio::time::timeout(self.timeout, api.list(&Default::default())).await {
-            Ok(Ok(list)) => Ok(list.items),
+            Ok(Ok(list)) => Ok(list.items.into_iter().map(Arc::new).collect()),
             // The CRD may not be installed (yet): nothing to inject.
             Ok(Err(kube::Error::Api(e))) if e.code == 404 => Ok(Vec::new()),
             Ok(Err(e)) => Err(format!("cannot list SidecarSets: {e}")),

@@ -64,9 +64,42 @@ pub struct ScopeSources {
     pub budgets: Watched<PodUnavailableBudget>,
     pub persistent_pod_states: Watched<PersistentPodState>,
     pub workload_spreads: Watched<WorkloadSpread>,
+    /// The scope [`ScopeSources::current`] last worked out.
+    pub memo: ScopeMemo,
 }
 
+/// The last scope worked out, with the change counts of the four sources read before it was.
+#[derive(Clone, Default)]
+pub struct ScopeMemo(Arc<Mutex<Option<Memo>>>);
+
+type Memo = ([u64; 4], Option<Arc<PodScope>>);
+
 impl ScopeSources {
+    /// [`Self::scope`], worked out again only after one of the four kinds changed. The Pod
+    /// hook asks on every create; with hundreds of SidecarSets, copying their selectors each
+    /// time cost more than the rest of the admission. The counts are read before the caches,
+    /// and a watch bumps its count after its cache holds the change, so a memo is never older
+    /// than the counts it was stored with.
+    pub fn current(&self) -> Option<Arc<PodScope>> {
+        let seen = [
+            self.sidecar_sets.watched().version(),
+            self.budgets.version(),
+            self.persistent_pod_states.version(),
+            self.workload_spreads.version(),
+        ];
+        if let Ok(m) = self.memo.0.lock()
+            && let Some((at, scope)) = m.as_ref()
+            && *at == seen
+        {
+            return scope.clone();
+        }
+        let scope = self.scope().map(Arc::new);
+        if let Ok(mut m) = self.memo.0.lock() {
+            *m = Some((seen, scope.clone()));
+        }
+        scope
+    }
+
     /// The scope of what the caches hold, or `None` (every Pod) until all four have loaded.
     pub fn scope(&self) -> Option<PodScope> {
         let sets = self.sidecar_sets.watched().all()?;
@@ -424,7 +457,7 @@ impl PodMarks {
     pub fn must_mark(&self, namespace: &str, pod: &Pod) -> bool {
         let now = self
             .sources
-            .scope()
+            .current()
             .is_none_or(|s| s.covers(namespace, pod));
         now || self
             .applied

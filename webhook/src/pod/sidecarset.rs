@@ -63,7 +63,7 @@ pub(super) async fn read_context<C: SidecarSetLookup>(
                 let name = set.metadata.name.clone().unwrap_or_default();
                 ctx.revisions
                     .insert(name, found.metadata.name.clone().unwrap_or_default());
-                *set = restored;
+                *set = std::sync::Arc::new(restored);
             }
             Err(e) => {
                 return Err(Outcome::forbidden(format!(

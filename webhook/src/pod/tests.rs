@@ -290,7 +290,7 @@ fn launch_priority_sees_the_injected_sidecar() {
     obj["metadata"]["labels"] = json!({"app": "web"});
     let ctx = super::PodContext {
         sidecars: crate::sidecarset::inject::InjectContext {
-            sidecar_sets: vec![set],
+            sidecar_sets: vec![std::sync::Arc::new(set)],
             ..Default::default()
         },
         ..Default::default()

@@ -54,7 +54,7 @@ impl SidecarSetCache {
     }
 
     /// Every SidecarSet, or `None` before the first list has loaded or shortly after a change.
-    pub fn snapshot(&self) -> Option<Vec<SidecarSet>> {
+    pub fn snapshot(&self) -> Option<Vec<Arc<SidecarSet>>> {
         let sets = self.sets.all()?;
         let recent = match self.changed.lock() {
             Ok(c) => c.is_some_and(|at| at.elapsed() < FRESH_AFTER_CHANGE),
@@ -63,6 +63,6 @@ impl SidecarSetCache {
         if recent {
             return None;
         }
-        Some(sets.iter().map(|s| s.as_ref().clone()).collect())
+        Some(sets)
     }
 }

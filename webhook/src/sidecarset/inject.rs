@@ -3,6 +3,7 @@
 //! labels are read by the caller.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{
     Container, EnvVar, EnvVarSource, LocalObjectReference, ObjectFieldSelector, Pod, PodSpec,
@@ -18,8 +19,9 @@ use super::resources::{self, PolicyError};
 /// What injection reads besides the Pod.
 #[derive(Debug, Clone, Default)]
 pub struct InjectContext {
-    /// Every SidecarSet in the cluster.
-    pub sidecar_sets: Vec<SidecarSet>,
+    /// Every SidecarSet in the cluster (shared with the cache; a pinned revision replaces its
+    /// entry with the restored set).
+    pub sidecar_sets: Vec<Arc<SidecarSet>>,
     /// Labels of the Pod's namespace (for `namespaceSelector`).
     pub namespace_labels: BTreeMap<String, String>,
     /// SidecarSet name → the ControllerRevision its entry in `sidecar_sets` was restored from
@@ -50,6 +52,7 @@ pub fn matching<'a>(pod: &Pod, ctx: &'a InjectContext) -> Vec<&'a SidecarSet> {
     let mut out: Vec<&SidecarSet> = ctx
         .sidecar_sets
         .iter()
+        .map(|s| &**s)
         .filter(|s| !s.spec.injection_strategy.paused)
         .filter(|s| s.metadata.deletion_timestamp.is_none())
         .filter(|s| wire::selects_pod(&s.spec, pod, &ctx.namespace_labels))

@@ -1,4 +1,5 @@
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -53,7 +54,7 @@ fn now() -> Time {
 #[test]
 fn injects_in_upstream_order() {
     let ctx = InjectContext {
-        sidecar_sets: vec![web_set()],
+        sidecar_sets: vec![Arc::new(web_set())],
         ..Default::default()
     };
     let mut p = pod(json!({"app": "web"}));
@@ -119,14 +120,14 @@ fn non_matching_and_paused_are_untouched() {
     for (ctx, labels) in [
         (
             InjectContext {
-                sidecar_sets: vec![web_set()],
+                sidecar_sets: vec![Arc::new(web_set())],
                 ..Default::default()
             },
             json!({"app": "db"}),
         ),
         (
             InjectContext {
-                sidecar_sets: vec![paused],
+                sidecar_sets: vec![Arc::new(paused)],
                 ..Default::default()
             },
             json!({"app": "web"}),
@@ -148,7 +149,7 @@ fn hot_upgrade_injects_a_pair() {
             "upgradeStrategy": {"upgradeType": "HotUpgrade", "hotUpgradeEmptyImage": "empty:1"}}]}),
     );
     let ctx = InjectContext {
-        sidecar_sets: vec![s],
+        sidecar_sets: vec![Arc::new(s)],
         ..Default::default()
     };
     let mut p = pod(json!({"app": "web"}));
@@ -186,7 +187,7 @@ fn init_containers_follow_their_inject_policy() {
             {"name": "late", "image": "busybox:1"}]}),
     );
     let ctx = InjectContext {
-        sidecar_sets: vec![s],
+        sidecar_sets: vec![Arc::new(s)],
         ..Default::default()
     };
     let mut p = pod(json!({"app": "web"}));

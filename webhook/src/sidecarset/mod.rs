@@ -25,7 +25,10 @@ use kruise_api::apps::v1beta1::{SidecarSet, SidecarSetInjectRevision};
 /// without SidecarSets (test doubles of the other lookups use them).
 pub trait SidecarSetLookup: Sync {
     /// Every SidecarSet.
-    fn sidecar_sets(&self) -> impl Future<Output = Result<Vec<SidecarSet>, String>> + Send {
+    /// Shared, not copied: a Pod create reads every SidecarSet but clones none of them.
+    fn sidecar_sets(
+        &self,
+    ) -> impl Future<Output = Result<Vec<std::sync::Arc<SidecarSet>>, String>> + Send {
         std::future::ready(Ok(Vec::new()))
     }
     /// The ControllerRevision `injectionStrategy.revision` names for `set` (upstream

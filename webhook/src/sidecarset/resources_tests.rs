@@ -281,7 +281,7 @@ fn injection_sets_the_sidecars_resources_and_skips_other_sidecars() {
         sidecar_set("b", json!([plain]), json!([native.take()])),
     ];
     let ctx = InjectContext {
-        sidecar_sets: sets,
+        sidecar_sets: sets.into_iter().map(std::sync::Arc::new).collect(),
         ..Default::default()
     };
     let mut p = pod(
@@ -309,11 +309,11 @@ fn injection_refuses_the_pod_when_nothing_is_targeted() {
     let policy = json!({"targetContainersMode": "max", "targetContainersNameRegex": "^db$",
         "resourcesExpr": {"requests": {"cpu": "cpu"}}});
     let ctx = InjectContext {
-        sidecar_sets: vec![sidecar_set(
+        sidecar_sets: vec![std::sync::Arc::new(sidecar_set(
             "a",
             json!([{"name": "sized", "image": "b:1", "resourcesPolicy": policy}]),
             json!([]),
-        )],
+        ))],
         ..Default::default()
     };
     let mut p = pod(vec![c("main", None, None)], vec![]);
@@ -327,13 +327,13 @@ fn injection_refuses_the_pod_when_nothing_is_targeted() {
 
 #[test]
 fn the_gate_sorts_injected_containers_by_name() {
-    let sets = vec![sidecar_set(
+    let sets = vec![std::sync::Arc::new(sidecar_set(
         "a",
         json!([{"name": "zeta", "image": "b:1"}, {"name": "alpha", "image": "b:1"},
                {"name": "mid", "image": "b:1", "podInjectPolicy": "AfterAppContainer"},
                {"name": "beta", "image": "b:1", "podInjectPolicy": "AfterAppContainer"}]),
         json!([]),
-    )];
+    ))];
     let names = |sort: bool| {
         let ctx = InjectContext {
             sidecar_sets: sets.clone(),

@@ -21,8 +21,8 @@ impl crate::statefulset::claims::StorageClassLookup for Cluster {}
 impl crate::configuration::scope::ScopeLookup for Cluster {}
 
 impl SidecarSetLookup for Cluster {
-    async fn sidecar_sets(&self) -> Result<Vec<SidecarSet>, String> {
-        Ok(self.0.clone())
+    async fn sidecar_sets(&self) -> Result<Vec<std::sync::Arc<SidecarSet>>, String> {
+        Ok(self.0.iter().cloned().map(std::sync::Arc::new).collect())
     }
 
     async fn injection_revision(

@@ -297,9 +297,14 @@ fn namespaces_overlap(a: &SidecarSetSpec, b: &SidecarSetSpec) -> bool {
 
 /// The first container name `spec` injects that `other` already injects into overlapping
 /// Pods, as a message naming both SidecarSets (upstream `validateSidecarConflict`).
-pub fn conflict(name: &str, spec: &SidecarSetSpec, others: &[SidecarSet]) -> Option<String> {
+pub fn conflict<S: std::borrow::Borrow<SidecarSet>>(
+    name: &str,
+    spec: &SidecarSetSpec,
+    others: &[S],
+) -> Option<String> {
     let mut others: Vec<&SidecarSet> = others
         .iter()
+        .map(S::borrow)
         .filter(|o| o.metadata.name.as_deref() != Some(name))
         .collect();
     others.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
