@@ -81,11 +81,18 @@ fn render_cli_block() -> String {
         .iter()
         .map(|g| format!("`{}`", g.name()))
         .collect();
+    let list = if names.is_empty() {
+        "Every feature gate of OpenKruise v1.9.0 has its effect in Kruise-rs.".to_string()
+    } else {
+        format!(
+            "Gates Kruise-rs accepts without (full) effect: {}. Turned on, each is logged as a \
+             warning at start and listed by `kubectl kruise check`.",
+            names.join(", ")
+        )
+    };
     format!(
-        "{BEGIN}\nGates Kruise-rs accepts without (full) effect: {}. Turned on, each is logged as a \
-         warning at start and listed by `kubectl kruise check`; every gate and what it does here: \
-         [docs/feature-gates.md](../docs/feature-gates.md).\n{END}",
-        names.join(", ")
+        "{BEGIN}\n{list} Every gate and what it does here: \
+         [docs/feature-gates.md](../docs/feature-gates.md).\n{END}"
     )
 }
 
