@@ -461,6 +461,11 @@ pub const VALIDATING_WEBHOOK_CONFIGURATION_NAME: &str = "kruise-validating-webho
 /// The manager's ClusterRole (deploy/manager/rbac.yaml, the Helm chart): the owner of the
 /// webhook configurations the manager creates, so they go when Kruise-rs is uninstalled.
 pub const MANAGER_CLUSTER_ROLE: &str = "kruise-manager";
+/// The ClusterRole and ClusterRoleBinding of deletion protection's one switch (Helm
+/// `deletionProtection.listAllResources`, `deploy/overlays/crd-cascading`): `list` on every
+/// resource for the manager, as upstream grants, so that a Cascading CRD's objects can be
+/// counted whatever its group.
+pub const MANAGER_LIST_ALL_CLUSTER_ROLE: &str = "kruise-manager-list-all";
 /// The ValidatingAdmissionPolicy (and its binding) that refuses, naming Kruise-rs, a Pod the Pod
 /// webhook should have seen but did not (it is down): see the webhook's `configuration::policy`.
 pub const POD_WEBHOOK_POLICY_NAME: &str = "kruise-rs-pod-webhook";

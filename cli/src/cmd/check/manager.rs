@@ -2,7 +2,8 @@
 //! its own, and the feature gates it runs with.
 
 use k8s_openapi::api::coordination::v1::Lease;
-use kruise_api::features::{self, FeatureGates};
+use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
+use kruise_api::features::{self, FeatureGates, Gate};
 use kruise_api::keys;
 use kube::{Api, Client};
 
@@ -122,6 +123,50 @@ pub(super) fn feature_gates(flag: Option<&str>) -> Check {
     }
 }
 
+/// Deletion protection's one switch: whether ClusterRoleBinding `kruise-manager-list-all` lets
+/// the manager list every resource (upstream's breadth), which counting a Cascading CRD's
+/// objects needs with `DeletionProtectionForCRDCascadingGate`. `flag` is the manager's
+/// `--feature-gates`.
+pub(super) async fn check_list_all(client: &Client, flag: Option<&str>) -> Result<Check> {
+    let api: Api<ClusterRoleBinding> = Api::all(client.clone());
+    let bound = match api.get_opt(keys::MANAGER_LIST_ALL_CLUSTER_ROLE).await {
+        Ok(b) => Some(b.is_some_and(|b| b.role_ref.name == keys::MANAGER_LIST_ALL_CLUSTER_ROLE)),
+        // The user may not read RBAC: say so rather than fail the report.
+        Err(kube::Error::Api(s)) if s.code == 403 => None,
+        Err(e) => return Err(kube_err(e)),
+    };
+    let cascading = FeatureGates::parse(flag.unwrap_or_default())
+        .is_ok_and(|g| g.enabled(Gate::DeletionProtectionForCRDCascadingGate));
+    Ok(list_all(bound, cascading))
+}
+
+/// The switch's line: on or off is a choice, never a failure; with the gate on and the switch
+/// off it says what that costs and how to turn it on.
+pub(super) fn list_all(bound: Option<bool>, cascading: bool) -> Check {
+    const NAME: &str = "deletion protection list-all";
+    let role = keys::MANAGER_LIST_ALL_CLUSTER_ROLE;
+    let gate = Gate::DeletionProtectionForCRDCascadingGate.name();
+    let detail = match (bound, cascading) {
+        (None, _) => format!("cannot tell: not allowed to read ClusterRoleBinding {role}"),
+        (Some(true), true) => format!(
+            "on (ClusterRoleBinding {role}): the manager may list every resource, as upstream, \
+             so {gate} counts any Cascading CRD's objects"
+        ),
+        (Some(true), false) => format!(
+            "on (ClusterRoleBinding {role}), unused while {gate} is off: the manager may list \
+             every resource"
+        ),
+        (Some(false), true) => format!(
+            "off (least privilege): with {gate} on, a Cascading CRD's deletion is refused until \
+             the manager may list its resource; upstream's breadth is the Helm value \
+             deletionProtection.listAllResources=true or kubectl apply -k \
+             deploy/overlays/crd-cascading"
+        ),
+        (Some(false), false) => format!("off (least privilege; only {gate} would use it)"),
+    };
+    Check::pass(NAME, detail)
+}
+
 /// Compares the plugin's version with the server's (major.minor must agree).
 pub(super) fn skew(plugin: &str, server: Option<&cluster::Installed>) -> Check {
     const NAME: &str = "version skew";
@@ -174,7 +219,6 @@ pub(super) fn skew(plugin: &str, server: Option<&cluster::Installed>) -> Check {
 mod tests {
     use super::*;
     use cluster::{Flavor, Installed};
-    use kruise_api::features::Gate;
 
     fn server(flavor: Flavor, version: &str) -> Installed {
         Installed {
@@ -231,6 +275,33 @@ mod tests {
         assert!(!c.ok);
         assert!(c.detail.contains("NoSuchGate"), "{}", c.detail);
         assert!(c.fix.is_some());
+    }
+
+    #[test]
+    fn list_all_switch_is_reported_never_failed() {
+        let on = list_all(Some(true), true);
+        assert!(on.ok);
+        assert!(
+            on.detail
+                .starts_with("on (ClusterRoleBinding kruise-manager-list-all)")
+        );
+        let off = list_all(Some(false), true);
+        assert!(off.ok);
+        assert!(
+            off.detail.starts_with("off (least privilege)"),
+            "{}",
+            off.detail
+        );
+        assert!(
+            off.detail
+                .contains("deletionProtection.listAllResources=true")
+                && off.detail.contains("deploy/overlays/crd-cascading"),
+            "names both forms of the switch: {}",
+            off.detail
+        );
+        assert!(list_all(Some(true), false).detail.contains("unused"));
+        assert!(list_all(None, true).detail.starts_with("cannot tell"));
+        assert!(list_all(None, false).ok);
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //!
 //! This module holds the result type ([`Check`]), the report and the order of the checks; each
 //! group of checks is a module of its own: `crds`, `webhooks`, `blast` (what a down manager would
-//! refuse), `manager` (leader, version skew, feature gates) and `daemon`.
+//! refuse), `manager` (leader, version skew, feature gates, deletion protection's list-all
+//! switch) and `daemon`.
 
 mod blast;
 mod crds;
@@ -115,6 +116,7 @@ pub async fn checks(client: &Client) -> Result<Vec<Check>> {
     out.push(manager::skew(env!("CARGO_PKG_VERSION"), installed.as_ref()));
     if let Some(i) = &installed {
         out.push(manager::feature_gates(i.feature_gates.as_deref()));
+        out.push(manager::check_list_all(client, i.feature_gates.as_deref()).await?);
     }
     Ok(out)
 }
