@@ -322,12 +322,19 @@ def daemon(text, src):
         "{pad}resources:\n{{{{- toYaml .Values.daemon.resources | nindent 12 }}}}".replace("{pad}", " " * 10),
         src,
     )
-    return replace_line(
+    text = replace_line(
         text,
         r"^      serviceAccountName: kruise-daemon$",
         "\\g<0>\n{{- with .Values.imagePullSecrets }}\n      imagePullSecrets:\n        {{- toYaml . | nindent 8 }}\n{{- end }}"
-        "\n{{- with .Values.daemon.nodeSelector }}\n      nodeSelector:\n        {{- toYaml . | nindent 8 }}\n{{- end }}"
-        "\n{{- with .Values.daemon.affinity }}\n      affinity:\n        {{- toYaml . | nindent 8 }}\n{{- end }}",
+        "\n{{- with .Values.daemon.nodeSelector }}\n      nodeSelector:\n        {{- toYaml . | nindent 8 }}\n{{- end }}",
+        src,
+    )
+    # deploy/'s affinity (off virtual-kubelet nodes) is the value's default; a value replaces it
+    # whole, as in OpenKruise's chart.
+    return replace_block(
+        text,
+        r"      affinity:",
+        "{{{{- with .Values.daemon.affinity }}}}\n      affinity:\n        {{{{- toYaml . | nindent 8 }}}}\n{{{{- end }}}}",
         src,
     )
 
