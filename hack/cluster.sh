@@ -555,6 +555,12 @@ cmd_down() {
       *) stop "${COMPONENTS[i]}" ;;
     esac
   done
+  # Shims outlive containerd by design. Ours are the ones whose bundles live in this cluster's
+  # containerd state dir: each bundle records its shim's PID. Read them before the tasks are
+  # killed: containerd removes a dead task's bundle while its shim may still be alive, and with
+  # containerd stopped next that shim would never be told to exit.
+  local shims
+  shims=$(our_shim_pids)
   # Pods: stop every task in containerd's Kubernetes namespace, then containerd and its shims.
   if pid_alive containerd; then
     local c
@@ -562,10 +568,7 @@ cmd_down() {
       ctr --address "$KRS_CONTAINERD_SOCK" -n k8s.io tasks kill -s KILL "$c" >/dev/null 2>&1 || true
     done
   fi
-  # Shims outlive containerd by design. Ours are the ones whose bundles live in this cluster's
-  # containerd state dir: each bundle records its shim's PID; read them before containerd goes.
-  local shims
-  shims=$(our_shim_pids)
+  shims+=" $(our_shim_pids)"
   stop containerd
   for pid in $shims; do kill -KILL "$pid" 2>/dev/null || true; done
   stop registry

@@ -90,7 +90,7 @@ async fn events(ctx: &Ctx, view: &RolloutView, pods: &[PodView]) -> Vec<EventLin
         .collect()
 }
 
-fn describe(
+pub(crate) fn describe(
     view: &RolloutView,
     revisions: &[super::history::Revision],
     pods: &[PodView],
@@ -133,6 +133,7 @@ fn describe(
             .collect(),
         current_revision: view.current_revision.clone(),
         update_revision: view.update_revision.clone(),
+        volume_claims: view.volume_claims.clone(),
         revisions: revisions
             .iter()
             .map(|r| RevisionRow {

@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use super::verdict::Held;
 use super::workload::Kind;
-use super::{PodView, RolloutView};
+use super::{PodView, RolloutView, VolumeClaims};
 
 /// What `describe -o json|yaml` prints (schemaVersion 1; fields may be added, never renamed).
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -26,6 +26,9 @@ pub struct Description {
     pub current_revision: String,
     pub update_revision: String,
     pub revisions: Vec<RevisionRow>,
+    /// An Advanced StatefulSet's claims at their templates' sizes; absent for other kinds.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub volume_claims: Vec<VolumeClaims>,
     pub conditions: Vec<ConditionRow>,
     pub pod_groups: Vec<PodGroup>,
     pub held: Vec<Held>,
@@ -285,6 +288,20 @@ pub fn render(d: &Description) -> String {
             ));
         }
     }
+    if !d.volume_claims.is_empty() {
+        let claims = d
+            .volume_claims
+            .iter()
+            .map(|c| {
+                format!(
+                    "{} {} of {} at the template's size ({} resized)",
+                    c.name, c.compatible, d.replicas.current, c.compatible_ready
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(", ");
+        out.push_str(&format!("{:<15}{claims}\n", "Volume claims:"));
+    }
     out.push_str("Conditions:\n");
     if d.conditions.is_empty() {
         out.push_str("  <none>\n");
@@ -494,6 +511,7 @@ mod tests {
                 state: "update".into(),
                 change_cause: String::new(),
             }],
+            volume_claims: vec![],
             conditions: vec![],
             pod_groups: pod_groups(&v, &pods),
             held: vec![Held {
@@ -524,5 +542,42 @@ mod tests {
         ] {
             assert!(text.contains(needle), "{needle:?} in\n{text}");
         }
+    }
+
+    #[test]
+    fn an_advanced_statefulset_shows_its_claims_at_the_template_size() {
+        let sts = serde_json::json!({
+            "apiVersion": "apps.kruise.io/v1beta1", "kind": "StatefulSet",
+            "metadata": {"name": "web", "namespace": "db", "generation": 2},
+            "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
+                "template": {"spec": {"containers": [{"name": "app", "image": "app:2"}]}}},
+            "status": {"replicas": 2, "observedGeneration": 2, "volumeClaims": [
+                {"volumeClaimName": "data", "compatibleReplicas": 2, "compatibleReadyReplicas": 1},
+                {"volumeClaimName": "logs", "compatibleReplicas": 0, "compatibleReadyReplicas": 0}]}
+        });
+        let view = RolloutView::from_json(&sts);
+        assert_eq!(
+            view.volume_claims,
+            vec![
+                VolumeClaims {
+                    name: "data".into(),
+                    compatible: 2,
+                    compatible_ready: 1
+                },
+                VolumeClaims {
+                    name: "logs".into(),
+                    compatible: 0,
+                    compatible_ready: 0
+                },
+            ]
+        );
+        let d = crate::cmd::describe::describe(&view, &[], &[], vec![], vec![]);
+        let text = render(&d);
+        assert!(
+            text.contains("Volume claims: data 2 of 2 at the template's size (1 resized), logs 0 of 2 at the template's size (0 resized)\n"),
+            "{text}"
+        );
+        let json = serde_json::to_value(&d).expect("json");
+        assert_eq!(json["volumeClaims"][0]["compatibleReady"], 1, "{json}");
     }
 }

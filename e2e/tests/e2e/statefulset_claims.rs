@@ -10,6 +10,7 @@ use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use kruise_api::features::Gate;
 use kruise_api::keys;
 use kruise_e2e::statefulset as asts;
+use kruise_e2e::cli::Kruise;
 use kruise_e2e::{TestNamespace, client, image, manager};
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, ResourceExt};
@@ -77,6 +78,18 @@ async fn claim_templates_may_change_and_status_counts_matching_claims() {
     })
     .await
     .expect("claims counted");
+    let kk = Kruise::new(&ns.name).expect("kubectl-kruise");
+    let described = |line: &'static str| {
+        let kk = kk.clone();
+        async move {
+            let run = kk.run(&["describe", "asts/web"]).await.expect("describe");
+            assert!(
+                run.code == Some(0) && run.stdout.contains(line),
+                "{line:?} in {run}"
+            );
+        }
+    };
+    described("Volume claims: data 2 of 2 at the template's size (2 resized)\n").await;
     resize_template(&api, "web", "32Mi").await;
     // The claims keep 16Mi: none is compatible with the 32Mi template any more.
     asts::wait_status(&api, "web", "no claim matches 32Mi", ROLLOUT, |st| {
@@ -84,6 +97,7 @@ async fn claim_templates_may_change_and_status_counts_matching_claims() {
     })
     .await
     .expect("claims recounted");
+    described("Volume claims: data 0 of 2 at the template's size (0 resized)\n").await;
     let claims: Api<PersistentVolumeClaim> = ns.api();
     for i in 0..2 {
         let c = claims.get(&format!("data-web-{i}")).await.expect("claim");

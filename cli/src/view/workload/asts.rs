@@ -3,7 +3,7 @@
 
 use super::{History, Kind, KindSpec, PodOrder, PodSource, Restart};
 use crate::view::verdict::{Decision, PodSummary};
-use crate::view::{RolloutView, flag, i, s};
+use crate::view::{RolloutView, VolumeClaims, flag, i, s};
 use kruise_api::keys;
 use serde_json::Value;
 
@@ -44,6 +44,24 @@ fn read(obj: &Value, v: &mut RolloutView) {
     };
     v.paused = flag(&k, "paused");
     v.grace_period_seconds = i(&k, &["inPlaceUpdateStrategy", "gracePeriodSeconds"]);
+    v.volume_claims = volume_claims(obj);
+}
+
+/// `status.volumeClaims`, in the order the controller wrote them.
+fn volume_claims(obj: &Value) -> Vec<VolumeClaims> {
+    crate::view::get(obj, &["status", "volumeClaims"])
+        .and_then(Value::as_array)
+        .map(|claims| {
+            claims
+                .iter()
+                .map(|c| VolumeClaims {
+                    name: s(c, &["volumeClaimName"]),
+                    compatible: i(c, &["compatibleReplicas"]),
+                    compatible_ready: i(c, &["compatibleReadyReplicas"]),
+                })
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// Done once the ordinals above the partition run the update revision and are ready (the
