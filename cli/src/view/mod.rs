@@ -25,6 +25,7 @@ use kruise_api::{pod, revision, selector};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use workload::Kind;
+pub use workload::asts::VolumeClaims;
 
 /// Where a workload keeps `paused` and `partition` in its spec.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,21 +88,8 @@ pub struct RolloutView {
     /// An Advanced DaemonSet's `scaleStrategy.partitionedScaling`: the partition also holds
     /// back the nodes' Pods (only desired - partition exist).
     pub partitioned_scaling: bool,
-    /// An Advanced StatefulSet's `status.volumeClaims`: per claim template, how many Pods' claims
-    /// are at its size (resizing under `StatefulSetAutoResizePVCGate`).
+    /// An Advanced StatefulSet's `status.volumeClaims` (claims resized to their templates).
     pub volume_claims: Vec<VolumeClaims>,
-}
-
-/// One entry of an Advanced StatefulSet's `status.volumeClaims`.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct VolumeClaims {
-    /// The claim template's name.
-    pub name: String,
-    /// Pods whose claim requests at least the template's size.
-    pub compatible: i64,
-    /// Of those, the Pods whose claim's capacity reached it.
-    pub compatible_ready: i64,
 }
 
 pub(crate) fn i(v: &Value, path: &[&str]) -> i64 {

@@ -3,7 +3,7 @@
 
 use super::{History, Kind, KindSpec, PodOrder, PodSource, Restart};
 use crate::view::verdict::{Decision, PodSummary};
-use crate::view::{RolloutView, VolumeClaims, flag, i, s};
+use crate::view::{RolloutView, flag, i, s};
 use kruise_api::keys;
 use serde_json::Value;
 
@@ -84,4 +84,16 @@ fn image_change(v: &RolloutView) -> String {
     );
     let how = super::in_place_or_recreate(v, in_place, "podUpdatePolicy");
     format!("{how}; highest ordinal first")
+}
+
+/// One entry of an Advanced StatefulSet's `status.volumeClaims`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VolumeClaims {
+    /// The claim template's name.
+    pub name: String,
+    /// Pods whose claim requests at least the template's size.
+    pub compatible: i64,
+    /// Of those, the Pods whose claim's capacity reached it.
+    pub compatible_ready: i64,
 }
