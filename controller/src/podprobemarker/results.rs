@@ -17,12 +17,7 @@ pub struct PodMarks {
 }
 
 fn condition<'a>(pod: &'a Pod, ty: &str) -> Option<&'a PodCondition> {
-    pod.status
-        .as_ref()?
-        .conditions
-        .as_ref()?
-        .iter()
-        .find(|c| c.type_ == ty)
+    kruise_api::pod::condition(pod, ty)
 }
 
 /// Puts the state's keys in `patch` where the Pod differs, and removes the other state's

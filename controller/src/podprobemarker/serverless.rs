@@ -23,13 +23,7 @@ pub fn is_serverless(node: &Node) -> bool {
 }
 
 fn condition_status<'a>(pod: &'a Pod, ty: &str) -> Option<&'a str> {
-    pod.status
-        .as_ref()?
-        .conditions
-        .as_ref()?
-        .iter()
-        .find(|c| c.type_ == ty)
-        .map(|c| c.status.as_str())
+    kruise_api::pod::condition(pod, ty).map(|c| c.status.as_str())
 }
 
 /// Whether the marker handles `pod` as upstream's `getMatchingPods` does: active, bound and
