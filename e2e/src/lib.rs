@@ -8,7 +8,7 @@ use std::future::Future;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::{Namespace, Pod};
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use kube::api::{DeleteParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Api, Client, Config};
@@ -142,6 +142,52 @@ impl TestNamespace {
             .delete(&self.name, &DeleteParams::background())
             .await?;
         Ok(())
+    }
+}
+
+/// A Node with no kubelet behind it (a virtual-kubelet stand-in), deleted when dropped even by a
+/// failing test: a NotReady node left behind would fail every later health check of the cluster.
+pub struct ScratchNode {
+    pub name: String,
+}
+
+impl ScratchNode {
+    pub async fn create(client: &Client, node: &Node) -> Result<Self> {
+        let created = Api::<Node>::all(client.clone())
+            .create(&PostParams::default(), node)
+            .await?;
+        Ok(Self {
+            name: created.metadata.name.unwrap_or_default(),
+        })
+    }
+}
+
+impl Drop for ScratchNode {
+    fn drop(&mut self) {
+        let name = self.name.clone();
+        // The test's runtime cannot be blocked on from inside it, and the test's client serves
+        // from that runtime: delete on a runtime and with a client of their own.
+        let deleted = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?;
+            rt.block_on(async {
+                match Api::<Node>::all(client().await?)
+                    .delete(&name, &DeleteParams::default())
+                    .await
+                {
+                    Ok(_) => Ok(()),
+                    Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
+                    Err(e) => Err(Error::Kube(e)),
+                }
+            })
+        })
+        .join();
+        match deleted {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => eprintln!("deleting the scratch node {}: {e}", self.name),
+            Err(_) => eprintln!("deleting the scratch node {} panicked", self.name),
+        }
     }
 }
 

@@ -212,45 +212,67 @@ async fn delete_cert_secret(client: &Client) -> Res<String> {
 }
 
 /// Waits until the cluster serves again: the API answers, every node is Ready, both manager
-/// replicas are Ready and one of them holds the Lease, the daemon is Ready.
+/// replicas are Ready and one of them holds the Lease, the daemon is Ready. On time-out, says
+/// what was still wrong.
 pub async fn wait_healthy(client: &Client) -> Res<()> {
-    until("the cluster to be healthy again", REPAIR, || async {
-        healthy(client).await.unwrap_or(false)
-    })
-    .await
+    let deadline = Instant::now() + REPAIR;
+    loop {
+        let wrong = match unhealthy(client).await {
+            Ok(None) => return Ok(()),
+            Ok(Some(wrong)) => wrong,
+            Err(e) => format!("the API: {e}"),
+        };
+        if Instant::now() > deadline {
+            return Err(format!(
+                "the cluster to be healthy again: not after {REPAIR:?} ({wrong})"
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
 }
 
-async fn healthy(client: &Client) -> kube::Result<bool> {
+/// What keeps the cluster from being healthy, if anything.
+async fn unhealthy(client: &Client) -> kube::Result<Option<String>> {
     Api::<Namespace>::all(client.clone()).get("default").await?;
     let nodes = Api::<Node>::all(client.clone())
         .list(&ListParams::default())
         .await?;
-    if !nodes.items.iter().all(node_ready) {
-        return Ok(false);
+    if let Some(n) = nodes.items.iter().find(|n| !node_ready(n)) {
+        return Ok(Some(format!("node {} not Ready", n.name_any())));
     }
     let dep = Api::<Deployment>::namespaced(client.clone(), KRUISE_NS)
         .get(MANAGER_DEPLOYMENT)
         .await?;
     let want = dep.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
-    if dep.status.and_then(|s| s.ready_replicas).unwrap_or(0) != want {
-        return Ok(false);
+    let ready = dep.status.and_then(|s| s.ready_replicas).unwrap_or(0);
+    if ready != want {
+        return Ok(Some(format!("{ready} of {want} manager replicas Ready")));
     }
     let pods: Api<Pod> = Api::namespaced(client.clone(), KRUISE_NS);
     let managers = pods
         .list(&ListParams::default().labels(MANAGER_POD_SELECTOR))
         .await?;
     let Ok(leader) = mode::manager_leader_pod(client).await else {
-        return Ok(false);
+        return Ok(Some("no manager holds the Lease".to_owned()));
     };
     if !managers
         .items
         .iter()
         .any(|p| p.name_any() == leader && pod_ready(p))
     {
-        return Ok(false);
+        return Ok(Some(format!(
+            "the Lease's holder {leader} is not a Ready manager"
+        )));
     }
     let daemons = pods
         .list(&ListParams::default().labels(DAEMON_POD_SELECTOR))
         .await?;
-    Ok(!daemons.items.is_empty() && daemons.items.iter().all(pod_ready))
+    if daemons.items.is_empty() {
+        return Ok(Some("no daemon Pod".to_owned()));
+    }
+    Ok(daemons
+        .items
+        .iter()
+        .find(|p| !pod_ready(p))
+        .map(|p| format!("daemon Pod {} not Ready", p.name_any())))
 }

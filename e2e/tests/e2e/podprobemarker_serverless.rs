@@ -12,7 +12,7 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use kruise_api::features::Gate;
 use kruise_api::keys;
 use kruise_e2e::podprobemarker::{self, listed_probes, node_pod_probe, testapp_pod};
-use kruise_e2e::{TestNamespace, client, image, manager, wait_for};
+use kruise_e2e::{ScratchNode, TestNamespace, client, image, manager, wait_for};
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
@@ -100,15 +100,13 @@ async fn gated_serverless_pods_get_their_probes_and_are_marked_from_their_condit
 
     // The serverless node: upstream's label, and the taint a virtual-kubelet node carries so
     // that nothing else is scheduled onto it.
-    let nodes: Api<Node> = Api::all(client.clone());
     let vk = format!("{}-vk", ns.name);
     let node: Node = serde_json::from_value(json!({
         "metadata": {"name": vk, "labels": {keys::VIRTUAL_KUBELET_LABEL_KEY: keys::VIRTUAL_KUBELET_LABEL_VALUE}},
         "spec": {"taints": [{"key": "virtual-kubelet.io/provider", "value": "e2e", "effect": "NoSchedule"}]},
     }))
     .expect("node");
-    nodes
-        .create(&PostParams::default(), &node)
+    let vk_node = ScratchNode::create(&client, &node)
         .await
         .expect("create node");
     let serverless: Pod = serde_json::from_value(json!({
@@ -118,6 +116,18 @@ async fn gated_serverless_pods_get_their_probes_and_are_marked_from_their_condit
             "containers": [{"name": "main", "image": image("testapp", "v1")}]},
     }))
     .expect("pod");
+    // The webhook reads markers from its watch cache, which learns of the new one a moment after
+    // the API server answered: a dry run through admission shows when it has.
+    let dry = PostParams {
+        dry_run: true,
+        ..PostParams::default()
+    };
+    wait_for("the Pod webhook to know the marker", MARK, || async {
+        let answer = pods.create(&dry, &serverless).await?;
+        Ok((!written_probes(&answer).is_empty()).then_some(()))
+    })
+    .await
+    .expect("the webhook's cache");
     let created = pods
         .create(&PostParams::default(), &serverless)
         .await
@@ -198,7 +208,7 @@ async fn gated_serverless_pods_get_their_probes_and_are_marked_from_their_condit
     pods.delete("vk", &DeleteParams::default().grace_period(0))
         .await
         .expect("delete vk pod");
-    let _ = nodes.delete(&vk, &DeleteParams::default()).await;
+    drop(vk_node);
     api.delete("game", &DeleteParams::default())
         .await
         .expect("delete marker");

@@ -3,6 +3,7 @@
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kruise_api::keys;
+use kruise_manager::daemonset::nodes::placement;
 use kube::api::ListParams;
 use kube::{Api, Client, ResourceExt};
 
@@ -15,7 +16,7 @@ const DAEMON_SELECTOR: &str = "app.kubernetes.io/name=kruise-daemon";
 
 pub(super) async fn check_daemon(client: &Client) -> Result<Check> {
     let title = "daemon";
-    if cluster::daemonset(client).await?.is_none() {
+    let Some(ds) = cluster::daemonset(client).await? else {
         return Ok(Check::fail(
             title,
             format!(
@@ -25,17 +26,27 @@ pub(super) async fn check_daemon(client: &Client) -> Result<Check> {
             ),
             FIX_INSTALL,
         ));
-    }
+    };
     let nodes: Api<Node> = Api::all(client.clone());
     let pods: Api<Pod> = Api::namespaced(client.clone(), keys::KRUISE_NAMESPACE);
-    let node_names: Vec<String> = nodes
-        .list(&ListParams::default())
-        .await
-        .map_err(kube_err)?
-        .items
-        .iter()
-        .map(|n| n.name_any())
-        .collect();
+    let all_nodes = nodes.list(&ListParams::default()).await.map_err(kube_err)?;
+    // Only the nodes the DaemonSet places a Pod on are owed one: a virtual-kubelet node (the
+    // shipped affinity leaves those out) or one its selector or taints refuse is not a fault.
+    let template = ds
+        .spec
+        .as_ref()
+        .and_then(|s| s.template.spec.clone())
+        .unwrap_or_default();
+    let (node_names, skipped): (Vec<String>, Vec<String>) = {
+        let (run, skip): (Vec<&Node>, Vec<&Node>) = all_nodes
+            .items
+            .iter()
+            .partition(|n| placement(&template, n).should_run);
+        (
+            run.iter().map(|n| n.name_any()).collect(),
+            skip.iter().map(|n| n.name_any()).collect(),
+        )
+    };
     let daemon_pods = pods
         .list(&ListParams::default().labels(DAEMON_SELECTOR))
         .await
@@ -46,8 +57,9 @@ pub(super) async fn check_daemon(client: &Client) -> Result<Check> {
         Check::pass(
             title,
             format!(
-                "a Ready Pod reaching the CRI runtime on each of {} nodes",
-                node_names.len()
+                "a Ready Pod reaching the CRI runtime on each of {} nodes{}",
+                node_names.len(),
+                skipped_note(&skipped)
             ),
         )
     } else {
@@ -71,6 +83,27 @@ pub(super) async fn check_daemon(client: &Client) -> Result<Check> {
             },
         )
     })
+}
+
+/// The nodes the DaemonSet does not place a Pod on, named (the first three) after the count.
+fn skipped_note(skipped: &[String]) -> String {
+    if skipped.is_empty() {
+        return String::new();
+    }
+    let mut names = skipped
+        .iter()
+        .take(3)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if skipped.len() > 3 {
+        names.push_str(", ...");
+    }
+    format!(
+        " ({} node{} its selector, affinity or taints leave out: {names})",
+        skipped.len(),
+        if skipped.len() == 1 { "" } else { "s" }
+    )
 }
 
 /// Words the report uses for a daemon that runs without a usable CRI runtime.
@@ -186,6 +219,40 @@ mod tests {
         assert_eq!(
             node_problems(&nodes(&["a"]), &pods),
             vec!["no Ready daemon Pod on a".to_string()]
+        );
+    }
+
+    #[test]
+    fn nodes_the_shipped_affinity_leaves_out_are_named_not_failed() {
+        // The shipped DaemonSet's affinity and tolerations (deploy/daemon/daemon.yaml).
+        let spec: k8s_openapi::api::core::v1::PodSpec = serde_json::from_value(json!({
+            "containers": [],
+            "tolerations": [{"operator": "Exists"}],
+            "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": [{"key": "type", "operator": "NotIn",
+                    "values": ["virtual-kubelet"]}]}]}}},
+        }))
+        .expect("spec");
+        let node = |labels: serde_json::Value| -> Node {
+            serde_json::from_value(json!({"metadata": {"name": "n", "labels": labels}}))
+                .expect("node")
+        };
+        assert!(placement(&spec, &node(json!({}))).should_run);
+        assert!(
+            !placement(
+                &spec,
+                &node(json!({keys::VIRTUAL_KUBELET_LABEL_KEY: keys::VIRTUAL_KUBELET_LABEL_VALUE}))
+            )
+            .should_run
+        );
+        assert_eq!(skipped_note(&[]), "");
+        assert_eq!(
+            skipped_note(&nodes(&["vk"])),
+            " (1 node its selector, affinity or taints leave out: vk)"
+        );
+        assert_eq!(
+            skipped_note(&nodes(&["a", "b", "c", "d"])),
+            " (4 nodes its selector, affinity or taints leave out: a, b, c, ...)"
         );
     }
 }
