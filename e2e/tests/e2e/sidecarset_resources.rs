@@ -8,12 +8,13 @@
 
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
+use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
 use kruise_api::features::Gate;
 use kruise_e2e::manager;
 use kruise_e2e::sidecarset::{self as sc, Guard};
-use kruise_e2e::{TestNamespace, client, image, repo_root};
+use kruise_e2e::{TestNamespace, client, image, repo_root, wait_for};
 use kube::api::PostParams;
 use serde_json::{Value, json};
 
@@ -94,8 +95,27 @@ async fn create_pod(ns: &TestNamespace, name: &str, containers: Vec<Value>) {
         "spec": {"terminationGracePeriodSeconds": 0, "containers": containers}
     }))
     .expect("pod");
-    ns.api::<Pod>()
-        .create(&PostParams::default(), &pod)
+    let pods = ns.api::<Pod>();
+    // The webhook reads SidecarSets from its watch cache, which learns of a new one a moment
+    // after the API server answered (upstream's e2e sleeps for it): a dry run through admission
+    // shows when the sidecars would be injected.
+    let dry = PostParams {
+        dry_run: true,
+        ..PostParams::default()
+    };
+    let own = pod.spec.as_ref().map_or(0, |s| s.containers.len());
+    wait_for(
+        "the Pod webhook to know the SidecarSet",
+        Duration::from_secs(30),
+        || async {
+            let answer = pods.create(&dry, &pod).await?;
+            let n = answer.spec.as_ref().map_or(0, |s| s.containers.len());
+            Ok((n > own).then_some(()))
+        },
+    )
+    .await
+    .expect("the webhook's cache");
+    pods.create(&PostParams::default(), &pod)
         .await
         .expect("create pod");
 }
