@@ -2,11 +2,14 @@
 //!
 //! Usage: kruise-e2e-chaos [--seed N] [--kills N] [--per-round N] [--faults a,b,…]
 //!                         [--max-delay-ms N] [--history FILE]
+//!        kruise-e2e-chaos --check-history FILE
 //!
 //! Without `--seed` a seed is drawn and printed. `--faults` narrows the fault kinds (names as
 //! the table prints them); `--max-delay-ms` bounds the pause before each fault (default 8000).
 //! `--history` writes the plan, the faults as injected and the whole history as JSON. `KRUISE_CHAOS_FAKE_DUPLICATE=1` breaks an expectation on purpose
 //! (the campaign creates a second Pod for one slot) to show that the campaign catches it.
+//! `--check-history FILE` checks the history invariants again over such a file, without a
+//! cluster (the final checks, which read the cluster, are not repeated).
 //! Exits 0 when every fault was repaired, every rollout completed and no invariant broke; 1
 //! otherwise (printing the seed, the faults and the history of each broken invariant); 2 on
 //! bad arguments.
@@ -74,6 +77,11 @@ async fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .init();
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if let [flag, path] = args.as_slice()
+        && flag == "--check-history"
+    {
+        return check_history(path);
+    }
     let (opts, history_file) = match parse(&args) {
         Ok(x) => x,
         Err(e) => {
@@ -135,5 +143,38 @@ async fn main() -> ExitCode {
     } else {
         print!("{}", report::failure(&outcome));
         ExitCode::FAILURE
+    }
+}
+
+/// `--check-history FILE`: the invariants over a saved history, without a cluster.
+fn check_history(path: &str) -> ExitCode {
+    let saved = match std::fs::read(path)
+        .map_err(|e| e.to_string())
+        .and_then(|b| serde_json::from_slice(&b).map_err(|e| e.to_string()))
+    {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!("kruise-e2e-chaos: {path}: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match chaos::recheck(&saved) {
+        Ok(v) if v.is_empty() => {
+            println!("{path}: every history invariant holds");
+            ExitCode::SUCCESS
+        }
+        Ok(v) => {
+            for x in &v {
+                println!(
+                    "INVARIANT BROKEN: {} — {} at {}ms: {}",
+                    x.invariant, x.subject, x.t_ms, x.detail
+                );
+            }
+            ExitCode::FAILURE
+        }
+        Err(e) => {
+            eprintln!("kruise-e2e-chaos: {path}: {e}");
+            ExitCode::from(2)
+        }
     }
 }

@@ -103,7 +103,13 @@ pub async fn run(client: &Client, opts: &Options) -> Result<Outcome, String> {
     // The watches catch up with the last changes before the history is closed.
     tokio::time::sleep(Duration::from_secs(3)).await;
     let history = recorder.stop();
-    violations.extend(invariants::check(&history, &workloads::expect()));
+    let mut expect = workloads::expect();
+    expect.kubelet_kills_ms = injections
+        .iter()
+        .filter(|i| i.fault == Fault::Kubelet && i.outcome.is_ok())
+        .map(|i| i.t_ms)
+        .collect();
+    violations.extend(invariants::check(&history, &expect));
     let last_fault = injections
         .iter()
         .filter_map(|i| i.repaired_ms)
@@ -140,6 +146,22 @@ pub async fn run(client: &Client, opts: &Options) -> Result<Outcome, String> {
         let _ = ns.delete().await;
     }
     Ok(outcome)
+}
+
+/// The history's invariants again over a campaign's saved `--history` file (its final checks
+/// read the live cluster and are not repeated): what a changed check says of a past run.
+pub fn recheck(saved: &serde_json::Value) -> Result<Vec<Violation>, String> {
+    let history: History = serde_json::from_value(saved["history"].clone())
+        .map_err(|e| format!("the saved history: {e}"))?;
+    let mut expect = workloads::expect();
+    expect.kubelet_kills_ms = saved["injections"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|i| i["fault"] == Fault::Kubelet.name() && i["outcome"].get("Ok").is_some())
+        .filter_map(|i| i["t_ms"].as_u64())
+        .collect();
+    Ok(invariants::check(&history, &expect))
 }
 
 type RoundsResult = (Vec<Injection>, Vec<Round>, Vec<Violation>);

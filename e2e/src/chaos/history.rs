@@ -13,11 +13,11 @@ use kube::api::{ApiResource, DynamicObject};
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use kube::{Api, Client, ResourceExt};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// One container as a Pod observation saw it.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ContainerObs {
     pub name: String,
     /// The image the spec asks for: the revision this container should run.
@@ -27,7 +27,7 @@ pub struct ContainerObs {
 }
 
 /// One observation of a Pod.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PodObs {
     /// Milliseconds since the campaign started.
     pub t_ms: u64,
@@ -48,7 +48,7 @@ pub struct PodObs {
 }
 
 /// One observation of any other object.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ObjObs {
     pub t_ms: u64,
     pub kind: String,
@@ -63,7 +63,7 @@ pub struct ObjObs {
 }
 
 /// Everything seen, in the order seen.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct History {
     pub pods: Vec<PodObs>,
     pub objects: Vec<ObjObs>,

@@ -50,6 +50,9 @@ pub struct Expect {
     pub in_place: Vec<String>,
     pub budgets: Vec<Budget>,
     pub spreads: Vec<SpreadCap>,
+    /// When the kubelet was killed (ms): a kubelet that dies between creating a container and
+    /// starting it creates it again once back, one restart more than the update asked for.
+    pub kubelet_kills_ms: Vec<u64>,
 }
 
 fn owned_by(owner: &str, prefixes: &[String]) -> bool {
@@ -60,7 +63,7 @@ fn owned_by(owner: &str, prefixes: &[String]) -> bool {
 pub fn check(h: &History, e: &Expect) -> Vec<Violation> {
     let mut v = slots_doubled(&h.pods);
     v.extend(slots_recreated(&h.pods, &e.one_pod_per_slot));
-    v.extend(in_place_once(&h.pods, &e.in_place));
+    v.extend(in_place_once(&h.pods, &e.in_place, &e.kubelet_kills_ms));
     for owner in &e.in_place {
         if !h.pods.iter().any(|p| p.owner.starts_with(owner.as_str())) {
             v.push(unobserved(INPLACE_ONCE, owner));
@@ -161,11 +164,21 @@ pub fn slots_recreated(pods: &[PodObs], owners: &[String]) -> Vec<Violation> {
 
 /// A container restarted more than once while its spec asked for one image: an in-place
 /// update applies a revision with one restart. Read from both restartCount (at most one
-/// increase) and the container ids seen (the old one and the new one).
-pub fn in_place_once(pods: &[PodObs], owners: &[String]) -> Vec<Violation> {
-    // (uid, container) -> (spec image, restarts at the segment's start, ids seen in it, the
-    // last id seen)
-    type Segment = (String, i32, BTreeSet<String>, String);
+/// increase) and the container ids seen (the old one and the new one). Each kubelet kill
+/// since the revision was first seen allows one restart more (`kubelet_kills_ms`): the
+/// kubelet, not the update, restarted the container again.
+pub fn in_place_once(
+    pods: &[PodObs],
+    owners: &[String],
+    kubelet_kills_ms: &[u64],
+) -> Vec<Violation> {
+    struct Segment {
+        image: String,
+        since_ms: u64,
+        restarts_at_start: i32,
+        ids: BTreeSet<String>,
+        last_id: String,
+    }
     let mut seg: BTreeMap<(String, String), Segment> = BTreeMap::new();
     let mut reported = BTreeSet::new();
     let mut out = Vec::new();
@@ -175,37 +188,48 @@ pub fn in_place_once(pods: &[PodObs], owners: &[String]) -> Vec<Violation> {
     {
         for c in &p.containers {
             let key = (p.uid.clone(), c.name.clone());
-            let s = seg.entry(key.clone()).or_insert_with(|| {
-                (
-                    c.spec_image.clone(),
-                    c.restarts,
-                    BTreeSet::new(),
-                    String::new(),
-                )
+            let s = seg.entry(key.clone()).or_insert_with(|| Segment {
+                image: c.spec_image.clone(),
+                since_ms: p.t_ms,
+                restarts_at_start: c.restarts,
+                ids: BTreeSet::new(),
+                last_id: String::new(),
             });
-            if s.0 != c.spec_image {
+            if s.image != c.spec_image {
                 // A new revision: its segment starts from the container that ran so far.
-                let last = s.3.clone();
-                let ids = std::iter::once(last.clone())
-                    .filter(|i| !i.is_empty())
-                    .collect();
-                *s = (c.spec_image.clone(), c.restarts, ids, last);
+                let last = s.last_id.clone();
+                *s = Segment {
+                    image: c.spec_image.clone(),
+                    since_ms: p.t_ms,
+                    restarts_at_start: c.restarts,
+                    ids: std::iter::once(last.clone())
+                        .filter(|i| !i.is_empty())
+                        .collect(),
+                    last_id: last,
+                };
             }
             if !c.id.is_empty() {
-                s.2.insert(c.id.clone());
-                s.3 = c.id.clone();
+                s.ids.insert(c.id.clone());
+                s.last_id = c.id.clone();
             }
-            let restarts = c.restarts - s.1;
-            if (restarts > 1 || s.2.len() > 2) && reported.insert(key) {
+            let kills = kubelet_kills_ms
+                .iter()
+                .filter(|k| (s.since_ms..=p.t_ms).contains(*k))
+                .count();
+            let allowed = 1 + i32::try_from(kills).unwrap_or(i32::MAX);
+            let restarts = c.restarts - s.restarts_at_start;
+            let too_many_ids = s.ids.len() > usize::try_from(allowed).unwrap_or(usize::MAX) + 1;
+            if (restarts > allowed || too_many_ids) && reported.insert(key) {
                 out.push(Violation {
                     invariant: INPLACE_ONCE,
                     subject: p.owner.clone(),
                     t_ms: p.t_ms,
                     detail: format!(
-                        "Pod {} container {} restarted {restarts} times ({} container ids) for image {}",
+                        "Pod {} container {} restarted {restarts} times ({} container ids) for image {} \
+                         ({kills} kubelet kills since)",
                         p.name,
                         c.name,
-                        s.2.len(),
+                        s.ids.len(),
                         c.spec_image
                     ),
                 });
@@ -215,28 +239,79 @@ pub fn in_place_once(pods: &[PodObs], owners: &[String]) -> Vec<Violation> {
     out
 }
 
+/// How long a Pod may have been unready on its own before a disruption is charged for it: the
+/// budget's status needs a moment to see it.
+const INVOLUNTARY_GRACE_MS: u64 = 10_000;
+
 /// Fewer available Pods than the budget allows, after the owner first had all available.
+///
+/// A budget guards against disruptions: a Pod deleted or its spec changed. A Pod that was
+/// available and turns unready with neither (the kubelet restarted and probes it again) is an
+/// involuntary disruption no budget can refuse; it is charged only to disruptions that began
+/// [`INVOLUNTARY_GRACE_MS`] or more after it did, by when the budget had seen it.
 pub fn budget(pods: &[PodObs], b: &Budget) -> Vec<Violation> {
-    let mut state: BTreeMap<&str, bool> = BTreeMap::new();
+    struct State {
+        available: bool,
+        terminating: bool,
+        images: Vec<String>,
+        unready_on_its_own_since: Option<u64>,
+    }
+    let mut state: BTreeMap<&str, State> = BTreeMap::new();
     let mut armed = false;
-    for p in pods.iter().filter(|p| p.owner == b.owner) {
+    let mut last_disruption_ms = 0;
+    let owned: Vec<&PodObs> = pods.iter().filter(|p| p.owner == b.owner).collect();
+    for (i, p) in owned.iter().enumerate() {
         if p.deleted {
             state.remove(p.uid.as_str());
         } else {
-            state.insert(p.uid.as_str(), p.ready && !p.terminating);
+            let images: Vec<String> = p.containers.iter().map(|c| c.spec_image.clone()).collect();
+            let available = p.ready && !p.terminating;
+            let prev = state.get(p.uid.as_str());
+            let spec_changed = prev.is_some_and(|s| s.images != images);
+            if spec_changed || (p.terminating && prev.is_some_and(|s| !s.terminating)) {
+                last_disruption_ms = p.t_ms;
+            }
+            let on_its_own = match prev {
+                _ if available || p.terminating || spec_changed => None,
+                Some(s) if s.available => Some(p.t_ms),
+                Some(s) => s.unready_on_its_own_since,
+                None => None,
+            };
+            state.insert(
+                p.uid.as_str(),
+                State {
+                    available,
+                    terminating: p.terminating,
+                    images,
+                    unready_on_its_own_since: on_its_own,
+                },
+            );
         }
-        let available = state.values().filter(|a| **a).count();
+        // Observations of one millisecond are one moment (a re-list after an outage): judged
+        // once all of them are in, not half-applied.
+        if owned.get(i + 1).is_some_and(|n| n.t_ms == p.t_ms) {
+            continue;
+        }
+        let available = state.values().filter(|s| s.available).count();
         if available >= b.replicas {
             armed = true;
         }
+        let uncharged = state
+            .values()
+            .filter(|s| {
+                s.unready_on_its_own_since
+                    .is_some_and(|t| t + INVOLUNTARY_GRACE_MS > last_disruption_ms)
+            })
+            .count();
         let floor = b.replicas.saturating_sub(b.max_unavailable);
-        if armed && available < floor {
+        if armed && available + uncharged < floor {
             return vec![Violation {
                 invariant: BUDGET,
                 subject: b.owner.clone(),
                 t_ms: p.t_ms,
                 detail: format!(
-                    "{available} of {} Pods available (budget: at most {} unavailable) when {} changed",
+                    "{available} of {} Pods available (budget: at most {} unavailable; {uncharged} \
+                     unready on their own not charged) when {} changed",
                     b.replicas, b.max_unavailable, p.name
                 ),
             }];
@@ -303,160 +378,5 @@ pub fn cron_runs_doubled(objects: &[ObjObs]) -> Vec<Violation> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::super::history::ContainerObs;
-    use super::*;
-
-    fn obs(t: u64, name: &str, uid: &str, slot: &str) -> PodObs {
-        PodObs {
-            t_ms: t,
-            name: name.into(),
-            uid: uid.into(),
-            ready: true,
-            owner: "CloneSet/cs".into(),
-            slot: format!("CloneSet/cs/{slot}"),
-            ..Default::default()
-        }
-    }
-
-    fn with(mut p: PodObs, image: &str, id: &str, restarts: i32) -> PodObs {
-        p.containers = vec![ContainerObs {
-            name: "app".into(),
-            spec_image: image.into(),
-            id: id.into(),
-            restarts,
-        }];
-        p
-    }
-
-    #[test]
-    fn a_doubled_pod_breaks_the_slot_invariant_and_a_replacement_does_not() {
-        let ok = vec![
-            obs(1, "cs-a", "u1", "a"),
-            PodObs {
-                terminating: true,
-                ..obs(2, "cs-a", "u1", "a")
-            },
-            obs(3, "cs-b", "u2", "a"),
-        ];
-        assert_eq!(slots_doubled(&ok), vec![]);
-        let doubled = vec![obs(1, "cs-a", "u1", "a"), obs(2, "dup", "u9", "a")];
-        let v = slots_doubled(&doubled);
-        assert_eq!(v.len(), 1);
-        assert_eq!(v[0].invariant, SLOT_DOUBLED);
-        assert_eq!(v[0].t_ms, 2);
-        // The replacement is fine for a recreating owner, not for one that keeps its Pods.
-        assert_eq!(slots_recreated(&ok, &["CloneSet/other".into()]), vec![]);
-        let v = slots_recreated(&ok, &["CloneSet/cs".into()]);
-        assert_eq!(v.len(), 1);
-        assert!(v[0].detail.contains("2 Pods"), "{}", v[0].detail);
-    }
-
-    #[test]
-    fn one_restart_per_revision_passes_and_two_fail() {
-        let owners = vec!["CloneSet/".to_string()];
-        let base = obs(0, "cs-a", "u1", "a");
-        let good = vec![
-            with(base.clone(), "v1", "c1", 0),
-            with(base.clone(), "v2", "c1", 0),
-            with(base.clone(), "v2", "c2", 1),
-            with(base.clone(), "v3", "c2", 1),
-            with(base.clone(), "v3", "c3", 2),
-        ];
-        assert_eq!(in_place_once(&good, &owners), vec![]);
-        let mut bad = good.clone();
-        bad.push(with(base.clone(), "v3", "c4", 3));
-        let v = in_place_once(&bad, &owners);
-        assert_eq!(v.len(), 1);
-        assert_eq!(v[0].invariant, INPLACE_ONCE);
-        // Ids alone tell too (a restart the count missed between two observations).
-        let ids = vec![
-            with(base.clone(), "v1", "c1", 0),
-            with(base.clone(), "v2", "c2", 1),
-            with(base, "v2", "c3", 1),
-        ];
-        assert_eq!(in_place_once(&ids, &owners).len(), 1);
-    }
-
-    #[test]
-    fn a_budget_counts_from_full_availability() {
-        let b = Budget {
-            owner: "CloneSet/cs".into(),
-            replicas: 3,
-            max_unavailable: 1,
-        };
-        let not_ready = |p: PodObs| PodObs { ready: false, ..p };
-        // Starting up (never all available) is not charged.
-        let start = vec![not_ready(obs(0, "a", "1", "a")), obs(1, "b", "2", "b")];
-        assert_eq!(budget(&start, &b), vec![]);
-        let mut h = vec![
-            obs(0, "a", "1", "a"),
-            obs(1, "b", "2", "b"),
-            obs(2, "c", "3", "c"),
-            PodObs {
-                terminating: true,
-                ..obs(3, "a", "1", "a")
-            },
-        ];
-        assert_eq!(budget(&h, &b), vec![]);
-        h.push(not_ready(obs(4, "b", "2", "b")));
-        let v = budget(&h, &b);
-        assert_eq!(v.len(), 1);
-        assert_eq!((v[0].invariant, v[0].t_ms), (BUDGET, 4));
-    }
-
-    #[test]
-    fn a_spread_cap_counts_live_pods_of_its_subset() {
-        let s = SpreadCap {
-            subset: "ws/a".into(),
-            max: 1,
-        };
-        let placed = |t, n: &str, u: &str| PodObs {
-            spread: Some("ws/a".into()),
-            ..obs(t, n, u, n)
-        };
-        let ok = vec![
-            placed(0, "a", "1"),
-            PodObs {
-                deleted: true,
-                ..placed(1, "a", "1")
-            },
-            placed(2, "b", "2"),
-        ];
-        assert_eq!(spread_cap(&ok, &s), vec![]);
-        let over = vec![placed(0, "a", "1"), placed(1, "b", "2")];
-        assert_eq!(spread_cap(&over, &s)[0].invariant, SPREAD_CAP);
-    }
-
-    #[test]
-    fn a_check_with_nothing_to_check_fails() {
-        let e = Expect {
-            spreads: vec![SpreadCap {
-                subset: "ws/a".into(),
-                max: 1,
-            }],
-            ..Default::default()
-        };
-        let v = check(&History::default(), &e);
-        assert_eq!(v.len(), 1);
-        assert!(v[0].detail.contains("proved nothing"), "{}", v[0].detail);
-    }
-
-    #[test]
-    fn two_runs_for_one_point_are_doubled() {
-        let run = |uid: &str, at: &str| ObjObs {
-            t_ms: 0,
-            kind: "Job".into(),
-            name: format!("acj-{uid}"),
-            uid: uid.into(),
-            deleted: false,
-            owner: "AdvancedCronJob/acj".into(),
-            scheduled: Some(at.into()),
-            status: serde_json::Value::Null,
-        };
-        let ok = vec![run("1", "t1"), run("1", "t1"), run("2", "t2")];
-        assert_eq!(cron_runs_doubled(&ok), vec![]);
-        let doubled = vec![run("1", "t1"), run("2", "t1")];
-        assert_eq!(cron_runs_doubled(&doubled)[0].invariant, RUNS);
-    }
-}
+#[path = "invariants_tests.rs"]
+mod tests;

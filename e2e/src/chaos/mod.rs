@@ -11,4 +11,4 @@ pub mod report;
 pub mod schedule;
 pub mod workloads;
 
-pub use campaign::{Injection, Options, Outcome, Round, run};
+pub use campaign::{Injection, Options, Outcome, Round, recheck, run};

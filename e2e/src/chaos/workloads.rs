@@ -124,6 +124,8 @@ pub fn expect() -> Expect {
             subset: format!("{SPREAD}/a"),
             max: SPREAD_CAP as usize,
         }],
+        // The campaign fills them in from what it injected.
+        kubelet_kills_ms: Vec::new(),
     }
 }
 
