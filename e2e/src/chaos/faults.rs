@@ -16,8 +16,11 @@ use crate::manager::MANAGER_DEPLOYMENT;
 use crate::mode::{self, DAEMON_POD_SELECTOR, KRUISE_NS, MANAGER_POD_SELECTOR};
 use crate::{node_ready, pod_ready, repo_root};
 
-/// How long a fault may take to be repaired before the campaign calls it unsurvived.
-pub const REPAIR: Duration = Duration::from_secs(180);
+/// How long a fault may take to be repaired before the campaign calls it unsurvived. A
+/// container killed again and again is restarted by the kubelet after a back-off that doubles
+/// up to 5 minutes (CrashLoopBackOff): a long campaign's tenth daemon or manager kill waits
+/// that long by design.
+pub const REPAIR: Duration = Duration::from_secs(360);
 
 type Res<T> = std::result::Result<T, String>;
 
