@@ -14,7 +14,7 @@ use crate::floor::floor_run;
 use crate::manager::{Installed, Manager, Scraper, manager_metric};
 use crate::pods::create_ns;
 use crate::watch::ImageWatch;
-use crate::workloads::Workloads;
+use crate::workloads::{Workloads, served_version};
 use crate::{IMAGE_V2, heap_mib};
 
 pub(crate) struct ManagerSample {
@@ -55,7 +55,8 @@ pub(crate) async fn manager_run(
     };
     let ns = format!("scale-{tag}-{}-{run}", shape_tag(n, k));
     let pods = create_ns(client, &ns).await?;
-    let mut workloads = Workloads::new(client, &ns, n, k);
+    let version = served_version(client).await;
+    let mut workloads = Workloads::new(client, &ns, version, n, k);
     workloads.create_ready().await?;
     tokio::time::sleep(settle).await;
     let rss_steady_kib = bench::rss_kib(pid).unwrap_or(0);

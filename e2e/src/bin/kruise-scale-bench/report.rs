@@ -119,7 +119,7 @@ fn settings(args: &Args) -> String {
         "Machine: {}; scale cluster (Kubernetes {} control plane, kwok {} with 50 fake nodes, no kube-controller-manager), kruise-manager {} build. \
 {limit}; the floor keeps {} Pods' patches in flight. Manager allocator settings: {}. \
 Steady: {} s after the N Pods are ready; after: {} s after the rollout completed. \
-CloneSet {} (InPlaceIfPossible, maxUnavailable 100%), one image change v1 -> v2.",
+CloneSet {} (v1alpha1 where only that is served, as by OpenKruise v1.9.0's release; InPlaceIfPossible, maxUnavailable 100%), one image change v1 -> v2.",
         bench::machine(),
         std::env::var("K8S_VERSION").unwrap_or_else(|_| "v1.34.4".into()),
         std::env::var("KWOK_VERSION").unwrap_or_else(|_| "v0.8.0".into()),

@@ -44,8 +44,19 @@ fn image_patch() -> serde_json::Value {
     json!([{"op": "replace", "path": "/spec/template/spec/containers/0/image", "value": IMAGE_V2}])
 }
 
+/// The CloneSet version the installed system serves: v1beta1 (Kruise-rs's storage version, and
+/// OpenKruise's master), else v1alpha1 (OpenKruise v1.9.0 as released serves only that). Asking
+/// for the stored version spares every request a trip through the conversion webhook.
+pub(crate) async fn served_version(client: &Client) -> &'static str {
+    match client.list_api_group_resources(keys::APPS_V1BETA1).await {
+        Ok(list) if list.resources.iter().any(|r| r.name == "clonesets") => keys::VERSION_V1BETA1,
+        _ => keys::VERSION_V1ALPHA1,
+    }
+}
+
 pub(crate) struct Workloads {
     api: Api<DynamicObject>,
+    version: &'static str,
     n: usize,
     k: usize,
     /// K > 1: the CloneSet watch, from before the creates until the rollout completed.
@@ -53,9 +64,16 @@ pub(crate) struct Workloads {
 }
 
 impl Workloads {
-    pub(crate) fn new(client: &Client, ns: &str, n: usize, k: usize) -> Self {
+    pub(crate) fn new(
+        client: &Client,
+        ns: &str,
+        version: &'static str,
+        n: usize,
+        k: usize,
+    ) -> Self {
         Self {
-            api: cloneset::api(client, ns),
+            api: Api::namespaced_with(client.clone(), ns, &cloneset::resource(version)),
+            version,
             n,
             k,
             watch: None,
@@ -90,15 +108,21 @@ impl Workloads {
         } else {
             json!({"app": APP, "workload": name})
         };
+        // v1alpha1 names the in-place policy the strategy's type; v1beta1 nests it.
+        let strategy = if self.version == keys::VERSION_V1ALPHA1 {
+            json!({"type": "InPlaceIfPossible", "maxUnavailable": "100%"})
+        } else {
+            json!({"type": "RollingUpdate", "rollingUpdate": {"podUpdatePolicy": "InPlaceIfPossible", "maxUnavailable": "100%"}})
+        };
         Ok(serde_json::from_value(json!({
-            "apiVersion": keys::APPS_V1BETA1,
+            "apiVersion": format!("{}/{}", keys::APPS_GROUP, self.version),
             "kind": "CloneSet",
             "metadata": {"name": name},
             "spec": {
                 "replicas": self.n / self.k,
                 "selector": {"matchLabels": labels},
                 "template": {"metadata": {"labels": labels}, "spec": pod_spec(IMAGE_V1)},
-                "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"podUpdatePolicy": "InPlaceIfPossible", "maxUnavailable": "100%"}}
+                "updateStrategy": strategy
             }
         }))?)
     }
