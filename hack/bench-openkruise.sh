@@ -27,8 +27,17 @@
 #   hack/bench-openkruise.sh --turns 2 --pods 5 --pod-kinds bare --variants in-place \
 #     --scale-sizes none                           a quick look at the rollout part only
 #   hack/bench-openkruise.sh --scale-sizes 1000,5000 --scale-runs 2   more of the scale part
+#   hack/bench-openkruise.sh --scale-sizes 10000 --scale-workloads 2000 --scale-runs 2
+#                                                  the scale part with 2,000 CloneSets of 5 Pods
+#                                                  (issue 62; hack/bench-scale.sh's header runs
+#                                                  that part alone)
 #   hack/bench-openkruise.sh --turns 6 --variants none --scale-sizes none \
 #     --admission-shapes plain,100,500             Pod-create admission only, per shape
+#
+# --scale-workloads K (default 1): the scale part spreads each size's N Pods over K CloneSets of
+# N/K (kruise-scale-bench --workloads; K must divide every size), created and ready, then all
+# given the new image at once; rollout complete when every CloneSet counts all its Pods updated
+# and ready. 1 is one CloneSet of N Pods, as before.
 #
 # --admission-shapes (default: none): after each turn's rollouts, time --admission-samples Pod
 # creates (dry run) once per shape: `plain` (nothing but the Pods' namespace), or a number N:
@@ -63,11 +72,13 @@ kinds=bare,typical
 variants=in-place,recreate
 scale_sizes=1000
 scale_runs=1
+scale_workloads=1
 shapes=
 while [ $# -gt 0 ]; do
   case $1 in
     --scale-sizes) scale_sizes=$2; shift 2 ;;
     --scale-runs) scale_runs=$2; shift 2 ;;
+    --scale-workloads) scale_workloads=$2; shift 2 ;;
     --turns) turns=$2; shift 2 ;;
     --pods) pods=$2; shift 2 ;;
     --append) append=$2; shift 2 ;;
@@ -98,7 +109,7 @@ scale_part() {
     hack/scale-cluster.sh up
   fi
   "$target/release/kruise-scale-bench" --systems kruise-rs,openkruise \
-    --sizes "$scale_sizes" --runs "$scale_runs" \
+    --sizes "$scale_sizes" --workloads "$scale_workloads" --runs "$scale_runs" \
     --manager "$target/release/kruise-manager" --openkruise-manager "$OK_DIR/bin/manager" \
     --kubeconfig "$KRS_ROOT/.cluster/scale/kubeconfig" ${append:+--append "$append"} || rc=$?
   return "$rc"
@@ -122,7 +133,7 @@ if [ -z "${KRS_BENCH_LOCKED:-}" ]; then
   [ "$scale_sizes" = none ] && exit 0
   log "the scale part: waiting for $SCALE_LOCK"
   KRS_SCALE_LOCKED=1 exec flock "$SCALE_LOCK" "$0" --scale-sizes "$scale_sizes" \
-    --scale-runs "$scale_runs" ${append:+--append "$append"}
+    --scale-runs "$scale_runs" --scale-workloads "$scale_workloads" ${append:+--append "$append"}
 fi
 
 export KUBECONFIG=${KUBECONFIG:-$KRS_DIR/kubeconfig}

@@ -6,6 +6,12 @@
 #   hack/bench-scale.sh                              1,000 and 5,000 Pods, 3 runs each
 #   hack/bench-scale.sh --sizes 1000 --runs 1        a quick look
 #   hack/bench-scale.sh --append BENCHMARKS.md       what `make bench-scale` runs
+#   hack/bench-scale.sh --sizes 10000 --workloads 2000 --runs 1
+#                                                    the many-small-workloads shape: 2,000
+#                                                    CloneSets of 5 Pods, all rolled out at once
+#   hack/bench-scale.sh --systems kruise-rs,openkruise --sizes 10000 --workloads 2000 --runs 2 \
+#     --openkruise-manager "$(hack/build-openkruise.sh --dir)/bin/manager"
+#                                                    the same beside OpenKruise (issue 62)
 # SCALE_KEEP=1 leaves the scale cluster up afterwards (hack/scale-cluster.sh down stops it).
 set -euo pipefail
 # shellcheck source=hack/lib.sh

@@ -180,6 +180,11 @@ cmd_use() {
   # Fail they would refuse the writes below and the next turn's Pods.
   kctl delete mutatingwebhookconfiguration kruise-mutating-webhook-configuration --ignore-not-found >/dev/null
   kctl delete validatingwebhookconfiguration kruise-validating-webhook-configuration --ignore-not-found >/dev/null
+  # Kruise-rs's "Kruise-rs is down" admission policy (webhook/src/configuration/policy.rs) refuses
+  # every workload Pod its webhook did not mark, so OpenKruise's Pods too; with no garbage
+  # collector here nothing removes it with its owner. Kruise-rs's manager writes it again.
+  kctl delete validatingadmissionpolicybinding kruise-rs-pod-webhook --ignore-not-found >/dev/null
+  kctl delete validatingadmissionpolicy kruise-rs-pod-webhook --ignore-not-found >/dev/null
   case $system in
     kruise-rs)
       install_crds all

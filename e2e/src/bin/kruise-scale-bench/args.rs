@@ -87,9 +87,15 @@ pub(crate) fn openkruise_manager_default() -> PathBuf {
 #[derive(Debug, Parser)]
 #[command(name = "kruise-scale-bench")]
 pub(crate) struct Args {
-    /// CloneSet sizes to measure, comma separated.
+    /// Pods to measure (N), comma separated: one CloneSet of N Pods, or `--workloads` CloneSets
+    /// sharing them.
     #[arg(long, value_delimiter = ',', default_value = "1000,5000", value_parser = at_least_one)]
     pub(crate) sizes: Vec<usize>,
+    /// CloneSets (K) the N Pods of each size are spread over, N/K each (K must divide every
+    /// size): 1 is one CloneSet of N Pods; `--sizes 10000 --workloads 2000` is 2,000 CloneSets
+    /// of 5 Pods, created and all ready, then all given the new image at once.
+    #[arg(long, default_value_t = 1, value_parser = at_least_one)]
+    pub(crate) workloads: usize,
     /// Systems under test, comma separated, taking turns A B B A for each size.
     #[arg(long, value_delimiter = ',', default_value = "kruise-rs")]
     pub(crate) systems: Vec<System>,
@@ -127,6 +133,38 @@ pub(crate) struct Args {
     pub(crate) common: Common,
 }
 
+impl Args {
+    /// Refuses a size `--workloads` does not divide: every CloneSet has the same replicas, so
+    /// the table's shape (K × N/K) is exact.
+    pub(crate) fn check_shape(&self) -> Result<(), String> {
+        let k = self.workloads;
+        match self.sizes.iter().find(|&&n| n % k != 0) {
+            Some(n) => Err(format!(
+                "--workloads {k} does not divide --sizes {n}: every CloneSet has N/K Pods"
+            )),
+            None => Ok(()),
+        }
+    }
+}
+
+/// A size's shape as the report names it: `N` for one CloneSet, `N (K × N/K)` for K.
+pub(crate) fn shape(n: usize, k: usize) -> String {
+    if k == 1 {
+        n.to_string()
+    } else {
+        format!("{n} ({k} × {})", n / k)
+    }
+}
+
+/// A size's shape in names (namespaces, log files): `N`, or `KxP` for K CloneSets of P Pods.
+pub(crate) fn shape_tag(n: usize, k: usize) -> String {
+    if k == 1 {
+        n.to_string()
+    } else {
+        format!("{k}x{}", n / k)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -143,5 +181,29 @@ mod tests {
             Some(vec![System::KruiseRs, System::Openkruise])
         );
         assert!(parse(&["--systems", "go"]).is_err());
+    }
+
+    #[test]
+    fn workloads_parse_and_divide_the_sizes() {
+        let parse =
+            |a: &[&str]| Args::try_parse_from(std::iter::once("b").chain(a.iter().copied()));
+        let one = parse(&[]).expect("defaults");
+        assert_eq!(one.workloads, 1);
+        assert!(one.check_shape().is_ok());
+        let many = parse(&["--sizes", "200,10000", "--workloads", "40"]).expect("40 workloads");
+        assert_eq!(many.workloads, 40);
+        assert!(many.check_shape().is_ok());
+        let odd = parse(&["--sizes", "1000,1001", "--workloads", "2"]).expect("parses");
+        let err = odd.check_shape().expect_err("2 does not divide 1001");
+        assert!(err.contains("1001"), "{err}");
+        assert!(parse(&["--workloads", "0"]).is_err());
+    }
+
+    #[test]
+    fn shapes_name_the_workloads() {
+        assert_eq!(shape(1000, 1), "1000");
+        assert_eq!(shape(10000, 2000), "10000 (2000 × 5)");
+        assert_eq!(shape_tag(1000, 1), "1000");
+        assert_eq!(shape_tag(10000, 2000), "2000x5");
     }
 }

@@ -7,6 +7,14 @@
 //! the in-place state annotation and the image) to N bare Pods, through the same client rate
 //! limiter with the same QPS and burst. Manager and floor runs are interleaved; medians.
 //!
+//! `--workloads K` spreads the N Pods over K CloneSets of N/K (2,000 CloneSets of 5 is more like
+//! a real cluster than one of 10,000): all are created (concurrently, bounded) and ready, then all
+//! get the new image at once, as fast as the benchmark can patch them (the run notes when the
+//! last patch was answered); the rollout is complete when one CloneSet watch has seen every
+//! CloneSet's status observe its new generation with all its Pods updated and ready. The floor
+//! stays the same two patches per Pod to N bare Pods: the Pods' writes do not depend on how many
+//! CloneSets own them, so what K adds is the manager's own cost.
+//!
 //! The system under test is Kruise-rs (kruise-manager), OpenKruise (the Go original's manager,
 //! built by hack/build-openkruise.sh), or both (`--systems kruise-rs,openkruise`). Both share
 //! CRD and webhook configuration names, so they take turns: before a turn of the other system,
@@ -20,12 +28,14 @@
 //! stops it even if this program is killed. Neither system's daemon runs: kwok's nodes have no
 //! container runtime, and kwok's stages (hack/kwok/stages.yaml) play the kubelet's part.
 //!
-//! Usage: kruise-scale-bench [--sizes 1000,5000] [--runs 3] [--systems kruise-rs,openkruise]
-//!        [--qps Q] [--burst B] [--concurrency C] [--manager BIN] [--openkruise-manager BIN]
-//!        [--kubeconfig FILE] [--append FILE]   (`--help` for more)
+//! Usage: kruise-scale-bench [--sizes 1000,5000] [--workloads K] [--runs 3]
+//!        [--systems kruise-rs,openkruise] [--qps Q] [--burst B] [--concurrency C]
+//!        [--manager BIN] [--openkruise-manager BIN] [--kubeconfig FILE] [--append FILE]
+//!        (`--help` for more)
 //!
 //! The program's parts: `args` (the command line), `manager` (the manager process and the
-//! system the cluster has installed), `pods`, `watch` (observing the patches), `floor` (the
+//! system the cluster has installed), `pods`, `workloads` (the CloneSets of a run, and the
+//! watch that says when all reached a goal), `watch` (observing the patches), `floor` (the
 //! baseline client), `measure` (the runs of one size and their samples) and `report` (the
 //! markdown table).
 
@@ -36,6 +46,7 @@ mod measure;
 mod pods;
 mod report;
 mod watch;
+mod workloads;
 
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -83,6 +94,7 @@ async fn run(args: Args) -> Result<()> {
     // manager's own limiter with the manager's QPS and burst.
     let client = Client::try_from(cfg.clone())?;
     let limited = kruise_manager::ratelimit::client(cfg, args.qps, args.burst)?;
+    args.check_shape().map_err(other)?;
     let mut seen = HashSet::new();
     if !args.systems.iter().all(|s| seen.insert(*s)) {
         return Err(other("--systems names a system twice"));
@@ -121,7 +133,7 @@ async fn run(args: Args) -> Result<()> {
         return Err(e);
     }
     let mut text = report::table(&args, &results);
-    text.push_str(&report::metrics_cost(&results));
+    text.push_str(&report::metrics_cost(args.workloads, &results));
     args.common.emit(&text)?;
     Ok(())
 }

@@ -28,7 +28,8 @@ impl Manager {
         std::fs::create_dir_all(&logs)?;
         std::fs::create_dir_all(&pids)?;
         let name = system.process();
-        let log = std::fs::File::create(logs.join(format!("{name}-{n}-{}.log", run + 1)))?;
+        let shape = crate::args::shape_tag(n, args.workloads);
+        let log = std::fs::File::create(logs.join(format!("{name}-{shape}-{}.log", run + 1)))?;
         let bin = match system {
             System::KruiseRs | System::KruiseRsNoWorkloadMetrics => &args.manager,
             System::Openkruise => &args.openkruise_manager,

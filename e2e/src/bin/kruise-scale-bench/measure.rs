@@ -4,22 +4,22 @@
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use kruise_api::keys;
+use kruise_e2e::Result;
 use kruise_e2e::bench;
 use kruise_e2e::bench::stats::secs;
-use kruise_e2e::{Result, cloneset, wait_for};
 use kube::Client;
-use kube::api::{Api, DeleteParams, PostParams};
-use serde_json::json;
 
-use crate::args::{Args, System};
+use crate::args::{Args, System, shape, shape_tag};
 use crate::floor::floor_run;
 use crate::manager::{Installed, Manager, Scraper, manager_metric};
-use crate::pods::{create_ns, delete_pods, pod_spec};
+use crate::pods::create_ns;
 use crate::watch::ImageWatch;
-use crate::{IMAGE_V1, IMAGE_V2, heap_mib, timeout_for};
+use crate::workloads::{Workloads, served_version};
+use crate::{IMAGE_V2, heap_mib};
 
 pub(crate) struct ManagerSample {
+    /// From the first CloneSet's image change to the answer of the last one's.
+    pub(crate) sent: Duration,
     pub(crate) patched: Duration,
     pub(crate) complete: Duration,
     pub(crate) rss_steady_kib: u64,
@@ -40,31 +40,11 @@ pub(crate) struct ManagerSample {
     pub(crate) series: usize,
 }
 
-/// Waits until the API server admits the CloneSet (a server-side dry run): the manager's
-/// webhook serves and its configurations point at it. Readiness alone does not say so for
-/// OpenKruise, which patches its configurations after it reports ready.
-pub(crate) async fn wait_admitted(
-    api: &Api<kube::api::DynamicObject>,
-    cs: &kube::api::DynamicObject,
-) -> Result<()> {
-    let dry = PostParams {
-        dry_run: true,
-        ..PostParams::default()
-    };
-    wait_for(
-        "the manager's webhook to admit a CloneSet",
-        Duration::from_secs(120),
-        // A refusal is retried, and the last one is what a timeout reports.
-        || async { Ok(api.create(&dry, cs).await.map(|_| Some(()))?) },
-    )
-    .await
-}
-
 pub(crate) async fn manager_run(
     client: &Client,
     system: System,
     pid: u32,
-    n: usize,
+    (n, k): (usize, usize),
     run: usize,
     settle: Duration,
 ) -> Result<ManagerSample> {
@@ -73,60 +53,23 @@ pub(crate) async fn manager_run(
         System::KruiseRsNoWorkloadMetrics => "cs-nm",
         System::Openkruise => "ok",
     };
-    let ns = format!("scale-{tag}-{n}-{run}");
+    let ns = format!("scale-{tag}-{}-{run}", shape_tag(n, k));
     let pods = create_ns(client, &ns).await?;
-    let api = cloneset::api(client, &ns);
-    let name = "scale";
-    let cs: kube::api::DynamicObject = serde_json::from_value(json!({
-        "apiVersion": keys::APPS_V1BETA1,
-        "kind": "CloneSet",
-        "metadata": {"name": name},
-        "spec": {
-            "replicas": n,
-            "selector": {"matchLabels": {"app": name}},
-            "template": {"metadata": {"labels": {"app": name}}, "spec": pod_spec(IMAGE_V1)},
-            "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"podUpdatePolicy": "InPlaceIfPossible", "maxUnavailable": "100%"}}
-        }
-    }))?;
-    wait_admitted(&api, &cs).await?;
-    api.create(&PostParams::default(), &cs).await?;
-    let n64 = n as i64;
-    cloneset::wait_status(
-        &api,
-        name,
-        &format!("{n} pods of the CloneSet ready"),
-        timeout_for(n),
-        |cs| cloneset::status_i64(cs, "readyReplicas") == n64,
-    )
-    .await?;
+    let version = served_version(client).await;
+    let mut workloads = Workloads::new(client, &ns, version, n, k);
+    workloads.create_ready().await?;
     tokio::time::sleep(settle).await;
     let rss_steady_kib = bench::rss_kib(pid).unwrap_or(0);
     let heap_steady = manager_metric(system.heap_live_metric());
-    let watch = ImageWatch::start(pods.clone(), &format!("app={name}"), IMAGE_V2, n).await?;
+    let watch = ImageWatch::start(pods.clone(), &workloads.selector(), IMAGE_V2, n).await?;
     let rss = bench::RssPeak::start(pid);
     let scraper = Scraper::start();
     let cpu0 = bench::cpu_time(pid).unwrap_or_default();
 
     let start = Instant::now();
-    cloneset::json_patch(
-        &api,
-        name,
-        json!([{"op": "replace", "path": "/spec/template/spec/containers/0/image", "value": IMAGE_V2}]),
-    )
-    .await?;
-    let patched = watch.wait_done(timeout_for(n)).await? - start;
-    cloneset::wait_status(
-        &api,
-        name,
-        &format!("{n} pods updated and ready"),
-        timeout_for(n),
-        |cs| {
-            cloneset::status_i64(cs, "updatedReadyReplicas") == n64
-                && cloneset::status_i64(cs, "readyReplicas") == n64
-        },
-    )
-    .await?;
-    let complete = start.elapsed();
+    let sent = workloads.roll(start).await?;
+    let patched = watch.wait_done(workloads.timeout()).await? - start;
+    let complete = workloads.wait_complete(start).await?;
     let cpu = bench::cpu_time(pid)
         .unwrap_or_default()
         .saturating_sub(cpu0);
@@ -137,6 +80,7 @@ pub(crate) async fn manager_run(
     drop(watch);
     tokio::time::sleep(settle).await;
     let sample = ManagerSample {
+        sent,
         patched,
         complete,
         rss_steady_kib,
@@ -151,9 +95,11 @@ pub(crate) async fn manager_run(
         series,
     };
     eprintln!(
-        "N={n} run {} {}: manager patched all in {}s, rollout complete in {}s, cpu {}s, rss {} MiB steady / {} MiB peak / {} MiB after, heap {} steady / {} peak / {} after MiB, {} scrapes of {} series",
+        "N={} run {} {}: last CloneSet patch answered in {}s, manager patched all in {}s, rollout complete in {}s, cpu {}s, rss {} MiB steady / {} MiB peak / {} MiB after, heap {} steady / {} peak / {} after MiB, {} scrapes of {} series",
+        shape(n, k),
         run + 1,
         system.label(),
+        secs(sample.sent),
         secs(sample.patched),
         secs(sample.complete),
         secs(sample.cpu),
@@ -166,15 +112,7 @@ pub(crate) async fn manager_run(
         sample.scrapes,
         sample.series
     );
-
-    // Without a garbage collector the Pods stay: delete the CloneSet first (else it recreates
-    // them), then its Pods. A failed delete is retried until the CloneSet is gone.
-    wait_for("the CloneSet deleted", timeout_for(n), || async {
-        let _ = api.delete(name, &DeleteParams::default()).await;
-        Ok(api.get_opt(name).await?.is_none().then_some(()))
-    })
-    .await?;
-    delete_pods(&pods, &format!("app={name}"), n).await?;
+    workloads.delete(&pods).await?;
     Ok(sample)
 }
 
@@ -189,6 +127,7 @@ pub(crate) fn max_opt(a: Option<u64>, b: Option<u64>) -> Option<u64> {
 /// One system's samples at one size.
 #[derive(Default)]
 pub(crate) struct SystemResult {
+    pub(crate) sent: Vec<Duration>,
     pub(crate) patched: Vec<Duration>,
     pub(crate) complete: Vec<Duration>,
     pub(crate) cpu: Vec<Duration>,
@@ -205,6 +144,7 @@ pub(crate) struct SystemResult {
 
 impl SystemResult {
     pub(crate) fn add(&mut self, m: ManagerSample) {
+        self.sent.push(m.sent);
         self.patched.push(m.patched);
         self.complete.push(m.complete);
         self.cpu.push(m.cpu);
@@ -265,7 +205,7 @@ pub(crate) async fn measure_size(
                 client,
                 system,
                 manager.pid(),
-                n,
+                (n, args.workloads),
                 run,
                 Duration::from_secs(args.settle),
             )
@@ -274,7 +214,12 @@ pub(crate) async fn measure_size(
                 floor.push(floor_run(client, limited, n, run, args.concurrency).await?);
             }
             if with_floor && let Some(f) = floor.last() {
-                eprintln!("N={n} run {}: floor patched all in {}s", run + 1, secs(*f));
+                eprintln!(
+                    "N={} run {}: floor patched all in {}s",
+                    shape(n, args.workloads),
+                    run + 1,
+                    secs(*f)
+                );
             }
             manager.stop().await;
             if let Some((_, r)) = systems.iter_mut().find(|(s, _)| *s == system) {
