@@ -88,13 +88,18 @@ fn one_restart_per_revision_passes_and_two_fail() {
     assert_eq!(in_place_once(&ids, &owners, &[]).len(), 1);
 }
 
-#[test]
-fn a_budget_counts_from_full_availability() {
-    let b = Budget {
+/// A budget over `CloneSet/cs`'s 3 Pods, at most 1 unavailable.
+fn three_at_most_one_down() -> Budget {
+    Budget {
         owner: "CloneSet/cs".into(),
         replicas: 3,
         max_unavailable: 1,
-    };
+    }
+}
+
+#[test]
+fn a_budget_counts_from_full_availability() {
+    let b = three_at_most_one_down();
     let not_ready = |p: PodObs| PodObs { ready: false, ..p };
     // Starting up (never all available) is not charged.
     let start = vec![not_ready(obs(0, "a", "1", "a")), obs(1, "b", "2", "b")];
@@ -125,11 +130,7 @@ fn a_budget_counts_from_full_availability() {
 
 #[test]
 fn a_relist_is_judged_once_all_of_it_is_in() {
-    let b = Budget {
-        owner: "CloneSet/cs".into(),
-        replicas: 3,
-        max_unavailable: 1,
-    };
+    let b = three_at_most_one_down();
     let unready = |p: PodObs| PodObs { ready: false, ..p };
     let mut h = vec![
         obs(0, "a", "1", "a"),
@@ -162,11 +163,7 @@ fn a_relist_is_judged_once_all_of_it_is_in() {
 
 #[test]
 fn a_pod_unready_on_its_own_is_charged_to_a_disruption_the_budget_had_time_to_see() {
-    let b = Budget {
-        owner: "CloneSet/cs".into(),
-        replicas: 3,
-        max_unavailable: 1,
-    };
+    let b = three_at_most_one_down();
     let all = vec![
         obs(0, "a", "1", "a"),
         obs(1, "b", "2", "b"),
