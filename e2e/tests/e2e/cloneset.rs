@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::apps::v1::ControllerRevision;
-use k8s_openapi::api::core::v1::{Event, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::core::v1::{Event, Namespace, PersistentVolumeClaim, Pod};
 use kruise_api::features::Gate;
 use kruise_api::keys;
 use kruise_e2e::cloneset::{
@@ -214,6 +214,28 @@ async fn serial_rollout_calls_no_conversion_webhook() {
             }),
     );
     tokio::time::sleep(Duration::from_secs(1)).await;
+    // The namespace controller, emptying the earlier tests' namespaces, deletes their CloneSets
+    // at the group's preferred version (v1beta1): conversions that are not the rollout's. Past
+    // the wait the count is taken anyway (a namespace stuck terminating is another test's).
+    let quiet = wait_for(
+        "the earlier tests' namespaces to be gone",
+        Duration::from_secs(180),
+        || async {
+            let lp = ListParams::default().labels(kruise_e2e::E2E_LABEL);
+            let terminating = Api::<Namespace>::all(client.clone())
+                .list(&lp)
+                .await?
+                .items
+                .iter()
+                .filter(|n| n.metadata.deletion_timestamp.is_some())
+                .count();
+            Ok((terminating == 0).then_some(()))
+        },
+    )
+    .await;
+    if let Err(e) = quiet {
+        eprintln!("counting anyway: {e}");
+    }
     let crd = "clonesets.apps.kruise.io";
     let before = conversion_calls(&client, crd).await;
     let listed = changes.load(Ordering::SeqCst);
