@@ -145,6 +145,23 @@ impl TestNamespace {
     }
 }
 
+/// Runs `work` to completion from a `Drop` of a failing test: the test's runtime cannot be
+/// blocked on from inside it, so on a runtime of its own, on a thread of its own.
+pub fn on_own_runtime<T, F, Fut>(work: F) -> std::thread::Result<Result<T>>
+where
+    F: FnOnce() -> Fut + Send + 'static,
+    Fut: Future<Output = Result<T>>,
+    T: Send + 'static,
+{
+    std::thread::spawn(move || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?
+            .block_on(work())
+    })
+    .join()
+}
+
 /// A Node with no kubelet behind it (a virtual-kubelet stand-in), deleted when dropped even by a
 /// failing test: a NotReady node left behind would fail every later health check of the cluster.
 pub struct ScratchNode {
@@ -165,24 +182,17 @@ impl ScratchNode {
 impl Drop for ScratchNode {
     fn drop(&mut self) {
         let name = self.name.clone();
-        // The test's runtime cannot be blocked on from inside it, and the test's client serves
-        // from that runtime: delete on a runtime and with a client of their own.
-        let deleted = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()?;
-            rt.block_on(async {
-                match Api::<Node>::all(client().await?)
-                    .delete(&name, &DeleteParams::default())
-                    .await
-                {
-                    Ok(_) => Ok(()),
-                    Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
-                    Err(e) => Err(Error::Kube(e)),
-                }
-            })
-        })
-        .join();
+        // The test's client serves from the test's runtime: a client of its own.
+        let deleted = on_own_runtime(move || async move {
+            match Api::<Node>::all(client().await?)
+                .delete(&name, &DeleteParams::default())
+                .await
+            {
+                Ok(_) => Ok(()),
+                Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
+                Err(e) => Err(Error::Kube(e)),
+            }
+        });
         match deleted {
             Ok(Ok(())) => {}
             Ok(Err(e)) => eprintln!("deleting the scratch node {}: {e}", self.name),

@@ -249,20 +249,13 @@ impl Drop for Reconfigured {
             return;
         }
         let original = self.original.take();
-        // A failing test unwinds through here: restore on a runtime of its own, since the test's
-        // runtime cannot be blocked on from inside it.
-        let restored = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()?;
-            rt.block_on(async {
-                match original {
-                    None => dev_restart(&[]),
-                    Some((env, args)) => roll_out(&crate::client().await?, env, args).await,
-                }
-            })
-        })
-        .join();
+        // A failing test unwinds through here.
+        let restored = crate::on_own_runtime(move || async move {
+            match original {
+                None => dev_restart(&[]),
+                Some((env, args)) => roll_out(&crate::client().await?, env, args).await,
+            }
+        });
         match restored {
             Ok(Ok(())) => {}
             Ok(Err(e)) => eprintln!("restoring the manager's configuration failed: {e}"),

@@ -97,14 +97,9 @@ fn three_at_most_one_down() -> Budget {
     }
 }
 
-#[test]
-fn a_budget_counts_from_full_availability() {
-    let b = three_at_most_one_down();
-    let not_ready = |p: PodObs| PodObs { ready: false, ..p };
-    // Starting up (never all available) is not charged.
-    let start = vec![not_ready(obs(0, "a", "1", "a")), obs(1, "b", "2", "b")];
-    assert_eq!(budget(&start, &b), vec![]);
-    let mut h = vec![
+/// Pods a, b and c available, then a deleted (t = 3).
+fn all_up_then_a_going() -> Vec<PodObs> {
+    vec![
         obs(0, "a", "1", "a"),
         obs(1, "b", "2", "b"),
         obs(2, "c", "3", "c"),
@@ -112,7 +107,17 @@ fn a_budget_counts_from_full_availability() {
             terminating: true,
             ..obs(3, "a", "1", "a")
         },
-    ];
+    ]
+}
+
+#[test]
+fn a_budget_counts_from_full_availability() {
+    let b = three_at_most_one_down();
+    let not_ready = |p: PodObs| PodObs { ready: false, ..p };
+    // Starting up (never all available) is not charged.
+    let start = vec![not_ready(obs(0, "a", "1", "a")), obs(1, "b", "2", "b")];
+    assert_eq!(budget(&start, &b), vec![]);
+    let mut h = all_up_then_a_going();
     assert_eq!(budget(&h, &b), vec![]);
     // A second Pod deleted while the first is still going: charged.
     let mut deleted = h.clone();
@@ -132,16 +137,8 @@ fn a_budget_counts_from_full_availability() {
 fn a_relist_is_judged_once_all_of_it_is_in() {
     let b = three_at_most_one_down();
     let unready = |p: PodObs| PodObs { ready: false, ..p };
-    let mut h = vec![
-        obs(0, "a", "1", "a"),
-        obs(1, "b", "2", "b"),
-        obs(2, "c", "3", "c"),
-        PodObs {
-            terminating: true,
-            ..obs(3, "a", "1", "a")
-        },
-        unready(obs(4, "d", "4", "a")),
-    ];
+    let mut h = all_up_then_a_going();
+    h.push(unready(obs(4, "d", "4", "a")));
     // One moment: b seen deleted and its slot's new Pod ready, after d became ready.
     h.extend([
         PodObs {
